@@ -1,0 +1,2 @@
+//! The `rag-eval` command-line tool.
+fn main() {}

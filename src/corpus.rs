@@ -1,0 +1,382 @@
+//! Documents and corpora, with character offsets that slice in O(1).
+//!
+//! Offsets everywhere in rag-eval are Unicode scalar values (chars), end-exclusive, as Python
+//! `str` indices are. A [`Document`] keeps a char→byte index so that slicing by character
+//! offsets never scans the text.
+
+use crate::error::{Error, Result};
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Identifier of a document: its path relative to the corpus root, with `/` separators.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DocId(Arc<str>);
+
+impl DocId {
+    /// A document id from any string.
+    pub fn new(id: impl AsRef<str>) -> Self {
+        DocId(Arc::from(id.as_ref()))
+    }
+
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DocId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for DocId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for DocId {
+    fn from(s: &str) -> Self {
+        DocId::new(s)
+    }
+}
+
+impl From<String> for DocId {
+    fn from(s: String) -> Self {
+        DocId(Arc::from(s))
+    }
+}
+
+impl AsRef<str> for DocId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for DocId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Free-form metadata attached to documents, chunks and dataset rows.
+pub type Metadata = BTreeMap<String, serde_json::Value>;
+
+/// A source document: id, text and metadata, with a char↔byte offset index.
+#[derive(Clone)]
+pub struct Document {
+    id: DocId,
+    content: String,
+    /// Byte offset of every char boundary (`char_len + 1` entries), or `None` when the text is
+    /// ASCII and char offsets equal byte offsets.
+    boundaries: Option<Arc<[u32]>>,
+    /// Free-form metadata (author, source, …).
+    pub metadata: Metadata,
+}
+
+impl fmt::Debug for Document {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Document")
+            .field("id", &self.id)
+            .field("chars", &self.char_len())
+            .field("bytes", &self.content.len())
+            .finish()
+    }
+}
+
+impl Document {
+    /// A document from an id and its text.
+    ///
+    /// # Panics
+    /// Panics if the text is 4 GiB or larger (offsets are stored as `u32`).
+    pub fn new(id: impl Into<DocId>, content: impl Into<String>) -> Self {
+        let content = content.into();
+        assert!(
+            u32::try_from(content.len()).is_ok(),
+            "documents of 4 GiB or more are not supported"
+        );
+        let boundaries = if content.is_ascii() {
+            None
+        } else {
+            let mut b: Vec<u32> = content.char_indices().map(|(i, _)| i as u32).collect();
+            b.push(content.len() as u32);
+            Some(Arc::from(b))
+        };
+        Document {
+            id: id.into(),
+            content,
+            boundaries,
+            metadata: Metadata::new(),
+        }
+    }
+
+    /// The document's id.
+    pub fn id(&self) -> &DocId {
+        &self.id
+    }
+
+    /// The full text.
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    /// Length in characters (Unicode scalar values).
+    pub fn char_len(&self) -> usize {
+        match &self.boundaries {
+            None => self.content.len(),
+            Some(b) => b.len() - 1,
+        }
+    }
+
+    /// Byte offset of a char offset; `None` past the end.
+    pub fn char_to_byte(&self, char_offset: usize) -> Option<usize> {
+        match &self.boundaries {
+            None => (char_offset <= self.content.len()).then_some(char_offset),
+            Some(b) => b.get(char_offset).map(|&x| x as usize),
+        }
+    }
+
+    /// Char offset of a byte offset; `None` when the byte offset is not on a char boundary
+    /// or past the end.
+    pub fn byte_to_char(&self, byte_offset: usize) -> Option<usize> {
+        match &self.boundaries {
+            None => (byte_offset <= self.content.len()).then_some(byte_offset),
+            Some(b) => u32::try_from(byte_offset)
+                .ok()
+                .and_then(|x| b.binary_search(&x).ok()),
+        }
+    }
+
+    /// The text between two char offsets (end-exclusive); `None` if out of range or reversed.
+    pub fn slice(&self, start: usize, end: usize) -> Option<&str> {
+        if start > end {
+            return None;
+        }
+        let s = self.char_to_byte(start)?;
+        let e = self.char_to_byte(end)?;
+        Some(&self.content[s..e])
+    }
+
+    /// The text of a span of this document; an error names the span if it does not fit.
+    pub fn slice_span(&self, span: &crate::span::CharSpan) -> Result<&str> {
+        if span.doc != self.id {
+            return Err(Error::UnknownDocument(span.doc.to_string()));
+        }
+        self.slice(span.start, span.end)
+            .ok_or_else(|| Error::SpanOutOfBounds {
+                doc: self.id.to_string(),
+                start: span.start,
+                end: span.end,
+                len: self.char_len(),
+            })
+    }
+}
+
+/// A collection of documents, sorted by id.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    documents: Vec<Document>,
+    /// Free-form corpus metadata (name, version, …).
+    pub metadata: Metadata,
+}
+
+/// The glob [`Corpus::from_folder`] uses when none is given.
+pub const DEFAULT_GLOB: &str = "**/*.md";
+
+impl Corpus {
+    /// A corpus from documents; they are sorted by id. Duplicate ids are an error.
+    pub fn new(documents: impl IntoIterator<Item = Document>) -> Result<Self> {
+        let mut documents: Vec<Document> = documents.into_iter().collect();
+        documents.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(w) = documents.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(Error::Config(format!(
+                "duplicate document id `{}`",
+                w[0].id
+            )));
+        }
+        Ok(Corpus {
+            documents,
+            metadata: Metadata::new(),
+        })
+    }
+
+    /// Loads every file under `root` whose path relative to `root` matches `glob`
+    /// (default [`DEFAULT_GLOB`]). Document ids are those relative paths with `/` separators.
+    ///
+    /// A file that is not UTF-8 or cannot be read, a malformed glob, and a folder where nothing
+    /// matches are errors that name the path.
+    pub fn from_folder(root: impl AsRef<Utf8Path>, glob: Option<&str>) -> Result<Self> {
+        let root = root.as_ref();
+        let glob = glob.unwrap_or(DEFAULT_GLOB);
+        let matcher = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| Error::Glob {
+                glob: glob.to_owned(),
+                message: e.kind().to_string(),
+            })?
+            .compile_matcher();
+        let meta = std::fs::metadata(root).map_err(|e| Error::io("read", root, e))?;
+        if !meta.is_dir() {
+            return Err(Error::io(
+                "read",
+                root,
+                std::io::Error::other("not a directory"),
+            ));
+        }
+        let mut documents = Vec::new();
+        for entry in walkdir::WalkDir::new(root)
+            .follow_links(true)
+            .sort_by_file_name()
+        {
+            let entry = entry.map_err(|e| {
+                let path = e
+                    .path()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| root.to_string());
+                Error::io("list", path, e.into())
+            })?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let path = Utf8Path::from_path(entry.path())
+                .ok_or_else(|| Error::NonUtf8Path(entry.path().to_string_lossy().into_owned()))?;
+            let rel = path.strip_prefix(root).unwrap_or(path);
+            let id = rel
+                .components()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join("/");
+            if !matcher.is_match(&id) {
+                continue;
+            }
+            documents.push(Document::new(id, read_utf8(path)?));
+        }
+        if documents.is_empty() {
+            return Err(Error::EmptyCorpus {
+                path: root.to_owned(),
+                glob: glob.to_owned(),
+            });
+        }
+        Corpus::new(documents)
+    }
+
+    /// Loads one file as a single-document corpus whose id is the file name.
+    pub fn from_file(path: impl AsRef<Utf8Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let name = path.file_name().unwrap_or(path.as_str());
+        Corpus::new([Document::new(name, read_utf8(path)?)])
+    }
+
+    /// The documents, sorted by id.
+    pub fn documents(&self) -> &[Document] {
+        &self.documents
+    }
+
+    /// A document by id.
+    pub fn get(&self, id: &str) -> Option<&Document> {
+        self.documents
+            .binary_search_by(|d| d.id.as_str().cmp(id))
+            .ok()
+            .map(|i| &self.documents[i])
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.documents.len()
+    }
+
+    /// Whether the corpus holds no documents.
+    pub fn is_empty(&self) -> bool {
+        self.documents.is_empty()
+    }
+
+    /// Total length in characters.
+    pub fn char_len(&self) -> usize {
+        self.documents.iter().map(Document::char_len).sum()
+    }
+}
+
+/// Reads a file that must be UTF-8, with errors naming the path.
+pub(crate) fn read_utf8(path: &Utf8Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    String::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
+        path: path.to_owned(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slicing_by_chars_handles_multibyte_text() {
+        let d = Document::new("a", "héllo wörld €!");
+        assert_eq!(d.char_len(), 14);
+        assert_eq!(d.slice(1, 5), Some("éllo"));
+        assert_eq!(d.slice(12, 14), Some("€!"));
+        assert_eq!(d.slice(12, 15), None);
+        assert_eq!(d.slice(5, 4), None);
+        assert_eq!(d.char_to_byte(2), Some(3));
+        assert_eq!(d.byte_to_char(3), Some(2));
+        assert_eq!(d.byte_to_char(2), None, "inside 'é'");
+    }
+
+    #[test]
+    fn ascii_documents_use_identity_offsets() {
+        let d = Document::new("a", "hello");
+        assert_eq!(d.char_len(), 5);
+        assert_eq!(d.slice(0, 5), Some("hello"));
+        assert_eq!(d.char_to_byte(6), None);
+    }
+
+    #[test]
+    fn from_folder_ids_are_relative_with_slashes_and_sorted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("guide/deep")).unwrap();
+        std::fs::write(root.join("b.md"), "b").unwrap();
+        std::fs::write(root.join("guide/a.md"), "a").unwrap();
+        std::fs::write(root.join("guide/deep/c.md"), "c").unwrap();
+        std::fs::write(root.join("notes.txt"), "x").unwrap();
+        let c = Corpus::from_folder(root, None).unwrap();
+        let ids: Vec<_> = c.documents().iter().map(|d| d.id().as_str()).collect();
+        assert_eq!(ids, ["b.md", "guide/a.md", "guide/deep/c.md"]);
+        assert_eq!(c.get("guide/a.md").unwrap().content(), "a");
+        let txt = Corpus::from_folder(root, Some("*.txt")).unwrap();
+        assert_eq!(txt.len(), 1);
+    }
+
+    #[test]
+    fn bad_inputs_are_errors_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        let err = Corpus::from_folder(root, None).unwrap_err().to_string();
+        assert!(err.contains("no documents matching `**/*.md`"), "{err}");
+        assert!(err.contains(root.as_str()), "{err}");
+
+        std::fs::write(root.join("bad.md"), b"ok \xff\xfe").unwrap();
+        let err = Corpus::from_folder(root, None).unwrap_err().to_string();
+        assert!(
+            err.contains("bad.md") && err.contains("not valid UTF-8"),
+            "{err}"
+        );
+        assert!(err.contains("offset 3"), "{err}");
+
+        let err = Corpus::from_folder(root.join("missing"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing"), "{err}");
+
+        let err = Corpus::from_folder(root, Some("["))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("invalid glob `[`"), "{err}");
+    }
+}

@@ -1,0 +1,42 @@
+//! Embedders: text to vectors.
+
+mod hashing;
+
+pub use hashing::HashingEmbedder;
+
+use crate::error::Result;
+
+/// Turns texts into fixed-size vectors.
+///
+/// Implementations should be deterministic for a given configuration; [`Embedder::name`]
+/// identifies that configuration (it keys caches and appears in reports).
+#[async_trait::async_trait]
+pub trait Embedder: Send + Sync {
+    /// Provider, model and parameters, e.g. `hashing:dim=384,ngrams=2`.
+    fn name(&self) -> String;
+    /// Length of every vector this embedder returns.
+    fn dimension(&self) -> usize;
+    /// Embeds documents or chunks, one vector per text, in order.
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+    /// Embeds a query. Models with separate query encodings override this.
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let mut v = self.embed(&[query.to_owned()]).await?;
+        v.pop()
+            .ok_or_else(|| crate::Error::Embed(format!("{} returned no vector", self.name())))
+    }
+}
+
+/// Cosine similarity; 0 when either vector is all zeros.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}

@@ -1,0 +1,95 @@
+//! The crate's error type.
+
+use camino::Utf8PathBuf;
+
+/// Everything that can go wrong in rag-eval. Messages are lowercase and read after
+/// "failed to …"-style context; each names what failed and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file or folder could not be read or written.
+    #[error("{action} `{path}`: {source}")]
+    Io {
+        /// What was being done ("read", "write", "list", …).
+        action: &'static str,
+        /// The path involved.
+        path: Utf8PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A document is not valid UTF-8.
+    #[error("`{path}` is not valid UTF-8 (first invalid byte at offset {offset})")]
+    NotUtf8 {
+        /// The offending file.
+        path: Utf8PathBuf,
+        /// Byte offset of the first invalid sequence.
+        offset: usize,
+    },
+    /// A path is not valid UTF-8 (rag-eval uses UTF-8 paths throughout).
+    #[error("path `{0}` is not valid UTF-8")]
+    NonUtf8Path(String),
+    /// A folder matched no documents.
+    #[error("no documents matching `{glob}` under `{path}`")]
+    EmptyCorpus {
+        /// The folder searched.
+        path: Utf8PathBuf,
+        /// The glob used.
+        glob: String,
+    },
+    /// A glob pattern is malformed.
+    #[error("invalid glob `{glob}`: {message}")]
+    Glob {
+        /// The pattern as given.
+        glob: String,
+        /// Why it was rejected.
+        message: String,
+    },
+    /// A document id was not found in the corpus.
+    #[error("unknown document `{0}`")]
+    UnknownDocument(String),
+    /// A character span does not fit its document.
+    #[error("span {start}..{end} is outside document `{doc}` ({len} characters)")]
+    SpanOutOfBounds {
+        /// The document.
+        doc: String,
+        /// Span start (characters).
+        start: usize,
+        /// Span end (characters, exclusive).
+        end: usize,
+        /// Document length in characters.
+        len: usize,
+    },
+    /// A chunker or metric configuration is invalid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A line of an input file could not be parsed.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        /// The file.
+        path: Utf8PathBuf,
+        /// One-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A dataset is inconsistent with itself or with its corpus.
+    #[error("invalid dataset: {0}")]
+    Dataset(String),
+    /// An embedder failed.
+    #[error("embedding failed: {0}")]
+    Embed(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An I/O error with the action and path it happened on.
+    pub fn io(action: &'static str, path: impl Into<Utf8PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Evaluation levels as types.
+//!
+//! An evaluation is either chunk-level (ground truth is a set of chunk ids, tied to the
+//! chunker that produced them) or token-level (ground truth is character spans, independent of
+//! any chunker). [`Level`] is sealed: the two built-in levels are the only ones, and every
+//! generic piece (`Metric<L>`, evaluations, retrievers) is tied to one, so a span metric applied
+//! to a chunk-level evaluation is a compile error:
+//!
+//! ```compile_fail
+//! use rag_eval::level::{ChunkLevel, TokenLevel};
+//! use rag_eval::metrics::{Metric, SpanRecall};
+//! fn wants_chunk_metric(_: &dyn Metric<ChunkLevel>) {}
+//! wants_chunk_metric(&SpanRecall::default()); // SpanRecall is a Metric<TokenLevel> only
+//! ```
+//!
+//! ```compile_fail
+//! // Users cannot add levels of their own.
+//! struct MyLevel;
+//! impl rag_eval::level::Level for MyLevel {
+//!     type Truth = ();
+//!     type Item = ();
+//!     const NAME: &'static str = "mine";
+//! }
+//! ```
+
+use crate::chunk::ChunkId;
+use crate::span::CharSpan;
+use std::fmt::Debug;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::ChunkLevel {}
+    impl Sealed for super::TokenLevel {}
+}
+
+/// An evaluation level: what ground truth is and what a retriever's ranked items are.
+pub trait Level: sealed::Sealed + Copy + Default + Debug + Send + Sync + 'static {
+    /// Ground truth for one query.
+    type Truth: Clone + Debug + Send + Sync;
+    /// One ranked retrieved item as the metrics see it.
+    type Item: Clone + Debug + Send + Sync;
+    /// `"chunk"` or `"token"`, as written in datasets and reports.
+    const NAME: &'static str;
+}
+
+/// Chunk-level evaluation: truth is a set of [`ChunkId`]s, retrieval a ranked list of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ChunkLevel;
+
+/// Token-level evaluation: truth is character spans, retrieval a ranked list of spans
+/// (the positions of the retrieved chunks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct TokenLevel;
+
+impl Level for ChunkLevel {
+    type Truth = Vec<ChunkId>;
+    type Item = ChunkId;
+    const NAME: &'static str = "chunk";
+}
+
+impl Level for TokenLevel {
+    type Truth = Vec<CharSpan>;
+    type Item = CharSpan;
+    const NAME: &'static str = "token";
+}

@@ -1,0 +1,111 @@
+//! Retrieval metrics: the numbers rag-eval reports.
+//!
+//! Definitions follow `DESIGN.md` §6 exactly. Every metric is a [`Metric<L>`] for the level(s)
+//! it makes sense at, reported as `name@k` for the cut-off it was computed at, or as `name` for
+//! measures over the whole ranking (`mrr`, `map`).
+//!
+//! Users add their own metrics by implementing [`Metric`]:
+//!
+//! ```
+//! use rag_eval::level::ChunkLevel;
+//! use rag_eval::metrics::{Metric, MetricInput};
+//!
+//! /// 1 when the first retrieved chunk is relevant.
+//! struct TopOneCorrect;
+//! impl Metric<ChunkLevel> for TopOneCorrect {
+//!     fn name(&self) -> &str { "top1" }
+//!     fn at_k(&self) -> bool { false }
+//!     fn compute(&self, input: &MetricInput<'_, ChunkLevel>) -> f64 {
+//!         let hit = input.retrieved.first().is_some_and(|id| input.truth.contains(id));
+//!         if hit { 1.0 } else { 0.0 }
+//!     }
+//! }
+//! ```
+
+use crate::level::Level;
+use crate::span::CharSpan;
+
+/// What a metric sees for one query.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct MetricInput<'a, L: Level> {
+    /// The retriever's ranked output, as returned (not yet cut at `k`).
+    pub retrieved: &'a [L::Item],
+    /// The ground truth.
+    pub truth: &'a L::Truth,
+    /// The cut-off.
+    pub k: usize,
+    /// Every chunk the chunker produced (token level; needed by PrecisionΩ only).
+    pub chunker_output: Option<&'a [CharSpan]>,
+}
+
+impl<'a, L: Level> MetricInput<'a, L> {
+    /// An input without chunker output.
+    pub fn new(retrieved: &'a [L::Item], truth: &'a L::Truth, k: usize) -> Self {
+        MetricInput {
+            retrieved,
+            truth,
+            k,
+            chunker_output: None,
+        }
+    }
+
+    /// The same input with the chunker's whole output attached.
+    pub fn with_chunker_output(mut self, chunks: &'a [CharSpan]) -> Self {
+        self.chunker_output = Some(chunks);
+        self
+    }
+
+    /// The retrieved items cut at `k`.
+    pub fn top_k(&self) -> &'a [L::Item] {
+        &self.retrieved[..self.k.min(self.retrieved.len())]
+    }
+}
+
+/// A per-query retrieval metric at level `L`.
+pub trait Metric<L: Level>: Send + Sync {
+    /// The metric's name without cut-off, e.g. `span_recall`.
+    fn name(&self) -> &str;
+    /// Whether the metric depends on the cut-off and is reported as `name@k`.
+    fn at_k(&self) -> bool {
+        true
+    }
+    /// Whether [`MetricInput::chunker_output`] must be present.
+    fn needs_chunker_output(&self) -> bool {
+        false
+    }
+    /// The value for one query, in `[0, 1]` for every built-in metric.
+    fn compute(&self, input: &MetricInput<'_, L>) -> f64;
+    /// The name a report uses: `name@k` or `name`.
+    fn report_name(&self, k: usize) -> String {
+        if self.at_k() {
+            format!("{}@{k}", self.name())
+        } else {
+            self.name().to_owned()
+        }
+    }
+}
+
+/// Mean and population standard deviation (0 and 0 for no values), as the published
+/// chunking_evaluation tables report them.
+pub fn mean_std(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_std_is_population() {
+        assert_eq!(mean_std(&[]), (0.0, 0.0));
+        let (m, s) = mean_std(&[1.0, 0.0, 1.0, 0.0]);
+        assert_eq!((m, s), (0.5, 0.5));
+    }
+}
