@@ -24,5 +24,6 @@ pub mod error;
 pub mod level;
 pub mod metrics;
 pub mod span;
+pub mod trec;
 
 pub use error::{Error, Result};

@@ -4,6 +4,13 @@
 //! chunk satisfies `doc.slice(chunk.start, chunk.end) == chunk.content`. A third-party chunker
 //! that only returns strings becomes position-aware through [`PositionAdapter`].
 
+mod markdown;
+mod recursive;
+mod semantic;
+mod token;
+
+// Re-exports of the built-in chunkers go here, one line each.
+
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::{Corpus, Document};
 use std::ops::Range;

@@ -22,6 +22,14 @@
 //! }
 //! ```
 
+mod chroma;
+mod rank;
+mod set;
+mod similarity;
+mod span;
+
+// Re-exports of the built-in metrics go here, one line each.
+
 use crate::level::Level;
 use crate::span::CharSpan;
 
