@@ -34,11 +34,13 @@ mod sealed {
 }
 
 /// An evaluation level: what ground truth is and what a retriever's ranked items are.
-pub trait Level: sealed::Sealed + Copy + Default + Debug + Send + Sync + 'static {
+pub trait Level:
+    sealed::Sealed + Copy + Default + Debug + PartialEq + Send + Sync + 'static
+{
     /// Ground truth for one query.
-    type Truth: Clone + Debug + Send + Sync;
+    type Truth: Clone + Debug + PartialEq + Send + Sync;
     /// One ranked retrieved item as the metrics see it.
-    type Item: Clone + Debug + Send + Sync;
+    type Item: Clone + Debug + PartialEq + Send + Sync;
     /// `"chunk"` or `"token"`, as written in datasets and reports.
     const NAME: &'static str;
 }

@@ -19,6 +19,7 @@
 pub mod chunk;
 pub mod chunker;
 pub mod corpus;
+pub mod dataset;
 pub mod embed;
 pub mod error;
 pub mod level;

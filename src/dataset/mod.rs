@@ -1,0 +1,630 @@
+//! Datasets: queries with their ground truth, as LangSmith-shaped JSONL.
+//!
+//! One example per line:
+//!
+//! ```json
+//! {"id":"q0001","inputs":{"query":"…"},
+//!  "outputs":{"relevant_spans":[{"doc_id":"guide/setup.md","start":120,"end":301,"text":"…"}]},
+//!  "metadata":{"difficulty":"factual","source_docs":["guide/setup.md"]}}
+//! ```
+//!
+//! Token-level rows carry `outputs.relevant_spans` (character offsets, end-exclusive, with the
+//! text they covered when the dataset was made); chunk-level rows carry
+//! `outputs.relevant_chunk_ids` and record the chunker that produced the ids in
+//! `metadata.chunker`. A file holds one level only.
+
+pub mod import;
+
+use crate::chunk::ChunkId;
+use crate::corpus::{Corpus, DocId, Metadata};
+use crate::error::{Error, Result};
+use crate::level::{ChunkLevel, Level, TokenLevel};
+use crate::span::CharSpan;
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+
+/// The query of an example (`inputs` in the file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Inputs {
+    query: String,
+}
+
+/// A truth span as written in a dataset: position plus the text it covered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanRef {
+    /// Document id (path relative to the corpus root).
+    pub doc_id: DocId,
+    /// First character (inclusive).
+    pub start: usize,
+    /// One past the last character.
+    pub end: usize,
+    /// The text `doc[start..end]` had when the dataset was made; compared with the corpus to
+    /// detect drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl SpanRef {
+    /// The span without its text.
+    pub fn span(&self) -> CharSpan {
+        CharSpan::new(self.doc_id.clone(), self.start, self.end)
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOutputs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    relevant_spans: Option<Vec<SpanRef>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    relevant_chunk_ids: Option<Vec<ChunkId>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RawRow {
+    id: String,
+    inputs: Inputs,
+    outputs: RawOutputs,
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    metadata: Metadata,
+}
+
+/// One query with its ground truth at level `L`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example<L: Level> {
+    /// Unique id within the dataset, e.g. `q0001`.
+    pub id: String,
+    /// The query text.
+    pub query: String,
+    /// The ground truth.
+    pub truth: L::Truth,
+    /// Token level: the text recorded with each truth span, in the same order as `truth`
+    /// (`None` where the file has none). Empty at chunk level.
+    pub span_texts: Vec<Option<String>>,
+    /// Free-form metadata (`difficulty`, `source_docs`, `generation_model`, `chunker`, …).
+    pub metadata: Metadata,
+}
+
+impl<L: Level> Example<L> {
+    /// The difficulty label, if the row has one.
+    pub fn difficulty(&self) -> Option<&str> {
+        self.metadata.get("difficulty").and_then(|v| v.as_str())
+    }
+}
+
+/// A dataset at level `L`: examples in file order with unique ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset<L: Level> {
+    examples: Vec<Example<L>>,
+    /// One-based line of each example in its source (0 when built in memory).
+    lines: Vec<usize>,
+    source: String,
+}
+
+/// Token-level dataset.
+pub type TokenDataset = Dataset<TokenLevel>;
+/// Chunk-level dataset.
+pub type ChunkDataset = Dataset<ChunkLevel>;
+
+/// A dataset of either level, as found in a file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnyDataset {
+    /// Rows with `relevant_chunk_ids`.
+    Chunk(ChunkDataset),
+    /// Rows with `relevant_spans`.
+    Token(TokenDataset),
+}
+
+impl AnyDataset {
+    /// `"chunk"` or `"token"`.
+    pub fn level(&self) -> &'static str {
+        match self {
+            AnyDataset::Chunk(_) => ChunkLevel::NAME,
+            AnyDataset::Token(_) => TokenLevel::NAME,
+        }
+    }
+
+    /// Number of examples.
+    pub fn len(&self) -> usize {
+        match self {
+            AnyDataset::Chunk(d) => d.len(),
+            AnyDataset::Token(d) => d.len(),
+        }
+    }
+
+    /// Whether there are no examples.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<L: Level> Dataset<L> {
+    /// A dataset from examples built in memory; duplicate ids are an error.
+    pub fn new(examples: Vec<Example<L>>) -> Result<Self> {
+        let lines = vec![0; examples.len()];
+        let d = Dataset {
+            examples,
+            lines,
+            source: "<memory>".into(),
+        };
+        d.check_unique_ids()?;
+        Ok(d)
+    }
+
+    /// The examples, in file order.
+    pub fn examples(&self) -> &[Example<L>] {
+        &self.examples
+    }
+
+    /// Number of examples.
+    pub fn len(&self) -> usize {
+        self.examples.len()
+    }
+
+    /// Whether there are no examples.
+    pub fn is_empty(&self) -> bool {
+        self.examples.is_empty()
+    }
+
+    /// Where the dataset came from (a path, or `<memory>`).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// `source:line` of an example, for messages.
+    pub fn location(&self, index: usize) -> String {
+        match self.lines.get(index) {
+            Some(&l) if l > 0 => format!("{}:{l}", self.source),
+            _ => self.source.clone(),
+        }
+    }
+
+    /// An example by id.
+    pub fn get(&self, id: &str) -> Option<&Example<L>> {
+        self.examples.iter().find(|e| e.id == id)
+    }
+
+    fn check_unique_ids(&self) -> Result<()> {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, e) in self.examples.iter().enumerate() {
+            if let Some(&first) = seen.get(e.id.as_str()) {
+                return Err(Error::Dataset(format!(
+                    "{}: duplicate id `{}` (first at {})",
+                    self.location(i),
+                    e.id,
+                    self.location(first)
+                )));
+            }
+            seen.insert(&e.id, i);
+        }
+        Ok(())
+    }
+}
+
+/// A ground-truth span that does not agree with the corpus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanProblem {
+    /// `file:line` of the row.
+    pub location: String,
+    /// The example id.
+    pub example_id: String,
+    /// Index of the span within the row.
+    pub span_index: usize,
+    /// What is wrong.
+    pub kind: SpanProblemKind,
+}
+
+/// How a ground-truth span disagrees with the corpus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpanProblemKind {
+    /// The document is not in the corpus.
+    UnknownDocument(DocId),
+    /// The span ends past the end of its document.
+    OutOfBounds {
+        /// The span.
+        span: CharSpan,
+        /// Document length in characters.
+        doc_len: usize,
+    },
+    /// The corpus text at the span differs from the recorded text: the corpus changed since
+    /// the dataset was made.
+    Drift {
+        /// The span.
+        span: CharSpan,
+        /// Text recorded in the dataset.
+        expected: String,
+        /// Text the corpus has there now.
+        found: String,
+    },
+}
+
+impl std::fmt::Display for SpanProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: example `{}`, span {}: ",
+            self.location, self.example_id, self.span_index
+        )?;
+        match &self.kind {
+            SpanProblemKind::UnknownDocument(d) => write!(f, "document `{d}` is not in the corpus"),
+            SpanProblemKind::OutOfBounds { span, doc_len } => write!(
+                f,
+                "span {}..{} is outside `{}` ({doc_len} characters)",
+                span.start, span.end, span.doc
+            ),
+            SpanProblemKind::Drift {
+                span,
+                expected,
+                found,
+            } => write!(
+                f,
+                "text at `{}` {}..{} changed: expected {:?}, found {:?}",
+                span.doc,
+                span.start,
+                span.end,
+                preview(expected),
+                preview(found)
+            ),
+        }
+    }
+}
+
+fn preview(s: &str) -> String {
+    const MAX: usize = 60;
+    if s.chars().count() <= MAX {
+        s.to_owned()
+    } else {
+        let head: String = s.chars().take(MAX).collect();
+        format!("{head}…")
+    }
+}
+
+impl TokenDataset {
+    /// Every span that does not agree with `corpus`: unknown documents, spans past the end of
+    /// their document, and drift (recorded text differs from the corpus text at the span).
+    pub fn check_against(&self, corpus: &Corpus) -> Vec<SpanProblem> {
+        let mut problems = Vec::new();
+        for (i, ex) in self.examples.iter().enumerate() {
+            for (j, span) in ex.truth.iter().enumerate() {
+                let problem = |kind| SpanProblem {
+                    location: self.location(i),
+                    example_id: ex.id.clone(),
+                    span_index: j,
+                    kind,
+                };
+                let Some(doc) = corpus.get(span.doc.as_str()) else {
+                    problems.push(problem(SpanProblemKind::UnknownDocument(span.doc.clone())));
+                    continue;
+                };
+                let Some(found) = doc.slice(span.start, span.end) else {
+                    problems.push(problem(SpanProblemKind::OutOfBounds {
+                        span: span.clone(),
+                        doc_len: doc.char_len(),
+                    }));
+                    continue;
+                };
+                if let Some(Some(expected)) = ex.span_texts.get(j) {
+                    if expected != found {
+                        problems.push(problem(SpanProblemKind::Drift {
+                            span: span.clone(),
+                            expected: expected.clone(),
+                            found: found.to_owned(),
+                        }));
+                    }
+                }
+            }
+        }
+        problems
+    }
+}
+
+/// Reads a dataset file of either level, validating its shape: malformed JSON and missing
+/// fields (file:line), a mix of levels, duplicate ids, reversed spans.
+pub fn load(path: impl AsRef<Utf8Path>) -> Result<AnyDataset> {
+    let path = path.as_ref();
+    let text = crate::corpus::read_utf8(path)?;
+    parse(&text, path.as_str())
+}
+
+/// Parses dataset JSONL; `source` names the input in messages. Blank lines are skipped.
+pub fn parse(text: &str, source: &str) -> Result<AnyDataset> {
+    let perr = |line: usize, message: String| Error::Parse {
+        path: source.into(),
+        line,
+        message,
+    };
+    let mut chunk: Vec<(usize, Example<ChunkLevel>)> = Vec::new();
+    let mut token: Vec<(usize, Example<TokenLevel>)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: RawRow = serde_json::from_str(line).map_err(|e| perr(n, e.to_string()))?;
+        match (row.outputs.relevant_spans, row.outputs.relevant_chunk_ids) {
+            (Some(spans), None) => {
+                if let Some(s) = spans.iter().find(|s| s.start > s.end) {
+                    return Err(perr(
+                        n,
+                        format!("span {}..{} of `{}` ends before it starts", s.start, s.end, s.doc_id),
+                    ));
+                }
+                token.push((
+                    n,
+                    Example {
+                        id: row.id,
+                        query: row.inputs.query,
+                        truth: spans.iter().map(SpanRef::span).collect(),
+                        span_texts: spans.into_iter().map(|s| s.text).collect(),
+                        metadata: row.metadata,
+                    },
+                ));
+            }
+            (None, Some(ids)) => chunk.push((
+                n,
+                Example {
+                    id: row.id,
+                    query: row.inputs.query,
+                    truth: ids,
+                    span_texts: Vec::new(),
+                    metadata: row.metadata,
+                },
+            )),
+            (Some(_), Some(_)) => {
+                return Err(perr(
+                    n,
+                    "`outputs` has both `relevant_spans` and `relevant_chunk_ids`; a row is one level".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(perr(
+                    n,
+                    "`outputs` needs `relevant_spans` (token level) or `relevant_chunk_ids` (chunk level)".into(),
+                ))
+            }
+        }
+    }
+    let dataset = match (chunk.is_empty(), token.is_empty()) {
+        (false, false) => {
+            return Err(Error::Dataset(format!(
+                "{source} mixes levels: line {} is chunk-level, line {} is token-level",
+                chunk[0].0, token[0].0
+            )))
+        }
+        (false, true) => AnyDataset::Chunk(collect(chunk, source)?),
+        (true, false) => AnyDataset::Token(collect(token, source)?),
+        (true, true) => return Err(Error::Dataset(format!("{source} has no examples"))),
+    };
+    Ok(dataset)
+}
+
+fn collect<L: Level>(rows: Vec<(usize, Example<L>)>, source: &str) -> Result<Dataset<L>> {
+    let (lines, examples) = rows.into_iter().unzip();
+    let d = Dataset {
+        examples,
+        lines,
+        source: source.to_owned(),
+    };
+    d.check_unique_ids()?;
+    Ok(d)
+}
+
+/// Serialises datasets in the file format.
+pub trait ToRow {
+    /// The example as one JSON line (no trailing newline).
+    fn to_row(&self) -> String;
+}
+
+impl ToRow for Example<TokenLevel> {
+    fn to_row(&self) -> String {
+        let spans = self
+            .truth
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SpanRef {
+                doc_id: s.doc.clone(),
+                start: s.start,
+                end: s.end,
+                text: self.span_texts.get(i).cloned().flatten(),
+            })
+            .collect();
+        row_json(
+            self,
+            RawOutputs {
+                relevant_spans: Some(spans),
+                relevant_chunk_ids: None,
+            },
+        )
+    }
+}
+
+impl ToRow for Example<ChunkLevel> {
+    fn to_row(&self) -> String {
+        row_json(
+            self,
+            RawOutputs {
+                relevant_spans: None,
+                relevant_chunk_ids: Some(self.truth.clone()),
+            },
+        )
+    }
+}
+
+fn row_json<L: Level>(e: &Example<L>, outputs: RawOutputs) -> String {
+    let row = RawRow {
+        id: e.id.clone(),
+        inputs: Inputs {
+            query: e.query.clone(),
+        },
+        outputs,
+        metadata: e.metadata.clone(),
+    };
+    serde_json::to_string(&row).expect("dataset rows always serialise")
+}
+
+impl<L: Level> Dataset<L>
+where
+    Example<L>: ToRow,
+{
+    /// Writes the dataset as JSONL, atomically (a temporary file in the same folder, renamed
+    /// over the target), so a reader never sees half a file.
+    pub fn write(&self, path: impl AsRef<Utf8Path>) -> Result<()> {
+        let mut out = String::new();
+        for e in &self.examples {
+            out.push_str(&e.to_row());
+            out.push('\n');
+        }
+        write_atomic(path.as_ref(), out.as_bytes())
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed.
+pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_str().is_empty() => p,
+        _ => Utf8Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io("write", path, e))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| Error::io("write", path, e))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io("write", path, e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::Document;
+
+    const TOKEN: &str = r#"{"id":"q1","inputs":{"query":"what?"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5,"text":"hello"}]},"metadata":{"difficulty":"factual"}}
+{"id":"q2","inputs":{"query":"where?"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":6,"end":11,"text":"wörld"},{"doc_id":"b.md","start":0,"end":2}]}}
+"#;
+
+    fn err(text: &str) -> String {
+        parse(text, "d.jsonl").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_token_rows_and_round_trips() {
+        let AnyDataset::Token(d) = parse(TOKEN, "d.jsonl").unwrap() else {
+            panic!("expected token level")
+        };
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.examples()[0].difficulty(), Some("factual"));
+        assert_eq!(d.examples()[1].truth[1], CharSpan::new("b.md", 0, 2));
+        assert_eq!(d.examples()[1].span_texts, [Some("wörld".into()), None]);
+        assert_eq!(d.location(1), "d.jsonl:2");
+        let written: String = d.examples().iter().map(|e| e.to_row() + "\n").collect();
+        assert_eq!(written, TOKEN, "writing keeps the documented key order");
+    }
+
+    #[test]
+    fn chunk_rows_parse() {
+        let AnyDataset::Chunk(d) = parse(
+            r#"{"id":"c1","inputs":{"query":"q"},"outputs":{"relevant_chunk_ids":["chunk_2cf24dba5fb0"]},"metadata":{"chunker":"recursive:size=400,overlap=0"}}"#,
+            "c.jsonl",
+        )
+        .unwrap() else {
+            panic!("expected chunk level")
+        };
+        assert_eq!(d.examples()[0].truth, [ChunkId::from_content("hello")]);
+    }
+
+    #[test]
+    fn shape_errors_name_file_and_line() {
+        let e = err("\n{\"id\":\"q\",\"inputs\":{\"query\":\"x\"}}");
+        assert!(e.starts_with("d.jsonl:2: missing field `outputs`"), "{e}");
+        let e = err("{not json");
+        assert!(e.starts_with("d.jsonl:1: "), "{e}");
+        let e = err(r#"{"id":"q","inputs":{"query":"x"},"outputs":{}}"#);
+        assert!(
+            e.contains("d.jsonl:1: `outputs` needs `relevant_spans`"),
+            "{e}"
+        );
+        let e = err(
+            r#"{"id":"q","inputs":{"query":"x"},"outputs":{"relevant_spans":[],"relevant_chunk_ids":[]}}"#,
+        );
+        assert!(e.contains("both"), "{e}");
+        let e = err(
+            r#"{"id":"q","inputs":{"query":"x"},"outputs":{"relevant_spans":[{"doc_id":"a","start":5,"end":2}]}}"#,
+        );
+        assert!(
+            e.contains("d.jsonl:1: span 5..2 of `a` ends before it starts"),
+            "{e}"
+        );
+        let e = err(r#"{"id":"q","inputs":{"query":"x"},"outputs":{"relevant_span":[]}}"#);
+        assert!(e.contains("unknown field `relevant_span`"), "{e}");
+    }
+
+    #[test]
+    fn mixed_levels_and_duplicate_ids_are_errors() {
+        let mixed = format!(
+            "{}\n{}",
+            TOKEN.lines().next().unwrap(),
+            r#"{"id":"c1","inputs":{"query":"q"},"outputs":{"relevant_chunk_ids":[]}}"#
+        );
+        assert_eq!(
+            err(&mixed),
+            "invalid dataset: d.jsonl mixes levels: line 2 is chunk-level, line 1 is token-level"
+        );
+        let dup = format!(
+            "{}\n{}",
+            TOKEN.lines().next().unwrap(),
+            TOKEN.lines().next().unwrap()
+        );
+        assert_eq!(
+            err(&dup),
+            "invalid dataset: d.jsonl:2: duplicate id `q1` (first at d.jsonl:1)"
+        );
+        assert_eq!(err("\n\n"), "invalid dataset: d.jsonl has no examples");
+    }
+
+    #[test]
+    fn check_against_reports_unknown_docs_bounds_and_drift() {
+        let AnyDataset::Token(d) = parse(TOKEN, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        let corpus = Corpus::new([Document::new("a.md", "hello world")]).unwrap();
+        let p: Vec<String> = d
+            .check_against(&corpus)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            p,
+            [
+                "d.jsonl:2: example `q2`, span 0: text at `a.md` 6..11 changed: expected \"wörld\", found \"world\"",
+                "d.jsonl:2: example `q2`, span 1: document `b.md` is not in the corpus",
+            ]
+        );
+        let short =
+            Corpus::new([Document::new("a.md", "hel"), Document::new("b.md", "xy")]).unwrap();
+        let p = d.check_against(&short);
+        assert!(matches!(
+            p[0].kind,
+            SpanProblemKind::OutOfBounds { doc_len: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn write_is_atomic_and_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8Path::from_path(dir.path()).unwrap().join("out.jsonl");
+        let AnyDataset::Token(d) = parse(TOKEN, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        d.write(&path).unwrap();
+        let AnyDataset::Token(back) = load(&path).unwrap() else {
+            panic!()
+        };
+        assert_eq!(back.examples(), d.examples());
+        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(leftovers, 1, "no temporary file left behind");
+    }
+}
