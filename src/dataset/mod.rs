@@ -14,6 +14,7 @@
 //! `metadata.chunker`. A file holds one level only.
 
 pub mod import;
+pub mod retrieved;
 
 use crate::chunk::ChunkId;
 use crate::corpus::{Corpus, DocId, Metadata};

@@ -26,9 +26,11 @@ mod chroma;
 mod rank;
 mod set;
 mod similarity;
+mod scorecard;
 mod span;
 
 // Re-exports of the built-in metrics go here, one line each.
+pub use scorecard::{scorecard, Figures, QueryScores, Scorecard, Scored};
 
 use crate::level::Level;
 use crate::span::CharSpan;
