@@ -28,3 +28,8 @@ pub mod span;
 pub mod trec;
 
 pub use error::{Error, Result};
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
