@@ -10,6 +10,7 @@ mod semantic;
 mod token;
 
 // Re-exports of the built-in chunkers go here, one line each.
+pub use recursive::{LengthUnit, RecursiveCharacterChunker};
 
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::{Corpus, Document};
