@@ -4,13 +4,20 @@
 //! chunk satisfies `doc.slice(chunk.start, chunk.end) == chunk.content`. A third-party chunker
 //! that only returns strings becomes position-aware through [`PositionAdapter`].
 
+#[cfg(feature = "markdown")]
 mod markdown;
 mod recursive;
 mod semantic;
+#[cfg(feature = "tiktoken")]
 mod token;
 
 // Re-exports of the built-in chunkers go here, one line each.
+#[cfg(feature = "markdown")]
+pub use markdown::MarkdownChunker;
 pub use recursive::{LengthUnit, RecursiveCharacterChunker};
+pub use semantic::SemanticChunker;
+#[cfg(feature = "tiktoken")]
+pub use token::FixedTokenChunker;
 
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::{Corpus, Document};
