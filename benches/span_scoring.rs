@@ -191,7 +191,7 @@ fn main() {
             .is_some_and(|theirs| (theirs - ours).abs() <= 1e-12)
     });
     println!(
-        "  python, chunking_evaluation's loops ({} reps):          {} per pass",
+        "  python, chunking_evaluation's loops ({} reps):               {} per pass",
         report["reps"],
         fmt(py)
     );
