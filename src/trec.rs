@@ -1,1 +1,970 @@
-//! (in progress)
+//! TREC qrels and run files, scored the way trec_eval scores them.
+//!
+//! This is the engine of `rag-eval score --qrels … --run …`, for retrieval output from any
+//! language. Figures agree with trec_eval 9 (as packaged by pytrec_eval) to 1e-9; the
+//! conventions that decide them:
+//!
+//! - **Qrels** lines are `qid iter docno rel` (the iteration column is ignored). A grade of
+//!   1 or more is relevant; 0 is judged non-relevant; a negative grade marks a pooled but
+//!   unjudged document, which is neither relevant nor counted among the judged grades.
+//!   A docno judged twice for one query is an error, as in trec_eval.
+//! - **Run** lines are `qid Q0 docno rank score tag`. The rank column is ignored: each query's
+//!   documents are ranked by score, highest first, and equal scores are ordered by docno in
+//!   *descending* byte order (trec_eval's tie rule, so `d9` ranks above `d10` on a tie). A docno
+//!   listed twice for one query is an error naming both lines (trec_eval refuses such runs).
+//! - **Which queries**: those in the run that have at least one qrels line, as pytrec_eval
+//!   reports them. Queries judged but absent from the run, and run queries without any
+//!   judgement, are left out.
+//! - **Measures** ([`Measure`]): `P_k` divides by `k` however many documents were retrieved;
+//!   `recall_k` and `map` divide by the number of relevant judged documents (0 when there are
+//!   none); `ndcg_cut_k` gains the grade itself at rank r discounted by `log2(r + 1)`, against
+//!   the ideal ordering of every judged grade; `recip_rank` is 1 / the rank of the first
+//!   relevant document. The formulas are those of [`crate::metrics`] (`precision_at_k`,
+//!   `recall_at_k`, `ndcg_at_k`, `reciprocal_rank`, `average_precision`), shared with the
+//!   rank metrics.
+//!
+//! ```
+//! use rag_eval::trec::{evaluate, mean, Measure, Qrels, Run};
+//!
+//! let qrels = Qrels::parse("q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\n", "qrels.txt")?;
+//! let run = Run::parse("q1 Q0 d2 1 0.9 bm25\nq1 Q0 d3 2 0.8 bm25\nq1 Q0 d1 3 0.8 bm25\n", "run.txt")?;
+//! // d3 and d1 tie at 0.8: d3 ranks first (descending docno)
+//! let ranked: Vec<&str> = run.ranking("q1").unwrap().map(|(doc, _)| doc).collect();
+//! assert_eq!(ranked, ["d2", "d3", "d1"]);
+//!
+//! let measures = Measure::parse("P.2", &[])?;
+//! let per_query = evaluate(&qrels, &run, &measures);
+//! assert_eq!(per_query["q1"]["precision@2"], 0.5);
+//! assert_eq!(mean(&per_query)["precision@2"], 0.5);
+//! # Ok::<(), rag_eval::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::metrics::{
+    average_precision, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank, Grade,
+};
+use camino::{Utf8Path, Utf8PathBuf};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::Range;
+
+/// Grade given to a retrieved document that has no qrels line (trec_eval's "not in pool").
+const NOT_JUDGED: Grade = -1;
+
+/// Reads a whole file as UTF-8.
+fn read_text(path: &Utf8Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    String::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
+        path: path.to_owned(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+fn parse_error(path: &Utf8Path, line: usize, message: impl Into<String>) -> Error {
+    Error::Parse {
+        path: path.to_owned(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Splits a line into exactly `N` whitespace-separated fields.
+fn fields<'t, const N: usize>(
+    line: &'t str,
+    path: &Utf8Path,
+    number: usize,
+    layout: &str,
+) -> Result<[&'t str; N]> {
+    let mut out = [""; N];
+    let mut it = line.split_ascii_whitespace();
+    let mut found = 0;
+    for slot in out.iter_mut() {
+        match it.next() {
+            Some(f) => {
+                *slot = f;
+                found += 1;
+            }
+            None => break,
+        }
+    }
+    found += it.count();
+    if found != N {
+        return Err(parse_error(
+            path,
+            number,
+            format!("expected {N} fields ({layout}), found {found}"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Document ids of a whole file kept in one string; entries refer to them by byte range.
+#[derive(Debug, Clone, Default)]
+struct Names {
+    text: String,
+}
+
+impl Names {
+    fn push(&mut self, name: &str) -> Range<usize> {
+        let start = self.text.len();
+        self.text.push_str(name);
+        start..self.text.len()
+    }
+
+    #[inline]
+    fn get(&self, range: &Range<usize>) -> &str {
+        &self.text[range.clone()]
+    }
+}
+
+/// Entries of one file grouped by query, queries in order of first appearance, entries in
+/// file order within a query.
+struct Grouped<T> {
+    qids: Vec<Box<str>>,
+    /// `starts[q]..starts[q + 1]` is query `q`'s slice of `entries`.
+    starts: Vec<usize>,
+    entries: Vec<T>,
+}
+
+fn group_by_query<T>(rows: Vec<(u32, T)>, qids: Vec<Box<str>>) -> Grouped<T> {
+    let mut counts = vec![0usize; qids.len() + 1];
+    for (q, _) in &rows {
+        counts[*q as usize + 1] += 1;
+    }
+    for i in 1..counts.len() {
+        counts[i] += counts[i - 1];
+    }
+    let starts = counts.clone();
+    let mut slots: Vec<Option<T>> = Vec::with_capacity(rows.len());
+    slots.resize_with(rows.len(), || None);
+    for (q, entry) in rows {
+        let at = &mut counts[q as usize];
+        slots[*at] = Some(entry);
+        *at += 1;
+    }
+    Grouped {
+        qids,
+        starts,
+        // every slot was filled exactly once by the counting sort above
+        entries: slots.into_iter().flatten().collect(),
+    }
+}
+
+/// Interns query ids while reading a file.
+struct QueryIds<'t> {
+    index: HashMap<&'t str, u32>,
+    qids: Vec<Box<str>>,
+}
+
+impl<'t> QueryIds<'t> {
+    fn new() -> Self {
+        QueryIds {
+            index: HashMap::new(),
+            qids: Vec::new(),
+        }
+    }
+
+    fn id(&mut self, qid: &'t str) -> u32 {
+        if let Some(&q) = self.index.get(qid) {
+            return q;
+        }
+        let q = self.qids.len() as u32;
+        self.index.insert(qid, q);
+        self.qids.push(qid.into());
+        q
+    }
+}
+
+/// One judged document.
+#[derive(Debug, Clone)]
+struct Judged {
+    docno: Range<usize>,
+    grade: Grade,
+}
+
+/// The judgements of one query.
+#[derive(Debug, Clone)]
+struct JudgedQuery {
+    qid: Box<str>,
+    /// Sorted by docno.
+    docs: Vec<Judged>,
+    /// Positive grades, highest first (the ideal ranking for nDCG).
+    ideal: Vec<Grade>,
+    /// Judged documents with a relevant grade.
+    num_relevant: usize,
+}
+
+/// Relevance judgements read from a TREC qrels file (`qid iter docno rel` per line).
+///
+/// ```
+/// use rag_eval::trec::Qrels;
+/// let qrels = Qrels::parse("q1 0 doc7 2\nq1 0 doc3 0\nq2 0 doc1 1\n", "qrels")?;
+/// assert_eq!(qrels.len(), 2);
+/// assert_eq!(qrels.grade("q1", "doc7"), Some(2));
+/// assert_eq!(qrels.num_relevant("q1"), Some(1));
+/// assert_eq!(qrels.grade("q1", "doc1"), None);
+/// # Ok::<(), rag_eval::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Qrels {
+    names: Names,
+    queries: Vec<JudgedQuery>,
+    index: HashMap<Box<str>, usize>,
+}
+
+impl Qrels {
+    /// Reads a qrels file.
+    pub fn from_file(path: &Utf8Path) -> Result<Self> {
+        Self::parse(&read_text(path)?, path.as_str())
+    }
+
+    /// Parses qrels text; `source` names it in errors (usually the file's path). Blank lines
+    /// are skipped; every other line must be `qid iter docno rel` with an integer `rel`.
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let path = Utf8PathBuf::from(source);
+        let mut names = Names::default();
+        let mut ids = QueryIds::new();
+        let mut rows: Vec<(u32, (Judged, usize))> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let number = i + 1;
+            let [qid, _iter, docno, rel] = fields::<4>(line, &path, number, "qid iter docno rel")?;
+            let grade: Grade = rel.parse().map_err(|_| {
+                parse_error(
+                    &path,
+                    number,
+                    format!("relevance `{rel}` is not an integer"),
+                )
+            })?;
+            let q = ids.id(qid);
+            rows.push((
+                q,
+                (
+                    Judged {
+                        docno: names.push(docno),
+                        grade,
+                    },
+                    number,
+                ),
+            ));
+        }
+        let grouped = group_by_query(rows, ids.qids);
+        let mut queries = Vec::with_capacity(grouped.qids.len());
+        let mut entries = grouped.entries.into_iter();
+        for (q, qid) in grouped.qids.into_iter().enumerate() {
+            let n = grouped.starts[q + 1] - grouped.starts[q];
+            let mut docs: Vec<(Judged, usize)> = entries.by_ref().take(n).collect();
+            docs.sort_by(|a, b| names.get(&a.0.docno).cmp(names.get(&b.0.docno)));
+            if let Some(w) = docs
+                .windows(2)
+                .find(|w| names.get(&w[0].0.docno) == names.get(&w[1].0.docno))
+            {
+                let (first, second) = (w[0].1.min(w[1].1), w[0].1.max(w[1].1));
+                return Err(parse_error(
+                    &path,
+                    second,
+                    format!(
+                        "document `{}` is judged twice for query `{qid}` (first on line {first})",
+                        names.get(&w[0].0.docno)
+                    ),
+                ));
+            }
+            let docs: Vec<Judged> = docs.into_iter().map(|(j, _)| j).collect();
+            let ideal = crate::metrics::ideal_grades(docs.iter().map(|j| j.grade));
+            let num_relevant = docs
+                .iter()
+                .filter(|j| crate::metrics::is_relevant(j.grade))
+                .count();
+            queries.push(JudgedQuery {
+                qid,
+                docs,
+                ideal,
+                num_relevant,
+            });
+        }
+        let index = queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.qid.clone(), i))
+            .collect();
+        Ok(Qrels {
+            names,
+            queries,
+            index,
+        })
+    }
+
+    /// Number of judged queries.
+    pub fn len(&self) -> usize {
+        self.queries.len()
+    }
+
+    /// Whether no query is judged.
+    pub fn is_empty(&self) -> bool {
+        self.queries.is_empty()
+    }
+
+    /// The judged query ids, in order of first appearance.
+    pub fn query_ids(&self) -> impl Iterator<Item = &str> {
+        self.queries.iter().map(|q| &*q.qid)
+    }
+
+    fn query(&self, qid: &str) -> Option<&JudgedQuery> {
+        self.index.get(qid).map(|&i| &self.queries[i])
+    }
+
+    /// The grade of `docno` for `qid`, if judged.
+    pub fn grade(&self, qid: &str, docno: &str) -> Option<Grade> {
+        let q = self.query(qid)?;
+        q.docs
+            .binary_search_by(|j| self.names.get(&j.docno).cmp(docno))
+            .ok()
+            .map(|i| q.docs[i].grade)
+    }
+
+    /// Number of relevant judged documents of `qid`, if the query is judged at all.
+    pub fn num_relevant(&self, qid: &str) -> Option<usize> {
+        self.query(qid).map(|q| q.num_relevant)
+    }
+}
+
+/// One retrieved document.
+#[derive(Debug, Clone)]
+struct Retrieved {
+    docno: Range<usize>,
+    score: f64,
+}
+
+/// The ranking of one query.
+#[derive(Debug, Clone)]
+struct RankedQuery {
+    qid: Box<str>,
+    /// This query's documents in [`Run::docs`], in rank order.
+    range: Range<usize>,
+    /// Positions within the query's documents, sorted by docno.
+    by_docno: Vec<u32>,
+}
+
+/// Ranked retrieval output read from a TREC run file (`qid Q0 docno rank score tag` per
+/// line), ranked the way trec_eval ranks it (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct Run {
+    names: Names,
+    docs: Vec<Retrieved>,
+    queries: Vec<RankedQuery>,
+    index: HashMap<Box<str>, usize>,
+    tag: Option<String>,
+}
+
+/// trec_eval's order: score descending, then docno descending.
+fn trec_order(names: &Names, a: &Retrieved, b: &Retrieved) -> Ordering {
+    b.score
+        .partial_cmp(&a.score)
+        .unwrap_or(Ordering::Equal)
+        .then_with(|| names.get(&b.docno).cmp(names.get(&a.docno)))
+}
+
+impl Run {
+    /// Reads a run file.
+    pub fn from_file(path: &Utf8Path) -> Result<Self> {
+        Self::parse(&read_text(path)?, path.as_str())
+    }
+
+    /// Parses run text; `source` names it in errors (usually the file's path). Blank lines are
+    /// skipped; every other line must have six fields with a numeric score (not NaN).
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let path = Utf8PathBuf::from(source);
+        let mut names = Names::default();
+        let mut ids = QueryIds::new();
+        let mut rows: Vec<(u32, (Retrieved, u32))> = Vec::new();
+        let mut tag = None;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let number = i + 1;
+            let [qid, _q0, docno, _rank, score, run_tag] =
+                fields::<6>(line, &path, number, "qid Q0 docno rank score tag")?;
+            let score: f64 = score
+                .parse()
+                .ok()
+                .filter(|s: &f64| !s.is_nan())
+                .ok_or_else(|| {
+                    parse_error(&path, number, format!("score `{score}` is not a number"))
+                })?;
+            if tag.is_none() {
+                tag = Some(run_tag.to_owned());
+            }
+            let line_no = u32::try_from(number).map_err(|_| {
+                parse_error(&path, number, "run has more lines than can be numbered")
+            })?;
+            let q = ids.id(qid);
+            rows.push((
+                q,
+                (
+                    Retrieved {
+                        docno: names.push(docno),
+                        score,
+                    },
+                    line_no,
+                ),
+            ));
+        }
+        let grouped = group_by_query(rows, ids.qids);
+        let mut docs = Vec::with_capacity(grouped.entries.len());
+        let mut queries = Vec::with_capacity(grouped.qids.len());
+        let mut entries = grouped.entries.into_iter();
+        let mut order: Vec<u32> = Vec::new();
+        for (q, qid) in grouped.qids.into_iter().enumerate() {
+            let n = grouped.starts[q + 1] - grouped.starts[q];
+            let mut query: Vec<(Retrieved, u32)> = entries.by_ref().take(n).collect();
+            query.sort_by(|a, b| trec_order(&names, &a.0, &b.0));
+            // by docno, for the duplicate check here and the merge with qrels later
+            order.clear();
+            order.extend(0..n as u32);
+            order.sort_unstable_by(|&a, &b| {
+                names
+                    .get(&query[a as usize].0.docno)
+                    .cmp(names.get(&query[b as usize].0.docno))
+            });
+            if let Some(w) = order.windows(2).find(|w| {
+                names.get(&query[w[0] as usize].0.docno) == names.get(&query[w[1] as usize].0.docno)
+            }) {
+                let (a, b) = (query[w[0] as usize].1, query[w[1] as usize].1);
+                return Err(parse_error(
+                    &path,
+                    a.max(b) as usize,
+                    format!(
+                        "document `{}` is retrieved twice for query `{qid}` (first on line {})",
+                        names.get(&query[w[0] as usize].0.docno),
+                        a.min(b)
+                    ),
+                ));
+            }
+            let start = docs.len();
+            docs.extend(query.into_iter().map(|(r, _)| r));
+            queries.push(RankedQuery {
+                qid,
+                range: start..docs.len(),
+                by_docno: order.clone(),
+            });
+        }
+        let index = queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.qid.clone(), i))
+            .collect();
+        Ok(Run {
+            names,
+            docs,
+            queries,
+            index,
+            tag,
+        })
+    }
+
+    /// Number of queries in the run.
+    pub fn len(&self) -> usize {
+        self.queries.len()
+    }
+
+    /// Whether the run has no query.
+    pub fn is_empty(&self) -> bool {
+        self.queries.is_empty()
+    }
+
+    /// The run's query ids, in order of first appearance.
+    pub fn query_ids(&self) -> impl Iterator<Item = &str> {
+        self.queries.iter().map(|q| &*q.qid)
+    }
+
+    /// The tag (last column) of the first line, which names the run.
+    pub fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
+    /// The ranking of `qid` as `(docno, score)`, best first, ties broken as trec_eval does.
+    pub fn ranking(&self, qid: &str) -> Option<impl Iterator<Item = (&str, f64)> + '_> {
+        let q = &self.queries[*self.index.get(qid)?];
+        Some(
+            self.docs[q.range.clone()]
+                .iter()
+                .map(|d| (self.names.get(&d.docno), d.score)),
+        )
+    }
+
+    /// The grades of `query`'s ranking against `judged`, in rank order, into `grades`; merges
+    /// the two docno-sorted lists as trec_eval does, without hashing.
+    fn grades_into(
+        &self,
+        query: &RankedQuery,
+        qrels: &Qrels,
+        judged: &JudgedQuery,
+        grades: &mut Vec<Grade>,
+    ) {
+        let docs = &self.docs[query.range.clone()];
+        grades.clear();
+        grades.resize(docs.len(), NOT_JUDGED);
+        let mut j = 0;
+        let jd = &judged.docs;
+        for &pos in &query.by_docno {
+            let name = self.names.get(&docs[pos as usize].docno);
+            while j < jd.len() && qrels.names.get(&jd[j].docno) < name {
+                j += 1;
+            }
+            if j == jd.len() {
+                break;
+            }
+            if qrels.names.get(&jd[j].docno) == name {
+                grades[pos as usize] = jd[j].grade;
+                j += 1;
+            }
+        }
+    }
+}
+
+/// A trec_eval measure, at a cut-off where it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Measure {
+    /// `P_k`: relevant among the first `k`, divided by `k`.
+    Precision(usize),
+    /// `recall_k`: relevant among the first `k`, divided by the relevant judged.
+    Recall(usize),
+    /// `ndcg_cut_k`: graded nDCG at `k`.
+    Ndcg(usize),
+    /// `recip_rank`: 1 / rank of the first relevant document.
+    ReciprocalRank,
+    /// `map`: average precision.
+    AveragePrecision,
+}
+
+impl Measure {
+    /// trec_eval's default cut-offs for `P`, `recall` and `ndcg_cut`.
+    pub const DEFAULT_CUTOFFS: [usize; 9] = [5, 10, 15, 20, 30, 100, 200, 500, 1000];
+
+    /// The default measure set: `P`, `recall` and `ndcg_cut` at `cutoffs` (trec_eval's
+    /// [`DEFAULT_CUTOFFS`](Self::DEFAULT_CUTOFFS) when empty), `recip_rank` and `map`.
+    ///
+    /// ```
+    /// use rag_eval::trec::Measure;
+    /// let names: Vec<String> = Measure::defaults(&[10]).iter().map(|m| m.trec_name()).collect();
+    /// assert_eq!(names, ["P_10", "recall_10", "ndcg_cut_10", "recip_rank", "map"]);
+    /// assert_eq!(Measure::defaults(&[]).len(), 3 * 9 + 2);
+    /// ```
+    pub fn defaults(cutoffs: &[usize]) -> Vec<Measure> {
+        let cutoffs = if cutoffs.is_empty() {
+            &Self::DEFAULT_CUTOFFS[..]
+        } else {
+            cutoffs
+        };
+        let mut all: Vec<Measure> = Vec::with_capacity(3 * cutoffs.len() + 2);
+        all.extend(cutoffs.iter().map(|&k| Measure::Precision(k)));
+        all.extend(cutoffs.iter().map(|&k| Measure::Recall(k)));
+        all.extend(cutoffs.iter().map(|&k| Measure::Ndcg(k)));
+        all.push(Measure::ReciprocalRank);
+        all.push(Measure::AveragePrecision);
+        all
+    }
+
+    /// Measures from a name: trec_eval's `P`, `recall`, `ndcg_cut`, `recip_rank`, `map`, with
+    /// cut-offs written `P.5,10` or `P_5`; rag-eval's report names (`precision@10`, `recall`,
+    /// `ndcg`, `mrr`, `map`) are accepted too. A name without cut-offs of its own takes
+    /// `cutoffs`, or trec_eval's defaults when that is empty; `recip_rank` and `map` ignore
+    /// cut-offs. Cut-offs must be at least 1; repeats are dropped.
+    ///
+    /// ```
+    /// use rag_eval::trec::Measure;
+    /// assert_eq!(Measure::parse("P.5,10", &[])?, [Measure::Precision(5), Measure::Precision(10)]);
+    /// assert_eq!(Measure::parse("ndcg_cut_3", &[])?, [Measure::Ndcg(3)]);
+    /// assert_eq!(Measure::parse("recall", &[20])?, [Measure::Recall(20)]);
+    /// assert_eq!(Measure::parse("mrr", &[5])?, [Measure::ReciprocalRank]);
+    /// assert!(Measure::parse("bpref", &[]).is_err());
+    /// # Ok::<(), rag_eval::Error>(())
+    /// ```
+    pub fn parse(name: &str, cutoffs: &[usize]) -> Result<Vec<Measure>> {
+        let name = name.trim();
+        let (base, own) = split_cutoffs(name)?;
+        let at_k: Option<fn(usize) -> Measure> = match base {
+            "P" | "precision" => Some(Measure::Precision),
+            "recall" => Some(Measure::Recall),
+            "ndcg_cut" | "ndcg" => Some(Measure::Ndcg),
+            "recip_rank" | "mrr" => return Ok(vec![Measure::ReciprocalRank]),
+            "map" => return Ok(vec![Measure::AveragePrecision]),
+            _ => None,
+        };
+        let Some(make) = at_k else {
+            return Err(Error::Config(format!(
+                "unknown measure `{name}` (known: P, recall, ndcg_cut, recip_rank, map, \
+                 with cut-offs as in `P.5,10` or `P_5`)"
+            )));
+        };
+        let chosen: Vec<usize> = match (own.is_empty(), cutoffs.is_empty()) {
+            (false, _) => own,
+            (true, false) => cutoffs.to_vec(),
+            (true, true) => Self::DEFAULT_CUTOFFS.to_vec(),
+        };
+        if chosen.contains(&0) {
+            return Err(Error::Config(format!(
+                "measure `{name}`: cut-offs must be at least 1"
+            )));
+        }
+        let mut out: Vec<Measure> = Vec::with_capacity(chosen.len());
+        for k in chosen {
+            let m = make(k);
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The cut-off, for the measures that have one.
+    pub fn cutoff(&self) -> Option<usize> {
+        match *self {
+            Measure::Precision(k) | Measure::Recall(k) | Measure::Ndcg(k) => Some(k),
+            Measure::ReciprocalRank | Measure::AveragePrecision => None,
+        }
+    }
+
+    /// The name rag-eval reports: `precision@10`, `recall@10`, `ndcg@10`, `mrr`, `map`.
+    pub fn report_name(&self) -> String {
+        match *self {
+            Measure::Precision(k) => format!("precision@{k}"),
+            Measure::Recall(k) => format!("recall@{k}"),
+            Measure::Ndcg(k) => format!("ndcg@{k}"),
+            Measure::ReciprocalRank => "mrr".to_owned(),
+            Measure::AveragePrecision => "map".to_owned(),
+        }
+    }
+
+    /// The name trec_eval prints: `P_10`, `recall_10`, `ndcg_cut_10`, `recip_rank`, `map`.
+    pub fn trec_name(&self) -> String {
+        match *self {
+            Measure::Precision(k) => format!("P_{k}"),
+            Measure::Recall(k) => format!("recall_{k}"),
+            Measure::Ndcg(k) => format!("ndcg_cut_{k}"),
+            Measure::ReciprocalRank => "recip_rank".to_owned(),
+            Measure::AveragePrecision => "map".to_owned(),
+        }
+    }
+
+    /// The value for one query from its grades in rank order.
+    fn value(&self, grades: &[Grade], judged: &JudgedQuery) -> f64 {
+        match *self {
+            Measure::Precision(k) => precision_at_k(grades, k),
+            Measure::Recall(k) => recall_at_k(grades, k, judged.num_relevant),
+            Measure::Ndcg(k) => ndcg_at_k(grades, &judged.ideal, k),
+            Measure::ReciprocalRank => reciprocal_rank(grades),
+            Measure::AveragePrecision => average_precision(grades, judged.num_relevant),
+        }
+    }
+}
+
+impl fmt::Display for Measure {
+    /// The trec_eval name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.trec_name())
+    }
+}
+
+/// Splits `P.5,10`, `P_5` and `precision@5` into the base name and its cut-offs.
+fn split_cutoffs(name: &str) -> Result<(&str, Vec<usize>)> {
+    let bad = |list: &str| {
+        Error::Config(format!(
+            "measure `{name}`: cut-offs `{list}` are not positive integers"
+        ))
+    };
+    let parse_list = |list: &str| -> Result<Vec<usize>> {
+        list.split(',')
+            .map(|k| k.trim().parse::<usize>().map_err(|_| bad(list)))
+            .collect()
+    };
+    if let Some((base, list)) = name.split_once('.').or_else(|| name.split_once('@')) {
+        return Ok((base, parse_list(list)?));
+    }
+    // `P_5`, `recall_10`, `ndcg_cut_20`: a trailing `_digits` is a cut-off
+    if let Some((base, k)) = name.rsplit_once('_') {
+        if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok((base, parse_list(k)?));
+        }
+    }
+    Ok((name, Vec::new()))
+}
+
+/// Per-query figures: query id → report name → value.
+pub type PerQuery = BTreeMap<String, BTreeMap<String, f64>>;
+
+/// Scores `run` against `qrels`: for every query of the run that has judgements, the value of
+/// every measure, keyed by query id then [`Measure::report_name`]. An empty `measures` means
+/// [`Measure::defaults`] with trec_eval's cut-offs.
+pub fn evaluate(qrels: &Qrels, run: &Run, measures: &[Measure]) -> PerQuery {
+    let defaults;
+    let measures = if measures.is_empty() {
+        defaults = Measure::defaults(&[]);
+        &defaults[..]
+    } else {
+        measures
+    };
+    let names: Vec<String> = measures.iter().map(Measure::report_name).collect();
+    let mut out = BTreeMap::new();
+    let mut grades: Vec<Grade> = Vec::new();
+    for query in &run.queries {
+        let Some(judged) = qrels.query(&query.qid) else {
+            continue;
+        };
+        run.grades_into(query, qrels, judged, &mut grades);
+        let figures: BTreeMap<String, f64> = measures
+            .iter()
+            .zip(&names)
+            .map(|(m, n)| (n.clone(), m.value(&grades, judged)))
+            .collect();
+        out.insert(query.qid.to_string(), figures);
+    }
+    out
+}
+
+/// The mean of each measure over the queries (trec_eval's `all` line): report name → mean.
+/// A measure missing for some queries is averaged over the queries that have it.
+pub fn mean(per_query: &PerQuery) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+    for figures in per_query.values() {
+        for (name, &v) in figures {
+            let e = sums.entry(name.as_str()).or_insert((0.0, 0));
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    sums.into_iter()
+        .map(|(name, (sum, n))| (name.to_owned(), sum / n as f64))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranked(run: &Run, qid: &str) -> Vec<String> {
+        run.ranking(qid)
+            .map(|r| r.map(|(d, _)| d.to_owned()).collect())
+            .unwrap_or_default()
+    }
+
+    fn parse_err(result: Result<impl fmt::Debug>) -> (usize, String) {
+        match result {
+            Err(Error::Parse {
+                line,
+                message,
+                path,
+            }) => {
+                assert_eq!(path.as_str(), "f.txt");
+                (line, message)
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn run_ranks_by_score_then_descending_docno_ignoring_the_rank_column() {
+        let run = Run::parse(
+            "q1 Q0 d10 1 0.5 t\n\
+             q1 Q0 d9 2 0.5 t\n\
+             q1 Q0 a 3 0.7 t\n\
+             q1 Q0 d2 4 0.5 t\n\
+             q1 Q0 z 5 -1e-3 t\n",
+            "f.txt",
+        )
+        .unwrap();
+        assert_eq!(ranked(&run, "q1"), ["a", "d9", "d2", "d10", "z"]);
+        assert_eq!(run.tag(), Some("t"));
+    }
+
+    #[test]
+    fn interleaved_queries_and_blank_lines() {
+        let run = Run::parse(
+            "q2 Q0 a 1 3 t\n\n   \nq1 Q0 b 1 2 t\nq2 Q0 c 2 4 t\r\n",
+            "f.txt",
+        )
+        .unwrap();
+        assert_eq!(run.len(), 2);
+        assert_eq!(run.query_ids().collect::<Vec<_>>(), ["q2", "q1"]);
+        assert_eq!(ranked(&run, "q2"), ["c", "a"]);
+        assert_eq!(ranked(&run, "q1"), ["b"]);
+        assert!(run.ranking("q3").is_none());
+    }
+
+    #[test]
+    fn run_errors_name_the_line() {
+        let (line, msg) = parse_err(Run::parse("q1 Q0 a 1 1 t\nq1 Q0 b 2 1\n", "f.txt"));
+        assert_eq!(line, 2);
+        assert!(
+            msg.contains("expected 6 fields") && msg.contains("found 5"),
+            "{msg}"
+        );
+        let (line, msg) = parse_err(Run::parse("q1 Q0 a 1 high t\n", "f.txt"));
+        assert_eq!(line, 1);
+        assert!(msg.contains("`high`"), "{msg}");
+        let (_, msg) = parse_err(Run::parse("q1 Q0 a 1 NaN t\n", "f.txt"));
+        assert!(msg.contains("not a number"), "{msg}");
+        let (line, msg) = parse_err(Run::parse(
+            "q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\n\nq1 Q0 b 2 1 t\nq1 Q0 a 3 0.5 t\n",
+            "f.txt",
+        ));
+        assert_eq!(line, 5);
+        assert!(
+            msg.contains("`a` is retrieved twice for query `q1` (first on line 1)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn qrels_parse_and_errors() {
+        let q = Qrels::parse("q1 0 a 2\nq1 0 b 0\nq1 0 c -1\nq2 0 a 1\n", "f.txt").unwrap();
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.query_ids().collect::<Vec<_>>(), ["q1", "q2"]);
+        assert_eq!(q.grade("q1", "c"), Some(-1));
+        assert_eq!(q.num_relevant("q1"), Some(1));
+        assert_eq!(q.num_relevant("q9"), None);
+        let (line, msg) = parse_err(Qrels::parse("q1 0 a 1\nq1 0 b\n", "f.txt"));
+        assert_eq!(line, 2);
+        assert!(msg.contains("expected 4 fields"), "{msg}");
+        let (_, msg) = parse_err(Qrels::parse("q1 0 a 1.5\n", "f.txt"));
+        assert!(msg.contains("`1.5` is not an integer"), "{msg}");
+        let (line, msg) = parse_err(Qrels::parse("q1 0 a 1\nq1 0 b 1\nq1 0 a 0\n", "f.txt"));
+        assert_eq!(line, 3);
+        assert!(
+            msg.contains("judged twice") && msg.contains("line 1"),
+            "{msg}"
+        );
+        assert!(Qrels::parse("", "f.txt").unwrap().is_empty());
+    }
+
+    #[test]
+    fn files_missing_or_not_utf8_are_errors_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        let missing = root.join("none.qrels");
+        let err = Qrels::from_file(&missing).unwrap_err().to_string();
+        assert!(err.contains("none.qrels"), "{err}");
+        let bad = root.join("bad.run");
+        std::fs::write(&bad, b"q1 Q0 \xff 1 1 t\n").unwrap();
+        assert!(matches!(
+            Run::from_file(&bad),
+            Err(Error::NotUtf8 { offset: 6, .. })
+        ));
+        let good = root.join("good.run");
+        std::fs::write(&good, "q1 Q0 a 1 1 t\n").unwrap();
+        assert_eq!(Run::from_file(&good).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn measure_names() {
+        use Measure::*;
+        assert_eq!(Measure::parse("P", &[]).unwrap().len(), 9);
+        assert_eq!(
+            Measure::parse("P", &[3, 1, 3]).unwrap(),
+            [Precision(3), Precision(1)]
+        );
+        assert_eq!(
+            Measure::parse("P.5,10", &[7]).unwrap(),
+            [Precision(5), Precision(10)]
+        );
+        assert_eq!(Measure::parse("P_5", &[]).unwrap(), [Precision(5)]);
+        assert_eq!(Measure::parse("recall_10", &[]).unwrap(), [Recall(10)]);
+        assert_eq!(Measure::parse("ndcg_cut", &[2]).unwrap(), [Ndcg(2)]);
+        assert_eq!(Measure::parse("ndcg_cut.20", &[]).unwrap(), [Ndcg(20)]);
+        assert_eq!(
+            Measure::parse("precision@10", &[]).unwrap(),
+            [Precision(10)]
+        );
+        assert_eq!(Measure::parse("ndcg@4", &[]).unwrap(), [Ndcg(4)]);
+        assert_eq!(Measure::parse("recip_rank", &[]).unwrap(), [ReciprocalRank]);
+        assert_eq!(Measure::parse(" map ", &[10]).unwrap(), [AveragePrecision]);
+        for bad in ["bpref", "P.", "P.x", "ndcg_cut.0", "", "P_", "ndcg_cut_"] {
+            assert!(Measure::parse(bad, &[]).is_err(), "{bad}");
+        }
+        assert!(Measure::parse("P", &[0]).is_err());
+        let m = [
+            Precision(10),
+            Recall(10),
+            Ndcg(10),
+            ReciprocalRank,
+            AveragePrecision,
+        ];
+        let report: Vec<String> = m.iter().map(Measure::report_name).collect();
+        let trec: Vec<String> = m.iter().map(Measure::trec_name).collect();
+        assert_eq!(
+            report,
+            ["precision@10", "recall@10", "ndcg@10", "mrr", "map"]
+        );
+        assert_eq!(
+            trec,
+            ["P_10", "recall_10", "ndcg_cut_10", "recip_rank", "map"]
+        );
+        assert_eq!(Ndcg(3).to_string(), "ndcg_cut_3");
+        assert_eq!(
+            (Ndcg(3).cutoff(), AveragePrecision.cutoff()),
+            (Some(3), None)
+        );
+        // names round-trip
+        for x in m {
+            assert_eq!(Measure::parse(&x.trec_name(), &[]).unwrap(), [x]);
+            assert_eq!(Measure::parse(&x.report_name(), &[10]).unwrap(), [x]);
+        }
+    }
+
+    #[test]
+    fn evaluate_by_hand() {
+        // q1: judged a=2, b=0, c=1, e=3 (e never retrieved), u=-1 (unjudged)
+        // ranking by score: x(nonpool) c b a u
+        let qrels = Qrels::parse(
+            "q1 0 a 2\nq1 0 b 0\nq1 0 c 1\nq1 0 e 3\nq1 0 u -1\n",
+            "qrels",
+        )
+        .unwrap();
+        let run = Run::parse(
+            "q1 Q0 a 9 0.2 t\nq1 Q0 b 9 0.3 t\nq1 Q0 c 9 0.4 t\nq1 Q0 x 9 0.9 t\nq1 Q0 u 9 0.1 t\n",
+            "run",
+        )
+        .unwrap();
+        let mut ms = Measure::parse("P.1,2,4,6", &[]).unwrap();
+        ms.extend(Measure::parse("recall.2,4", &[]).unwrap());
+        ms.extend(Measure::parse("ndcg_cut.2,5", &[]).unwrap());
+        ms.push(Measure::ReciprocalRank);
+        ms.push(Measure::AveragePrecision);
+        let r = &evaluate(&qrels, &run, &ms)["q1"];
+        let close =
+            |name: &str, v: f64| assert!((r[name] - v).abs() < 1e-12, "{name}: {}", r[name]);
+        close("precision@1", 0.0);
+        close("precision@2", 0.5);
+        close("precision@4", 0.5);
+        close("precision@6", 2.0 / 6.0);
+        close("recall@2", 1.0 / 3.0);
+        close("recall@4", 2.0 / 3.0);
+        close("mrr", 0.5);
+        close("map", (1.0 / 2.0 + 2.0 / 4.0) / 3.0);
+        let l2 = |x: f64| x.log2();
+        // gains: rank 2 → 1, rank 4 → 2; ideal 3, 2, 1
+        close("ndcg@2", (1.0 / l2(3.0)) / (3.0 + 2.0 / l2(3.0)));
+        let idcg5 = 3.0 + 2.0 / l2(3.0) + 1.0 / l2(4.0);
+        close("ndcg@5", (1.0 / l2(3.0) + 2.0 / l2(5.0)) / idcg5);
+    }
+
+    #[test]
+    fn evaluate_scores_run_queries_that_are_judged() {
+        let qrels = Qrels::parse("q1 0 a 1\nq2 0 a 0\nq4 0 a 1\n", "qrels").unwrap();
+        let run = Run::parse("q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq3 Q0 a 1 1 t\n", "run").unwrap();
+        let r = evaluate(&qrels, &run, &[Measure::AveragePrecision]);
+        assert_eq!(r.keys().collect::<Vec<_>>(), ["q1", "q2"]);
+        assert_eq!(r["q1"]["map"], 1.0);
+        assert_eq!(r["q2"]["map"], 0.0, "no relevant document judged");
+        assert_eq!(mean(&r)["map"], 0.5);
+        // no measures: trec_eval's defaults
+        let all = evaluate(&qrels, &run, &[]);
+        assert_eq!(all["q1"].len(), 29);
+        assert_eq!(all["q1"]["precision@1000"], 0.001);
+        assert!(mean(&PerQuery::new()).is_empty());
+    }
+}
