@@ -1,0 +1,487 @@
+//! The CLI's behaviour and JSON contracts, through the real binary.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?} failed: {err}");
+    out
+}
+
+/// Runs a command that must fail with exit code 1 and one clear line on stderr.
+fn fails(args: &[&str]) -> String {
+    let (code, _, err) = run(args);
+    assert_eq!(code, 1, "{args:?} should fail: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+    err
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn chunk_prints_jsonl_with_char_offsets_sorted_by_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    write(&root, "z.md", "Zeta paragraph one.\n\nZeta paragraph two.");
+    write(&root, "sub/a.md", "Ünïcödé fïrst.\n\nSecond part here.");
+    write(&root, "skip.txt", "not markdown");
+    let single = write(dir.path(), "single.md", "Just one.");
+    let out = ok(&[
+        "chunk",
+        "--chunker",
+        "recursive:size=20,overlap=0",
+        s(&root),
+        s(&single),
+    ]);
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let keys: Vec<&str> = lines[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["doc_id", "start", "end", "text", "id"],
+        "documented key order"
+    );
+    let got: Vec<(&str, u64, u64, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["doc_id"].as_str().unwrap(),
+                l["start"].as_u64().unwrap(),
+                l["end"].as_u64().unwrap(),
+                l["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("single.md", 0, 9, "Just one."),
+            ("sub/a.md", 0, 14, "Ünïcödé fïrst."),
+            ("sub/a.md", 16, 33, "Second part here."),
+            ("z.md", 0, 19, "Zeta paragraph one."),
+            ("z.md", 21, 40, "Zeta paragraph two."),
+        ]
+    );
+    let expected_id =
+        rag_eval::chunk::PaChunkId::new(&"sub/a.md".into(), 16, 33, "Second part here.");
+    assert_eq!(lines[2]["id"], expected_id.as_str());
+
+    let txt = ok(&[
+        "chunk",
+        "--chunker",
+        "token:size=2,overlap=0",
+        "--glob",
+        "*.txt",
+        s(&root),
+    ]);
+    assert_eq!(txt.lines().count(), 2, "{txt}");
+}
+
+#[test]
+fn chunk_errors_are_one_line_and_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fails(&["chunk", "--chunker", "recursive:sise=3", s(dir.path())]);
+    assert!(
+        e.contains("unknown key `sise` for `recursive` (did you mean `size`?)"),
+        "{e}"
+    );
+    let e = fails(&[
+        "chunk",
+        "--chunker",
+        "recursive:size=3",
+        s(&dir.path().join("nope")),
+    ]);
+    assert!(e.contains("nope"), "{e}");
+    let e = fails(&["chunk", "--chunker", "recursive:size=3", s(dir.path())]);
+    assert!(e.contains("no documents matching `**/*.md`"), "{e}");
+    write(dir.path(), "bad.md", "");
+    std::fs::write(dir.path().join("bad.md"), b"\xff").unwrap();
+    let e = fails(&["chunk", "--chunker", "recursive:size=3", s(dir.path())]);
+    assert!(e.contains("bad.md") && e.contains("not valid UTF-8"), "{e}");
+    let (code, _, _) = run(&["chunk"]);
+    assert_eq!(code, 2, "usage errors exit with 2");
+}
+
+const TOKEN_DATASET: &str = concat!(
+    r#"{"id":"q1","inputs":{"query":"first"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":10,"end":20}]}}"#,
+    "\n",
+    r#"{"id":"q2","inputs":{"query":"second"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":40,"end":45},{"doc_id":"b.md","start":0,"end":5}]}}"#,
+    "\n"
+);
+
+fn token_fixture(dir: &Path) -> (PathBuf, PathBuf) {
+    let d = write(dir, "d.jsonl", TOKEN_DATASET);
+    let r = write(
+        dir,
+        "r.jsonl",
+        concat!(
+            r#"{"id":"q2","retrieved":[{"doc_id":"a.md","start":45,"end":50}]}"#,
+            "\n",
+            r#"{"id":"q1","retrieved":[{"doc_id":"a.md","start":5,"end":15},{"doc_id":"a.md","start":10,"end":20,"score":0.5}]}"#,
+            "\n"
+        ),
+    );
+    (d, r)
+}
+
+fn figure(v: &Value, q: usize, name: &str) -> f64 {
+    v["per_query"][q]["metrics"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {name} in {v}"))
+}
+
+#[test]
+fn score_token_level_json_contract_and_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, r) = token_fixture(dir.path());
+    let v: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&r),
+        "-k",
+        "5",
+        "--json",
+    ]))
+    .unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "level",
+            "k",
+            "mode",
+            "queries",
+            "metrics",
+            "std",
+            "per_query"
+        ]
+    );
+    assert_eq!(
+        (
+            v["level"].as_str(),
+            v["k"].as_u64(),
+            v["mode"].as_str(),
+            v["queries"].as_u64()
+        ),
+        (Some("token"), Some(5), Some("standard"), Some(2))
+    );
+    assert_eq!(v["per_query"][0]["id"], "q1", "dataset order");
+    // q1: retrieved 5..15 and 10..20 merge to 5..20 (15 chars); truth 10..20 is covered.
+    assert_eq!(figure(&v, 0, "span_recall@5"), 1.0);
+    assert!((figure(&v, 0, "span_precision@5") - 10.0 / 15.0).abs() < 1e-12);
+    assert!((figure(&v, 0, "span_iou@5") - 10.0 / 15.0).abs() < 1e-12);
+    assert!((figure(&v, 0, "precision@5") - 0.4).abs() < 1e-12);
+    assert_eq!(figure(&v, 0, "mrr"), 1.0);
+    // q2: a chunk touching the truth does not overlap it.
+    assert_eq!(figure(&v, 1, "span_recall@5"), 0.0);
+    assert_eq!(figure(&v, 1, "hit@5"), 0.0);
+    assert_eq!(v["metrics"]["span_recall@5"], 0.5);
+    assert_eq!(v["std"]["span_recall@5"], 0.5);
+
+    // Chroma mode sums retrieved lengths without merging: 10 / (10 + 10).
+    let c: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&r),
+        "--mode",
+        "chroma",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(c["mode"], "chroma");
+    assert_eq!(c["k"], 5, "default k");
+    assert!((figure(&c, 0, "span_precision@5") - 0.5).abs() < 1e-12);
+
+    let table = ok(&["score", "--dataset", s(&d), "--retrieved", s(&r)]);
+    assert!(
+        table.starts_with("token-level, k = 5, mode = standard, 2 queries\n"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("span_recall@5") && l.contains("0.5000")),
+        "{table}"
+    );
+}
+
+#[test]
+fn score_with_chunks_adds_precision_omega() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, r) = token_fixture(dir.path());
+    // The chunker's whole output: a.md in 10-char chunks, b.md in one.
+    let chunks: String = (0..5)
+        .map(|i| {
+            format!(
+                "{{\"doc_id\":\"a.md\",\"start\":{},\"end\":{},\"text\":\"\",\"id\":\"x\"}}\n",
+                i * 10,
+                i * 10 + 10
+            )
+        })
+        .chain(["{\"doc_id\":\"b.md\",\"start\":0,\"end\":20}\n".to_string()])
+        .collect();
+    let c = write(dir.path(), "c.jsonl", &chunks);
+    let v: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&r),
+        "--mode",
+        "chroma",
+        "--chunks",
+        s(&c),
+        "--json",
+    ]))
+    .unwrap();
+    // q1: the chunk 10..20 is exactly the truth.
+    assert_eq!(figure(&v, 0, "precision_omega"), 1.0);
+    // q2: chunks 40..50 (touches 45) and b.md 0..20 hold the 10 truth characters of 30.
+    assert!(figure(&v, 1, "precision_omega") > 0.0 && figure(&v, 1, "precision_omega") < 1.0);
+}
+
+#[test]
+fn score_rejects_mismatched_retrieval_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, _) = token_fixture(dir.path());
+    let only_q1 = write(dir.path(), "r1.jsonl", r#"{"id":"q1","retrieved":[]}"#);
+    let e = fails(&["score", "--dataset", s(&d), "--retrieved", s(&only_q1)]);
+    assert!(
+        e.contains("1 of 2 dataset queries have no line")
+            && e.contains("q2")
+            && e.contains("--allow-missing"),
+        "{e}"
+    );
+    let v: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&only_q1),
+        "--allow-missing",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["queries"], 2);
+    assert_eq!(figure(&v, 1, "span_recall@5"), 0.0);
+
+    let extra = write(
+        dir.path(),
+        "r2.jsonl",
+        "{\"id\":\"q1\",\"retrieved\":[]}\n{\"id\":\"q9\",\"retrieved\":[]}\n",
+    );
+    let e = fails(&["score", "--dataset", s(&d), "--retrieved", s(&extra)]);
+    assert!(
+        e.contains("r2.jsonl:2: query `q9` is not in the dataset"),
+        "{e}"
+    );
+    let wrong_level = write(
+        dir.path(),
+        "r3.jsonl",
+        r#"{"id":"q1","retrieved":["chunk_abc"]}"#,
+    );
+    let e = fails(&["score", "--dataset", s(&d), "--retrieved", s(&wrong_level)]);
+    assert!(e.contains("r3.jsonl:1:"), "{e}");
+    let bad_dataset = write(dir.path(), "bad.jsonl", "{\"id\":1}\n");
+    let e = fails(&[
+        "score",
+        "--dataset",
+        s(&bad_dataset),
+        "--retrieved",
+        s(&extra),
+    ]);
+    assert!(e.contains("bad.jsonl:1:"), "{e}");
+    let e = fails(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&extra),
+        "-k",
+        "3",
+        "-k",
+        "5",
+    ]);
+    assert!(e.contains("one -k"), "{e}");
+}
+
+#[test]
+fn score_chunk_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = write(
+        dir.path(),
+        "d.jsonl",
+        r#"{"id":"q1","inputs":{"query":"x"},"outputs":{"relevant_chunk_ids":["chunk_a","chunk_b"]},"metadata":{"chunker":"recursive:size=400,overlap=0"}}"#,
+    );
+    let r = write(
+        dir.path(),
+        "r.jsonl",
+        r#"{"id":"q1","retrieved":["chunk_c","chunk_a","chunk_a"]}"#,
+    );
+    let v: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&r),
+        "-k",
+        "3",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["level"], "chunk");
+    assert_eq!(figure(&v, 0, "chunk_recall@3"), 0.5);
+    assert_eq!(
+        figure(&v, 0, "chunk_precision@3"),
+        0.5,
+        "duplicates count once"
+    );
+    assert_eq!(figure(&v, 0, "mrr"), 0.5);
+    let e = fails(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&r),
+        "--mode",
+        "chroma",
+    ]);
+    assert!(e.contains("chunk-level"), "{e}");
+}
+
+#[test]
+fn score_trec_files_like_trec_eval() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = write(
+        dir.path(),
+        "qrels",
+        "q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d1 1\nq3 0 d1 1\n",
+    );
+    let r = write(dir.path(), "run", "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 3.0 t\nq2 Q0 d5 1 1.0 t\nq2 Q0 d1 2 0.5 t\n");
+    let v: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--qrels",
+        s(&q),
+        "--run",
+        s(&r),
+        "-k",
+        "2",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["level"], "trec");
+    assert_eq!(v["cutoffs"], serde_json::json!([2]));
+    assert_eq!(
+        v["queries"], 2,
+        "q3 has judgements but no run line: skipped, as trec_eval does"
+    );
+    // q1 ranks d3 (rel 2), d2 (rel 0), d1 (rel 1) by score, whatever the rank column says.
+    assert_eq!(figure(&v, 0, "precision@2"), 0.5);
+    assert!((figure(&v, 0, "map") - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
+    let idcg = 2.0 + 1.0 / 3f64.log2();
+    assert!((figure(&v, 0, "ndcg@2") - 2.0 / idcg).abs() < 1e-12);
+    assert_eq!(figure(&v, 1, "mrr"), 0.5);
+    assert!(
+        (v["metrics"]["map"].as_f64().unwrap() - ((1.0 + 2.0 / 3.0) / 2.0 + 0.5) / 2.0).abs()
+            < 1e-12
+    );
+
+    let only_map: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--qrels",
+        s(&q),
+        "--run",
+        s(&r),
+        "-m",
+        "map",
+        "--json",
+    ]))
+    .unwrap();
+    let names: Vec<&str> = only_map["metrics"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(names, ["map"]);
+
+    let bad = write(dir.path(), "badrun", "q1 Q0 d1 1 notanumber t\n");
+    let e = fails(&["score", "--qrels", s(&q), "--run", s(&bad)]);
+    assert!(e.contains("badrun:1"), "{e}");
+    let (code, _, _) = run(&["score", "--qrels", s(&q)]);
+    assert_eq!(code, 2, "--qrels needs --run");
+}
+
+#[test]
+fn dataset_import_checks_and_writes_the_shared_benchmark() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/chunking-eval-general");
+    if !data.exists() {
+        eprintln!("skipping: {} is absent", data.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    let (code, _, err) = run(&[
+        "dataset",
+        "import",
+        "--from",
+        "chroma-csv",
+        s(&data.join("questions_df.csv")),
+        "--corpus",
+        s(&data.join("corpora")),
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("imported 472 token-level queries (790 spans over 5 documents)"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 472);
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["id"], "q0001");
+    assert_eq!(
+        first["outputs"]["relevant_spans"][0]["doc_id"],
+        "state_of_the_union.md"
+    );
+    assert_eq!(first["outputs"]["relevant_spans"][0]["start"], 27346);
+}
