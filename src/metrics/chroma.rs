@@ -1,56 +1,5 @@
 //! The Chroma-compatible token-level mode: chunking_evaluation's per-query figures, exactly.
-//!
-//! chunking_evaluation (the code behind Chroma's report "Evaluating Chunking Strategies for
-//! Retrieval") scores a query from the top-k retrieved chunks `r` and the truth spans `g` as
-//! follows. Each rule is listed with the reason it differs from the plain set definitions of
-//! the standard mode ([`SpanMode::Standard`](super::SpanMode)).
-//!
-//! - Two ranges **meet** when they are in the same document and `max(starts) <= min(ends)`.
-//!   Why: the reference's intersection test is non-strict, so touching ranges count. For the
-//!   retrieval figures this changes nothing (a touching pair shares no character); for
-//!   PrecisionΩ it decides which chunks enter the denominator.
-//! - **N** `= |⋃ (r ∩ g)|` over pairs in the same document: the characters of the truth that some
-//!   retrieved chunk covers, counted once. Why: the reference merges the intersections before
-//!   summing them.
-//! - **U** is what is left of each truth span after removing every intersection, summed over the
-//!   truth spans as given. Why: the reference subtracts from its list of references without
-//!   merging it, so two overlapping truth spans both count their uncovered characters.
-//! - recall `= N / Σ|g|`. Why: the reference sums the truth spans as listed, unmerged.
-//! - precision `= N / Σ|r|`, summed over all top-k chunks, including chunks of other documents
-//!   and counting overlapping chunks once each. Why: the reference's precision denominator is a
-//!   plain sum over the retrieved list.
-//! - IoU `= N / (Σ|r| + |U|)`. Why: the reference adds the plain retrieved sum and the leftover
-//!   truth; it is no set union.
-//! - Any zero denominator gives 0 (in particular, IoU of an empty retrieval against empty truth
-//!   is 0, unlike the standard mode's 1). Why: the current reference scores a zero denominator
-//!   as 0.
-//! - **PrecisionΩ** scores a chunker without a retriever. Take every chunk of the chunker's output
-//!   that meets a truth span (touching included); then PrecisionΩ `= N_Ω / |⋃ chunks ∪ U_Ω|`
-//!   with `N_Ω = |⋃ (c ∩ g)|` and `U_Ω` the truth left after removing those intersections. Why:
-//!   here the reference does take a true union of the chunks and the leftover truth. As every
-//!   intersection lies inside a chunk, the denominator equals `|⋃ meeting chunks ∪ ⋃ g|`, which
-//!   is how it is computed here; a chunk that only touches a truth span adds its whole length.
-//!   It is 0 when no chunk meets the truth or the denominator is empty.
-//!
-//! The reference keeps one document per question; here every truth span names its own
-//! document and pairs are formed within a document, which is the same rule when all truth lies
-//! in one document.
-//!
-//! ```
-//! use rag_eval::metrics::{chroma_scores, ChunkIndex};
-//! use rag_eval::span::CharSpan;
-//!
-//! let truth = [CharSpan::new("a.md", 10, 30)];
-//! let retrieved = [CharSpan::new("a.md", 0, 20), CharSpan::new("b.md", 0, 20)];
-//! let chunks: ChunkIndex = [CharSpan::new("a.md", 0, 20), CharSpan::new("a.md", 20, 40)]
-//!     .iter()
-//!     .collect();
-//! let s = chroma_scores(&retrieved, &truth, Some(&chunks));
-//! assert_eq!(s.recall, 10.0 / 20.0);
-//! assert_eq!(s.precision, 10.0 / 40.0); // the chunk of b.md counts in the denominator
-//! assert_eq!(s.iou, 10.0 / (40.0 + 10.0));
-//! assert_eq!(s.precision_omega, Some(20.0 / 40.0));
-//! ```
+//! The rules are documented on [`chroma_scores`].
 
 use super::{Metric, MetricInput};
 use crate::corpus::DocId;
@@ -72,10 +21,62 @@ pub struct ChromaScores {
     pub precision_omega: Option<f64>,
 }
 
-/// Scores one query in the Chroma-compatible mode.
+/// Scores one query in the Chroma-compatible mode ([`SpanMode::Chroma`](super::SpanMode::Chroma)).
 ///
 /// `retrieved` is the retrieved list already cut at k (every span in it counts); `truth` the
 /// query's truth spans; `chunks`, when given, the chunker's whole output, for PrecisionΩ.
+///
+/// chunking_evaluation (the code behind Chroma's report "Evaluating Chunking Strategies for
+/// Retrieval") scores a query from the top-k retrieved chunks `r` and the truth spans `g` as
+/// follows. Each rule is listed with the reason it differs from the plain set definitions of
+/// the standard mode ([`SpanMode::Standard`](super::SpanMode::Standard)).
+///
+/// - Two ranges **meet** when they are in the same document and `max(starts) <= min(ends)`.
+///   Why: the reference's intersection test is non-strict, so touching ranges count. For the
+///   retrieval figures this changes nothing (a touching pair shares no character); for
+///   PrecisionΩ it decides which chunks enter the denominator.
+/// - **N** `= |⋃ (r ∩ g)|` over pairs in the same document: the characters of the truth that some
+///   retrieved chunk covers, counted once. Why: the reference merges the intersections before
+///   summing them.
+/// - **U** is what is left of each truth span after removing every intersection, summed over the
+///   truth spans as given. Why: the reference subtracts from its list of references without
+///   merging it, so two overlapping truth spans both count their uncovered characters.
+/// - recall `= N / Σ|g|`. Why: the reference sums the truth spans as listed, unmerged.
+/// - precision `= N / Σ|r|`, summed over all top-k chunks: chunks of other documents included,
+///   and each of two overlapping chunks with its full length. Why: the reference's precision
+///   denominator is a plain sum over the retrieved list.
+/// - IoU `= N / (Σ|r| + |U|)`. Why: the reference adds the plain retrieved sum and the leftover
+///   truth; it is no set union.
+/// - Any zero denominator gives 0 (in particular, IoU of an empty retrieval against empty truth
+///   is 0, unlike the standard mode's 1). Why: the current reference scores a zero denominator
+///   as 0.
+/// - **PrecisionΩ** scores a chunker without a retriever. Take every chunk of the chunker's output
+///   that meets a truth span (touching included); then PrecisionΩ `= N_Ω / |⋃ chunks ∪ U_Ω|`
+///   with `N_Ω = |⋃ (c ∩ g)|` and `U_Ω` the truth left after removing those intersections. Why:
+///   here the reference does take a true union of the chunks and the leftover truth. As every
+///   intersection lies inside a chunk, the denominator equals `|⋃ meeting chunks ∪ ⋃ g|`, which
+///   is how it is computed here; a chunk that only touches a truth span adds its whole length.
+///   It is 0 when no chunk meets the truth or the denominator is empty.
+///
+/// The reference keeps one document per question; here every truth span names its own
+/// document and pairs are formed within a document, which is the same rule when all truth lies
+/// in one document.
+///
+/// ```
+/// use rag_eval::metrics::{chroma_scores, ChunkIndex};
+/// use rag_eval::span::CharSpan;
+///
+/// let truth = [CharSpan::new("a.md", 10, 30)];
+/// let retrieved = [CharSpan::new("a.md", 0, 20), CharSpan::new("b.md", 0, 20)];
+/// let chunks: ChunkIndex = [CharSpan::new("a.md", 0, 20), CharSpan::new("a.md", 20, 40)]
+///     .iter()
+///     .collect();
+/// let s = chroma_scores(&retrieved, &truth, Some(&chunks));
+/// assert_eq!(s.recall, 10.0 / 20.0);
+/// assert_eq!(s.precision, 10.0 / 40.0); // the chunk of b.md counts in the denominator
+/// assert_eq!(s.iou, 10.0 / (40.0 + 10.0));
+/// assert_eq!(s.precision_omega, Some(20.0 / 40.0));
+/// ```
 pub fn chroma_scores(
     retrieved: &[CharSpan],
     truth: &[CharSpan],
@@ -90,7 +91,7 @@ pub fn chroma_scores(
     }
 }
 
-/// PrecisionΩ of one query against a chunker's output (see the module docs).
+/// PrecisionΩ of one query against a chunker's output (rules at [`chroma_scores`]).
 pub fn precision_omega(truth: &[CharSpan], chunks: &ChunkIndex) -> f64 {
     omega_with(truth, |g, out| out.extend(chunks.meeting_ranges(g)))
 }
@@ -321,7 +322,7 @@ impl<'a> FromIterator<&'a CharSpan> for ChunkIndex {
 }
 
 /// PrecisionΩ (`precision_omega`): how tightly a chunker's chunks fit the truth, independent of
-/// any retriever (see the module docs for the exact rule).
+/// any retriever (the exact rule is given at [`chroma_scores`]).
 ///
 /// It reads the chunker's whole output from [`MetricInput::chunker_output`]; that is a scan of
 /// every chunk per query. For many queries over one chunker run, build a [`ChunkIndex`] once
@@ -458,7 +459,8 @@ mod tests {
             let index = ChunkIndex::new(&chunks);
             for g in &truth {
                 let mut found: Vec<CharSpan> = index.meeting(g).collect();
-                let mut want: Vec<CharSpan> = chunks.iter().filter(|c| c.meets(g)).cloned().collect();
+                let mut want: Vec<CharSpan> =
+                    chunks.iter().filter(|c| c.meets(g)).cloned().collect();
                 want.sort();
                 want.dedup();
                 found.sort();

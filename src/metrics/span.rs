@@ -1,44 +1,45 @@
-//! Token-level span metrics: recall, precision and IoU over characters.
-//!
-//! Each metric has two modes ([`SpanMode`]):
-//!
-//! - [`SpanMode::Standard`] (the default) treats retrieval and truth as sets of characters. With
-//!   R the union of the top-k retrieved spans and G the union of the truth spans (both as a
-//!   [`SpanSet`]): recall `|R∩G| / |G|`, precision `|R∩G| / |R|`, IoU `|R∩G| / |R∪G|`.
-//!   Overlapping retrieved chunks count their shared characters once. Edge cases: recall is 0
-//!   when the truth is empty, precision is 0 when nothing was retrieved, IoU is 1 when both are
-//!   empty (nothing to find and nothing found agree perfectly) and 0 when only one is.
-//! - [`SpanMode::Chroma`] reproduces chunking_evaluation's per-query figures, whose
-//!   denominators are plain sums rather than unions; see [`super::chroma`](crate::metrics)
-//!   ([`chroma_scores`](super::chroma_scores)) for every rule.
-//!
-//! ```
-//! use rag_eval::metrics::{Metric, MetricInput, SpanIou, SpanMode, SpanPrecision, SpanRecall};
-//! use rag_eval::span::CharSpan;
-//!
-//! let retrieved = [CharSpan::new("d", 0, 10), CharSpan::new("d", 5, 15)];
-//! let truth = vec![CharSpan::new("d", 10, 20)];
-//! let input = MetricInput::new(&retrieved, &truth, 5);
-//! assert_eq!(SpanRecall::default().compute(&input), 0.5);
-//! assert_eq!(SpanPrecision::default().compute(&input), 5.0 / 15.0);
-//! assert_eq!(SpanIou::default().compute(&input), 5.0 / 20.0);
-//! // The Chroma mode sums the two overlapping chunks: 5 / (10 + 10).
-//! assert_eq!(SpanPrecision::new(SpanMode::Chroma).compute(&input), 0.25);
-//! assert_eq!(SpanRecall::default().report_name(5), "span_recall@5");
-//! ```
+//! Token-level span metrics: recall, precision and IoU over characters, in two modes
+//! ([`SpanMode`]).
 
 use super::chroma::RetrievalParts;
 use super::{Metric, MetricInput};
 use crate::level::TokenLevel;
 use crate::span::SpanSet;
 
-/// How the span metrics count characters.
+/// How the span metrics ([`SpanRecall`], [`SpanPrecision`], [`SpanIou`]) count characters.
+///
+/// - [`SpanMode::Standard`] (the default) treats retrieval and truth as sets of characters. With
+///   R the union of the top-k retrieved spans and G the union of the truth spans (both as a
+///   [`SpanSet`](crate::span::SpanSet)): recall `|R∩G| / |G|`, precision `|R∩G| / |R|`,
+///   IoU `|R∩G| / |R∪G|`. Overlapping retrieved chunks count their shared characters once.
+///   Edge cases: recall is 0 when the truth is empty, precision is 0 when nothing was
+///   retrieved, IoU is 1 when both are empty (nothing to find and nothing found agree
+///   perfectly) and 0 when only one is.
+/// - [`SpanMode::Chroma`] reproduces chunking_evaluation's per-query figures, whose
+///   denominators are plain sums rather than unions; every rule is listed at
+///   [`chroma_scores`](super::chroma_scores).
+///
+/// ```
+/// use rag_eval::metrics::{Metric, MetricInput, SpanIou, SpanMode, SpanPrecision, SpanRecall};
+/// use rag_eval::span::CharSpan;
+///
+/// let retrieved = [CharSpan::new("d", 0, 10), CharSpan::new("d", 5, 15)];
+/// let truth = vec![CharSpan::new("d", 10, 20)];
+/// let input = MetricInput::new(&retrieved, &truth, 5);
+/// assert_eq!(SpanRecall::default().compute(&input), 0.5);
+/// assert_eq!(SpanPrecision::default().compute(&input), 5.0 / 15.0);
+/// assert_eq!(SpanIou::default().compute(&input), 5.0 / 20.0);
+/// // The Chroma mode sums the two overlapping chunks: 5 / (10 + 10).
+/// assert_eq!(SpanPrecision::new(SpanMode::Chroma).compute(&input), 0.25);
+/// assert_eq!(SpanRecall::default().report_name(5), "span_recall@5");
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum SpanMode {
-    /// Set arithmetic over merged spans (DESIGN §6, token level).
+    /// Set arithmetic over merged spans.
     #[default]
     Standard,
-    /// chunking_evaluation's figures, exactly (plain sums in the denominators).
+    /// chunking_evaluation's figures, exactly (plain sums in the denominators); the rules are
+    /// listed at [`chroma_scores`](super::chroma_scores).
     Chroma,
 }
 
@@ -70,7 +71,11 @@ fn ratio(num: usize, den: usize) -> f64 {
 }
 
 macro_rules! span_metric {
-    ($(#[$doc:meta])* $ty:ident, $name:literal, |$c:ident| $standard:expr, |$p:ident| $chroma:expr) => {
+    (
+        $(#[$doc:meta])* $ty:ident, $name:literal,
+        |$c:ident| $standard:expr,
+        |$p:ident| $chroma:expr
+    ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
         pub struct $ty {
