@@ -133,6 +133,14 @@ fn main() {
 
     let n = truths.len() as f64;
     let means = indexed().map(|c| c / n);
+    // `cargo test --benches` runs this binary without `--bench`: one pass of each side of ours
+    // as a smoke test, no timing and no Python.
+    if !std::env::args().any(|a| a == "--bench") {
+        let scanned = scanning() / n;
+        assert!((scanned - means.iter().sum::<f64>()).abs() < 1e-9);
+        println!("span_scoring: smoke run (pass --bench to measure), means {means:?}");
+        return;
+    }
     let ours = measure(51, Duration::from_secs(2), || indexed().iter().sum());
     let ours_scan = measure(11, Duration::from_secs(2), scanning);
     let index_only = measure(51, Duration::from_millis(500), || {
