@@ -14,8 +14,10 @@ use text_splitter::{Characters, ChunkConfig, MarkdownSplitter};
 /// last resort, single characters. The work is done by the `text-splitter` crate's
 /// `MarkdownSplitter` (CommonMark with GitHub extensions).
 ///
-/// Chunks are trimmed of surrounding whitespace, so a chunk never exceeds `max_chars`
-/// characters and no chunk is empty. With an overlap, consecutive chunks may share up to
+/// A chunk never exceeds `max_chars` characters (one character always fits) and is never
+/// empty. Chunks lose trailing whitespace and leading line breaks; a chunk of one line loses
+/// its leading whitespace too, while a chunk of several lines keeps the indentation of its
+/// first line, which matters in Markdown. With an overlap, consecutive chunks may share up to
 /// `overlap` characters.
 ///
 /// ```
@@ -193,6 +195,24 @@ mod tests {
         for (s, e, c) in got {
             assert_eq!(doc.slice(s, e), Some(c.as_str()));
         }
+    }
+
+    #[test]
+    fn multi_line_chunks_keep_their_indentation() {
+        // "para one" and the code block together are 41 chars, one more than fits; the code
+        // block and the last paragraph are 39 (10..49) and fit.
+        let text = "para one\n\n    code line 1\n    code line 2\n\n  last  ";
+        assert_eq!(
+            spans(&MarkdownChunker::new(40), text),
+            [
+                (0, 8, "para one".to_owned()),
+                (
+                    10,
+                    49,
+                    "    code line 1\n    code line 2\n\n  last".to_owned()
+                ),
+            ]
+        );
     }
 
     #[test]
