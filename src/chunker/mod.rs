@@ -8,6 +8,7 @@
 mod markdown;
 mod recursive;
 mod semantic;
+mod spec;
 #[cfg(feature = "tiktoken")]
 mod token;
 
@@ -16,6 +17,7 @@ mod token;
 pub use markdown::MarkdownChunker;
 pub use recursive::{LengthUnit, RecursiveCharacterChunker};
 pub use semantic::SemanticChunker;
+pub use spec::{parse_spec, CHUNKER_NAMES};
 #[cfg(feature = "tiktoken")]
 pub use token::FixedTokenChunker;
 

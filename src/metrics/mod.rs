@@ -120,6 +120,57 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
+/// The metrics rag-eval reports for a token-level run, in report order: span recall, precision
+/// and IoU in `mode`, PrecisionΩ when the chunker's output is given, then the rank metrics.
+pub fn token_level_metrics(
+    mode: SpanMode,
+    chunker_output: Option<ChunkIndex>,
+) -> Vec<Box<dyn Metric<crate::level::TokenLevel>>> {
+    let mut v: Vec<Box<dyn Metric<crate::level::TokenLevel>>> = vec![
+        Box::new(SpanRecall::new(mode)),
+        Box::new(SpanPrecision::new(mode)),
+        Box::new(SpanIou::new(mode)),
+    ];
+    if let Some(index) = chunker_output {
+        v.push(Box::new(PrecisionOmega::with_index(index)));
+    }
+    v.extend(rank_metrics::<crate::level::TokenLevel>());
+    v
+}
+
+/// The metrics rag-eval reports for a chunk-level run, in report order: chunk recall,
+/// precision and F1, then the rank metrics.
+pub fn chunk_level_metrics() -> Vec<Box<dyn Metric<crate::level::ChunkLevel>>> {
+    let mut v: Vec<Box<dyn Metric<crate::level::ChunkLevel>>> = vec![
+        Box::new(ChunkRecall),
+        Box::new(ChunkPrecision),
+        Box::new(ChunkF1),
+    ];
+    v.extend(rank_metrics::<crate::level::ChunkLevel>());
+    v
+}
+
+fn rank_metrics<L: Level>() -> Vec<Box<dyn Metric<L>>>
+where
+    Precision: Metric<L>,
+    Recall: Metric<L>,
+    F1: Metric<L>,
+    Hit: Metric<L>,
+    Mrr: Metric<L>,
+    Ndcg: Metric<L>,
+    Map: Metric<L>,
+{
+    vec![
+        Box::new(Precision),
+        Box::new(Recall),
+        Box::new(F1),
+        Box::new(Hit),
+        Box::new(Mrr),
+        Box::new(Ndcg),
+        Box::new(Map),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
