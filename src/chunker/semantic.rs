@@ -184,7 +184,7 @@ impl SemanticChunker {
     }
 
     /// The configuration as a spec string, e.g.
-    /// `semantic:percentile=95,buffer=1,embedder=hashing:dim=384,ngrams=2`, with
+    /// `semantic:percentile=95,buffer=1,embedder=hashing(dim=384,ngrams=2)`, with
     /// `max_chars=…` before `embedder` when set. The embedder's own name comes last and runs
     /// to the end of the string, since it may contain commas.
     pub fn name(&self) -> String {
@@ -631,7 +631,7 @@ mod tests {
         let c = SemanticChunker::default();
         assert_eq!(
             c.name(),
-            "semantic:percentile=95,buffer=1,embedder=hashing:dim=384,ngrams=2"
+            "semantic:percentile=95,buffer=1,embedder=hashing(dim=384,ngrams=2)"
         );
         let c = c
             .with_percentile(92.5)
@@ -639,9 +639,9 @@ mod tests {
             .with_max_chars(Some(800));
         assert_eq!(
             c.name(),
-            "semantic:percentile=92.5,buffer=0,max_chars=800,embedder=hashing:dim=384,ngrams=2"
+            "semantic:percentile=92.5,buffer=0,max_chars=800,embedder=hashing(dim=384,ngrams=2)"
         );
         assert_eq!(PositionAwareChunker::name(&c), Chunker::name(&c));
-        assert_eq!(c.embedder().name(), "hashing:dim=384,ngrams=2");
+        assert_eq!(c.embedder().name(), "hashing(dim=384,ngrams=2)");
     }
 }

@@ -5,7 +5,7 @@
 //! | `recursive` | `size` (required), `overlap` (0), `length` (`chars` \| `tokens`), `separators` (`langchain` \| `chroma`) |
 //! | `token` | `size` (required), `overlap` (0) |
 //! | `markdown` | `size` (required), `overlap` (0) |
-//! | `semantic` | `percentile` (95), `buffer` (1), `max_chars` (none), `embedder` (`hashing`) |
+//! | `semantic` | `percentile` (95), `buffer` (1), `max_chars` (none), `embedder` (`hashing` or `hashing(dim=N,ngrams=M)`) |
 //!
 //! Every built-in chunker's `name()` is a spec this parser reads back to the same chunker.
 //!
@@ -31,7 +31,7 @@ pub fn parse_spec(spec: &str) -> Result<Box<dyn PositionAwareChunker>> {
     let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
     let name = name.trim();
     let mut keys: BTreeMap<String, String> = BTreeMap::new();
-    for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for pair in split_top_level(rest).into_iter().filter(|p| !p.is_empty()) {
         let (k, v) = pair
             .split_once('=')
             .ok_or_else(|| err(format!("`{pair}` is not key=value")))?;
@@ -134,15 +134,15 @@ pub fn parse_spec(spec: &str) -> Result<Box<dyn PositionAwareChunker>> {
             ))
         }
         "semantic" => {
-            match keys.get("embedder").map(String::as_str) {
-                None | Some("hashing") => {}
-                Some(other) => {
-                    return Err(err(format!(
-                        "`embedder` must be `hashing` (the offline default), got `{other}`"
-                    )))
-                }
-            }
-            let mut c = super::SemanticChunker::default();
+            let embedder = match keys.get("embedder").map(String::as_str) {
+                None | Some("hashing") => crate::embed::HashingEmbedder::default(),
+                Some(other) => parse_hashing(other).ok_or_else(|| {
+                    err(format!(
+                        "`embedder` must be `hashing` or `hashing(dim=N,ngrams=M)` (the offline embedder), got `{other}`"
+                    ))
+                })?,
+            };
+            let mut c = super::SemanticChunker::new(std::sync::Arc::new(embedder));
             if let Some(p) = keys.get("percentile") {
                 let p: f64 = p
                     .parse()
@@ -165,6 +165,42 @@ pub fn parse_spec(spec: &str) -> Result<Box<dyn PositionAwareChunker>> {
         }
         _ => unreachable!("names were checked above"),
     })
+}
+
+/// Splits `key=value` pairs on commas outside parentheses, so values such as
+/// `hashing(dim=384,ngrams=2)` stay whole.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(s[from..i].trim());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(s[from..].trim());
+    parts
+}
+
+/// `hashing(dim=N,ngrams=M)`, either key optional.
+fn parse_hashing(v: &str) -> Option<crate::embed::HashingEmbedder> {
+    let inner = v.strip_prefix("hashing(")?.strip_suffix(')')?;
+    let (mut dim, mut ngrams) = (384, 2);
+    for pair in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, n) = pair.split_once('=')?;
+        let n: usize = n.trim().parse().ok().filter(|&n| n > 0)?;
+        match k.trim() {
+            "dim" => dim = n,
+            "ngrams" => ngrams = n,
+            _ => return None,
+        }
+    }
+    Some(crate::embed::HashingEmbedder::new(dim, ngrams))
 }
 
 /// ` (did you mean `x`?)` when a candidate is close, else nothing.
@@ -198,6 +234,7 @@ mod tests {
             "markdown:size=800",
             "semantic:percentile=90,buffer=2,max_chars=1000",
             "semantic",
+            "semantic:embedder=hashing(dim=64,ngrams=1)",
         ] {
             let c = parse_spec(spec).unwrap();
             let again = parse_spec(&c.name()).unwrap();
@@ -222,5 +259,6 @@ mod tests {
             .starts_with("invalid configuration: chunker spec `recursive:size=10,overlap=20`: "));
         assert!(e("semantic:percentile=120").contains("[0, 100]"));
         assert!(e("semantic:embedder=openai").contains("`embedder` must be `hashing`"));
+        assert!(e("semantic:embedder=hashing(dim=0)").contains("`embedder` must be"));
     }
 }

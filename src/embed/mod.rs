@@ -12,7 +12,7 @@ use crate::error::Result;
 /// identifies that configuration (it keys caches and appears in reports).
 #[async_trait::async_trait]
 pub trait Embedder: Send + Sync {
-    /// Provider, model and parameters, e.g. `hashing:dim=384,ngrams=2`.
+    /// Provider, model and parameters, e.g. `hashing(dim=384,ngrams=2)`.
     fn name(&self) -> String;
     /// Length of every vector this embedder returns.
     fn dimension(&self) -> usize;
