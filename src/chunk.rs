@@ -189,6 +189,23 @@ impl PositionAwareChunk {
     }
 }
 
+/// A chunk a retriever returned, with its score (higher is better).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievedChunk {
+    /// The chunk, with its position.
+    #[serde(flatten)]
+    pub chunk: PositionAwareChunk,
+    /// The retriever's score; only the order matters to metrics.
+    pub score: f32,
+}
+
+impl RetrievedChunk {
+    /// A retrieved chunk.
+    pub fn new(chunk: PositionAwareChunk, score: f32) -> Self {
+        RetrievedChunk { chunk, score }
+    }
+}
+
 /// Resolves chunk ids to chunks and position-aware ids to chunks and spans.
 #[derive(Debug, Clone, Default)]
 pub struct ChunkRegistry {

@@ -20,10 +20,11 @@
 //!     type Truth = ();
 //!     type Item = ();
 //!     const NAME: &'static str = "mine";
+//!     fn item_of(_: &rag_eval::chunk::RetrievedChunk) {}
 //! }
 //! ```
 
-use crate::chunk::ChunkId;
+use crate::chunk::{ChunkId, RetrievedChunk};
 use crate::span::CharSpan;
 use std::fmt::Debug;
 
@@ -43,6 +44,8 @@ pub trait Level:
     type Item: Clone + Debug + PartialEq + Send + Sync;
     /// `"chunk"` or `"token"`, as written in datasets and reports.
     const NAME: &'static str;
+    /// What the metrics see of a retrieved chunk at this level.
+    fn item_of(chunk: &RetrievedChunk) -> Self::Item;
 }
 
 /// Chunk-level evaluation: truth is a set of [`ChunkId`]s, retrieval a ranked list of them.
@@ -58,10 +61,18 @@ impl Level for ChunkLevel {
     type Truth = Vec<ChunkId>;
     type Item = ChunkId;
     const NAME: &'static str = "chunk";
+    /// The content-addressed id, which is what chunk-level datasets record.
+    fn item_of(chunk: &RetrievedChunk) -> ChunkId {
+        ChunkId::from_content(&chunk.chunk.content)
+    }
 }
 
 impl Level for TokenLevel {
     type Truth = Vec<CharSpan>;
     type Item = CharSpan;
     const NAME: &'static str = "token";
+    /// The chunk's position.
+    fn item_of(chunk: &RetrievedChunk) -> CharSpan {
+        chunk.chunk.span.clone()
+    }
 }

@@ -24,7 +24,10 @@ pub mod embed;
 pub mod error;
 pub mod level;
 pub mod metrics;
+pub mod rerank;
+pub mod retrieve;
 pub mod span;
+pub mod store;
 pub mod trec;
 
 pub use error::{Error, Result};

@@ -1,0 +1,20 @@
+//! Rerankers: reorder a retriever's candidates for a query.
+
+use crate::chunk::RetrievedChunk;
+use crate::error::Result;
+
+/// Reorders candidate chunks for a query and keeps the best `top_k`.
+///
+/// Scores in the result are the reranker's; ties break by chunk id.
+#[async_trait::async_trait]
+pub trait Reranker: Send + Sync {
+    /// Model and configuration, for reports.
+    fn name(&self) -> String;
+    /// The best `top_k` of `candidates` for `query`, best first.
+    async fn rerank(
+        &self,
+        query: &str,
+        candidates: Vec<RetrievedChunk>,
+        top_k: usize,
+    ) -> Result<Vec<RetrievedChunk>>;
+}

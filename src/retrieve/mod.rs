@@ -1,0 +1,87 @@
+//! Retrievers: from a query to ranked chunks.
+//!
+//! A [`Retriever<L>`] is what an evaluation at level `L` runs. Built-ins:
+//! [`Pipeline`] (chunker → embedder → vector store → optional reranker) and
+//! [`Bm25Retriever`] (chunker → BM25). Both implement `Retriever<TokenLevel>` and
+//! `Retriever<ChunkLevel>`.
+
+mod bm25;
+mod pipeline;
+
+// Re-exports of the built-in retrievers go here.
+
+use crate::chunk::RetrievedChunk;
+use crate::corpus::Corpus;
+use crate::error::Result;
+use crate::level::Level;
+use std::sync::Arc;
+
+/// Retrieves ranked chunks for a query, at evaluation level `L`.
+///
+/// The level is part of the type so that a retriever is only ever scored against ground truth
+/// of its own kind; the built-ins implement both levels.
+#[async_trait::async_trait]
+pub trait Retriever<L: Level>: Send + Sync {
+    /// A description of the configuration (chunker, embedder, store, …) for reports.
+    fn name(&self) -> String;
+
+    /// The chunker spec whose chunks this retriever returns, when it has one. A chunk-level
+    /// evaluation compares it with the chunker recorded in the dataset.
+    fn chunker(&self) -> Option<String> {
+        None
+    }
+
+    /// Prepares for queries over `corpus` (chunking, embedding, indexing). Called once before
+    /// the first query of an evaluation; retrievers that need no corpus keep the default.
+    async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
+        let _ = corpus;
+        Ok(())
+    }
+
+    /// The best `k` chunks for `query`, best first.
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>>;
+}
+
+#[async_trait::async_trait]
+impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Box<R> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn chunker(&self) -> Option<String> {
+        (**self).chunker()
+    }
+    async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
+        (**self).index(corpus).await
+    }
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
+        (**self).retrieve(query, k).await
+    }
+}
+
+#[async_trait::async_trait]
+impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Arc<R> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn chunker(&self) -> Option<String> {
+        (**self).chunker()
+    }
+    async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
+        (**self).index(corpus).await
+    }
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
+        (**self).retrieve(query, k).await
+    }
+}
+
+/// Sorts by score, best first, breaking ties by position-aware chunk id so that runs are
+/// deterministic, then keeps the first `k`.
+pub fn rank(mut hits: Vec<RetrievedChunk>, k: usize) -> Vec<RetrievedChunk> {
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.chunk.id.cmp(&b.chunk.id))
+    });
+    hits.truncate(k);
+    hits
+}
