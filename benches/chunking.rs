@@ -1,2 +1,137 @@
-//! (in progress)
-fn main() {}
+//! Chunking speed: `RecursiveCharacterChunker` 400/0 by characters over the five corpora of
+//! chunking-eval-general (1.45 MB) against LangChain's `RecursiveCharacterTextSplitter` with
+//! `add_start_index=True`, both measured in the same run.
+//!
+//! `cargo bench --bench chunking` (optional: `-- --reps N`). The Python side runs
+//! `benches/scripts/langchain_chunking.py` with `benches/scripts/.venv`, and is skipped with a
+//! notice when that venv is missing.
+
+use camino::Utf8PathBuf;
+use rag_eval::chunker::{Chunker, PositionAwareChunker, RecursiveCharacterChunker};
+use rag_eval::corpus::Corpus;
+use std::hint::black_box;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const SIZE: usize = 400;
+const OVERLAP: usize = 0;
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+/// Median wall time of `reps` runs of `f`, after one warm-up run.
+fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> Duration {
+    black_box(f());
+    let runs = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            black_box(f());
+            t.elapsed()
+        })
+        .collect();
+    median(runs)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let reps = args
+        .iter()
+        .position(|a| a == "--reps")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(31usize);
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpora = root.join("../shared/data/chunking-eval-general/corpora");
+    if !corpora.is_dir() {
+        println!(
+            "skipping the chunking benchmark: {} is absent",
+            corpora.display()
+        );
+        return;
+    }
+    let corpora = Utf8PathBuf::from_path_buf(corpora).expect("UTF-8 path");
+    let corpus = Corpus::from_folder(&corpora, None).expect("corpora load");
+    let bytes: usize = corpus.documents().iter().map(|d| d.content().len()).sum();
+    let chunker = RecursiveCharacterChunker::new(SIZE, OVERLAP);
+    println!(
+        "{} over {} documents, {} chars ({bytes} bytes), median of {reps} runs",
+        PositionAwareChunker::name(&chunker),
+        corpus.len(),
+        corpus.char_len(),
+    );
+
+    let chunks = chunker.chunk_corpus(&corpus).len();
+    let ours = time(reps, || chunker.chunk_corpus(&corpus));
+    let plain = time(reps, || {
+        corpus
+            .documents()
+            .iter()
+            .map(|d| Chunker::chunk(&chunker, d.content()).len())
+            .sum::<usize>()
+    });
+    println!(
+        "rag-eval  chunk_corpus (chunks with offsets and ids): {:>12}  ({chunks} chunks, {:.0} MB/s)",
+        ms(ours),
+        bytes as f64 / ours.as_secs_f64() / 1e6
+    );
+    println!(
+        "rag-eval  Chunker::chunk (texts only):                {:>12}",
+        ms(plain)
+    );
+
+    let python = root.join("benches/scripts/.venv/bin/python");
+    if !python.exists() {
+        println!(
+            "skipping the LangChain side: {} is missing (run benches/scripts/setup.sh)",
+            python.display()
+        );
+        return;
+    }
+    let py_reps = reps.min(11).to_string();
+    let out = Command::new(&python)
+        .arg(root.join("benches/scripts/langchain_chunking.py"))
+        .arg(corpora.as_str())
+        .args([
+            "--size",
+            &SIZE.to_string(),
+            "--overlap",
+            &OVERLAP.to_string(),
+        ])
+        .args(["--reps", &py_reps])
+        .output()
+        .expect("run the LangChain benchmark script");
+    if !out.status.success() {
+        println!(
+            "the LangChain side failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the script prints one JSON object");
+    let theirs = Duration::from_secs_f64(report["median_s"].as_f64().expect("median_s"));
+    let their_chunks = report["chunks"].as_u64().expect("chunks");
+    println!(
+        "LangChain create_documents(add_start_index=True):     {:>12}  ({their_chunks} chunks, median of {py_reps}, {})",
+        ms(theirs),
+        report["tool"].as_str().unwrap_or("?")
+    );
+    assert_eq!(
+        their_chunks as usize, chunks,
+        "both sides must produce the same chunks"
+    );
+    println!(
+        "speed-up: {:.0}x (chunks with offsets), {:.0}x (texts only)",
+        theirs.as_secs_f64() / ours.as_secs_f64(),
+        theirs.as_secs_f64() / plain.as_secs_f64()
+    );
+}

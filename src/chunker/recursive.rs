@@ -4,7 +4,7 @@
 //! `RecursiveCharacterTextSplitter` (default `keep_separator=True`, `strip_whitespace=True`),
 //! and the true character offset of each, tracked while splitting.
 
-use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
+use super::{Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
 use crate::error::{Error, Result};
@@ -179,6 +179,7 @@ impl RecursiveCharacterChunker {
             overlap: self.overlap,
             meter: Meter::for_text(self.length, text),
             out: Vec::with_capacity(text.len() / self.chunk_size.max(1) + 1),
+            spare: Vec::new(),
         };
         run.split(0..text.len(), &self.separators);
         run.out
@@ -197,7 +198,24 @@ impl PositionAwareChunker for RecursiveCharacterChunker {
     }
 
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
-        chunks_from_byte_ranges(doc, self.byte_ranges(doc.content()))
+        let text = doc.content();
+        let ranges = self.byte_ranges(text);
+        let ascii = doc.char_len() == text.len();
+        // Chunk starts come in document order, so one cursor walking forward converts them
+        // all in a single pass over the text (a binary search per offset misses the cache).
+        let mut cursor = CharCursor::default();
+        ranges
+            .into_iter()
+            .map(|r| {
+                let (start, end) = if ascii {
+                    (r.start, r.end)
+                } else {
+                    let start = cursor.seek(text, r.start);
+                    (start, start + char_count(&text[r.clone()]))
+                };
+                PositionAwareChunk::new(doc.id().clone(), start, end, &text[r])
+            })
+            .collect()
     }
 }
 
@@ -220,11 +238,37 @@ pub(crate) fn is_python_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// Number of chars in `s`: its bytes that do not continue a multi-byte char. Inlined and
+/// vectorised, unlike `chars().count()`, which is slow for the many short pieces.
+fn char_count(s: &str) -> usize {
+    s.bytes().filter(|&b| (b as i8) >= -0x40).count()
+}
+
+/// Converts byte offsets to char offsets by walking from the previous one.
+#[derive(Default)]
+struct CharCursor {
+    byte: usize,
+    char: usize,
+}
+
+impl CharCursor {
+    fn seek(&mut self, text: &str, byte: usize) -> usize {
+        if byte >= self.byte {
+            self.char += char_count(&text[self.byte..byte]);
+        } else {
+            self.char -= char_count(&text[byte..self.byte]);
+        }
+        self.byte = byte;
+        self.char
+    }
+}
+
 /// Measures pieces in the configured unit.
 #[derive(Clone, Copy)]
 enum Meter {
     /// Characters of a text known to be ASCII, where a piece's length is its byte length.
     AsciiChars,
+    /// Characters, counted while the text is scanned for separators.
     Chars,
     #[cfg(feature = "tiktoken")]
     Tokens(&'static tiktoken_rs::CoreBPE),
@@ -237,15 +281,6 @@ impl Meter {
             LengthUnit::Chars => Meter::Chars,
             #[cfg(feature = "tiktoken")]
             LengthUnit::Cl100kTokens => Meter::Tokens(tiktoken_rs::cl100k_base_singleton()),
-        }
-    }
-
-    fn measure(self, piece: &str) -> usize {
-        match self {
-            Meter::AsciiChars => piece.len(),
-            Meter::Chars => piece.chars().count(),
-            #[cfg(feature = "tiktoken")]
-            Meter::Tokens(bpe) => bpe.encode_ordinary(piece).len(),
         }
     }
 }
@@ -265,39 +300,62 @@ struct Run<'a> {
     overlap: usize,
     meter: Meter,
     out: Vec<Range<usize>>,
+    /// Piece buffers of finished recursion levels, reused by the next ones.
+    spare: Vec<Vec<Piece>>,
 }
 
 impl Run<'_> {
     /// Splits `text[range]` with the first separator of `seps` that occurs in it.
     fn split(&mut self, range: Range<usize>, seps: &[String]) {
-        let text = self.text;
         let base = range.start;
-        let part = &text[range];
+        let part = &self.text[range];
         let (sep, rest) = pick_separator(part, seps);
-        let mut good: Vec<Piece> = Vec::new();
-        for_each_piece(part, sep, |r| {
-            let (start, end) = (base + r.start, base + r.end);
-            let len = match self.meter {
-                // A piece of the per-character split is one character.
-                Meter::AsciiChars | Meter::Chars if sep.is_empty() => 1,
-                meter => meter.measure(&text[start..end]),
-            };
-            if len < self.size {
-                good.push(Piece { start, end, len });
-                return;
+        let mut good = self.spare.pop().unwrap_or_default();
+        if sep.is_empty() {
+            for (i, c) in part.char_indices() {
+                self.take(&mut good, base + i, base + i + c.len_utf8(), 1, rest);
             }
-            if !good.is_empty() {
-                self.merge(&good);
-                good.clear();
-            }
-            if rest.is_empty() {
-                self.out.push(start..end);
-            } else {
-                self.split(start..end, rest);
-            }
-        });
+        } else {
+            let count = matches!(self.meter, Meter::Chars);
+            scan_pieces(part, sep, count, |start, end, chars| {
+                self.take(&mut good, base + start, base + end, chars, rest);
+            });
+        }
         if !good.is_empty() {
             self.merge(&good);
+        }
+        good.clear();
+        self.spare.push(good);
+    }
+
+    /// Files one piece: small ones wait in `good` to be merged; a long one first flushes
+    /// `good`, then is split further with `rest`, or kept whole when no separator is left.
+    #[inline]
+    fn take(
+        &mut self,
+        good: &mut Vec<Piece>,
+        start: usize,
+        end: usize,
+        chars: usize,
+        rest: &[String],
+    ) {
+        let len = match self.meter {
+            Meter::AsciiChars | Meter::Chars => chars,
+            #[cfg(feature = "tiktoken")]
+            Meter::Tokens(bpe) => bpe.encode_ordinary(&self.text[start..end]).len(),
+        };
+        if len < self.size {
+            good.push(Piece { start, end, len });
+            return;
+        }
+        if !good.is_empty() {
+            self.merge(good);
+            good.clear();
+        }
+        if rest.is_empty() {
+            self.out.push(start..end);
+        } else {
+            self.split(start..end, rest);
         }
     }
 
@@ -340,7 +398,7 @@ fn pick_separator<'s>(text: &str, seps: &'s [String]) -> (&'s str, &'s [String])
         if s.is_empty() {
             return ("", &[]);
         }
-        if text.contains(s.as_str()) {
+        if find(text, s).is_some() {
             return (s, &seps[i + 1..]);
         }
     }
@@ -348,25 +406,112 @@ fn pick_separator<'s>(text: &str, seps: &'s [String]) -> (&'s str, &'s [String])
     (seps.last().map_or("", String::as_str), &[])
 }
 
-/// Calls `f` with the byte range (relative to `text`) of each non-empty piece of `text` split
-/// at `sep`, the separator kept at the start of the piece after it; `""` splits into chars.
-fn for_each_piece(text: &str, sep: &str, mut f: impl FnMut(Range<usize>)) {
-    if sep.is_empty() {
-        for (i, c) in text.char_indices() {
-            f(i..i + c.len_utf8());
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+/// The eight bytes of `hay` from `at` as a little-endian word (zero-padded past the end),
+/// and a mask of the bytes that exist.
+#[inline(always)]
+fn load(hay: &[u8], at: usize) -> (u64, u64) {
+    let rest = &hay[at..];
+    match rest.first_chunk::<8>() {
+        Some(w) => (u64::from_le_bytes(*w), u64::MAX),
+        None => {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            (u64::from_le_bytes(buf), (1u64 << (8 * rest.len())) - 1)
         }
-        return;
     }
-    let mut from = 0;
-    for (at, _) in text.match_indices(sep) {
-        if at > from {
-            f(from..at);
+}
+
+/// Bit 7 of each byte of `word` that equals the byte broadcast in `pattern`. Exact: no
+/// carry crosses bytes because each sum is at most 0x7f + 0x7f.
+#[inline(always)]
+fn eq_mask(word: u64, pattern: u64) -> u64 {
+    let x = word ^ pattern;
+    !(((x & LOW7) + LOW7) | x | LOW7)
+}
+
+/// Bit 7 of each byte of `word` that continues a multi-byte UTF-8 char (`0b10xx_xxxx`).
+#[inline(always)]
+fn continuation_mask(word: u64) -> u64 {
+    word & !(word << 1) & HIGH
+}
+
+/// Splits `text` before each leftmost non-overlapping occurrence of the non-empty `sep` (as
+/// `str::match_indices` and Python's `re.split` find them) and calls `f(start, end, chars)`
+/// for each non-empty piece; the separator begins the piece after it. `chars` is the piece's
+/// length in chars when `count_chars` is set, its length in bytes otherwise.
+///
+/// The text is read eight bytes at a time, looking for the separator's first byte and
+/// counting continuation bytes in the same pass, so splitting at spaces (a match every few
+/// bytes) costs a few instructions per piece. A UTF-8 separator starts with a lead byte, which
+/// never occurs inside a multi-byte char, so every split is on a char boundary.
+#[inline(always)]
+fn scan_pieces(text: &str, sep: &str, count_chars: bool, mut f: impl FnMut(usize, usize, usize)) {
+    let hay = text.as_bytes();
+    let sep = sep.as_bytes();
+    let pattern = ONES * u64::from(sep[0]);
+    let (mut from, mut cont_from) = (0usize, 0usize);
+    let mut next_allowed = 0usize;
+    // Continuation bytes before the word at `base`.
+    let mut cont_before = 0usize;
+    let mut base = 0usize;
+    while base < hay.len() {
+        let (word, valid) = load(hay, base);
+        let mut hits = eq_mask(word, pattern) & valid;
+        let cont = if count_chars {
+            continuation_mask(word) & valid
+        } else {
+            0
+        };
+        while hits != 0 {
+            let k = (hits.trailing_zeros() / 8) as usize;
+            hits &= hits - 1;
+            let at = base + k;
+            if sep.len() > 1 && (at < next_allowed || !hay[at..].starts_with(sep)) {
+                continue;
+            }
+            next_allowed = at + sep.len();
+            let cont_at = cont_before + (cont & ((1u64 << (8 * k)) - 1)).count_ones() as usize;
+            if at > from {
+                f(from, at, (at - from) - (cont_at - cont_from));
+            }
+            from = at;
+            cont_from = cont_at;
         }
-        from = at;
+        cont_before += cont.count_ones() as usize;
+        base += 8;
     }
-    if text.len() > from {
-        f(from..text.len());
+    if hay.len() > from {
+        f(
+            from,
+            hay.len(),
+            (hay.len() - from) - (cont_before - cont_from),
+        );
     }
+}
+
+/// Offset of the first occurrence of the non-empty `sep` in `text`.
+fn find(text: &str, sep: &str) -> Option<usize> {
+    let hay = text.as_bytes();
+    let sep = sep.as_bytes();
+    let pattern = ONES * u64::from(sep[0]);
+    let mut base = 0usize;
+    while base < hay.len() {
+        let (word, valid) = load(hay, base);
+        let mut hits = eq_mask(word, pattern) & valid;
+        while hits != 0 {
+            let at = base + (hits.trailing_zeros() / 8) as usize;
+            hits &= hits - 1;
+            if hay[at..].starts_with(sep) {
+                return Some(at);
+            }
+        }
+        base += 8;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -616,6 +761,36 @@ mod tests {
         assert_eq!(ours, listed);
     }
 
+    fn pieces(t: &str, sep: &str) -> Vec<(usize, usize, usize)> {
+        let mut v = Vec::new();
+        scan_pieces(t, sep, true, |s, e, n| v.push((s, e, n)));
+        v
+    }
+
+    #[test]
+    fn scanning_splits_before_leftmost_non_overlapping_matches() {
+        assert_eq!(
+            pieces("a\n\n\n\nb\n\n\nc", "\n\n"),
+            [(0, 1, 1), (1, 3, 2), (3, 6, 3), (6, 10, 4)]
+        );
+        assert_eq!(pieces("aaaaaaa", "aaa"), [(0, 3, 3), (3, 7, 4)]);
+        assert_eq!(
+            pieces("0123456789abcdef g", " "),
+            [(0, 16, 16), (16, 18, 2)],
+            "match in the last, partial word"
+        );
+        // Char counts across words and multi-byte chars: "日本 語€ € " has 3-byte chars.
+        assert_eq!(
+            pieces("日本 語€ € x", "€ "),
+            [(0, 10, 4), (10, 14, 2), (14, 19, 3)]
+        );
+        assert!(pieces("", " ").is_empty());
+        assert_eq!(pieces("abc", "abcd"), [(0, 3, 3)]);
+        assert_eq!(find("xx\nyy\n\nz", "\n\n"), Some(5));
+        assert_eq!(find("0123456789abcdef\n", "\n"), Some(16));
+        assert_eq!(find("abc", "c d"), None);
+    }
+
     fn text_strategy() -> impl Strategy<Value = String> {
         let atoms = prop::sample::select(vec![
             "a", "bb", "ccc", "é", "€", "日本", " ", "  ", "\n", "\n\n", "\r\n", "\t", "\x1c", ".",
@@ -625,6 +800,23 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn scanning_agrees_with_match_indices(
+            text in text_strategy(),
+            sep in prop::sample::select(vec![" ", "\n", "\n\n", "bb", "€", "日本", "a a", "\x1c"]),
+        ) {
+            let mut cuts: Vec<usize> = text.match_indices(sep).map(|(i, _)| i).collect();
+            cuts.insert(0, 0);
+            cuts.push(text.len());
+            cuts.dedup();
+            let expected: Vec<(usize, usize, usize)> = cuts
+                .windows(2)
+                .map(|w| (w[0], w[1], text[w[0]..w[1]].chars().count()))
+                .collect();
+            prop_assert_eq!(pieces(&text, sep), expected);
+            prop_assert_eq!(find(&text, sep), text.find(sep));
+        }
+
         #[test]
         fn chunks_sit_at_their_offsets_in_order(
             text in text_strategy(),

@@ -1,0 +1,62 @@
+"""LangChain's side of `benches/chunking.rs`: times RecursiveCharacterTextSplitter on a corpus.
+
+Chunks every `*.md` file of CORPORA_DIR with `RecursiveCharacterTextSplitter(chunk_size,
+chunk_overlap, add_start_index=True).create_documents(...)` (chunks with their start offsets,
+the counterpart of our position-aware chunking) REPS times, and prints one JSON object:
+the median and all timings in seconds, the number of chunks and of characters.
+
+    benches/scripts/.venv/bin/python benches/scripts/langchain_chunking.py \
+        CORPORA_DIR --size 400 --overlap 0 --reps 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("corpora")
+    ap.add_argument("--size", type=int, default=400)
+    ap.add_argument("--overlap", type=int, default=0)
+    ap.add_argument("--reps", type=int, default=7)
+    args = ap.parse_args()
+
+    texts = []
+    for path in sorted(Path(args.corpora).glob("*.md")):
+        with open(path, encoding="utf-8", newline="") as f:
+            texts.append(f.read())
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=args.size, chunk_overlap=args.overlap, add_start_index=True
+    )
+
+    times = []
+    chunks = 0
+    for _ in range(args.reps):
+        t0 = time.perf_counter()
+        docs = [splitter.create_documents([t]) for t in texts]
+        times.append(time.perf_counter() - t0)
+        chunks = sum(len(d) for d in docs)
+
+    print(
+        json.dumps(
+            {
+                "tool": f"langchain-text-splitters {version('langchain-text-splitters')}",
+                "median_s": statistics.median(times),
+                "times_s": times,
+                "chunks": chunks,
+                "chars": sum(len(t) for t in texts),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
