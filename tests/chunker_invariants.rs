@@ -486,3 +486,41 @@ mod markdown_chunker {
         }
     }
 }
+
+/// The same properties on the chunking-eval-general corpora, when they are present.
+#[test]
+fn real_corpora_keep_the_invariants() {
+    let root = format!(
+        "{}/../shared/data/chunking-eval-general/corpora",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if !std::path::Path::new(&root).is_dir() {
+        println!("skipping: {root} is absent");
+        return;
+    }
+    let corpus = rag_eval::corpus::Corpus::from_folder(root.as_str(), Some("*.md")).unwrap();
+    let mut chunkers: Vec<(Box<dyn PositionAwareChunker>, bool)> = vec![
+        (Box::new(RecursiveCharacterChunker::new(400, 0)), true),
+        (
+            Box::new(SemanticChunker::default().with_max_chars(Some(1000))),
+            true,
+        ),
+    ];
+    #[cfg(feature = "tiktoken")]
+    chunkers.push((
+        Box::new(rag_eval::chunker::FixedTokenChunker::new(250, 125)),
+        false,
+    ));
+    #[cfg(feature = "markdown")]
+    chunkers.push((Box::new(rag_eval::chunker::MarkdownChunker::new(800)), true));
+    for (c, disjoint) in &chunkers {
+        for doc in corpus.documents() {
+            let chunks = c.chunk_with_positions(doc);
+            assert!(!chunks.is_empty(), "{} on {}", c.name(), doc.id());
+            check_positions(doc, &chunks).unwrap();
+            if *disjoint {
+                check_disjoint(&chunks).unwrap();
+            }
+        }
+    }
+}
