@@ -22,6 +22,7 @@ pub mod corpus;
 pub mod dataset;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod level;
 pub mod metrics;
 pub mod rerank;

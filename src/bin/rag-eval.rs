@@ -342,6 +342,8 @@ fn score_trec(
         .iter()
         .map(|(id, q)| metrics::QueryScores {
             id: id.clone(),
+            query: None,
+            difficulty: None,
             metrics: figures(q),
         })
         .collect();

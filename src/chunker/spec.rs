@@ -12,7 +12,8 @@
 //! ```
 //! let c = rag_eval::chunker::parse_spec("recursive:size=400,overlap=0,separators=chroma").unwrap();
 //! assert_eq!(c.name(), "recursive:size=400,overlap=0,length=chars,separators=chroma");
-//! assert!(rag_eval::chunker::parse_spec("recursiv:size=4").unwrap_err().to_string().contains("did you mean `recursive`"));
+//! let err = rag_eval::chunker::parse_spec("recursiv:size=4").err().unwrap();
+//! assert!(err.to_string().contains("did you mean `recursive`"));
 //! ```
 
 use super::PositionAwareChunker;
@@ -124,8 +125,8 @@ pub fn parse_spec(spec: &str) -> Result<Box<dyn PositionAwareChunker>> {
         #[cfg(feature = "markdown")]
         "markdown" => Box::new(
             super::MarkdownChunker::try_new(size()?)
-                .map_err(wrap)?
-                .with_overlap(num("overlap")?.unwrap_or(0)),
+                .and_then(|c| c.try_with_overlap(num("overlap")?.unwrap_or(0)))
+                .map_err(wrap)?,
         ),
         #[cfg(not(feature = "markdown"))]
         "markdown" => {
@@ -159,7 +160,7 @@ pub fn parse_spec(spec: &str) -> Result<Box<dyn PositionAwareChunker>> {
                 c = c.with_buffer(b);
             }
             if let Some(m) = num("max_chars")? {
-                c = c.with_max_chars(Some(m));
+                c = c.try_with_max_chars(Some(m)).map_err(wrap)?;
             }
             Box::new(c)
         }
@@ -258,6 +259,13 @@ mod tests {
         assert!(e("recursive:size=10,overlap=20")
             .starts_with("invalid configuration: chunker spec `recursive:size=10,overlap=20`: "));
         assert!(e("semantic:percentile=120").contains("[0, 100]"));
+        assert!(e("markdown:size=10,overlap=10")
+            .starts_with("invalid configuration: chunker spec `markdown:size=10,overlap=10`: "));
+        assert!(e("semantic:max_chars=0")
+            .starts_with("invalid configuration: chunker spec `semantic:max_chars=0`: "));
+        assert!(
+            e("token:size=0").starts_with("invalid configuration: chunker spec `token:size=0`: ")
+        );
         assert!(e("semantic:embedder=openai").contains("`embedder` must be `hashing`"));
         assert!(e("semantic:embedder=hashing(dim=0)").contains("`embedder` must be"));
     }

@@ -32,6 +32,12 @@ impl Serialize for Figures {
 pub struct QueryScores {
     /// The query's id.
     pub id: String,
+    /// The query text (evaluations fill it in; `rag-eval score` leaves it out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The query's difficulty label, when the dataset has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
     /// Metric values, by report name.
     pub metrics: Figures,
 }
@@ -83,6 +89,8 @@ pub fn scorecard<L: Level>(
             input.chunker_output = chunker_output;
             QueryScores {
                 id: q.id.to_owned(),
+                query: None,
+                difficulty: None,
                 metrics: Figures(
                     metrics
                         .iter()

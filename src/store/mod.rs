@@ -24,4 +24,8 @@ pub trait VectorStore: Send + Sync {
     async fn clear(&self) -> Result<()>;
     /// Number of chunks stored.
     async fn len(&self) -> Result<usize>;
+    /// Whether the store holds no chunk.
+    async fn is_empty(&self) -> Result<bool> {
+        Ok(self.len().await? == 0)
+    }
 }

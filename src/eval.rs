@@ -1,0 +1,346 @@
+//! Evaluations: run a retriever over every query of a dataset and score it.
+//!
+//! ```
+//! use rag_eval::chunker::RecursiveCharacterChunker;
+//! use rag_eval::corpus::{Corpus, Document};
+//! use rag_eval::dataset::{Dataset, Example};
+//! use rag_eval::eval::TokenLevelEvaluation;
+//! use rag_eval::metrics::{token_level_metrics, SpanMode};
+//! use rag_eval::retrieve::Bm25Retriever;
+//! use rag_eval::span::CharSpan;
+//!
+//! let corpus = Corpus::new([Document::new("a.md", "Cats purr when content.\n\nDogs bark at strangers.")])?;
+//! let dataset = Dataset::new(vec![Example {
+//!     id: "q1".into(),
+//!     query: "why do dogs bark".into(),
+//!     truth: vec![CharSpan::new("a.md", 25, 48)],
+//!     span_texts: vec![Some("Dogs bark at strangers.".into())],
+//!     metadata: Default::default(),
+//! }])?;
+//! let eval = TokenLevelEvaluation::new(corpus, dataset)?;
+//! let retriever = Bm25Retriever::new(RecursiveCharacterChunker::new(30, 0));
+//! let result = eval.run_blocking(&retriever, 1, &token_level_metrics(SpanMode::Standard, None))?;
+//! assert_eq!(result.scores.metrics.get("span_recall@1"), Some(1.0));
+//! # Ok::<(), rag_eval::Error>(())
+//! ```
+
+use crate::chunk::RetrievedChunk;
+use crate::corpus::Corpus;
+use crate::dataset::{ChunkDataset, Dataset, ToRow, TokenDataset};
+use crate::error::{Error, Result};
+use crate::level::{ChunkLevel, Level, TokenLevel};
+use crate::metrics::{scorecard, Figures, Metric, Scorecard, Scored};
+use crate::retrieve::Retriever;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// An evaluation at level `L`: a corpus and a dataset checked against it.
+#[derive(Debug, Clone)]
+pub struct Evaluation<L: Level> {
+    corpus: Arc<Corpus>,
+    dataset: Dataset<L>,
+    concurrency: usize,
+    mode: String,
+}
+
+/// Token-level evaluation (character-span ground truth).
+pub type TokenLevelEvaluation = Evaluation<TokenLevel>;
+/// Chunk-level evaluation (chunk-id ground truth).
+pub type ChunkLevelEvaluation = Evaluation<ChunkLevel>;
+
+impl Evaluation<TokenLevel> {
+    /// An evaluation of `dataset` over `corpus`. Every span is checked first: a span in an
+    /// unknown document, past the end of its document, or whose recorded text no longer matches
+    /// the corpus (drift) is an error listing every such span.
+    pub fn new(corpus: impl Into<Arc<Corpus>>, dataset: TokenDataset) -> Result<Self> {
+        let corpus = corpus.into();
+        let problems = dataset.check_against(&corpus);
+        if !problems.is_empty() {
+            let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(Error::Dataset(format!(
+                "{} span{} of {} disagree with the corpus (re-anchor with `rag-eval dataset reanchor`):\n{}",
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" },
+                dataset.source(),
+                list.join("\n")
+            )));
+        }
+        Ok(Self::unchecked(corpus, dataset))
+    }
+}
+
+impl Evaluation<ChunkLevel> {
+    /// An evaluation of a chunk-level `dataset` over `corpus`. The rows must agree on the
+    /// chunker that made their ids (`metadata.chunker`).
+    pub fn new(corpus: impl Into<Arc<Corpus>>, dataset: ChunkDataset) -> Result<Self> {
+        dataset_chunker(&dataset)?;
+        Ok(Self::unchecked(corpus.into(), dataset))
+    }
+}
+
+/// The chunker recorded in a chunk-level dataset, if any; rows that disagree are an error.
+fn dataset_chunker(d: &ChunkDataset) -> Result<Option<String>> {
+    let mut found: Option<(usize, String)> = None;
+    for (i, e) in d.examples().iter().enumerate() {
+        let Some(c) = e.metadata.get("chunker").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        match &found {
+            None => found = Some((i, c.to_owned())),
+            Some((j, first)) if first != c => {
+                return Err(Error::Dataset(format!(
+                    "{} records chunker `{c}` but {} records `{first}`; a chunk-level dataset comes from one chunker",
+                    d.location(i),
+                    d.location(*j)
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(found.map(|(_, c)| c))
+}
+
+impl<L: Level> Evaluation<L>
+where
+    crate::dataset::Example<L>: ToRow,
+{
+    fn unchecked(corpus: Arc<Corpus>, dataset: Dataset<L>) -> Self {
+        Evaluation {
+            corpus,
+            dataset,
+            concurrency: 8,
+            mode: "standard".into(),
+        }
+    }
+
+    /// How many queries may be in flight at once (default 8, at least 1).
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// The scoring mode recorded in results (`standard` or `chroma`); set it to match the
+    /// metrics passed to [`Evaluation::run`].
+    pub fn with_mode(mut self, mode: impl Into<String>) -> Self {
+        self.mode = mode.into();
+        self
+    }
+
+    /// The corpus.
+    pub fn corpus(&self) -> &Arc<Corpus> {
+        &self.corpus
+    }
+
+    /// The dataset.
+    pub fn dataset(&self) -> &Dataset<L> {
+        &self.dataset
+    }
+
+    /// Indexes the corpus with `retriever`, retrieves the top `k` for every query (up to the
+    /// configured concurrency, results kept in dataset order) and scores them with `metrics`.
+    ///
+    /// A chunk-level dataset evaluated with a retriever whose chunker differs from the one
+    /// recorded in the dataset is an error naming both: its chunk ids would not match.
+    pub async fn run<R: Retriever<L> + ?Sized>(
+        &self,
+        retriever: &R,
+        k: usize,
+        metrics: &[Box<dyn Metric<L>>],
+    ) -> Result<EvaluationResult> {
+        if k == 0 {
+            return Err(Error::Config("k must be at least 1".into()));
+        }
+        if L::NAME == ChunkLevel::NAME {
+            self.check_chunker(retriever.chunker())?;
+        }
+        let started = Instant::now();
+        retriever.index(&self.corpus).await?;
+        let indexed = Instant::now();
+        let retrieved: Vec<Vec<RetrievedChunk>> = stream::iter(self.dataset.examples())
+            .map(|e| async move {
+                retriever.retrieve(&e.query, k).await.map_err(|err| {
+                    Error::Config(format!("retrieval failed for query `{}`: {err}", e.id))
+                })
+            })
+            .buffered(self.concurrency)
+            .try_collect()
+            .await?;
+        let fetched = Instant::now();
+        let items: Vec<Vec<L::Item>> = retrieved
+            .iter()
+            .map(|r| r.iter().map(L::item_of).collect())
+            .collect();
+        let queries: Vec<Scored<'_, L>> = self
+            .dataset
+            .examples()
+            .iter()
+            .zip(&items)
+            .map(|(e, r)| Scored {
+                id: &e.id,
+                truth: &e.truth,
+                retrieved: r,
+            })
+            .collect();
+        let mut scores = scorecard(&queries, metrics, k, &self.mode, None);
+        for (q, e) in scores.per_query.iter_mut().zip(self.dataset.examples()) {
+            q.query = Some(e.query.clone());
+            q.difficulty = e.difficulty().map(str::to_owned);
+        }
+        let by_difficulty = by_difficulty(&scores);
+        let scored = Instant::now();
+        Ok(EvaluationResult {
+            by_difficulty,
+            config: RunConfig {
+                retriever: retriever.name(),
+                chunker: retriever.chunker(),
+                dataset: self.dataset.source().to_owned(),
+                corpus_documents: self.corpus.len(),
+            },
+            dataset_hash: self.dataset_hash(),
+            timings: Timings {
+                index_ms: ms(indexed - started),
+                retrieve_ms: ms(fetched - indexed),
+                score_ms: ms(scored - fetched),
+            },
+            scores,
+            retrieved,
+        })
+    }
+
+    /// [`Evaluation::run`] for retrievers that need no async runtime (BM25, in-memory stores,
+    /// offline embedders): drives the future on the current thread.
+    pub fn run_blocking<R: Retriever<L> + ?Sized>(
+        &self,
+        retriever: &R,
+        k: usize,
+        metrics: &[Box<dyn Metric<L>>],
+    ) -> Result<EvaluationResult> {
+        pollster::block_on(self.run(retriever, k, metrics))
+    }
+
+    fn check_chunker(&self, retriever_chunker: Option<String>) -> Result<()> {
+        let recorded = self
+            .dataset
+            .examples()
+            .iter()
+            .find_map(|e| e.metadata.get("chunker").and_then(|v| v.as_str()));
+        if let (Some(recorded), Some(used)) = (recorded, retriever_chunker) {
+            if recorded != used {
+                return Err(Error::Config(format!(
+                    "{} was made with chunker `{recorded}` but the retriever chunks with `{used}`; chunk ids from different chunkers never match (use a token-level dataset to compare chunkers)",
+                    self.dataset.source()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// First 16 hex digits of SHA-256 over the dataset's rows as written: identifies the
+    /// ground truth a result was computed against.
+    pub fn dataset_hash(&self) -> String {
+        let mut h = Sha256::new();
+        for e in self.dataset.examples() {
+            h.update(e.to_row().as_bytes());
+            h.update(b"\n");
+        }
+        h.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Means per difficulty label (`unlabelled` for rows without one), labels sorted.
+fn by_difficulty(scores: &Scorecard) -> BTreeMap<String, DifficultyScores> {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, q) in scores.per_query.iter().enumerate() {
+        let label = q.difficulty.clone().unwrap_or_else(|| "unlabelled".into());
+        groups.entry(label).or_default().push(i);
+    }
+    groups
+        .into_iter()
+        .map(|(label, idx)| {
+            let figures = scores
+                .metrics
+                .0
+                .iter()
+                .enumerate()
+                .map(|(m, (name, _))| {
+                    let values: Vec<f64> = idx
+                        .iter()
+                        .map(|&i| scores.per_query[i].metrics.0[m].1)
+                        .collect();
+                    (name.clone(), crate::metrics::mean_std(&values).0)
+                })
+                .collect();
+            (
+                label,
+                DifficultyScores {
+                    queries: idx.len(),
+                    metrics: Figures(figures),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The outcome of an evaluation. Its JSON form extends the `rag-eval score --json` contract
+/// with `by_difficulty`, `config`, `dataset_hash` and `timings`.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvaluationResult {
+    /// Means, standard deviations and per-query figures (with query text and difficulty).
+    #[serde(flatten)]
+    pub scores: Scorecard,
+    /// Means per difficulty label.
+    pub by_difficulty: BTreeMap<String, DifficultyScores>,
+    /// What was evaluated.
+    pub config: RunConfig,
+    /// Identifies the dataset content (see [`Evaluation::dataset_hash`]).
+    pub dataset_hash: String,
+    /// Where the time went.
+    pub timings: Timings,
+    /// What the retriever returned for each query, in dataset order.
+    #[serde(skip)]
+    pub retrieved: Vec<Vec<RetrievedChunk>>,
+}
+
+/// Means over the queries with one difficulty label.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DifficultyScores {
+    /// Number of queries with the label.
+    pub queries: usize,
+    /// Mean of each metric over them.
+    pub metrics: Figures,
+}
+
+/// The configuration an evaluation ran with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunConfig {
+    /// The retriever's description.
+    pub retriever: String,
+    /// The retriever's chunker spec, when it has one.
+    pub chunker: Option<String>,
+    /// Where the dataset came from.
+    pub dataset: String,
+    /// Number of documents in the corpus.
+    pub corpus_documents: usize,
+}
+
+/// Wall-clock milliseconds per phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timings {
+    /// Chunking, embedding and indexing the corpus.
+    pub index_ms: f64,
+    /// Retrieving every query.
+    pub retrieve_ms: f64,
+    /// Computing the metrics.
+    pub score_ms: f64,
+}
