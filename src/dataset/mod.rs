@@ -14,6 +14,7 @@
 //! `metadata.chunker`. A file holds one level only.
 
 pub mod import;
+pub mod reanchor;
 pub mod retrieved;
 
 use crate::chunk::ChunkId;
