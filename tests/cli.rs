@@ -540,3 +540,107 @@ fn key_order_reads_the_written_order() {
         ["b", "a", "c"]
     );
 }
+
+/// Copies the bundled corpus into `dir`, returning the corpus folder and the dataset path.
+fn bundled_copy(dir: &Path) -> (PathBuf, PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
+    let corpus = dir.join("corpus");
+    for entry in walk(&src.join("corpus")) {
+        let rel = entry.strip_prefix(src.join("corpus")).unwrap();
+        let to = corpus.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    let dataset = dir.join("questions.jsonl");
+    std::fs::copy(src.join("questions.jsonl"), &dataset).unwrap();
+    (corpus, dataset)
+}
+
+fn walk(p: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(p).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn dataset_validate_summarises_and_reanchor_repairs_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, dataset) = bundled_copy(dir.path());
+    let out = ok(&["dataset", "validate", s(&dataset), "--corpus", s(&corpus)]);
+    assert!(
+        out.contains("40 token-level rows over 12 documents"),
+        "{out}"
+    );
+    assert!(
+        out.contains("difficulty: analytical 8, factual 16, inferential 6, paraphrased 10"),
+        "{out}"
+    );
+    let v: Value = serde_json::from_str(&ok(&[
+        "dataset",
+        "validate",
+        s(&dataset),
+        "--corpus",
+        s(&corpus),
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (v["rows"].as_u64(), v["truth_items"].as_u64()),
+        (Some(40), Some(55))
+    );
+    assert_eq!(v["problems"], serde_json::json!([]));
+
+    // The corpus changes: a new paragraph at the top of every document, one sentence re-wrapped.
+    let mut drifted_docs = 0;
+    for doc in walk(&corpus) {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        std::fs::write(&doc, format!("> Note: this page was revised.\n\n{text}")).unwrap();
+        drifted_docs += 1;
+    }
+    assert_eq!(drifted_docs, 12);
+    let (code, _, err) = run(&["dataset", "validate", s(&dataset), "--corpus", s(&corpus)]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("error: 55 spans of") && err.contains("reanchor"),
+        "{err}"
+    );
+    assert!(
+        err.contains("questions.jsonl:1: example `q0001`, span 0: text at"),
+        "{err}"
+    );
+
+    let fixed = dir.path().join("fixed.jsonl");
+    let (code, _, err) = run(&[
+        "dataset",
+        "reanchor",
+        s(&dataset),
+        "--corpus",
+        s(&corpus),
+        "-o",
+        s(&fixed),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("moved 55 spans (55 verbatim, 0 ignoring whitespace)"),
+        "{err}"
+    );
+    ok(&["dataset", "validate", s(&fixed), "--corpus", s(&corpus)]);
+    // The input was left alone because -o was given.
+    let (code, _, _) = run(&["dataset", "validate", s(&dataset), "--corpus", s(&corpus)]);
+    assert_eq!(code, 1);
+
+    // Text that is gone cannot be placed: reported, exit 1, the rest still written in place.
+    let first_doc = corpus.join("overview.md");
+    std::fs::write(&first_doc, "Everything was rewritten.").unwrap();
+    let (code, _, err) = run(&["dataset", "reanchor", s(&dataset), "--corpus", s(&corpus)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("could not be placed"), "{err}");
+    assert!(err.contains("no longer in `overview.md`"), "{err}");
+}
