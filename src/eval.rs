@@ -344,3 +344,96 @@ pub struct Timings {
     /// Computing the metrics.
     pub score_ms: f64,
 }
+
+/// A comparison table of runs on the same dataset: one row per run (named by the first
+/// element, e.g. the chunker spec) with the headline metrics as mean ± std in percent; for a
+/// single run, every metric and the means per difficulty follow.
+pub fn comparison_table(results: &[(String, EvaluationResult)]) -> String {
+    let Some((_, first)) = results.first() else {
+        return String::new();
+    };
+    let first = &first.scores;
+    let mut out = format!(
+        "{}-level, k = {}, mode = {}, {} queries\n\n",
+        first.level, first.k, first.mode, first.queries
+    );
+    let headline: Vec<&str> = first
+        .metrics
+        .0
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| {
+            n.starts_with("span_")
+                || n.starts_with("chunk_")
+                || *n == "precision_omega"
+                || n.starts_with("ndcg")
+        })
+        .collect();
+    let name_w = results
+        .iter()
+        .map(|(s, _)| s.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let col_w = headline.iter().map(|n| n.len()).max().unwrap_or(12).max(12);
+    out.push_str(&format!("{:<name_w$}", "chunker"));
+    for h in &headline {
+        out.push_str(&format!("  {h:>col_w$}"));
+    }
+    out.push('\n');
+    for (spec, r) in results {
+        out.push_str(&format!("{spec:<name_w$}"));
+        for h in &headline {
+            let m = r.scores.metrics.get(h).unwrap_or(0.0) * 100.0;
+            let sd = r.scores.std.get(h).unwrap_or(0.0) * 100.0;
+            out.push_str(&format!("  {:>col_w$}", format!("{m:.1} ± {sd:.1}")));
+        }
+        out.push('\n');
+    }
+    out.push_str("(mean ± standard deviation over queries, %)\n");
+    if let [(_, r)] = results {
+        out.push('\n');
+        out.push_str(&metric_table(&r.scores.metrics, &r.scores.std));
+        out.push_str("\nby difficulty (mean, %)\n");
+        let cols: Vec<&str> = headline.clone();
+        let label_w = r
+            .by_difficulty
+            .keys()
+            .map(String::len)
+            .max()
+            .unwrap_or(10)
+            .max(10);
+        out.push_str(&format!("{:<label_w$}  {:>7}", "difficulty", "queries"));
+        for c in &cols {
+            out.push_str(&format!("  {c:>col_w$}"));
+        }
+        out.push('\n');
+        for (label, d) in &r.by_difficulty {
+            out.push_str(&format!("{label:<label_w$}  {:>7}", d.queries));
+            for c in &cols {
+                out.push_str(&format!(
+                    "  {:>col_w$.1}",
+                    d.metrics.get(c).unwrap_or(0.0) * 100.0
+                ));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Every metric's mean and standard deviation, one per line.
+pub fn metric_table(means: &Figures, stds: &Figures) -> String {
+    let width = means
+        .0
+        .iter()
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let mut s = format!("{:<width$}  {:>8}  {:>8}\n", "metric", "mean", "std");
+    for ((n, m), (_, sd)) in means.0.iter().zip(&stds.0) {
+        s.push_str(&format!("{n:<width$}  {m:>8.4}  {sd:>8.4}\n"));
+    }
+    s
+}

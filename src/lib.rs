@@ -33,6 +33,32 @@ pub mod trec;
 
 pub use error::{Error, Result};
 
+/// The types most evaluations use, for `use rag_eval::prelude::*;`.
+pub mod prelude {
+    pub use crate::chunk::{Chunk, ChunkId, PaChunkId, PositionAwareChunk, RetrievedChunk};
+    #[cfg(feature = "tiktoken")]
+    pub use crate::chunker::FixedTokenChunker;
+    #[cfg(feature = "markdown")]
+    pub use crate::chunker::MarkdownChunker;
+    pub use crate::chunker::{
+        Chunker, PositionAdapter, PositionAwareChunker, RecursiveCharacterChunker, SemanticChunker,
+    };
+    pub use crate::corpus::{Corpus, DocId, Document};
+    pub use crate::dataset::{AnyDataset, ChunkDataset, Dataset, Example, TokenDataset};
+    pub use crate::embed::{Embedder, HashingEmbedder};
+    pub use crate::eval::{
+        ChunkLevelEvaluation, Evaluation, EvaluationResult, TokenLevelEvaluation,
+    };
+    pub use crate::level::{ChunkLevel, Level, TokenLevel};
+    pub use crate::metrics::{
+        chunk_level_metrics, token_level_metrics, ChunkIndex, Metric, MetricInput, SpanMode,
+    };
+    pub use crate::rerank::Reranker;
+    pub use crate::retrieve::{Bm25Retriever, Retriever};
+    pub use crate::span::{CharSpan, SpanSet};
+    pub use crate::store::VectorStore;
+}
+
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -121,7 +121,8 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
 }
 
 /// The metrics rag-eval reports for a token-level run, in report order: span recall, precision
-/// and IoU in `mode`, PrecisionΩ when the chunker's output is given, then the rank metrics.
+/// in `mode`, PrecisionΩ when the chunker's output is given, span IoU, then the rank metrics
+/// (the published tables' order: recall, precision, PrecisionΩ, IoU).
 pub fn token_level_metrics(
     mode: SpanMode,
     chunker_output: Option<ChunkIndex>,
@@ -129,11 +130,11 @@ pub fn token_level_metrics(
     let mut v: Vec<Box<dyn Metric<crate::level::TokenLevel>>> = vec![
         Box::new(SpanRecall::new(mode)),
         Box::new(SpanPrecision::new(mode)),
-        Box::new(SpanIou::new(mode)),
     ];
     if let Some(index) = chunker_output {
         v.push(Box::new(PrecisionOmega::with_index(index)));
     }
+    v.push(Box::new(SpanIou::new(mode)));
     v.extend(rank_metrics::<crate::level::TokenLevel>());
     v
 }
