@@ -9,6 +9,7 @@ mod bm25;
 mod pipeline;
 
 // Re-exports of the built-in retrievers go here.
+pub use self::bm25::Bm25Retriever;
 
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
