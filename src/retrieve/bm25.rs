@@ -1,20 +1,9 @@
 //! Lexical retrieval with Okapi BM25 over a chunker's chunks.
 //!
-//! Text goes through the `bm25` crate's English tokenizer: Unicode-to-ASCII folding,
-//! lower-casing, Unicode word splitting (UAX #29), NLTK English stop words removed, Snowball
-//! English stemming. Each chunk is a document; a chunk's score for a query is
-//!
-//! ```text
-//! score(q, c) = Σ over query tokens t:  idf(t) · tf(t,c)·(k1 + 1) / (tf(t,c) + k1·(1 − b + b·|c|/avgdl))
-//! idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-//! ```
-//!
-//! with `|c|` the chunk's token count after stop-word removal, `avgdl` its mean over the `N`
-//! chunks, and a token repeated in the query counted once per occurrence. These are the `bm25`
-//! crate's formulas, and the scores equal its `Scorer`'s; the index itself is ours, an inverted
-//! index over term ids, because the crate's scorer compares every query token with every token
-//! of each candidate and returns ties in hash order, where an evaluation needs fast, repeatable
-//! rankings (ties go by chunk id, as [`rank`] orders them).
+//! The index is ours rather than the `bm25` crate's `Scorer`, which compares every query token
+//! with every token of each candidate and returns ties in hash order; an evaluation needs fast,
+//! repeatable rankings. Its tokenizer and formulas are kept, and the tests check that the
+//! scores equal its `Scorer`'s to the last bit.
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::chunker::PositionAwareChunker;
@@ -29,6 +18,20 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 
 /// BM25 retrieval over the chunks of a [`PositionAwareChunker`].
+///
+/// Text goes through the `bm25` crate's English tokenizer: Unicode-to-ASCII folding,
+/// lower-casing, Unicode word splitting (UAX #29), NLTK English stop words removed, Snowball
+/// English stemming. Each chunk is a document, scored as
+///
+/// ```text
+/// score(q, c) = Σ over query tokens t:  idf(t) · tf(t,c)·(k1 + 1) / (tf(t,c) + k1·(1 − b + b·|c|/avgdl))
+/// idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+/// ```
+///
+/// with `|c|` the chunk's token count after stop-word removal, `avgdl` its mean over the `N`
+/// chunks of the corpus, and a token repeated in the query counted once per occurrence (the
+/// `bm25` crate's formulas; its `Scorer` gives the same scores). Ties are broken by chunk id,
+/// as [`rank`] orders them, so a ranking never depends on hashing or threads.
 ///
 /// [`index`](Retriever::index) chunks the whole corpus (retrieval runs across all its
 /// documents) and builds the index once; [`retrieve`](Retriever::retrieve) then scores a query
