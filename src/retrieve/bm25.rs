@@ -402,7 +402,7 @@ mod tests {
         fn name(&self) -> String {
             "lines".into()
         }
-        fn chunk_with_positions(&self, doc: &crate::corpus::Document) -> Vec<PositionAwareChunk> {
+        fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
             let mut at = 0;
             let mut ranges = Vec::new();
             for line in doc.content().split_inclusive('\n') {
