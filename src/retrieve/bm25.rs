@@ -2,8 +2,9 @@
 //!
 //! The index is ours rather than the `bm25` crate's `Scorer`, which compares every query token
 //! with every token of each candidate and returns ties in hash order; an evaluation needs fast,
-//! repeatable rankings. Its tokenizer and formulas are kept, and the tests check that the
-//! scores equal its `Scorer`'s to the last bit.
+//! repeatable rankings. Tokens and formulas are the crate's (its English `DefaultTokenizer`,
+//! rebuilt here from the same four crates so that its caching machinery is not a dependency),
+//! and the tests check that tokens and scores equal the crate's to the last bit.
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::chunker::PositionAwareChunker;
@@ -11,15 +12,48 @@ use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::level::Level;
 use crate::retrieve::{rank, Retriever};
-use bm25::{DefaultTokenizer, Language, Tokenizer};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 
+/// The `bm25` crate's English tokenization: Unicode folded to ASCII (unknown characters become
+/// `[?]`), lower-cased, split into UAX #29 words, NLTK English stop words dropped, Snowball
+/// English stems.
+struct EnglishTokenizer {
+    stop_words: std::collections::HashSet<String>,
+    stemmer: rust_stemmers::Stemmer,
+}
+
+impl EnglishTokenizer {
+    fn new() -> Self {
+        EnglishTokenizer {
+            stop_words: stop_words::get(stop_words::LANGUAGE::English)
+                .iter()
+                .map(|w| fold(w).into_owned())
+                .collect(),
+            stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
+        }
+    }
+
+    fn tokenize(&self, text: &str) -> Vec<String> {
+        use unicode_segmentation::UnicodeSegmentation;
+        let lower = fold(text).to_lowercase();
+        lower
+            .unicode_words()
+            .filter(|w| !w.is_empty() && !self.stop_words.contains(*w))
+            .map(|w| self.stemmer.stem(w).into_owned())
+            .collect()
+    }
+}
+
+fn fold(text: &str) -> std::borrow::Cow<'_, str> {
+    deunicode::deunicode_with_tofu_cow(text, "[?]")
+}
+
 /// BM25 retrieval over the chunks of a [`PositionAwareChunker`].
 ///
-/// Text goes through the `bm25` crate's English tokenizer: Unicode-to-ASCII folding,
+/// Text goes through the `bm25` crate's English tokenization: Unicode-to-ASCII folding,
 /// lower-casing, Unicode word splitting (UAX #29), NLTK English stop words removed, Snowball
 /// English stemming. Each chunk is a document, scored as
 ///
@@ -61,7 +95,7 @@ pub struct Bm25Retriever {
     chunker: Arc<dyn PositionAwareChunker>,
     k1: f32,
     b: f32,
-    tokenizer: DefaultTokenizer,
+    tokenizer: EnglishTokenizer,
     state: RwLock<Option<Arc<Index>>>,
 }
 
@@ -93,7 +127,7 @@ impl Bm25Retriever {
             chunker,
             k1: Self::DEFAULT_K1,
             b: Self::DEFAULT_B,
-            tokenizer: DefaultTokenizer::new(Language::English),
+            tokenizer: EnglishTokenizer::new(),
             state: RwLock::new(None),
         }
     }
@@ -256,7 +290,7 @@ impl Index {
     fn build(
         corpus: Arc<Corpus>,
         chunker: &dyn PositionAwareChunker,
-        tokenizer: &DefaultTokenizer,
+        tokenizer: &EnglishTokenizer,
         k1: f32,
         b: f32,
     ) -> Index {
@@ -391,9 +425,27 @@ mod tests {
     use crate::dataset::{self, AnyDataset};
     use crate::level::{ChunkLevel, TokenLevel};
     use crate::span::CharSpan;
-    use bm25::{EmbedderBuilder, Scorer};
+    use bm25::{DefaultTokenizer, EmbedderBuilder, Language, Scorer, Tokenizer};
     use std::path::Path;
     use std::time::Instant;
+
+    #[test]
+    fn tokens_equal_the_bm25_crates_english_tokenizer() {
+        let ours = EnglishTokenizer::new();
+        let theirs = DefaultTokenizer::new(Language::English);
+        let mut texts: Vec<String> = vec![
+            String::new(),
+            "The runners were running; they ran and runs!".into(),
+            "Ünïcödé naïve café — Jürgen Weiß paid €1,150 (≤ 5 seats) 松本 ✔".into(),
+            "It's the U.S.A.'s 3.14 e-mail co-op, isn't it?".into(),
+        ];
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/corpus");
+        let corpus = Corpus::from_folder(data.to_str().unwrap(), None).unwrap();
+        texts.extend(corpus.documents().iter().map(|d| d.content().to_owned()));
+        for t in &texts {
+            assert_eq!(ours.tokenize(t), theirs.tokenize(t), "{t:?}");
+        }
+    }
 
     /// One chunk per non-empty line, so that tests know exactly what each chunk holds.
     struct Lines;
