@@ -1,7 +1,9 @@
 //! Embedders: text to vectors.
 
+mod batch;
 mod hashing;
 
+pub use batch::{BatchStats, BatchingEmbedder};
 pub use hashing::HashingEmbedder;
 
 use crate::error::Result;

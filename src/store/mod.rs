@@ -3,6 +3,7 @@
 mod memory;
 
 // Re-exports of the built-in stores go here.
+pub use memory::InMemoryStore;
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::error::Result;

@@ -1,0 +1,3 @@
+//! Exact vector search against a NumPy brute force (being written).
+
+fn main() {}
