@@ -75,6 +75,14 @@ pub enum Error {
     /// A dataset is inconsistent with itself or with its corpus.
     #[error("invalid dataset: {0}")]
     Dataset(String),
+    /// A retriever failed on a query.
+    #[error("retrieval failed for query `{query}`: {source}")]
+    Retrieval {
+        /// The query's id.
+        query: String,
+        /// What the retriever reported.
+        source: Box<Error>,
+    },
     /// An embedder failed.
     #[error("embedding failed: {0}")]
     Embed(String),

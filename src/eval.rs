@@ -162,9 +162,13 @@ where
         let indexed = Instant::now();
         let retrieved: Vec<Vec<RetrievedChunk>> = stream::iter(self.dataset.examples())
             .map(|e| async move {
-                retriever.retrieve(&e.query, k).await.map_err(|err| {
-                    Error::Config(format!("retrieval failed for query `{}`: {err}", e.id))
-                })
+                retriever
+                    .retrieve(&e.query, k)
+                    .await
+                    .map_err(|err| Error::Retrieval {
+                        query: e.id.clone(),
+                        source: Box::new(err),
+                    })
             })
             .buffered(self.concurrency)
             .try_collect()

@@ -54,9 +54,9 @@ pub mod prelude {
         chunk_level_metrics, token_level_metrics, ChunkIndex, Metric, MetricInput, SpanMode,
     };
     pub use crate::rerank::Reranker;
-    pub use crate::retrieve::{Bm25Retriever, Retriever};
+    pub use crate::retrieve::{Bm25Retriever, Pipeline, Retriever};
     pub use crate::span::{CharSpan, SpanSet};
-    pub use crate::store::VectorStore;
+    pub use crate::store::{InMemoryStore, VectorStore};
 }
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -644,3 +644,124 @@ fn dataset_validate_summarises_and_reanchor_repairs_drift() {
     assert!(err.contains("could not be placed"), "{err}");
     assert!(err.contains("no longer in `overview.md`"), "{err}");
 }
+
+#[test]
+fn eval_on_the_bundled_data_reproduces_the_committed_figures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let expected: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/fixtures/eval/bundled_expected.json")).unwrap(),
+    )
+    .unwrap();
+    let corpus = root.join("examples/data/corpus");
+    let dataset = root.join("examples/data/questions.jsonl");
+    let mut got = Vec::new();
+    for (retriever, chunkers) in [
+        (
+            "bm25",
+            vec!["recursive:size=400,overlap=0", "markdown:size=400"],
+        ),
+        ("dense", vec!["recursive:size=400,overlap=0"]),
+    ] {
+        let mut args = vec![
+            "eval",
+            "--corpus",
+            s(&corpus),
+            "--dataset",
+            s(&dataset),
+            "--retriever",
+            retriever,
+            "--json",
+        ];
+        for c in &chunkers {
+            args.extend(["--chunker", c]);
+        }
+        let out = ok(&args);
+        assert_eq!(
+            out.lines().count(),
+            chunkers.len(),
+            "one JSON line per chunker"
+        );
+        for line in out.lines() {
+            assert_eq!(
+                key_order(line),
+                [
+                    "level",
+                    "k",
+                    "mode",
+                    "queries",
+                    "metrics",
+                    "std",
+                    "per_query",
+                    "by_difficulty",
+                    "config",
+                    "dataset_hash",
+                    "timings"
+                ],
+                "eval extends the score contract"
+            );
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                v["per_query"][0]["query"],
+                "Which Linux kernel version does a Larkspur host need at minimum?"
+            );
+            assert_eq!(v["per_query"][0]["difficulty"], "factual");
+            let labelled: u64 = v["by_difficulty"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|d| d["queries"].as_u64().unwrap())
+                .sum();
+            assert_eq!(labelled, 40);
+            got.push((retriever, v));
+        }
+    }
+    assert_eq!(got.len(), expected.len());
+    for ((retriever, v), e) in got.iter().zip(&expected) {
+        assert_eq!(e["retriever"], *retriever);
+        assert_eq!(v["config"]["chunker"], e["chunker"]);
+        for part in ["metrics", "std"] {
+            let (g, x) = (v[part].as_object().unwrap(), e[part].as_object().unwrap());
+            assert_eq!(g.keys().collect::<Vec<_>>(), x.keys().collect::<Vec<_>>());
+            for (name, want) in x {
+                let have = g[name].as_f64().unwrap();
+                assert!(
+                    (have - want.as_f64().unwrap()).abs() < 1e-12,
+                    "{retriever} {} {part} {name}: {have} != {want}",
+                    e["chunker"]
+                );
+            }
+        }
+    }
+
+    let table = ok(&[
+        "eval",
+        "--corpus",
+        s(&corpus),
+        "--dataset",
+        s(&dataset),
+        "--chunker",
+        "recursive:size=400,overlap=0",
+    ]);
+    assert!(table.contains("by difficulty"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("paraphrased") && l.contains(" 10 ")),
+        "{table}"
+    );
+    let e = fails(&[
+        "eval",
+        "--corpus",
+        s(&corpus),
+        "--dataset",
+        s(&dataset),
+        "--chunker",
+        "recursive:size=400",
+        "--retriever",
+        "sparse",
+    ]);
+    assert!(
+        e.contains("unknown retriever `sparse`; known: bm25, dense"),
+        "{e}"
+    );
+}

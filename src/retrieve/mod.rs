@@ -10,6 +10,7 @@ mod pipeline;
 
 // Re-exports of the built-in retrievers go here.
 pub use self::bm25::Bm25Retriever;
+pub use pipeline::Pipeline;
 
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;

@@ -1,0 +1,203 @@
+//! Evaluations end to end through the library: validation before any query runs, chunker
+//! checks for chunk-level datasets, determinism, and errors that name the query.
+
+use rag_eval::chunk::{ChunkId, RetrievedChunk};
+use rag_eval::dataset::{self, AnyDataset, ChunkDataset, Example};
+use rag_eval::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+
+fn bundled() -> (Arc<Corpus>, TokenDataset) {
+    let corpus = Arc::new(Corpus::from_folder(format!("{DATA}/corpus"), None).unwrap());
+    let AnyDataset::Token(d) = dataset::load(format!("{DATA}/questions.jsonl")).unwrap() else {
+        panic!("token-level")
+    };
+    (corpus, d)
+}
+
+#[test]
+fn two_runs_give_identical_results() {
+    let (corpus, d) = bundled();
+    let eval = TokenLevelEvaluation::new(corpus, d).unwrap();
+    let metrics = token_level_metrics(SpanMode::Standard, None);
+    let run =
+        |retriever: &dyn Retriever<TokenLevel>| eval.run_blocking(retriever, 5, &metrics).unwrap();
+    for make in [
+        || {
+            Box::new(Bm25Retriever::new(RecursiveCharacterChunker::new(300, 0)))
+                as Box<dyn Retriever<TokenLevel>>
+        },
+        || {
+            Box::new(Pipeline::new(
+                MarkdownChunker::new(300),
+                HashingEmbedder::default(),
+            )) as Box<dyn Retriever<TokenLevel>>
+        },
+    ] {
+        let (a, b) = (run(&*make()), run(&*make()));
+        assert_eq!(a.scores, b.scores);
+        assert_eq!(a.retrieved, b.retrieved);
+        assert_eq!(a.dataset_hash, b.dataset_hash);
+        assert_eq!(a.dataset_hash.len(), 16);
+    }
+}
+
+#[test]
+fn drift_is_reported_for_every_row_before_any_query_runs() {
+    let (_, d) = bundled();
+    let docs: Vec<Document> = Corpus::from_folder(format!("{DATA}/corpus"), None)
+        .unwrap()
+        .documents()
+        .iter()
+        .map(|doc| {
+            let text = if doc.id().as_str() == "glossary.md" {
+                format!("New first line.\n{}", doc.content())
+            } else {
+                doc.content().to_owned()
+            };
+            Document::new(doc.id().clone(), text)
+        })
+        .collect();
+    let drifted_rows: Vec<&str> = d
+        .examples()
+        .iter()
+        .filter(|e| e.truth.iter().any(|s| s.doc.as_str() == "glossary.md"))
+        .map(|e| e.id.as_str())
+        .collect();
+    assert!(!drifted_rows.is_empty());
+    let err = TokenLevelEvaluation::new(Corpus::new(docs).unwrap(), d.clone())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("disagree with the corpus") && err.contains("rag-eval dataset reanchor"),
+        "{err}"
+    );
+    for id in drifted_rows {
+        assert!(
+            err.contains(&format!("example `{id}`")),
+            "{id} missing from: {err}"
+        );
+    }
+    assert!(
+        err.contains("questions.jsonl:"),
+        "rows are named by file and line: {err}"
+    );
+}
+
+fn chunk_dataset(chunker: &str) -> (Arc<Corpus>, ChunkDataset) {
+    let corpus =
+        Arc::new(Corpus::new([Document::new("a.md", "Alpha beta.\n\nGamma delta.")]).unwrap());
+    let mut metadata = rag_eval::corpus::Metadata::new();
+    metadata.insert("chunker".into(), chunker.into());
+    let d = Dataset::new(vec![Example {
+        id: "c1".into(),
+        query: "gamma".into(),
+        truth: vec![ChunkId::from_content("Gamma delta.")],
+        span_texts: vec![],
+        metadata,
+    }])
+    .unwrap();
+    (corpus, d)
+}
+
+#[test]
+fn chunk_level_datasets_only_run_with_the_chunker_that_made_their_ids() {
+    let spec = "recursive:size=20,overlap=0,length=chars,separators=langchain";
+    let (corpus, d) = chunk_dataset(spec);
+    let eval = ChunkLevelEvaluation::new(corpus.clone(), d.clone()).unwrap();
+    let same = Bm25Retriever::new(RecursiveCharacterChunker::new(20, 0));
+    let r = eval.run_blocking(&same, 1, &chunk_level_metrics()).unwrap();
+    assert_eq!(r.scores.metrics.get("chunk_recall@1"), Some(1.0));
+
+    let other = Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0));
+    let err = eval
+        .run_blocking(&other, 1, &chunk_level_metrics())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("was made with chunker `{spec}`"))
+            && err.contains("the retriever chunks with `recursive:size=400,overlap=0,length=chars,separators=langchain`"),
+        "{err}"
+    );
+
+    let (_, mut two) = chunk_dataset(spec);
+    let mut second = two.examples()[0].clone();
+    second.id = "c2".into();
+    second
+        .metadata
+        .insert("chunker".into(), "token:size=5,overlap=0".into());
+    two = Dataset::new(vec![two.examples()[0].clone(), second]).unwrap();
+    let err = ChunkLevelEvaluation::new(corpus, two)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("records chunker `token:size=5,overlap=0`"),
+        "{err}"
+    );
+}
+
+/// Answers with nothing, fails on one query, and counts calls in flight.
+struct Flaky {
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Retriever<TokenLevel> for Flaky {
+    fn name(&self) -> String {
+        "flaky".into()
+    }
+    async fn retrieve(&self, query: &str, _k: usize) -> rag_eval::Result<Vec<RetrievedChunk>> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        // Yield once so that other queries can start.
+        let mut yielded = false;
+        std::future::poll_fn(|cx| {
+            if yielded {
+                std::task::Poll::Ready(())
+            } else {
+                yielded = true;
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if query.contains("kernel") {
+            Err(rag_eval::Error::Config("backend unavailable".into()))
+        } else {
+            Ok(Vec::new())
+        }
+    }
+}
+
+#[test]
+fn retrieval_errors_name_the_query_and_concurrency_is_bounded() {
+    let (corpus, d) = bundled();
+    let eval = TokenLevelEvaluation::new(corpus, d)
+        .unwrap()
+        .with_concurrency(3);
+    let flaky = Flaky {
+        in_flight: AtomicUsize::new(0),
+        max_in_flight: AtomicUsize::new(0),
+    };
+    let err = eval
+        .run_blocking(&flaky, 5, &token_level_metrics(SpanMode::Standard, None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "retrieval failed for query `q0001`: invalid configuration: backend unavailable"
+        ),
+        "{err}"
+    );
+    let max = flaky.max_in_flight.load(Ordering::SeqCst);
+    assert!(
+        (2..=3).contains(&max),
+        "at most 3 queries in flight, and more than one: {max}"
+    );
+    let e = eval.run_blocking(&flaky, 0, &[]).unwrap_err().to_string();
+    assert!(e.contains("k must be at least 1"), "{e}");
+}
