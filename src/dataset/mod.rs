@@ -328,80 +328,126 @@ impl TokenDataset {
 /// fields (file:line), a mix of levels, duplicate ids, reversed spans.
 pub fn load(path: impl AsRef<Utf8Path>) -> Result<AnyDataset> {
     let path = path.as_ref();
-    let text = crate::corpus::read_utf8(path)?;
-    parse(&text, path.as_str())
+    assemble(stream(path)?, path.as_str())
 }
 
 /// Parses dataset JSONL; `source` names the input in messages. Blank lines are skipped.
 pub fn parse(text: &str, source: &str) -> Result<AnyDataset> {
-    let perr = |line: usize, message: String| Error::Parse {
+    let rows = text.lines().enumerate().filter_map(|(i, line)| {
+        parse_row(line, i + 1, source)
+            .transpose()
+            .map(|r| r.map(|ex| (i + 1, ex)))
+    });
+    assemble(rows, source)
+}
+
+/// One example of either level, as read from a file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnyExample {
+    /// A chunk-level row.
+    Chunk(Example<ChunkLevel>),
+    /// A token-level row.
+    Token(Example<TokenLevel>),
+}
+
+/// Reads a dataset file one row at a time, for files too large to hold at once. Each item is
+/// the one-based line number and the example; malformed lines are errors naming file:line.
+/// Level mixing and duplicate ids are whole-file properties, checked by [`load`] only.
+pub fn stream(
+    path: impl AsRef<Utf8Path>,
+) -> Result<impl Iterator<Item = Result<(usize, AnyExample)>>> {
+    use std::io::BufRead;
+    let path = path.as_ref().to_owned();
+    let file = std::fs::File::open(&path).map_err(|e| Error::io("read", path.as_path(), e))?;
+    let lines = std::io::BufReader::new(file).lines();
+    Ok(lines.enumerate().filter_map(move |(i, line)| {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Some(Err(Error::Parse {
+                    path: path.clone(),
+                    line: i + 1,
+                    message: "not valid UTF-8".into(),
+                }))
+            }
+            Err(e) => return Some(Err(Error::io("read", path.as_path(), e))),
+        };
+        parse_row(&line, i + 1, path.as_str())
+            .transpose()
+            .map(|r| r.map(|ex| (i + 1, ex)))
+    }))
+}
+
+/// Parses one line; `None` for a blank line.
+fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
+    let perr = |message: String| Error::Parse {
         path: source.into(),
-        line,
+        line: n,
         message,
     };
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let row: RawRow = serde_json::from_str(line).map_err(|e| perr(e.to_string()))?;
+    let example = match (row.outputs.relevant_spans, row.outputs.relevant_chunk_ids) {
+        (Some(spans), None) => {
+            if let Some(s) = spans.iter().find(|s| s.start > s.end) {
+                return Err(perr(format!(
+                    "span {}..{} of `{}` ends before it starts",
+                    s.start, s.end, s.doc_id
+                )));
+            }
+            AnyExample::Token(Example {
+                id: row.id,
+                query: row.inputs.query,
+                truth: spans.iter().map(SpanRef::span).collect(),
+                span_texts: spans.into_iter().map(|s| s.text).collect(),
+                metadata: row.metadata,
+            })
+        }
+        (None, Some(ids)) => AnyExample::Chunk(Example {
+            id: row.id,
+            query: row.inputs.query,
+            truth: ids,
+            span_texts: Vec::new(),
+            metadata: row.metadata,
+        }),
+        (Some(_), Some(_)) => {
+            return Err(perr(
+                "`outputs` has both `relevant_spans` and `relevant_chunk_ids`; a row is one level"
+                    .into(),
+            ))
+        }
+        (None, None) => return Err(perr(
+            "`outputs` needs `relevant_spans` (token level) or `relevant_chunk_ids` (chunk level)"
+                .into(),
+        )),
+    };
+    Ok(Some(example))
+}
+
+/// Gathers rows into a dataset of one level with unique ids.
+fn assemble(
+    rows: impl Iterator<Item = Result<(usize, AnyExample)>>,
+    source: &str,
+) -> Result<AnyDataset> {
     let mut chunk: Vec<(usize, Example<ChunkLevel>)> = Vec::new();
     let mut token: Vec<(usize, Example<TokenLevel>)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row: RawRow = serde_json::from_str(line).map_err(|e| perr(n, e.to_string()))?;
-        match (row.outputs.relevant_spans, row.outputs.relevant_chunk_ids) {
-            (Some(spans), None) => {
-                if let Some(s) = spans.iter().find(|s| s.start > s.end) {
-                    return Err(perr(
-                        n,
-                        format!("span {}..{} of `{}` ends before it starts", s.start, s.end, s.doc_id),
-                    ));
-                }
-                token.push((
-                    n,
-                    Example {
-                        id: row.id,
-                        query: row.inputs.query,
-                        truth: spans.iter().map(SpanRef::span).collect(),
-                        span_texts: spans.into_iter().map(|s| s.text).collect(),
-                        metadata: row.metadata,
-                    },
-                ));
-            }
-            (None, Some(ids)) => chunk.push((
-                n,
-                Example {
-                    id: row.id,
-                    query: row.inputs.query,
-                    truth: ids,
-                    span_texts: Vec::new(),
-                    metadata: row.metadata,
-                },
-            )),
-            (Some(_), Some(_)) => {
-                return Err(perr(
-                    n,
-                    "`outputs` has both `relevant_spans` and `relevant_chunk_ids`; a row is one level".into(),
-                ))
-            }
-            (None, None) => {
-                return Err(perr(
-                    n,
-                    "`outputs` needs `relevant_spans` (token level) or `relevant_chunk_ids` (chunk level)".into(),
-                ))
-            }
+    for row in rows {
+        match row? {
+            (n, AnyExample::Chunk(e)) => chunk.push((n, e)),
+            (n, AnyExample::Token(e)) => token.push((n, e)),
         }
     }
-    let dataset = match (chunk.is_empty(), token.is_empty()) {
-        (false, false) => {
-            return Err(Error::Dataset(format!(
-                "{source} mixes levels: line {} is chunk-level, line {} is token-level",
-                chunk[0].0, token[0].0
-            )))
-        }
-        (false, true) => AnyDataset::Chunk(collect(chunk, source)?),
-        (true, false) => AnyDataset::Token(collect(token, source)?),
-        (true, true) => return Err(Error::Dataset(format!("{source} has no examples"))),
-    };
-    Ok(dataset)
+    match (chunk.is_empty(), token.is_empty()) {
+        (false, false) => Err(Error::Dataset(format!(
+            "{source} mixes levels: line {} is chunk-level, line {} is token-level",
+            chunk[0].0, token[0].0
+        ))),
+        (false, true) => Ok(AnyDataset::Chunk(collect(chunk, source)?)),
+        (true, false) => Ok(AnyDataset::Token(collect(token, source)?)),
+        (true, true) => Err(Error::Dataset(format!("{source} has no examples"))),
+    }
 }
 
 fn collect<L: Level>(rows: Vec<(usize, Example<L>)>, source: &str) -> Result<Dataset<L>> {
@@ -612,6 +658,27 @@ mod tests {
             p[0].kind,
             SpanProblemKind::OutOfBounds { doc_len: 3, .. }
         ));
+    }
+
+    #[test]
+    fn streaming_reads_row_by_row_with_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8Path::from_path(dir.path()).unwrap().join("d.jsonl");
+        std::fs::write(&path, format!("{TOKEN}\n{{broken\n")).unwrap();
+        let rows: Vec<_> = stream(&path).unwrap().collect();
+        assert_eq!(rows.len(), 3);
+        assert!(matches!(&rows[0], Ok((1, AnyExample::Token(e))) if e.id == "q1"));
+        assert!(matches!(&rows[1], Ok((2, AnyExample::Token(e))) if e.id == "q2"));
+        let e = rows[2].as_ref().unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{path}:4: ")),
+            "blank line 3 skipped: {e}"
+        );
+        let e = load(&path).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{path}:4: ")), "{e}");
+        std::fs::write(&path, b"{\"id\":\"\xff\"}\n").unwrap();
+        let e = load(&path).unwrap_err().to_string();
+        assert_eq!(e, format!("{path}:1: not valid UTF-8"));
     }
 
     #[test]
