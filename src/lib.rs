@@ -23,6 +23,7 @@ pub mod dataset;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod harness;
 pub mod level;
 pub mod metrics;
 pub mod rerank;
@@ -57,6 +58,15 @@ pub mod prelude {
     pub use crate::retrieve::{Bm25Retriever, Pipeline, Retriever};
     pub use crate::span::{CharSpan, SpanSet};
     pub use crate::store::{InMemoryStore, VectorStore};
+}
+
+pub use rag_eval_macros::{main, rag_eval};
+
+/// What the `#[rag_eval]` and `main!` expansions call. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::harness::private::*;
+    pub use insta;
 }
 
 /// The README's Rust examples, compiled and run as doctests.

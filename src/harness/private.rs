@@ -1,0 +1,300 @@
+//! What `#[rag_eval]` and `main!` expand to. Not a public API: names here change without notice.
+
+use crate::chunk::RetrievedChunk;
+use crate::level::{ChunkLevel, TokenLevel};
+use crate::retrieve::Retriever;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed future, as the expansions produce them.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// One `#[rag_eval]` case, as declared.
+#[derive(Debug)]
+pub struct CaseSpec {
+    /// The function's name; trials are `NAME::q0001`, `NAME::summary`.
+    pub name: &'static str,
+    /// `CARGO_MANIFEST_DIR` of the crate declaring the case; paths are relative to it.
+    pub manifest_dir: &'static str,
+    /// The source file declaring the case.
+    pub source: &'static str,
+    /// Line of the case's function.
+    pub line: u32,
+    /// Dataset path.
+    pub dataset: &'static str,
+    /// Corpus folder.
+    pub corpus: Option<&'static str>,
+    /// Corpus glob.
+    pub glob: Option<&'static str>,
+    /// Cut-off.
+    pub k: usize,
+    /// Allowed drift of any figure before it counts as a change.
+    pub tolerance: f64,
+    /// Span scoring mode.
+    pub mode: Mode,
+    /// Whether each query is its own trial.
+    pub per_query: bool,
+    /// `min_…` / `max_…` bars.
+    pub thresholds: &'static [Threshold],
+    /// The levels the retriever implements, when known from its type.
+    pub levels: Levels,
+    /// How to obtain the retriever.
+    pub build: Build,
+}
+
+/// Span scoring mode of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Merged spans.
+    Standard,
+    /// chunking_evaluation's rules.
+    Chroma,
+}
+
+/// Which side of a bar a figure must stay on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The figure must be at least the value.
+    Min,
+    /// The figure must be at most the value.
+    Max,
+}
+
+/// A `min_<metric>` or `max_<metric>` bar on the case's mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold {
+    /// Metric name without cut-off, e.g. `span_recall`.
+    pub metric: &'static str,
+    /// Min or max.
+    pub bound: Bound,
+    /// The bar.
+    pub value: f64,
+}
+
+/// Which levels a case's retriever implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Levels {
+    /// Implements `Retriever<TokenLevel>`.
+    pub token: bool,
+    /// Implements `Retriever<ChunkLevel>`.
+    pub chunk: bool,
+}
+
+impl Levels {
+    /// Not known from the type (an `impl Trait` return type): found out when built.
+    pub const UNKNOWN: Levels = Levels {
+        token: true,
+        chunk: true,
+    };
+    /// Both levels (functions returning ranked chunks serve either).
+    pub const BOTH: Levels = Levels {
+        token: true,
+        chunk: true,
+    };
+}
+
+/// How a case obtains its retriever.
+pub enum Build {
+    /// Calls the case's function and wraps what it returns.
+    Factory(fn() -> BoxFuture<Retrievers>),
+    /// The case's function is the retriever.
+    Function(fn(String) -> BoxFuture<Vec<RetrievedChunk>>),
+}
+
+impl std::fmt::Debug for Build {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Build::Factory(_) => "Factory",
+            Build::Function(_) => "Function",
+        })
+    }
+}
+
+/// A built retriever, seen at the levels it implements.
+#[derive(Clone, Default)]
+pub struct Retrievers {
+    /// The retriever as a token-level one, if it is.
+    pub token: Option<Arc<dyn Retriever<TokenLevel>>>,
+    /// The retriever as a chunk-level one, if it is.
+    pub chunk: Option<Arc<dyn Retriever<ChunkLevel>>>,
+}
+
+/// Holds a built retriever while the expansion asks which levels it implements.
+pub struct Probe<T>(pub Arc<T>);
+
+/// Asks a type which levels it implements, without a value.
+pub struct TypeProbe<T>(PhantomData<fn() -> T>);
+
+impl<T> TypeProbe<T> {
+    /// A probe for `T`.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        TypeProbe(PhantomData)
+    }
+}
+
+/// Chosen for `&Probe<T>` / `&TypeProbe<T>` when `T: Retriever<TokenLevel>`.
+pub trait TokenImpl {
+    /// The retriever at token level.
+    fn token(&self) -> Option<Arc<dyn Retriever<TokenLevel>>> {
+        None
+    }
+    /// Whether the type is a token-level retriever.
+    fn token_level(&self) -> bool {
+        true
+    }
+}
+
+/// Chosen (one auto-reference later) when `T` is not a token-level retriever.
+pub trait TokenFallback {
+    /// Nothing.
+    fn token(&self) -> Option<Arc<dyn Retriever<TokenLevel>>> {
+        None
+    }
+    /// No.
+    fn token_level(&self) -> bool {
+        false
+    }
+}
+
+/// Chosen for `&Probe<T>` / `&TypeProbe<T>` when `T: Retriever<ChunkLevel>`.
+pub trait ChunkImpl {
+    /// The retriever at chunk level.
+    fn chunk(&self) -> Option<Arc<dyn Retriever<ChunkLevel>>> {
+        None
+    }
+    /// Whether the type is a chunk-level retriever.
+    fn chunk_level(&self) -> bool {
+        true
+    }
+}
+
+/// Chosen (one auto-reference later) when `T` is not a chunk-level retriever.
+pub trait ChunkFallback {
+    /// Nothing.
+    fn chunk(&self) -> Option<Arc<dyn Retriever<ChunkLevel>>> {
+        None
+    }
+    /// No.
+    fn chunk_level(&self) -> bool {
+        false
+    }
+}
+
+impl<T: Retriever<TokenLevel> + 'static> TokenImpl for Probe<T> {
+    fn token(&self) -> Option<Arc<dyn Retriever<TokenLevel>>> {
+        Some(self.0.clone())
+    }
+}
+impl<T: Retriever<TokenLevel>> TokenImpl for TypeProbe<T> {}
+impl<T> TokenFallback for &Probe<T> {}
+impl<T> TokenFallback for &TypeProbe<T> {}
+
+impl<T: Retriever<ChunkLevel> + 'static> ChunkImpl for Probe<T> {
+    fn chunk(&self) -> Option<Arc<dyn Retriever<ChunkLevel>>> {
+        Some(self.0.clone())
+    }
+}
+impl<T: Retriever<ChunkLevel>> ChunkImpl for TypeProbe<T> {}
+impl<T> ChunkFallback for &Probe<T> {}
+impl<T> ChunkFallback for &TypeProbe<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunker::RecursiveCharacterChunker;
+    use crate::retrieve::Bm25Retriever;
+
+    struct TokenOnly;
+    #[async_trait::async_trait]
+    impl Retriever<TokenLevel> for TokenOnly {
+        fn name(&self) -> String {
+            "token-only".into()
+        }
+        async fn retrieve(&self, _: &str, _: usize) -> crate::Result<Vec<RetrievedChunk>> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn probes_see_the_levels_a_concrete_type_implements() {
+        #[allow(unused_imports)]
+        use super::{ChunkFallback as _, ChunkImpl as _, TokenFallback as _, TokenImpl as _};
+        let t = TypeProbe::<TokenOnly>::new();
+        assert_eq!(((&t).token_level(), (&t).chunk_level()), (true, false));
+        let b = TypeProbe::<Bm25Retriever>::new();
+        assert_eq!(((&b).token_level(), (&b).chunk_level()), (true, true));
+        let s = TypeProbe::<String>::new();
+        assert_eq!(((&s).token_level(), (&s).chunk_level()), (false, false));
+
+        let p = Probe(Arc::new(TokenOnly));
+        assert!((&p).token().is_some() && (&p).chunk().is_none());
+        let p = Probe(Arc::new(Bm25Retriever::new(
+            RecursiveCharacterChunker::new(10, 0),
+        )));
+        assert!((&p).token().is_some() && (&p).chunk().is_some());
+    }
+}
+
+/// One golden snapshot assertion, handed to the hook that `main!` expands in the test crate
+/// (insta resolves its workspace from the calling crate).
+pub struct SnapshotRequest {
+    /// Folder of the snapshot (`<crate>/golden`).
+    pub dir: std::path::PathBuf,
+    /// Snapshot name (the case's name).
+    pub name: String,
+    /// The test file declaring the case.
+    pub input_file: std::path::PathBuf,
+    /// What the snapshot records.
+    pub description: String,
+    /// The new contents.
+    pub contents: String,
+    /// Figures within this distance of the old ones count as equal.
+    pub tolerance: f64,
+}
+
+impl SnapshotRequest {
+    /// The comparator insta uses for this snapshot.
+    pub fn comparator(&self) -> Box<dyn insta::Comparator> {
+        Box::new(crate::harness::golden::ToleranceComparator::new(
+            self.tolerance,
+        ))
+    }
+}
+
+/// The snapshot hook `main!` expands in the test crate.
+pub struct InstaHook {
+    /// Runs `insta::assert_snapshot!` for a request, in the test crate.
+    pub assert: fn(&SnapshotRequest),
+}
+
+/// Expands the insta hook inside the crate that calls `main!`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __rag_eval_insta_hook {
+    () => {
+        $crate::__private::InstaHook {
+            assert: |request: &$crate::__private::SnapshotRequest| {
+                $crate::__private::insta::with_settings!({
+                    snapshot_path => &request.dir,
+                    prepend_module_to_snapshot => false,
+                    omit_expression => true,
+                    input_file => &request.input_file,
+                    description => request.description.as_str(),
+                    comparator => request.comparator(),
+                }, {
+                    $crate::__private::insta::assert_snapshot!(
+                        request.name.as_str(),
+                        request.contents.as_str()
+                    );
+                });
+            },
+        }
+    };
+}
+
+pub use crate::__rag_eval_insta_hook as insta_hook;
+
+pub use crate::harness::run;
