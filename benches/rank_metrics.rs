@@ -1,2 +1,248 @@
-//! (in progress)
-fn main() {}
+//! Rank-metric speed: P@10, R@10, MRR, nDCG@10 and MAP over 100,000 queries × 100 results,
+//! `rag_eval::trec::evaluate` against ranx and pytrec_eval, all measured in the same run.
+//!
+//! `cargo bench --bench rank_metrics` (optional: `-- --queries N --reps N --peer-reps N`, and
+//! `--no-peers` to time our side only).
+//! The data is synthetic and seeded; it is written as TREC qrels and run files to a temporary
+//! folder, which both sides read. The Python side runs `benches/scripts/rank_peers.py` with
+//! `benches/scripts/.venv`, and is skipped with a notice when that venv is missing. Every
+//! side's means are printed and compared: ours must equal pytrec_eval's to 1e-9.
+
+use camino::Utf8Path;
+use rag_eval::trec::{evaluate, mean, Measure, Qrels, Run};
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const RESULTS: usize = 100;
+const JUDGED: usize = 20;
+const JUDGED_RETRIEVED: usize = 8;
+const SEED: u64 = 0x5eed_2024;
+
+/// SplitMix64: tiny, seeded, good enough to make benchmark data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Qrels and run text: every query has `JUDGED` judged documents (grades 0..3, at least one
+/// relevant), `JUDGED_RETRIEVED` of which appear among its `RESULTS` retrieved; scores have
+/// three decimals, so ties are frequent.
+fn synthetic(queries: usize) -> (String, String) {
+    let mut rng = Rng(SEED);
+    let mut qrels = String::with_capacity(queries * JUDGED * 24);
+    let mut run = String::with_capacity(queries * RESULTS * 40);
+    let mut seen = HashSet::new();
+    for q in 0..queries {
+        seen.clear();
+        let mut judged = Vec::with_capacity(JUDGED);
+        while judged.len() < JUDGED {
+            let d = rng.below(5_000_000);
+            if seen.insert(d) {
+                let grade = match rng.below(20) {
+                    0..=9 => 0,
+                    10..=14 => 1,
+                    15..=17 => 2,
+                    _ => 3,
+                };
+                judged.push((d, grade));
+            }
+        }
+        if judged.iter().all(|&(_, g)| g == 0) {
+            judged[0].1 = 1;
+        }
+        for &(d, g) in &judged {
+            writeln!(qrels, "q{q:06} 0 d{d} {g}").unwrap();
+        }
+        let mut docs: Vec<u64> = judged[..JUDGED_RETRIEVED].iter().map(|&(d, _)| d).collect();
+        while docs.len() < RESULTS {
+            let d = rng.below(5_000_000);
+            if seen.insert(d) {
+                docs.push(d);
+            }
+        }
+        for (i, d) in docs.iter().enumerate() {
+            let score = rng.below(1000) as f64 / 1000.0;
+            writeln!(run, "q{q:06} Q0 d{d} {} {score:.3} synthetic", i + 1).unwrap();
+        }
+    }
+    (qrels, run)
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+/// Median and fastest wall time of `reps` runs of `f`, after one warm-up run.
+fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (Duration, Duration) {
+    black_box(f());
+    let runs: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            black_box(f());
+            t.elapsed()
+        })
+        .collect();
+    let fastest = runs.iter().copied().min().unwrap_or_default();
+    (median(runs), fastest)
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+fn fmt_s(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let queries = arg(&args, "--queries", 100_000);
+    let reps = arg(&args, "--reps", 7);
+    let peer_reps = arg(&args, "--peer-reps", 3);
+
+    let (qrels_text, run_text) = synthetic(queries);
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let root = Utf8Path::from_path(dir.path()).expect("UTF-8 temporary path");
+    let (qrels_path, run_path) = (root.join("qrels.txt"), root.join("run.txt"));
+    std::fs::write(&qrels_path, &qrels_text).expect("write qrels");
+    std::fs::write(&run_path, &run_text).expect("write run");
+    println!(
+        "{queries} queries × {RESULTS} results ({:.0} MB run, {:.0} MB qrels), \
+         P@10 R@10 MRR nDCG@10 MAP",
+        run_text.len() as f64 / 1e6,
+        qrels_text.len() as f64 / 1e6
+    );
+    drop((qrels_text, run_text));
+
+    let mut measures = Measure::parse("P.10", &[]).unwrap();
+    measures.extend(Measure::parse("recall.10", &[]).unwrap());
+    measures.extend(Measure::parse("ndcg_cut.10", &[]).unwrap());
+    measures.push(Measure::ReciprocalRank);
+    measures.push(Measure::AveragePrecision);
+
+    let load = || {
+        (
+            Qrels::from_file(&qrels_path).expect("qrels"),
+            Run::from_file(&run_path).expect("run"),
+        )
+    };
+    let (load_time, _) = time(reps.min(3), load);
+    let (qrels, run) = load();
+    let (eval_time, eval_fastest) = time(reps, || evaluate(&qrels, &run, &measures));
+    let ours = mean(&evaluate(&qrels, &run, &measures));
+    let ours_s = eval_time.as_secs_f64();
+    println!(
+        "ours: evaluate {} (median of {reps}, fastest {}); reading both files {} (median of {})",
+        fmt_s(ours_s),
+        fmt_s(eval_fastest.as_secs_f64()),
+        fmt_s(load_time.as_secs_f64()),
+        reps.min(3)
+    );
+
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = manifest.join("benches/scripts/.venv/bin/python");
+    if args.iter().any(|a| a == "--no-peers") {
+        return;
+    }
+    if !python.exists() {
+        println!(
+            "skipping the Python peers: {} is missing (run benches/scripts/setup.sh)",
+            python.display()
+        );
+        return;
+    }
+    let out = Command::new(&python)
+        .arg(manifest.join("benches/scripts/rank_peers.py"))
+        .args([qrels_path.as_str(), run_path.as_str()])
+        .args(["--reps", &peer_reps.to_string()])
+        .output()
+        .expect("run rank_peers.py");
+    if !out.status.success() {
+        println!(
+            "rank_peers.py failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let peers: serde_json::Value = serde_json::from_str(last).expect("peer JSON");
+
+    println!();
+    println!("| side | median | ours is faster by |");
+    println!("|---|---|---|");
+    println!(
+        "| ours, `trec::evaluate` (files already read) | {} | 1× |",
+        fmt_s(ours_s)
+    );
+    println!(
+        "| ours, reading both files + `evaluate` | {} | — |",
+        fmt_s(ours_s + load_time.as_secs_f64())
+    );
+    for (name, what) in [
+        ("ranx", "ranx `evaluate` (after its numba compilation)"),
+        ("pytrec_eval", "pytrec_eval `RelevanceEvaluator.evaluate`"),
+    ] {
+        let side = &peers[name];
+        let s = side["median_s"].as_f64().expect("median");
+        println!(
+            "| {what}, median of {} | {} | {:.1}× |",
+            side["reps"],
+            fmt_s(s),
+            s / ours_s
+        );
+    }
+    if let Some(first) = peers["ranx"]["first_call_s"].as_f64() {
+        println!(
+            "ranx: first call (numba compilation) {}; building its Qrels/Run {}",
+            fmt_s(first),
+            fmt_s(peers["ranx"]["build_s"].as_f64().unwrap_or(f64::NAN))
+        );
+    }
+
+    println!();
+    let names: Vec<String> = measures.iter().map(Measure::report_name).collect();
+    let mut worst: BTreeMap<&str, f64> = BTreeMap::new();
+    for name in &names {
+        let o = ours[name];
+        let mut line = format!("{name:>13}: ours {o:.12}");
+        for peer in ["pytrec_eval", "ranx"] {
+            let p = peers[peer]["means"][name].as_f64().unwrap_or(f64::NAN);
+            let e = worst.entry(peer).or_insert(0.0);
+            *e = e.max((o - p).abs());
+            write!(line, "  {peer} {p:.12}").unwrap();
+        }
+        println!("{line}");
+    }
+    let pytrec = worst["pytrec_eval"];
+    println!(
+        "largest difference of a mean: pytrec_eval {pytrec:.1e}, ranx {:.1e}",
+        worst["ranx"]
+    );
+    assert!(pytrec <= 1e-9, "means differ from pytrec_eval by {pytrec}");
+}
