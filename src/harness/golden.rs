@@ -1,6 +1,287 @@
 //! Golden snapshots of a case's figures, compared with a tolerance.
+//!
+//! The snapshot body is plain text with a fixed key order, every figure rounded to 4 decimals:
+//!
+//! ```text
+//! level: token
+//! k: 5
+//! mode: standard
+//! queries: 2
+//! summary:
+//!   span_recall@5: 0.7500
+//! per_query:
+//!   q0001:
+//!     span_recall@5: 1.0000
+//!   q0002:
+//!     span_recall@5: 0.5000
+//! ```
 
-/// insta comparator: snapshots match when they hold the same figures, each within the tolerance.
+use super::outcome::Outcome;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Figures are stored with this many decimals.
+const DECIMALS: usize = 4;
+
+/// The parsed body of a golden snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Golden {
+    /// `level`, `k`, `mode`, `queries`, in file order.
+    pub header: Vec<(String, String)>,
+    /// Summary figures (means), in file order.
+    pub summary: Vec<(String, f64)>,
+    /// Per-query figures, by query id.
+    pub per_query: BTreeMap<String, Vec<(String, f64)>>,
+}
+
+/// Renders an outcome as a snapshot body.
+pub(crate) fn render(outcome: &Outcome) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "level: {}", outcome.level);
+    let _ = writeln!(s, "k: {}", outcome.k);
+    let _ = writeln!(s, "mode: {}", outcome.mode);
+    let _ = writeln!(s, "queries: {}", outcome.queries.len());
+    s.push_str("summary:\n");
+    for (name, value) in &outcome.means {
+        let _ = writeln!(s, "  {name}: {value:.DECIMALS$}");
+    }
+    s.push_str("per_query:\n");
+    for q in &outcome.queries {
+        let _ = writeln!(s, "  {}:", quote_id(&q.id));
+        for (name, value) in &q.figures {
+            let _ = writeln!(s, "    {name}: {value:.DECIMALS$}");
+        }
+    }
+    s
+}
+
+/// Query ids are written bare when they are plain, quoted (JSON) otherwise, so that any id
+/// reads back unchanged.
+fn quote_id(id: &str) -> String {
+    let plain = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if plain {
+        id.to_owned()
+    } else {
+        serde_json::to_string(id).expect("strings serialise")
+    }
+}
+
+fn unquote_id(s: &str) -> Option<String> {
+    if s.starts_with('"') {
+        serde_json::from_str(s).ok()
+    } else {
+        Some(s.to_owned())
+    }
+}
+
+/// Parses a snapshot body; `None` when it is not in the format [`render`] writes.
+pub(crate) fn parse(text: &str) -> Option<Golden> {
+    #[derive(PartialEq)]
+    enum Section {
+        Header,
+        Summary,
+        PerQuery,
+    }
+    let mut golden = Golden {
+        header: Vec::new(),
+        summary: Vec::new(),
+        per_query: BTreeMap::new(),
+    };
+    let mut section = Section::Header;
+    let mut current: Option<String> = None;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let indent = line.len() - line.trim_start().len();
+        let body = line.trim();
+        match (indent, body) {
+            (0, "summary:") => section = Section::Summary,
+            (0, "per_query:") => section = Section::PerQuery,
+            (0, _) if section == Section::Header => {
+                let (k, v) = body.split_once(": ")?;
+                golden.header.push((k.to_owned(), v.to_owned()));
+            }
+            (2, _) if section == Section::Summary => golden.summary.push(figure(body)?),
+            (2, _) if section == Section::PerQuery => {
+                let id = unquote_id(body.strip_suffix(':')?)?;
+                golden.per_query.insert(id.clone(), Vec::new());
+                current = Some(id);
+            }
+            (4, _) if section == Section::PerQuery => {
+                golden
+                    .per_query
+                    .get_mut(current.as_ref()?)?
+                    .push(figure(body)?);
+            }
+            _ => return None,
+        }
+    }
+    Some(golden)
+}
+
+fn figure(body: &str) -> Option<(String, f64)> {
+    let (k, v) = body.rsplit_once(": ")?;
+    Some((k.to_owned(), v.parse().ok()?))
+}
+
+/// How one figure moved between the golden snapshot and this run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Change {
+    /// `summary` or a query id.
+    pub scope: String,
+    /// Metric report name.
+    pub metric: String,
+    /// Golden value.
+    pub old: f64,
+    /// This run's value (rounded like the snapshot).
+    pub new: f64,
+}
+
+impl Change {
+    /// Whether the change makes the figure worse (every reported metric is higher-is-better).
+    pub fn is_regression(&self) -> bool {
+        self.new < self.old
+    }
+}
+
+/// The difference between a golden snapshot and a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Comparison {
+    /// Figures that moved by more than the tolerance, worst regression first.
+    pub changes: Vec<Change>,
+    /// Differences in shape: header values, queries or metrics present on one side only.
+    pub structure: Vec<String>,
+}
+
+impl Comparison {
+    /// Figures that got worse beyond the tolerance.
+    pub fn regressions(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.is_regression())
+    }
+
+    /// Figures that got better beyond the tolerance.
+    pub fn improvements(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| !c.is_regression())
+    }
+
+    /// Whether the run matches the snapshot within the tolerance.
+    pub fn is_match(&self) -> bool {
+        self.changes.is_empty() && self.structure.is_empty()
+    }
+}
+
+/// Compares two snapshot bodies figure by figure. A figure changed when it differs by more
+/// than `tolerance` (with a little slack for the 4-decimal rounding).
+pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: f64) -> Comparison {
+    let mut out = Comparison::default();
+    if old.header != new.header {
+        for ((k, a), (_, b)) in old.header.iter().zip(&new.header) {
+            if a != b {
+                out.structure.push(format!("{k} was {a}, is {b}"));
+            }
+        }
+        if old.header.len() != new.header.len() {
+            out.structure.push("the snapshot header changed".into());
+        }
+    }
+    compare_figures("summary", &old.summary, &new.summary, tolerance, &mut out);
+    for (id, figures) in &new.per_query {
+        match old.per_query.get(id) {
+            Some(before) => compare_figures(id, before, figures, tolerance, &mut out),
+            None => out.structure.push(format!("query `{id}` is new")),
+        }
+    }
+    for id in old
+        .per_query
+        .keys()
+        .filter(|id| !new.per_query.contains_key(*id))
+    {
+        out.structure.push(format!("query `{id}` is gone"));
+    }
+    out.changes.sort_by(|a, b| {
+        b.is_regression()
+            .cmp(&a.is_regression())
+            .then_with(|| (b.old - b.new).abs().total_cmp(&(a.old - a.new).abs()))
+            .then_with(|| a.scope.cmp(&b.scope))
+            .then_with(|| a.metric.cmp(&b.metric))
+    });
+    out
+}
+
+fn compare_figures(
+    scope: &str,
+    old: &[(String, f64)],
+    new: &[(String, f64)],
+    tolerance: f64,
+    out: &mut Comparison,
+) {
+    let slack = 0.5 * 10f64.powi(-(DECIMALS as i32)) + 1e-12;
+    for (metric, value) in new {
+        match old.iter().find(|(m, _)| m == metric) {
+            Some((_, before)) if (value - before).abs() > tolerance + slack => {
+                out.changes.push(Change {
+                    scope: scope.to_owned(),
+                    metric: metric.clone(),
+                    old: *before,
+                    new: *value,
+                })
+            }
+            Some(_) => {}
+            None => out.structure.push(format!("{scope}: `{metric}` is new")),
+        }
+    }
+    for (metric, _) in old.iter().filter(|(m, _)| !new.iter().any(|(n, _)| n == m)) {
+        out.structure.push(format!("{scope}: `{metric}` is gone"));
+    }
+}
+
+/// A readable account of changes: one line per figure, `metric: old → new (±delta)`.
+pub(crate) fn describe(changes: &[&Change]) -> String {
+    let mut s = String::new();
+    for c in changes {
+        let scope = if c.scope == "summary" {
+            String::new()
+        } else {
+            format!("{} ", c.scope)
+        };
+        let _ = writeln!(
+            s,
+            "  {scope}{}: {:.4} → {:.4} ({:+.4})",
+            c.metric,
+            c.old,
+            c.new,
+            c.new - c.old
+        );
+    }
+    s
+}
+
+/// A unified diff of one query's lines (or the summary's) between two snapshot bodies.
+pub(crate) fn section_diff(old: &Golden, new: &Golden, scope: &str) -> String {
+    let lines = |g: &Golden| -> String {
+        let figures = if scope == "summary" {
+            Some(&g.summary)
+        } else {
+            g.per_query.get(scope)
+        };
+        figures
+            .map(|f| {
+                f.iter()
+                    .map(|(m, v)| format!("{m}: {v:.DECIMALS$}\n"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (a, b) = (lines(old), lines(new));
+    similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .header("golden", "this run")
+        .to_string()
+}
+
+/// insta comparator: snapshots match when they hold the same figures, each within the
+/// tolerance. Bodies that are not in the harness's format compare as text.
 #[derive(Debug, Clone)]
 pub struct ToleranceComparator {
     tolerance: f64,
@@ -15,11 +296,92 @@ impl ToleranceComparator {
 
 impl insta::Comparator for ToleranceComparator {
     fn matches(&self, reference: &insta::Snapshot, test: &insta::Snapshot) -> bool {
-        let _ = self.tolerance;
-        reference.contents() == test.contents()
+        let text = |s: &insta::Snapshot| s.as_text().map(|t| t.to_string());
+        match (text(reference), text(test)) {
+            (Some(a), Some(b)) => match (parse(&a), parse(&b)) {
+                (Some(old), Some(new)) => compare(&old, &new, self.tolerance).is_match(),
+                _ => a == b,
+            },
+            _ => false,
+        }
     }
 
     fn dyn_clone(&self) -> Box<dyn insta::Comparator> {
         Box::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OLD: &str = "level: token\nk: 5\nmode: standard\nqueries: 2\nsummary:\n  span_recall@5: 0.7500\n  mrr: 0.5000\nper_query:\n  q1:\n    span_recall@5: 1.0000\n    mrr: 1.0000\n  \"odd id: x\":\n    span_recall@5: 0.5000\n    mrr: 0.0000\n";
+
+    #[test]
+    fn bodies_round_trip_and_odd_ids_are_quoted() {
+        let g = parse(OLD).unwrap();
+        assert_eq!(
+            g.summary,
+            [("span_recall@5".into(), 0.75), ("mrr".into(), 0.5)]
+        );
+        assert_eq!(g.per_query["odd id: x"][1], ("mrr".into(), 0.0));
+        assert_eq!(g.header[3], ("queries".into(), "2".into()));
+        assert!(parse("level: token\nsummary:\n  broken line\n").is_none());
+    }
+
+    #[test]
+    fn changes_beyond_tolerance_are_classified_worst_first() {
+        let old = parse(OLD).unwrap();
+        let new = parse(
+            &OLD.replace("  span_recall@5: 0.7500", "  span_recall@5: 0.7550")
+                .replace("    span_recall@5: 1.0000", "    span_recall@5: 0.6000")
+                .replace("    mrr: 0.0000", "    mrr: 0.2000"),
+        )
+        .unwrap();
+        let c = compare(&old, &new, 0.01);
+        assert!(c.structure.is_empty());
+        let got: Vec<(&str, &str, bool)> = c
+            .changes
+            .iter()
+            .map(|c| (c.scope.as_str(), c.metric.as_str(), c.is_regression()))
+            .collect();
+        // The summary moved by 0.005, within the tolerance.
+        assert_eq!(
+            got,
+            [("q1", "span_recall@5", true), ("odd id: x", "mrr", false)]
+        );
+        assert_eq!(
+            describe(&c.regressions().collect::<Vec<_>>()),
+            "  q1 span_recall@5: 1.0000 → 0.6000 (-0.4000)\n"
+        );
+        let diff = section_diff(&old, &new, "q1");
+        assert!(
+            diff.contains("-span_recall@5: 1.0000\n+span_recall@5: 0.6000"),
+            "{diff}"
+        );
+        assert!(compare(&old, &old, 0.0).is_match());
+    }
+
+    #[test]
+    fn tolerance_is_inclusive_up_to_rounding() {
+        let old = parse(OLD).unwrap();
+        let new =
+            parse(&OLD.replace("  span_recall@5: 0.7500", "  span_recall@5: 0.7600")).unwrap();
+        assert!(
+            compare(&old, &new, 0.01).is_match(),
+            "a move of exactly the tolerance passes"
+        );
+        assert!(!compare(&old, &new, 0.005).is_match());
+    }
+
+    #[test]
+    fn shape_changes_are_reported() {
+        let old = parse(OLD).unwrap();
+        let new = parse(&OLD.replace("k: 5", "k: 10").replace("  q1:", "  q9:")).unwrap();
+        let c = compare(&old, &new, 0.01);
+        assert_eq!(
+            c.structure,
+            ["k was 5, is 10", "query `q9` is new", "query `q1` is gone"]
+        );
     }
 }

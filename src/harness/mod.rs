@@ -1,14 +1,319 @@
 //! The `cargo test` harness: each query of a case's dataset is a named test, plus a summary
-//! test per case that checks thresholds and golden snapshots.
+//! test per case that checks thresholds and the golden snapshot.
+//!
+//! Trials are named `case::<query id>` and `case::summary`, sorted. A case's retriever is built
+//! and run once per process, on the first trial that needs it; under `cargo nextest run`, where
+//! every trial is its own process, the results are shared through a file under the target
+//! directory keyed by the nextest run, the test binary and the inputs.
+//!
+//! Golden snapshots live in `golden/<case>.snap` (insta's format). A query trial fails when one
+//! of its figures dropped by more than the case's tolerance; the summary trial also fails on
+//! such a drop of a mean, on a `min_…`/`max_…` bar, and when the snapshot is missing under
+//! `CI`. Improvements pass and are reported; `cargo insta review` takes the new baseline.
 
+mod case;
 pub(crate) mod golden;
+mod outcome;
 pub(crate) mod private;
 
-use private::{CaseSpec, InstaHook};
+use case::Case;
+use golden::Golden;
+use libtest_mimic::{Arguments, Failed, Trial};
+use outcome::Outcome;
+use private::{Bound, CaseSpec, InstaHook, SnapshotRequest};
+use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 
-/// Runs the cases as a libtest-compatible test binary.
+/// The async runtime that builds retrievers and runs evaluations (user code often expects
+/// Tokio).
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("rag-eval")
+            .build()
+            .expect("the harness needs an async runtime")
+    })
+}
+
+/// Runs the cases as a libtest-compatible test binary (`--list`, `--exact`, filters,
+/// `--ignored`, `-q`, `--test-threads` as with `cargo test`).
 pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
-    let _ = (cases, hook);
-    ExitCode::FAILURE
+    let args = Arguments::from_args();
+    quiet_snapshot_panics();
+    let hook = Arc::new(hook);
+    let mut trials = Vec::new();
+    for spec in cases {
+        let case = Arc::new(Case::new(spec));
+        trials.extend(trials_of(&case, &hook));
+    }
+    trials.sort_by(|a, b| a.name().cmp(b.name()));
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
+    let name = case.spec.name;
+    let mut trials = Vec::new();
+    if let (Ok(setup), true) = (&case.setup, case.spec.per_query) {
+        for (id, _) in &setup.queries {
+            let (c, id_owned) = (case.clone(), id.clone());
+            trials.push(Trial::test(format!("{name}::{id}"), move || {
+                query_trial(&c, &id_owned)
+            }));
+        }
+    }
+    let (c, h) = (case.clone(), hook.clone());
+    trials.push(Trial::test(format!("{name}::summary"), move || {
+        summary_trial(&c, &h)
+    }));
+    trials
+}
+
+thread_local! {
+    /// Set while insta asserts a snapshot on this thread: its panic on a mismatch is expected
+    /// (the harness gives its own verdict), so the panic message and backtrace are not printed.
+    static SNAPSHOT_ASSERT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Wraps the panic hook so that expected snapshot panics stay quiet; every other panic is
+/// reported as before.
+fn quiet_snapshot_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !SNAPSHOT_ASSERT.with(|q| q.get()) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Whether insta would treat this as a CI run (`CI` set and not `0`/`false`/empty, or
+/// `TF_BUILD`).
+fn is_ci() -> bool {
+    match std::env::var("CI").ok().as_deref() {
+        Some("false") | Some("0") | Some("") => false,
+        None => std::env::var("TF_BUILD").is_ok(),
+        Some(_) => true,
+    }
+}
+
+/// `INSTA_FORCE_PASS`: snapshot differences are reported but do not fail.
+fn force_pass() -> bool {
+    matches!(
+        std::env::var("INSTA_FORCE_PASS").as_deref(),
+        Ok("1") | Ok("true")
+    )
+}
+
+fn read_golden(case: &Case) -> Option<Golden> {
+    let snapshot = insta::Snapshot::from_file(&case.golden_path()).ok()?;
+    golden::parse(&snapshot.as_text()?.to_string())
+}
+
+fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
+    let outcome = case.outcome()?;
+    let Some(old) = read_golden(case) else {
+        return Ok(()); // no baseline yet: the summary reports it
+    };
+    let new = golden::parse(&golden::render(&outcome)).expect("rendered snapshots parse");
+    let tolerance = case.spec.tolerance;
+    let comparison = golden::compare(&old, &new, tolerance);
+    let mine: Vec<&golden::Change> = comparison
+        .changes
+        .iter()
+        .filter(|c| c.scope == id)
+        .collect();
+    let improved: Vec<&golden::Change> = mine
+        .iter()
+        .copied()
+        .filter(|c| !c.is_regression())
+        .collect();
+    if !improved.is_empty() {
+        print!(
+            "IMPROVED {}::{id}\n{}",
+            case.spec.name,
+            golden::describe(&improved)
+        );
+    }
+    let regressed: Vec<&golden::Change> = mine.into_iter().filter(|c| c.is_regression()).collect();
+    if regressed.is_empty() || force_pass() {
+        return Ok(());
+    }
+    let query = outcome
+        .queries
+        .iter()
+        .find(|q| q.id == id)
+        .map(|q| q.query.as_str())
+        .unwrap_or_default();
+    Err(format!(
+        "query `{id}` ({query:?}) of case `{}` regressed beyond the tolerance {tolerance} ({}):\n{}\n{}",
+        case.spec.name,
+        case.golden_path().display(),
+        golden::describe(&regressed),
+        golden::section_diff(&old, &new, id)
+    )
+    .into())
+}
+
+fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
+    let outcome = case.outcome()?;
+    print!("{}", report(case, &outcome));
+    let mut problems = thresholds(case, &outcome);
+
+    let contents = golden::render(&outcome);
+    let old = read_golden(case);
+    let request = SnapshotRequest {
+        dir: case.golden_dir(),
+        name: case.spec.name.to_owned(),
+        input_file: std::path::Path::new(case.spec.manifest_dir).join(case.spec.source),
+        description: format!(
+            "{} with k = {}, mode = {} over {}",
+            outcome.retriever, outcome.k, outcome.mode, case.spec.dataset
+        ),
+        contents: contents.clone(),
+        tolerance: case.spec.tolerance,
+    };
+    // insta decides what to write (pending `.snap.new`, in place, nothing under CI) and
+    // panics on a mismatch; the verdict below is the harness's own.
+    let assert = hook.assert;
+    SNAPSHOT_ASSERT.with(|q| q.set(true));
+    let snapshot_panicked = std::panic::catch_unwind(|| assert(&request)).is_err();
+    SNAPSHOT_ASSERT.with(|q| q.set(false));
+    let new = golden::parse(&contents).expect("rendered snapshots parse");
+    match &old {
+        None if is_ci() => problems.push(format!(
+            "no golden snapshot at {}: run the tests locally, review the new snapshot with `cargo insta review` and commit it",
+            case.golden_path().display()
+        )),
+        None => print!(
+            "NEW {}: {} snapshot written; review it with `cargo insta review`\n",
+            case.spec.name,
+            if snapshot_panicked { "a pending" } else { "the" }
+        ),
+        Some(old) => {
+            let comparison = golden::compare(old, &new, case.spec.tolerance);
+            let regressions: Vec<&golden::Change> = comparison.regressions().collect();
+            let improvements: Vec<&golden::Change> = comparison.improvements().collect();
+            if !regressions.is_empty() && !force_pass() {
+                let queries = regressions.iter().filter(|c| c.scope != "summary").count();
+                problems.push(format!(
+                    "figures dropped beyond the tolerance {} against {} ({queries} per-query):\n{}\n{}",
+                    case.spec.tolerance,
+                    case.golden_path().display(),
+                    golden::describe(&regressions),
+                    golden::section_diff(old, &new, "summary")
+                ));
+            }
+            if !improvements.is_empty() {
+                print!(
+                    "IMPROVED {}\n{}  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n",
+                    case.spec.name,
+                    golden::describe(&improvements)
+                );
+            }
+            if !comparison.structure.is_empty() {
+                let what = comparison.structure.join("; ");
+                if is_ci() && !force_pass() {
+                    problems.push(format!(
+                        "the golden snapshot no longer fits the case ({what}): accept a new baseline locally and commit it"
+                    ));
+                } else {
+                    print!(
+                        "CHANGED {}: {what}; review the new snapshot with `cargo insta review`\n",
+                        case.spec.name
+                    );
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("case `{}`:\n{}", case.spec.name, problems.join("\n")).into())
+    }
+}
+
+/// The metric table and the per-difficulty means, printed once per run by the summary.
+fn report(case: &Case, o: &Outcome) -> String {
+    let mut s = format!(
+        "\n{} — {}-level, k = {}, mode = {}, {} queries, {}\n",
+        case.spec.name,
+        o.level,
+        o.k,
+        o.mode,
+        o.queries.len(),
+        o.retriever
+    );
+    s.push_str(&crate::eval::metric_table(
+        &crate::metrics::Figures(o.means.clone()),
+        &crate::metrics::Figures(o.stds.clone()),
+    ));
+    if o.by_difficulty.len() > 1 || o.by_difficulty.first().is_some_and(|d| d.0 != "unlabelled") {
+        let names: Vec<&str> = o.means.iter().map(|(n, _)| n.as_str()).take(4).collect();
+        let _ = write!(s, "{:<14} {:>7}", "difficulty", "queries");
+        for n in &names {
+            let _ = write!(s, " {n:>16}");
+        }
+        s.push('\n');
+        for (label, count, means) in &o.by_difficulty {
+            let _ = write!(s, "{label:<14} {count:>7}");
+            for n in &names {
+                let v = means.iter().find(|(m, _)| m == n).map_or(0.0, |(_, v)| *v);
+                let _ = write!(s, " {v:>16.4}");
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric.
+fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
+    let mut problems = Vec::new();
+    for t in case.spec.thresholds {
+        let Some(name) = o.report_name(t.metric) else {
+            problems.push(format!(
+                "`{}` has a bar but was not computed (precision_omega needs a retriever that names its chunker, and a corpus)",
+                t.metric
+            ));
+            continue;
+        };
+        let value = o.mean(name).unwrap_or_default();
+        let (missed, word, key) = match t.bound {
+            Bound::Min => (value < t.value, "below", "min"),
+            Bound::Max => (value > t.value, "above", "max"),
+        };
+        if !missed {
+            continue;
+        }
+        let mut worst: Vec<(f64, &str, &str)> = o
+            .queries
+            .iter()
+            .map(|q| {
+                let v = q
+                    .figures
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(0.0, |(_, v)| *v);
+                (v, q.id.as_str(), q.query.as_str())
+            })
+            .collect();
+        worst.sort_by(|a, b| match t.bound {
+            Bound::Min => a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)),
+            Bound::Max => b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)),
+        });
+        let mut msg = format!(
+            "{name} = {value:.4} is {word} the bar {:.4} ({key}_{}); worst queries:",
+            t.value, t.metric
+        );
+        for (v, id, q) in worst.iter().take(5) {
+            let _ = write!(msg, "\n  {id} {v:.4} {q:?}");
+        }
+        problems.push(msg);
+    }
+    problems
 }

@@ -1,0 +1,332 @@
+//! A case at run time: its checked inputs, and its outcome computed once per process (or once
+//! per nextest run, through a file cache).
+
+use super::outcome::Outcome;
+use super::private::{Build, CaseSpec, Mode, Retrievers};
+use crate::chunk::RetrievedChunk;
+use crate::corpus::Corpus;
+use crate::dataset::{self, AnyDataset};
+use crate::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
+use crate::level::{ChunkLevel, Level, TokenLevel};
+use crate::metrics::{chunk_level_metrics, token_level_metrics, ChunkIndex, SpanMode};
+use crate::retrieve::Retriever;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Metric names each level reports (thresholds must name one of them).
+const TOKEN_METRICS: &[&str] = &[
+    "span_recall",
+    "span_precision",
+    "span_iou",
+    "precision_omega",
+    "precision",
+    "recall",
+    "f1",
+    "hit",
+    "mrr",
+    "ndcg",
+    "map",
+];
+const CHUNK_METRICS: &[&str] = &[
+    "chunk_recall",
+    "chunk_precision",
+    "chunk_f1",
+    "precision",
+    "recall",
+    "f1",
+    "hit",
+    "mrr",
+    "ndcg",
+    "map",
+];
+
+/// The evaluation a case runs, at the dataset's level.
+enum Prepared {
+    Token(TokenLevelEvaluation),
+    Chunk(ChunkLevelEvaluation),
+}
+
+/// Inputs checked before any trial runs.
+pub(crate) struct Setup {
+    prepared: Prepared,
+    /// Query ids and texts in dataset order.
+    pub queries: Vec<(String, String)>,
+    cache_key: String,
+}
+
+/// A case with its setup (or the reason it cannot run) and its lazily computed outcome.
+pub(crate) struct Case {
+    pub spec: CaseSpec,
+    pub setup: Result<Setup, String>,
+    outcome: OnceLock<Result<Arc<Outcome>, String>>,
+}
+
+impl Case {
+    /// Loads and checks the dataset and corpus; every problem here is reported once, by the
+    /// case's summary trial, and no query trial is created.
+    pub fn new(spec: CaseSpec) -> Case {
+        let setup = prepare(&spec).map_err(|e| format!("case `{}`: {e}", spec.name));
+        Case {
+            spec,
+            setup,
+            outcome: OnceLock::new(),
+        }
+    }
+
+    pub fn golden_path(&self) -> PathBuf {
+        self.golden_dir().join(format!("{}.snap", self.spec.name))
+    }
+
+    pub fn golden_dir(&self) -> PathBuf {
+        Path::new(self.spec.manifest_dir).join("golden")
+    }
+
+    /// The outcome, computed by the first trial that asks (others wait for it).
+    pub fn outcome(&self) -> Result<Arc<Outcome>, String> {
+        self.outcome
+            .get_or_init(|| {
+                let setup = self.setup.as_ref().map_err(Clone::clone)?;
+                cached(self, setup)
+                    .map(Arc::new)
+                    .map_err(|e| format!("case `{}`: {e}", self.spec.name))
+            })
+            .clone()
+    }
+}
+
+fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
+    let root = Path::new(spec.manifest_dir);
+    let dataset_path = root.join(spec.dataset);
+    let dataset_path = camino::Utf8PathBuf::try_from(dataset_path)
+        .map_err(|e| format!("dataset path is not UTF-8: {e}"))?;
+    let dataset = dataset::load(&dataset_path).map_err(|e| e.to_string())?;
+    let (level, implemented) = match &dataset {
+        AnyDataset::Token(_) => (TokenLevel::NAME, spec.levels.token),
+        AnyDataset::Chunk(_) => (ChunkLevel::NAME, spec.levels.chunk),
+    };
+    if !implemented {
+        return Err(format!(
+            "`{}` is {level}-level, but the case's retriever does not implement `Retriever<{}>`",
+            spec.dataset,
+            if level == TokenLevel::NAME {
+                "TokenLevel"
+            } else {
+                "ChunkLevel"
+            }
+        ));
+    }
+    let known = if level == TokenLevel::NAME {
+        TOKEN_METRICS
+    } else {
+        CHUNK_METRICS
+    };
+    for t in spec.thresholds {
+        if !known.contains(&t.metric) {
+            return Err(format!(
+                "`{}` is not reported for a {level}-level dataset (reported: {})",
+                t.metric,
+                known.join(", ")
+            ));
+        }
+    }
+    let corpus = match spec.corpus {
+        Some(c) => {
+            let folder = camino::Utf8PathBuf::try_from(root.join(c))
+                .map_err(|e| format!("corpus path is not UTF-8: {e}"))?;
+            Corpus::from_folder(&folder, spec.glob).map_err(|e| e.to_string())?
+        }
+        None => Corpus::default(),
+    };
+    let corpus = Arc::new(corpus);
+    let mut key = Sha256::new();
+    key.update(spec.name.as_bytes());
+    key.update(
+        format!(
+            "{}|{}|{:?}|{:?}",
+            spec.k, spec.dataset, spec.mode, spec.glob
+        )
+        .as_bytes(),
+    );
+    for doc in corpus.documents() {
+        key.update(doc.id().as_str().as_bytes());
+        key.update([0]);
+        key.update(doc.content().as_bytes());
+        key.update([0]);
+    }
+    let (prepared, queries): (Prepared, Vec<(String, String)>) = match dataset {
+        AnyDataset::Token(d) => {
+            let queries = ids(d.examples());
+            let eval = if spec.corpus.is_some() {
+                TokenLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?
+            } else {
+                // Without a corpus there is nothing to check spans against.
+                TokenLevelEvaluation::unchecked(corpus, d)
+            };
+            let eval = eval.with_mode(match spec.mode {
+                Mode::Standard => "standard",
+                Mode::Chroma => "chroma",
+            });
+            key.update(eval.dataset_hash().as_bytes());
+            (Prepared::Token(eval), queries)
+        }
+        AnyDataset::Chunk(d) => {
+            let queries = ids(d.examples());
+            let eval = ChunkLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?;
+            key.update(eval.dataset_hash().as_bytes());
+            (Prepared::Chunk(eval), queries)
+        }
+    };
+    let cache_key = key.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(Setup {
+        prepared,
+        queries,
+        cache_key,
+    })
+}
+
+fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<(String, String)> {
+    examples
+        .iter()
+        .map(|e| (e.id.clone(), e.query.clone()))
+        .collect()
+}
+
+/// Under nextest every trial is its own process: the first to get here computes the outcome
+/// and writes it to a file keyed by the run, the binary and the inputs; the others wait on a
+/// lock and read it. Outside nextest the outcome lives in memory only.
+fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
+    let Some(dir) = cache_dir() else {
+        return compute(case, setup);
+    };
+    let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_default();
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| {
+            let m = std::fs::metadata(&p).ok()?;
+            Some(format!(
+                "{}|{}|{:?}",
+                p.display(),
+                m.len(),
+                m.modified().ok()
+            ))
+        })
+        .unwrap_or_default();
+    let mut h = Sha256::new();
+    h.update(format!("{run}|{exe}|{}", setup.cache_key).as_bytes());
+    let key: String = h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let file = dir.join(format!("{}-{key}.json", case.spec.name));
+    if std::fs::create_dir_all(&dir).is_err() {
+        return compute(case, setup);
+    }
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(format!("{}.lock", case.spec.name)));
+    let _guard = lock.as_ref().ok().and_then(|f| f.lock().ok().map(|_| f));
+    if let Some(outcome) = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
+        return Ok(outcome);
+    }
+    let outcome = compute(case, setup)?;
+    if let Ok(bytes) = serde_json::to_vec(&outcome) {
+        if let Ok(utf8) = camino::Utf8PathBuf::try_from(file) {
+            // A failed write only costs the next process a recomputation.
+            let _ = crate::dataset::write_atomic(&utf8, &bytes);
+        }
+    }
+    Ok(outcome)
+}
+
+/// `<target>/<profile>/rag-eval-harness`, when running under nextest.
+fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("NEXTEST_RUN_ID")?;
+    if let Some(dir) = std::env::var_os("RAG_EVAL_HARNESS_CACHE") {
+        return Some(PathBuf::from(dir));
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.join("rag-eval-harness"))
+}
+
+fn compute(case: &Case, setup: &Setup) -> Result<Outcome, String> {
+    let runtime = super::runtime();
+    let retrievers = match &case.spec.build {
+        Build::Factory(make) => runtime.block_on(make()),
+        Build::Function(f) => {
+            let r = Arc::new(FnRetriever {
+                name: case.spec.name,
+                f: *f,
+            });
+            Retrievers {
+                token: Some(r.clone()),
+                chunk: Some(r),
+            }
+        }
+    };
+    let mode = match case.spec.mode {
+        Mode::Standard => SpanMode::Standard,
+        Mode::Chroma => SpanMode::Chroma,
+    };
+    let k = case.spec.k;
+    let result = match &setup.prepared {
+        Prepared::Token(eval) => {
+            let r = retrievers.token.ok_or(
+                "the retriever does not implement `Retriever<TokenLevel>`, but the dataset is token-level",
+            )?;
+            let index = chunk_index(r.chunker(), eval.corpus());
+            runtime.block_on(eval.run(&*r, k, &token_level_metrics(mode, index)))
+        }
+        Prepared::Chunk(eval) => {
+            let r = retrievers.chunk.ok_or(
+                "the retriever does not implement `Retriever<ChunkLevel>`, but the dataset is chunk-level",
+            )?;
+            runtime.block_on(eval.run(&*r, k, &chunk_level_metrics()))
+        }
+    };
+    result
+        .map(|r| Outcome::from_result(&r))
+        .map_err(|e| e.to_string())
+}
+
+/// PrecisionΩ needs the chunker's whole output; available when the retriever names a chunker
+/// spec rag-eval knows and there is a corpus.
+fn chunk_index(spec: Option<String>, corpus: &Corpus) -> Option<ChunkIndex> {
+    if corpus.is_empty() {
+        return None;
+    }
+    let chunker = crate::chunker::parse_spec(&spec?).ok()?;
+    let spans: Vec<_> = chunker
+        .chunk_corpus(corpus)
+        .into_iter()
+        .map(|c| c.span)
+        .collect();
+    Some(ChunkIndex::new(&spans))
+}
+
+/// An `async fn(&str) -> Vec<RetrievedChunk>` case: the function is the retriever.
+struct FnRetriever {
+    name: &'static str,
+    f: fn(String) -> super::private::BoxFuture<Vec<RetrievedChunk>>,
+}
+
+#[async_trait::async_trait]
+impl<L: Level> Retriever<L> for FnRetriever {
+    fn name(&self) -> String {
+        format!("fn {}", self.name)
+    }
+
+    async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
+        let mut hits = (self.f)(query.to_owned()).await;
+        hits.truncate(k);
+        Ok(hits)
+    }
+}
