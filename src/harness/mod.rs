@@ -189,8 +189,8 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             "no golden snapshot at {}: run the tests locally, review the new snapshot with `cargo insta review` and commit it",
             case.golden_path().display()
         )),
-        None => print!(
-            "NEW {}: {} snapshot written; review it with `cargo insta review`\n",
+        None => println!(
+            "NEW {}: {} snapshot written; review it with `cargo insta review`",
             case.spec.name,
             if snapshot_panicked { "a pending" } else { "the" }
         ),
@@ -222,8 +222,8 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                         "the golden snapshot no longer fits the case ({what}): accept a new baseline locally and commit it"
                     ));
                 } else {
-                    print!(
-                        "CHANGED {}: {what}; review the new snapshot with `cargo insta review`\n",
+                    println!(
+                        "CHANGED {}: {what}; review the new snapshot with `cargo insta review`",
                         case.spec.name
                     );
                 }
@@ -252,17 +252,25 @@ fn report(case: &Case, o: &Outcome) -> String {
         &crate::metrics::Figures(o.means.clone()),
         &crate::metrics::Figures(o.stds.clone()),
     ));
-    if o.by_difficulty.len() > 1 || o.by_difficulty.first().is_some_and(|d| d.0 != "unlabelled") {
+    if o.by_difficulty.len() > 1
+        || o.by_difficulty
+            .first()
+            .is_some_and(|d| d.label != "unlabelled")
+    {
         let names: Vec<&str> = o.means.iter().map(|(n, _)| n.as_str()).take(4).collect();
         let _ = write!(s, "{:<14} {:>7}", "difficulty", "queries");
         for n in &names {
             let _ = write!(s, " {n:>16}");
         }
         s.push('\n');
-        for (label, count, means) in &o.by_difficulty {
-            let _ = write!(s, "{label:<14} {count:>7}");
+        for d in &o.by_difficulty {
+            let _ = write!(s, "{:<14} {:>7}", d.label, d.queries);
             for n in &names {
-                let v = means.iter().find(|(m, _)| m == n).map_or(0.0, |(_, v)| *v);
+                let v = d
+                    .means
+                    .iter()
+                    .find(|(m, _)| m == n)
+                    .map_or(0.0, |(_, v)| *v);
                 let _ = write!(s, " {v:>16.4}");
             }
             s.push('\n');

@@ -12,6 +12,14 @@ pub(crate) struct QueryOutcome {
     pub figures: Vec<(String, f64)>,
 }
 
+/// Means over the queries with one difficulty label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DifficultyOutcome {
+    pub label: String,
+    pub queries: usize,
+    pub means: Vec<(String, f64)>,
+}
+
 /// Everything the trials of a case need: written to the cache under nextest, where every
 /// trial is its own process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,8 +31,8 @@ pub(crate) struct Outcome {
     pub means: Vec<(String, f64)>,
     pub stds: Vec<(String, f64)>,
     pub queries: Vec<QueryOutcome>,
-    /// (label, queries, means), labels sorted.
-    pub by_difficulty: Vec<(String, usize, Vec<(String, f64)>)>,
+    /// Means per difficulty label, labels sorted.
+    pub by_difficulty: Vec<DifficultyOutcome>,
 }
 
 impl Outcome {
@@ -50,7 +58,11 @@ impl Outcome {
             by_difficulty: r
                 .by_difficulty
                 .iter()
-                .map(|(label, d)| (label.clone(), d.queries, d.metrics.0.clone()))
+                .map(|(label, d)| DifficultyOutcome {
+                    label: label.clone(),
+                    queries: d.queries,
+                    means: d.metrics.0.clone(),
+                })
                 .collect(),
         }
     }
