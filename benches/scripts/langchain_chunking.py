@@ -1,9 +1,12 @@
 """LangChain's side of `benches/chunking.rs`: times RecursiveCharacterTextSplitter on a corpus.
 
-Chunks every `*.md` file of CORPORA_DIR with `RecursiveCharacterTextSplitter(chunk_size,
-chunk_overlap, add_start_index=True).create_documents(...)` (chunks with their start offsets,
-the counterpart of our position-aware chunking) REPS times, and prints one JSON object:
-the median and all timings in seconds, the number of chunks and of characters.
+Chunks every `*.md` file of CORPORA_DIR REPS times in two ways and prints one JSON object with
+the medians and all timings in seconds, the number of chunks and of characters:
+
+- `median_s`: `RecursiveCharacterTextSplitter(chunk_size, chunk_overlap, add_start_index=True)
+  .create_documents(...)`, chunks with their start offsets, the counterpart of our
+  position-aware chunking;
+- `split_text_median_s`: `.split_text(...)`, chunk texts only.
 
     benches/scripts/.venv/bin/python benches/scripts/langchain_chunking.py \
         CORPORA_DIR --size 400 --overlap 0 --reps 7
@@ -37,13 +40,17 @@ def main() -> None:
         chunk_size=args.size, chunk_overlap=args.overlap, add_start_index=True
     )
 
-    times = []
+    times, split_times = [], []
     chunks = 0
     for _ in range(args.reps):
         t0 = time.perf_counter()
         docs = [splitter.create_documents([t]) for t in texts]
         times.append(time.perf_counter() - t0)
         chunks = sum(len(d) for d in docs)
+        t0 = time.perf_counter()
+        split = [splitter.split_text(t) for t in texts]
+        split_times.append(time.perf_counter() - t0)
+        assert sum(len(s) for s in split) == chunks
 
     print(
         json.dumps(
@@ -51,6 +58,8 @@ def main() -> None:
                 "tool": f"langchain-text-splitters {version('langchain-text-splitters')}",
                 "median_s": statistics.median(times),
                 "times_s": times,
+                "split_text_median_s": statistics.median(split_times),
+                "split_text_times_s": split_times,
                 "chunks": chunks,
                 "chars": sum(len(t) for t in texts),
             }

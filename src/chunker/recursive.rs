@@ -293,6 +293,16 @@ struct Piece {
     len: usize,
 }
 
+/// The chunk being merged at one recursion level: the window `pieces[first..]`, whose
+/// lengths add up to `total`. Pieces before `first` were dropped; the buffer is emptied
+/// whenever the window is.
+#[derive(Default)]
+struct Window {
+    pieces: Vec<Piece>,
+    first: usize,
+    total: usize,
+}
+
 /// One chunking of one text; chunks are collected as absolute byte ranges.
 struct Run<'a> {
     text: &'a str,
@@ -300,8 +310,8 @@ struct Run<'a> {
     overlap: usize,
     meter: Meter,
     out: Vec<Range<usize>>,
-    /// Piece buffers of finished recursion levels, reused by the next ones.
-    spare: Vec<Vec<Piece>>,
+    /// Windows of finished recursion levels, reused by the next ones.
+    spare: Vec<Window>,
 }
 
 impl Run<'_> {
@@ -310,48 +320,40 @@ impl Run<'_> {
         let base = range.start;
         let part = &self.text[range];
         let (sep, rest) = pick_separator(part, seps);
-        let mut good = self.spare.pop().unwrap_or_default();
+        let mut win = self.spare.pop().unwrap_or_default();
         if sep.is_empty() {
             for (i, c) in part.char_indices() {
-                self.take(&mut good, base + i, base + i + c.len_utf8(), 1, rest);
+                self.take(&mut win, base + i, base + i + c.len_utf8(), 1, rest);
             }
         } else {
-            let count = matches!(self.meter, Meter::Chars);
-            scan_pieces(part, sep, count, |start, end, chars| {
-                self.take(&mut good, base + start, base + end, chars, rest);
-            });
+            let count_chars = matches!(self.meter, Meter::Chars);
+            let mut take = |start, end, chars| {
+                self.take(&mut win, base + start, base + end, chars, rest);
+            };
+            if count_chars {
+                scan_pieces::<true>(part, sep, &mut take);
+            } else {
+                scan_pieces::<false>(part, sep, &mut take);
+            }
         }
-        if !good.is_empty() {
-            self.merge(&good);
-        }
-        good.clear();
-        self.spare.push(good);
+        self.flush(&mut win);
+        self.spare.push(win);
     }
 
-    /// Files one piece: small ones wait in `good` to be merged; a long one first flushes
-    /// `good`, then is split further with `rest`, or kept whole when no separator is left.
-    #[inline]
-    fn take(
-        &mut self,
-        good: &mut Vec<Piece>,
-        start: usize,
-        end: usize,
-        chars: usize,
-        rest: &[String],
-    ) {
+    /// Handles the next piece: a small one joins the window, a long one ends the window and
+    /// is split further with `rest`, or kept whole when no separator is left.
+    #[inline(always)]
+    fn take(&mut self, win: &mut Window, start: usize, end: usize, chars: usize, rest: &[String]) {
         let len = match self.meter {
             Meter::AsciiChars | Meter::Chars => chars,
             #[cfg(feature = "tiktoken")]
             Meter::Tokens(bpe) => bpe.encode_ordinary(&self.text[start..end]).len(),
         };
         if len < self.size {
-            good.push(Piece { start, end, len });
+            self.push(win, Piece { start, end, len });
             return;
         }
-        if !good.is_empty() {
-            self.merge(good);
-            good.clear();
-        }
+        self.flush(win);
         if rest.is_empty() {
             self.out.push(start..end);
         } else {
@@ -359,26 +361,36 @@ impl Run<'_> {
         }
     }
 
-    /// Merges consecutive small pieces into chunks with overlap. The current chunk is always a
-    /// window `pieces[first..i]`, so it is never copied, only its bounds move.
-    fn merge(&mut self, pieces: &[Piece]) {
-        let mut first = 0;
-        let mut total = 0usize;
-        for (i, p) in pieces.iter().enumerate() {
-            if total + p.len > self.size && first < i {
-                self.emit_stripped(pieces[first].start, pieces[i - 1].end);
-                // Drop pieces from the front until what is left may be repeated as overlap
-                // and the next piece fits after it.
-                while total > self.overlap || (total + p.len > self.size && total > 0) {
-                    total -= pieces[first].len;
-                    first += 1;
+    /// Adds a small piece to the window. When it does not fit, the window is emitted as a
+    /// chunk first and pieces are dropped from its front until what is left may be repeated
+    /// as overlap and the new piece fits after it.
+    #[inline(always)]
+    fn push(&mut self, win: &mut Window, p: Piece) {
+        if win.total + p.len > self.size {
+            if let (Some(first), Some(last)) = (win.pieces.get(win.first), win.pieces.last()) {
+                self.emit_stripped(first.start, last.end);
+                while win.total > self.overlap || (win.total + p.len > self.size && win.total > 0) {
+                    win.total -= win.pieces[win.first].len;
+                    win.first += 1;
+                }
+                if win.first == win.pieces.len() {
+                    win.pieces.clear();
+                    win.first = 0;
                 }
             }
-            total += p.len;
         }
-        if let (Some(f), Some(last)) = (pieces.get(first), pieces.last()) {
-            self.emit_stripped(f.start, last.end);
+        win.pieces.push(p);
+        win.total += p.len;
+    }
+
+    /// Emits what is left in the window and empties it.
+    fn flush(&mut self, win: &mut Window) {
+        if let (Some(first), Some(last)) = (win.pieces.get(win.first), win.pieces.last()) {
+            self.emit_stripped(first.start, last.end);
         }
+        win.pieces.clear();
+        win.first = 0;
+        win.total = 0;
     }
 
     fn emit_stripped(&mut self, start: usize, end: usize) {
@@ -439,50 +451,114 @@ fn continuation_mask(word: u64) -> u64 {
     word & !(word << 1) & HIGH
 }
 
+/// Number of bytes flagged in a mask of bit-7 flags. A multiplication sums the eight 0/1
+/// bytes into the top byte; `count_ones` would be a dozen instructions without `popcnt`,
+/// which the baseline x86-64 target lacks.
+#[inline(always)]
+fn flagged_bytes(mask: u64) -> usize {
+    ((mask >> 7).wrapping_mul(ONES) >> 56) as usize
+}
+
+/// Packs the bit-7 flags of a word's eight bytes into the low eight bits, byte `k` to bit `k`:
+/// the multiplier's partial products land in the top byte without carries.
+#[inline(always)]
+fn pack(mask: u64) -> u64 {
+    (mask >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// Whether `byte` occurs in `chunk`; compiles to a few SSE2 instructions (compare, or, move
+/// mask) without `unsafe`.
+#[inline(always)]
+fn has_byte(chunk: &[u8; 32], byte: u8) -> bool {
+    chunk.iter().fold(0u8, |acc, &b| acc | u8::from(b == byte)) != 0
+}
+
+/// Number of UTF-8 continuation bytes in `chunk`; vectorised like [`has_byte`].
+#[inline(always)]
+fn continuation_bytes(chunk: &[u8; 32]) -> usize {
+    chunk
+        .iter()
+        .fold(0u8, |acc, &b| acc + u8::from((b as i8) < -0x40)) as usize
+}
+
 /// Splits `text` before each leftmost non-overlapping occurrence of the non-empty `sep` (as
 /// `str::match_indices` and Python's `re.split` find them) and calls `f(start, end, chars)`
 /// for each non-empty piece; the separator begins the piece after it. `chars` is the piece's
-/// length in chars when `count_chars` is set, its length in bytes otherwise.
+/// length in chars with `COUNT_CHARS`, its length in bytes otherwise.
 ///
-/// The text is read eight bytes at a time, looking for the separator's first byte and
-/// counting continuation bytes in the same pass, so splitting at spaces (a match every few
-/// bytes) costs a few instructions per piece. A UTF-8 separator starts with a lead byte, which
-/// never occurs inside a multi-byte char, so every split is on a char boundary.
+/// The text is read 32 bytes at a time. Blocks without the separator's first byte are skipped
+/// with a vectorised test (only their continuation bytes are counted); in the others, eight
+/// bytes per word operation give a bit mask of candidates and the continuation bytes before
+/// each, so splitting at spaces (a match every few bytes) costs a few instructions per piece.
+/// A UTF-8 separator starts with a lead byte, which never occurs inside a multi-byte char, so
+/// every split is on a char boundary.
 #[inline(always)]
-fn scan_pieces(text: &str, sep: &str, count_chars: bool, mut f: impl FnMut(usize, usize, usize)) {
+fn scan_pieces<const COUNT_CHARS: bool>(
+    text: &str,
+    sep: &str,
+    mut f: impl FnMut(usize, usize, usize),
+) {
     let hay = text.as_bytes();
     let sep = sep.as_bytes();
     let pattern = ONES * u64::from(sep[0]);
     let (mut from, mut cont_from) = (0usize, 0usize);
     let mut next_allowed = 0usize;
-    // Continuation bytes before the word at `base`.
+    // Continuation bytes before the block at `base`.
     let mut cont_before = 0usize;
     let mut base = 0usize;
     while base < hay.len() {
-        let (word, valid) = load(hay, base);
-        let mut hits = eq_mask(word, pattern) & valid;
-        let cont = if count_chars {
-            continuation_mask(word) & valid
-        } else {
-            0
-        };
+        if let Some(block) = hay[base..].first_chunk::<32>() {
+            if !has_byte(block, sep[0]) {
+                if COUNT_CHARS {
+                    cont_before += continuation_bytes(block);
+                }
+                base += 32;
+                continue;
+            }
+        }
+        let mut hits = 0u64;
+        // Per word of the block: its continuation flags, and how many came before it.
+        let mut cont_words = [0u64; 4];
+        let mut cont_prefix = [0usize; 4];
+        let mut in_block = 0usize;
+        for j in 0..4 {
+            let at = base + 8 * j;
+            if at >= hay.len() {
+                break;
+            }
+            let (word, valid) = load(hay, at);
+            hits |= pack(eq_mask(word, pattern) & valid) << (8 * j);
+            if COUNT_CHARS {
+                let cont = continuation_mask(word) & valid;
+                cont_words[j] = cont;
+                cont_prefix[j] = in_block;
+                in_block += flagged_bytes(cont);
+            }
+        }
         while hits != 0 {
-            let k = (hits.trailing_zeros() / 8) as usize;
+            let i = hits.trailing_zeros() as usize;
             hits &= hits - 1;
-            let at = base + k;
+            let at = base + i;
             if sep.len() > 1 && (at < next_allowed || !hay[at..].starts_with(sep)) {
                 continue;
             }
             next_allowed = at + sep.len();
-            let cont_at = cont_before + (cont & ((1u64 << (8 * k)) - 1)).count_ones() as usize;
+            let cont_at = if COUNT_CHARS {
+                let (j, k) = (i / 8, i % 8);
+                cont_before
+                    + cont_prefix[j]
+                    + flagged_bytes(cont_words[j] & ((1u64 << (8 * k)) - 1))
+            } else {
+                0
+            };
             if at > from {
                 f(from, at, (at - from) - (cont_at - cont_from));
             }
             from = at;
             cont_from = cont_at;
         }
-        cont_before += cont.count_ones() as usize;
-        base += 8;
+        cont_before += in_block;
+        base += 32;
     }
     if hay.len() > from {
         f(
@@ -763,7 +839,7 @@ mod tests {
 
     fn pieces(t: &str, sep: &str) -> Vec<(usize, usize, usize)> {
         let mut v = Vec::new();
-        scan_pieces(t, sep, true, |s, e, n| v.push((s, e, n)));
+        scan_pieces::<true>(t, sep, |s, e, n| v.push((s, e, n)));
         v
     }
 
