@@ -221,7 +221,9 @@ fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let file = dir.join(format!("{}-{key}.json", case.spec.name));
+    // One file per case, holding the key it was computed for: a new run or a rebuilt binary
+    // overwrites it, so nothing accumulates.
+    let file = dir.join(format!("{}.json", case.spec.name));
     if std::fs::create_dir_all(&dir).is_err() {
         return compute(case, setup);
     }
@@ -231,20 +233,29 @@ fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
         .write(true)
         .open(dir.join(format!("{}.lock", case.spec.name)));
     let _guard = lock.as_ref().ok().and_then(|f| f.lock().ok().map(|_| f));
-    if let Some(outcome) = std::fs::read(&file)
+    let stored: Option<Cached> = std::fs::read(&file)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-    {
-        return Ok(outcome);
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    if let Some(c) = stored.filter(|c| c.key == key) {
+        return Ok(c.outcome);
     }
     let outcome = compute(case, setup)?;
-    if let Ok(bytes) = serde_json::to_vec(&outcome) {
-        if let Ok(utf8) = camino::Utf8PathBuf::try_from(file) {
-            // A failed write only costs the next process a recomputation.
-            let _ = crate::dataset::write_atomic(&utf8, &bytes);
-        }
+    let entry = Cached { key, outcome };
+    if let (Ok(bytes), Ok(utf8)) = (
+        serde_json::to_vec(&entry),
+        camino::Utf8PathBuf::try_from(file),
+    ) {
+        // A failed write only costs the next process a recomputation.
+        let _ = crate::dataset::write_atomic(&utf8, &bytes);
     }
-    Ok(outcome)
+    Ok(entry.outcome)
+}
+
+/// A case's outcome with the key it was computed for.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Cached {
+    key: String,
+    outcome: Outcome,
 }
 
 /// `<target>/<profile>/rag-eval-harness`, when running under nextest.
