@@ -60,6 +60,7 @@ pub(crate) struct Case {
     pub spec: CaseSpec,
     pub setup: Result<Setup, String>,
     outcome: OnceLock<Result<Arc<Outcome>, String>>,
+    golden: OnceLock<Option<Arc<super::GoldenCheck>>>,
 }
 
 impl Case {
@@ -71,6 +72,7 @@ impl Case {
             spec,
             setup,
             outcome: OnceLock::new(),
+            golden: OnceLock::new(),
         }
     }
 
@@ -80,6 +82,15 @@ impl Case {
 
     pub fn golden_dir(&self) -> PathBuf {
         Path::new(self.spec.manifest_dir).join("golden")
+    }
+
+    /// This run against the golden snapshot (`None` without one), computed by the first trial
+    /// that asks.
+    pub fn golden(
+        &self,
+        check: impl FnOnce() -> Option<super::GoldenCheck>,
+    ) -> Option<Arc<super::GoldenCheck>> {
+        self.golden.get_or_init(|| check().map(Arc::new)).clone()
     }
 
     /// The outcome, computed by the first trial that asks (others wait for it).

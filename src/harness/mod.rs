@@ -114,24 +114,49 @@ fn read_golden(case: &Case) -> Option<Golden> {
     golden::parse(&snapshot.as_text()?.to_string())
 }
 
+/// This run against the golden snapshot, computed once per case and process.
+pub(crate) struct GoldenCheck {
+    old: Golden,
+    new: Golden,
+    comparison: golden::Comparison,
+    /// Indices into `comparison.changes`, by scope (`summary` or a query id).
+    by_scope: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl GoldenCheck {
+    fn new(old: Golden, outcome: &Outcome, tolerance: f64) -> GoldenCheck {
+        let new = golden::parse(&golden::render(outcome)).expect("rendered snapshots parse");
+        let comparison = golden::compare(&old, &new, tolerance);
+        let mut by_scope: std::collections::HashMap<String, Vec<usize>> = Default::default();
+        for (i, c) in comparison.changes.iter().enumerate() {
+            by_scope.entry(c.scope.clone()).or_default().push(i);
+        }
+        GoldenCheck {
+            old,
+            new,
+            comparison,
+            by_scope,
+        }
+    }
+
+    fn changes(&self, scope: &str) -> Vec<&golden::Change> {
+        self.by_scope
+            .get(scope)
+            .map(|ix| ix.iter().map(|&i| &self.comparison.changes[i]).collect())
+            .unwrap_or_default()
+    }
+}
+
 fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     let outcome = case.outcome()?;
-    let Some(old) = read_golden(case) else {
+    let Some(check) = case.golden(|| {
+        read_golden(case).map(|old| GoldenCheck::new(old, &outcome, case.spec.tolerance))
+    }) else {
         return Ok(()); // no baseline yet: the summary reports it
     };
-    let new = golden::parse(&golden::render(&outcome)).expect("rendered snapshots parse");
-    let tolerance = case.spec.tolerance;
-    let comparison = golden::compare(&old, &new, tolerance);
-    let mine: Vec<&golden::Change> = comparison
-        .changes
-        .iter()
-        .filter(|c| c.scope == id)
-        .collect();
-    let improved: Vec<&golden::Change> = mine
-        .iter()
-        .copied()
-        .filter(|c| !c.is_regression())
-        .collect();
+    let mine = check.changes(id);
+    let (regressed, improved): (Vec<&golden::Change>, Vec<&golden::Change>) =
+        mine.into_iter().partition(|c| c.is_regression());
     if !improved.is_empty() {
         print!(
             "IMPROVED {}::{id}\n{}",
@@ -139,7 +164,6 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
             golden::describe(&improved)
         );
     }
-    let regressed: Vec<&golden::Change> = mine.into_iter().filter(|c| c.is_regression()).collect();
     if regressed.is_empty() || force_pass() {
         return Ok(());
     }
@@ -150,11 +174,12 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
         .map(|q| q.query.as_str())
         .unwrap_or_default();
     Err(format!(
-        "query `{id}` ({query:?}) of case `{}` regressed beyond the tolerance {tolerance} ({}):\n{}\n{}",
+        "query `{id}` ({query:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}",
         case.spec.name,
+        case.spec.tolerance,
         case.golden_path().display(),
         golden::describe(&regressed),
-        golden::section_diff(&old, &new, id)
+        golden::section_diff(&check.old, &check.new, id)
     )
     .into())
 }
@@ -165,7 +190,9 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let mut problems = thresholds(case, &outcome);
 
     let contents = golden::render(&outcome);
-    let old = read_golden(case);
+    let check = case.golden(|| {
+        read_golden(case).map(|old| GoldenCheck::new(old, &outcome, case.spec.tolerance))
+    });
     let request = SnapshotRequest {
         dir: case.golden_dir(),
         name: case.spec.name.to_owned(),
@@ -183,8 +210,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     SNAPSHOT_ASSERT.with(|q| q.set(true));
     let snapshot_panicked = std::panic::catch_unwind(|| assert(&request)).is_err();
     SNAPSHOT_ASSERT.with(|q| q.set(false));
-    let new = golden::parse(&contents).expect("rendered snapshots parse");
-    match &old {
+    match &check {
         None if is_ci() => problems.push(format!(
             "no golden snapshot at {}: run the tests locally, review the new snapshot with `cargo insta review` and commit it",
             case.golden_path().display()
@@ -194,8 +220,8 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             case.spec.name,
             if snapshot_panicked { "a pending" } else { "the" }
         ),
-        Some(old) => {
-            let comparison = golden::compare(old, &new, case.spec.tolerance);
+        Some(check) => {
+            let comparison = &check.comparison;
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
             let improvements: Vec<&golden::Change> = comparison.improvements().collect();
             if !regressions.is_empty() && !force_pass() {
@@ -205,7 +231,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                     case.spec.tolerance,
                     case.golden_path().display(),
                     golden::describe(&regressions),
-                    golden::section_diff(old, &new, "summary")
+                    golden::section_diff(&check.old, &check.new, "summary")
                 ));
             }
             if !improvements.is_empty() {
