@@ -1,0 +1,791 @@
+//! The `key = value` list of `#[rag_eval(...)]`.
+
+use crate::errors::Errors;
+use crate::suggest;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
+use std::path::Path;
+use syn::ext::IdentExt;
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::{Expr, Lit, LitStr, Token, UnOp};
+
+pub(crate) const DATASET: &str = "dataset";
+pub(crate) const CORPUS: &str = "corpus";
+pub(crate) const GLOB: &str = "glob";
+pub(crate) const K: &str = "k";
+pub(crate) const TOLERANCE: &str = "tolerance";
+pub(crate) const MODE: &str = "mode";
+pub(crate) const PER_QUERY: &str = "per_query";
+pub(crate) const MIN_PREFIX: &str = "min_";
+pub(crate) const MAX_PREFIX: &str = "max_";
+
+/// The keys other than the `min_…` / `max_…` bars, in the order the documentation lists them.
+pub(crate) const KEYS: &[&str] = &[DATASET, CORPUS, GLOB, K, TOLERANCE, MODE, PER_QUERY];
+
+/// Metrics a bar can name (the runtime's metric names without the cut-off).
+pub(crate) const METRICS: &[&str] = &[
+    "chunk_recall",
+    "chunk_precision",
+    "chunk_f1",
+    "span_recall",
+    "span_precision",
+    "span_iou",
+    "precision_omega",
+    "precision",
+    "recall",
+    "f1",
+    "hit",
+    "mrr",
+    "ndcg",
+    "map",
+];
+
+pub(crate) const MODE_STANDARD: &str = "standard";
+pub(crate) const MODE_CHROMA: &str = "chroma";
+const MODES: &[&str] = &[MODE_STANDARD, MODE_CHROMA];
+
+pub(crate) const DEFAULT_K: usize = 5;
+pub(crate) const DEFAULT_TOLERANCE: f64 = 0.01;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Standard,
+    Chroma,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    Min,
+    Max,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Threshold {
+    pub metric: &'static str,
+    pub bound: Bound,
+    pub value: f64,
+}
+
+/// What the attribute says, with defaults for what it leaves out.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CaseArgs {
+    pub dataset: String,
+    pub corpus: Option<String>,
+    pub glob: Option<String>,
+    pub k: usize,
+    pub tolerance: f64,
+    pub mode: Mode,
+    pub per_query: bool,
+    pub thresholds: Vec<Threshold>,
+}
+
+impl Default for CaseArgs {
+    fn default() -> Self {
+        CaseArgs {
+            dataset: String::new(),
+            corpus: None,
+            glob: None,
+            k: DEFAULT_K,
+            tolerance: DEFAULT_TOLERANCE,
+            mode: Mode::Standard,
+            per_query: true,
+            thresholds: Vec::new(),
+        }
+    }
+}
+
+/// Parses the attribute's arguments. Paths are checked against `root` (the crate root) when it
+/// is known. Every problem goes to `errors`; the returned arguments mean something only when
+/// none was found.
+pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Errors) -> CaseArgs {
+    let mut state = State {
+        root,
+        errors,
+        args: CaseArgs::default(),
+        seen: Vec::new(),
+        dataset_given: false,
+        bars: Vec::new(),
+    };
+    let parser = syn::meta::parser(|meta| state.entry(meta));
+    if let Err(error) = parser.parse2(tokens) {
+        state.errors.push(error);
+    }
+    if !state.dataset_given {
+        state.errors.push(syn::Error::new(
+            Span::call_site(),
+            format!(
+                "missing `{DATASET} = \"…\"`: every case needs the path of its dataset, \
+                 relative to the crate root"
+            ),
+        ));
+    }
+    state.check_bars();
+    state.args
+}
+
+/// A key as the attribute spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Dataset,
+    Corpus,
+    Glob,
+    K,
+    Tolerance,
+    Mode,
+    PerQuery,
+    Bar(Bound, &'static str),
+}
+
+/// Why a key was not recognised.
+#[derive(Debug, PartialEq, Eq)]
+enum UnknownKey {
+    /// Neither a key nor a bar.
+    Key,
+    /// `min_x` / `max_x` with `x` not a metric.
+    Metric(String),
+}
+
+fn key(name: &str) -> Result<Key, UnknownKey> {
+    Ok(match name {
+        DATASET => Key::Dataset,
+        CORPUS => Key::Corpus,
+        GLOB => Key::Glob,
+        K => Key::K,
+        TOLERANCE => Key::Tolerance,
+        MODE => Key::Mode,
+        PER_QUERY => Key::PerQuery,
+        _ => {
+            let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
+                (Bound::Min, metric)
+            } else if let Some(metric) = name.strip_prefix(MAX_PREFIX) {
+                (Bound::Max, metric)
+            } else {
+                return Err(UnknownKey::Key);
+            };
+            match METRICS.iter().find(|&&known| known == metric) {
+                Some(known) => Key::Bar(bound, known),
+                None => return Err(UnknownKey::Metric(metric.to_owned())),
+            }
+        }
+    })
+}
+
+/// The message for a key that is neither a key nor a bar: the closest key or bar when one is
+/// close (`tolerence`, `mn_recall`), else the list of keys.
+fn unknown_key_message(name: &str) -> String {
+    let bars: Vec<String> = [MIN_PREFIX, MAX_PREFIX]
+        .iter()
+        .flat_map(|prefix| {
+            METRICS
+                .iter()
+                .map(move |metric| format!("{prefix}{metric}"))
+        })
+        .collect();
+    let candidates: Vec<&str> = KEYS
+        .iter()
+        .copied()
+        .chain(bars.iter().map(String::as_str))
+        .collect();
+    match suggest::closest(name, &candidates) {
+        Some(candidate) => format!("unknown key `{name}`, did you mean `{candidate}`?"),
+        None => format!(
+            "unknown key `{name}`; keys are {}, {MIN_PREFIX}<metric> and {MAX_PREFIX}<metric>",
+            KEYS.join(", ")
+        ),
+    }
+}
+
+/// An example of each key, for messages about a key given without a value.
+fn example(key: Key) -> String {
+    match key {
+        Key::Dataset => format!("{DATASET} = \"golden/questions.jsonl\""),
+        Key::Corpus => format!("{CORPUS} = \"corpus\""),
+        Key::Glob => format!("{GLOB} = \"**/*.md\""),
+        Key::K => format!("{K} = {DEFAULT_K}"),
+        Key::Tolerance => format!("{TOLERANCE} = {DEFAULT_TOLERANCE}"),
+        Key::Mode => format!("{MODE} = \"{MODE_STANDARD}\""),
+        Key::PerQuery => format!("{PER_QUERY} = true"),
+        Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(bound)),
+    }
+}
+
+fn prefix(bound: Bound) -> &'static str {
+    match bound {
+        Bound::Min => MIN_PREFIX,
+        Bound::Max => MAX_PREFIX,
+    }
+}
+
+struct State<'a> {
+    root: Option<&'a Path>,
+    errors: &'a mut Errors,
+    args: CaseArgs,
+    seen: Vec<Key>,
+    dataset_given: bool,
+    /// Each bar with its value's tokens and text, to compare a metric's min and max.
+    bars: Vec<(Threshold, TokenStream, String)>,
+}
+
+impl State<'_> {
+    fn error(&mut self, tokens: impl ToTokens, message: impl std::fmt::Display) {
+        self.errors.push(syn::Error::new_spanned(tokens, message));
+    }
+
+    fn entry(&mut self, meta: ParseNestedMeta) -> syn::Result<()> {
+        let value = take_value(&meta)?;
+        let Some(ident) = meta.path.get_ident() else {
+            let path = meta.path.to_token_stream().to_string().replace(' ', "");
+            self.error(
+                &meta.path,
+                format!("expected a key such as `{DATASET}`, found the path `{path}`"),
+            );
+            return Ok(());
+        };
+        let name = ident.unraw().to_string();
+        let key = match key(&name) {
+            Ok(key) => key,
+            Err(UnknownKey::Key) => {
+                self.error(ident, unknown_key_message(&name));
+                return Ok(());
+            }
+            Err(UnknownKey::Metric(metric)) if metric.is_empty() => {
+                self.error(
+                    ident,
+                    format!("`{name}` needs a metric name, e.g. `{name}span_recall`"),
+                );
+                return Ok(());
+            }
+            Err(UnknownKey::Metric(metric)) => {
+                let hint = suggest::hint(&metric, METRICS, "metrics");
+                self.error(
+                    ident,
+                    format!("unknown metric `{metric}` in `{name}`{hint}"),
+                );
+                return Ok(());
+            }
+        };
+        let Some(value) = value else {
+            self.error(
+                ident,
+                format!("`{name}` needs a value, e.g. `{}`", example(key)),
+            );
+            return Ok(());
+        };
+        if self.seen.contains(&key) {
+            self.error(ident, format!("`{name}` is given twice"));
+            return Ok(());
+        }
+        self.seen.push(key);
+        let value = unwrap_groups(&value);
+        match key {
+            // `dataset = "golden/questions.jsonl"`: a file, relative to the crate root.
+            Key::Dataset => {
+                self.dataset_given = true;
+                if let Some(path) = self.path(value, DATASET, "dataset", PathKind::File) {
+                    self.args.dataset = path;
+                }
+            }
+            // `corpus = "corpus"`: a folder, relative to the crate root.
+            Key::Corpus => {
+                self.args.corpus = self.path(value, CORPUS, "corpus folder", PathKind::Folder);
+            }
+            // `glob = "**/*.md"`: which files of the corpus folder are documents.
+            Key::Glob => match string(value) {
+                Some(glob) if glob.value().is_empty() => {
+                    self.error(glob, format!("`{GLOB}` is empty, e.g. `{}`", example(key)));
+                }
+                Some(glob) => self.args.glob = Some(glob.value()),
+                None => self.error(
+                    value,
+                    format!("`{GLOB}` must be a string literal, e.g. `{}`", example(key)),
+                ),
+            },
+            // `k = 5`: an integer literal ≥ 1.
+            Key::K => {
+                let expected = format!("`{K}` must be an integer literal ≥ 1");
+                match number(value) {
+                    Some(Number {
+                        integer: Some(k), ..
+                    }) if k >= 1 => match usize::try_from(k) {
+                        Ok(k) => self.args.k = k,
+                        Err(_) => self.error(value, format!("`{K}` = {k} is too large")),
+                    },
+                    Some(Number { text, .. }) => {
+                        self.error(value, format!("{expected}, got {text}"));
+                    }
+                    None => self.error(value, expected),
+                }
+            }
+            // `tolerance = 0.01`: a float or integer literal in [0, 1].
+            Key::Tolerance => {
+                if let Some(tolerance) = self.fraction(value, TOLERANCE) {
+                    self.args.tolerance = tolerance;
+                }
+            }
+            // `mode = "standard"` or `mode = "chroma"`.
+            Key::Mode => match string(value).map(|mode| (mode, mode.value())) {
+                Some((_, mode)) if mode == MODE_STANDARD => self.args.mode = Mode::Standard,
+                Some((_, mode)) if mode == MODE_CHROMA => self.args.mode = Mode::Chroma,
+                Some((literal, mode)) => {
+                    let hint = suggest::hint(&mode, MODES, "modes");
+                    self.error(literal, format!("unknown mode `{mode}`{hint}"));
+                }
+                None => self.error(
+                    value,
+                    format!("`{MODE}` must be \"{MODE_STANDARD}\" or \"{MODE_CHROMA}\""),
+                ),
+            },
+            // `per_query = true` or `per_query = false`.
+            Key::PerQuery => match value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Bool(flag),
+                    ..
+                }) => self.args.per_query = flag.value,
+                _ => self.error(value, format!("`{PER_QUERY}` must be `true` or `false`")),
+            },
+            // `min_<metric> = 0.8` / `max_<metric> = 0.3`: float or integer literals in [0, 1].
+            Key::Bar(bound, metric) => {
+                if let Some(bar) = self.fraction(value, &name) {
+                    let threshold = Threshold {
+                        metric,
+                        bound,
+                        value: bar,
+                    };
+                    let text = number(value).map(|n| n.text).unwrap_or_default();
+                    self.bars
+                        .push((threshold.clone(), value.to_token_stream(), text));
+                    self.args.thresholds.push(threshold);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A string literal naming an existing file or folder under the crate root.
+    fn path(&mut self, value: &Expr, key: &str, what: &str, kind: PathKind) -> Option<String> {
+        let Some(literal) = string(value) else {
+            self.error(
+                value,
+                format!("`{key}` must be a string literal: the {what}'s path relative to the crate root"),
+            );
+            return None;
+        };
+        let path = literal.value();
+        if path.trim().is_empty() {
+            self.error(
+                literal,
+                format!("`{key}` is empty: give the {what}'s path relative to the crate root"),
+            );
+            return None;
+        }
+        if let Some(root) = self.root {
+            let full = root.join(&path);
+            let relative = if Path::new(&path).is_absolute() {
+                ""
+            } else {
+                " relative to the crate root"
+            };
+            let problem = match kind {
+                PathKind::File if full.is_dir() => {
+                    Some(format!("{what} `{path}` is a folder; expected a file"))
+                }
+                PathKind::Folder if full.is_file() => {
+                    Some(format!("{what} `{path}` is a file; expected a folder"))
+                }
+                _ if !full.exists() => Some(format!("{what} `{path}` does not exist{relative}")),
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                self.error(literal, problem);
+                return None;
+            }
+        }
+        Some(path)
+    }
+
+    /// A float or integer literal in [0, 1].
+    fn fraction(&mut self, value: &Expr, key: &str) -> Option<f64> {
+        match number(value) {
+            Some(Number { value: x, .. }) if (0.0..=1.0).contains(&x) => Some(x),
+            Some(Number { text, .. }) => {
+                self.error(
+                    value,
+                    format!("`{key}` must be between 0 and 1, got {text}"),
+                );
+                None
+            }
+            None => {
+                self.error(value, format!("`{key}` must be a number between 0 and 1"));
+                None
+            }
+        }
+    }
+
+    /// A metric's min above its max leaves no figure that passes: reported at the later bar.
+    fn check_bars(&mut self) {
+        let mut problems = Vec::new();
+        for (i, (later, tokens, text)) in self.bars.iter().enumerate() {
+            for (earlier, _, earlier_text) in &self.bars[..i] {
+                if earlier.metric != later.metric || earlier.bound == later.bound {
+                    continue;
+                }
+                let (min, max) = match later.bound {
+                    Bound::Min => (later.value, earlier.value),
+                    Bound::Max => (earlier.value, later.value),
+                };
+                if min > max {
+                    let metric = later.metric;
+                    problems.push(syn::Error::new_spanned(
+                        tokens,
+                        format!(
+                            "`{}{metric} = {text}` contradicts `{}{metric} = {earlier_text}`: \
+                             no figure is at least {min} and at most {max}",
+                            prefix(later.bound),
+                            prefix(earlier.bound),
+                        ),
+                    ));
+                }
+            }
+        }
+        for problem in problems {
+            self.errors.push(problem);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PathKind {
+    File,
+    Folder,
+}
+
+/// The value after `=`, if there is one. A parenthesised `key(...)` is skipped, so that the
+/// parse carries on to the next key and its errors are reported too.
+fn take_value(meta: &ParseNestedMeta) -> syn::Result<Option<Expr>> {
+    if meta.input.peek(Token![=]) {
+        return Ok(Some(meta.value()?.parse()?));
+    }
+    if meta.input.peek(syn::token::Paren) {
+        meta.input.parse::<TokenTree>()?;
+    }
+    Ok(None)
+}
+
+/// Literals passed through `macro_rules!` fragments arrive wrapped in invisible groups.
+fn unwrap_groups(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Group(group) => unwrap_groups(&group.expr),
+        _ => expr,
+    }
+}
+
+fn string(expr: &Expr) -> Option<&LitStr> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(literal),
+            ..
+        }) => Some(literal),
+        _ => None,
+    }
+}
+
+/// A numeric literal, possibly negated.
+#[derive(Debug, PartialEq)]
+struct Number {
+    value: f64,
+    /// Set for integer literals.
+    integer: Option<i128>,
+    /// As written, without suffix, for messages.
+    text: String,
+}
+
+fn number(expr: &Expr) -> Option<Number> {
+    match unwrap_groups(expr) {
+        Expr::Lit(syn::ExprLit { lit, .. }) => match lit {
+            Lit::Int(int) => Some(Number {
+                value: int.base10_parse().ok()?,
+                integer: int.base10_parse().ok(),
+                text: int.base10_digits().to_owned(),
+            }),
+            Lit::Float(float) => Some(Number {
+                value: float.base10_parse().ok()?,
+                integer: None,
+                text: float.base10_digits().to_owned(),
+            }),
+            _ => None,
+        },
+        Expr::Unary(syn::ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => {
+            let inner = number(expr)?;
+            (!inner.text.starts_with('-')).then(|| Number {
+                value: -inner.value,
+                integer: inner.integer.map(|i| -i),
+                text: format!("-{}", inner.text),
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn parse_ok(tokens: TokenStream) -> CaseArgs {
+        let mut errors = Errors::default();
+        let args = parse(tokens, None, &mut errors);
+        assert_eq!(errors.messages(), Vec::<String>::new());
+        args
+    }
+
+    fn messages(tokens: TokenStream) -> Vec<String> {
+        let mut errors = Errors::default();
+        parse(tokens, None, &mut errors);
+        errors.messages()
+    }
+
+    #[test]
+    fn defaults_fill_what_is_left_out() {
+        let args = parse_ok(quote!(dataset = "golden/q.jsonl"));
+        assert_eq!(
+            args,
+            CaseArgs {
+                dataset: "golden/q.jsonl".into(),
+                ..CaseArgs::default()
+            }
+        );
+        assert_eq!((args.k, args.tolerance, args.per_query), (5, 0.01, true));
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let args = parse_ok(quote!(
+            dataset = "d.jsonl",
+            corpus = "docs",
+            glob = "**/*.txt",
+            k = 10,
+            tolerance = 0,
+            mode = "chroma",
+            per_query = false,
+            min_span_recall = 0.8,
+            max_mrr = 1,
+            r#min_ndcg = 0.25f32,
+        ));
+        assert_eq!(
+            args,
+            CaseArgs {
+                dataset: "d.jsonl".into(),
+                corpus: Some("docs".into()),
+                glob: Some("**/*.txt".into()),
+                k: 10,
+                tolerance: 0.0,
+                mode: Mode::Chroma,
+                per_query: false,
+                thresholds: vec![
+                    Threshold {
+                        metric: "span_recall",
+                        bound: Bound::Min,
+                        value: 0.8
+                    },
+                    Threshold {
+                        metric: "mrr",
+                        bound: Bound::Max,
+                        value: 1.0
+                    },
+                    Threshold {
+                        metric: "ndcg",
+                        bound: Bound::Min,
+                        value: 0.25
+                    },
+                ],
+            }
+        );
+    }
+
+    #[test]
+    fn every_metric_has_both_bars() {
+        for metric in METRICS {
+            assert_eq!(
+                key(&format!("min_{metric}")),
+                Ok(Key::Bar(Bound::Min, metric))
+            );
+            assert_eq!(
+                key(&format!("max_{metric}")),
+                Ok(Key::Bar(Bound::Max, metric))
+            );
+        }
+    }
+
+    #[test]
+    fn all_problems_of_one_attribute_are_reported() {
+        assert_eq!(
+            messages(quote!(
+                dataset = "d.jsonl",
+                tolerence = 0.1,
+                colour = "red",
+                min_span_recal = 0.5,
+                max_fast = 0.5,
+                min_ = 0.5,
+                k = 0,
+                k = 3,
+                tolerance = 1.5,
+                min_recall = -0.1,
+                mode = "fast",
+                mode = 1,
+                per_query = "yes",
+                glob,
+                corpus(x),
+            )),
+            [
+                "unknown key `tolerence`, did you mean `tolerance`?",
+                "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
+                 per_query, min_<metric> and max_<metric>",
+                "unknown metric `span_recal` in `min_span_recal`, did you mean `span_recall`?",
+                "unknown metric `fast` in `max_fast`; metrics are chunk_recall, chunk_precision, \
+                 chunk_f1, span_recall, span_precision, span_iou, precision_omega, precision, \
+                 recall, f1, hit, mrr, ndcg, map",
+                "`min_` needs a metric name, e.g. `min_span_recall`",
+                "`k` must be an integer literal ≥ 1, got 0",
+                "`k` is given twice",
+                "`tolerance` must be between 0 and 1, got 1.5",
+                "`min_recall` must be between 0 and 1, got -0.1",
+                "unknown mode `fast`; modes are standard, chroma",
+                "`mode` is given twice",
+                "`per_query` must be `true` or `false`",
+                "`glob` needs a value, e.g. `glob = \"**/*.md\"`",
+                "`corpus` needs a value, e.g. `corpus = \"corpus\"`",
+            ]
+        );
+    }
+
+    #[test]
+    fn wrong_literal_types_name_what_was_expected() {
+        assert_eq!(
+            messages(quote!(
+                dataset = 5,
+                corpus = true,
+                glob = 1,
+                k = 2.5,
+                tolerance = "low",
+                mode = standard,
+                min_hit = "0.5",
+            )),
+            [
+                "`dataset` must be a string literal: the dataset's path relative to the crate root",
+                "`corpus` must be a string literal: the corpus folder's path relative to the crate root",
+                "`glob` must be a string literal, e.g. `glob = \"**/*.md\"`",
+                "`k` must be an integer literal ≥ 1, got 2.5",
+                "`tolerance` must be a number between 0 and 1",
+                "`mode` must be \"standard\" or \"chroma\"",
+                "`min_hit` must be a number between 0 and 1",
+            ]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "", k = -3, k2 = 1, mode = "chrome")),
+            [
+                "`dataset` is empty: give the dataset's path relative to the crate root",
+                "`k` must be an integer literal ≥ 1, got -3",
+                "unknown key `k2`, did you mean `k`?",
+                "unknown mode `chrome`, did you mean `chroma`?",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_dataset_is_reported_with_the_other_problems() {
+        assert_eq!(
+            messages(quote!(k = 3, datset = "x")),
+            [
+                "unknown key `datset`, did you mean `dataset`?",
+                "missing `dataset = \"…\"`: every case needs the path of its dataset, relative \
+                 to the crate root",
+            ]
+        );
+        assert_eq!(messages(quote!()).len(), 1);
+    }
+
+    #[test]
+    fn contradictory_bars_are_reported_at_the_later_one() {
+        assert_eq!(
+            messages(quote!(dataset = "d", max_recall = 0.5, min_recall = 0.9, min_mrr = 0.5, max_mrr = 0.5)),
+            ["`min_recall = 0.9` contradicts `max_recall = 0.5`: no figure is at least 0.9 and at most 0.5"]
+        );
+    }
+
+    #[test]
+    fn syntax_errors_stop_the_parse_but_keep_earlier_errors() {
+        assert_eq!(
+            messages(quote!(dataset = "d", tolerence = 0.1, k: 5)),
+            [
+                "unknown key `tolerence`, did you mean `tolerance`?",
+                "`k` needs a value, e.g. `k = 5`",
+                "expected `,`",
+            ]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d", a::b = 1)),
+            ["expected a key such as `dataset`, found the path `a::b`"]
+        );
+    }
+
+    #[test]
+    fn numbers_keep_their_text_and_sign() {
+        let parse = |tokens: TokenStream| number(&syn::parse2(tokens).unwrap());
+        assert_eq!(
+            parse(quote!(-0.25)),
+            Some(Number {
+                value: -0.25,
+                integer: None,
+                text: "-0.25".into()
+            })
+        );
+        assert_eq!(
+            parse(quote!(1_000usize)),
+            Some(Number {
+                value: 1000.0,
+                integer: Some(1000),
+                text: "1000".into()
+            })
+        );
+        assert_eq!(parse(quote!(--1)), None);
+        assert_eq!(parse(quote!(x)), None);
+        assert_eq!(parse(quote!("1")), None);
+    }
+
+    #[test]
+    fn paths_are_checked_against_the_root() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let check = |tokens: TokenStream| {
+            let mut errors = Errors::default();
+            let args = parse(tokens, Some(root), &mut errors);
+            (args, errors.messages())
+        };
+        let (args, problems) = check(quote!(dataset = "Cargo.toml", corpus = "src"));
+        assert_eq!(problems, Vec::<String>::new());
+        assert_eq!(
+            (args.dataset.as_str(), args.corpus.as_deref()),
+            ("Cargo.toml", Some("src"))
+        );
+        let (_, problems) = check(quote!(dataset = "golden/none.jsonl", corpus = "nowhere"));
+        assert_eq!(
+            problems,
+            [
+                "dataset `golden/none.jsonl` does not exist relative to the crate root",
+                "corpus folder `nowhere` does not exist relative to the crate root",
+            ]
+        );
+        let (_, problems) = check(quote!(dataset = "src", corpus = "Cargo.toml"));
+        assert_eq!(
+            problems,
+            [
+                "dataset `src` is a folder; expected a file",
+                "corpus folder `Cargo.toml` is a file; expected a folder",
+            ]
+        );
+    }
+}

@@ -1,0 +1,367 @@
+//! `#[rag_eval(...)]`: the function, unchanged, and a hidden module describing the case.
+
+use crate::args::{self, Bound, CaseArgs, Mode};
+use crate::errors::Errors;
+use crate::signature::{self, Shape};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use std::path::Path;
+use syn::ext::IdentExt;
+use syn::{ItemFn, Visibility};
+
+/// The function in a case's hidden module that `main!` calls.
+pub(crate) const CASE_FN: &str = "__rag_eval_case";
+
+/// Expands the attribute; its paths are checked against `root`, the crate root, when known.
+pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = args::parse(attr, root, &mut errors);
+    let Ok(function) = syn::parse2::<ItemFn>(item.clone()) else {
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            format!("#[rag_eval] goes on a function: {}", signature::SHAPES),
+        ));
+        let errors = errors.to_compile_errors();
+        return quote!(#item #errors);
+    };
+    let shape = signature::classify(&function.sig)
+        .map_err(|error| errors.push(error))
+        .ok();
+    let module = match shape {
+        Some(shape) if errors.is_empty() => case_module(&function, &args, &shape),
+        // Without this module, every `main!` naming the case would add an error of its own.
+        _ => stub_module(&function),
+    };
+    let errors = errors.to_compile_errors();
+    quote!(#item #module #errors)
+}
+
+/// The hidden module named after the function, holding `__rag_eval_case` with `body`.
+fn module(function: &ItemFn, body: TokenStream, allow: TokenStream) -> TokenStream {
+    let ident = &function.sig.ident;
+    // A private case is still listed by path in `main!`, possibly from another module.
+    let visibility = match &function.vis {
+        Visibility::Inherited => quote!(pub(crate)),
+        visibility => visibility.to_token_stream(),
+    };
+    // The module goes wherever the function goes.
+    let cfgs = function
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg"));
+    // Spanned at the case so that an unlisted case's "never used" warning points at it.
+    let case_fn = Ident::new(CASE_FN, ident.span());
+    quote! {
+        #(#cfgs)*
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, #allow)]
+        #visibility mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+            pub fn #case_fn() -> ::rag_eval::__private::CaseSpec {
+                #body
+            }
+        }
+    }
+}
+
+/// The module of a case with errors: enough for `main!` and for the function not to look
+/// unused, nothing that could fail to compile in its turn.
+fn stub_module(function: &ItemFn) -> TokenStream {
+    let ident = &function.sig.ident;
+    let generics = &function.sig.generics;
+    let use_function = (generics.params.is_empty() && generics.where_clause.is_none())
+        .then(|| quote!(let _ = super::#ident;));
+    let body = quote! {
+        #use_function
+        ::core::unreachable!()
+    };
+    module(function, body, quote!(dead_code))
+}
+
+fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream {
+    let ident = &function.sig.ident;
+    let name = ident.unraw().to_string();
+    let line = u32::try_from(ident.span().start().line).unwrap_or(0);
+    let dataset = &args.dataset;
+    let corpus = option(args.corpus.as_deref());
+    let glob = option(args.glob.as_deref());
+    let k = Literal::usize_suffixed(args.k);
+    let tolerance = Literal::f64_suffixed(args.tolerance);
+    let mode = match args.mode {
+        Mode::Standard => quote!(Standard),
+        Mode::Chroma => quote!(Chroma),
+    };
+    let per_query = args.per_query;
+    let thresholds = args.thresholds.iter().map(|threshold| {
+        let metric = threshold.metric;
+        let bound = match threshold.bound {
+            Bound::Min => quote!(Min),
+            Bound::Max => quote!(Max),
+        };
+        let value = Literal::f64_suffixed(threshold.value);
+        quote! {
+            ::rag_eval::__private::Threshold {
+                metric: #metric,
+                bound: ::rag_eval::__private::Bound::#bound,
+                value: #value,
+            }
+        }
+    });
+    let (levels, build) = match *shape {
+        Shape::Factory { output, is_async } => (
+            factory_levels(output),
+            factory_build(ident, output, is_async),
+        ),
+        Shape::Function { output } => (
+            quote!(::rag_eval::__private::Levels::BOTH),
+            function_build(ident, output),
+        ),
+    };
+    let body = quote! {
+        ::rag_eval::__private::CaseSpec {
+            name: #name,
+            manifest_dir: ::core::env!("CARGO_MANIFEST_DIR"),
+            source: ::core::file!(),
+            line: #line,
+            dataset: #dataset,
+            corpus: #corpus,
+            glob: #glob,
+            k: #k,
+            tolerance: #tolerance,
+            mode: ::rag_eval::__private::Mode::#mode,
+            per_query: #per_query,
+            thresholds: &[#(#thresholds),*],
+            levels: #levels,
+            build: #build,
+        }
+    };
+    module(function, body, quote!())
+}
+
+fn option(value: Option<&str>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The levels the factory's return type implements, asked of the type itself.
+fn factory_levels(output: &syn::Type) -> TokenStream {
+    if signature::has_impl_trait(output) {
+        // Only the function knows the type behind `impl Trait`; the runtime asks the value.
+        return quote!(::rag_eval::__private::Levels::UNKNOWN);
+    }
+    let output = signature::from_child_module(output);
+    quote! {
+        {
+            #[allow(unused_imports)]
+            use ::rag_eval::__private::{
+                ChunkFallback as _, ChunkImpl as _, TokenFallback as _, TokenImpl as _,
+            };
+            let probe = ::rag_eval::__private::TypeProbe::<#output>::new();
+            ::rag_eval::__private::Levels {
+                token: (&probe).token_level(),
+                chunk: (&probe).chunk_level(),
+            }
+        }
+    }
+}
+
+/// Calls the factory and sees what it returned at both levels. A value of a type that is a
+/// retriever at neither level is a compile error at the return type.
+fn factory_build(ident: &Ident, output: &syn::Type, is_async: bool) -> TokenStream {
+    let at_output = first_span(output);
+    let call = if is_async {
+        quote_spanned!(ident.span()=> super::#ident().await)
+    } else {
+        quote_spanned!(ident.span()=> super::#ident())
+    };
+    let check = quote_spanned!(at_output=> (&&&Check::of(&retriever)).retriever_at_some_level());
+    quote! {
+        ::rag_eval::__private::Build::Factory(|| ::std::boxed::Box::pin(async {
+            #[allow(unused_imports)]
+            use ::rag_eval::__private::{
+                ChunkFallback as _, ChunkImpl as _, TokenFallback as _, TokenImpl as _,
+            };
+            let retriever = #call;
+            {
+                // Autoref steps: the first impl whose bound holds wins; `Neither` comes last
+                // and demands a trait nothing implements, whose message explains.
+                struct Check<T>(::core::marker::PhantomData<fn() -> T>);
+                impl<T> Check<T> {
+                    fn of(_: &T) -> Self {
+                        Check(::core::marker::PhantomData)
+                    }
+                }
+                #[diagnostic::on_unimplemented(
+                    message = "`{Self}` is not a retriever: a #[rag_eval] case returns a type \
+                               that implements `Retriever<TokenLevel>` or `Retriever<ChunkLevel>`",
+                    label = "implements neither `Retriever<TokenLevel>` nor `Retriever<ChunkLevel>`"
+                )]
+                trait Retriever {}
+                trait Token {
+                    fn retriever_at_some_level(&self) {}
+                }
+                impl<T> Token for &&Check<T>
+                where
+                    ::rag_eval::__private::TypeProbe<T>: ::rag_eval::__private::TokenImpl,
+                {
+                }
+                trait Chunk {
+                    fn retriever_at_some_level(&self) {}
+                }
+                impl<T> Chunk for &Check<T>
+                where
+                    ::rag_eval::__private::TypeProbe<T>: ::rag_eval::__private::ChunkImpl,
+                {
+                }
+                trait Neither {
+                    type Returned;
+                    fn retriever_at_some_level(&self)
+                    where
+                        Self::Returned: Retriever,
+                    {
+                    }
+                }
+                impl<T> Neither for Check<T> {
+                    type Returned = T;
+                }
+                #check;
+            }
+            let probe = ::rag_eval::__private::Probe(::std::sync::Arc::new(retriever));
+            ::rag_eval::__private::Retrievers {
+                token: (&probe).token(),
+                chunk: (&probe).chunk(),
+            }
+        }))
+    }
+}
+
+/// Wraps the query function: an owned query in, its ranked chunks out.
+fn function_build(ident: &Ident, output: &syn::Type) -> TokenStream {
+    let call = quote_spanned!(first_span(output)=> super::#ident(&query).await);
+    quote! {
+        ::rag_eval::__private::Build::Function(|query: ::std::string::String| {
+            ::std::boxed::Box::pin(async move { #call })
+        })
+    }
+}
+
+fn first_span(tokens: impl ToTokens) -> Span {
+    tokens
+        .into_token_stream()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |token| token.span())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_to_string(attr: TokenStream, item: TokenStream) -> String {
+        expand(attr, item, None).to_string()
+    }
+
+    #[test]
+    fn a_valid_case_keeps_its_function_and_gains_a_module() {
+        let item = quote!(
+            fn bm25() -> Bm25Retriever {
+                todo!()
+            }
+        );
+        let out = expand_to_string(
+            quote!(dataset = "d.jsonl", k = 3, min_mrr = 0.5, mode = "chroma"),
+            item.clone(),
+        );
+        assert!(out.starts_with(&item.to_string()), "{out}");
+        for part in [
+            "pub (crate) mod bm25",
+            "pub fn __rag_eval_case () -> :: rag_eval :: __private :: CaseSpec",
+            "name : \"bm25\"",
+            "dataset : \"d.jsonl\"",
+            "corpus : :: core :: option :: Option :: None",
+            "k : 3usize",
+            "tolerance : 0.01f64",
+            "mode : :: rag_eval :: __private :: Mode :: Chroma",
+            "per_query : true",
+            "metric : \"mrr\" , bound : :: rag_eval :: __private :: Bound :: Min , value : 0.5f64",
+            "TypeProbe :: < Bm25Retriever > :: new ()",
+            "Build :: Factory",
+            "super :: bm25 ()",
+        ] {
+            assert!(out.contains(part), "missing `{part}` in {out}");
+        }
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(!out.contains(". await"), "{out}");
+    }
+
+    #[test]
+    fn shapes_decide_levels_and_build() {
+        let out = expand_to_string(
+            quote!(dataset = "d"),
+            quote!(
+                pub async fn f() -> impl Retriever<TokenLevel> {
+                    x
+                }
+            ),
+        );
+        assert!(out.contains("pub mod f"), "{out}");
+        assert!(out.contains("Levels :: UNKNOWN"), "{out}");
+        assert!(out.contains("super :: f () . await"), "{out}");
+
+        let out = expand_to_string(
+            quote!(dataset = "d"),
+            quote!(
+                pub(super) async fn f(q: &str) -> Vec<RetrievedChunk> {
+                    x
+                }
+            ),
+        );
+        assert!(out.contains("pub (super) mod f"), "{out}");
+        assert!(out.contains("Levels :: BOTH"), "{out}");
+        assert!(out.contains("Build :: Function"), "{out}");
+        assert!(out.contains("super :: f (& query) . await"), "{out}");
+    }
+
+    #[test]
+    fn cfg_attributes_follow_the_function() {
+        let out = expand_to_string(
+            quote!(dataset = "d"),
+            quote!(
+                #[cfg(feature = "slow")]
+                #[inline]
+                fn f() -> R {
+                    x
+                }
+            ),
+        );
+        let module = &out[out.find("# [doc (hidden)]").unwrap() - 30..];
+        assert!(module.contains("# [cfg (feature = \"slow\")]"), "{out}");
+        assert!(!module.contains("inline"), "{out}");
+    }
+
+    #[test]
+    fn errors_keep_the_function_and_a_stub_module() {
+        let item = quote!(
+            fn f(a: u8, b: u8) -> R {
+                x
+            }
+        );
+        let out = expand_to_string(quote!(k = 0), item.clone());
+        assert!(out.starts_with(&item.to_string()), "{out}");
+        assert!(out.contains("mod f"), "{out}");
+        assert!(out.contains("unreachable"), "{out}");
+        assert_eq!(out.matches("compile_error").count(), 3, "{out}");
+
+        let out = expand_to_string(
+            quote!(dataset = "d"),
+            quote!(
+                struct S;
+            ),
+        );
+        assert!(out.starts_with("struct S ;"), "{out}");
+        assert!(out.contains("#[rag_eval] goes on a function"), "{out}");
+    }
+}

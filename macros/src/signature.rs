@@ -1,0 +1,302 @@
+//! The two function shapes a case can have.
+
+use proc_macro2::{Group, Ident, TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::{FnArg, ReturnType, Signature, Type};
+
+/// The start of every message about a signature of neither shape.
+pub(crate) const SHAPES: &str =
+    "a #[rag_eval] case is `fn() -> impl Retriever<…>` or `async fn(&str) -> Vec<RetrievedChunk>`";
+
+pub(crate) enum Shape<'a> {
+    /// `fn NAME() -> T` / `async fn NAME() -> T`: builds the retriever.
+    Factory { output: &'a Type, is_async: bool },
+    /// `async fn NAME(query: &str) -> Vec<RetrievedChunk>`: is the retriever.
+    Function { output: &'a Type },
+}
+
+/// Which shape `sig` has, or an error at the part that fits neither.
+pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
+    let fail = |tokens: &dyn ToTokens, why: &str| {
+        Err(syn::Error::new_spanned(tokens, format!("{SHAPES}; {why}")))
+    };
+    if let Some(unsafety) = &sig.unsafety {
+        return fail(unsafety, "this one is `unsafe`");
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return fail(&sig.generics, "this one is generic");
+    }
+    if let Some(variadic) = &sig.variadic {
+        return fail(variadic, "this one is variadic");
+    }
+    let output = match &sig.output {
+        ReturnType::Type(_, output) if !is_unit(output) => &**output,
+        ReturnType::Type(..) => return fail(&sig.output, "this one returns `()`"),
+        ReturnType::Default => return fail(&sig.ident, "this one returns nothing"),
+    };
+    match sig.inputs.len() {
+        0 => Ok(Shape::Factory {
+            output,
+            is_async: sig.asyncness.is_some(),
+        }),
+        1 => {
+            let ty = match &sig.inputs[0] {
+                FnArg::Typed(typed) => &*typed.ty,
+                FnArg::Receiver(receiver) => return fail(receiver, "this one takes `self`"),
+            };
+            if !is_str_ref(ty) {
+                return fail(ty, "the query parameter must be `&str`");
+            }
+            if sig.asyncness.is_none() {
+                return fail(&sig.fn_token, "a function taking the query must be `async`");
+            }
+            if !is_vec(output) {
+                return fail(
+                    output,
+                    "a function taking the query returns `Vec<RetrievedChunk>`",
+                );
+            }
+            Ok(Shape::Function { output })
+        }
+        n => fail(
+            &sig.inputs,
+            &format!("this one takes {n} parameters; the query is the only one there can be"),
+        ),
+    }
+}
+
+fn is_unit(ty: &Type) -> bool {
+    match ty {
+        Type::Tuple(tuple) => tuple.elems.is_empty(),
+        Type::Paren(paren) => is_unit(&paren.elem),
+        Type::Group(group) => is_unit(&group.elem),
+        _ => false,
+    }
+}
+
+/// `&str` or `&'a str` (not `&mut`): the query is lent for the call.
+fn is_str_ref(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(reference) => {
+            reference.mutability.is_none()
+                && matches!(&*reference.elem, Type::Path(path)
+                    if path.qself.is_none() && path.path.is_ident("str"))
+        }
+        Type::Group(group) => is_str_ref(&group.elem),
+        _ => false,
+    }
+}
+
+fn is_vec(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "Vec"),
+        Type::Group(group) => is_vec(&group.elem),
+        _ => false,
+    }
+}
+
+/// Whether `ty` mentions `impl Trait` anywhere, making it unnameable outside the function.
+pub(crate) fn has_impl_trait(ty: &Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            TokenTree::Ident(ident) => ident == "impl",
+            TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(ty.to_token_stream())
+}
+
+/// `ty` as written inside the case's hidden module, one level below the function: a path that
+/// starts at `self` or `super` would otherwise resolve from the wrong module.
+pub(crate) fn from_child_module(ty: &Type) -> TokenStream {
+    fn rebase(tokens: TokenStream) -> TokenStream {
+        let mut out = Vec::new();
+        // Consecutive `:` just before the current token: two or more end a path separator.
+        let mut colons = 0;
+        for token in tokens {
+            let before = colons;
+            let after_separator = before >= 2;
+            colons = 0;
+            match token {
+                TokenTree::Ident(ident) if !after_separator && ident == "self" => {
+                    out.push(TokenTree::Ident(Ident::new("super", ident.span())));
+                }
+                TokenTree::Ident(ident) if !after_separator && ident == "super" => {
+                    let span = ident.span();
+                    out.extend(quote::quote_spanned!(span=> super::));
+                    out.push(TokenTree::Ident(ident));
+                }
+                TokenTree::Punct(punct) if punct.as_char() == ':' => {
+                    colons = before + 1;
+                    out.push(TokenTree::Punct(punct));
+                }
+                TokenTree::Group(group) => {
+                    let mut rebased = Group::new(group.delimiter(), rebase(group.stream()));
+                    rebased.set_span(group.span());
+                    out.push(TokenTree::Group(rebased));
+                }
+                other => out.push(other),
+            }
+        }
+        out.into_iter().collect()
+    }
+    rebase(ty.to_token_stream())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn shape_of(item: TokenStream) -> Result<String, String> {
+        let item: syn::ItemFn = syn::parse2(item).unwrap();
+        classify(&item.sig)
+            .map(|shape| match shape {
+                Shape::Factory { output, is_async } => format!(
+                    "factory{} -> {}",
+                    if is_async { " (async)" } else { "" },
+                    output.to_token_stream()
+                ),
+                Shape::Function { output } => format!("function -> {}", output.to_token_stream()),
+            })
+            .map_err(|error| {
+                let why = error.to_string();
+                why.strip_prefix(SHAPES).unwrap_or(&why).to_owned()
+            })
+    }
+
+    #[test]
+    fn accepts_the_two_shapes() {
+        assert_eq!(
+            shape_of(quote!(
+                fn a() -> Bm25 {}
+            ))
+            .unwrap(),
+            "factory -> Bm25"
+        );
+        assert_eq!(
+            shape_of(quote!(
+                async fn a() -> impl Retriever<TokenLevel> {}
+            ))
+            .unwrap(),
+            "factory (async) -> impl Retriever < TokenLevel >"
+        );
+        assert_eq!(
+            shape_of(quote!(
+                async fn a(q: &str) -> Vec<RetrievedChunk> {}
+            ))
+            .unwrap(),
+            "function -> Vec < RetrievedChunk >"
+        );
+        assert_eq!(
+            shape_of(quote!(
+                async fn a(_: &'static str) -> std::vec::Vec<R> {}
+            ))
+            .unwrap(),
+            "function -> std :: vec :: Vec < R >"
+        );
+    }
+
+    #[test]
+    fn says_why_a_signature_fits_neither() {
+        let why = |item| shape_of(item).unwrap_err();
+        assert_eq!(
+            why(quote!(
+                fn a() {}
+            )),
+            "; this one returns nothing"
+        );
+        assert_eq!(
+            why(quote!(
+                fn a() -> () {}
+            )),
+            "; this one returns `()`"
+        );
+        assert_eq!(
+            why(quote!(
+                fn a<R>() -> R {}
+            )),
+            "; this one is generic"
+        );
+        assert_eq!(
+            why(quote!(
+                fn a() -> R
+                where
+                    R: Sized,
+                {
+                }
+            )),
+            "; this one is generic"
+        );
+        assert_eq!(
+            why(quote!(
+                unsafe fn a() -> R {}
+            )),
+            "; this one is `unsafe`"
+        );
+        assert_eq!(
+            why(quote!(
+                fn a(q: &str) -> Vec<R> {}
+            )),
+            "; a function taking the query must be `async`"
+        );
+        assert_eq!(
+            why(quote!(
+                async fn a(q: String) -> Vec<R> {}
+            )),
+            "; the query parameter must be `&str`"
+        );
+        assert_eq!(
+            why(quote!(
+                async fn a(q: &mut str) -> Vec<R> {}
+            )),
+            "; the query parameter must be `&str`"
+        );
+        assert_eq!(
+            why(quote!(
+                async fn a(q: &str) -> Option<R> {}
+            )),
+            "; a function taking the query returns `Vec<RetrievedChunk>`"
+        );
+        assert_eq!(
+            why(quote!(
+                async fn a(q: &str, k: usize) -> Vec<R> {}
+            )),
+            "; this one takes 2 parameters; the query is the only one there can be"
+        );
+    }
+
+    #[test]
+    fn finds_impl_trait_anywhere_in_a_type() {
+        let has = |ty: TokenStream| has_impl_trait(&syn::parse2(ty).unwrap());
+        assert!(has(quote!(impl Retriever<TokenLevel>)));
+        assert!(has(quote!(Box<impl Retriever<TokenLevel>>)));
+        assert!(has(quote!((u8, Vec<impl Send>))));
+        assert!(!has(quote!(Box<dyn Retriever<TokenLevel>>)));
+        assert!(!has(quote!(Bm25Retriever)));
+    }
+
+    #[test]
+    fn relative_paths_are_rebased_for_the_child_module() {
+        let rebased = |ty: TokenStream| {
+            from_child_module(&syn::parse2(ty).unwrap())
+                .to_string()
+                .replace(' ', "")
+        };
+        assert_eq!(rebased(quote!(self::R)), "super::R");
+        assert_eq!(rebased(quote!(super::R)), "super::super::R");
+        assert_eq!(rebased(quote!(super::super::R)), "super::super::super::R");
+        assert_eq!(
+            rebased(quote!(Box<self::a::R<super::T>>)),
+            "Box<super::a::R<super::super::T>>"
+        );
+        assert_eq!(rebased(quote!(crate::a::R)), "crate::a::R");
+        assert_eq!(rebased(quote!(::std::vec::Vec<R>)), "::std::vec::Vec<R>");
+        assert_eq!(rebased(quote!(R)), "R");
+    }
+}

@@ -1,0 +1,198 @@
+//! The `#[rag_eval]` attribute and `main!`.
+//!
+//! `ui` compiles the files of `tests/ui/`: those directly in it must fail with the messages of
+//! their `.stderr` files, those in `tests/ui/pass/` must compile and run. The other tests read
+//! the case descriptions that the attribute expands to in this file.
+
+use rag_eval::__private::{Bound, Build, CaseSpec, Levels, Mode, Retrievers, Threshold};
+use rag_eval::prelude::*;
+use rag_eval::rag_eval;
+use std::path::{Path, PathBuf};
+
+/// The UI files are built as binaries of a crate that trybuild writes to
+/// `<target>/tests/trybuild/rag-eval/`, and that folder is the `CARGO_MANIFEST_DIR` the
+/// attribute resolves dataset paths against. A copy of the bundled example data there lets the
+/// UI files name `examples/data/…` just as a test of this crate does.
+fn stage_example_data() -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the temporary folder is inside the target folder");
+    let project = target.join("tests/trybuild/rag-eval");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
+    copy_folder(&source, &project.join("examples/data"));
+    project
+}
+
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn ui() {
+    let project = stage_example_data();
+    assert!(project.join("examples/data/questions.jsonl").is_file());
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/ui/*.rs");
+    cases.pass("tests/ui/pass/*.rs");
+}
+
+const DATASET: &str = "examples/data/questions.jsonl";
+
+/// A retriever at token level only.
+struct SpanOnly;
+
+#[async_trait::async_trait]
+impl Retriever<TokenLevel> for SpanOnly {
+    fn name(&self) -> String {
+        "span-only".into()
+    }
+    async fn retrieve(&self, _: &str, _: usize) -> rag_eval::Result<Vec<RetrievedChunk>> {
+        Ok(Vec::new())
+    }
+}
+
+fn chunk(text: &str) -> RetrievedChunk {
+    let chars = text.chars().count();
+    RetrievedChunk::new(PositionAwareChunk::new("doc.md", 0, chars, text), 1.0)
+}
+
+const BM25_LINE: u32 = line!() + 9;
+#[rag_eval(
+    dataset = "examples/data/questions.jsonl",
+    corpus = "examples/data/corpus",
+    glob = "**/*.md",
+    k = 3,
+    min_span_recall = 0.5,
+    max_chunk_precision = 1
+)]
+fn bm25() -> Bm25Retriever {
+    Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
+}
+
+#[rag_eval(dataset = "examples/data/questions.jsonl", tolerance = 0.05, mode = "chroma")]
+async fn span_only() -> SpanOnly {
+    SpanOnly
+}
+
+#[rag_eval(dataset = "examples/data/questions.jsonl", per_query = false)]
+fn opaque() -> impl Retriever<TokenLevel> {
+    SpanOnly
+}
+
+#[rag_eval(dataset = "examples/data/questions.jsonl")]
+async fn echo(query: &str) -> Vec<RetrievedChunk> {
+    vec![chunk(query)]
+}
+
+mod cases {
+    // `super::SpanOnly` names the type from this module, not from the case's hidden one.
+    #[rag_eval::rag_eval(dataset = "examples/data/questions.jsonl")]
+    fn private_case() -> super::SpanOnly {
+        super::SpanOnly
+    }
+}
+
+fn built(spec: &CaseSpec) -> Retrievers {
+    match &spec.build {
+        Build::Factory(factory) => pollster::block_on(factory()),
+        Build::Function(_) => panic!("`{}` is a query function", spec.name),
+    }
+}
+
+#[test]
+fn the_attribute_records_every_key() {
+    let spec = bm25::__rag_eval_case();
+    assert_eq!(spec.name, "bm25");
+    assert_eq!(spec.manifest_dir, env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(spec.source, file!());
+    assert_eq!(spec.line, BM25_LINE);
+    assert_eq!(spec.dataset, DATASET);
+    assert_eq!(spec.corpus, Some("examples/data/corpus"));
+    assert_eq!(spec.glob, Some("**/*.md"));
+    assert_eq!((spec.k, spec.tolerance), (3, 0.01));
+    assert_eq!((spec.mode, spec.per_query), (Mode::Standard, true));
+    assert_eq!(
+        spec.thresholds,
+        [
+            Threshold {
+                metric: "span_recall",
+                bound: Bound::Min,
+                value: 0.5
+            },
+            Threshold {
+                metric: "chunk_precision",
+                bound: Bound::Max,
+                value: 1.0
+            },
+        ]
+    );
+
+    let spec = span_only::__rag_eval_case();
+    assert_eq!((spec.corpus, spec.glob), (None, None));
+    assert_eq!((spec.k, spec.tolerance), (5, 0.05));
+    assert_eq!((spec.mode, spec.per_query), (Mode::Chroma, true));
+    assert!(spec.thresholds.is_empty());
+    assert!(!opaque::__rag_eval_case().per_query);
+}
+
+#[test]
+fn factories_report_their_levels_from_the_type_and_build_both_views() {
+    let spec = bm25::__rag_eval_case();
+    assert_eq!(
+        spec.levels,
+        Levels {
+            token: true,
+            chunk: true
+        }
+    );
+    let retrievers = built(&spec);
+    assert!(retrievers.token.is_some() && retrievers.chunk.is_some());
+    assert_eq!(
+        retrievers.token.unwrap().name(),
+        Retriever::<TokenLevel>::name(&bm25())
+    );
+
+    let spec = span_only::__rag_eval_case();
+    assert_eq!(
+        spec.levels,
+        Levels {
+            token: true,
+            chunk: false
+        }
+    );
+    let retrievers = built(&spec);
+    assert_eq!(retrievers.token.unwrap().name(), "span-only");
+    assert!(retrievers.chunk.is_none());
+
+    let spec = cases::private_case::__rag_eval_case();
+    assert_eq!(spec.name, "private_case");
+    assert_eq!(spec.levels, span_only::__rag_eval_case().levels);
+}
+
+#[test]
+fn impl_trait_levels_are_found_out_when_built() {
+    let spec = opaque::__rag_eval_case();
+    assert_eq!(spec.levels, Levels::UNKNOWN);
+    let retrievers = built(&spec);
+    assert!(retrievers.token.is_some() && retrievers.chunk.is_none());
+}
+
+#[test]
+fn query_functions_are_the_retriever() {
+    let spec = echo::__rag_eval_case();
+    assert_eq!(spec.levels, Levels::BOTH);
+    let Build::Function(retrieve) = spec.build else {
+        panic!("`echo` takes the query");
+    };
+    let chunks = pollster::block_on(retrieve("which kernel?".to_owned()));
+    assert_eq!(chunks, [chunk("which kernel?")]);
+}
