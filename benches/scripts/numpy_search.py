@@ -1,0 +1,87 @@
+"""Exact top-k cosine search by NumPy brute force: the peer of benches/vector_search.rs.
+
+Reads the stored vectors and the queries as raw little-endian float32 files (row-major, `dim`
+columns), normalises the stored vectors once (as the store does when vectors are added), then,
+timed: normalises the queries and, a block of queries at a time, computes the scores `Q @ X.T`
+and takes each row's top k with `argpartition`, sorted best first. Prints JSON on stdout:
+the median seconds per full pass, every pass's time, the settings, and the ranked rows and
+scores of a sample of queries for the caller to compare with its own.
+
+The BLAS thread count is set before NumPy is imported (`--threads`), so that both sides of the
+comparison use the same number of cores.
+
+    python numpy_search.py VECTORS QUERIES --dim 384 --k 10 --threads 2 --reps 3
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("vectors", help="stored vectors, raw float32")
+    parser.add_argument("queries", help="queries, raw float32")
+    parser.add_argument("--dim", type=int, required=True)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--block", type=int, default=256, help="queries per matrix product")
+    parser.add_argument(
+        "--sample", type=int, default=100, help="report the results of every N-th query"
+    )
+    args = parser.parse_args()
+
+    threads = str(args.threads)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = threads
+    import numpy as np  # noqa: E402  (after the thread settings, which BLAS reads at load)
+
+    x = np.fromfile(args.vectors, dtype="<f4").reshape(-1, args.dim)
+    q_raw = np.fromfile(args.queries, dtype="<f4").reshape(-1, args.dim)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    x = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    n, k = x.shape[0], min(args.k, x.shape[0])
+
+    def search():
+        norms = np.linalg.norm(q_raw, axis=1, keepdims=True)
+        q = np.divide(q_raw, norms, out=np.zeros_like(q_raw), where=norms > 0)
+        ids = np.empty((q.shape[0], k), dtype=np.int64)
+        scores = np.empty((q.shape[0], k), dtype=np.float32)
+        for start in range(0, q.shape[0], args.block):
+            s = q[start : start + args.block] @ x.T
+            top = np.argpartition(s, n - k, axis=1)[:, n - k :]
+            top_scores = np.take_along_axis(s, top, axis=1)
+            order = np.argsort(-top_scores, axis=1, kind="stable")
+            ids[start : start + args.block] = np.take_along_axis(top, order, axis=1)
+            scores[start : start + args.block] = np.take_along_axis(top_scores, order, axis=1)
+        return ids, scores
+
+    times = []
+    for _ in range(args.reps):
+        started = time.perf_counter()
+        ids, scores = search()
+        times.append(time.perf_counter() - started)
+
+    sample = range(0, ids.shape[0], max(args.sample, 1))
+    json.dump(
+        {
+            "median_s": sorted(times)[len(times) // 2],
+            "times_s": times,
+            "reps": args.reps,
+            "threads": args.threads,
+            "block": args.block,
+            "numpy": np.__version__,
+            "sample": {
+                str(i): {"rows": ids[i].tolist(), "scores": scores[i].tolist()} for i in sample
+            },
+        },
+        sys.stdout,
+    )
+    print()
+
+
+if __name__ == "__main__":
+    main()
