@@ -52,7 +52,6 @@ const MIN_PARALLEL_WORK: usize = 1 << 23;
 /// assert_eq!(hits[1][0].chunk.content, "cats");
 /// # Ok::<(), rag_eval::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct InMemoryStore {
     inner: RwLock<Inner>,
     fixed_dimension: Option<usize>,
@@ -61,7 +60,7 @@ pub struct InMemoryStore {
     min_parallel_work: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Inner {
     dimension: Option<usize>,
     chunks: Vec<PositionAwareChunk>,
@@ -72,6 +71,17 @@ struct Inner {
     /// as rows, gathering them cost a third as much as the arithmetic.
     matrix: Vec<f32>,
     rows: HashMap<PaChunkId, usize>,
+}
+
+impl std::fmt::Debug for InMemoryStore {
+    /// Size and settings; the vectors themselves would be megabytes of digits.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryStore")
+            .field("chunks", &self.count())
+            .field("dimension", &self.dimension())
+            .field("threads", &self.threads)
+            .finish()
+    }
 }
 
 impl Default for InMemoryStore {
@@ -702,6 +712,13 @@ mod tests {
     fn clear_empties_the_store_and_forgets_a_learned_dimension() {
         let (store, _) = store_with(&[vec![1.0, 0.0], vec![0.0, 1.0]]);
         assert_eq!(block_on(store.len()).unwrap(), 2);
+        assert_eq!(
+            format!("{store:?}"),
+            format!(
+                "InMemoryStore {{ chunks: 2, dimension: Some(2), threads: {} }}",
+                store.threads
+            )
+        );
         block_on(store.clear()).unwrap();
         assert_eq!(block_on(store.len()).unwrap(), 0);
         assert!(block_on(store.search(&[1.0, 0.0], 3)).unwrap().is_empty());
