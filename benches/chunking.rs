@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench chunking` (optional: `-- --reps N`). The Python side runs
 //! `benches/scripts/langchain_chunking.py` with `benches/scripts/.venv`, and is skipped with a
-//! notice when that venv is missing.
+//! notice when that venv is missing. Under `cargo test --benches` it chunks once, unmeasured,
+//! as a smoke test.
 
 use camino::Utf8PathBuf;
 use rag_eval::chunk::PaChunkId;
@@ -62,6 +63,20 @@ fn main() {
     let corpus = Corpus::from_folder(&corpora, None).expect("corpora load");
     let bytes: usize = corpus.documents().iter().map(|d| d.content().len()).sum();
     let chunker = RecursiveCharacterChunker::new(SIZE, OVERLAP);
+    if !args.iter().any(|a| a == "--bench") {
+        let chunks = chunker.chunk_corpus(&corpus);
+        let plain: usize = corpus
+            .documents()
+            .iter()
+            .map(|d| Chunker::chunk(&chunker, d.content()).len())
+            .sum();
+        assert_eq!(chunks.len(), plain);
+        println!(
+            "chunking smoke run: {} chunks; use `cargo bench` to measure",
+            chunks.len()
+        );
+        return;
+    }
     println!(
         "{} over {} documents, {} chars ({bytes} bytes), median of {reps} runs",
         PositionAwareChunker::name(&chunker),

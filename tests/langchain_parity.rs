@@ -32,6 +32,7 @@ const KNOWN_CHAR_DIFFERENCES: &[(&str, usize, i64, usize)] = &[
 /// character offset before searching, so it starts searching past the chunk and finds a later
 /// copy or nothing (-1). Number of such chunks per fixture; every one of them is checked
 /// against the true start in the fixture.
+#[cfg(feature = "tiktoken")]
 const KNOWN_TOKEN_DIFFERENCES: &[(&str, usize)] = &[
     ("tokens/chatlogs_800_400.tsv", 6),
     ("tokens/finance_800_400.tsv", 98),

@@ -173,6 +173,10 @@ impl RecursiveCharacterChunker {
 
     /// Byte ranges of the chunks of `text`, in order.
     fn byte_ranges(&self, text: &str) -> Vec<Range<usize>> {
+        self.byte_ranges_with(text, true)
+    }
+
+    fn byte_ranges_with(&self, text: &str, jump: bool) -> Vec<Range<usize>> {
         let mut run = Run {
             text,
             size: self.chunk_size,
@@ -180,6 +184,7 @@ impl RecursiveCharacterChunker {
             meter: Meter::for_text(self.length, text),
             out: Vec::with_capacity(text.len() / self.chunk_size.max(1) + 1),
             spare: Vec::new(),
+            jump,
         };
         run.split(0..text.len(), &self.separators);
         run.out
@@ -241,7 +246,100 @@ pub(crate) fn is_python_whitespace(c: char) -> bool {
 /// Number of chars in `s`: its bytes that do not continue a multi-byte char. Inlined and
 /// vectorised, unlike `chars().count()`, which is slow for the many short pieces.
 fn char_count(s: &str) -> usize {
-    s.bytes().filter(|&b| (b as i8) >= -0x40).count()
+    char_starts(s.as_bytes())
+}
+
+/// Number of bytes of `s` that start a UTF-8 char.
+#[inline(always)]
+fn char_starts(s: &[u8]) -> usize {
+    s.iter().filter(|&&b| (b as i8) >= -0x40).count()
+}
+
+/// Char distances between byte offsets of a text, all of them char boundaries.
+#[derive(Clone, Copy)]
+struct CharMath<'a> {
+    hay: &'a [u8],
+    ascii: bool,
+}
+
+impl CharMath<'_> {
+    /// Chars in `x..y`.
+    #[inline(always)]
+    fn between(self, x: usize, y: usize) -> usize {
+        if self.ascii {
+            y - x
+        } else {
+            char_starts(&self.hay[x..y])
+        }
+    }
+
+    /// The boundary `k` chars after `x`, or `z` when fewer are left.
+    fn advance(self, x: usize, k: usize, z: usize) -> usize {
+        if self.ascii {
+            return x.saturating_add(k).min(z);
+        }
+        // Each round reads as many bytes as chars are still needed, which is never too far.
+        let (mut b, mut need) = (x, k);
+        while need > 0 && b < z {
+            let step = need.min(z - b);
+            need -= char_starts(&self.hay[b..b + step]);
+            b += step;
+        }
+        self.to_boundary(b, z)
+    }
+
+    /// The first boundary at most `k` chars before `y`, or `a` when fewer are there.
+    fn retreat(self, y: usize, k: usize, a: usize) -> usize {
+        if self.ascii {
+            return y.saturating_sub(k).max(a);
+        }
+        let (mut b, mut need) = (y, k);
+        while need > 0 && b > a {
+            let step = need.min(b - a);
+            need -= char_starts(&self.hay[b - step..b]);
+            b -= step;
+        }
+        self.to_boundary(b, y)
+    }
+
+    /// `b`, or the next char start when `b` is inside a char.
+    fn to_boundary(self, mut b: usize, limit: usize) -> usize {
+        while b < limit && (self.hay[b] as i8) < -0x40 {
+            b += 1;
+        }
+        b
+    }
+}
+
+/// The first offset in `from..to` holding `byte`.
+#[inline]
+fn find_byte(hay: &[u8], from: usize, to: usize, byte: u8) -> Option<usize> {
+    let s = &hay[from..to];
+    let mut i = 0;
+    while let Some(block) = s[i..].first_chunk::<32>() {
+        if has_byte(block, byte) {
+            return block.iter().position(|&b| b == byte).map(|p| from + i + p);
+        }
+        i += 32;
+    }
+    s[i..].iter().position(|&b| b == byte).map(|p| from + i + p)
+}
+
+/// The last offset in `from..to` holding `byte`.
+#[inline]
+fn rfind_byte(hay: &[u8], from: usize, to: usize, byte: u8) -> Option<usize> {
+    let s = &hay[from..to];
+    let mut j = s.len();
+    while let Some(block) = s[..j].last_chunk::<32>() {
+        if has_byte(block, byte) {
+            return block
+                .iter()
+                .rposition(|&b| b == byte)
+                .map(|p| from + j - 32 + p);
+        }
+        j -= 32;
+    }
+    s[..j].iter().rposition(|&b| b == byte).map(|p| from + p)
 }
 
 /// Converts byte offsets to char offsets by walking from the previous one.
@@ -312,14 +410,23 @@ struct Run<'a> {
     out: Vec<Range<usize>>,
     /// Windows of finished recursion levels, reused by the next ones.
     spare: Vec<Window>,
+    /// Whether single-byte separators with character length take the jumping path
+    /// ([`Run::split_at_byte`]); tests turn it off to compare both paths.
+    jump: bool,
 }
 
 impl Run<'_> {
     /// Splits `text[range]` with the first separator of `seps` that occurs in it.
     fn split(&mut self, range: Range<usize>, seps: &[String]) {
         let base = range.start;
-        let part = &self.text[range];
+        let part = &self.text[range.clone()];
         let (sep, rest) = pick_separator(part, seps);
+        if let [byte] = *sep.as_bytes() {
+            if self.jump && matches!(self.meter, Meter::AsciiChars | Meter::Chars) {
+                self.split_at_byte(range.start, range.end, byte, rest);
+                return;
+            }
+        }
         let mut win = self.spare.pop().unwrap_or_default();
         if sep.is_empty() {
             for (i, c) in part.char_indices() {
@@ -354,10 +461,80 @@ impl Run<'_> {
             return;
         }
         self.flush(win);
+        self.long_piece(start, end, rest);
+    }
+
+    /// A piece of `size` or more: split further with `rest`, or kept whole when no separator
+    /// is left.
+    fn long_piece(&mut self, start: usize, end: usize, rest: &[String]) {
         if rest.is_empty() {
             self.out.push(start..end);
         } else {
             self.split(start..end, rest);
+        }
+    }
+
+    /// The same splitting and merging as [`Run::split`] for a one-byte separator `sep` and
+    /// lengths in chars, without visiting every piece.
+    ///
+    /// The pieces are consecutive, so a window's length is the char distance between its
+    /// ends, and "merge pieces while they fit" means "end the chunk at the last separator at
+    /// most `size` chars after its start": one backward search near that point instead of a
+    /// step per word. Dropping pieces for the overlap likewise becomes a forward search from
+    /// the first offset where both of LangChain's conditions hold.
+    fn split_at_byte(&mut self, a: usize, z: usize, sep: u8, rest: &[String]) {
+        let hay = self.text.as_bytes();
+        let ch = CharMath {
+            hay,
+            ascii: matches!(self.meter, Meter::AsciiChars),
+        };
+        let (size, overlap) = (self.size, self.overlap);
+        // Piece boundaries are `a`, every `sep` after it, and `z`.
+        let next = |x: usize| find_byte(hay, x + 1, z, sep).unwrap_or(z);
+        let mut e = a;
+        let mut window: Option<usize> = None;
+        while e < z {
+            let Some(st) = window else {
+                let n = next(e);
+                if ch.between(e, n) >= size {
+                    self.long_piece(e, n, rest);
+                } else {
+                    window = Some(e);
+                }
+                e = n;
+                continue;
+            };
+            let limit = ch.advance(st, size, z);
+            if limit >= z {
+                // Everything left fits, and no piece after `st` can be long.
+                e = z;
+                break;
+            }
+            // Every piece ending at or before `limit` fits; the next one does not.
+            e = rfind_byte(hay, e + 1, limit + 1, sep).unwrap_or(e);
+            let n = next(e);
+            self.emit_stripped(st, e);
+            if ch.between(e, n) >= size {
+                window = None;
+                self.long_piece(e, n, rest);
+                e = n;
+                continue;
+            }
+            // Keep the pieces from the first boundary where what is kept is at most
+            // `overlap` long and the next piece fits after it (all dropped if none).
+            let lo = st
+                .max(ch.retreat(e, overlap, a))
+                .max(ch.retreat(n, size, a));
+            let kept = if lo <= st {
+                st
+            } else {
+                find_byte(hay, lo, e, sep).unwrap_or(e)
+            };
+            window = Some(kept);
+            e = n;
+        }
+        if let Some(st) = window {
+            self.emit_stripped(st, e);
         }
     }
 
@@ -891,6 +1068,21 @@ mod tests {
                 .collect();
             prop_assert_eq!(pieces(&text, sep), expected);
             prop_assert_eq!(find(&text, sep), text.find(sep));
+        }
+
+        #[test]
+        fn jumping_gives_the_same_chunks_as_visiting_every_piece(
+            text in text_strategy(),
+            size in 1usize..30,
+            overlap_frac in 0usize..=100,
+            chroma in any::<bool>(),
+        ) {
+            let overlap = size * overlap_frac / 100;
+            let mut c = RecursiveCharacterChunker::new(size, overlap);
+            if chroma {
+                c = c.with_separators(RecursiveCharacterChunker::CHROMA_SEPARATORS.iter().copied());
+            }
+            prop_assert_eq!(c.byte_ranges_with(&text, true), c.byte_ranges_with(&text, false));
         }
 
         #[test]
