@@ -2,8 +2,9 @@
 //!
 //! - [`ChunkId`] = `chunk_` + the first 12 hex digits of SHA-256 of the content: identical text
 //!   gets the same id wherever it occurs, which is what chunk-level ground truth wants.
-//! - [`PaChunkId`] = `pa_chunk_` + 12 hex digits of SHA-256 over document id, start, end and
-//!   content: the same text at two places gets two ids.
+//! - [`PaChunkId`] = `pa_chunk_` + 12 hex digits of SHA-256 over the document id's UTF-8 bytes,
+//!   a NUL byte, start and end as little-endian `u64`, and the content's UTF-8 bytes: the same
+//!   text at two places gets two ids.
 
 use crate::corpus::{DocId, Metadata};
 use crate::span::CharSpan;
@@ -12,9 +13,17 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
 
-fn hex12(hasher: Sha256) -> String {
+/// `prefix` followed by the first 12 hex digits of the digest, in one allocation.
+fn prefixed_hex12(prefix: &str, hasher: Sha256) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = hasher.finalize();
-    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+    let mut id = String::with_capacity(prefix.len() + 12);
+    id.push_str(prefix);
+    for b in &digest[..6] {
+        id.push(HEX[usize::from(b >> 4)] as char);
+        id.push(HEX[usize::from(b & 0xf)] as char);
+    }
+    id
 }
 
 /// Content-addressed id of a chunk, e.g. `chunk_a3f2b1c8d9e0`.
@@ -36,7 +45,7 @@ impl ChunkId {
     pub fn from_content(content: &str) -> Self {
         let mut h = Sha256::new();
         h.update(content.as_bytes());
-        ChunkId(format!("{}{}", Self::PREFIX, hex12(h)))
+        ChunkId(prefixed_hex12(Self::PREFIX, h))
     }
 
     /// An id taken as given (from a dataset or a retriever's output).
@@ -74,15 +83,14 @@ impl PaChunkId {
     /// The id of `content` found at `start..end` (chars) of document `doc`.
     pub fn new(doc: &DocId, start: usize, end: usize, content: &str) -> Self {
         let mut h = Sha256::new();
-        // NUL separators keep ("ab", 1) and ("a", "b1") apart.
+        // The document id ends with a NUL and the offsets have a fixed width, so no two
+        // (doc, start, end, content) tuples hash the same bytes.
         h.update(doc.as_str().as_bytes());
         h.update([0]);
-        h.update(start.to_string().as_bytes());
-        h.update([0]);
-        h.update(end.to_string().as_bytes());
-        h.update([0]);
+        h.update((start as u64).to_le_bytes());
+        h.update((end as u64).to_le_bytes());
         h.update(content.as_bytes());
-        PaChunkId(format!("{}{}", Self::PREFIX, hex12(h)))
+        PaChunkId(prefixed_hex12(Self::PREFIX, h))
     }
 
     /// The id as text.
