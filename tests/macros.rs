@@ -78,7 +78,11 @@ fn bm25() -> Bm25Retriever {
     Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
 }
 
-#[rag_eval(dataset = "examples/data/questions.jsonl", tolerance = 0.05, mode = "chroma")]
+#[rag_eval(
+    dataset = "examples/data/questions.jsonl",
+    tolerance = 0.05,
+    mode = "chroma"
+)]
 async fn span_only() -> SpanOnly {
     SpanOnly
 }

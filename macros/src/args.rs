@@ -108,10 +108,15 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         bars: Vec::new(),
     };
     let parser = syn::meta::parser(|meta| state.entry(meta));
-    if let Err(error) = parser.parse2(tokens) {
-        state.errors.push(error);
-    }
-    if !state.dataset_given {
+    let complete = match parser.parse2(tokens) {
+        Ok(()) => true,
+        Err(error) => {
+            state.errors.push(error);
+            false
+        }
+    };
+    // After a syntax error the dataset may well be among the keys not read.
+    if complete && !state.dataset_given {
         state.errors.push(syn::Error::new(
             Span::call_site(),
             format!(
@@ -233,7 +238,7 @@ impl State<'_> {
     }
 
     fn entry(&mut self, meta: ParseNestedMeta) -> syn::Result<()> {
-        let value = take_value(&meta)?;
+        let value = take_value(&meta, self.errors)?;
         let Some(ident) = meta.path.get_ident() else {
             let path = meta.path.to_token_stream().to_string().replace(' ', "");
             self.error(
@@ -460,11 +465,17 @@ enum PathKind {
     Folder,
 }
 
-/// The value after `=`, if there is one. A parenthesised `key(...)` is skipped, so that the
-/// parse carries on to the next key and its errors are reported too.
-fn take_value(meta: &ParseNestedMeta) -> syn::Result<Option<Expr>> {
+/// The value after `=`, if there is one. A `:` in place of the `=` is reported and read as
+/// one; a parenthesised `key(...)` is skipped. Either way the parse carries on to the next key,
+/// whose errors are then reported too.
+fn take_value(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<Option<Expr>> {
     if meta.input.peek(Token![=]) {
         return Ok(Some(meta.value()?.parse()?));
+    }
+    if meta.input.peek(Token![:]) && !meta.input.peek(Token![::]) {
+        let colon: Token![:] = meta.input.parse()?;
+        errors.push(syn::Error::new_spanned(colon, "expected `=`, found `:`"));
+        return Ok(Some(meta.input.parse()?));
     }
     if meta.input.peek(syn::token::Paren) {
         meta.input.parse::<TokenTree>()?;
@@ -720,11 +731,19 @@ mod tests {
     #[test]
     fn syntax_errors_stop_the_parse_but_keep_earlier_errors() {
         assert_eq!(
-            messages(quote!(dataset = "d", tolerence = 0.1, k: 5)),
+            messages(quote!(dataset = "d", tolerence = 0.1, k = 5 5, mode = 1)),
             [
                 "unknown key `tolerence`, did you mean `tolerance`?",
-                "`k` needs a value, e.g. `k = 5`",
                 "expected `,`",
+            ]
+        );
+        assert_eq!(messages(quote!(k = 5 5, dataset = "d")), ["expected `,`"]);
+        assert_eq!(
+            messages(quote!(dataset: "d", k: 0, per_query = true)),
+            [
+                "expected `=`, found `:`",
+                "expected `=`, found `:`",
+                "`k` must be an integer literal ≥ 1, got 0",
             ]
         );
         assert_eq!(

@@ -108,17 +108,20 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             }
         }
     });
-    let (levels, build) = match *shape {
+    let (items, levels, build) = match *shape {
         Shape::Factory { output, is_async } => (
+            retriever_check(),
             factory_levels(output),
             factory_build(ident, output, is_async),
         ),
         Shape::Function { output } => (
+            quote!(),
             quote!(::rag_eval::__private::Levels::BOTH),
             function_build(ident, output),
         ),
     };
     let body = quote! {
+        #items
         ::rag_eval::__private::CaseSpec {
             name: #name,
             manifest_dir: ::core::env!("CARGO_MANIFEST_DIR"),
@@ -168,16 +171,16 @@ fn factory_levels(output: &syn::Type) -> TokenStream {
     }
 }
 
-/// Calls the factory and sees what it returned at both levels. A value of a type that is a
-/// retriever at neither level is a compile error at the return type.
+/// Calls the factory and sees what it returned at both levels.
 fn factory_build(ident: &Ident, output: &syn::Type, is_async: bool) -> TokenStream {
-    let at_output = first_span(output);
     let call = if is_async {
         quote_spanned!(ident.span()=> super::#ident().await)
     } else {
         quote_spanned!(ident.span()=> super::#ident())
     };
-    let check = quote_spanned!(at_output=> (&&&Check::of(&retriever)).retriever_at_some_level());
+    let check = quote_spanned!(first_span(output)=>
+        (&&&RagEvalCheck::of(&retriever)).retriever_at_some_level()
+    );
     quote! {
         ::rag_eval::__private::Build::Factory(|| ::std::boxed::Box::pin(async {
             #[allow(unused_imports)]
@@ -185,50 +188,7 @@ fn factory_build(ident: &Ident, output: &syn::Type, is_async: bool) -> TokenStre
                 ChunkFallback as _, ChunkImpl as _, TokenFallback as _, TokenImpl as _,
             };
             let retriever = #call;
-            {
-                // Autoref steps: the first impl whose bound holds wins; `Neither` comes last
-                // and demands a trait nothing implements, whose message explains.
-                struct Check<T>(::core::marker::PhantomData<fn() -> T>);
-                impl<T> Check<T> {
-                    fn of(_: &T) -> Self {
-                        Check(::core::marker::PhantomData)
-                    }
-                }
-                #[diagnostic::on_unimplemented(
-                    message = "`{Self}` is not a retriever: a #[rag_eval] case returns a type \
-                               that implements `Retriever<TokenLevel>` or `Retriever<ChunkLevel>`",
-                    label = "implements neither `Retriever<TokenLevel>` nor `Retriever<ChunkLevel>`"
-                )]
-                trait Retriever {}
-                trait Token {
-                    fn retriever_at_some_level(&self) {}
-                }
-                impl<T> Token for &&Check<T>
-                where
-                    ::rag_eval::__private::TypeProbe<T>: ::rag_eval::__private::TokenImpl,
-                {
-                }
-                trait Chunk {
-                    fn retriever_at_some_level(&self) {}
-                }
-                impl<T> Chunk for &Check<T>
-                where
-                    ::rag_eval::__private::TypeProbe<T>: ::rag_eval::__private::ChunkImpl,
-                {
-                }
-                trait Neither {
-                    type Returned;
-                    fn retriever_at_some_level(&self)
-                    where
-                        Self::Returned: Retriever,
-                    {
-                    }
-                }
-                impl<T> Neither for Check<T> {
-                    type Returned = T;
-                }
-                #check;
-            }
+            #check;
             let probe = ::rag_eval::__private::Probe(::std::sync::Arc::new(retriever));
             ::rag_eval::__private::Retrievers {
                 token: (&probe).token(),
@@ -238,13 +198,65 @@ fn factory_build(ident: &Ident, output: &syn::Type, is_async: bool) -> TokenStre
     }
 }
 
+/// Items that make a factory returning a retriever at neither level a compile error at its
+/// return type (`RagEvalCheck::of(&value).retriever_at_some_level()`), also when the type is
+/// `impl Trait`. Method lookup tries `&&&Check`, `&&Check`, `&Check` in turn and takes the first
+/// impl whose bound holds; the last one asks for a trait that nothing implements, whose message
+/// says what is wrong.
+fn retriever_check() -> TokenStream {
+    quote! {
+        struct RagEvalCheck<T>(::core::marker::PhantomData<fn() -> T>);
+        impl<T> RagEvalCheck<T> {
+            fn of(_: &T) -> Self {
+                RagEvalCheck(::core::marker::PhantomData)
+            }
+        }
+        #[diagnostic::on_unimplemented(
+            message = "`{Self}` is not a retriever: a #[rag_eval] case returns a type that \
+                       implements `Retriever<TokenLevel>` or `Retriever<ChunkLevel>`",
+            label = "implements neither `Retriever<TokenLevel>` nor `Retriever<ChunkLevel>`",
+            note = "a function that ranks chunks itself is a case too: \
+                    `async fn(query: &str) -> Vec<RetrievedChunk>`"
+        )]
+        trait RagEvalRetriever {}
+        trait RagEvalToken {
+            fn retriever_at_some_level(&self) {}
+        }
+        impl<T> RagEvalToken for &&RagEvalCheck<T>
+        where
+            ::rag_eval::__private::TypeProbe<T>: ::rag_eval::__private::TokenImpl,
+        {
+        }
+        trait RagEvalChunk {
+            fn retriever_at_some_level(&self) {}
+        }
+        impl<T> RagEvalChunk for &RagEvalCheck<T>
+        where
+            ::rag_eval::__private::TypeProbe<T>: ::rag_eval::__private::ChunkImpl,
+        {
+        }
+        trait RagEvalNeither {
+            type Returned;
+            fn retriever_at_some_level(&self)
+            where
+                Self::Returned: RagEvalRetriever,
+            {
+            }
+        }
+        impl<T> RagEvalNeither for RagEvalCheck<T> {
+            type Returned = T;
+        }
+    }
+}
+
 /// Wraps the query function: an owned query in, its ranked chunks out.
 fn function_build(ident: &Ident, output: &syn::Type) -> TokenStream {
-    let call = quote_spanned!(first_span(output)=> super::#ident(&query).await);
+    // At the return type: a future of anything but ranked chunks is reported there.
+    let future = quote_spanned!(first_span(output)=>
+        ::std::boxed::Box::pin(async move { super::#ident(&query).await })
+    );
     quote! {
-        ::rag_eval::__private::Build::Function(|query: ::std::string::String| {
-            ::std::boxed::Box::pin(async move { #call })
-        })
+        ::rag_eval::__private::Build::Function(|query: ::std::string::String| #future)
     }
 }
 

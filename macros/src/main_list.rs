@@ -10,20 +10,23 @@ use syn::Path;
 pub(crate) fn expand(input: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let cases = parse(input, &mut errors);
+    let case_fns = cases.iter().map(|path| {
+        let case_fn = Ident::new(CASE_FN, first_span(path));
+        quote_spanned!(first_span(path)=> #path::#case_fn)
+    });
     if !errors.is_empty() {
         let errors = errors.to_compile_errors();
-        // A `main` all the same, or the binary also reports that it has none.
+        // A `main` all the same, or the binary also reports that it has none, and one that
+        // names the well-formed cases, or they are reported as unused.
         return quote! {
             #errors
             fn main() -> ::std::process::ExitCode {
+                let _ = (#(#case_fns,)*);
                 ::core::unreachable!()
             }
         };
     }
-    let calls = cases.iter().map(|path| {
-        let case_fn = Ident::new(CASE_FN, first_span(path));
-        quote_spanned!(first_span(path)=> #path::#case_fn())
-    });
+    let calls = case_fns.map(|case_fn| quote!(#case_fn()));
     quote! {
         fn main() -> ::std::process::ExitCode {
             ::rag_eval::__private::run(

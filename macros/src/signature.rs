@@ -4,9 +4,17 @@ use proc_macro2::{Group, Ident, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::{FnArg, ReturnType, Signature, Type};
 
+macro_rules! shapes {
+    () => {
+        "`fn() -> impl Retriever<…>` or `async fn(&str) -> Vec<RetrievedChunk>`"
+    };
+}
+
+/// The two shapes, for messages.
+pub(crate) const SHAPES: &str = shapes!();
+
 /// The start of every message about a signature of neither shape.
-pub(crate) const SHAPES: &str =
-    "a #[rag_eval] case is `fn() -> impl Retriever<…>` or `async fn(&str) -> Vec<RetrievedChunk>`";
+pub(crate) const NEITHER_SHAPE: &str = concat!("a #[rag_eval] case is ", shapes!());
 
 pub(crate) enum Shape<'a> {
     /// `fn NAME() -> T` / `async fn NAME() -> T`: builds the retriever.
@@ -18,7 +26,10 @@ pub(crate) enum Shape<'a> {
 /// Which shape `sig` has, or an error at the part that fits neither.
 pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
     let fail = |tokens: &dyn ToTokens, why: &str| {
-        Err(syn::Error::new_spanned(tokens, format!("{SHAPES}; {why}")))
+        Err(syn::Error::new_spanned(
+            tokens,
+            format!("{NEITHER_SHAPE}; {why}"),
+        ))
     };
     if let Some(unsafety) = &sig.unsafety {
         return fail(unsafety, "this one is `unsafe`");
@@ -60,7 +71,7 @@ pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
         }
         n => fail(
             &sig.inputs,
-            &format!("this one takes {n} parameters; the query is the only one there can be"),
+            &format!("this one takes {n} parameters, a query function only the query"),
         ),
     }
 }
@@ -166,7 +177,7 @@ mod tests {
             })
             .map_err(|error| {
                 let why = error.to_string();
-                why.strip_prefix(SHAPES).unwrap_or(&why).to_owned()
+                why.strip_prefix(NEITHER_SHAPE).unwrap_or(&why).to_owned()
             })
     }
 
@@ -267,7 +278,7 @@ mod tests {
             why(quote!(
                 async fn a(q: &str, k: usize) -> Vec<R> {}
             )),
-            "; this one takes 2 parameters; the query is the only one there can be"
+            "; this one takes 2 parameters, a query function only the query"
         );
     }
 

@@ -1,0 +1,2 @@
+// `main!` with no case would run nothing and pass.
+rag_eval::main!();
