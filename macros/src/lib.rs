@@ -14,7 +14,34 @@ mod suggest;
 
 use proc_macro::TokenStream;
 
-/// Declares a retrieval evaluation case; see the `rag-eval` crate.
+/// Declares a retrieval evaluation case.
+///
+/// ```text
+/// #[rag_eval(dataset = "golden/questions.jsonl", corpus = "corpus", k = 5, min_span_recall = 0.8)]
+/// fn bm25() -> Bm25Retriever { … }
+/// ```
+///
+/// Keys, `key = literal`, separated by commas:
+///
+/// - `dataset = "path"` (required): the dataset file, relative to the crate root. A file that
+///   does not exist is a compile error.
+/// - `corpus = "path"`: the corpus folder, relative to the crate root; it must exist.
+/// - `glob = "**/*.md"`: which files of the corpus folder are documents.
+/// - `k = 5`: the cut-off, an integer ≥ 1 (default 5).
+/// - `tolerance = 0.01`: how far a figure may drift from its golden snapshot, in [0, 1]
+///   (default 0.01).
+/// - `mode = "standard"` or `mode = "chroma"`: span scoring rules (default standard).
+/// - `per_query = true`: one test per query besides the summary (default true).
+/// - `min_<metric> = 0.8`, `max_<metric> = 0.3`: bars on the case's mean, in [0, 1], for the
+///   metrics `chunk_recall chunk_precision chunk_f1 span_recall span_precision span_iou
+///   precision_omega precision recall f1 hit mrr ndcg map`.
+///
+/// The function is either a factory, `fn NAME() -> T` or `async fn NAME() -> T` with `T` a
+/// retriever at token level, chunk level or both (`impl Retriever<…>` included), or the
+/// retriever itself, `async fn NAME(query: &str) -> Vec<RetrievedChunk>`.
+///
+/// The function is kept as written; next to it comes a hidden module of the same name that
+/// `main!` reads. Every problem of one attribute is reported in the same build, at its token.
 #[proc_macro_attribute]
 pub fn rag_eval(attr: TokenStream, item: TokenStream) -> TokenStream {
     // Paths in the attribute are relative to the crate being compiled, which cargo names here.
@@ -22,7 +49,15 @@ pub fn rag_eval(attr: TokenStream, item: TokenStream) -> TokenStream {
     case::expand(attr.into(), item.into(), root.as_deref()).into()
 }
 
-/// Expands the test binary's `main` running the listed cases; see the `rag-eval` crate.
+/// The test binary's `main`, running the listed cases.
+///
+/// ```text
+/// rag_eval::main!(bm25, dense::minilm, keyword_search);
+/// ```
+///
+/// Each entry is the path of a `#[rag_eval]` function, as seen from where `main!` is; a
+/// trailing comma is allowed. The list must not be empty, nor name a case twice, nor name two
+/// functions of the same name from different modules (their tests would share names).
 #[proc_macro]
 pub fn main(input: TokenStream) -> TokenStream {
     main_list::expand(input.into()).into()

@@ -64,14 +64,14 @@ pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
             if !is_vec(output) {
                 return fail(
                     output,
-                    "a function taking the query returns `Vec<RetrievedChunk>`",
+                    "a function taking the query must return `Vec<RetrievedChunk>`",
                 );
             }
             Ok(Shape::Function { output })
         }
         n => fail(
             &sig.inputs,
-            &format!("this one takes {n} parameters, a query function only the query"),
+            &format!("this one takes {n} parameters; a query function takes the query alone"),
         ),
     }
 }
@@ -272,13 +272,13 @@ mod tests {
             why(quote!(
                 async fn a(q: &str) -> Option<R> {}
             )),
-            "; a function taking the query returns `Vec<RetrievedChunk>`"
+            "; a function taking the query must return `Vec<RetrievedChunk>`"
         );
         assert_eq!(
             why(quote!(
                 async fn a(q: &str, k: usize) -> Vec<R> {}
             )),
-            "; this one takes 2 parameters, a query function only the query"
+            "; this one takes 2 parameters; a query function takes the query alone"
         );
     }
 
