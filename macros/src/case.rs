@@ -49,7 +49,7 @@ fn module(function: &ItemFn, body: TokenStream, allow: TokenStream) -> TokenStre
         .attrs
         .iter()
         .filter(|attr| attr.path().is_ident("cfg"));
-    // Spanned at the case so that an unlisted case's "never used" warning points at it.
+    // Spanned at the case's name: diagnostics about the hidden function point at the case.
     let case_fn = Ident::new(CASE_FN, ident.span());
     quote! {
         #(#cfgs)*
