@@ -58,6 +58,7 @@ pub mod prelude {
     pub use crate::retrieve::{Bm25Retriever, Pipeline, Retriever};
     pub use crate::span::{CharSpan, SpanSet};
     pub use crate::store::{InMemoryStore, VectorStore};
+    pub use rag_eval_macros::rag_eval;
 }
 
 pub use rag_eval_macros::{main, rag_eval};

@@ -17,11 +17,12 @@ pub(crate) const K: &str = "k";
 pub(crate) const TOLERANCE: &str = "tolerance";
 pub(crate) const MODE: &str = "mode";
 pub(crate) const PER_QUERY: &str = "per_query";
+pub(crate) const IGNORE: &str = "ignore";
 pub(crate) const MIN_PREFIX: &str = "min_";
 pub(crate) const MAX_PREFIX: &str = "max_";
 
 /// The keys other than the `min_…` / `max_…` bars, in the order the documentation lists them.
-pub(crate) const KEYS: &[&str] = &[DATASET, CORPUS, GLOB, K, TOLERANCE, MODE, PER_QUERY];
+pub(crate) const KEYS: &[&str] = &[DATASET, CORPUS, GLOB, K, TOLERANCE, MODE, PER_QUERY, IGNORE];
 
 /// Metrics a bar can name (the runtime's metric names without the cut-off).
 pub(crate) const METRICS: &[&str] = &[
@@ -77,6 +78,7 @@ pub(crate) struct CaseArgs {
     pub tolerance: f64,
     pub mode: Mode,
     pub per_query: bool,
+    pub ignore: bool,
     pub thresholds: Vec<Threshold>,
 }
 
@@ -90,6 +92,7 @@ impl Default for CaseArgs {
             tolerance: DEFAULT_TOLERANCE,
             mode: Mode::Standard,
             per_query: true,
+            ignore: false,
             thresholds: Vec::new(),
         }
     }
@@ -139,6 +142,7 @@ enum Key {
     Tolerance,
     Mode,
     PerQuery,
+    Ignore,
     Bar(Bound, &'static str),
 }
 
@@ -160,6 +164,7 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         TOLERANCE => Key::Tolerance,
         MODE => Key::Mode,
         PER_QUERY => Key::PerQuery,
+        IGNORE => Key::Ignore,
         _ => {
             let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
                 (Bound::Min, metric)
@@ -211,6 +216,7 @@ fn example(key: Key) -> String {
         Key::Tolerance => format!("{TOLERANCE} = {DEFAULT_TOLERANCE}"),
         Key::Mode => format!("{MODE} = \"{MODE_STANDARD}\""),
         Key::PerQuery => format!("{PER_QUERY} = true"),
+        Key::Ignore => format!("{IGNORE} = true"),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(bound)),
     }
 }
@@ -348,6 +354,14 @@ impl State<'_> {
                     ..
                 }) => self.args.per_query = flag.value,
                 _ => self.error(value, format!("`{PER_QUERY}` must be `true` or `false`")),
+            },
+            // `ignore = true`: the case's tests are ignored unless asked for (`--ignored`).
+            Key::Ignore => match value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Bool(flag),
+                    ..
+                }) => self.args.ignore = flag.value,
+                _ => self.error(value, format!("`{IGNORE}` must be `true` or `false`")),
             },
             // `min_<metric> = 0.8` / `max_<metric> = 0.3`: float or integer literals in [0, 1].
             Key::Bar(bound, metric) => {
@@ -583,6 +597,7 @@ mod tests {
             tolerance = 0,
             mode = "chroma",
             per_query = false,
+            ignore = true,
             min_span_recall = 0.8,
             max_mrr = 1,
             r#min_ndcg = 0.25f32,
@@ -597,6 +612,7 @@ mod tests {
                 tolerance: 0.0,
                 mode: Mode::Chroma,
                 per_query: false,
+                ignore: true,
                 thresholds: vec![
                     Threshold {
                         metric: "span_recall",
@@ -655,7 +671,7 @@ mod tests {
             [
                 "unknown key `tolerence`, did you mean `tolerance`?",
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
-                 per_query, min_<metric> and max_<metric>",
+                 per_query, ignore, min_<metric> and max_<metric>",
                 "unknown metric `span_recal` in `min_span_recal`, did you mean `span_recall`?",
                 "unknown metric `fast` in `max_fast`; metrics are chunk_recall, chunk_precision, \
                  chunk_f1, span_recall, span_precision, span_iou, precision_omega, precision, \

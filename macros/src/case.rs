@@ -93,6 +93,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
         Mode::Chroma => quote!(Chroma),
     };
     let per_query = args.per_query;
+    let ignore = args.ignore;
     let thresholds = args.thresholds.iter().map(|threshold| {
         let metric = threshold.metric;
         let bound = match threshold.bound {
@@ -134,6 +135,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             tolerance: #tolerance,
             mode: ::rag_eval::__private::Mode::#mode,
             per_query: #per_query,
+            ignore: #ignore,
             thresholds: &[#(#thresholds),*],
             levels: #levels,
             build: #build,

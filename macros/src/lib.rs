@@ -32,6 +32,8 @@ use proc_macro::TokenStream;
 ///   (default 0.01).
 /// - `mode = "standard"` or `mode = "chroma"`: span scoring rules (default standard).
 /// - `per_query = true`: one test per query besides the summary (default true).
+/// - `ignore = true`: the case's tests are ignored unless asked for with `--ignored` or
+///   `--include-ignored` (default false).
 /// - `min_<metric> = 0.8`, `max_<metric> = 0.3`: bars on the case's mean, in [0, 1], for the
 ///   metrics `chunk_recall chunk_precision chunk_f1 span_recall span_precision span_iou
 ///   precision_omega precision recall f1 hit mrr ndcg map`.

@@ -38,6 +38,7 @@ mod tests {
         "tolerance",
         "mode",
         "per_query",
+        "ignore",
     ];
 
     #[test]

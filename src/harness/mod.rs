@@ -45,7 +45,15 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
     quiet_snapshot_panics();
     let hook = Arc::new(hook);
     let mut trials = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for spec in cases {
+        if !seen.insert(spec.name) {
+            eprintln!(
+                "error: two cases are named `{}` (their tests would share names); rename one",
+                spec.name
+            );
+            return ExitCode::FAILURE;
+        }
         let case = Arc::new(Case::new(spec));
         trials.extend(trials_of(&case, &hook));
     }
@@ -59,15 +67,17 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
     if let (Ok(setup), true) = (&case.setup, case.spec.per_query) {
         for (id, _) in &setup.queries {
             let (c, id_owned) = (case.clone(), id.clone());
-            trials.push(Trial::test(format!("{name}::{id}"), move || {
-                query_trial(&c, &id_owned)
-            }));
+            trials.push(
+                Trial::test(format!("{name}::{id}"), move || query_trial(&c, &id_owned))
+                    .with_ignored_flag(case.spec.ignore),
+            );
         }
     }
     let (c, h) = (case.clone(), hook.clone());
-    trials.push(Trial::test(format!("{name}::summary"), move || {
-        summary_trial(&c, &h)
-    }));
+    trials.push(
+        Trial::test(format!("{name}::summary"), move || summary_trial(&c, &h))
+            .with_ignored_flag(case.spec.ignore),
+    );
     trials
 }
 
@@ -215,10 +225,14 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             "no golden snapshot at {}: run the tests locally, review the new snapshot with `cargo insta review` and commit it",
             case.golden_path().display()
         )),
+        None if snapshot_panicked => println!(
+            "NEW {}: a pending snapshot is waiting for `cargo insta review`",
+            case.spec.name
+        ),
         None => println!(
-            "NEW {}: {} snapshot written; review it with `cargo insta review`",
+            "NEW {}: snapshot written to {}",
             case.spec.name,
-            if snapshot_panicked { "a pending" } else { "the" }
+            case.golden_path().display()
         ),
         Some(check) => {
             let comparison = &check.comparison;

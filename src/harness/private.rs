@@ -36,6 +36,8 @@ pub struct CaseSpec {
     pub mode: Mode,
     /// Whether each query is its own trial.
     pub per_query: bool,
+    /// Whether the case's trials are ignored unless asked for.
+    pub ignore: bool,
     /// `min_…` / `max_…` bars.
     pub thresholds: &'static [Threshold],
     /// The levels the retriever implements, when known from its type.
