@@ -34,7 +34,8 @@ const MIN_PARALLEL_WORK: usize = 1 << 23;
 /// dimension (unless [`InMemoryStore::with_dimension`] fixed it before); vectors or queries of
 /// another length, or with a NaN or infinite component, are rejected with an error that names
 /// them. [`InMemoryStore::search_many`] answers many queries at once on all cores, which is
-/// what evaluations should use.
+/// what evaluations should use; [`VectorStore::search`] runs the same product for one query, so
+/// both give the same scores to the last bit.
 ///
 /// ```
 /// use rag_eval::chunk::PositionAwareChunk;
