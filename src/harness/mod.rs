@@ -111,11 +111,15 @@ fn is_ci() -> bool {
     }
 }
 
-/// `INSTA_FORCE_PASS`: snapshot differences are reported but do not fail.
+/// Whether snapshot differences are reported without failing: `INSTA_FORCE_PASS`, or
+/// `INSTA_UPDATE=always`/`force`, which write the new figures over the baseline as insta does.
 fn force_pass() -> bool {
     matches!(
         std::env::var("INSTA_FORCE_PASS").as_deref(),
         Ok("1") | Ok("true")
+    ) || matches!(
+        std::env::var("INSTA_UPDATE").as_deref(),
+        Ok("always") | Ok("force")
     )
 }
 
