@@ -14,5 +14,8 @@ fn bundled_dataset_matches_its_corpus() {
     assert_eq!(d.len(), 40);
     let problems = d.check_against(&corpus);
     assert!(problems.is_empty(), "{problems:#?}");
-    assert!(d.examples().iter().all(|e| e.difficulty().is_some() && e.span_texts.iter().all(Option::is_some)));
+    assert!(d
+        .examples()
+        .iter()
+        .all(|e| e.difficulty().is_some() && e.span_texts.iter().all(Option::is_some)));
 }
