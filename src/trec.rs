@@ -41,7 +41,8 @@
 
 use crate::error::{Error, Result};
 use crate::metrics::{
-    average_precision, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank, Grade,
+    average_precision, ideal_grades, is_relevant, ndcg_at_k, precision_at_k, recall_at_k,
+    reciprocal_rank, Grade,
 };
 use camino::{Utf8Path, Utf8PathBuf};
 use std::cmp::Ordering;
@@ -170,8 +171,8 @@ impl NameKey {
     }
 }
 
-/// FxHash-style hashing for query-id maps: one multiply per eight bytes instead of SipHash's
-/// rounds. Query ids come from the user's own files, so flooding is not a concern here.
+/// FxHash-style hashing for the query-id maps: one multiply per eight bytes instead of
+/// SipHash's rounds. Query ids come from the user's own files, so flooding is no concern here.
 #[derive(Default, Clone, Copy)]
 struct QidHasher(u64);
 
@@ -210,39 +211,6 @@ impl std::hash::Hasher for QidHasher {
 
 type QidMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<QidHasher>>;
 
-/// Entries of one file grouped by query, queries in order of first appearance, entries in
-/// file order within a query.
-struct Grouped<T> {
-    qids: Vec<Box<str>>,
-    /// `starts[q]..starts[q + 1]` is query `q`'s slice of `entries`.
-    starts: Vec<usize>,
-    entries: Vec<T>,
-}
-
-fn group_by_query<T>(rows: Vec<(u32, T)>, qids: Vec<Box<str>>) -> Grouped<T> {
-    let mut counts = vec![0usize; qids.len() + 1];
-    for (q, _) in &rows {
-        counts[*q as usize + 1] += 1;
-    }
-    for i in 1..counts.len() {
-        counts[i] += counts[i - 1];
-    }
-    let starts = counts.clone();
-    let mut slots: Vec<Option<T>> = Vec::with_capacity(rows.len());
-    slots.resize_with(rows.len(), || None);
-    for (q, entry) in rows {
-        let at = &mut counts[q as usize];
-        slots[*at] = Some(entry);
-        *at += 1;
-    }
-    Grouped {
-        qids,
-        starts,
-        // every slot was filled exactly once by the counting sort above
-        entries: slots.into_iter().flatten().collect(),
-    }
-}
-
 /// Interns query ids while reading a file.
 struct QueryIds<'t> {
     index: QidMap<&'t str, u32>,
@@ -280,11 +248,87 @@ impl<'t> QueryIds<'t> {
     }
 }
 
-/// One judged document.
-#[derive(Debug, Clone)]
-struct Judged {
+/// A line of a file while reading it, before its query's lines are put in order.
+struct Row<T> {
+    key: NameKey,
     docno: Range<usize>,
-    grade: Grade,
+    value: T,
+    /// The query's number in order of first appearance.
+    q: u32,
+    line: u32,
+}
+
+/// What both files have in common once read: the queries' ids, a map to them, and their
+/// order by id (which is how [`evaluate`] pairs run queries with judged ones).
+#[derive(Debug, Clone, Default)]
+struct QueryTable {
+    qids: Vec<Box<str>>,
+    index: QidMap<Box<str>, u32>,
+    /// Query numbers sorted by id bytes.
+    sorted: Vec<u32>,
+}
+
+impl QueryTable {
+    fn new(qids: Vec<Box<str>>) -> Self {
+        let index = qids
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.clone(), i as u32))
+            .collect();
+        let mut sorted: Vec<u32> = (0..qids.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| qids[a as usize].cmp(&qids[b as usize]));
+        QueryTable {
+            qids,
+            index,
+            sorted,
+        }
+    }
+
+    fn get(&self, qid: &str) -> Option<usize> {
+        self.index.get(qid).map(|&q| q as usize)
+    }
+}
+
+/// Reads the lines of a qrels or run file into rows grouped by query (queries in order of
+/// first appearance, lines in file order within a query). `parse_line` gives a line's qid,
+/// docno and value.
+fn read_rows<'t, T>(
+    text: &'t str,
+    path: &Utf8Path,
+    mut parse_line: impl FnMut(&'t str, usize) -> Result<(&'t str, &'t str, T)>,
+) -> Result<(Names, Vec<Box<str>>, Vec<Row<T>>)> {
+    let mut names = Names::with_capacity(text.len() / 4);
+    let mut ids = QueryIds::new();
+    let mut rows: Vec<Row<T>> = Vec::with_capacity(line_count(text));
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let number = i + 1;
+        let (qid, docno, value) = parse_line(line, number)?;
+        let line = u32::try_from(number)
+            .map_err(|_| parse_error(path, number, "more lines than can be numbered"))?;
+        rows.push(Row {
+            key: NameKey::new(docno.as_bytes()),
+            docno: names.push(docno),
+            value,
+            q: ids.id(qid),
+            line,
+        });
+    }
+    // Queries are numbered in order of first appearance, so rows are grouped by query exactly
+    // when those numbers never decrease; a stable sort groups them otherwise.
+    if rows.windows(2).any(|w| w[1].q < w[0].q) {
+        rows.sort_by_key(|r| r.q);
+    }
+    Ok((names, ids.qids, rows))
+}
+
+/// Orders two rows' names by key, falling back on the bytes.
+fn name_order<T>(names: &Names, a: &Row<T>, b: &Row<T>) -> Ordering {
+    a.key
+        .cmp(b.key)
+        .unwrap_or_else(|| names.bytes(&a.docno).cmp(names.bytes(&b.docno)))
 }
 
 /// A judged document's key and grade, kept apart from its name so the merge in [`evaluate`]
@@ -306,16 +350,13 @@ impl JudgedKey {
     }
 }
 
-/// The judgements of one query.
+/// The judgements of one query, as ranges of the flat arrays of [`Qrels`].
 #[derive(Debug, Clone)]
 struct JudgedQuery {
-    qid: Box<str>,
-    /// Sorted by docno.
-    docs: Vec<Judged>,
-    /// The key of each of `docs`.
-    keys: Vec<JudgedKey>,
-    /// Positive grades, highest first (the ideal ranking for nDCG).
-    ideal: Vec<Grade>,
+    /// Its documents in `Qrels::docnos` and `Qrels::keys`, sorted by docno.
+    docs: Range<usize>,
+    /// Its positive grades in `Qrels::ideal`, highest first (the ideal ranking for nDCG).
+    ideal: Range<usize>,
     /// Judged documents with a relevant grade.
     num_relevant: usize,
 }
@@ -334,8 +375,12 @@ struct JudgedQuery {
 #[derive(Debug, Clone)]
 pub struct Qrels {
     names: Names,
+    table: QueryTable,
+    /// Per query, in the order of `table.qids`.
     queries: Vec<JudgedQuery>,
-    index: QidMap<Box<str>, usize>,
+    docnos: Vec<Range<usize>>,
+    keys: Vec<JudgedKey>,
+    ideal: Vec<Grade>,
 }
 
 impl Qrels {
@@ -348,14 +393,7 @@ impl Qrels {
     /// are skipped; every other line must be `qid iter docno rel` with an integer `rel`.
     pub fn parse(text: &str, source: &str) -> Result<Self> {
         let path = Utf8PathBuf::from(source);
-        let mut names = Names::default();
-        let mut ids = QueryIds::new();
-        let mut rows: Vec<(u32, (Judged, usize))> = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let number = i + 1;
+        let (names, qids, mut rows) = read_rows(text, &path, |line, number| {
             let [qid, _iter, docno, rel] = fields::<4>(line, &path, number, "qid iter docno rel")?;
             let grade: Grade = rel.parse().map_err(|_| {
                 parse_error(
@@ -364,73 +402,51 @@ impl Qrels {
                     format!("relevance `{rel}` is not an integer"),
                 )
             })?;
-            let q = ids.id(qid);
-            rows.push((
-                q,
-                (
-                    Judged {
-                        docno: names.push(docno),
-                        grade,
-                    },
-                    number,
-                ),
-            ));
-        }
-        let grouped = group_by_query(rows, ids.qids);
-        let mut queries = Vec::with_capacity(grouped.qids.len());
-        let mut entries = grouped.entries.into_iter();
-        for (q, qid) in grouped.qids.into_iter().enumerate() {
-            let n = grouped.starts[q + 1] - grouped.starts[q];
-            let mut docs: Vec<(Judged, usize)> = entries.by_ref().take(n).collect();
-            docs.sort_by(|a, b| names.bytes(&a.0.docno).cmp(names.bytes(&b.0.docno)));
-            if let Some(w) = docs
+            Ok((qid, docno, grade))
+        })?;
+        let mut queries = Vec::with_capacity(qids.len());
+        let mut docnos = Vec::with_capacity(rows.len());
+        let mut keys = Vec::with_capacity(rows.len());
+        let mut ideal = Vec::new();
+        for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
+            query.sort_by(|a, b| name_order(&names, a, b));
+            if let Some(w) = query
                 .windows(2)
-                .find(|w| names.bytes(&w[0].0.docno) == names.bytes(&w[1].0.docno))
+                .find(|w| name_order(&names, &w[0], &w[1]) == Ordering::Equal)
             {
-                let (first, second) = (w[0].1.min(w[1].1), w[0].1.max(w[1].1));
                 return Err(parse_error(
                     &path,
-                    second,
+                    w[0].line.max(w[1].line) as usize,
                     format!(
-                        "document `{}` is judged twice for query `{qid}` (first on line {first})",
-                        names.get(&w[0].0.docno)
+                        "document `{}` is judged twice for query `{}` (first on line {})",
+                        names.get(&w[0].docno),
+                        qids[w[0].q as usize],
+                        w[0].line.min(w[1].line)
                     ),
                 ));
             }
-            let docs: Vec<Judged> = docs.into_iter().map(|(j, _)| j).collect();
-            let keys = docs
-                .iter()
-                .map(|j| {
-                    let key = NameKey::new(names.bytes(&j.docno));
-                    JudgedKey {
-                        prefix: key.prefix,
-                        len: key.len,
-                        grade: j.grade,
-                    }
-                })
-                .collect();
-            let ideal = crate::metrics::ideal_grades(docs.iter().map(|j| j.grade));
-            let num_relevant = docs
-                .iter()
-                .filter(|j| crate::metrics::is_relevant(j.grade))
-                .count();
+            let start = keys.len();
+            let ideal_start = ideal.len();
+            docnos.extend(query.iter().map(|r| r.docno.clone()));
+            keys.extend(query.iter().map(|r| JudgedKey {
+                prefix: r.key.prefix,
+                len: r.key.len,
+                grade: r.value,
+            }));
+            ideal.extend(ideal_grades(query.iter().map(|r| r.value)));
             queries.push(JudgedQuery {
-                qid,
-                docs,
-                keys,
-                ideal,
-                num_relevant,
+                docs: start..keys.len(),
+                ideal: ideal_start..ideal.len(),
+                num_relevant: query.iter().filter(|r| is_relevant(r.value)).count(),
             });
         }
-        let index = queries
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (q.qid.clone(), i))
-            .collect();
         Ok(Qrels {
             names,
+            table: QueryTable::new(qids),
             queries,
-            index,
+            docnos,
+            keys,
+            ideal,
         })
     }
 
@@ -446,42 +462,23 @@ impl Qrels {
 
     /// The judged query ids, in order of first appearance.
     pub fn query_ids(&self) -> impl Iterator<Item = &str> {
-        self.queries.iter().map(|q| &*q.qid)
-    }
-
-    fn query(&self, qid: &str) -> Option<&JudgedQuery> {
-        self.index.get(qid).map(|&i| &self.queries[i])
+        self.table.qids.iter().map(|q| &**q)
     }
 
     /// The grade of `docno` for `qid`, if judged.
     pub fn grade(&self, qid: &str, docno: &str) -> Option<Grade> {
-        let q = self.query(qid)?;
-        q.docs
-            .binary_search_by(|j| self.names.get(&j.docno).cmp(docno))
+        let q = &self.queries[self.table.get(qid)?];
+        let docnos = &self.docnos[q.docs.clone()];
+        docnos
+            .binary_search_by(|d| self.names.bytes(d).cmp(docno.as_bytes()))
             .ok()
-            .map(|i| q.docs[i].grade)
+            .map(|i| self.keys[q.docs.start + i].grade)
     }
 
     /// Number of relevant judged documents of `qid`, if the query is judged at all.
     pub fn num_relevant(&self, qid: &str) -> Option<usize> {
-        self.query(qid).map(|q| q.num_relevant)
+        self.table.get(qid).map(|q| self.queries[q].num_relevant)
     }
-}
-
-/// One retrieved document.
-#[derive(Debug, Clone)]
-struct Retrieved {
-    docno: Range<usize>,
-    score: f64,
-}
-
-/// The ranking of one query.
-#[derive(Debug, Clone)]
-struct RankedQuery {
-    qid: Box<str>,
-    /// This query's documents in [`Run::docs`], in rank order, and its entries in
-    /// [`Run::by_docno`].
-    range: Range<usize>,
 }
 
 /// A query's document in docno order: its key and its rank position (16 bytes).
@@ -507,23 +504,16 @@ impl SortedDoc {
 #[derive(Debug, Clone)]
 pub struct Run {
     names: Names,
-    docs: Vec<Retrieved>,
-    /// Per query (same ranges as `docs`), the documents sorted by docno: merged with the
-    /// qrels in [`evaluate`] and checked for duplicates when reading.
+    table: QueryTable,
+    /// Per query, in the order of `table.qids`: its range of `docnos`, `scores` and
+    /// `by_docno`.
+    ranges: Vec<Range<usize>>,
+    /// Documents in rank order, query after query.
+    docnos: Vec<Range<usize>>,
+    scores: Vec<f64>,
+    /// Per query, its documents sorted by docno: merged with the qrels in [`evaluate`].
     by_docno: Vec<SortedDoc>,
-    queries: Vec<RankedQuery>,
-    index: QidMap<Box<str>, usize>,
     tag: Option<String>,
-}
-
-/// One run line while reading.
-struct RunRow {
-    key: NameKey,
-    docno: Range<usize>,
-    score: f64,
-    /// The query's number in order of first appearance.
-    q: u32,
-    line: u32,
 }
 
 impl Run {
@@ -536,15 +526,8 @@ impl Run {
     /// skipped; every other line must have six fields with a numeric score (not NaN).
     pub fn parse(text: &str, source: &str) -> Result<Self> {
         let path = Utf8PathBuf::from(source);
-        let mut names = Names::with_capacity(text.len() / 4);
-        let mut ids = QueryIds::new();
-        let mut rows: Vec<RunRow> = Vec::with_capacity(line_count(text));
         let mut tag = None;
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let number = i + 1;
+        let (names, qids, mut rows) = read_rows(text, &path, |line, number| {
             let [qid, _q0, docno, _rank, score, run_tag] =
                 fields::<6>(line, &path, number, "qid Q0 docno rank score tag")?;
             let score: f64 = score
@@ -557,40 +540,21 @@ impl Run {
             if tag.is_none() {
                 tag = Some(run_tag.to_owned());
             }
-            let line = u32::try_from(number).map_err(|_| {
-                parse_error(&path, number, "run has more lines than can be numbered")
-            })?;
-            rows.push(RunRow {
-                key: NameKey::new(docno.as_bytes()),
-                docno: names.push(docno),
-                score,
-                q: ids.id(qid),
-                line,
-            });
-        }
-        // Query ids are numbered in order of first appearance, so rows are grouped by query
-        // exactly when those numbers never decrease; a stable sort groups them otherwise.
-        if rows.windows(2).any(|w| w[1].q < w[0].q) {
-            rows.sort_by_key(|r| r.q);
-        }
-        let name_order = |a: &RunRow, b: &RunRow| {
-            a.key
-                .cmp(b.key)
-                .unwrap_or_else(|| names.bytes(&a.docno).cmp(names.bytes(&b.docno)))
-        };
-        let mut docs = Vec::with_capacity(rows.len());
+            Ok((qid, docno, score))
+        })?;
+        let mut ranges = Vec::with_capacity(qids.len());
+        let mut docnos = Vec::with_capacity(rows.len());
+        let mut scores = Vec::with_capacity(rows.len());
         let mut by_docno: Vec<SortedDoc> = Vec::with_capacity(rows.len());
-        let mut queries = Vec::with_capacity(ids.qids.len());
-        let mut qids = ids.qids.into_iter();
         for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
             // trec_eval's ranking: score descending, then docno descending
             query.sort_by(|a, b| {
-                b.score
-                    .partial_cmp(&a.score)
+                b.value
+                    .partial_cmp(&a.value)
                     .unwrap_or(Ordering::Equal)
-                    .then_with(|| name_order(b, a))
+                    .then_with(|| name_order(&names, b, a))
             });
-            let start = docs.len();
+            let start = docnos.len();
             by_docno.extend(query.iter().enumerate().map(|(pos, r)| SortedDoc {
                 prefix: r.key.prefix,
                 len: r.key.len,
@@ -598,60 +562,52 @@ impl Run {
             }));
             let sorted = &mut by_docno[start..];
             sorted.sort_unstable_by(|a, b| {
-                name_order(&query[a.pos as usize], &query[b.pos as usize])
+                name_order(&names, &query[a.pos as usize], &query[b.pos as usize])
             });
-            let qid = qids.next().unwrap_or_default();
             if let Some(w) = sorted.windows(2).find(|w| {
-                name_order(&query[w[0].pos as usize], &query[w[1].pos as usize]) == Ordering::Equal
+                name_order(&names, &query[w[0].pos as usize], &query[w[1].pos as usize])
+                    == Ordering::Equal
             }) {
                 let (a, b) = (&query[w[0].pos as usize], &query[w[1].pos as usize]);
                 return Err(parse_error(
                     &path,
                     a.line.max(b.line) as usize,
                     format!(
-                        "document `{}` is retrieved twice for query `{qid}` (first on line {})",
+                        "document `{}` is retrieved twice for query `{}` (first on line {})",
                         names.get(&a.docno),
+                        qids[a.q as usize],
                         a.line.min(b.line)
                     ),
                 ));
             }
-            docs.extend(query.iter().map(|r| Retrieved {
-                docno: r.docno.clone(),
-                score: r.score,
-            }));
-            queries.push(RankedQuery {
-                qid,
-                range: start..docs.len(),
-            });
+            docnos.extend(query.iter().map(|r| r.docno.clone()));
+            scores.extend(query.iter().map(|r| r.value));
+            ranges.push(start..docnos.len());
         }
-        let index = queries
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (q.qid.clone(), i))
-            .collect();
         Ok(Run {
             names,
-            docs,
+            table: QueryTable::new(qids),
+            ranges,
+            docnos,
+            scores,
             by_docno,
-            queries,
-            index,
             tag,
         })
     }
 
     /// Number of queries in the run.
     pub fn len(&self) -> usize {
-        self.queries.len()
+        self.ranges.len()
     }
 
     /// Whether the run has no query.
     pub fn is_empty(&self) -> bool {
-        self.queries.is_empty()
+        self.ranges.is_empty()
     }
 
     /// The run's query ids, in order of first appearance.
     pub fn query_ids(&self) -> impl Iterator<Item = &str> {
-        self.queries.iter().map(|q| &*q.qid)
+        self.table.qids.iter().map(|q| &**q)
     }
 
     /// The tag (last column) of the first line, which names the run.
@@ -661,47 +617,40 @@ impl Run {
 
     /// The ranking of `qid` as `(docno, score)`, best first, ties broken as trec_eval does.
     pub fn ranking(&self, qid: &str) -> Option<impl Iterator<Item = (&str, f64)> + '_> {
-        let q = &self.queries[*self.index.get(qid)?];
+        let range = self.ranges[self.table.get(qid)?].clone();
         Some(
-            self.docs[q.range.clone()]
+            self.docnos[range.clone()]
                 .iter()
-                .map(|d| (self.names.get(&d.docno), d.score)),
+                .zip(&self.scores[range])
+                .map(|(d, &s)| (self.names.get(d), s)),
         )
     }
 
-    /// The grades of `query`'s ranking against `judged`, in rank order, into `grades`; merges
-    /// the two docno-sorted lists as trec_eval does, without hashing.
-    fn grades_into(
-        &self,
-        query: &RankedQuery,
-        qrels: &Qrels,
-        judged: &JudgedQuery,
-        grades: &mut Vec<Grade>,
-    ) {
-        let docs = &self.docs[query.range.clone()];
+    /// The grades of run query `q`'s ranking against judged query `judged`, in rank order,
+    /// into `grades`: merges the two docno-sorted lists as trec_eval does, on name keys.
+    fn grades_into(&self, q: usize, qrels: &Qrels, judged: &JudgedQuery, grades: &mut Vec<Grade>) {
+        let range = self.ranges[q].clone();
         grades.clear();
-        grades.resize(docs.len(), NOT_JUDGED);
-        let (keys, jd) = (&judged.keys[..], &judged.docs[..]);
-        let mut j = 0;
-        for s in &self.by_docno[query.range.clone()] {
-            // Skip the judged names below this one.
-            let order = loop {
-                let Some(k) = keys.get(j) else {
-                    return;
-                };
-                let order = k.key().cmp(s.key()).unwrap_or_else(|| {
-                    let name = self.names.bytes(&docs[s.pos as usize].docno);
-                    qrels.names.bytes(&jd[j].docno).cmp(name)
-                });
-                if order != Ordering::Less {
-                    break order;
-                }
-                j += 1;
-            };
+        grades.resize(range.len(), NOT_JUDGED);
+        let run = &self.by_docno[range.clone()];
+        let keys = &qrels.keys[judged.docs.clone()];
+        let (mut i, mut j) = (0, 0);
+        // Branch-free steps: which list advances is arithmetic on the comparison, so the
+        // loop does not stall on unpredictable jumps.
+        while i < run.len() && j < keys.len() {
+            let (ours, theirs) = (run[i], keys[j]);
+            let order = theirs.key().cmp(ours.key()).unwrap_or_else(|| {
+                let a = qrels.names.bytes(&qrels.docnos[judged.docs.start + j]);
+                let b = self
+                    .names
+                    .bytes(&self.docnos[range.start + ours.pos as usize]);
+                a.cmp(b)
+            });
             if order == Ordering::Equal {
-                grades[s.pos as usize] = keys[j].grade;
-                j += 1;
+                grades[ours.pos as usize] = theirs.grade;
             }
+            i += usize::from(order != Ordering::Less);
+            j += usize::from(order != Ordering::Greater);
         }
     }
 }
@@ -831,14 +780,15 @@ impl Measure {
         }
     }
 
-    /// The value for one query from its grades in rank order.
-    fn value(&self, grades: &[Grade], judged: &JudgedQuery) -> f64 {
+    /// The value for one query from its grades in rank order, its number of relevant judged
+    /// documents and its ideal grades.
+    fn value(&self, grades: &[Grade], num_relevant: usize, ideal: &[Grade]) -> f64 {
         match *self {
             Measure::Precision(k) => precision_at_k(grades, k),
-            Measure::Recall(k) => recall_at_k(grades, k, judged.num_relevant),
-            Measure::Ndcg(k) => ndcg_at_k(grades, &judged.ideal, k),
+            Measure::Recall(k) => recall_at_k(grades, k, num_relevant),
+            Measure::Ndcg(k) => ndcg_at_k(grades, ideal, k),
             Measure::ReciprocalRank => reciprocal_rank(grades),
-            Measure::AveragePrecision => average_precision(grades, judged.num_relevant),
+            Measure::AveragePrecision => average_precision(grades, num_relevant),
         }
     }
 }
@@ -889,23 +839,37 @@ pub fn evaluate(qrels: &Qrels, run: &Run, measures: &[Measure]) -> PerQuery {
     } else {
         measures
     };
-    let names: Vec<String> = measures.iter().map(Measure::report_name).collect();
-    let queries = &run.queries[..];
+    // One measure per report name, in the order of the names, so each query's map is a clone
+    // of this template with its values written in place.
+    let mut unique: Vec<(String, Measure)> =
+        measures.iter().map(|m| (m.report_name(), *m)).collect();
+    unique.sort_by(|a, b| a.0.cmp(&b.0));
+    unique.dedup_by(|a, b| a.0 == b.0);
+    let measures: Vec<Measure> = unique.iter().map(|(_, m)| *m).collect();
+    let template: BTreeMap<String, f64> = unique.into_iter().map(|(n, _)| (n, 0.0)).collect();
+
+    // Pair the run's queries with the judged ones by walking both in id order: no hashing,
+    // and the figures come out in the order the result map keeps them.
+    let pairs = paired_queries(&run.table, &qrels.table);
+    let ctx = Scoring {
+        qrels,
+        run,
+        measures: &measures,
+        template: &template,
+    };
     // Below a few thousand queries a thread costs more than it saves.
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(queries.len() / 2048)
+        .min(pairs.len() / 2048)
         .max(1);
     if threads == 1 {
-        return evaluate_queries(qrels, run, queries, measures, &names)
-            .into_iter()
-            .collect();
+        return ctx.score(&pairs).into_iter().collect();
     }
-    let per_thread = queries.len().div_ceil(threads);
+    let per_thread = pairs.len().div_ceil(threads);
     let parts: Vec<Vec<(String, BTreeMap<String, f64>)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = queries
+        let handles: Vec<_> = pairs
             .chunks(per_thread)
-            .map(|part| scope.spawn(|| evaluate_queries(qrels, run, part, measures, &names)))
+            .map(|part| scope.spawn(|| ctx.score(part)))
             .collect();
         handles
             .into_iter()
@@ -916,29 +880,51 @@ pub fn evaluate(qrels: &Qrels, run: &Run, measures: &[Measure]) -> PerQuery {
     parts.into_iter().flatten().collect()
 }
 
-/// The figures of `queries` (a slice of the run's), in the run's order.
-fn evaluate_queries(
-    qrels: &Qrels,
-    run: &Run,
-    queries: &[RankedQuery],
-    measures: &[Measure],
-    names: &[String],
-) -> Vec<(String, BTreeMap<String, f64>)> {
-    let mut out = Vec::with_capacity(queries.len());
-    let mut grades: Vec<Grade> = Vec::new();
-    for query in queries {
-        let Some(judged) = qrels.query(&query.qid) else {
-            continue;
-        };
-        run.grades_into(query, qrels, judged, &mut grades);
-        let figures: BTreeMap<String, f64> = measures
-            .iter()
-            .zip(names)
-            .map(|(m, n)| (n.clone(), m.value(&grades, judged)))
-            .collect();
-        out.push((query.qid.to_string(), figures));
+/// `(run query, judged query)` for every id in both tables, in id order.
+fn paired_queries(run: &QueryTable, qrels: &QueryTable) -> Vec<(u32, u32)> {
+    let mut pairs = Vec::with_capacity(run.sorted.len().min(qrels.sorted.len()));
+    let (mut i, mut j) = (0, 0);
+    while i < run.sorted.len() && j < qrels.sorted.len() {
+        let (r, q) = (run.sorted[i], qrels.sorted[j]);
+        match run.qids[r as usize].cmp(&qrels.qids[q as usize]) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => {
+                pairs.push((r, q));
+                i += 1;
+                j += 1;
+            }
+        }
     }
-    out
+    pairs
+}
+
+/// What every worker of [`evaluate`] shares.
+struct Scoring<'a> {
+    qrels: &'a Qrels,
+    run: &'a Run,
+    /// In the order of `template`'s keys.
+    measures: &'a [Measure],
+    template: &'a BTreeMap<String, f64>,
+}
+
+impl Scoring<'_> {
+    fn score(&self, pairs: &[(u32, u32)]) -> Vec<(String, BTreeMap<String, f64>)> {
+        let mut out = Vec::with_capacity(pairs.len());
+        let mut grades: Vec<Grade> = Vec::new();
+        for &(r, q) in pairs {
+            let judged = &self.qrels.queries[q as usize];
+            self.run
+                .grades_into(r as usize, self.qrels, judged, &mut grades);
+            let ideal = &self.qrels.ideal[judged.ideal.clone()];
+            let mut figures = self.template.clone();
+            for (slot, m) in figures.values_mut().zip(self.measures) {
+                *slot = m.value(&grades, judged.num_relevant, ideal);
+            }
+            out.push((self.run.table.qids[r as usize].to_string(), figures));
+        }
+        out
+    }
 }
 
 /// The mean of each measure over the queries (trec_eval's `all` line): report name → mean.
