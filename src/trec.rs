@@ -296,7 +296,7 @@ fn read_rows<'t, T>(
     text: &'t str,
     path: &Utf8Path,
     mut parse_line: impl FnMut(&'t str, usize) -> Result<(&'t str, &'t str, T)>,
-) -> Result<(Names, Vec<Box<str>>, Vec<Row<T>>)> {
+) -> Result<Rows<T>> {
     let mut names = Names::with_capacity(text.len() / 4);
     let mut ids = QueryIds::new();
     let mut rows: Vec<Row<T>> = Vec::with_capacity(line_count(text));
@@ -321,7 +321,18 @@ fn read_rows<'t, T>(
     if rows.windows(2).any(|w| w[1].q < w[0].q) {
         rows.sort_by_key(|r| r.q);
     }
-    Ok((names, ids.qids, rows))
+    Ok(Rows {
+        names,
+        qids: ids.qids,
+        rows,
+    })
+}
+
+/// What [`read_rows`] gives: the names, the query ids and the rows grouped by query.
+struct Rows<T> {
+    names: Names,
+    qids: Vec<Box<str>>,
+    rows: Vec<Row<T>>,
 }
 
 /// Orders two rows' names by key, falling back on the bytes.
@@ -393,7 +404,11 @@ impl Qrels {
     /// are skipped; every other line must be `qid iter docno rel` with an integer `rel`.
     pub fn parse(text: &str, source: &str) -> Result<Self> {
         let path = Utf8PathBuf::from(source);
-        let (names, qids, mut rows) = read_rows(text, &path, |line, number| {
+        let Rows {
+            names,
+            qids,
+            mut rows,
+        } = read_rows(text, &path, |line, number| {
             let [qid, _iter, docno, rel] = fields::<4>(line, &path, number, "qid iter docno rel")?;
             let grade: Grade = rel.parse().map_err(|_| {
                 parse_error(
@@ -527,7 +542,11 @@ impl Run {
     pub fn parse(text: &str, source: &str) -> Result<Self> {
         let path = Utf8PathBuf::from(source);
         let mut tag = None;
-        let (names, qids, mut rows) = read_rows(text, &path, |line, number| {
+        let Rows {
+            names,
+            qids,
+            mut rows,
+        } = read_rows(text, &path, |line, number| {
             let [qid, _q0, docno, _rank, score, run_tag] =
                 fields::<6>(line, &path, number, "qid Q0 docno rank score tag")?;
             let score: f64 = score
