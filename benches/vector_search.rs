@@ -10,7 +10,10 @@
 //! scores are within 1e-5 of each other). The Python side runs when benches/scripts/.venv
 //! exists (benches/scripts/setup.sh creates it) and is skipped with a notice otherwise.
 //!
-//! `cargo bench --bench vector_search -- --ours-only` measures our side alone (for tuning).
+//! `cargo bench --bench vector_search -- --ours-only` measures our side alone (for tuning);
+//! `-- --peer-coretype NAME` passes `--coretype NAME` to the Python side (its default, `auto`,
+//! gives OpenBLAS its AVX-512 kernels wherever the CPU has them; `native` leaves the choice to
+//! OpenBLAS and the environment).
 //!
 //! Under `cargo test --benches` (no `--bench` flag) it runs a small configuration once and
 //! checks it against a sort-everything search, without timing and without Python.
@@ -138,6 +141,7 @@ struct PythonRun {
     median: Duration,
     times: Vec<f64>,
     numpy: String,
+    blas_core: String,
     sample: serde_json::Value,
 }
 
@@ -147,6 +151,7 @@ fn run_python(
     files: (&Path, &Path),
     config: Config,
     threads: usize,
+    coretype: &str,
 ) -> Result<PythonRun, String> {
     let output = Command::new(python)
         .arg(script)
@@ -157,6 +162,7 @@ fn run_python(
         .args(["--threads", &threads.to_string()])
         .args(["--reps", &PYTHON_REPS.to_string()])
         .args(["--sample", &SAMPLE.to_string()])
+        .args(["--coretype", coretype])
         .output()
         .map_err(|e| format!("could not start {}: {e}", python.display()))?;
     if !output.status.success() {
@@ -172,6 +178,7 @@ fn run_python(
             .map(|a| a.iter().filter_map(|t| t.as_f64()).collect())
             .unwrap_or_default(),
         numpy: report["numpy"].as_str().unwrap_or("?").to_owned(),
+        blas_core: report["blas_core"].as_str().unwrap_or("?").to_owned(),
         sample: report["sample"].clone(),
     })
 }
@@ -210,6 +217,12 @@ fn main() {
     let python = root.join("benches/scripts/.venv/bin/python");
     let script = root.join("benches/scripts/numpy_search.py");
     let ours_only = std::env::args().any(|a| a == "--ours-only");
+    let args: Vec<String> = std::env::args().collect();
+    let coretype = args
+        .iter()
+        .position(|a| a == "--peer-coretype")
+        .and_then(|i| args.get(i + 1))
+        .map_or("auto", String::as_str);
     let files =
         (python.is_file() && !ours_only).then(|| (write_f32(&vectors), write_f32(&queries)));
     println!(
@@ -258,6 +271,7 @@ fn main() {
             (x_file.path(), q_file.path()),
             config,
             threads,
+            coretype,
         ) {
             Err(e) => println!("  numpy, {threads} thread(s): failed: {e}"),
             Ok(py) => {
@@ -279,14 +293,15 @@ fn main() {
                     );
                 }
                 println!(
-                    "  numpy, {threads} thread(s): median {:.3} s of {PYTHON_REPS} ({}; numpy {})",
+                    "  numpy, {threads} thread(s): median {:.3} s of {PYTHON_REPS} ({}; numpy {}, OpenBLAS {} kernels)",
                     py.median.as_secs_f64(),
                     py.times
                         .iter()
                         .map(|t| format!("{t:.3}"))
                         .collect::<Vec<_>>()
                         .join(", "),
-                    py.numpy
+                    py.numpy,
+                    py.blas_core
                 );
                 let ratio = py.median.as_secs_f64() / ours.as_secs_f64();
                 println!(

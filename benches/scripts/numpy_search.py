@@ -8,7 +8,12 @@ the median seconds per full pass, every pass's time, the settings, and the ranke
 scores of a sample of queries for the caller to compare with its own.
 
 The BLAS thread count is set before NumPy is imported (`--threads`), so that both sides of the
-comparison use the same number of cores.
+comparison use the same number of cores. OpenBLAS does not recognise every AVX-512 processor
+and may fall back to its AVX2 ("Haswell") kernels, and an environment may pin them through
+OPENBLAS_CORETYPE; with `--coretype auto` (the default) the script asks for the AVX-512
+("SkylakeX") kernels whenever the CPU reports avx512f, so that the peer uses the same
+instruction set as our side. `--coretype native` leaves the choice to OpenBLAS and the
+environment. The kernel family used is reported.
 
     python numpy_search.py VECTORS QUERIES --dim 384 --k 10 --threads 2 --reps 3
 """
@@ -18,6 +23,36 @@ import json
 import os
 import sys
 import time
+
+
+def has_avx512f() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return any(
+                line.startswith("flags") and "avx512f" in line.split() for line in f
+            )
+    except OSError:
+        return False
+
+
+def blas_core(np) -> str:
+    """The kernel family OpenBLAS chose, when NumPy bundles a recognisable OpenBLAS."""
+    import ctypes
+    import glob
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in glob.glob(os.path.join(libs, "*openblas*.so*")):
+        lib = ctypes.CDLL(path)
+        for name in (
+            "scipy_openblas_get_corename64_",
+            "scipy_openblas_get_corename",
+            "openblas_get_corename",
+        ):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return "unknown"
 
 
 def main() -> None:
@@ -32,12 +67,23 @@ def main() -> None:
     parser.add_argument(
         "--sample", type=int, default=100, help="report the results of every N-th query"
     )
+    parser.add_argument(
+        "--coretype",
+        default="auto",
+        help="OpenBLAS kernel family: auto (AVX-512 when available), native (OpenBLAS's own "
+        "choice), or a name such as Haswell or SkylakeX",
+    )
     args = parser.parse_args()
 
     threads = str(args.threads)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = threads
-    import numpy as np  # noqa: E402  (after the thread settings, which BLAS reads at load)
+    if args.coretype == "auto":
+        if has_avx512f():
+            os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+    elif args.coretype != "native":
+        os.environ["OPENBLAS_CORETYPE"] = args.coretype
+    import numpy as np  # noqa: E402  (after the settings above, which OpenBLAS reads at load)
 
     x = np.fromfile(args.vectors, dtype="<f4").reshape(-1, args.dim)
     q_raw = np.fromfile(args.queries, dtype="<f4").reshape(-1, args.dim)
@@ -74,6 +120,7 @@ def main() -> None:
             "threads": args.threads,
             "block": args.block,
             "numpy": np.__version__,
+            "blas_core": blas_core(np),
             "sample": {
                 str(i): {"rows": ids[i].tolist(), "scores": scores[i].tolist()} for i in sample
             },
