@@ -86,6 +86,16 @@ pub enum Error {
     /// An embedder failed.
     #[error("embedding failed: {0}")]
     Embed(String),
+    /// A remote service could not be reached or gave no usable answer (after any retries).
+    #[error("`{endpoint}`: {message}")]
+    Http {
+        /// Method and URL, without credentials or secret query values.
+        endpoint: String,
+        /// The last HTTP status, if an answer came at all.
+        status: Option<u16>,
+        /// What went wrong, with an excerpt of the answer's body.
+        message: String,
+    },
 }
 
 /// `Result` with [`Error`].

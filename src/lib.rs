@@ -24,6 +24,8 @@ pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod harness;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod level;
 pub mod metrics;
 pub mod rerank;

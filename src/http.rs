@@ -1,0 +1,944 @@
+//! A JSON-over-HTTP client for the remote providers: bounded concurrency, timeouts, retries
+//! with exponential backoff and full jitter, `Retry-After` honoured, and API keys that never
+//! reach `Debug` output, logs or errors.
+//!
+//! Transient failures are retried: 408, 429 and 5xx answers (except 501 and 505), timeouts,
+//! connection failures, and 2xx answers whose body is cut short or is not the JSON expected
+//! (a proxy or an overloaded server can produce both). Other answers fail at once. After the
+//! last try the error names the endpoint (without credentials), the status and an excerpt of the
+//! body.
+//!
+//! Requests work from any executor: inside a Tokio runtime they run on it; elsewhere (for
+//! example under `pollster::block_on`) they run on a small runtime of the client's own.
+//!
+//! ```no_run
+//! use rag_eval::http::{HttpClient, HttpConfig};
+//! use std::time::Duration;
+//!
+//! # async fn f() -> rag_eval::Result<()> {
+//! let client = HttpClient::new(
+//!     HttpConfig::new("https://api.example.com/v1")
+//!         .with_api_key_env("EXAMPLE_API_KEY")
+//!         .with_timeout(Duration::from_secs(20)),
+//! )?;
+//! let models: serde_json::Value = client.get_json("/models").await?;
+//! # Ok(()) }
+//! ```
+
+use crate::error::{Error, Result};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode, Url};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
+use tokio::sync::Semaphore;
+
+/// How an API key is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthHeader {
+    /// `Authorization: Bearer <key>` (OpenAI, Cohere and most compatible servers).
+    Bearer,
+    /// `<name>: <key>`, e.g. `api-key` for Azure OpenAI.
+    Header(String),
+}
+
+/// An API key. `Debug` shows only whether it is empty.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_empty() {
+            "ApiKey(<empty>)"
+        } else {
+            "ApiKey(<redacted>)"
+        })
+    }
+}
+
+/// Settings of an [`HttpClient`].
+///
+/// Build with [`HttpConfig::new`] and the `with_*` methods (or set the fields).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// Prefix of every request path, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// Limit for one attempt: connecting, sending and reading the whole answer.
+    pub timeout: Duration,
+    /// Tries after the first one for transient failures.
+    pub max_retries: u32,
+    /// Requests in flight at once, across all clones of the client (at least 1).
+    pub concurrency: usize,
+    /// Environment variable holding the API key, read once by [`HttpClient::new`]. Unset or
+    /// empty means no key is sent (local servers need none).
+    pub api_key_env: Option<String>,
+    /// A key given directly; takes precedence over `api_key_env`.
+    pub api_key: Option<ApiKey>,
+    /// How the key is sent.
+    pub auth_header: AuthHeader,
+    /// Extra headers sent with every request. Values are not shown by `Debug`.
+    pub headers: Vec<(String, String)>,
+    /// Upper bound of the first backoff; each retry doubles it, up to `max_backoff`. The wait
+    /// is drawn uniformly below the bound ("full jitter").
+    pub initial_backoff: Duration,
+    /// Largest backoff bound.
+    pub max_backoff: Duration,
+    /// Longest `Retry-After` the client waits for; a server asking for more fails the request
+    /// at once rather than stalling a run.
+    pub max_retry_after: Duration,
+}
+
+impl HttpConfig {
+    /// Defaults: timeout 60 s, 5 retries, 8 requests in flight, no key, bearer auth, backoff
+    /// from 500 ms up to 30 s, `Retry-After` up to 120 s.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        HttpConfig {
+            base_url: base_url.into(),
+            timeout: Duration::from_secs(60),
+            max_retries: 5,
+            concurrency: 8,
+            api_key_env: None,
+            api_key: None,
+            auth_header: AuthHeader::Bearer,
+            headers: Vec::new(),
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(120),
+        }
+    }
+
+    /// Sets the per-attempt timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the number of retries after the first try.
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Sets the number of requests in flight at once.
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// Reads the API key from this environment variable.
+    pub fn with_api_key_env(mut self, name: impl Into<String>) -> Self {
+        self.api_key_env = Some(name.into());
+        self
+    }
+
+    /// Uses this API key (instead of an environment variable).
+    pub fn with_api_key(mut self, key: ApiKey) -> Self {
+        self.api_key = Some(key);
+        self
+    }
+
+    /// Sends the key this way.
+    pub fn with_auth_header(mut self, auth_header: AuthHeader) -> Self {
+        self.auth_header = auth_header;
+        self
+    }
+
+    /// Adds a header sent with every request.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the first and the largest backoff bound.
+    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max;
+        self
+    }
+
+    /// Sets the longest `Retry-After` waited for.
+    pub fn with_max_retry_after(mut self, max: Duration) -> Self {
+        self.max_retry_after = max;
+        self
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpConfig")
+            .field("base_url", &redact_url(&self.base_url))
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("concurrency", &self.concurrency)
+            .field("api_key_env", &self.api_key_env)
+            .field("api_key", &self.api_key)
+            .field("auth_header", &self.auth_header)
+            .field("headers", &header_names)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("max_retry_after", &self.max_retry_after)
+            .finish()
+    }
+}
+
+/// Counts of an [`HttpClient`] and its clones since creation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HttpStats {
+    /// Attempts sent, retries included.
+    pub requests: u64,
+    /// Attempts after a transient failure.
+    pub retries: u64,
+    /// Calls that ended in an error.
+    pub failures: u64,
+}
+
+/// The shared client. Cheap to clone; clones share connections, the concurrency limit and
+/// the statistics.
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: HttpConfig,
+    /// The key actually in use (from the config or the environment); kept to scrub it from
+    /// error messages should a server echo it back.
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+    permits: Semaphore,
+    requests: AtomicU64,
+    retries: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("config", &self.inner.config)
+            .field("key_in_use", &self.inner.key.is_some())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// One attempt that did not produce a usable answer.
+struct Failure {
+    status: Option<StatusCode>,
+    message: String,
+    transient: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn transient(message: String) -> Self {
+        Failure {
+            status: None,
+            message,
+            transient: true,
+            retry_after: None,
+        }
+    }
+}
+
+/// What came back from one attempt.
+struct Answer {
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    body: Vec<u8>,
+}
+
+impl HttpClient {
+    /// A client for `config`; reads the API key from `config.api_key_env` unless
+    /// `config.api_key` is set.
+    ///
+    /// Fails when the base URL or a header is malformed, or the key variable is not Unicode.
+    pub fn new(mut config: HttpConfig) -> Result<Self> {
+        let base = Url::parse(&config.base_url).map_err(|e| {
+            Error::Config(format!(
+                "base url `{}` is not a valid url: {e}",
+                redact_url(&config.base_url)
+            ))
+        })?;
+        if !matches!(base.scheme(), "http" | "https") {
+            return Err(Error::Config(format!(
+                "base url `{}` must start with http:// or https://",
+                redact_url(&config.base_url)
+            )));
+        }
+        config.concurrency = config.concurrency.max(1);
+        let key = match (&config.api_key, &config.api_key_env) {
+            (Some(key), _) => Some(key.clone()),
+            (None, Some(var)) => match std::env::var(var) {
+                Ok(v) if !v.trim().is_empty() => Some(ApiKey(v.trim().to_owned())),
+                Ok(_) | Err(std::env::VarError::NotPresent) => None,
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(Error::Config(format!(
+                        "environment variable `{var}` (API key) is not valid Unicode"
+                    )))
+                }
+            },
+            (None, None) => None,
+        }
+        .filter(|k| !k.0.is_empty());
+
+        let mut headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| Error::Config(format!("`{name}` is not a valid header name")))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                Error::Config(format!(
+                    "the value of header `{name}` has characters not allowed in a header"
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        if let Some(key) = &key {
+            let (name, value) = match &config.auth_header {
+                AuthHeader::Bearer => (reqwest::header::AUTHORIZATION, format!("Bearer {}", key.0)),
+                AuthHeader::Header(name) => (
+                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                        Error::Config(format!("`{name}` is not a valid header name"))
+                    })?,
+                    key.0.clone(),
+                ),
+            };
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                Error::Config("the API key has characters not allowed in an HTTP header".to_owned())
+            })?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .user_agent(concat!("rag-eval/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(config.timeout)
+            .build()
+            .map_err(|e| Error::Config(format!("cannot set up the HTTP client: {e}")))?;
+        let permits = Semaphore::new(config.concurrency);
+        Ok(HttpClient {
+            inner: Arc::new(Inner {
+                config,
+                key,
+                client,
+                permits,
+                requests: AtomicU64::new(0),
+                retries: AtomicU64::new(0),
+                failures: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The settings (`Debug` redacts the key).
+    pub fn config(&self) -> &HttpConfig {
+        &self.inner.config
+    }
+
+    /// Whether an API key is sent.
+    pub fn has_api_key(&self) -> bool {
+        self.inner.key.is_some()
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> HttpStats {
+        HttpStats {
+            requests: self.inner.requests.load(Ordering::Relaxed),
+            retries: self.inner.retries.load(Ordering::Relaxed),
+            failures: self.inner.failures.load(Ordering::Relaxed),
+        }
+    }
+
+    /// POSTs `body` as JSON to `path` (relative to the base URL) and parses the JSON answer.
+    pub async fn post_json<B: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<R> {
+        let body = serde_json::to_vec(body).map_err(|e| Error::Http {
+            endpoint: self.endpoint(&Method::POST, path),
+            status: None,
+            message: format!("cannot encode the request body: {e}"),
+        })?;
+        self.execute(Method::POST, path, Some(body), decode_json)
+            .await
+    }
+
+    /// GETs `path` (relative to the base URL) and parses the JSON answer.
+    pub async fn get_json<R: DeserializeOwned>(&self, path: &str) -> Result<R> {
+        self.execute(Method::GET, path, None, decode_json).await
+    }
+
+    /// DELETEs `path` (relative to the base URL); any 2xx answer is success.
+    pub async fn delete(&self, path: &str) -> Result<()> {
+        self.execute(Method::DELETE, path, None, |_| Ok(())).await
+    }
+
+    fn url(&self, path: &str) -> String {
+        if path.starts_with("http://") || path.starts_with("https://") {
+            return path.to_owned();
+        }
+        let base = self.inner.config.base_url.trim_end_matches('/');
+        if path.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}/{}", path.trim_start_matches('/'))
+        }
+    }
+
+    fn endpoint(&self, method: &Method, path: &str) -> String {
+        format!("{method} {}", redact_url(&self.url(path)))
+    }
+
+    /// Runs attempts until one gives an answer `decode` accepts, a failure is not transient,
+    /// or the retries are spent.
+    async fn execute<T>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        decode: impl Fn(&[u8]) -> std::result::Result<T, String>,
+    ) -> Result<T> {
+        let inner = &self.inner;
+        let url = self.url(path);
+        let endpoint = self.endpoint(&method, path);
+        let attempts = inner.config.max_retries.saturating_add(1);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let outcome = {
+                let _permit = inner.permits.acquire().await.map_err(|_| Error::Http {
+                    endpoint: endpoint.clone(),
+                    status: None,
+                    message: "the client was shut down".to_owned(),
+                })?;
+                inner.requests.fetch_add(1, Ordering::Relaxed);
+                let request = inner
+                    .client
+                    .request(method.clone(), &url)
+                    .header(reqwest::header::ACCEPT, "application/json");
+                let request = match &body {
+                    Some(b) => request
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(b.clone()),
+                    None => request,
+                };
+                let timeout = inner.config.timeout;
+                on_runtime(async move { attempt_once(request, timeout).await })
+                    .await
+                    .and_then(|answer| answer)
+                    .and_then(|answer| judge(answer, &decode))
+            };
+            let failure = match outcome {
+                Ok(value) => return Ok(value),
+                Err(failure) => failure,
+            };
+            let give_up = |failure: Failure, note: String| {
+                inner.failures.fetch_add(1, Ordering::Relaxed);
+                Err(self.error(&endpoint, failure, note))
+            };
+            if !failure.transient {
+                let note = if attempt > 1 {
+                    format!(" (attempt {attempt})")
+                } else {
+                    String::new()
+                };
+                return give_up(failure, note);
+            }
+            if attempt >= attempts {
+                return give_up(failure, format!(" (gave up after {attempt} attempts)"));
+            }
+            let wait = match failure.retry_after {
+                Some(wait) if wait > inner.config.max_retry_after => {
+                    let note = format!(
+                        " (the server asked to retry after {wait:?}, more than the {:?} allowed)",
+                        inner.config.max_retry_after
+                    );
+                    return give_up(failure, note);
+                }
+                Some(wait) => wait,
+                None => self.backoff(attempt),
+            };
+            tracing::warn!(
+                endpoint = %endpoint,
+                status = failure.status.map(|s| s.as_u16()),
+                attempt,
+                wait_ms = wait.as_millis() as u64,
+                "retrying after a transient failure: {}",
+                self.scrub(&failure.message)
+            );
+            inner.retries.fetch_add(1, Ordering::Relaxed);
+            // Built inside the future: a Tokio timer cannot even be created outside a runtime.
+            on_runtime(async move { tokio::time::sleep(wait).await })
+                .await
+                .ok();
+        }
+    }
+
+    /// Full jitter: uniform in `[0, min(max_backoff, initial_backoff * 2^(attempt-1))]`.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let config = &self.inner.config;
+        let factor = 1u32
+            .checked_shl(attempt.saturating_sub(1))
+            .unwrap_or(u32::MAX);
+        let bound = config
+            .initial_backoff
+            .saturating_mul(factor)
+            .min(config.max_backoff);
+        let nanos = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(fastrand::u64(0..=nanos))
+    }
+
+    fn error(&self, endpoint: &str, failure: Failure, note: String) -> Error {
+        Error::Http {
+            endpoint: endpoint.to_owned(),
+            status: failure.status.map(|s| s.as_u16()),
+            message: self.scrub(&format!("{}{note}", failure.message)),
+        }
+    }
+
+    /// Replaces the key, should it appear in text a server sent back.
+    fn scrub(&self, text: &str) -> String {
+        match &self.inner.key {
+            Some(key) if !key.0.is_empty() => text.replace(key.0.as_str(), "<redacted>"),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+fn decode_json<T: DeserializeOwned>(body: &[u8]) -> std::result::Result<T, String> {
+    // An empty answer reads as `null`, so `()` and `Option<_>` accept it.
+    let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
+        b"null"
+    } else {
+        body
+    };
+    serde_json::from_slice(body).map_err(|e| format!("invalid JSON in the answer ({e})"))
+}
+
+/// Sorts an answer into success or a (transient or final) failure.
+fn judge<T>(
+    answer: Answer,
+    decode: &impl Fn(&[u8]) -> std::result::Result<T, String>,
+) -> std::result::Result<T, Failure> {
+    let status = answer.status;
+    if status.is_success() {
+        return decode(&answer.body).map_err(|message| Failure {
+            status: Some(status),
+            message: format!("{status}: {message}: {}", excerpt(&answer.body)),
+            transient: true,
+            retry_after: answer.retry_after,
+        });
+    }
+    let transient = matches!(status.as_u16(), 408 | 429)
+        || (status.is_server_error()
+            && !matches!(
+                status,
+                StatusCode::NOT_IMPLEMENTED | StatusCode::HTTP_VERSION_NOT_SUPPORTED
+            ));
+    Err(Failure {
+        status: Some(status),
+        message: format!("{status}: {}", excerpt(&answer.body)),
+        transient,
+        retry_after: answer.retry_after,
+    })
+}
+
+/// Sends one request and reads the whole answer within `timeout`.
+async fn attempt_once(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+) -> std::result::Result<Answer, Failure> {
+    let exchange = async {
+        let response = request.send().await.map_err(transport_failure)?;
+        let status = response.status();
+        let retry_after = retry_after(response.headers(), SystemTime::now());
+        let body = response.bytes().await.map_err(|e| {
+            let mut f = transport_failure(e);
+            f.message = format!("{status}: the answer was cut short ({})", f.message);
+            f.status = Some(status);
+            f.retry_after = retry_after;
+            f
+        })?;
+        Ok(Answer {
+            status,
+            retry_after,
+            body: body.to_vec(),
+        })
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(Failure::transient(format!(
+            "no complete answer within {timeout:?}"
+        ))),
+    }
+}
+
+fn transport_failure(e: reqwest::Error) -> Failure {
+    // Errors of reqwest's own request building (a malformed URL, say) will not go away.
+    let transient = !e.is_builder();
+    let e = e.without_url();
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    Failure {
+        status: None,
+        message,
+        transient,
+        retry_after: None,
+    }
+}
+
+/// The wait a server asks for: `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as
+/// an HTTP date.
+fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let value = text("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The first 300 characters of a body, whitespace collapsed, for error messages.
+fn excerpt(body: &[u8]) -> String {
+    const LIMIT: usize = 300;
+    let text = String::from_utf8_lossy(body);
+    let mut out = String::new();
+    let mut count = 0;
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+            count += 1;
+        }
+        for c in word.chars() {
+            if count == LIMIT {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+    if out.is_empty() {
+        "(empty body)".to_owned()
+    } else {
+        out
+    }
+}
+
+/// `url` without user name, password, or values of query parameters that look like secrets.
+fn redact_url(url: &str) -> String {
+    let Ok(mut parsed) = Url::parse(url) else {
+        // Not a URL: keep only what precedes a possible query string.
+        return url.split('?').next().unwrap_or_default().to_owned();
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        // Both setters fail only for URLs that cannot have credentials at all.
+        let _ = parsed.set_username("");
+        let _ = parsed.set_password(None);
+    }
+    if parsed.query().is_some() {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(k, v)| {
+                let lower = k.to_ascii_lowercase();
+                let secret = ["key", "token", "secret", "sig", "password", "auth"]
+                    .iter()
+                    .any(|s| lower.contains(s));
+                let v = if secret {
+                    "<redacted>".to_owned()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
+}
+
+/// Runs `fut` on the current Tokio runtime, or on the client's own when there is none (the
+/// HTTP stack needs Tokio's reactor and timer).
+async fn on_runtime<F>(fut: F) -> std::result::Result<F::Output, Failure>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Ok(fut.await);
+    }
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    let runtime = RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("rag-eval-http")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Failure {
+            status: None,
+            message: format!("cannot start a runtime for HTTP: {e}"),
+            transient: false,
+            retry_after: None,
+        })?;
+    runtime
+        .spawn(fut)
+        .await
+        .map_err(|e| Failure::transient(format!("the request task failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_milliseconds_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let headers = |pairs: &[(&'static str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_str(v).unwrap());
+            }
+            h
+        };
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "3")]), now),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "0.25")]), now),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "3"), ("retry-after-ms", "120")]),
+                now
+            ),
+            Some(Duration::from_millis(120)),
+            "the finer header wins"
+        );
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(7));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &date)]), now),
+            Some(Duration::from_secs(7))
+        );
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &past)]), now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
+        assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn excerpts_collapse_whitespace_and_stop_at_300_characters() {
+        assert_eq!(
+            excerpt(b"  {\"error\":\n  \"busy\"}  "),
+            "{\"error\": \"busy\"}"
+        );
+        assert_eq!(excerpt(b" \n"), "(empty body)");
+        let long = "é".repeat(400);
+        let e = excerpt(long.as_bytes());
+        assert_eq!(e.chars().count(), 301);
+        assert!(e.ends_with('…'));
+        assert_eq!(excerpt(&[0xff, b'a']), "\u{fffd}a");
+    }
+
+    #[test]
+    fn urls_lose_credentials_and_secret_query_values() {
+        assert_eq!(
+            redact_url("https://user:pw@example.com/v1/x?api-version=2024-02-01&api_key=sk-1&sig=abc"),
+            "https://example.com/v1/x?api-version=2024-02-01&api_key=%3Credacted%3E&sig=%3Credacted%3E"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:8080/v1/embeddings"),
+            "http://127.0.0.1:8080/v1/embeddings"
+        );
+        assert_eq!(redact_url("not a url?key=sk-1"), "not a url");
+    }
+
+    #[test]
+    fn backoff_stays_under_its_doubling_bound() {
+        let client = HttpClient::new(
+            HttpConfig::new("http://127.0.0.1:1")
+                .with_backoff(Duration::from_millis(10), Duration::from_millis(35)),
+        )
+        .unwrap();
+        for _ in 0..200 {
+            assert!(client.backoff(1) <= Duration::from_millis(10));
+            assert!(client.backoff(2) <= Duration::from_millis(20));
+            assert!(client.backoff(3) <= Duration::from_millis(35));
+            assert!(client.backoff(40) <= Duration::from_millis(35));
+        }
+        // Full jitter spreads the waits: 200 draws are not all at the bound.
+        let draws: std::collections::HashSet<Duration> =
+            (0..200).map(|_| client.backoff(3)).collect();
+        assert!(draws.len() > 100, "{} distinct waits", draws.len());
+    }
+
+    #[test]
+    fn transient_statuses_are_retried_and_others_are_not() {
+        let answer = |code: u16| Answer {
+            status: StatusCode::from_u16(code).unwrap(),
+            retry_after: None,
+            body: b"{\"error\":\"x\"}".to_vec(),
+        };
+        let decode = |b: &[u8]| decode_json::<serde_json::Value>(b);
+        for code in [408, 429, 500, 502, 503, 504, 599] {
+            assert!(
+                judge(answer(code), &decode).err().unwrap().transient,
+                "{code}"
+            );
+        }
+        for code in [400, 401, 403, 404, 422, 501, 505] {
+            let f = judge(answer(code), &decode).err().unwrap();
+            assert!(!f.transient, "{code}");
+            assert!(f.message.contains("{\"error\":\"x\"}"), "{}", f.message);
+        }
+        let bad = Answer {
+            status: StatusCode::OK,
+            retry_after: None,
+            body: b"{\"data\": [".to_vec(),
+        };
+        let f = judge(bad, &decode).err().unwrap();
+        assert!(f.transient);
+        assert!(f.message.contains("invalid JSON"), "{}", f.message);
+        let empty = Answer {
+            status: StatusCode::NO_CONTENT,
+            retry_after: None,
+            body: Vec::new(),
+        };
+        assert!(judge(empty, &|b: &[u8]| decode_json::<()>(b)).is_ok());
+    }
+
+    #[test]
+    fn keys_come_from_the_environment_and_never_show_in_debug() {
+        // A variable name no other test uses, so setting it cannot race with a reader.
+        let var = "RAG_EVAL_HTTP_UNIT_TEST_KEY";
+        std::env::set_var(var, " sk-unit-secret-123 ");
+        let client =
+            HttpClient::new(HttpConfig::new("http://127.0.0.1:1/v1").with_api_key_env(var))
+                .unwrap();
+        assert!(client.has_api_key());
+        let debug = format!("{client:?} {:?}", client.config());
+        assert!(!debug.contains("sk-unit-secret-123"), "{debug}");
+        assert!(debug.contains(var), "{debug}");
+        assert_eq!(
+            client.scrub("Incorrect API key provided: sk-unit-secret-123."),
+            "Incorrect API key provided: <redacted>."
+        );
+        let unset = HttpClient::new(
+            HttpConfig::new("http://127.0.0.1:1").with_api_key_env("RAG_EVAL_HTTP_UNSET_VAR"),
+        )
+        .unwrap();
+        assert!(!unset.has_api_key());
+        let with_header = HttpConfig::new("http://127.0.0.1:1")
+            .with_header("x-secret", "hidden-value")
+            .with_api_key(ApiKey::new("k"));
+        let debug = format!("{with_header:?}");
+        assert!(
+            debug.contains("x-secret") && !debug.contains("hidden-value"),
+            "{debug}"
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_configuration_errors() {
+        let err = HttpClient::new(HttpConfig::new("ftp://example.com")).unwrap_err();
+        assert!(err.to_string().contains("http:// or https://"), "{err}");
+        let err = HttpClient::new(HttpConfig::new("no url")).unwrap_err();
+        assert!(err.to_string().contains("not a valid url"), "{err}");
+        let err =
+            HttpClient::new(HttpConfig::new("http://h").with_header("bad name", "v")).unwrap_err();
+        assert!(err.to_string().contains("`bad name`"), "{err}");
+        let err = HttpClient::new(
+            HttpConfig::new("http://h").with_api_key(ApiKey::new("line\nbreak-secret")),
+        )
+        .unwrap_err();
+        assert!(!err.to_string().contains("break-secret"), "{err}");
+    }
+
+    #[test]
+    fn paths_join_the_base_url_with_one_slash() {
+        let client = HttpClient::new(HttpConfig::new("http://127.0.0.1:9/v1/")).unwrap();
+        assert_eq!(
+            client.url("/embeddings"),
+            "http://127.0.0.1:9/v1/embeddings"
+        );
+        assert_eq!(client.url("embeddings"), "http://127.0.0.1:9/v1/embeddings");
+        assert_eq!(client.url(""), "http://127.0.0.1:9/v1");
+        assert_eq!(client.url("http://other/x"), "http://other/x");
+        assert_eq!(
+            client.endpoint(&Method::POST, "/x?api-key=s"),
+            "POST http://127.0.0.1:9/v1/x?api-key=%3Credacted%3E"
+        );
+    }
+
+    #[test]
+    fn a_refused_connection_is_retried_then_reported_with_the_endpoint() {
+        // Port 1 on loopback refuses connections.
+        let client = HttpClient::new(
+            HttpConfig::new("http://127.0.0.1:1/v1")
+                .with_max_retries(2)
+                .with_backoff(Duration::from_millis(1), Duration::from_millis(2))
+                .with_timeout(Duration::from_secs(5)),
+        )
+        .unwrap();
+        let err = pollster::block_on(client.get_json::<serde_json::Value>("/models")).unwrap_err();
+        let Error::Http {
+            endpoint, status, ..
+        } = &err
+        else {
+            panic!("{err}");
+        };
+        assert_eq!(endpoint, "GET http://127.0.0.1:1/v1/models");
+        assert_eq!(*status, None);
+        assert!(
+            err.to_string().contains("gave up after 3 attempts"),
+            "{err}"
+        );
+        assert_eq!(
+            client.stats(),
+            HttpStats {
+                requests: 3,
+                retries: 2,
+                failures: 1
+            }
+        );
+    }
+}
