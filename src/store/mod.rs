@@ -1,8 +1,12 @@
 //! Vector stores: embeddings in, nearest chunks out.
 
+#[cfg(feature = "chroma")]
+mod chroma;
 mod memory;
 
 // Re-exports of the built-in stores go here.
+#[cfg(feature = "chroma")]
+pub use chroma::ChromaStore;
 pub use memory::InMemoryStore;
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
