@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Queries per matrix product. With the vector block below, a score tile is 2 MiB: large
@@ -271,17 +272,30 @@ impl InMemoryStore {
         let tops = if threads == 1 {
             search.run(0..m, 0..n)
         } else if m >= threads * MIN_QUERIES_PER_THREAD {
-            let per = m.div_ceil(threads);
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (0..m)
-                    .step_by(per)
-                    .map(|start| {
-                        let search = &search;
-                        s.spawn(move || search.run(start..(start + per).min(m), 0..n))
+            // Threads take query blocks one at a time rather than a fixed half each, so that
+            // a thread slowed by other work on its core does not hold up the whole search.
+            let unit = self.blocks.0.min(m.div_ceil(threads));
+            let next = AtomicUsize::new(0);
+            let mut done: Vec<(usize, Vec<TopK>)> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let (search, next) = (&search, &next);
+                        s.spawn(move || {
+                            let mut done = Vec::new();
+                            loop {
+                                let start = next.fetch_add(unit, Ordering::Relaxed);
+                                if start >= m {
+                                    break done;
+                                }
+                                done.push((start, search.run(start..(start + unit).min(m), 0..n)));
+                            }
+                        })
                     })
                     .collect();
                 handles.into_iter().flat_map(join).collect()
-            })
+            });
+            done.sort_unstable_by_key(|&(start, _)| start);
+            done.into_iter().flat_map(|(_, tops)| tops).collect()
         } else {
             let per = n.div_ceil(threads);
             let parts: Vec<Vec<TopK>> = std::thread::scope(|s| {
