@@ -20,7 +20,9 @@ use std::task::{Context, Poll, Waker};
 /// call fails or is dropped, a waiting call embeds the text itself. [`BatchingEmbedder::stats`]
 /// counts what reached the inner embedder.
 ///
-/// The wrapper's [`Embedder::name`] is the inner embedder's: the vectors are the same.
+/// Every vector is kept for the wrapper's lifetime (that is the memo), so one wrapper per run
+/// bounds the memory to the run's distinct texts. The wrapper's [`Embedder::name`] is the inner
+/// embedder's: the vectors are the same.
 ///
 /// ```
 /// use rag_eval::embed::{BatchingEmbedder, Embedder, HashingEmbedder};
