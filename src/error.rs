@@ -75,6 +75,29 @@ pub enum Error {
     /// A dataset is inconsistent with itself or with its corpus.
     #[error("invalid dataset: {0}")]
     Dataset(String),
+    /// A cache file cannot be used: it is not a SQLite database, belongs to something else or
+    /// to another schema version, or reading or writing it failed.
+    #[error("cache `{path}`: {message}")]
+    Cache {
+        /// The cache file.
+        path: Utf8PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A cache in replay mode was asked for something it does not hold.
+    #[error("cache `{path}` (replay mode) has no {what} for provider `{provider}`, model `{model}`, input {input}")]
+    CacheMiss {
+        /// The cache file.
+        path: Utf8PathBuf,
+        /// What was asked for ("embedding", "query embedding", "response").
+        what: &'static str,
+        /// The provider asked of.
+        provider: String,
+        /// The model asked of.
+        model: String,
+        /// A preview of the (first) missing input, and how many others are missing.
+        input: String,
+    },
     /// A retriever failed on a query.
     #[error("retrieval failed for query `{query}`: {source}")]
     Retrieval {

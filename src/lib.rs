@@ -13,10 +13,14 @@
 //!   recursive splitting.
 //! - `markdown` (default): `MarkdownChunker`.
 //! - `cli`: the `rag-eval` command-line tool.
+//! - `cache`: `cache::Cache`, a SQLite cache of embeddings and LLM responses with record and
+//!   replay modes, and `cache::CachedEmbedder`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod chunk;
+#[cfg(feature = "cache")]
+pub mod cache;
 pub mod chunker;
 pub mod corpus;
 pub mod dataset;

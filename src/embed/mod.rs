@@ -5,6 +5,8 @@ mod hashing;
 
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use hashing::HashingEmbedder;
+#[cfg(feature = "cache")]
+pub use crate::cache::CachedEmbedder;
 
 use crate::error::Result;
 
