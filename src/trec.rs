@@ -424,7 +424,7 @@ impl Qrels {
         let mut keys = Vec::with_capacity(rows.len());
         let mut ideal = Vec::new();
         for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
-            query.sort_by(|a, b| name_order(&names, a, b));
+            query.sort_unstable_by(|a, b| name_order(&names, a, b));
             if let Some(w) = query
                 .windows(2)
                 .find(|w| name_order(&names, &w[0], &w[1]) == Ordering::Equal)
@@ -566,8 +566,9 @@ impl Run {
         let mut scores = Vec::with_capacity(rows.len());
         let mut by_docno: Vec<SortedDoc> = Vec::with_capacity(rows.len());
         for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
-            // trec_eval's ranking: score descending, then docno descending
-            query.sort_by(|a, b| {
+            // trec_eval's ranking: score descending, then docno descending (a total order once
+            // repeated docnos are ruled out below, so an unstable sort gives the same ranking)
+            query.sort_unstable_by(|a, b| {
                 b.value
                     .partial_cmp(&a.value)
                     .unwrap_or(Ordering::Equal)
