@@ -398,7 +398,8 @@ impl HttpClient {
         }
     }
 
-    fn endpoint(&self, method: &Method, path: &str) -> String {
+    /// `METHOD url` of a request to `path`, without secrets, for error messages.
+    pub(crate) fn endpoint(&self, method: &Method, path: &str) -> String {
         format!("{method} {}", redact_url(&self.url(path)))
     }
 
@@ -655,35 +656,56 @@ fn excerpt(body: &[u8]) -> String {
 }
 
 /// `url` without user name, password, or values of query parameters that look like secrets.
-fn redact_url(url: &str) -> String {
-    let Ok(mut parsed) = Url::parse(url) else {
+/// A path (starting with `/`) keeps its query string, redacted the same way.
+pub(crate) fn redact_url(url: &str) -> String {
+    if let Ok(mut parsed) = Url::parse(url) {
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            // Both setters fail only for URLs that cannot have credentials at all.
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+        }
+        redact_query(&mut parsed);
+        let mut text = parsed.to_string();
+        // The parser adds a `/` to a bare host; names built from a base URL keep its spelling.
+        if !url.ends_with('/') && parsed.path() == "/" && parsed.query().is_none() {
+            text.pop();
+        }
+        return text;
+    }
+    let relative = Url::parse("http://relative.invalid/").and_then(|base| base.join(url));
+    match relative {
+        Ok(mut parsed) if url.starts_with('/') && !url.starts_with("//") => {
+            redact_query(&mut parsed);
+            match parsed.query() {
+                Some(query) => format!("{}?{query}", parsed.path()),
+                None => parsed.path().to_owned(),
+            }
+        }
         // Not a URL: keep only what precedes a possible query string.
-        return url.split('?').next().unwrap_or_default().to_owned();
-    };
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        // Both setters fail only for URLs that cannot have credentials at all.
-        let _ = parsed.set_username("");
-        let _ = parsed.set_password(None);
+        _ => url.split('?').next().unwrap_or_default().to_owned(),
     }
-    if parsed.query().is_some() {
-        let pairs: Vec<(String, String)> = parsed
-            .query_pairs()
-            .map(|(k, v)| {
-                let lower = k.to_ascii_lowercase();
-                let secret = ["key", "token", "secret", "sig", "password", "auth"]
-                    .iter()
-                    .any(|s| lower.contains(s));
-                let v = if secret {
-                    "<redacted>".to_owned()
-                } else {
-                    v.into_owned()
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+}
+
+fn redact_query(url: &mut Url) {
+    if url.query().is_none() {
+        return;
     }
-    parsed.to_string()
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(k, v)| {
+            let lower = k.to_ascii_lowercase();
+            let secret = ["key", "token", "secret", "sig", "password", "auth"]
+                .iter()
+                .any(|s| lower.contains(s));
+            let v = if secret {
+                "<redacted>".to_owned()
+            } else {
+                v.into_owned()
+            };
+            (k.into_owned(), v)
+        })
+        .collect();
+    url.query_pairs_mut().clear().extend_pairs(pairs);
 }
 
 /// Runs `fut` on the current Tokio runtime, or on the client's own when there is none (the
@@ -790,6 +812,11 @@ mod tests {
             "http://127.0.0.1:8080/v1/embeddings"
         );
         assert_eq!(redact_url("not a url?key=sk-1"), "not a url");
+        assert_eq!(
+            redact_url("/openai/deployments/d/embeddings?api-version=2024-02-01&code=x&key=y"),
+            "/openai/deployments/d/embeddings?api-version=2024-02-01&code=x&key=%3Credacted%3E"
+        );
+        assert_eq!(redact_url("/embeddings"), "/embeddings");
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod harness;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod level;
+pub mod llm;
 pub mod metrics;
 pub mod rerank;
 pub mod retrieve;

@@ -2,9 +2,13 @@
 
 mod batch;
 mod hashing;
+#[cfg(feature = "openai")]
+pub(crate) mod openai;
 
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use hashing::HashingEmbedder;
+#[cfg(feature = "openai")]
+pub use openai::{EmbeddingUsage, OpenAiEmbedder, OpenAiEmbedderBuilder, OPENAI_BASE_URL};
 #[cfg(feature = "cache")]
 pub use crate::cache::CachedEmbedder;
 

@@ -1,5 +1,11 @@
 //! Rerankers: reorder a retriever's candidates for a query.
 
+#[cfg(feature = "cohere")]
+mod cohere;
+
+#[cfg(feature = "cohere")]
+pub use cohere::{CohereReranker, CohereRerankerBuilder, COHERE_BASE_URL};
+
 use crate::chunk::RetrievedChunk;
 use crate::error::Result;
 

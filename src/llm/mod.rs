@@ -1,0 +1,310 @@
+//! Chat-completion clients: the [`LlmClient`] trait, its request and response types, and (with
+//! the `openai` feature) `OpenAiChat` for OpenAI-compatible servers.
+//!
+//! ```
+//! use rag_eval::llm::{ChatMessage, ChatRequest};
+//! use serde_json::json;
+//!
+//! let request = ChatRequest::new(vec![
+//!     ChatMessage::system("Answer in JSON."),
+//!     ChatMessage::user("Which planet is largest?"),
+//! ])
+//! .with_temperature(0.0)
+//! .with_max_tokens(200)
+//! .with_json_schema(
+//!     "answer",
+//!     json!({"type": "object", "properties": {"planet": {"type": "string"}},
+//!            "required": ["planet"], "additionalProperties": false}),
+//! );
+//! assert_eq!(request.messages.len(), 2);
+//! ```
+
+#[cfg(feature = "openai")]
+mod openai;
+
+#[cfg(feature = "openai")]
+pub use openai::{OpenAiChat, OpenAiChatBuilder};
+
+use crate::error::Result;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Who says a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions to the model.
+    System,
+    /// The user's turn.
+    User,
+    /// The model's turn (earlier answers, or examples).
+    Assistant,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who says it.
+    pub role: Role,
+    /// What is said.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// A JSON schema the answer must follow (structured outputs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSchema {
+    /// A name for the schema (letters, digits, `_` and `-`).
+    pub name: String,
+    /// The schema itself.
+    pub schema: serde_json::Value,
+    /// Whether the server must follow the schema exactly (OpenAI's `strict`).
+    pub strict: bool,
+}
+
+/// A chat-completion request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// A model other than the client's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Sampling temperature; the server's default when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Longest answer, in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// A schema the answer must follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_schema: Option<JsonSchema>,
+}
+
+impl ChatRequest {
+    /// A request with these messages and the client's defaults for everything else.
+    pub fn new(messages: Vec<ChatMessage>) -> Self {
+        ChatRequest {
+            messages,
+            model: None,
+            temperature: None,
+            max_tokens: None,
+            json_schema: None,
+        }
+    }
+
+    /// Uses this model instead of the client's.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the sampling temperature.
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Limits the answer's length in tokens.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Asks for an answer that follows `schema` strictly.
+    pub fn with_json_schema(mut self, name: impl Into<String>, schema: serde_json::Value) -> Self {
+        self.json_schema = Some(JsonSchema {
+            name: name.into(),
+            schema,
+            strict: true,
+        });
+        self
+    }
+}
+
+/// Tokens a call used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Tokens of the request.
+    pub prompt_tokens: u64,
+    /// Tokens of the answer.
+    pub completion_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Both together.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// A chat-completion answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The model's text (with a schema: the JSON document).
+    pub content: String,
+    /// Why the model stopped, as the server says it (`stop`, `length`, `content_filter`, …).
+    pub finish_reason: Option<String>,
+    /// Tokens used.
+    pub usage: TokenUsage,
+    /// The model that answered, as the server names it.
+    pub model: String,
+}
+
+impl ChatResponse {
+    /// The content parsed as JSON, for answers to a request with a schema.
+    pub fn json<T: DeserializeOwned>(&self) -> std::result::Result<T, serde_json::Error> {
+        serde_json::from_str(&self.content)
+    }
+
+    /// Whether the answer was cut off by the token limit.
+    pub fn is_truncated(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
+    }
+}
+
+/// A chat-completion service.
+///
+/// Implement it to plug in any model; `OpenAiChat` is the built-in one (feature `openai`).
+#[async_trait::async_trait]
+pub trait LlmClient: Send + Sync {
+    /// Provider and model, for reports and cache keys (never secrets).
+    fn name(&self) -> String;
+    /// Answers `request`.
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse>;
+}
+
+#[async_trait::async_trait]
+impl<L: LlmClient + ?Sized> LlmClient for Arc<L> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        (**self).complete(request).await
+    }
+}
+
+#[async_trait::async_trait]
+impl<L: LlmClient + ?Sized> LlmClient for Box<L> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        (**self).complete(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Answers with the last user message reversed, counting characters as tokens.
+    struct Echo;
+
+    #[async_trait::async_trait]
+    impl LlmClient for Echo {
+        fn name(&self) -> String {
+            "echo".into()
+        }
+        async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
+            let last = request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .map(|m| m.content.chars().rev().collect::<String>())
+                .unwrap_or_default();
+            Ok(ChatResponse {
+                usage: TokenUsage {
+                    prompt_tokens: request
+                        .messages
+                        .iter()
+                        .map(|m| m.content.len() as u64)
+                        .sum(),
+                    completion_tokens: last.len() as u64,
+                },
+                content: last,
+                finish_reason: Some("stop".into()),
+                model: request.model.clone().unwrap_or_else(|| "echo-1".into()),
+            })
+        }
+    }
+
+    #[test]
+    fn shared_and_boxed_clients_forward() {
+        let request = ChatRequest::new(vec![ChatMessage::system("s"), ChatMessage::user("abc")])
+            .with_model("m2");
+        let boxed: Box<dyn LlmClient> = Box::new(Echo);
+        let shared: Arc<dyn LlmClient> = Arc::new(Echo);
+        for client in [&boxed as &dyn LlmClient, &shared as &dyn LlmClient] {
+            let answer = pollster::block_on(client.complete(&request)).unwrap();
+            assert_eq!(answer.content, "cba");
+            assert_eq!(answer.model, "m2");
+            assert_eq!(answer.usage.total(), 4 + 3);
+            assert!(!answer.is_truncated());
+            assert_eq!(client.name(), "echo");
+        }
+    }
+
+    #[test]
+    fn requests_serialize_without_unset_fields_and_round_trip() {
+        let bare = ChatRequest::new(vec![ChatMessage::user("hi")]);
+        assert_eq!(
+            serde_json::to_value(&bare).unwrap(),
+            json!({"messages": [{"role": "user", "content": "hi"}]})
+        );
+        let full = bare
+            .with_temperature(0.5)
+            .with_max_tokens(9)
+            .with_json_schema("s", json!({"type": "object"}));
+        let back: ChatRequest =
+            serde_json::from_value(serde_json::to_value(&full).unwrap()).unwrap();
+        assert_eq!(back, full);
+        assert!(back.json_schema.unwrap().strict);
+    }
+
+    #[test]
+    fn answers_parse_as_json_and_report_truncation() {
+        let answer = ChatResponse {
+            content: r#"{"planet": "Jupiter"}"#.into(),
+            finish_reason: Some("length".into()),
+            usage: TokenUsage::default(),
+            model: "m".into(),
+        };
+        let v: serde_json::Value = answer.json().unwrap();
+        assert_eq!(v["planet"], "Jupiter");
+        assert!(answer.is_truncated());
+        let bad = ChatResponse {
+            content: "not json".into(),
+            ..answer
+        };
+        assert!(bad.json::<serde_json::Value>().is_err());
+    }
+}
