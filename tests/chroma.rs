@@ -277,15 +277,38 @@ fn stores_searches_replaces_and_clears() {
     tied.sort();
     assert_eq!(ids(&hits[..2]), tied, "ties break by chunk id");
 
-    block_on(store.delete(&[dogs.id.clone()])).unwrap();
+    block_on(store.delete(std::slice::from_ref(&dogs.id))).unwrap();
     assert_eq!(block_on(store.len()).unwrap(), 2);
 
     block_on(store.clear()).unwrap();
     assert!(block_on(store.is_empty()).unwrap());
     // Cleared means a new collection: another dimension is fine now.
     assert_eq!(block_on(store.dimension()).unwrap(), None);
-    block_on(store.add(&[dogs.clone()], &[vec![1.0, 2.0, 3.0]])).unwrap();
+    block_on(store.add(std::slice::from_ref(&dogs), &[vec![1.0, 2.0, 3.0]])).unwrap();
     assert_eq!(block_on(store.dimension()).unwrap(), Some(3));
+}
+
+#[test]
+fn a_collection_deleted_by_another_client_is_created_again() {
+    let Some(url) = server() else { return };
+    let a = ChromaStore::new(&url, unique("shared")).unwrap();
+    let _cleanup = Cleanup(&a);
+    let b = ChromaStore::new(&url, a.collection()).unwrap();
+    let cats = chunk("a.md", 0, "cats");
+    let dogs = chunk("a.md", 5, "dogs");
+    block_on(a.add(std::slice::from_ref(&cats), &[vec![1.0, 0.0]])).unwrap();
+    let first = block_on(b.connect()).unwrap();
+    assert_eq!(block_on(b.len()).unwrap(), 1);
+
+    block_on(a.clear()).unwrap();
+    // `b` still holds the old collection's id: the server answers 404, `b` looks again.
+    assert!(block_on(b.search(&[1.0, 0.0], 1)).unwrap().is_empty());
+    let second = block_on(b.connect()).unwrap();
+    assert_ne!(first, second);
+    block_on(b.add(std::slice::from_ref(&dogs), &[vec![0.0, 1.0]])).unwrap();
+    assert_eq!(block_on(a.len()).unwrap(), 1);
+    let hits = block_on(a.search(&[0.0, 1.0], 5)).unwrap();
+    assert_eq!(ids(&hits), [dogs.id.as_str()]);
 }
 
 #[test]

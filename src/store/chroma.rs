@@ -12,6 +12,25 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::fmt;
 
+/// Runs `$op` with `$c` bound to the collection; when the server no longer knows the
+/// collection (another client deleted it, as a pipeline's `clear` does), forgets it and runs
+/// `$op` once more on the collection as looked up, or created, again.
+macro_rules! on_collection {
+    ($store:expr, |$c:ident| $op:expr) => {{
+        let $c = $store.collection_state().await?;
+        match $op {
+            Err(Error::Http {
+                status: Some(404), ..
+            }) => {
+                $store.forget(&$c.id).await;
+                let $c = $store.collection_state().await?;
+                $op
+            }
+            other => other,
+        }
+    }};
+}
+
 /// Metadata key of the chunk's document id.
 const DOC_KEY: &str = "doc_id";
 /// Metadata key of the chunk's first character.
@@ -200,18 +219,8 @@ impl ChromaStore {
         if ids.is_empty() {
             return Ok(());
         }
-        let c = self.collection_state().await?;
         let ids: Vec<&str> = ids.iter().map(PaChunkId::as_str).collect();
-        for batch in ids.chunks(self.batch_limit().await) {
-            let _: Value = self
-                .http
-                .post_json(
-                    &self.records_path(&c.id, "delete"),
-                    &json!({ "ids": batch }),
-                )
-                .await?;
-        }
-        Ok(())
+        on_collection!(self, |c| self.delete_from(&c, &ids).await)
     }
 
     /// Deletes the collection on the server (a missing one is fine); the next operation
@@ -425,7 +434,58 @@ impl VectorStore for ChromaStore {
         if chunks.is_empty() {
             return Ok(());
         }
-        let c = self.collection_state().await?;
+        on_collection!(self, |c| self.upsert_into(&c, chunks, embeddings).await)
+    }
+
+    async fn search(&self, embedding: &[f32], k: usize) -> Result<Vec<RetrievedChunk>> {
+        on_collection!(self, |c| self.search_in(&c, embedding, k).await)
+    }
+
+    async fn clear(&self) -> Result<()> {
+        self.delete_collection().await
+    }
+
+    async fn len(&self) -> Result<usize> {
+        on_collection!(self, |c| {
+            let path = format!(
+                "{}/collections/{}/count",
+                self.database_path(),
+                segment(&c.id)
+            );
+            self.http.get_json(&path).await
+        })
+    }
+}
+
+impl ChromaStore {
+    async fn delete_from(&self, c: &Collection, ids: &[&str]) -> Result<()> {
+        for batch in ids.chunks(self.batch_limit().await) {
+            let _: Value = self
+                .http
+                .post_json(
+                    &self.records_path(&c.id, "delete"),
+                    &json!({ "ids": batch }),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the collection `id` (deleted by another client), so the next operation looks
+    /// it up, or creates it, again.
+    async fn forget(&self, id: &str) {
+        let mut state = self.state.lock().await;
+        if state.as_ref().is_some_and(|c| c.id == id) {
+            *state = None;
+        }
+    }
+
+    async fn upsert_into(
+        &self,
+        c: &Collection,
+        chunks: &[PositionAwareChunk],
+        embeddings: &[Vec<f32>],
+    ) -> Result<()> {
         let mut expected = c.dimension;
         for (i, (chunk, v)) in chunks.iter().zip(embeddings).enumerate() {
             let what = || {
@@ -468,8 +528,12 @@ impl VectorStore for ChromaStore {
         Ok(())
     }
 
-    async fn search(&self, embedding: &[f32], k: usize) -> Result<Vec<RetrievedChunk>> {
-        let c = self.collection_state().await?;
+    async fn search_in(
+        &self,
+        c: &Collection,
+        embedding: &[f32],
+        k: usize,
+    ) -> Result<Vec<RetrievedChunk>> {
         self.check_vector(embedding, c.dimension.unwrap_or(embedding.len()), || {
             "query".to_owned()
         })?;
@@ -493,22 +557,6 @@ impl VectorStore for ChromaStore {
         }
     }
 
-    async fn clear(&self) -> Result<()> {
-        self.delete_collection().await
-    }
-
-    async fn len(&self) -> Result<usize> {
-        let c = self.collection_state().await?;
-        let path = format!(
-            "{}/collections/{}/count",
-            self.database_path(),
-            segment(&c.id)
-        );
-        self.http.get_json(&path).await
-    }
-}
-
-impl ChromaStore {
     fn config(&self, message: String) -> Error {
         Error::Config(format!(
             "chroma store `{}` ({}/{}): {message}",
@@ -678,6 +726,9 @@ impl CollectionAnswer {
     }
 }
 
+/// A record's metadata as Chroma stores it.
+type RecordMetadata = Map<String, Value>;
+
 #[derive(Deserialize)]
 struct QueryAnswer {
     ids: Vec<Vec<String>>,
@@ -686,7 +737,7 @@ struct QueryAnswer {
     #[serde(default)]
     documents: Option<Vec<Vec<Option<String>>>>,
     #[serde(default)]
-    metadatas: Option<Vec<Vec<Option<Map<String, Value>>>>>,
+    metadatas: Option<Vec<Vec<Option<RecordMetadata>>>>,
 }
 
 #[cfg(test)]
