@@ -2,11 +2,15 @@
 
 mod batch;
 mod hashing;
+#[cfg(feature = "onnx")]
+mod onnx;
 #[cfg(feature = "openai")]
 pub(crate) mod openai;
 
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use hashing::HashingEmbedder;
+#[cfg(feature = "onnx")]
+pub use onnx::{OnnxConfig, OnnxEmbedder, ORT_DYLIB_PATH};
 #[cfg(feature = "openai")]
 pub use openai::{EmbeddingUsage, OpenAiEmbedder, OpenAiEmbedderBuilder, OPENAI_BASE_URL};
 #[cfg(feature = "cache")]

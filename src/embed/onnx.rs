@@ -1,0 +1,639 @@
+//! Local sentence-transformers models exported to ONNX, run by onnxruntime.
+
+use super::Embedder;
+use crate::error::{Error, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use ort::session::Session;
+use ort::value::Tensor;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokenizers::{
+    PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+};
+
+/// The variable naming the onnxruntime shared library, as `ort` reads it.
+pub const ORT_DYLIB_PATH: &str = "ORT_DYLIB_PATH";
+
+/// Truncation when the model folder does not say (sentence-transformers' `max_seq_length` of
+/// all-MiniLM-L6-v2 and most of its relatives).
+const DEFAULT_MAX_LEN: usize = 256;
+
+/// How an [`OnnxEmbedder`] is set up; every setting has a default.
+///
+/// ```
+/// use rag_eval::embed::OnnxConfig;
+/// let config = OnnxConfig::new().batch_size(16).max_len(128).threads(2);
+/// assert_eq!(config.get_batch_size(), 16);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OnnxConfig {
+    batch_size: Option<usize>,
+    max_len: Option<usize>,
+    threads: Option<usize>,
+    runtime: Option<PathBuf>,
+}
+
+impl OnnxConfig {
+    /// The defaults: batches of 32, the model folder's maximum length, all cores, the runtime
+    /// from `ORT_DYLIB_PATH`.
+    pub fn new() -> Self {
+        OnnxConfig::default()
+    }
+
+    /// Texts per model call (default 32, at least 1). Texts of one call are sorted by length
+    /// before batching, so each batch is padded only to its own longest text.
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = Some(n.max(1));
+        self
+    }
+
+    /// Truncates every text to `n` tokens, special tokens included. Default: `max_seq_length`
+    /// from the folder's `sentence_bert_config.json` as sentence-transformers does, else 256;
+    /// the fixed truncation in `tokenizer.json` (128 for all-MiniLM-L6-v2) is replaced either way.
+    pub fn max_len(mut self, n: usize) -> Self {
+        self.max_len = Some(n);
+        self
+    }
+
+    /// onnxruntime intra-op threads (default: the available parallelism; at least 1).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = Some(n.max(1));
+        self
+    }
+
+    /// The onnxruntime shared library to load, instead of the one `ORT_DYLIB_PATH` names.
+    pub fn runtime(mut self, path: impl Into<PathBuf>) -> Self {
+        self.runtime = Some(path.into());
+        self
+    }
+
+    /// The batch size that will be used.
+    pub fn get_batch_size(&self) -> usize {
+        self.batch_size.unwrap_or(32)
+    }
+}
+
+/// A sentence-transformers model exported to ONNX (`model.onnx` + `tokenizer.json` in one
+/// folder), run locally through onnxruntime: token vectors averaged over the attention mask,
+/// then L2-normalised, as sentence-transformers computes them.
+///
+/// The onnxruntime shared library (1.31 or newer) is loaded when the first embedder is made,
+/// from [`OnnxConfig::runtime`] or else the `ORT_DYLIB_PATH` environment variable (for the
+/// `onnxruntime` Python wheel: `site-packages/onnxruntime/capi/libonnxruntime.so.1.*`), or else
+/// by name (`libonnxruntime.so`) from the system library path. Nothing is downloaded, at build
+/// time or at run time. A process holds one onnxruntime: asking for another library after one
+/// is loaded is an error.
+///
+/// Texts are truncated to [`OnnxEmbedder::max_len`] tokens and embedded in batches, each padded
+/// to its longest text; onnxruntime uses all cores (see [`OnnxConfig::threads`]). Inside a Tokio
+/// runtime the work runs on Tokio's blocking pool ([`tokio::task::spawn_blocking`]), so a batch
+/// of long texts does not stall the runtime's other tasks (HTTP calls of a remote store, say);
+/// under any other executor (such as `pollster::block_on`) it runs on the calling thread. Calls
+/// share one session and take turns: each batch already keeps every core busy.
+///
+/// ```no_run
+/// use rag_eval::embed::{cosine, Embedder, OnnxEmbedder};
+///
+/// // ORT_DYLIB_PATH=/…/libonnxruntime.so.1.31.1
+/// let e = OnnxEmbedder::from_dir("models/all-MiniLM-L6-v2")?;
+/// assert_eq!(e.name(), "onnx(model=all-MiniLM-L6-v2,max_len=256)");
+/// let v = e.embed_blocking(&["a cat sat on the mat", "a kitten rested on the rug"])?;
+/// assert_eq!(v[0].len(), e.dimension());
+/// assert!(cosine(&v[0], &v[1]) > 0.5);
+/// # Ok::<(), rag_eval::Error>(())
+/// ```
+pub struct OnnxEmbedder {
+    model: Arc<Model>,
+    name: String,
+    dimension: usize,
+}
+
+struct Model {
+    session: Mutex<Session>,
+    tokenizer: Tokenizer,
+    /// Whether the graph takes `token_type_ids` (BERT exports do, others may not).
+    token_type_ids: bool,
+    output: String,
+    max_len: usize,
+    batch_size: usize,
+    pad_id: i64,
+    pad_type_id: i64,
+    /// For error messages.
+    model_path: Utf8PathBuf,
+}
+
+impl OnnxEmbedder {
+    /// Loads the model in `dir` with the default [`OnnxConfig`].
+    ///
+    /// Fails, naming the path, when the folder, `model.onnx` or `tokenizer.json` is missing or
+    /// unreadable, when the onnxruntime library cannot be loaded, or when the graph is not a
+    /// sentence-transformers export (inputs `input_ids` and `attention_mask`, optionally
+    /// `token_type_ids`; a float output of shape batch × tokens × dimension).
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self> {
+        OnnxEmbedder::with_config(dir, OnnxConfig::default())
+    }
+
+    /// Loads the model in `dir` with `config`; errors as for [`OnnxEmbedder::from_dir`].
+    pub fn with_config(dir: impl AsRef<Path>, config: OnnxConfig) -> Result<Self> {
+        let dir = utf8(dir.as_ref())?;
+        let meta = std::fs::metadata(&dir).map_err(|e| Error::io("open model folder", &dir, e))?;
+        if !meta.is_dir() {
+            return Err(Error::Config(format!(
+                "`{dir}` is not a folder (an ONNX model folder holds model.onnx and tokenizer.json)"
+            )));
+        }
+        let model_path = dir.join("model.onnx");
+        let tokenizer_path = dir.join("tokenizer.json");
+        for path in [&model_path, &tokenizer_path] {
+            std::fs::metadata(path).map_err(|e| Error::io("find", path, e))?;
+        }
+        let max_len = match config.max_len {
+            Some(n) => n,
+            None => max_seq_length(&dir)?.unwrap_or(DEFAULT_MAX_LEN),
+        };
+        if let Some(limit) = max_position_embeddings(&dir)? {
+            if max_len > limit {
+                return Err(Error::Config(format!(
+                    "max_len {max_len} exceeds the model's {limit} positions (`{dir}/config.json`)"
+                )));
+            }
+        }
+
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| Error::Embed(format!("cannot read tokenizer `{tokenizer_path}`: {e}")))?;
+        let added = tokenizer
+            .get_post_processor()
+            .map_or(0, |p| p.added_tokens(false));
+        if max_len <= added {
+            return Err(Error::Config(format!(
+                "max_len {max_len} leaves no room for text next to the tokenizer's {added} special tokens"
+            )));
+        }
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_len,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|e| Error::Embed(format!("tokenizer `{tokenizer_path}`: {e}")))?;
+        // Padding is done per batch here, to the batch's longest text.
+        let (pad_id, pad_type_id) = match tokenizer.get_padding() {
+            Some(p) => (i64::from(p.pad_id), i64::from(p.pad_type_id)),
+            None => (tokenizer.token_to_id("[PAD]").map_or(0, i64::from), 0),
+        };
+        tokenizer.with_padding(None);
+
+        let environment = runtime(config.runtime.as_deref())?;
+        let threads = config.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        let session_error = |e: &dyn fmt::Display| {
+            Error::Embed(format!("cannot load ONNX model `{model_path}`: {e}"))
+        };
+        let session = Session::builder(&environment)
+            .map_err(|e| session_error(&e))?
+            .with_intra_threads(threads)
+            .map_err(|e| session_error(&e))?
+            .commit_from_file(&model_path)
+            .map_err(|e| session_error(&e))?;
+
+        let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
+        for required in ["input_ids", "attention_mask"] {
+            if !inputs.contains(&required) {
+                return Err(Error::Embed(format!(
+                    "`{model_path}` has no input `{required}` (inputs: {inputs:?}); expected a sentence-transformers export"
+                )));
+            }
+        }
+        if let Some(other) = inputs
+            .iter()
+            .find(|n| !["input_ids", "attention_mask", "token_type_ids"].contains(n))
+        {
+            return Err(Error::Embed(format!(
+                "`{model_path}` takes input `{other}`, which a text embedder cannot fill"
+            )));
+        }
+        let token_type_ids = inputs.contains(&"token_type_ids");
+        let outlet = session
+            .outputs()
+            .iter()
+            .find(|o| matches!(o.name(), "last_hidden_state" | "token_embeddings"))
+            .or_else(|| session.outputs().first())
+            .ok_or_else(|| Error::Embed(format!("`{model_path}` has no output")))?;
+        let output = outlet.name().to_owned();
+        let shape = outlet.dtype().tensor_shape().map(|s| s.to_vec());
+        let declared = match shape.as_deref() {
+            Some([_, _, d]) => *d,
+            _ => {
+                return Err(Error::Embed(format!(
+                    "output `{output}` of `{model_path}` is {:?}, not a tensor of token vectors (batch × tokens × dimension)",
+                    outlet.dtype()
+                )))
+            }
+        };
+        let name_of_model = dir
+            .canonicalize_utf8()
+            .ok()
+            .and_then(|p| p.file_name().map(str::to_owned))
+            .or_else(|| dir.file_name().map(str::to_owned))
+            .unwrap_or_else(|| dir.to_string());
+        let model = Arc::new(Model {
+            session: Mutex::new(session),
+            tokenizer,
+            token_type_ids,
+            output,
+            max_len,
+            batch_size: config.get_batch_size(),
+            pad_id,
+            pad_type_id,
+            model_path,
+        });
+        // A dynamic last axis says nothing until the model has run once.
+        let dimension = match usize::try_from(declared) {
+            Ok(d) if d > 0 => d,
+            _ => model.embed(&[""])?.first().map_or(0, Vec::len),
+        };
+        Ok(OnnxEmbedder {
+            name: format!("onnx(model={name_of_model},max_len={max_len})"),
+            model,
+            dimension,
+        })
+    }
+
+    /// The number of tokens a text is truncated to, special tokens included.
+    pub fn max_len(&self) -> usize {
+        self.model.max_len
+    }
+
+    /// Texts per model call.
+    pub fn batch_size(&self) -> usize {
+        self.model.batch_size
+    }
+
+    /// How many tokens of `text` the model sees: special tokens included, after truncation.
+    pub fn token_count(&self, text: &str) -> Result<usize> {
+        self.model
+            .tokenizer
+            .encode(text, true)
+            .map(|e| e.len())
+            .map_err(|e| Error::Embed(format!("{}: cannot tokenize: {e}", self.name)))
+    }
+
+    /// Embeds `texts` on the calling thread, one vector per text, in order.
+    pub fn embed_blocking<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
+        let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+        self.model.embed(&texts)
+    }
+}
+
+impl Model {
+    fn session(&self) -> MutexGuard<'_, Session> {
+        // A failed run leaves the session as it was.
+        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| Error::Embed(format!("cannot tokenize for `{}`: {e}", self.model_path)))?;
+        // Longest first, as sentence-transformers does, so that texts of similar length share
+        // a batch and little of it is padding.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(self.batch_size) {
+            let rows: Vec<&tokenizers::Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
+            for (&i, v) in batch.iter().zip(self.run(&rows)?) {
+                vectors[i] = v;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// One model call: pads `rows` to the longest, runs the graph, pools and normalises.
+    fn run(&self, rows: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>> {
+        let width = rows.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+        let cells = rows.len() * width;
+        let mut ids = vec![self.pad_id; cells];
+        let mut mask = vec![0i64; cells];
+        let mut types = vec![self.pad_type_id; cells];
+        for (r, e) in rows.iter().enumerate() {
+            let at = r * width;
+            let n = e.len();
+            for (dst, &src) in ids[at..at + n].iter_mut().zip(e.get_ids()) {
+                *dst = i64::from(src);
+            }
+            for (dst, &src) in mask[at..at + n].iter_mut().zip(e.get_attention_mask()) {
+                *dst = i64::from(src);
+            }
+            for (dst, &src) in types[at..at + n].iter_mut().zip(e.get_type_ids()) {
+                *dst = i64::from(src);
+            }
+        }
+        let shape = [rows.len(), width];
+        let failed = |e: &dyn fmt::Display| {
+            Error::Embed(format!(
+                "`{}` on a batch of {} texts of up to {width} tokens: {e}",
+                self.model_path,
+                rows.len()
+            ))
+        };
+        let tensor = |data: Vec<i64>| Tensor::from_array((shape, data)).map_err(|e| failed(&e));
+        let mut feeds = vec![
+            ("input_ids", tensor(ids)?),
+            ("attention_mask", tensor(mask.clone())?),
+        ];
+        if self.token_type_ids {
+            feeds.push(("token_type_ids", tensor(types)?));
+        }
+        let mut session = self.session();
+        let outputs = session.run(feeds).map_err(|e| failed(&e))?;
+        let value = outputs
+            .get(&self.output)
+            .ok_or_else(|| failed(&format_args!("no output `{}`", self.output)))?;
+        let (out_shape, hidden) = value.try_extract_tensor::<f32>().map_err(|e| failed(&e))?;
+        let dim = match **out_shape {
+            [b, t, d] if b == rows.len() as i64 && t == width as i64 && d > 0 => d as usize,
+            _ => {
+                return Err(failed(&format_args!(
+                    "output `{}` has shape {out_shape}, expected [{}, {width}, dimension]",
+                    self.output,
+                    rows.len()
+                )))
+            }
+        };
+        Ok((0..rows.len())
+            .map(|r| {
+                let tokens = &hidden[r * width * dim..(r + 1) * width * dim];
+                mean_pool_normalised(tokens, &mask[r * width..(r + 1) * width], dim)
+            })
+            .collect())
+    }
+}
+
+/// The mean of the token vectors whose mask is set, divided by its L2 norm; the clamps are
+/// sentence-transformers' (count at least 1e-9, norm at least 1e-12), so an all-masked row
+/// gives the zero vector instead of NaN.
+fn mean_pool_normalised(tokens: &[f32], mask: &[i64], dim: usize) -> Vec<f32> {
+    let mut sum = vec![0f32; dim];
+    let mut count = 0f32;
+    for (token, &m) in tokens.chunks_exact(dim).zip(mask) {
+        if m != 0 {
+            count += 1.0;
+            sum.iter_mut().zip(token).for_each(|(s, &x)| *s += x);
+        }
+    }
+    let count = count.max(1e-9);
+    sum.iter_mut().for_each(|s| *s /= count);
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    sum.iter_mut().for_each(|s| *s /= norm);
+    sum
+}
+
+fn utf8(path: &Path) -> Result<Utf8PathBuf> {
+    Utf8Path::from_path(path)
+        .map(Utf8Path::to_path_buf)
+        .ok_or_else(|| Error::NonUtf8Path(path.display().to_string()))
+}
+
+fn read_json(path: &Utf8Path) -> Result<Option<serde_json::Value>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| Error::Config(format!("`{path}` is not valid JSON: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", path, e)),
+    }
+}
+
+/// sentence-transformers' truncation length, when the folder carries its config.
+fn max_seq_length(dir: &Utf8Path) -> Result<Option<usize>> {
+    let path = dir.join("sentence_bert_config.json");
+    Ok(read_json(&path)?
+        .and_then(|v| v.get("max_seq_length")?.as_u64())
+        .and_then(|n| usize::try_from(n).ok()))
+}
+
+/// The transformer's position count, when the folder carries its Hugging Face config.
+fn max_position_embeddings(dir: &Utf8Path) -> Result<Option<usize>> {
+    let path = dir.join("config.json");
+    Ok(read_json(&path)?
+        .and_then(|v| v.get("max_position_embeddings")?.as_u64())
+        .and_then(|n| usize::try_from(n).ok()))
+}
+
+/// The process's onnxruntime: the library it was loaded from and the environment made on it.
+struct Runtime {
+    library: PathBuf,
+    environment: ort::environment::Environment,
+}
+
+static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// Loads onnxruntime once per process (`ort` allows one library and one environment) and
+/// returns its environment.
+fn runtime(requested: Option<&Path>) -> Result<ort::environment::Environment> {
+    let from_env = std::env::var_os(ORT_DYLIB_PATH).filter(|v| !v.is_empty());
+    let (library, source) = match (requested, from_env) {
+        (Some(path), _) => (path.to_path_buf(), "OnnxConfig::runtime".to_owned()),
+        (None, Some(path)) => (PathBuf::from(path), ORT_DYLIB_PATH.to_owned()),
+        (None, None) => (
+            PathBuf::from(format!(
+                "{}onnxruntime{}",
+                std::env::consts::DLL_PREFIX,
+                std::env::consts::DLL_SUFFIX
+            )),
+            format!("the system library path, as {ORT_DYLIB_PATH} is not set"),
+        ),
+    };
+    // A bare file name is for the dynamic loader to search; a path is checked here so that
+    // the error says plainly that the file is missing.
+    let is_path = library.components().count() > 1;
+    let library = if is_path {
+        std::fs::canonicalize(&library).map_err(|e| {
+            Error::Embed(format!(
+                "onnxruntime library `{}` (from {source}): {e}; set {ORT_DYLIB_PATH} to the onnxruntime 1.31+ shared library",
+                library.display()
+            ))
+        })?
+    } else {
+        library
+    };
+    let mut loaded = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(runtime) = loaded.as_ref() {
+        if runtime.library != library {
+            return Err(Error::Embed(format!(
+                "onnxruntime is already loaded from `{}` in this process; cannot also load `{}` (from {source})",
+                runtime.library.display(),
+                library.display()
+            )));
+        }
+        return Ok(runtime.environment.clone());
+    }
+    let environment = ort::init_from(&library)
+        .map_err(|e| {
+            Error::Embed(format!(
+                "cannot load onnxruntime (from {source}): {e}; set {ORT_DYLIB_PATH} to the onnxruntime 1.31+ shared library"
+            ))
+        })?
+        .with_name("rag-eval")
+        .with_telemetry(false)
+        .build()
+        .map_err(|e| Error::Embed(format!("cannot start onnxruntime: {e}")))?;
+    *loaded = Some(Runtime {
+        library,
+        environment: environment.clone(),
+    });
+    Ok(environment)
+}
+
+impl fmt::Debug for OnnxEmbedder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnnxEmbedder")
+            .field("name", &self.name)
+            .field("model", &self.model.model_path)
+            .field("dimension", &self.dimension)
+            .field("batch_size", &self.model.batch_size)
+            .finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for OnnxEmbedder {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let model = Arc::clone(&self.model);
+                let texts = texts.to_vec();
+                handle
+                    .spawn_blocking(move || {
+                        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                        model.embed(&texts)
+                    })
+                    .await
+                    .map_err(|e| {
+                        Error::Embed(format!("{}: embedding task failed: {e}", self.name))
+                    })?
+            }
+            Err(_) => self.embed_blocking(texts),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn pooling_averages_the_unmasked_tokens_and_normalises() {
+        // Two tokens of dimension 2 and a padded third that must not count.
+        let tokens = [3.0, 0.0, 1.0, 4.0, 100.0, 100.0];
+        let v = mean_pool_normalised(&tokens, &[1, 1, 0], 2);
+        // Mean (2, 2), norm 2√2.
+        let want = 1.0 / 2f32.sqrt();
+        assert!(
+            (v[0] - want).abs() < 1e-6 && (v[1] - want).abs() < 1e-6,
+            "{v:?}"
+        );
+        assert_eq!(mean_pool_normalised(&tokens, &[0, 0, 0], 2), [0.0, 0.0]);
+    }
+
+    proptest! {
+        #[test]
+        fn pooled_vectors_have_unit_norm_and_ignore_padding(
+            dim in 1usize..6,
+            rows in proptest::collection::vec(proptest::collection::vec(-10f32..10.0, 6), 1..5),
+            padding in proptest::collection::vec(-10f32..10.0, 6),
+        ) {
+            let dim = dim.min(6);
+            let tokens: Vec<f32> = rows.iter().flat_map(|r| r[..dim].to_vec()).collect();
+            let mask = vec![1i64; rows.len()];
+            let v = mean_pool_normalised(&tokens, &mask, dim);
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let mean_is_zero = (0..dim).all(|c| rows.iter().map(|r| r[c]).sum::<f32>().abs() < 1e-6);
+            prop_assert!(mean_is_zero || (norm - 1.0).abs() < 1e-4, "norm {}", norm);
+            let mut padded = tokens.clone();
+            padded.extend_from_slice(&padding[..dim]);
+            let mut padded_mask = mask.clone();
+            padded_mask.push(0);
+            prop_assert_eq!(mean_pool_normalised(&padded, &padded_mask, dim), v);
+        }
+    }
+
+    #[test]
+    fn config_defaults_and_clamps() {
+        assert_eq!(OnnxConfig::new().get_batch_size(), 32);
+        assert_eq!(OnnxConfig::new().batch_size(0).get_batch_size(), 1);
+        assert_eq!(OnnxConfig::new().threads(0).threads, Some(1));
+    }
+
+    #[test]
+    fn a_missing_folder_or_file_is_an_error_naming_it() {
+        let err = OnnxEmbedder::from_dir("no/such/model/folder").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("open model folder `no/such/model/folder`"),
+            "{msg}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tokenizer.json"), "{}").unwrap();
+        let msg = OnnxEmbedder::from_dir(dir.path()).unwrap_err().to_string();
+        assert!(
+            msg.starts_with("find `") && msg.contains("model.onnx`"),
+            "{msg}"
+        );
+        let file = dir.path().join("tokenizer.json");
+        let msg = OnnxEmbedder::from_dir(&file).unwrap_err().to_string();
+        assert!(msg.contains("is not a folder"), "{msg}");
+    }
+
+    #[test]
+    fn model_folder_settings_are_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Utf8Path::from_path(dir.path()).unwrap();
+        assert_eq!(max_seq_length(d).unwrap(), None);
+        std::fs::write(
+            d.join("sentence_bert_config.json"),
+            r#"{"max_seq_length": 200}"#,
+        )
+        .unwrap();
+        std::fs::write(d.join("config.json"), r#"{"max_position_embeddings": 512}"#).unwrap();
+        assert_eq!(max_seq_length(d).unwrap(), Some(200));
+        assert_eq!(max_position_embeddings(d).unwrap(), Some(512));
+        std::fs::write(d.join("config.json"), "{").unwrap();
+        let msg = max_position_embeddings(d).unwrap_err().to_string();
+        assert!(msg.contains("config.json` is not valid JSON"), "{msg}");
+
+        // Too long for the positions: refused before anything is loaded.
+        std::fs::write(d.join("config.json"), r#"{"max_position_embeddings": 512}"#).unwrap();
+        std::fs::write(d.join("model.onnx"), "").unwrap();
+        std::fs::write(d.join("tokenizer.json"), "{}").unwrap();
+        let msg = OnnxEmbedder::with_config(dir.path(), OnnxConfig::new().max_len(1000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("max_len 1000 exceeds the model's 512 positions"),
+            "{msg}"
+        );
+        let msg = OnnxEmbedder::from_dir(dir.path()).unwrap_err().to_string();
+        assert!(msg.contains("cannot read tokenizer `"), "{msg}");
+    }
+}

@@ -1,0 +1,357 @@
+//! `OnnxEmbedder` against vectors computed in Python with onnxruntime and tokenizers
+//! (tests/fixtures/onnx/). The model tests need `ORT_DYLIB_PATH` and `RAG_EVAL_ONNX_MODEL_DIR`
+//! (`. .ci/onnx.sh` sets both) and skip with a notice without them; the error tests need
+//! neither.
+
+use rag_eval::embed::{cosine, Embedder, OnnxConfig, OnnxEmbedder};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+#[derive(Deserialize)]
+struct Reference {
+    model_onnx_sha256: String,
+    max_len: usize,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    text: String,
+    tokens: usize,
+    tokens_untruncated: usize,
+    vector: Vec<f32>,
+}
+
+fn reference() -> Reference {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/reference.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn case<'a>(reference: &'a Reference, name: &str) -> &'a Case {
+    reference.cases.iter().find(|c| c.name == name).unwrap()
+}
+
+/// The model folder, when the runtime and the model are both configured.
+fn model_dir() -> Option<PathBuf> {
+    match (
+        std::env::var_os("ORT_DYLIB_PATH"),
+        std::env::var_os("RAG_EVAL_ONNX_MODEL_DIR"),
+    ) {
+        (Some(_), Some(dir)) => Some(PathBuf::from(dir)),
+        _ => {
+            eprintln!(
+                "skipping: ORT_DYLIB_PATH and RAG_EVAL_ONNX_MODEL_DIR must both be set (`. .ci/onnx.sh` sets them)"
+            );
+            None
+        }
+    }
+}
+
+/// One embedder for the whole test binary: loading the model takes a while.
+fn embedder() -> Option<&'static OnnxEmbedder> {
+    static EMBEDDER: OnceLock<OnnxEmbedder> = OnceLock::new();
+    let dir = model_dir()?;
+    Some(EMBEDDER.get_or_init(|| OnnxEmbedder::from_dir(dir).unwrap()))
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
+#[test]
+fn vectors_match_the_python_reference() {
+    let Some(e) = embedder() else { return };
+    let reference = reference();
+    let model = model_dir().unwrap().join("model.onnx");
+    let sha: String = Sha256::digest(std::fs::read(&model).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        sha,
+        reference.model_onnx_sha256,
+        "{} is not the model the reference was made with",
+        model.display()
+    );
+    assert_eq!(e.max_len(), reference.max_len);
+    assert_eq!(e.dimension(), 384);
+    for c in &reference.cases {
+        let got = e.embed_blocking(&[&c.text]).unwrap().remove(0);
+        assert_eq!(got.len(), 384, "{}", c.name);
+        let sim = cosine(&got, &c.vector);
+        assert!(sim >= 0.9999, "{}: cosine {sim}", c.name);
+        assert!((norm(&got) - 1.0).abs() < 1e-5, "{}", c.name);
+        assert_eq!(e.token_count(&c.text).unwrap(), c.tokens, "{}", c.name);
+    }
+    // All four in one padded batch, through the async trait method.
+    let texts: Vec<String> = reference.cases.iter().map(|c| c.text.clone()).collect();
+    let batch = pollster::block_on(e.embed(&texts)).unwrap();
+    for (c, got) in reference.cases.iter().zip(&batch) {
+        let sim = cosine(got, &c.vector);
+        assert!(sim >= 0.9999, "{} in a batch: cosine {sim}", c.name);
+    }
+}
+
+#[test]
+fn name_and_dimension_come_from_the_folder_and_the_model() {
+    let Some(e) = embedder() else { return };
+    let dir = model_dir().unwrap().canonicalize().unwrap();
+    let folder = dir.file_name().unwrap().to_str().unwrap();
+    assert_eq!(e.name(), format!("onnx(model={folder},max_len=256)"));
+    assert_eq!(e.dimension(), 384);
+    assert_eq!(e.batch_size(), 32);
+}
+
+#[test]
+fn a_batch_gives_the_vectors_of_its_texts_embedded_one_by_one() {
+    let Some(e) = embedder() else { return };
+    // 45 texts of very different lengths: two batches of the default size, sorted by length,
+    // so every vector must find its way back to its text.
+    let texts: Vec<String> = (0..45)
+        .map(|i| {
+            let words = ["retrieval", "chunk", "overlap", "token", "recall", "index"];
+            (0..(i * 7 % 60))
+                .map(|j| words[(i + j) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+                + &format!(" number {i}")
+        })
+        .collect();
+    let together = e.embed_blocking(&texts).unwrap();
+    assert_eq!(together.len(), texts.len());
+    for (text, v) in texts.iter().zip(&together) {
+        let alone = e.embed_blocking(&[text]).unwrap().remove(0);
+        assert!(max_abs_diff(v, &alone) < 1e-4, "{text:?}");
+    }
+    let small =
+        OnnxEmbedder::with_config(model_dir().unwrap(), OnnxConfig::new().batch_size(4)).unwrap();
+    assert_eq!(small.batch_size(), 4);
+    let in_fours = small.embed_blocking(&texts).unwrap();
+    for (a, b) in together.iter().zip(&in_fours) {
+        assert!(max_abs_diff(a, b) < 1e-4);
+    }
+    assert!(e.embed_blocking::<&str>(&[]).unwrap().is_empty());
+    assert!(pollster::block_on(e.embed(&[])).unwrap().is_empty());
+}
+
+#[test]
+fn long_texts_are_cut_at_256_tokens_not_at_the_tokenizer_files_128() {
+    let Some(e) = embedder() else { return };
+    let reference = reference();
+    let long = case(&reference, "long");
+    assert!(long.tokens_untruncated > 256, "the fixture must be long");
+    assert_eq!(e.token_count(&long.text).unwrap(), 256);
+    let base = e.embed_blocking(&[&long.text]).unwrap().remove(0);
+    // Whatever follows the 256th token changes nothing.
+    let longer = format!(
+        "{} Completely different words about astronomy follow.",
+        long.text
+    );
+    let after = e.embed_blocking(&[&longer]).unwrap().remove(0);
+    assert!(max_abs_diff(&base, &after) < 1e-6);
+    // At 128 tokens the vector is another one, so 256 really is what the model saw.
+    let short =
+        OnnxEmbedder::with_config(model_dir().unwrap(), OnnxConfig::new().max_len(128)).unwrap();
+    assert_eq!(short.token_count(&long.text).unwrap(), 128);
+    assert!(short.name().ends_with(",max_len=128)"), "{}", short.name());
+    let cut = short.embed_blocking(&[&long.text]).unwrap().remove(0);
+    assert!(cosine(&cut, &long.vector) < 0.9999);
+}
+
+#[test]
+fn empty_and_unusual_unicode_texts_embed_to_unit_vectors() {
+    let Some(e) = embedder() else { return };
+    let reference = reference();
+    let empty = case(&reference, "empty");
+    assert_eq!(e.token_count("").unwrap(), 2, "[CLS] and [SEP] only");
+    let v = pollster::block_on(e.embed_query("")).unwrap();
+    assert!(cosine(&v, &empty.vector) >= 0.9999);
+    let texts = [
+        "🚀🔥🎉",
+        "\u{0}\u{200b}\u{feff}",
+        "   \n\t  ",
+        "مرحبا بالعالم",
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝕞𝕒𝕥𝕙",
+        "e\u{301}te\u{301}",
+    ];
+    for (text, v) in texts.iter().zip(e.embed_blocking(&texts).unwrap()) {
+        assert_eq!(v.len(), 384);
+        assert!(v.iter().all(|x| x.is_finite()), "{text:?}");
+        assert!((norm(&v) - 1.0).abs() < 1e-5, "{text:?}");
+    }
+    let unicode = case(&reference, "unicode");
+    assert!(!unicode.text.is_ascii());
+    let v = e.embed_blocking(&[&unicode.text]).unwrap().remove(0);
+    assert!(cosine(&v, &unicode.vector) >= 0.9999);
+}
+
+#[test]
+fn inside_a_tokio_runtime_the_work_moves_to_the_blocking_pool_with_the_same_vectors() {
+    let Some(e) = embedder() else { return };
+    let texts = vec!["a cat sat on the mat".to_owned(), "dogs bark".to_owned()];
+    let direct = e.embed_blocking(&texts).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (pooled, on_a_runtime_thread) = rt.block_on(async {
+        let v = e.embed(&texts).await.unwrap();
+        (v, tokio::runtime::Handle::try_current().is_ok())
+    });
+    assert!(on_a_runtime_thread);
+    assert_eq!(pooled, direct);
+    let related = cosine(
+        &direct[0],
+        &e.embed_blocking(&["a kitten on a rug"]).unwrap()[0],
+    );
+    let unrelated = cosine(&direct[0], &direct[1]);
+    assert!(related > unrelated, "{related} vs {unrelated}");
+}
+
+#[test]
+fn a_file_that_is_no_model_and_a_second_runtime_are_refused() {
+    let Some(_) = embedder() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("model.onnx"), b"not a model").unwrap();
+    std::fs::copy(
+        model_dir().unwrap().join("tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    let msg = OnnxEmbedder::from_dir(dir.path()).unwrap_err().to_string();
+    assert!(msg.contains("cannot load ONNX model `"), "{msg}");
+    assert!(msg.contains("model.onnx`"), "{msg}");
+    // The runtime is loaded by now; another library cannot join it.
+    let other = dir.path().join("libother.so");
+    std::fs::write(&other, b"").unwrap();
+    let msg = OnnxEmbedder::with_config(dir.path(), OnnxConfig::new().runtime(&other))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("onnxruntime is already loaded from `"),
+        "{msg}"
+    );
+    assert!(msg.contains("libother.so"), "{msg}");
+}
+
+/// A folder with the two files present, whatever they hold: enough to get to the runtime.
+fn placeholder_model_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("model.onnx"), b"").unwrap();
+    std::fs::write(dir.path().join("tokenizer.json"), b"{}").unwrap();
+    dir
+}
+
+#[test]
+fn a_missing_model_folder_or_file_is_an_error_naming_it() {
+    let msg = OnnxEmbedder::from_dir("models/none-such")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("`models/none-such`"), "{msg}");
+    let dir = placeholder_model_dir();
+    std::fs::remove_file(dir.path().join("tokenizer.json")).unwrap();
+    let msg = OnnxEmbedder::from_dir(dir.path()).unwrap_err().to_string();
+    assert!(msg.contains("tokenizer.json`"), "{msg}");
+    let dir = placeholder_model_dir();
+    std::fs::remove_file(dir.path().join("model.onnx")).unwrap();
+    let msg = OnnxEmbedder::from_dir(dir.path()).unwrap_err().to_string();
+    assert!(msg.contains("model.onnx`"), "{msg}");
+}
+
+#[test]
+fn a_missing_runtime_library_is_an_error_naming_it_and_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real tokenizer is needed to get past it; a minimal WordPiece one will do.
+    write_tiny_tokenizer(dir.path());
+    std::fs::write(dir.path().join("model.onnx"), b"").unwrap();
+    let missing = dir.path().join("lib/libonnxruntime.so");
+    let msg = OnnxEmbedder::with_config(dir.path(), OnnxConfig::new().runtime(&missing))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("lib/libonnxruntime.so`"), "{msg}");
+    assert!(msg.contains("set ORT_DYLIB_PATH"), "{msg}");
+}
+
+/// Loading a file that is no shared library must fail before anything else has loaded
+/// onnxruntime in the process, so it runs in a process of its own: the test binary again,
+/// with only [`child_loads_the_library_named_by_ort_dylib_path`] selected.
+#[test]
+fn a_runtime_that_is_no_library_is_reported_with_where_its_path_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("libonnxruntime.so.1.31.1");
+    std::fs::write(&fake, b"not a shared library").unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_loads_the_library_named_by_ort_dylib_path",
+            "--include-ignored",
+            "--nocapture",
+        ])
+        .env("ORT_DYLIB_PATH", &fake)
+        .env("RAG_EVAL_ONNX_CHILD", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+#[test]
+#[ignore = "run in a process of its own by a_runtime_that_is_no_library_is_reported_with_where_its_path_came_from"]
+fn child_loads_the_library_named_by_ort_dylib_path() {
+    assert_eq!(std::env::var("RAG_EVAL_ONNX_CHILD").as_deref(), Ok("1"));
+    let fake = PathBuf::from(std::env::var_os("ORT_DYLIB_PATH").unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    write_tiny_tokenizer(dir.path());
+    std::fs::write(dir.path().join("model.onnx"), b"").unwrap();
+    let msg = OnnxEmbedder::from_dir(dir.path()).unwrap_err().to_string();
+    assert!(
+        msg.contains("cannot load onnxruntime (from ORT_DYLIB_PATH)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(fake.file_name().unwrap().to_str().unwrap()),
+        "{msg}"
+    );
+}
+
+/// A WordPiece tokenizer with a four-word vocabulary, in tokenizer.json form.
+fn write_tiny_tokenizer(dir: &Path) {
+    let json = serde_json::json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [],
+        "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                        "strip_accents": null, "lowercase": true},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}},
+                       {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {
+                "[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}
+            }
+        },
+        "decoder": null,
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100,
+                  "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "cat": 4}}
+    });
+    std::fs::write(dir.join("tokenizer.json"), json.to_string()).unwrap();
+}
