@@ -1,0 +1,705 @@
+//! The OpenAI and Cohere clients against a local server that answers like those services and
+//! fails like them: 500s, 429s with `Retry-After`, answers slower than the client's timeout,
+//! bodies cut short, and invalid JSON.
+
+mod support;
+
+use rag_eval::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
+use rag_eval::embed::{BatchingEmbedder, Embedder, OpenAiEmbedder};
+use rag_eval::http::{ApiKey, HttpConfig};
+use rag_eval::llm::{ChatMessage, ChatRequest, LlmClient, OpenAiChat};
+use rag_eval::rerank::{CohereReranker, Reranker};
+use rag_eval::Error;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{Reply, Request, TestServer};
+
+const DIM: usize = 8;
+
+/// The vector the fake service gives `text`: eight bytes of an FNV-1a hash, as multiples of
+/// 1/256 (exact in binary, so they survive JSON unchanged).
+fn vector_of(text: &str) -> Vec<f32> {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (0..DIM)
+        .map(|i| (((h >> (8 * i)) & 0xff) as f32 - 128.0) / 256.0)
+        .collect()
+}
+
+fn tokens_of(text: &str) -> u64 {
+    text.split_whitespace().count().max(1) as u64
+}
+
+/// What the fake embeddings service saw.
+#[derive(Default)]
+struct Ledger {
+    /// Texts per complete, successful answer.
+    embedded: HashMap<String, usize>,
+    requests: usize,
+    faults: HashMap<&'static str, usize>,
+    prompt_tokens: u64,
+}
+
+/// An OpenAI-style embeddings answer for `texts`, items in reverse order (answers need not
+/// follow input order; `index` says where each belongs).
+fn embeddings_answer(model: &str, texts: &[String]) -> Value {
+    let data: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": vector_of(t)}))
+        .collect();
+    let tokens: u64 = texts.iter().map(|t| tokens_of(t)).sum();
+    json!({
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}
+    })
+}
+
+fn error_body(message: &str, kind: &str) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+}
+
+/// Checks an embeddings request like the service would; `Err` is the 4xx to send.
+fn parse_embeddings_request(
+    request: &Request,
+    auth: (&str, &str),
+    model: &str,
+) -> Result<Vec<String>, Reply> {
+    if request.header(auth.0) != Some(auth.1) {
+        return Err(Reply::json(
+            401,
+            &error_body("Incorrect API key provided", "invalid_request_error"),
+        ));
+    }
+    let body = request
+        .json()
+        .ok_or_else(|| Reply::json(400, &error_body("invalid JSON", "invalid_request_error")))?;
+    if body["model"] != model {
+        return Err(Reply::json(
+            404,
+            &error_body("model not found", "invalid_request_error"),
+        ));
+    }
+    let texts: Option<Vec<String>> = body["input"].as_array().and_then(|a| {
+        a.iter()
+            .map(|t| t.as_str().map(str::to_owned))
+            .collect::<Option<Vec<String>>>()
+    });
+    texts.ok_or_else(|| {
+        Reply::json(
+            400,
+            &error_body("'input' must be a list of strings", "invalid_request_error"),
+        )
+    })
+}
+
+const KEY: &str = "sk-test-9f8e7d6c5b4a39281706";
+
+/// Request `n` (from 0) of the faulty service misbehaves in a fixed pattern of period 20:
+/// two 500s (10 %), one 429, one answer slower than the client waits, one body cut short,
+/// one invalid JSON; the other 14 succeed.
+fn fault_for(n: usize) -> Option<&'static str> {
+    match n % 20 {
+        1 | 11 => Some("500"),
+        4 => Some("429"),
+        7 => Some("slow"),
+        14 => Some("truncated"),
+        17 => Some("invalid json"),
+        _ => None,
+    }
+}
+
+fn faulty_embeddings_server(ledger: Arc<Mutex<Ledger>>) -> TestServer {
+    TestServer::start(move |request| {
+        if request.method != "POST" || request.path() != "/v1/embeddings" {
+            return Reply::json(404, &error_body("no such route", "invalid_request_error"));
+        }
+        let texts = match parse_embeddings_request(
+            &request,
+            ("authorization", &format!("Bearer {KEY}")),
+            "test-embed",
+        ) {
+            Ok(texts) => texts,
+            Err(reply) => return reply,
+        };
+        let mut l = ledger.lock().unwrap();
+        let n = l.requests;
+        l.requests += 1;
+        let fault = fault_for(n);
+        if let Some(kind) = fault {
+            *l.faults.entry(kind).or_default() += 1;
+        }
+        let answer = embeddings_answer("test-embed", &texts);
+        match fault {
+            Some("500") => Reply::json(500, &error_body("The server had an error", "server_error")),
+            Some("429") => Reply::json(429, &error_body("Rate limit reached", "requests"))
+                .with_header("retry-after-ms", "25"),
+            Some("slow") => Reply::json(200, &answer).delayed(Duration::from_millis(1500)),
+            Some("truncated") => Reply::Truncated {
+                body: answer.to_string().into_bytes(),
+            },
+            Some(_) => Reply::raw(200, format!("{{\"object\": \"list\", \"data\": [{}", "{")),
+            None => {
+                let ledger = Arc::clone(&ledger);
+                Reply::json(200, &answer).on_sent(move || {
+                    let mut l = ledger.lock().unwrap();
+                    for t in &texts {
+                        *l.embedded.entry(t.clone()).or_default() += 1;
+                    }
+                    l.prompt_tokens += texts.iter().map(|t| tokens_of(t)).sum::<u64>();
+                })
+            }
+        }
+    })
+}
+
+/// Fast settings for tests: short timeout, millisecond backoff.
+fn quick(config: HttpConfig) -> HttpConfig {
+    config
+        .with_timeout(Duration::from_millis(300))
+        .with_backoff(Duration::from_millis(1), Duration::from_millis(20))
+}
+
+/// 2,000 texts, 1,400 of them distinct, of varied length.
+fn corpus() -> Vec<String> {
+    let words = [
+        "river", "granite", "lantern", "orbit", "meadow", "cipher", "harbor", "quartz",
+    ];
+    let distinct: Vec<String> = (0..1400)
+        .map(|i| {
+            let n = 1 + (i * 7) % 23;
+            let body: Vec<&str> = (0..n).map(|j| words[(i + j * 3) % words.len()]).collect();
+            format!("passage {i}: {}", body.join(" "))
+        })
+        .collect();
+    let mut texts = distinct.clone();
+    texts.extend((0..600).map(|i| distinct[(i * 37) % 1400].clone()));
+    texts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_texts_through_a_faulty_server_come_back_correct_and_embedded_once() {
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let server = faulty_embeddings_server(Arc::clone(&ledger));
+    let openai = OpenAiEmbedder::builder("test-embed")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new(KEY))
+        .expected_dimension(DIM)
+        .max_inputs(20)
+        .max_chars(1_500)
+        .http(|c| quick(c).with_max_retries(8).with_concurrency(4))
+        .build()
+        .unwrap();
+    let embedder = BatchingEmbedder::new(openai).with_batch_size(100);
+    let texts = corpus();
+    let started = Instant::now();
+    let vectors = embedder.embed(&texts).await.unwrap();
+    let elapsed = started.elapsed();
+
+    assert_eq!(vectors.len(), texts.len());
+    for (i, (text, vector)) in texts.iter().zip(&vectors).enumerate() {
+        assert_eq!(vector, &vector_of(text), "vector {i} ({text:?})");
+    }
+    let distinct: std::collections::HashSet<&String> = texts.iter().collect();
+    assert_eq!(distinct.len(), 1400);
+    let l = ledger.lock().unwrap();
+    assert_eq!(
+        l.embedded.len(),
+        distinct.len(),
+        "every distinct text embedded"
+    );
+    let twice: Vec<(&String, &usize)> = l.embedded.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(twice.is_empty(), "embedded more than once: {twice:?}");
+    // The faults happened, in the planned proportions.
+    for kind in ["500", "429", "slow", "truncated", "invalid json"] {
+        assert!(
+            l.faults.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind} fault"
+        );
+    }
+    let faults: usize = l.faults.values().sum();
+    let successes = l.requests - faults;
+    let fives = l.faults["500"] as f64 / l.requests as f64;
+    assert!(
+        (0.08..=0.12).contains(&fives),
+        "500s were {fives:.3} of requests"
+    );
+
+    let openai = embedder.inner();
+    let http = openai.http_stats();
+    assert_eq!(http.requests as usize, l.requests);
+    assert_eq!(http.retries as usize, faults, "one retry per fault");
+    assert_eq!(http.failures, 0);
+    let usage = openai.usage();
+    assert_eq!(usage.requests as usize, successes);
+    assert_eq!(usage.texts, 1400);
+    assert_eq!(usage.prompt_tokens, l.prompt_tokens);
+    let stats = embedder.stats();
+    assert_eq!((stats.texts_requested, stats.texts_embedded), (2000, 1400));
+    eprintln!(
+        "2000 texts (1400 distinct): {} requests, {} faults ({:?}), {} retries, {:.2?}",
+        l.requests, faults, l.faults, http.retries, elapsed
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_is_waited_for_and_a_too_long_one_fails_at_once() {
+    let calls = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let seen = Arc::clone(&calls);
+    let server = TestServer::start(move |request| {
+        let texts = match parse_embeddings_request(&request, ("authorization", "Bearer k"), "m") {
+            Ok(t) => t,
+            Err(reply) => return reply,
+        };
+        let mut calls = seen.lock().unwrap();
+        calls.push(Instant::now());
+        match (texts[0].as_str(), calls.len()) {
+            ("patient", 1) => Reply::json(429, &error_body("slow down", "requests"))
+                .with_header("retry-after", "1"),
+            ("impatient", _) => Reply::json(429, &error_body("come back later", "requests"))
+                .with_header("retry-after", "600"),
+            _ => Reply::json(200, &embeddings_answer("m", &texts)),
+        }
+    });
+    let build = || {
+        OpenAiEmbedder::builder("m")
+            .base_url(server.url("/v1"))
+            .api_key(ApiKey::new("k"))
+            .http(|c| {
+                quick(c)
+                    .with_timeout(Duration::from_secs(5))
+                    .with_max_retry_after(Duration::from_secs(10))
+            })
+            .build()
+            .unwrap()
+    };
+    let e = build();
+    let started = Instant::now();
+    let v = e.embed(&["patient".to_owned()]).await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(v, [vector_of("patient")]);
+    let times = calls.lock().unwrap().clone();
+    assert_eq!(times.len(), 2);
+    let gap = times[1] - times[0];
+    // The backoff alone would be at most 1 ms.
+    assert!(gap >= Duration::from_millis(1000), "retried after {gap:?}");
+    assert!(gap < Duration::from_millis(2500), "retried after {gap:?}");
+    eprintln!("Retry-After: 1 -> retried after {gap:?} (call took {waited:?})");
+
+    let e = build();
+    let started = Instant::now();
+    let err = e.embed(&["impatient".to_owned()]).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let text = err.to_string();
+    assert!(text.contains("429 Too Many Requests"), "{text}");
+    assert!(
+        text.contains("retry after 600s, more than the 10s allowed"),
+        "{text}"
+    );
+    assert_eq!(e.http_stats().requests, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_error_names_status_body_and_endpoint_but_never_the_key() {
+    // The service echoes the credentials it got, as some error pages do.
+    let server = TestServer::start(|request| {
+        let auth = request.header("authorization").unwrap_or("none").to_owned();
+        Reply::json(
+            503,
+            &error_body(
+                &format!("upstream overloaded; request carried {auth}"),
+                "server_error",
+            ),
+        )
+    });
+    // The key comes from the environment, as in production; the name is this test's own.
+    let var = "RAG_EVAL_PROVIDERS_TEST_KEY";
+    std::env::set_var(var, KEY);
+    let e = OpenAiEmbedder::builder("test-embed")
+        .base_url(server.url("/v1"))
+        .api_key_env(var)
+        .http(|c| quick(c).with_max_retries(3))
+        .build()
+        .unwrap();
+    let err = e.embed(&["a".to_owned()]).await.unwrap_err();
+    let endpoint = format!("POST {}", server.url("/v1/embeddings"));
+    match &err {
+        Error::Http {
+            endpoint: e,
+            status,
+            message,
+        } => {
+            assert_eq!(e, &endpoint);
+            assert_eq!(*status, Some(503));
+            assert!(message.contains("503 Service Unavailable"), "{message}");
+            assert!(message.contains("upstream overloaded"), "{message}");
+            assert!(message.contains("gave up after 4 attempts"), "{message}");
+        }
+        other => panic!("not an HTTP error: {other}"),
+    }
+    let shown = format!("{err} | {err:?} | {e:?} | {}", e.name());
+    assert!(shown.contains(&endpoint), "{shown}");
+    assert!(!shown.contains(KEY), "the key leaked: {shown}");
+    assert!(shown.contains("Bearer <redacted>"), "{shown}");
+    assert_eq!(e.http_stats().requests, 4);
+    assert_eq!(e.http_stats().failures, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_error_is_not_retried() {
+    let server = TestServer::start(|request| {
+        match parse_embeddings_request(&request, ("authorization", "Bearer right"), "m") {
+            Ok(texts) => Reply::json(200, &embeddings_answer("m", &texts)),
+            Err(reply) => reply,
+        }
+    });
+    let e = OpenAiEmbedder::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("wrong"))
+        .http(quick)
+        .build()
+        .unwrap();
+    let err = e.embed(&["a".to_owned()]).await.unwrap_err();
+    assert!(
+        err.to_string().contains("401 Unauthorized: {\"error\""),
+        "{err}"
+    );
+    assert_eq!(e.http_stats().requests, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azure_deployments_use_their_path_and_api_key_header() {
+    let server = TestServer::start(|request| {
+        if request.target != "/openai/deployments/emb/embeddings?api-version=2024-02-01" {
+            return Reply::json(404, &error_body("Resource not found", "not_found"));
+        }
+        if request.header("authorization").is_some() {
+            return Reply::json(400, &error_body("use api-key", "invalid_request_error"));
+        }
+        match parse_embeddings_request(
+            &request,
+            ("api-key", "azure-secret"),
+            "text-embedding-3-small",
+        ) {
+            Ok(texts) => Reply::json(200, &embeddings_answer("text-embedding-3-small", &texts)),
+            Err(reply) => reply,
+        }
+    });
+    let e = OpenAiEmbedder::builder("text-embedding-3-small")
+        .azure(server.url(""), "emb", "2024-02-01")
+        .api_key(ApiKey::new("azure-secret"))
+        .expected_dimension(DIM)
+        .http(quick)
+        .build()
+        .unwrap();
+    // The table's 1536 for this model must not win over the declared dimension.
+    assert_eq!(e.dimension(), DIM);
+    let texts = vec!["one".to_owned(), "two".to_owned()];
+    assert_eq!(
+        e.embed(&texts).await.unwrap(),
+        [vector_of("one"), vector_of("two")]
+    );
+}
+
+#[test]
+fn requests_run_without_an_async_runtime_of_the_callers() {
+    let server = TestServer::start(|request| {
+        match parse_embeddings_request(&request, ("authorization", "Bearer k"), "m") {
+            Ok(texts) => Reply::json(200, &embeddings_answer("m", &texts)),
+            Err(reply) => reply,
+        }
+    });
+    let e = OpenAiEmbedder::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .http(quick)
+        .build()
+        .unwrap();
+    assert_eq!(e.dimension(), 0);
+    assert_eq!(pollster::block_on(e.detect_dimension()).unwrap(), DIM);
+    let v = pollster::block_on(e.embed_query("where is the harbor?")).unwrap();
+    assert_eq!(v, vector_of("where is the harbor?"));
+    assert_eq!(e.dimension(), DIM);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_more_requests_are_in_flight_than_the_concurrency_allows() {
+    let server = TestServer::start(|request| {
+        match parse_embeddings_request(&request, ("authorization", "Bearer k"), "m") {
+            Ok(texts) => {
+                Reply::json(200, &embeddings_answer("m", &texts)).delayed(Duration::from_millis(40))
+            }
+            Err(reply) => reply,
+        }
+    });
+    let e = OpenAiEmbedder::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .max_inputs(2)
+        .http(|c| quick(c).with_concurrency(3))
+        .build()
+        .unwrap();
+    let texts: Vec<String> = (0..40).map(|i| format!("text {i}")).collect();
+    let v = e.embed(&texts).await.unwrap();
+    assert_eq!(v[39], vector_of("text 39"));
+    assert_eq!(e.usage().requests, 20);
+    assert_eq!(server.max_in_flight(), 3);
+}
+
+#[derive(serde::Deserialize, Debug, PartialEq)]
+struct Verdict {
+    question: String,
+    words: usize,
+    relevant: bool,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_with_a_json_schema_round_trips() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "question": {"type": "string"},
+            "words": {"type": "integer"},
+            "relevant": {"type": "boolean"}
+        },
+        "required": ["question", "words", "relevant"],
+        "additionalProperties": false
+    });
+    let expected_schema = schema.clone();
+    let server = TestServer::start(move |request| {
+        if request.path() != "/v1/chat/completions"
+            || request.header("authorization") != Some("Bearer chat-key")
+        {
+            return Reply::json(404, &error_body("no such route", "invalid_request_error"));
+        }
+        let body = request.json().unwrap_or_default();
+        let format = &body["response_format"];
+        let ok = format["type"] == "json_schema"
+            && format["json_schema"]["name"] == "verdict"
+            && format["json_schema"]["strict"] == true
+            && format["json_schema"]["schema"] == expected_schema
+            && body["temperature"] == 0.0
+            && body["max_tokens"] == 64
+            && body["messages"][0]["role"] == "system";
+        if !ok {
+            return Reply::json(
+                400,
+                &error_body("unexpected request", "invalid_request_error"),
+            );
+        }
+        if body["model"] == "refuser" {
+            return Reply::json(
+                200,
+                &json!({
+                    "model": "refuser",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": null,
+                                             "refusal": "I can't help with that."}}],
+                }),
+            );
+        }
+        let question = body["messages"][1]["content"].as_str().unwrap_or_default();
+        let content = json!({
+            "question": question,
+            "words": question.split_whitespace().count(),
+            "relevant": question.contains("harbor"),
+        })
+        .to_string();
+        Reply::json(
+            200,
+            &json!({
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": content, "refusal": null}}],
+                "usage": {"prompt_tokens": 31, "completion_tokens": 12, "total_tokens": 43}
+            }),
+        )
+    });
+    let chat = OpenAiChat::builder("test-chat")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("chat-key"))
+        .http(quick)
+        .build()
+        .unwrap();
+    let request = ChatRequest::new(vec![
+        ChatMessage::system("Judge the question."),
+        ChatMessage::user("where is the old harbor"),
+    ])
+    .with_temperature(0.0)
+    .with_max_tokens(64)
+    .with_json_schema("verdict", schema);
+    let answer = chat.complete(&request).await.unwrap();
+    assert_eq!(
+        answer.json::<Verdict>().unwrap(),
+        Verdict {
+            question: "where is the old harbor".into(),
+            words: 5,
+            relevant: true
+        }
+    );
+    assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(answer.model, "test-chat");
+    assert_eq!(
+        (answer.usage.prompt_tokens, answer.usage.completion_tokens),
+        (31, 12)
+    );
+    // A boxed client is a client too; usage adds up.
+    let boxed: Box<dyn LlmClient> = Box::new(chat);
+    boxed.complete(&request).await.unwrap();
+    let err = boxed
+        .complete(&request.clone().with_model("refuser"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the model refused: I can't help with that."),
+        "{err}"
+    );
+}
+
+/// Cohere-style relevance: the share of query words found in the document, rounded to
+/// 1/64 so that equal shares tie exactly.
+fn relevance(query: &str, document: &str) -> f64 {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let doc = document.to_lowercase();
+    let hits = words
+        .iter()
+        .filter(|w| doc.contains(&w.to_lowercase()))
+        .count();
+    (hits as f64 / words.len() as f64 * 64.0).round() / 64.0
+}
+
+fn rerank_server(requests: Arc<Mutex<Vec<Value>>>) -> TestServer {
+    TestServer::start(move |request| {
+        if request.path() != "/v2/rerank"
+            || request.header("authorization") != Some("Bearer co-key")
+        {
+            return Reply::json(401, &json!({"message": "invalid api token"}));
+        }
+        let Some(body) = request.json() else {
+            return Reply::json(400, &json!({"message": "invalid json"}));
+        };
+        requests.lock().unwrap().push(body.clone());
+        let query = body["query"].as_str().unwrap_or_default();
+        let docs: Vec<&str> = body["documents"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut results: Vec<(usize, f64)> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (i, relevance(query, d)))
+            .collect();
+        results.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let top_n = body["top_n"].as_u64().unwrap_or(docs.len() as u64) as usize;
+        results.truncate(top_n);
+        Reply::json(
+            200,
+            &json!({
+                "id": "rr-1",
+                "results": results.iter().map(|(i, s)| json!({"index": i, "relevance_score": s})).collect::<Vec<_>>(),
+                "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}
+            }),
+        )
+    })
+}
+
+fn candidates() -> Vec<RetrievedChunk> {
+    let texts = [
+        "The harbor lights guide ships at night.",
+        "Granite cliffs rise above the meadow.",
+        "Old harbor maps show the river mouth.",
+        "A lantern hangs by the harbor gate.",
+        "Quartz forms in granite.",
+        "Old harbor maps show the river mouth.",
+        "Orbit of the moon.",
+        "The river meets the harbor near old maps.",
+    ];
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            RetrievedChunk::new(
+                PositionAwareChunk::new("doc", i * 100, i * 100 + t.len(), *t),
+                1.0 / (i + 1) as f32,
+            )
+        })
+        .collect()
+}
+
+/// The expected ranking: by relevance, then by chunk id.
+fn expected(query: &str, top_k: usize) -> Vec<(PaChunkId, f32)> {
+    let mut all: Vec<(PaChunkId, f32)> = candidates()
+        .into_iter()
+        .map(|c| (c.chunk.id, relevance(query, &c.chunk.content) as f32))
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    all.truncate(top_k);
+    all
+}
+
+fn ranked(chunks: Vec<RetrievedChunk>) -> Vec<(PaChunkId, f32)> {
+    chunks.into_iter().map(|c| (c.chunk.id, c.score)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cohere_rerank_orders_by_score_with_ties_by_chunk_id() {
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let server = rerank_server(Arc::clone(&requests));
+    let query = "old harbor river maps";
+    let reranker = CohereReranker::builder("rerank-test")
+        .base_url(server.url(""))
+        .api_key(ApiKey::new("co-key"))
+        .http(quick)
+        .build()
+        .unwrap();
+    let got = reranker.rerank(query, candidates(), 4).await.unwrap();
+    // The two copies of the best passage tie and both lead.
+    assert_eq!(got[0].chunk.content, got[1].chunk.content);
+    assert_eq!(got[0].score, got[1].score);
+    assert!(got[0].chunk.id < got[1].chunk.id);
+    assert!(got
+        .windows(2)
+        .all(|w| w[0].score > w[1].score || w[0].chunk.id < w[1].chunk.id));
+    assert_eq!(ranked(got), expected(query, 4));
+    {
+        let sent = requests.lock().unwrap();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0]["model"], "rerank-test");
+        assert_eq!(sent[0]["query"], query);
+        assert_eq!(sent[0]["top_n"], 4);
+        assert_eq!(sent[0]["documents"].as_array().unwrap().len(), 8);
+    }
+
+    // Split over requests of three documents, the merged ranking is the same.
+    let split = CohereReranker::builder("rerank-test")
+        .base_url(server.url(""))
+        .api_key(ApiKey::new("co-key"))
+        .max_documents(3)
+        .http(quick)
+        .build()
+        .unwrap();
+    let got = split.rerank(query, candidates(), 8).await.unwrap();
+    assert_eq!(ranked(got), expected(query, 8));
+    assert_eq!(split.usage(), (3, 8));
+    assert_eq!(requests.lock().unwrap().len(), 4);
+
+    // Nothing to rank: no request.
+    assert!(split.rerank(query, Vec::new(), 5).await.unwrap().is_empty());
+    assert!(split
+        .rerank(query, candidates(), 0)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(requests.lock().unwrap().len(), 4);
+}
