@@ -342,25 +342,6 @@ fn name_order<T>(names: &Names, a: &Row<T>, b: &Row<T>) -> Ordering {
         .unwrap_or_else(|| names.bytes(&a.docno).cmp(names.bytes(&b.docno)))
 }
 
-/// A judged document's key and grade, kept apart from its name so the merge in [`evaluate`]
-/// reads 16 bytes a document.
-#[derive(Debug, Clone, Copy)]
-struct JudgedKey {
-    prefix: u64,
-    len: u32,
-    grade: Grade,
-}
-
-impl JudgedKey {
-    #[inline]
-    fn key(&self) -> NameKey {
-        NameKey {
-            prefix: self.prefix,
-            len: self.len,
-        }
-    }
-}
-
 /// The judgements of one query, as ranges of the flat arrays of [`Qrels`].
 #[derive(Debug, Clone)]
 struct JudgedQuery {
@@ -389,8 +370,13 @@ pub struct Qrels {
     table: QueryTable,
     /// Per query, in the order of `table.qids`.
     queries: Vec<JudgedQuery>,
+    /// Per judged document, sorted by docno within each query: its name, the parts of its
+    /// [`NameKey`] (kept apart so the merge in [`evaluate`] streams eight bytes a document)
+    /// and its grade.
     docnos: Vec<Range<usize>>,
-    keys: Vec<JudgedKey>,
+    prefixes: Vec<u64>,
+    lens: Vec<u8>,
+    grades: Vec<Grade>,
     ideal: Vec<Grade>,
 }
 
@@ -421,7 +407,9 @@ impl Qrels {
         })?;
         let mut queries = Vec::with_capacity(qids.len());
         let mut docnos = Vec::with_capacity(rows.len());
-        let mut keys = Vec::with_capacity(rows.len());
+        let mut prefixes = Vec::with_capacity(rows.len());
+        let mut lens = Vec::with_capacity(rows.len());
+        let mut grades = Vec::with_capacity(rows.len());
         let mut ideal = Vec::new();
         for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
             query.sort_unstable_by(|a, b| name_order(&names, a, b));
@@ -440,17 +428,15 @@ impl Qrels {
                     ),
                 ));
             }
-            let start = keys.len();
+            let start = docnos.len();
             let ideal_start = ideal.len();
             docnos.extend(query.iter().map(|r| r.docno.clone()));
-            keys.extend(query.iter().map(|r| JudgedKey {
-                prefix: r.key.prefix,
-                len: r.key.len,
-                grade: r.value,
-            }));
+            prefixes.extend(query.iter().map(|r| r.key.prefix));
+            lens.extend(query.iter().map(|r| r.key.len as u8));
+            grades.extend(query.iter().map(|r| r.value));
             ideal.extend(ideal_grades(query.iter().map(|r| r.value)));
             queries.push(JudgedQuery {
-                docs: start..keys.len(),
+                docs: start..docnos.len(),
                 ideal: ideal_start..ideal.len(),
                 num_relevant: query.iter().filter(|r| is_relevant(r.value)).count(),
             });
@@ -460,7 +446,9 @@ impl Qrels {
             table: QueryTable::new(qids),
             queries,
             docnos,
-            keys,
+            prefixes,
+            lens,
+            grades,
             ideal,
         })
     }
@@ -487,30 +475,12 @@ impl Qrels {
         docnos
             .binary_search_by(|d| self.names.bytes(d).cmp(docno.as_bytes()))
             .ok()
-            .map(|i| self.keys[q.docs.start + i].grade)
+            .map(|i| self.grades[q.docs.start + i])
     }
 
     /// Number of relevant judged documents of `qid`, if the query is judged at all.
     pub fn num_relevant(&self, qid: &str) -> Option<usize> {
         self.table.get(qid).map(|q| self.queries[q].num_relevant)
-    }
-}
-
-/// A query's document in docno order: its key and its rank position (16 bytes).
-#[derive(Debug, Clone, Copy)]
-struct SortedDoc {
-    prefix: u64,
-    len: u32,
-    pos: u32,
-}
-
-impl SortedDoc {
-    #[inline]
-    fn key(&self) -> NameKey {
-        NameKey {
-            prefix: self.prefix,
-            len: self.len,
-        }
     }
 }
 
@@ -526,8 +496,11 @@ pub struct Run {
     /// Documents in rank order, query after query.
     docnos: Vec<Range<usize>>,
     scores: Vec<f64>,
-    /// Per query, its documents sorted by docno: merged with the qrels in [`evaluate`].
-    by_docno: Vec<SortedDoc>,
+    /// Per query, its documents sorted by docno, merged with the qrels in [`evaluate`]: the
+    /// parts of their [`NameKey`]s and their positions in rank order.
+    sorted_prefixes: Vec<u64>,
+    sorted_lens: Vec<u8>,
+    sorted_ranks: Vec<u32>,
     tag: Option<String>,
 }
 
@@ -564,7 +537,10 @@ impl Run {
         let mut ranges = Vec::with_capacity(qids.len());
         let mut docnos = Vec::with_capacity(rows.len());
         let mut scores = Vec::with_capacity(rows.len());
-        let mut by_docno: Vec<SortedDoc> = Vec::with_capacity(rows.len());
+        let mut sorted_prefixes = Vec::with_capacity(rows.len());
+        let mut sorted_lens = Vec::with_capacity(rows.len());
+        let mut sorted_ranks = Vec::with_capacity(rows.len());
+        let mut by_docno: Vec<u32> = Vec::new();
         for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
             // trec_eval's ranking: score descending, then docno descending (a total order once
             // repeated docnos are ruled out below, so an unstable sort gives the same ranking)
@@ -575,20 +551,16 @@ impl Run {
                     .then_with(|| name_order(&names, b, a))
             });
             let start = docnos.len();
-            by_docno.extend(query.iter().enumerate().map(|(pos, r)| SortedDoc {
-                prefix: r.key.prefix,
-                len: r.key.len,
-                pos: pos as u32,
-            }));
-            let sorted = &mut by_docno[start..];
-            sorted.sort_unstable_by(|a, b| {
-                name_order(&names, &query[a.pos as usize], &query[b.pos as usize])
+            // By name: the order of the merge with the qrels, and repeats become neighbours.
+            by_docno.clear();
+            by_docno.extend(0..query.len() as u32);
+            by_docno.sort_unstable_by(|&a, &b| {
+                name_order(&names, &query[a as usize], &query[b as usize])
             });
-            if let Some(w) = sorted.windows(2).find(|w| {
-                name_order(&names, &query[w[0].pos as usize], &query[w[1].pos as usize])
-                    == Ordering::Equal
+            if let Some(w) = by_docno.windows(2).find(|w| {
+                name_order(&names, &query[w[0] as usize], &query[w[1] as usize]) == Ordering::Equal
             }) {
-                let (a, b) = (&query[w[0].pos as usize], &query[w[1].pos as usize]);
+                let (a, b) = (&query[w[0] as usize], &query[w[1] as usize]);
                 return Err(parse_error(
                     &path,
                     a.line.max(b.line) as usize,
@@ -600,6 +572,9 @@ impl Run {
                     ),
                 ));
             }
+            sorted_prefixes.extend(by_docno.iter().map(|&p| query[p as usize].key.prefix));
+            sorted_lens.extend(by_docno.iter().map(|&p| query[p as usize].key.len as u8));
+            sorted_ranks.extend_from_slice(&by_docno);
             docnos.extend(query.iter().map(|r| r.docno.clone()));
             scores.extend(query.iter().map(|r| r.value));
             ranges.push(start..docnos.len());
@@ -610,7 +585,9 @@ impl Run {
             ranges,
             docnos,
             scores,
-            by_docno,
+            sorted_prefixes,
+            sorted_lens,
+            sorted_ranks,
             tag,
         })
     }
@@ -652,22 +629,29 @@ impl Run {
         let range = self.ranges[q].clone();
         grades.clear();
         grades.resize(range.len(), NOT_JUDGED);
-        let run = &self.by_docno[range.clone()];
-        let keys = &qrels.keys[judged.docs.clone()];
+        let ours = &self.sorted_prefixes[range.clone()];
+        let theirs = &qrels.prefixes[judged.docs.clone()];
         let (mut i, mut j) = (0, 0);
-        // Branch-free steps: which list advances is arithmetic on the comparison, so the
-        // loop does not stall on unpredictable jumps.
-        while i < run.len() && j < keys.len() {
-            let (ours, theirs) = (run[i], keys[j]);
-            let order = theirs.key().cmp(ours.key()).unwrap_or_else(|| {
-                let a = qrels.names.bytes(&qrels.docnos[judged.docs.start + j]);
-                let b = self
-                    .names
-                    .bytes(&self.docnos[range.start + ours.pos as usize]);
-                a.cmp(b)
-            });
+        // Branch-free steps: which list advances is arithmetic on the comparison, and only
+        // equal prefixes (mostly a match) take the slower path.
+        while i < ours.len() && j < theirs.len() {
+            let mut order = theirs[j].cmp(&ours[i]);
             if order == Ordering::Equal {
-                grades[ours.pos as usize] = theirs.grade;
+                let (a, b) = (range.start + i, judged.docs.start + j);
+                let key = |prefix, len: u8| NameKey {
+                    prefix,
+                    len: u32::from(len),
+                };
+                order = key(theirs[j], qrels.lens[b])
+                    .cmp(key(ours[i], self.sorted_lens[a]))
+                    .unwrap_or_else(|| {
+                        let rank = self.sorted_ranks[a] as usize;
+                        let name = self.names.bytes(&self.docnos[range.start + rank]);
+                        qrels.names.bytes(&qrels.docnos[b]).cmp(name)
+                    });
+                if order == Ordering::Equal {
+                    grades[self.sorted_ranks[a] as usize] = qrels.grades[b];
+                }
             }
             i += usize::from(order != Ordering::Less);
             j += usize::from(order != Ordering::Greater);
