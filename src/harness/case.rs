@@ -60,7 +60,7 @@ pub(crate) struct Case {
     pub spec: CaseSpec,
     pub setup: Result<Setup, String>,
     outcome: OnceLock<Result<Arc<Outcome>, String>>,
-    golden: OnceLock<Option<Arc<super::GoldenCheck>>>,
+    golden: OnceLock<Option<Arc<super::golden::Golden>>>,
 }
 
 impl Case {
@@ -84,13 +84,12 @@ impl Case {
         Path::new(self.spec.manifest_dir).join("golden")
     }
 
-    /// This run against the golden snapshot (`None` without one), computed by the first trial
-    /// that asks.
+    /// The golden snapshot (`None` without one), read by the first trial that asks.
     pub fn golden(
         &self,
-        check: impl FnOnce() -> Option<super::GoldenCheck>,
-    ) -> Option<Arc<super::GoldenCheck>> {
-        self.golden.get_or_init(|| check().map(Arc::new)).clone()
+        read: impl FnOnce() -> Option<super::golden::Golden>,
+    ) -> Option<Arc<super::golden::Golden>> {
+        self.golden.get_or_init(|| read().map(Arc::new)).clone()
     }
 
     /// The outcome, computed by the first trial that asks (others wait for it).
@@ -112,6 +111,9 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
     let dataset_path = camino::Utf8PathBuf::try_from(dataset_path)
         .map_err(|e| format!("dataset path is not UTF-8: {e}"))?;
     let dataset = dataset::load(&dataset_path).map_err(|e| e.to_string())?;
+    let mut key = Sha256::new();
+    // The file's bytes identify the ground truth for the cache (cheaper than re-serialising).
+    key.update(std::fs::read(&dataset_path).unwrap_or_default());
     let (level, implemented) = match &dataset {
         AnyDataset::Token(_) => (TokenLevel::NAME, spec.levels.token),
         AnyDataset::Chunk(_) => (ChunkLevel::NAME, spec.levels.chunk),
@@ -150,7 +152,6 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         None => Corpus::default(),
     };
     let corpus = Arc::new(corpus);
-    let mut key = Sha256::new();
     key.update(spec.name.as_bytes());
     key.update(
         format!(
@@ -178,13 +179,11 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
                 Mode::Standard => "standard",
                 Mode::Chroma => "chroma",
             });
-            key.update(eval.dataset_hash().as_bytes());
             (Prepared::Token(eval), queries)
         }
         AnyDataset::Chunk(d) => {
             let queries = ids(d.examples());
             let eval = ChunkLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?;
-            key.update(eval.dataset_hash().as_bytes());
             (Prepared::Chunk(eval), queries)
         }
     };

@@ -42,17 +42,49 @@ pub(crate) fn render(outcome: &Outcome) -> String {
     let _ = writeln!(s, "mode: {}", outcome.mode);
     let _ = writeln!(s, "queries: {}", outcome.queries.len());
     s.push_str("summary:\n");
-    for (name, value) in &outcome.means {
+    for (name, value) in outcome.named(&outcome.means) {
         let _ = writeln!(s, "  {name}: {value:.DECIMALS$}");
     }
     s.push_str("per_query:\n");
     for q in &outcome.queries {
         let _ = writeln!(s, "  {}:", quote_id(&q.id));
-        for (name, value) in &q.figures {
+        for (name, value) in outcome.named(&q.values) {
             let _ = writeln!(s, "    {name}: {value:.DECIMALS$}");
         }
     }
     s
+}
+
+/// One query's figures in a snapshot body, found without parsing the rest: what a process
+/// that runs a single query's test needs.
+pub(crate) fn query_figures(text: &str, id: &str) -> Option<Vec<(String, f64)>> {
+    let header = format!("\n  {}:\n", quote_id(id));
+    let at = text.find(&header)? + header.len();
+    text[at..]
+        .lines()
+        .take_while(|l| l.starts_with("    "))
+        .map(|l| figure(l.trim()))
+        .collect()
+}
+
+/// One query's figures from this run, rounded as the snapshot stores them.
+pub(crate) fn rounded(outcome: &Outcome, values: &[f64]) -> Vec<(String, f64)> {
+    outcome
+        .named(values)
+        .map(|(n, v)| (n.to_owned(), format!("{v:.DECIMALS$}").parse().unwrap_or(v)))
+        .collect()
+}
+
+/// Changes beyond the tolerance between two lists of figures of one scope.
+pub(crate) fn compare_scope(
+    scope: &str,
+    old: &[(String, f64)],
+    new: &[(String, f64)],
+    tolerance: f64,
+) -> Comparison {
+    let mut out = Comparison::default();
+    compare_figures(scope, old, new, tolerance, &mut out);
+    out
 }
 
 /// Query ids are written bare when they are plain, quoted (JSON) otherwise, so that any id
@@ -257,21 +289,12 @@ pub(crate) fn describe(changes: &[&Change]) -> String {
     s
 }
 
-/// A unified diff of one query's lines (or the summary's) between two snapshot bodies.
-pub(crate) fn section_diff(old: &Golden, new: &Golden, scope: &str) -> String {
-    let lines = |g: &Golden| -> String {
-        let figures = if scope == "summary" {
-            Some(&g.summary)
-        } else {
-            g.per_query.get(scope)
-        };
-        figures
-            .map(|f| {
-                f.iter()
-                    .map(|(m, v)| format!("{m}: {v:.DECIMALS$}\n"))
-                    .collect()
-            })
-            .unwrap_or_default()
+/// A unified diff of one scope's figures (a query's or the summary's).
+pub(crate) fn figures_diff(old: &[(String, f64)], new: &[(String, f64)]) -> String {
+    let lines = |f: &[(String, f64)]| -> String {
+        f.iter()
+            .map(|(m, v)| format!("{m}: {v:.DECIMALS$}\n"))
+            .collect()
     };
     let (a, b) = (lines(old), lines(new));
     similar::TextDiff::from_lines(&a, &b)
@@ -354,12 +377,22 @@ mod tests {
             describe(&c.regressions().collect::<Vec<_>>()),
             "  q1 span_recall@5: 1.0000 → 0.6000 (-0.4000)\n"
         );
-        let diff = section_diff(&old, &new, "q1");
+        let diff = figures_diff(&old.per_query["q1"], &new.per_query["q1"]);
         assert!(
             diff.contains("-span_recall@5: 1.0000\n+span_recall@5: 0.6000"),
             "{diff}"
         );
         assert!(compare(&old, &old, 0.0).is_match());
+    }
+
+    #[test]
+    fn one_query_is_read_without_parsing_the_rest() {
+        assert_eq!(
+            query_figures(OLD, "odd id: x").unwrap(),
+            parse(OLD).unwrap().per_query["odd id: x"]
+        );
+        assert_eq!(query_figures(OLD, "q1").unwrap().len(), 2);
+        assert!(query_figures(OLD, "q2").is_none());
     }
 
     #[test]

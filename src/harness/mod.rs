@@ -123,54 +123,39 @@ fn force_pass() -> bool {
     )
 }
 
-fn read_golden(case: &Case) -> Option<Golden> {
+fn read_golden_text(case: &Case) -> Option<String> {
     let snapshot = insta::Snapshot::from_file(&case.golden_path()).ok()?;
-    golden::parse(&snapshot.as_text()?.to_string())
+    Some(snapshot.as_text()?.to_string())
 }
 
-/// This run against the golden snapshot, computed once per case and process.
-pub(crate) struct GoldenCheck {
-    old: Golden,
-    new: Golden,
-    comparison: golden::Comparison,
-    /// Indices into `comparison.changes`, by scope (`summary` or a query id).
-    by_scope: std::collections::HashMap<String, Vec<usize>>,
+/// The golden snapshot parsed, once per case and process.
+fn golden_of(case: &Case) -> Option<Arc<Golden>> {
+    case.golden(|| read_golden_text(case).and_then(|t| golden::parse(&t)))
 }
 
-impl GoldenCheck {
-    fn new(old: Golden, outcome: &Outcome, tolerance: f64) -> GoldenCheck {
-        let new = golden::parse(&golden::render(outcome)).expect("rendered snapshots parse");
-        let comparison = golden::compare(&old, &new, tolerance);
-        let mut by_scope: std::collections::HashMap<String, Vec<usize>> = Default::default();
-        for (i, c) in comparison.changes.iter().enumerate() {
-            by_scope.entry(c.scope.clone()).or_default().push(i);
-        }
-        GoldenCheck {
-            old,
-            new,
-            comparison,
-            by_scope,
-        }
-    }
-
-    fn changes(&self, scope: &str) -> Vec<&golden::Change> {
-        self.by_scope
-            .get(scope)
-            .map(|ix| ix.iter().map(|&i| &self.comparison.changes[i]).collect())
-            .unwrap_or_default()
-    }
+/// Under nextest every test is its own process, which then needs one query's golden figures,
+/// not the whole parsed snapshot.
+fn one_test_per_process() -> bool {
+    std::env::var_os("NEXTEST_RUN_ID").is_some()
 }
 
 fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     let outcome = case.outcome()?;
-    let Some(check) = case.golden(|| {
-        read_golden(case).map(|old| GoldenCheck::new(old, &outcome, case.spec.tolerance))
-    }) else {
-        return Ok(()); // no baseline yet: the summary reports it
+    let Some(q) = outcome.queries.iter().find(|q| q.id == id) else {
+        return Ok(());
     };
-    let mine = check.changes(id);
+    let old = if one_test_per_process() {
+        read_golden_text(case).and_then(|t| golden::query_figures(&t, id))
+    } else {
+        golden_of(case).and_then(|g| g.per_query.get(id).cloned())
+    };
+    let Some(old) = old else {
+        return Ok(()); // no baseline for this query: the summary reports it
+    };
+    let new = golden::rounded(&outcome, &q.values);
+    let comparison = golden::compare_scope(id, &old, &new, case.spec.tolerance);
     let (regressed, improved): (Vec<&golden::Change>, Vec<&golden::Change>) =
-        mine.into_iter().partition(|c| c.is_regression());
+        comparison.changes.iter().partition(|c| c.is_regression());
     if !improved.is_empty() {
         print!(
             "IMPROVED {}::{id}\n{}",
@@ -181,19 +166,14 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     if regressed.is_empty() || force_pass() {
         return Ok(());
     }
-    let query = outcome
-        .queries
-        .iter()
-        .find(|q| q.id == id)
-        .map(|q| q.query.as_str())
-        .unwrap_or_default();
     Err(format!(
-        "query `{id}` ({query:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}",
+        "query `{id}` ({:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}",
+        q.query,
         case.spec.name,
         case.spec.tolerance,
         case.golden_path().display(),
         golden::describe(&regressed),
-        golden::section_diff(&check.old, &check.new, id)
+        golden::figures_diff(&old, &new)
     )
     .into())
 }
@@ -204,9 +184,8 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let mut problems = thresholds(case, &outcome);
 
     let contents = golden::render(&outcome);
-    let check = case.golden(|| {
-        read_golden(case).map(|old| GoldenCheck::new(old, &outcome, case.spec.tolerance))
-    });
+    let old = golden_of(case);
+    let new = golden::parse(&contents).expect("rendered snapshots parse");
     let request = SnapshotRequest {
         dir: case.golden_dir(),
         name: case.spec.name.to_owned(),
@@ -224,7 +203,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     SNAPSHOT_ASSERT.with(|q| q.set(true));
     let snapshot_panicked = std::panic::catch_unwind(|| assert(&request)).is_err();
     SNAPSHOT_ASSERT.with(|q| q.set(false));
-    match &check {
+    match &old {
         None if is_ci() => problems.push(format!(
             "no golden snapshot at {}: run the tests locally, review the new snapshot with `cargo insta review` and commit it",
             case.golden_path().display()
@@ -238,8 +217,8 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             case.spec.name,
             case.golden_path().display()
         ),
-        Some(check) => {
-            let comparison = &check.comparison;
+        Some(old) => {
+            let comparison = golden::compare(old, &new, case.spec.tolerance);
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
             let improvements: Vec<&golden::Change> = comparison.improvements().collect();
             if !regressions.is_empty() && !force_pass() {
@@ -249,7 +228,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                     case.spec.tolerance,
                     case.golden_path().display(),
                     golden::describe(&regressions),
-                    golden::section_diff(&check.old, &check.new, "summary")
+                    golden::figures_diff(&old.summary, &new.summary)
                 ));
             }
             if !improvements.is_empty() {
@@ -292,29 +271,27 @@ fn report(case: &Case, o: &Outcome) -> String {
         o.queries.len(),
         o.retriever
     );
+    let figures = |values: &[f64]| {
+        crate::metrics::Figures(o.named(values).map(|(n, v)| (n.to_owned(), v)).collect())
+    };
     s.push_str(&crate::eval::metric_table(
-        &crate::metrics::Figures(o.means.clone()),
-        &crate::metrics::Figures(o.stds.clone()),
+        &figures(&o.means),
+        &figures(&o.stds),
     ));
     if o.by_difficulty.len() > 1
         || o.by_difficulty
             .first()
             .is_some_and(|d| d.label != "unlabelled")
     {
-        let names: Vec<&str> = o.means.iter().map(|(n, _)| n.as_str()).take(4).collect();
+        let shown = o.metrics.len().min(4);
         let _ = write!(s, "{:<14} {:>7}", "difficulty", "queries");
-        for n in &names {
+        for n in &o.metrics[..shown] {
             let _ = write!(s, " {n:>16}");
         }
         s.push('\n');
         for d in &o.by_difficulty {
             let _ = write!(s, "{:<14} {:>7}", d.label, d.queries);
-            for n in &names {
-                let v = d
-                    .means
-                    .iter()
-                    .find(|(m, _)| m == n)
-                    .map_or(0.0, |(_, v)| *v);
+            for v in &d.means[..shown] {
                 let _ = write!(s, " {v:>16.4}");
             }
             s.push('\n');
@@ -327,14 +304,14 @@ fn report(case: &Case, o: &Outcome) -> String {
 fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
     let mut problems = Vec::new();
     for t in case.spec.thresholds {
-        let Some(name) = o.report_name(t.metric) else {
+        let Some(i) = o.metric_index(t.metric) else {
             problems.push(format!(
                 "`{}` has a bar but was not computed (precision_omega needs a retriever that names its chunker, and a corpus)",
                 t.metric
             ));
             continue;
         };
-        let value = o.mean(name).unwrap_or_default();
+        let (name, value) = (&o.metrics[i], o.means[i]);
         let (missed, word, key) = match t.bound {
             Bound::Min => (value < t.value, "below", "min"),
             Bound::Max => (value > t.value, "above", "max"),
@@ -345,14 +322,7 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
         let mut worst: Vec<(f64, &str, &str)> = o
             .queries
             .iter()
-            .map(|q| {
-                let v = q
-                    .figures
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map_or(0.0, |(_, v)| *v);
-                (v, q.id.as_str(), q.query.as_str())
-            })
+            .map(|q| (q.values[i], q.id.as_str(), q.query.as_str()))
             .collect();
         worst.sort_by(|a, b| match t.bound {
             Bound::Min => a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)),

@@ -3,47 +3,51 @@
 use crate::eval::EvaluationResult;
 use serde::{Deserialize, Serialize};
 
-/// Figures of one query.
+/// Figures of one query, in the order of [`Outcome::metrics`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct QueryOutcome {
     pub id: String,
     pub query: String,
     pub difficulty: Option<String>,
-    pub figures: Vec<(String, f64)>,
+    pub values: Vec<f64>,
 }
 
-/// Means over the queries with one difficulty label.
+/// Means over the queries with one difficulty label, in the order of [`Outcome::metrics`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct DifficultyOutcome {
     pub label: String,
     pub queries: usize,
-    pub means: Vec<(String, f64)>,
+    pub means: Vec<f64>,
 }
 
-/// Everything the trials of a case need: written to the cache under nextest, where every
-/// trial is its own process.
+/// Everything the trials of a case need; written to the cache under nextest, where every trial
+/// is its own process (metric names once, figures as plain numbers, so it reads back fast).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Outcome {
     pub level: String,
     pub k: usize,
     pub mode: String,
     pub retriever: String,
-    pub means: Vec<(String, f64)>,
-    pub stds: Vec<(String, f64)>,
+    /// Report names (`span_recall@5`, `mrr`, …), in report order.
+    pub metrics: Vec<String>,
+    pub means: Vec<f64>,
+    pub stds: Vec<f64>,
     pub queries: Vec<QueryOutcome>,
-    /// Means per difficulty label, labels sorted.
+    /// Labels sorted.
     pub by_difficulty: Vec<DifficultyOutcome>,
 }
 
 impl Outcome {
     pub fn from_result(r: &EvaluationResult) -> Outcome {
+        let values = |f: &crate::metrics::Figures| f.0.iter().map(|(_, v)| *v).collect();
         Outcome {
             level: r.scores.level.to_owned(),
             k: r.scores.k,
             mode: r.scores.mode.clone(),
             retriever: r.config.retriever.clone(),
-            means: r.scores.metrics.0.clone(),
-            stds: r.scores.std.0.clone(),
+            metrics: r.scores.metrics.0.iter().map(|(n, _)| n.clone()).collect(),
+            means: values(&r.scores.metrics),
+            stds: values(&r.scores.std),
             queries: r
                 .scores
                 .per_query
@@ -52,7 +56,7 @@ impl Outcome {
                     id: q.id.clone(),
                     query: q.query.clone().unwrap_or_default(),
                     difficulty: q.difficulty.clone(),
-                    figures: q.metrics.0.clone(),
+                    values: values(&q.metrics),
                 })
                 .collect(),
             by_difficulty: r
@@ -61,21 +65,24 @@ impl Outcome {
                 .map(|(label, d)| DifficultyOutcome {
                     label: label.clone(),
                     queries: d.queries,
-                    means: d.metrics.0.clone(),
+                    means: values(&d.metrics),
                 })
                 .collect(),
         }
     }
 
-    /// The report name of a metric given by base name (`span_recall` → `span_recall@5`).
-    pub fn report_name(&self, base: &str) -> Option<&str> {
-        self.means
+    /// Pairs figures with the metric names.
+    pub fn named<'a>(&'a self, values: &'a [f64]) -> impl Iterator<Item = (&'a str, f64)> + 'a {
+        self.metrics
             .iter()
-            .map(|(n, _)| n.as_str())
-            .find(|n| *n == base || n.split_once('@').is_some_and(|(b, _)| b == base))
+            .map(String::as_str)
+            .zip(values.iter().copied())
     }
 
-    pub fn mean(&self, name: &str) -> Option<f64> {
-        self.means.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    /// Position of a metric given by base name (`span_recall` for `span_recall@5`).
+    pub fn metric_index(&self, base: &str) -> Option<usize> {
+        self.metrics
+            .iter()
+            .position(|n| n == base || n.split_once('@').is_some_and(|(b, _)| b == base))
     }
 }

@@ -203,43 +203,6 @@ impl<T: Retriever<ChunkLevel>> ChunkImpl for TypeProbe<T> {}
 impl<T> ChunkFallback for &Probe<T> {}
 impl<T> ChunkFallback for &TypeProbe<T> {}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::chunker::RecursiveCharacterChunker;
-    use crate::retrieve::Bm25Retriever;
-
-    struct TokenOnly;
-    #[async_trait::async_trait]
-    impl Retriever<TokenLevel> for TokenOnly {
-        fn name(&self) -> String {
-            "token-only".into()
-        }
-        async fn retrieve(&self, _: &str, _: usize) -> crate::Result<Vec<RetrievedChunk>> {
-            Ok(Vec::new())
-        }
-    }
-
-    #[test]
-    fn probes_see_the_levels_a_concrete_type_implements() {
-        #[allow(unused_imports)]
-        use super::{ChunkFallback as _, ChunkImpl as _, TokenFallback as _, TokenImpl as _};
-        let t = TypeProbe::<TokenOnly>::new();
-        assert_eq!(((&t).token_level(), (&t).chunk_level()), (true, false));
-        let b = TypeProbe::<Bm25Retriever>::new();
-        assert_eq!(((&b).token_level(), (&b).chunk_level()), (true, true));
-        let s = TypeProbe::<String>::new();
-        assert_eq!(((&s).token_level(), (&s).chunk_level()), (false, false));
-
-        let p = Probe(Arc::new(TokenOnly));
-        assert!((&p).token().is_some() && (&p).chunk().is_none());
-        let p = Probe(Arc::new(Bm25Retriever::new(
-            RecursiveCharacterChunker::new(10, 0),
-        )));
-        assert!((&p).token().is_some() && (&p).chunk().is_some());
-    }
-}
-
 /// One golden snapshot assertion, handed to the hook that `main!` expands in the test crate
 /// (insta resolves its workspace from the calling crate).
 pub struct SnapshotRequest {
@@ -300,3 +263,42 @@ macro_rules! __rag_eval_insta_hook {
 pub use crate::__rag_eval_insta_hook as insta_hook;
 
 pub use crate::harness::run;
+
+#[cfg(test)]
+// The explicit borrows are the point: expansions call the probes through `&probe`.
+#[allow(clippy::needless_borrow)]
+mod tests {
+    use super::*;
+    use crate::chunker::RecursiveCharacterChunker;
+    use crate::retrieve::Bm25Retriever;
+
+    struct TokenOnly;
+    #[async_trait::async_trait]
+    impl Retriever<TokenLevel> for TokenOnly {
+        fn name(&self) -> String {
+            "token-only".into()
+        }
+        async fn retrieve(&self, _: &str, _: usize) -> crate::Result<Vec<RetrievedChunk>> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn probes_see_the_levels_a_concrete_type_implements() {
+        #[allow(unused_imports)]
+        use super::{ChunkFallback as _, ChunkImpl as _, TokenFallback as _, TokenImpl as _};
+        let t = TypeProbe::<TokenOnly>::new();
+        assert_eq!(((&t).token_level(), (&t).chunk_level()), (true, false));
+        let b = TypeProbe::<Bm25Retriever>::new();
+        assert_eq!(((&b).token_level(), (&b).chunk_level()), (true, true));
+        let s = TypeProbe::<String>::new();
+        assert_eq!(((&s).token_level(), (&s).chunk_level()), (false, false));
+
+        let p = Probe(Arc::new(TokenOnly));
+        assert!((&p).token().is_some() && (&p).chunk().is_none());
+        let p = Probe(Arc::new(Bm25Retriever::new(
+            RecursiveCharacterChunker::new(10, 0),
+        )));
+        assert!((&p).token().is_some() && (&p).chunk().is_some());
+    }
+}
