@@ -15,6 +15,11 @@
 //! - `cli`: the `rag-eval` command-line tool.
 //! - `cache`: `cache::Cache`, a SQLite cache of embeddings and LLM responses with record and
 //!   replay modes, and `cache::CachedEmbedder`.
+//! - `openai`: `embed::OpenAiEmbedder` and `llm::OpenAiChat` for OpenAI, Azure OpenAI and
+//!   compatible servers (Ollama, vLLM, llama.cpp's server, text-embeddings-inference).
+//! - `cohere`: `rerank::CohereReranker` for Cohere's `/v2/rerank` and compatible servers.
+//! - `http` (implied by the remote providers): `http::HttpClient`, the JSON client they share
+//!   (bounded concurrency, timeouts, retries with backoff and jitter, `Retry-After`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -8,7 +8,7 @@ use rag_eval::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
 use rag_eval::embed::{BatchingEmbedder, Embedder, OpenAiEmbedder};
 use rag_eval::http::{ApiKey, HttpConfig};
 use rag_eval::llm::{ChatMessage, ChatRequest, LlmClient, OpenAiChat};
-use rag_eval::rerank::{CohereReranker, Reranker};
+use rag_eval::rerank::{CohereReranker, RerankUsage, Reranker};
 use rag_eval::Error;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -691,7 +691,13 @@ async fn cohere_rerank_orders_by_score_with_ties_by_chunk_id() {
         .unwrap();
     let got = split.rerank(query, candidates(), 8).await.unwrap();
     assert_eq!(ranked(got), expected(query, 8));
-    assert_eq!(split.usage(), (3, 8));
+    assert_eq!(
+        split.usage(),
+        RerankUsage {
+            requests: 3,
+            documents: 8
+        }
+    );
     assert_eq!(requests.lock().unwrap().len(), 4);
 
     // Nothing to rank: no request.

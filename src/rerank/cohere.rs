@@ -37,6 +37,15 @@ pub struct CohereReranker {
     documents: AtomicU64,
 }
 
+/// What a [`CohereReranker`] has sent, summed over its answered requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RerankUsage {
+    /// Requests answered.
+    pub requests: u64,
+    /// Documents scored.
+    pub documents: u64,
+}
+
 /// Settings of a [`CohereReranker`]; from [`CohereReranker::builder`].
 #[derive(Debug, Clone)]
 pub struct CohereRerankerBuilder {
@@ -67,11 +76,11 @@ impl CohereReranker {
     }
 
     /// Requests answered and documents scored so far.
-    pub fn usage(&self) -> (u64, u64) {
-        (
-            self.requests.load(Ordering::Relaxed),
-            self.documents.load(Ordering::Relaxed),
-        )
+    pub fn usage(&self) -> RerankUsage {
+        RerankUsage {
+            requests: self.requests.load(Ordering::Relaxed),
+            documents: self.documents.load(Ordering::Relaxed),
+        }
     }
 
     /// Attempts, retries and failures of the underlying HTTP client.
