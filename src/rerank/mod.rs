@@ -4,7 +4,7 @@
 mod cohere;
 
 #[cfg(feature = "cohere")]
-pub use cohere::{CohereReranker, CohereRerankerBuilder, COHERE_BASE_URL};
+pub use cohere::{CohereReranker, CohereRerankerBuilder, RerankUsage, COHERE_BASE_URL};
 
 use crate::chunk::RetrievedChunk;
 use crate::error::Result;
