@@ -21,55 +21,8 @@
 //! as the gain (grades ≤ 0 gain nothing). A denominator of zero gives 0 (no relevant item
 //! judged, `k = 0`).
 //!
-//! # As metrics
-//!
-//! [`Precision`] (`precision@k`), [`Recall`] (`recall@k`), [`F1`] (`f1@k`), [`Hit`]
-//! (`hit@k`), [`Ndcg`] (`ndcg@k`), [`Mrr`] (`mrr`) and [`Map`] (`map`) are [`Metric`]s at both
-//! levels. `mrr` and `map` are measures over the whole ranked list handed to them
-//! ([`Metric::at_k`] is false); the others look at the first `k`. The ranking is taken in the
-//! order given: ties were already broken by the retriever.
-//!
-//! **Chunk level.** A retrieved id is relevant (grade 1) when it is in the truth. An id that
-//! occurs again further down the ranking is *not* relevant the second time: it occupies a slot
-//! (it still counts in the `k` of `precision@k`) but adds nothing, so returning the same chunk
-//! twice never raises a figure. The number of relevant items is the number of distinct truth
-//! ids, and the ideal nDCG ranking is that many ones.
-//!
-//! **Token level.** The truth spans are first merged ([`SpanSet`]: overlapping and touching
-//! spans become one); call the merged spans G. A retrieved chunk *overlaps* a truth span when
-//! they share at least one character ([`CharSpan::overlaps`]).
-//!
-//! - `precision@k`, `hit@k` and `mrr` count a chunk as relevant when it overlaps some span of
-//!   G. A chunk whose exact span (document, start, end) was already retrieved higher up is not
-//!   relevant again, as at chunk level.
-//! - `recall@k` is the fraction of the spans of G overlapped by some chunk among the first `k`.
-//! - `map` is the mean, over the spans of G, of the precision at the rank of the first chunk
-//!   that overlaps that span, with 0 for a span no chunk meets.
-//! - `ndcg@k` uses binary *first-hit* gains: a chunk gains 1 when it is the first to overlap at
-//!   least one span of G not met higher up, and 0 otherwise; the ideal is `min(k, |G|)` ones.
-//!   At most `|G|` chunks gain, so the value never exceeds 1.
-//! - `f1@k` is the harmonic mean of the token-level `precision@k` and `recall@k`.
-//!
-//! With these definitions every value is in `[0, 1]`; with no truth or nothing retrieved every
-//! metric is 0.
-//!
-//! ```
-//! use rag_eval::chunk::ChunkId;
-//! use rag_eval::level::ChunkLevel;
-//! use rag_eval::metrics::{Map, Metric, MetricInput, Ndcg, Precision};
-//!
-//! let id = |s: &str| ChunkId::from_raw(s);
-//! let retrieved = [id("x"), id("a"), id("a"), id("b")];
-//! let truth = vec![id("a"), id("b")];
-//! let input = MetricInput::<ChunkLevel>::new(&retrieved, &truth, 3);
-//! // grades 0 1 0 (the second `a` is a repeat): one relevant in the first three
-//! assert_eq!(Precision.compute(&input), 1.0 / 3.0);
-//! // AP = (1/2 + 2/4) / 2 over the whole list
-//! assert_eq!(Map.compute(&input), 0.5);
-//! // both levels implement the metric, so name the one meant
-//! assert_eq!(Metric::<ChunkLevel>::report_name(&Map, 3), "map");
-//! assert_eq!(Metric::<ChunkLevel>::report_name(&Ndcg, 3), "ndcg@3");
-//! ```
+//! The metrics built on them, and the rules for relevance at chunk and token level, are
+//! documented on [`Precision`].
 
 use super::{Metric, MetricInput};
 use crate::chunk::ChunkId;
@@ -81,6 +34,11 @@ use std::sync::OnceLock;
 /// A relevance grade as a qrels file gives it: 0 for judged non-relevant, 1, 2, 3 … for
 /// increasingly relevant. trec_eval marks retrieved items without a judgement with negative
 /// values; those are simply not relevant here.
+///
+/// A ranking is a slice of grades in rank order. [`precision_at_k`], [`recall_at_k`],
+/// [`f1_at_k`], [`hit_at_k`], [`reciprocal_rank`], [`average_precision`] and [`ndcg_at_k`] take
+/// one, with trec_eval's conventions; both the rank metrics ([`Precision`] and its siblings)
+/// and [`crate::trec`] are computed by them, so each formula exists once.
 pub type Grade = i32;
 
 /// The smallest grade that counts as relevant (trec_eval's default `-l 1`).
@@ -393,8 +351,57 @@ macro_rules! rank_metric {
 }
 
 rank_metric!(
-    /// Relevant among the first `k`, divided by `k` (`precision@k`); see the
-    /// [module docs](self) for relevance at each level.
+    /// Relevant among the first `k`, divided by `k` (`precision@k`).
+    ///
+    /// # Relevance at each level
+    ///
+    /// [`Precision`] (`precision@k`), [`Recall`] (`recall@k`), [`F1`] (`f1@k`), [`Hit`]
+    /// (`hit@k`), [`Ndcg`] (`ndcg@k`), [`Mrr`] (`mrr`) and [`Map`] (`map`) are [`Metric`]s at both
+    /// levels. `mrr` and `map` are measures over the whole ranked list handed to them
+    /// ([`Metric::at_k`] is false); the others look at the first `k`. The ranking is taken in the
+    /// order given: ties were already broken by the retriever.
+    ///
+    /// **Chunk level.** A retrieved id is relevant (grade 1) when it is in the truth. An id that
+    /// occurs again further down the ranking is *not* relevant the second time: it occupies a slot
+    /// (it still counts in the `k` of `precision@k`) but adds nothing, so returning the same chunk
+    /// twice never raises a figure. The number of relevant items is the number of distinct truth
+    /// ids, and the ideal nDCG ranking is that many ones.
+    ///
+    /// **Token level.** The truth spans are first merged ([`SpanSet`]: overlapping and touching
+    /// spans become one); call the merged spans G. A retrieved chunk *overlaps* a truth span when
+    /// they share at least one character ([`CharSpan::overlaps`]).
+    ///
+    /// - `precision@k`, `hit@k` and `mrr` count a chunk as relevant when it overlaps some span of
+    ///   G. A chunk whose exact span (document, start, end) was already retrieved higher up is not
+    ///   relevant again, as at chunk level.
+    /// - `recall@k` is the fraction of the spans of G overlapped by some chunk among the first `k`.
+    /// - `map` is the mean, over the spans of G, of the precision at the rank of the first chunk
+    ///   that overlaps that span, with 0 for a span no chunk meets.
+    /// - `ndcg@k` uses binary *first-hit* gains: a chunk gains 1 when it is the first to overlap at
+    ///   least one span of G not met higher up, and 0 otherwise; the ideal is `min(k, |G|)` ones.
+    ///   At most `|G|` chunks gain, so the value never exceeds 1.
+    /// - `f1@k` is the harmonic mean of the token-level `precision@k` and `recall@k`.
+    ///
+    /// With these definitions every value is in `[0, 1]`; with no truth or nothing retrieved every
+    /// metric is 0.
+    ///
+    /// ```
+    /// use rag_eval::chunk::ChunkId;
+    /// use rag_eval::level::ChunkLevel;
+    /// use rag_eval::metrics::{Map, Metric, MetricInput, Ndcg, Precision};
+    ///
+    /// let id = |s: &str| ChunkId::from_raw(s);
+    /// let retrieved = [id("x"), id("a"), id("a"), id("b")];
+    /// let truth = vec![id("a"), id("b")];
+    /// let input = MetricInput::<ChunkLevel>::new(&retrieved, &truth, 3);
+    /// // grades 0 1 0 (the second `a` is a repeat): one relevant in the first three
+    /// assert_eq!(Precision.compute(&input), 1.0 / 3.0);
+    /// // AP = (1/2 + 2/4) / 2 over the whole list
+    /// assert_eq!(Map.compute(&input), 0.5);
+    /// // both levels implement the metric, so name the one meant
+    /// assert_eq!(Metric::<ChunkLevel>::report_name(&Map, 3), "map");
+    /// assert_eq!(Metric::<ChunkLevel>::report_name(&Ndcg, 3), "ndcg@3");
+    /// ```
     Precision, "precision", at_k = true,
     chunk: |g, _n, k| precision_at_k(&g, k),
     token: |s, k| precision_at_k(&s.relevant, k)
@@ -402,7 +409,7 @@ rank_metric!(
 
 rank_metric!(
     /// Share of the truth found in the first `k` (`recall@k`): distinct truth ids at chunk
-    /// level, merged truth spans overlapped at token level.
+    /// level, merged truth spans overlapped at token level (see [`Precision`] for the rules).
     Recall, "recall", at_k = true,
     chunk: |g, n, k| recall_at_k(&g, k, n),
     token: |s, k| s.recall_at_k(k)
@@ -417,6 +424,7 @@ rank_metric!(
 
 rank_metric!(
     /// 1 when any of the first `k` is relevant, else 0 (`hit@k`); its mean is the hit rate.
+    /// Relevance as defined on [`Precision`].
     Hit, "hit", at_k = true,
     chunk: |g, _n, k| hit_at_k(&g, k),
     token: |s, k| hit_at_k(&s.relevant, k)
@@ -424,7 +432,7 @@ rank_metric!(
 
 rank_metric!(
     /// Reciprocal rank of the first relevant item over the whole ranking given (`mrr`, the
-    /// mean over queries being the MRR).
+    /// mean over queries being the MRR); relevance as defined on [`Precision`].
     Mrr, "mrr", at_k = false,
     chunk: |g, _n, _k| reciprocal_rank(&g),
     token: |s, _k| reciprocal_rank(&s.relevant)
@@ -432,7 +440,7 @@ rank_metric!(
 
 rank_metric!(
     /// Normalised discounted cumulative gain at `k` (`ndcg@k`) with binary gains: relevance at
-    /// chunk level, first hits of merged truth spans at token level.
+    /// chunk level, first hits of merged truth spans at token level (see [`Precision`]).
     Ndcg, "ndcg", at_k = true,
     chunk: |g, n, k| ndcg_at_k(&g, &vec![1; n.min(k)], k),
     token: |s, k| s.ndcg_at_k(k)
@@ -440,7 +448,8 @@ rank_metric!(
 
 rank_metric!(
     /// Average precision over the whole ranking given (`map`, the mean over queries being the
-    /// MAP); truth never retrieved counts as 0.
+    /// MAP); truth never retrieved counts as 0. At token level it averages over merged truth
+    /// spans (see [`Precision`]).
     Map, "map", at_k = false,
     chunk: |g, n, _k| average_precision(&g, n),
     token: |s, _k| s.average_precision()

@@ -1,40 +1,7 @@
 //! Chunk-level set metrics: recall, precision and F1 of the top-k chunk ids against the
 //! ground-truth ids, as sets.
 //!
-//! With R = the distinct ids among the first `k` retrieved and G = the distinct truth ids:
-//!
-//! - [`ChunkRecall`] (`chunk_recall@k`) = `|R∩G| / |G|`,
-//! - [`ChunkPrecision`] (`chunk_precision@k`) = `|R∩G| / |R|`,
-//! - [`ChunkF1`] (`chunk_f1@k`) = their harmonic mean.
-//!
-//! Because both sides are sets, an id retrieved twice, or listed twice in the truth, counts
-//! once. Note the difference from the rank metric `precision@k`, which divides by `k` whatever
-//! was retrieved: a retriever that returns 2 ids for `k = 5`, both relevant, has
-//! `chunk_precision@5 = 1` but `precision@5 = 0.4`.
-//!
-//! Edge cases (every value stays in `[0, 1]`, and a zero denominator gives 0):
-//!
-//! | case | recall | precision | F1 |
-//! |---|---|---|---|
-//! | empty truth | 0 | 0 | 0 |
-//! | nothing retrieved | 0 | 0 | 0 |
-//! | both empty | 0 | 0 | 0 |
-//! | `k` larger than the list | the whole list is used | same | same |
-//!
-//! ```
-//! use rag_eval::chunk::ChunkId;
-//! use rag_eval::level::ChunkLevel;
-//! use rag_eval::metrics::{ChunkPrecision, ChunkRecall, Metric, MetricInput};
-//!
-//! let id = |s: &str| ChunkId::from_raw(s);
-//! let retrieved = [id("a"), id("x"), id("a"), id("b")];
-//! let truth = vec![id("a"), id("b"), id("c")];
-//! let input = MetricInput::<ChunkLevel>::new(&retrieved, &truth, 3);
-//! // top 3 = {a, x}: one of three truth ids found, one of two distinct retrieved ids relevant
-//! assert_eq!(ChunkRecall.compute(&input), 1.0 / 3.0);
-//! assert_eq!(ChunkPrecision.compute(&input), 0.5);
-//! assert_eq!(ChunkRecall.report_name(3), "chunk_recall@3");
-//! ```
+//! See [`ChunkRecall`] for the definitions and edge cases.
 
 use super::{Metric, MetricInput};
 use crate::chunk::ChunkId;
@@ -67,16 +34,54 @@ fn harmonic_mean(p: f64, r: f64) -> f64 {
 
 /// Fraction of the distinct truth ids found among the top `k` retrieved: `|R∩G| / |G|`
 /// (0 when the truth is empty). Reported as `chunk_recall@k`.
+///
+/// # Chunk-level set metrics
+///
+/// With R = the distinct ids among the first `k` retrieved and G = the distinct truth ids:
+///
+/// - [`ChunkRecall`] (`chunk_recall@k`) = `|R∩G| / |G|`,
+/// - [`ChunkPrecision`] (`chunk_precision@k`) = `|R∩G| / |R|`,
+/// - [`ChunkF1`] (`chunk_f1@k`) = their harmonic mean.
+///
+/// Because both sides are sets, an id retrieved twice, or listed twice in the truth, counts
+/// once. Note the difference from the rank metric `precision@k`, which divides by `k` whatever
+/// was retrieved: a retriever that returns 2 ids for `k = 5`, both relevant, has
+/// `chunk_precision@5 = 1` but `precision@5 = 0.4`.
+///
+/// Edge cases (every value stays in `[0, 1]`, and a zero denominator gives 0):
+///
+/// | case | recall | precision | F1 |
+/// |---|---|---|---|
+/// | empty truth | 0 | 0 | 0 |
+/// | nothing retrieved | 0 | 0 | 0 |
+/// | both empty | 0 | 0 | 0 |
+/// | `k` larger than the list | the whole list is used | same | same |
+///
+/// ```
+/// use rag_eval::chunk::ChunkId;
+/// use rag_eval::level::ChunkLevel;
+/// use rag_eval::metrics::{ChunkPrecision, ChunkRecall, Metric, MetricInput};
+///
+/// let id = |s: &str| ChunkId::from_raw(s);
+/// let retrieved = [id("a"), id("x"), id("a"), id("b")];
+/// let truth = vec![id("a"), id("b"), id("c")];
+/// let input = MetricInput::<ChunkLevel>::new(&retrieved, &truth, 3);
+/// // top 3 = {a, x}: one of three truth ids found, one of two distinct retrieved ids relevant
+/// assert_eq!(ChunkRecall.compute(&input), 1.0 / 3.0);
+/// assert_eq!(ChunkPrecision.compute(&input), 0.5);
+/// assert_eq!(ChunkRecall.report_name(3), "chunk_recall@3");
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChunkRecall;
 
 /// Fraction of the distinct top-`k` retrieved ids that are in the truth: `|R∩G| / |R|`
-/// (0 when nothing was retrieved). Reported as `chunk_precision@k`.
+/// (0 when nothing was retrieved). Reported as `chunk_precision@k`; edge cases on
+/// [`ChunkRecall`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChunkPrecision;
 
 /// Harmonic mean of [`ChunkPrecision`] and [`ChunkRecall`] (0 when both are 0). Reported as
-/// `chunk_f1@k`.
+/// `chunk_f1@k`; edge cases on [`ChunkRecall`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChunkF1;
 

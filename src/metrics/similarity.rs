@@ -1,31 +1,6 @@
 //! Similarity-based relevance and the hybrid log-rank score.
 //!
-//! When retrieved text is a paraphrase of the truth rather than the same chunk, relevance is
-//! judged on embeddings: a retrieved item is relevant when its cosine similarity
-//! ([`cosine`]) to *some* truth embedding is at least a threshold ([`DEFAULT_THRESHOLD`] = 0.8),
-//! and a truth item is found when some retrieved item reaches the threshold against it.
-//!
-//! - [`precision_at_k_similarity`]: relevant items among the first `k`, divided by `k`
-//!   (as `precision@k` does), 0 for `k = 0`;
-//! - [`recall_at_k_similarity`]: fraction of the truth items matched by some item among the
-//!   first `k`, 0 for an empty truth;
-//! - [`f1_at_k_similarity`]: their harmonic mean, 0 when both are 0.
-//!
-//! Embeddings carry no identity, so two equal retrieved vectors are two relevant items.
-//!
-//! [`HybridLogRank`] (`hybrid_log_rank`) rewards finding the truth *and* finding it early:
-//!
-//! `alpha · recall + (1 − alpha) · Σ_g logrank(best rank of g) / |G|`, with
-//! `logrank(r) = 1 − ln(1 + γ(r − 1)) / ln(1 + γ(n − 1))`,
-//!
-//! where `n` is the number of ranked items, the best rank of a truth item g is the first rank
-//! (from 1) of an item matching it, and a truth item matched by nothing contributes 0 (it is
-//! missing from the recall too). `logrank` falls from 1 at rank 1 to 0 at rank `n`; with a
-//! single ranked item (`n = 1`) the only rank is the best one and scores 1. `γ` sets how fast
-//! the score falls near the top. It is available on embeddings
-//! ([`HybridLogRank::score_similarity`]) and as a [`Metric`] at both levels on the first `k`
-//! items (`n` = the number of items among the first `k`), matching truth by id at chunk level
-//! and by overlap with a merged truth span at token level.
+//! See [`precision_at_k_similarity`] for relevance and [`HybridLogRank`] for the score.
 
 use super::{Metric, MetricInput};
 use crate::embed::cosine;
@@ -79,7 +54,7 @@ fn found_count(ranked: &[Vec<f32>], truth: &[Vec<f32>], threshold: f32) -> usize
 }
 
 /// Items among the first `k` whose best cosine to a truth embedding is at least `threshold`,
-/// divided by `k`.
+/// divided by `k`. Relevance by similarity is described on [`HybridLogRank`].
 ///
 /// ```
 /// use rag_eval::metrics::{precision_at_k_similarity, DEFAULT_THRESHOLD};
@@ -123,7 +98,36 @@ pub fn f1_at_k_similarity(
     )
 }
 
-/// The hybrid log-rank score (`hybrid_log_rank`); see the [module docs](self).
+/// The hybrid log-rank score (`hybrid_log_rank`).
+///
+/// # Similarity relevance and the hybrid score
+///
+/// When retrieved text is a paraphrase of the truth rather than the same chunk, relevance is
+/// judged on embeddings: a retrieved item is relevant when its cosine similarity
+/// ([`cosine`]) to *some* truth embedding is at least a threshold ([`DEFAULT_THRESHOLD`] = 0.8),
+/// and a truth item is found when some retrieved item reaches the threshold against it.
+///
+/// - [`precision_at_k_similarity`]: relevant items among the first `k`, divided by `k`
+///   (as `precision@k` does), 0 for `k = 0`;
+/// - [`recall_at_k_similarity`]: fraction of the truth items matched by some item among the
+///   first `k`, 0 for an empty truth;
+/// - [`f1_at_k_similarity`]: their harmonic mean, 0 when both are 0.
+///
+/// Embeddings carry no identity, so two equal retrieved vectors are two relevant items.
+///
+/// [`HybridLogRank`] (`hybrid_log_rank`) rewards finding the truth *and* finding it early:
+///
+/// `alpha · recall + (1 − alpha) · Σ_g logrank(best rank of g) / |G|`, with
+/// `logrank(r) = 1 − ln(1 + γ(r − 1)) / ln(1 + γ(n − 1))`,
+///
+/// where `n` is the number of ranked items, the best rank of a truth item g is the first rank
+/// (from 1) of an item matching it, and a truth item matched by nothing contributes 0 (it is
+/// missing from the recall too). `logrank` falls from 1 at rank 1 to 0 at rank `n`; with a
+/// single ranked item (`n = 1`) the only rank is the best one and scores 1. `γ` sets how fast
+/// the score falls near the top. It is available on embeddings
+/// ([`HybridLogRank::score_similarity`]) and as a [`Metric`] at both levels on the first `k`
+/// items (`n` = the number of items among the first `k`), matching truth by id at chunk level
+/// and by overlap with a merged truth span at token level.
 ///
 /// ```
 /// use rag_eval::metrics::HybridLogRank;
