@@ -1,5 +1,6 @@
 //! What a cache hit costs: lookups of 384-dimension vectors in a warm SQLite cache of 10,000
-//! entries, one at a time and in batches of 1,000, next to what embedding the same texts with
+//! entries, one at a time and in batches of 1,000 (consecutive entries, as a corpus embedded in
+//! order reads them back, and entries scattered at random), next to what embedding the same texts with
 //! the (cheap, local) `HashingEmbedder` costs and what storing a batch costs.
 //!
 //! `cargo bench --features cache --bench cache` (optional: `-- --rounds N`, default 31).
@@ -172,7 +173,8 @@ fn main() {
     // Batches through `get_embeddings` (one read transaction) and through `CachedEmbedder`.
     let embedder = CachedEmbedder::new(Fixed(cfg.dim), Arc::clone(&cache));
     let hashing = HashingEmbedder::new(cfg.dim, 2);
-    let (mut batches, mut wrapped, mut hashed, mut stored) = (vec![], vec![], vec![], vec![]);
+    let (mut batches, mut random, mut wrapped, mut hashed, mut stored) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for round in 0..cfg.rounds {
         let start = rng.below(cfg.entries - cfg.batch);
         let batch = &texts[start..start + cfg.batch];
@@ -186,6 +188,19 @@ fn main() {
             .iter()
             .zip(&vectors[start..])
             .all(|(a, b)| a.as_ref() == Some(b)));
+
+        // The same number of keys scattered over the whole cache.
+        let picks: Vec<usize> = (0..cfg.batch).map(|_| rng.below(cfg.entries)).collect();
+        let scattered: Vec<&str> = picks.iter().map(|&i| texts[i].as_str()).collect();
+        let t = Instant::now();
+        let got = cache
+            .get_embeddings(PROVIDER, MODEL, &params, &scattered)
+            .expect("scattered lookup");
+        random.push(t.elapsed());
+        assert!(picks
+            .iter()
+            .zip(&got)
+            .all(|(&i, v)| v.as_ref() == Some(&vectors[i])));
 
         let t = Instant::now();
         let got = pollster::block_on(embedder.embed(batch)).expect("cached embed");
@@ -241,10 +256,17 @@ fn main() {
     );
     let b = median(batches);
     println!(
-        "  Cache::get_embeddings, batch of {}     {} ({} per hit)",
+        "  Cache::get_embeddings, {} in a row      {} ({} per hit)",
         cfg.batch,
         fmt(b),
         per(b)
+    );
+    let r = median(random);
+    println!(
+        "  Cache::get_embeddings, {} scattered     {} ({} per hit)",
+        cfg.batch,
+        fmt(r),
+        per(r)
     );
     let w = median(wrapped);
     println!(
