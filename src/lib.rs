@@ -32,6 +32,7 @@ pub mod dataset;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod generate;
 pub mod harness;
 #[cfg(feature = "http")]
 pub mod http;
