@@ -5,8 +5,10 @@
 //! `cargo bench --bench vector_search`. The vectors and queries are seeded random unit vectors,
 //! written to temporary raw float32 files that the Python side reads. Our side is timed from
 //! the queries as given to the ranked rows (the stored vectors are normalised when added, as
-//! NumPy's are before its clock starts). Each side reports the median of several full passes;
-//! the ranked rows of every 100th query are compared (identical, or differing only where two
+//! NumPy's are before its clock starts). The Python side loads once and then runs one pass per
+//! request, so passes alternate between the sides and meet the same load; each side reports
+//! the median of its passes, and the median of the pass-by-pass ratios is printed too. The
+//! ranked rows of every 100th query are compared (identical, or differing only where two
 //! scores are within 1e-5 of each other). The Python side runs when benches/scripts/.venv
 //! exists (benches/scripts/setup.sh creates it) and is skipped with a notice otherwise.
 //!
@@ -20,9 +22,9 @@
 
 use rag_eval::chunk::PositionAwareChunk;
 use rag_eval::store::InMemoryStore;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const FULL: Config = Config {
@@ -38,8 +40,7 @@ const SMOKE: Config = Config {
     k: 10,
 };
 /// Full passes per side and thread count.
-const OUR_REPS: usize = 5;
-const PYTHON_REPS: usize = 3;
+const REPS: usize = 5;
 /// Every `SAMPLE`-th query's ranking is compared between the sides.
 const SAMPLE: usize = 100;
 const NEAR_TIE: f32 = 1e-5;
@@ -137,50 +138,100 @@ fn write_f32(vectors: &[Vec<f32>]) -> tempfile::NamedTempFile {
     file
 }
 
-struct PythonRun {
+/// The Python side, loaded and waiting for one pass per request.
+struct Peer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// What the peer reports when its input closes.
+struct PeerSummary {
     median: Duration,
-    times: Vec<f64>,
     numpy: String,
     blas_core: String,
     sample: serde_json::Value,
 }
 
-fn run_python(
-    python: &Path,
-    script: &Path,
-    files: (&Path, &Path),
-    config: Config,
-    threads: usize,
-    coretype: &str,
-) -> Result<PythonRun, String> {
-    let output = Command::new(python)
-        .arg(script)
-        .arg(files.0)
-        .arg(files.1)
-        .args(["--dim", &config.dim.to_string()])
-        .args(["--k", &config.k.to_string()])
-        .args(["--threads", &threads.to_string()])
-        .args(["--reps", &PYTHON_REPS.to_string()])
-        .args(["--sample", &SAMPLE.to_string()])
-        .args(["--coretype", coretype])
-        .output()
-        .map_err(|e| format!("could not start {}: {e}", python.display()))?;
-    if !output.status.success() {
-        return Err(String::from_utf8_lossy(&output.stderr).trim().to_owned());
+impl Peer {
+    fn start(
+        python: &Path,
+        script: &Path,
+        files: (&Path, &Path),
+        config: Config,
+        threads: usize,
+        coretype: &str,
+    ) -> Result<Peer, String> {
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg(files.0)
+            .arg(files.1)
+            .args(["--dim", &config.dim.to_string()])
+            .args(["--k", &config.k.to_string()])
+            .args(["--threads", &threads.to_string()])
+            .args(["--sample", &SAMPLE.to_string()])
+            .args(["--coretype", coretype])
+            .arg("--serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("could not start {}: {e}", python.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut peer = Peer {
+            child,
+            stdin,
+            stdout,
+        };
+        let ready = peer.line()?;
+        if ready["ready"] != serde_json::Value::Bool(true) {
+            return Err(format!("unexpected first line {ready}"));
+        }
+        Ok(peer)
     }
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("the Python peer printed no JSON: {e}"))?;
-    let median = report["median_s"].as_f64().ok_or("no median_s")?;
-    Ok(PythonRun {
-        median: Duration::from_secs_f64(median),
-        times: report["times_s"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|t| t.as_f64()).collect())
-            .unwrap_or_default(),
-        numpy: report["numpy"].as_str().unwrap_or("?").to_owned(),
-        blas_core: report["blas_core"].as_str().unwrap_or("?").to_owned(),
-        sample: report["sample"].clone(),
-    })
+
+    fn line(&mut self) -> Result<serde_json::Value, String> {
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the peer: {e}"))?;
+        serde_json::from_str(&line).map_err(|e| format!("the peer printed {line:?}: {e}"))
+    }
+
+    /// One timed pass on the Python side.
+    fn pass(&mut self) -> Result<Duration, String> {
+        let stdin = self.stdin.as_mut().ok_or("the peer's input is closed")?;
+        stdin
+            .write_all(b"pass\n")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("writing to the peer: {e}"))?;
+        let report = self.line()?;
+        let secs = report["pass_s"].as_f64().ok_or("no pass_s")?;
+        Ok(Duration::from_secs_f64(secs))
+    }
+
+    fn finish(mut self) -> Result<PeerSummary, String> {
+        drop(self.stdin.take());
+        let report = self.line()?;
+        let status = self.child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("the peer exited with {status}"));
+        }
+        Ok(PeerSummary {
+            median: Duration::from_secs_f64(report["median_s"].as_f64().ok_or("no median_s")?),
+            numpy: report["numpy"].as_str().unwrap_or("?").to_owned(),
+            blas_core: report["blas_core"].as_str().unwrap_or("?").to_owned(),
+            sample: report["sample"].clone(),
+        })
+    }
+}
+
+fn seconds(times: &[Duration]) -> String {
+    times
+        .iter()
+        .map(|t| format!("{:.3}", t.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn main() {
@@ -242,84 +293,98 @@ fn main() {
     let mut table = Vec::new();
     for threads in thread_counts {
         let store = store_of(&vectors, threads);
-        let mut times = Vec::new();
+        let mut peer = files.as_ref().and_then(|(x, q)| {
+            Peer::start(
+                &python,
+                &script,
+                (x.path(), q.path()),
+                config,
+                threads,
+                coretype,
+            )
+            .map_err(|e| println!("  numpy, {threads} thread(s): failed to start: {e}"))
+            .ok()
+        });
+        // Passes alternate, ours then the peer's, so that both sides meet the same load.
+        let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         let mut results = Vec::new();
-        for _ in 0..OUR_REPS {
+        for _ in 0..REPS {
             let started = Instant::now();
             results = store
                 .search_many_rows(&queries, config.k)
                 .expect("search_many");
-            times.push(started.elapsed());
-        }
-        let ours = median(times.clone());
-        println!(
-            "  ours,  {threads} thread(s): median {:.3} s of {OUR_REPS} ({})",
-            ours.as_secs_f64(),
-            times
-                .iter()
-                .map(|t| format!("{:.3}", t.as_secs_f64()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        drop(store);
-        let Some((x_file, q_file)) = &files else {
-            continue;
-        };
-        match run_python(
-            &python,
-            &script,
-            (x_file.path(), q_file.path()),
-            config,
-            threads,
-            coretype,
-        ) {
-            Err(e) => println!("  numpy, {threads} thread(s): failed: {e}"),
-            Ok(py) => {
-                let mut compared = 0;
-                let mut identical = 0;
-                for (i, entry) in py.sample.as_object().into_iter().flatten() {
-                    let i: usize = i.parse().expect("query index");
-                    let rows: Vec<usize> =
-                        serde_json::from_value(entry["rows"].clone()).expect("rows");
-                    let scores: Vec<f32> =
-                        serde_json::from_value(entry["scores"].clone()).expect("scores");
-                    compared += 1;
-                    identical +=
-                        usize::from(results[i].iter().map(|h| h.0).eq(rows.iter().copied()));
-                    assert!(
-                        agree(&results[i], &rows, &scores),
-                        "query {i}: ours {:?}, numpy {rows:?} {scores:?}",
-                        results[i]
-                    );
+            ours.push(started.elapsed());
+            if let Some(p) = peer.as_mut() {
+                match p.pass() {
+                    Ok(t) => {
+                        ratios.push(t.as_secs_f64() / ours[ours.len() - 1].as_secs_f64());
+                        theirs.push(t);
+                    }
+                    Err(e) => {
+                        println!("  numpy, {threads} thread(s): failed: {e}");
+                        peer = None;
+                    }
                 }
-                println!(
-                    "  numpy, {threads} thread(s): median {:.3} s of {PYTHON_REPS} ({}; numpy {}, OpenBLAS {} kernels)",
-                    py.median.as_secs_f64(),
-                    py.times
-                        .iter()
-                        .map(|t| format!("{t:.3}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    py.numpy,
-                    py.blas_core
-                );
-                let ratio = py.median.as_secs_f64() / ours.as_secs_f64();
-                println!(
-                    "  {threads} thread(s): numpy / ours = {ratio:.2}×; top-{} rows of {compared} sampled \
-                     queries agree ({identical} identical, {} differing only in near-ties)",
-                    config.k,
-                    compared - identical
-                );
-                table.push((threads, ours, py.median, ratio));
             }
         }
+        drop(store);
+        let our_median = median(ours.clone());
+        println!(
+            "  ours,  {threads} thread(s): median {:.3} s of {REPS} ({})",
+            our_median.as_secs_f64(),
+            seconds(&ours)
+        );
+        let Some(peer) = peer else {
+            continue;
+        };
+        let py = match peer.finish() {
+            Ok(py) => py,
+            Err(e) => {
+                println!("  numpy, {threads} thread(s): failed: {e}");
+                continue;
+            }
+        };
+        let mut compared = 0;
+        let mut identical = 0;
+        for (i, entry) in py.sample.as_object().into_iter().flatten() {
+            let i: usize = i.parse().expect("query index");
+            let rows: Vec<usize> = serde_json::from_value(entry["rows"].clone()).expect("rows");
+            let scores: Vec<f32> = serde_json::from_value(entry["scores"].clone()).expect("scores");
+            compared += 1;
+            identical += usize::from(results[i].iter().map(|h| h.0).eq(rows.iter().copied()));
+            assert!(
+                agree(&results[i], &rows, &scores),
+                "query {i}: ours {:?}, numpy {rows:?} {scores:?}",
+                results[i]
+            );
+        }
+        println!(
+            "  numpy, {threads} thread(s): median {:.3} s of {REPS} ({}; numpy {}, OpenBLAS {} kernels)",
+            py.median.as_secs_f64(),
+            seconds(&theirs),
+            py.numpy,
+            py.blas_core
+        );
+        ratios.sort_by(f64::total_cmp);
+        let ratio = py.median.as_secs_f64() / our_median.as_secs_f64();
+        let pair_ratio = ratios[ratios.len() / 2];
+        println!(
+            "  {threads} thread(s): numpy / ours = {ratio:.2}× (medians), {pair_ratio:.2}× (median of \
+             pass-by-pass ratios); top-{} rows of {compared} sampled queries agree ({identical} \
+             identical, {} differing only in near-ties)",
+            config.k,
+            compared - identical
+        );
+        table.push((threads, our_median, py.median, ratio, pair_ratio));
     }
     if !table.is_empty() {
-        println!("\n| threads (both sides) | ours, median | NumPy, median | NumPy / ours |");
-        println!("|---|---|---|---|");
-        for (threads, ours, py, ratio) in table {
+        println!(
+            "\n| threads (both sides) | ours, median | NumPy, median | NumPy / ours | median pass ratio |"
+        );
+        println!("|---|---|---|---|---|");
+        for (threads, ours, py, ratio, pair_ratio) in table {
             println!(
-                "| {threads} | {:.2} s | {:.2} s | {ratio:.2}× |",
+                "| {threads} | {:.2} s | {:.2} s | {ratio:.2}× | {pair_ratio:.2}× |",
                 ours.as_secs_f64(),
                 py.as_secs_f64()
             );

@@ -16,6 +16,9 @@ instruction set as our side. `--coretype native` leaves the choice to OpenBLAS a
 environment. The kernel family used is reported.
 
     python numpy_search.py VECTORS QUERIES --dim 384 --k 10 --threads 2 --reps 3
+
+With `--serve` it runs one pass per line of standard input instead, printing each pass's time
+as a JSON line, and the summary when standard input closes.
 """
 
 import argparse
@@ -68,6 +71,11 @@ def main() -> None:
         "--sample", type=int, default=100, help="report the results of every N-th query"
     )
     parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="after loading, run one timed pass per line read from stdin (ignoring --reps)",
+    )
+    parser.add_argument(
         "--coretype",
         default="auto",
         help="OpenBLAS kernel family: auto (AVX-512 when available), native (OpenBLAS's own "
@@ -105,18 +113,33 @@ def main() -> None:
             scores[start : start + args.block] = np.take_along_axis(top_scores, order, axis=1)
         return ids, scores
 
-    times = []
-    for _ in range(args.reps):
+    def timed_pass():
         started = time.perf_counter()
-        ids, scores = search()
-        times.append(time.perf_counter() - started)
+        result = search()
+        return time.perf_counter() - started, result
+
+    times = []
+    if args.serve:
+        # One pass per line read, its time printed at once: the caller alternates its own
+        # passes with these, so both sides see the same moments of a noisy machine.
+        print(json.dumps({"ready": True}), flush=True)
+        for _ in sys.stdin:
+            elapsed, (ids, scores) = timed_pass()
+            times.append(elapsed)
+            print(json.dumps({"pass_s": elapsed}), flush=True)
+        if not times:
+            return
+    else:
+        for _ in range(args.reps):
+            elapsed, (ids, scores) = timed_pass()
+            times.append(elapsed)
 
     sample = range(0, ids.shape[0], max(args.sample, 1))
     json.dump(
         {
             "median_s": sorted(times)[len(times) // 2],
             "times_s": times,
-            "reps": args.reps,
+            "reps": len(times),
             "threads": args.threads,
             "block": args.block,
             "numpy": np.__version__,
