@@ -2,14 +2,19 @@
 //! `rag_eval::trec::evaluate` against ranx and pytrec_eval, all measured in the same run.
 //!
 //! `cargo bench --bench rank_metrics` (optional: `-- --queries N --reps N --peer-reps N`, and
-//! `--no-peers` to time our side only).
+//! `--no-peers` to time our side only). Under `cargo test --benches` (no `--bench` flag) it
+//! scores 500 queries once, unmeasured, and checks every figure against the grades read back
+//! through `Qrels::grade` and `Run::ranking`.
 //! The data is synthetic and seeded; it is written as TREC qrels and run files to a temporary
 //! folder, which both sides read. The Python side runs `benches/scripts/rank_peers.py` with
 //! `benches/scripts/.venv`, and is skipped with a notice when that venv is missing. Every
 //! side's means are printed and compared: ours must equal pytrec_eval's to 1e-9.
 
 use camino::Utf8Path;
-use rag_eval::trec::{evaluate, mean, Measure, Qrels, Run};
+use rag_eval::metrics::{
+    average_precision, ideal_grades, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank,
+};
+use rag_eval::trec::{evaluate, mean, Measure, PerQuery, Qrels, Run};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -118,9 +123,39 @@ fn fmt_s(s: f64) -> String {
     }
 }
 
+/// Recomputes every figure from the grades of each ranking looked up one by one, and compares.
+fn check(qrels: &Qrels, run: &Run, per_query: &PerQuery, qrels_text: &str) {
+    let mut judged: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for line in qrels_text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        judged.entry(f[0]).or_default().push(f[3].parse().unwrap());
+    }
+    for (qid, figures) in per_query {
+        let grades: Vec<i32> = run
+            .ranking(qid)
+            .unwrap()
+            .map(|(doc, _)| qrels.grade(qid, doc).unwrap_or(-1))
+            .collect();
+        let all = &judged[qid.as_str()];
+        let relevant = all.iter().filter(|&&g| g >= 1).count();
+        let ideal = ideal_grades(all.iter().copied());
+        let want = [
+            ("precision@10", precision_at_k(&grades, 10)),
+            ("recall@10", recall_at_k(&grades, 10, relevant)),
+            ("ndcg@10", ndcg_at_k(&grades, &ideal, 10)),
+            ("mrr", reciprocal_rank(&grades)),
+            ("map", average_precision(&grades, relevant)),
+        ];
+        for (name, v) in want {
+            assert_eq!(figures[name], v, "{qid} {name}");
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let queries = arg(&args, "--queries", 100_000);
+    let bench = args.iter().any(|a| a == "--bench");
+    let queries = arg(&args, "--queries", if bench { 100_000 } else { 500 });
     let reps = arg(&args, "--reps", 7);
     let peer_reps = arg(&args, "--peer-reps", 3);
 
@@ -136,7 +171,7 @@ fn main() {
         run_text.len() as f64 / 1e6,
         qrels_text.len() as f64 / 1e6
     );
-    drop((qrels_text, run_text));
+    drop(run_text);
 
     let mut measures = Measure::parse("P.10", &[]).unwrap();
     measures.extend(Measure::parse("recall.10", &[]).unwrap());
@@ -144,6 +179,18 @@ fn main() {
     measures.push(Measure::ReciprocalRank);
     measures.push(Measure::AveragePrecision);
 
+    if !bench {
+        let (qrels, run) = (
+            Qrels::from_file(&qrels_path).expect("qrels"),
+            Run::from_file(&run_path).expect("run"),
+        );
+        let per_query = evaluate(&qrels, &run, &measures);
+        assert_eq!(per_query.len(), queries);
+        check(&qrels, &run, &per_query, &qrels_text);
+        println!("rank_metrics: smoke run checked (pass --bench to measure)");
+        return;
+    }
+    drop(qrels_text);
     let load = || {
         (
             Qrels::from_file(&qrels_path).expect("qrels"),
