@@ -66,7 +66,9 @@ const MAX_RESULTS: usize = i32::MAX as usize;
 /// while the last one still ties with the `k`-th, so the tie-break sees every tied chunk); and
 /// [`VectorStore::clear`] deletes the collection, which is created again on next use.
 /// Chroma's index is approximate (HNSW): on large collections a search can miss a neighbour
-/// the exact search finds; [`ChromaStore::with_ef_search`] trades speed for recall.
+/// the exact search finds, the more so for sparse vectors such as
+/// [`crate::embed::HashingEmbedder`]'s. [`ChromaStore::with_ef_search`] and
+/// [`ChromaStore::with_ef_construction`] trade speed for recall.
 ///
 /// Failures are [`Error::Http`] naming the endpoint, with Chroma's own message; connection
 /// failures, timeouts and 5xx answers are retried as [`HttpConfig`] says.
@@ -132,10 +134,12 @@ impl ChromaStore {
     }
 
     /// [`ChromaStore::new`] with HTTP settings of your own (timeouts, retries, a token);
-    /// `config.base_url` is the server's URL.
-    pub fn with_http(config: HttpConfig, collection: impl Into<String>) -> Result<Self> {
+    /// `config.base_url` is the server's URL (a trailing `/api/v2` is accepted too).
+    pub fn with_http(mut config: HttpConfig, collection: impl Into<String>) -> Result<Self> {
         let collection = collection.into();
         check_name("collection", &collection)?;
+        let base = config.base_url.trim_end_matches('/');
+        config.base_url = base.strip_suffix("/api/v2").unwrap_or(base).to_owned();
         Ok(ChromaStore {
             http: HttpClient::new(config)?,
             tenant: "default_tenant".into(),
@@ -759,6 +763,14 @@ mod tests {
             .with_database("d")
             .unwrap_err();
         assert!(err.to_string().contains("database name `d`"), "{err}");
+    }
+
+    #[test]
+    fn the_url_may_name_the_api_root() {
+        for url in ["http://h:8000", "http://h:8000/", "http://h:8000/api/v2/"] {
+            let store = ChromaStore::new(url, "abc").unwrap();
+            assert_eq!(store.http.config().base_url, "http://h:8000", "{url}");
+        }
     }
 
     #[test]
