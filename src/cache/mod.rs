@@ -51,8 +51,10 @@
 //! ```
 
 mod embedder;
+mod llm;
 
 pub use embedder::CachedEmbedder;
+pub use llm::CachedLlm;
 
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};

@@ -1,0 +1,133 @@
+//! An [`LlmClient`] wrapper that answers from a [`Cache`] and calls the model only for what
+//! it has not recorded.
+
+use super::{Cache, Usage};
+use crate::error::{Error, Result};
+use crate::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
+use std::sync::Arc;
+
+/// Wraps an [`LlmClient`] with a [`Cache`]: a request answered before (same client name, model,
+/// parameters and messages) is answered from the cache with the usage recorded then; anything
+/// else goes to the inner client and is recorded. In [`CacheMode::Replay`](super::CacheMode) a
+/// request not found is an error ([`Error::CacheMiss`]) and the inner client is never called, so
+/// an offline CI run replays a generation or an LLM-judged evaluation exactly.
+///
+/// ```
+/// use rag_eval::cache::{Cache, CacheMode, CachedLlm};
+/// use rag_eval::llm::{ChatMessage, ChatRequest, ChatResponse, LlmClient, TokenUsage};
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// struct Shout(AtomicUsize);
+/// #[async_trait::async_trait]
+/// impl LlmClient for Shout {
+///     fn name(&self) -> String { "shout(model=caps)".into() }
+///     async fn complete(&self, r: &ChatRequest) -> rag_eval::Result<ChatResponse> {
+///         self.0.fetch_add(1, Ordering::SeqCst);
+///         Ok(ChatResponse {
+///             content: r.messages[0].content.to_uppercase(),
+///             finish_reason: Some("stop".into()),
+///             usage: TokenUsage { prompt_tokens: 3, completion_tokens: 3 },
+///             model: "caps".into(),
+///         })
+///     }
+/// }
+///
+/// let dir = tempfile::tempdir()?;
+/// let cache = Arc::new(Cache::open(dir.path().join("c.sqlite").to_str().unwrap(), CacheMode::ReadWrite)?);
+/// let llm = CachedLlm::new(Shout(AtomicUsize::new(0)), cache);
+/// let request = ChatRequest::new(vec![ChatMessage::user("hello")]);
+/// let first = pollster::block_on(llm.complete(&request))?;
+/// let again = pollster::block_on(llm.complete(&request))?;
+/// assert_eq!((first.content.as_str(), &first), ("HELLO", &again));
+/// assert_eq!(llm.inner().0.load(Ordering::SeqCst), 1, "the second answer came from the cache");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct CachedLlm<C> {
+    inner: C,
+    cache: Arc<Cache>,
+    provider: String,
+}
+
+impl<C: LlmClient> CachedLlm<C> {
+    /// Wraps `inner` with `cache`.
+    pub fn new(inner: C, cache: Arc<Cache>) -> Self {
+        let name = inner.name();
+        let provider = name
+            .split_once('(')
+            .map_or(name.as_str(), |(p, _)| p)
+            .trim()
+            .to_owned();
+        CachedLlm {
+            inner,
+            cache,
+            provider,
+        }
+    }
+
+    /// The wrapped client.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+
+    /// The cache.
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+}
+
+/// Everything of a request but its messages: the cache key's parameters.
+#[derive(serde::Serialize)]
+struct Params<'a> {
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    json_schema: Option<&'a crate::llm::JsonSchema>,
+}
+
+#[async_trait::async_trait]
+impl<C: LlmClient> LlmClient for CachedLlm<C> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        // The client's name carries its default model; a request may name another.
+        let model = request.model.clone().unwrap_or_else(|| self.inner.name());
+        let params = Params {
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+            json_schema: request.json_schema.as_ref(),
+        };
+        if let Some(hit) =
+            self.cache
+                .get_response(&self.provider, &model, &params, &request.messages)?
+        {
+            let mut response: ChatResponse =
+                serde_json::from_value(hit.response).map_err(|e| Error::Cache {
+                    path: self.cache.path().to_owned(),
+                    message: format!("a recorded chat response does not read back: {e}"),
+                })?;
+            if let Some(u) = hit.usage {
+                response.usage = TokenUsage {
+                    prompt_tokens: u.prompt_tokens,
+                    completion_tokens: u.completion_tokens,
+                };
+            }
+            return Ok(response);
+        }
+        let response = self.inner.complete(request).await?;
+        let usage = Usage {
+            prompt_tokens: response.usage.prompt_tokens,
+            completion_tokens: response.usage.completion_tokens,
+        };
+        self.cache.put_response(
+            &self.provider,
+            &model,
+            &params,
+            &request.messages,
+            &response,
+            Some(usage),
+        )?;
+        Ok(response)
+    }
+}
