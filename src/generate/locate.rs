@@ -25,7 +25,7 @@
 //! use rag_eval::generate::locate::{locate, MatchKind};
 //! let doc = "The server keeps\nevery flag in memory. Restarts take two seconds.";
 //! let hit = locate(doc, "the server keeps every flag in memory.", 0.9).unwrap();
-//! assert_eq!((hit.start, hit.end, hit.kind), (0, 37, MatchKind::Normalized));
+//! assert_eq!((hit.start, hit.end, hit.kind), (0, 38, MatchKind::Normalized));
 //! let typo = locate(doc, "Restarts take too seconds.", 0.9).unwrap();
 //! assert_eq!(typo.kind, MatchKind::Fuzzy);
 //! assert!(locate(doc, "A reboot needs a couple of seconds.", 0.9).is_none());
@@ -172,8 +172,8 @@ impl<'a> Locator<'a> {
     fn fuzzy(&self, needle: &[char], threshold: f64) -> Option<Located> {
         let m = needle.len();
         let n = self.norm_chars.len();
-        if !(threshold > 0.0) || n == 0 {
-            // A threshold of 0 would accept anything; nothing sensible to find.
+        // A threshold of 0 (or NaN) would accept anything; nothing sensible to find.
+        if threshold.is_nan() || threshold <= 0.0 || n == 0 {
             return None;
         }
         let k = ((1.0 - threshold.min(1.0)) * m as f64).floor() as usize;
@@ -381,7 +381,8 @@ mod tests {
     fn fuzzy_finds_small_edits_with_their_score() {
         let doc = "Larkspur keeps the complete rule set in memory and refreshes it in the \
                    background. Flag checks therefore cost microseconds.";
-        let quoted = "Larkspur keeps the full rule set in memory and refreshes it in background.";
+        let quoted =
+            "Larkspur keeps the complete rule-set in memory and refreshes it in background.";
         let hit = locate(doc, quoted, 0.9).unwrap();
         assert_eq!(hit.kind, MatchKind::Fuzzy);
         assert!(hit.score >= 0.9 && hit.score < 1.0, "{}", hit.score);
@@ -390,7 +391,11 @@ mod tests {
             "Larkspur keeps the complete rule set in memory and refreshes it in the background."
         );
         // Same excerpt, stricter threshold: not good enough.
-        assert!(locate(doc, quoted, 0.97).is_none());
+        assert!(
+            (hit.score - (1.0 - 5.0 / 78.0)).abs() < 1e-12,
+            "5 edits in 78"
+        );
+        assert!(locate(doc, quoted, 0.95).is_none());
     }
 
     #[test]
