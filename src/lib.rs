@@ -14,7 +14,10 @@
 //! - `markdown` (default): `MarkdownChunker`.
 //! - `cli`: the `rag-eval` command-line tool.
 //! - `cache`: `cache::Cache`, a SQLite cache of embeddings and LLM responses with record and
-//!   replay modes, and `cache::CachedEmbedder`.
+//!   replay modes, `cache::CachedEmbedder` and `cache::CachedLlm`.
+//! - `chroma`: `store::ChromaStore`, a client of Chroma's HTTP API v2.
+//! - `onnx`: `embed::OnnxEmbedder`, sentence-transformers ONNX exports run through
+//!   onnxruntime, loaded at run time from `ORT_DYLIB_PATH`.
 //! - `openai`: `embed::OpenAiEmbedder` and `llm::OpenAiChat` for OpenAI, Azure OpenAI and
 //!   compatible servers (Ollama, vLLM, llama.cpp's server, text-embeddings-inference).
 //! - `cohere`: `rerank::CohereReranker` for Cohere's `/v2/rerank` and compatible servers.
@@ -23,9 +26,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod chunk;
 #[cfg(feature = "cache")]
 pub mod cache;
+pub mod chunk;
 pub mod chunker;
 pub mod corpus;
 pub mod dataset;
