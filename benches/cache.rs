@@ -1,11 +1,11 @@
 //! What a cache hit costs: lookups of 384-dimension vectors in a warm SQLite cache of 10,000
 //! entries, one at a time and in batches of 1,000 (consecutive entries, as a corpus embedded in
-//! order reads them back, and entries scattered at random), next to what embedding the same texts with
-//! the (cheap, local) `HashingEmbedder` costs and what storing a batch costs.
+//! order reads them back, and entries scattered at random), next to what embedding the same
+//! texts with the (cheap, local) `HashingEmbedder` costs and what storing a batch costs.
 //!
 //! `cargo bench --features cache --bench cache` (optional: `-- --rounds N`, default 31).
 //! Texts are 400-character synthetic chunks (the key hashes the whole text), vectors seeded
-//! random. Each figure is the median over rounds; a round of single lookups does 2,000 of them
+//! random. Each figure is the median over rounds; a round of single lookups does 1,000 of them
 //! at random and reports the mean per lookup. Every answer is checked against what was stored.
 //!
 //! Under `cargo test --features cache --benches` (no `--bench` flag) it runs a small
@@ -30,7 +30,7 @@ const FULL: Config = Config {
     entries: 10_000,
     dim: 384,
     batch: 1_000,
-    singles_per_round: 2_000,
+    singles_per_round: 1_000,
     rounds: 31,
 };
 const SMOKE: Config = Config {
@@ -149,72 +149,85 @@ fn main() {
         .expect("read back");
     assert!(all.iter().zip(&vectors).all(|(a, b)| a.as_ref() == Some(b)));
 
-    // One `get_embedding` at a time.
-    let mut singles = Vec::new();
-    for _ in 0..cfg.rounds {
-        let picks: Vec<usize> = (0..cfg.singles_per_round)
-            .map(|_| rng.below(cfg.entries))
-            .collect();
-        let started = Instant::now();
-        let mut found = Vec::with_capacity(picks.len());
-        for &i in &picks {
-            found.push(
-                cache
-                    .get_embedding(PROVIDER, MODEL, &params, &texts[i])
-                    .expect("lookup"),
-            );
-        }
-        singles.push(started.elapsed() / cfg.singles_per_round as u32);
-        for (i, v) in picks.iter().zip(found) {
-            assert_eq!(v.as_ref(), Some(&vectors[*i]));
-        }
-    }
-
-    // Batches through `get_embeddings` (one read transaction) and through `CachedEmbedder`.
+    // Each round measures every read path on keys of its own, in an order rotated from round
+    // to round, so that none always runs right after another (what the one before left in
+    // SQLite's and the CPU's caches shifts the figures on this machine).
     let embedder = CachedEmbedder::new(Fixed(cfg.dim), Arc::clone(&cache));
     let hashing = HashingEmbedder::new(cfg.dim, 2);
-    let (mut batches, mut random, mut wrapped, mut hashed, mut stored) =
-        (vec![], vec![], vec![], vec![], vec![]);
+    // Stores go to a file of their own, so the read figures keep seeing 10,000 entries.
+    let store_path = dir.path().join("store.sqlite");
+    let store = Cache::open(
+        store_path.to_str().expect("UTF-8 temporary path"),
+        CacheMode::ReadWrite,
+    )
+    .expect("open the second cache");
+    let mut times: [Vec<Duration>; 6] = Default::default();
     for round in 0..cfg.rounds {
-        let start = rng.below(cfg.entries - cfg.batch);
-        let batch = &texts[start..start + cfg.batch];
-
-        let t = Instant::now();
-        let got = cache
-            .get_embeddings(PROVIDER, MODEL, &params, batch)
-            .expect("batch lookup");
-        batches.push(t.elapsed());
-        assert!(got
-            .iter()
-            .zip(&vectors[start..])
-            .all(|(a, b)| a.as_ref() == Some(b)));
-
-        // The same number of keys scattered over the whole cache.
-        let picks: Vec<usize> = (0..cfg.batch).map(|_| rng.below(cfg.entries)).collect();
-        let scattered: Vec<&str> = picks.iter().map(|&i| texts[i].as_str()).collect();
-        let t = Instant::now();
-        let got = cache
-            .get_embeddings(PROVIDER, MODEL, &params, &scattered)
-            .expect("scattered lookup");
-        random.push(t.elapsed());
-        assert!(picks
-            .iter()
-            .zip(&got)
-            .all(|(&i, v)| v.as_ref() == Some(&vectors[i])));
-
-        let t = Instant::now();
-        let got = pollster::block_on(embedder.embed(batch)).expect("cached embed");
-        wrapped.push(t.elapsed());
-        assert_eq!(got, vectors[start..start + cfg.batch]);
-
-        let t = Instant::now();
-        let v = pollster::block_on(hashing.embed(batch)).expect("hashing embed");
-        hashed.push(t.elapsed());
-        assert_eq!(v.len(), cfg.batch);
-
+        for step in 0..5 {
+            let kind = (step + round) % 5;
+            let start = rng.below(cfg.entries - cfg.batch);
+            let block = &texts[start..start + cfg.batch];
+            let picks: Vec<usize> = (0..cfg.batch).map(|_| rng.below(cfg.entries)).collect();
+            let t = Instant::now();
+            match kind {
+                // One `get_embedding` at a time, keys scattered.
+                0 => {
+                    let picks = &picks[..cfg.singles_per_round];
+                    let mut found = Vec::with_capacity(picks.len());
+                    for &i in picks {
+                        found.push(
+                            cache
+                                .get_embedding(PROVIDER, MODEL, &params, &texts[i])
+                                .expect("lookup"),
+                        );
+                    }
+                    times[0].push(t.elapsed() / cfg.singles_per_round as u32);
+                    for (i, v) in picks.iter().zip(found) {
+                        assert_eq!(v.as_ref(), Some(&vectors[*i]));
+                    }
+                }
+                // A batch of consecutive entries, as a corpus embedded in order is read back.
+                1 => {
+                    let got = cache
+                        .get_embeddings(PROVIDER, MODEL, &params, block)
+                        .expect("batch lookup");
+                    times[1].push(t.elapsed());
+                    assert!(got
+                        .iter()
+                        .zip(&vectors[start..])
+                        .all(|(a, b)| a.as_ref() == Some(b)));
+                }
+                // A batch of keys scattered over the whole cache.
+                2 => {
+                    let scattered: Vec<&str> = picks.iter().map(|&i| texts[i].as_str()).collect();
+                    let t = Instant::now();
+                    let got = cache
+                        .get_embeddings(PROVIDER, MODEL, &params, &scattered)
+                        .expect("scattered lookup");
+                    times[2].push(t.elapsed());
+                    assert!(picks
+                        .iter()
+                        .zip(&got)
+                        .all(|(&i, v)| v.as_ref() == Some(&vectors[i])));
+                }
+                // The whole `Embedder` path, consecutive entries.
+                3 => {
+                    let got = pollster::block_on(embedder.embed(block)).expect("cached embed");
+                    times[3].push(t.elapsed());
+                    assert_eq!(got, vectors[start..start + cfg.batch]);
+                }
+                // What a hit spares, at the least: a local embedder.
+                _ => {
+                    let v = pollster::block_on(hashing.embed(block)).expect("hashing embed");
+                    times[4].push(t.elapsed());
+                    assert_eq!(v.len(), cfg.batch);
+                }
+            }
+        }
         // New entries each round: one write transaction per batch.
+        let start = rng.below(cfg.entries - cfg.batch);
         let fresh: Vec<String> = (0..cfg.batch)
-            .map(|i| format!("round {round} {}", batch[i]))
+            .map(|i| format!("round {round} {}", texts[start + i]))
             .collect();
         let entries: Vec<EmbeddingEntry<'_>> = fresh
             .iter()
@@ -226,10 +239,10 @@ fn main() {
             })
             .collect();
         let t = Instant::now();
-        cache
+        store
             .put_embeddings(PROVIDER, MODEL, &params, &entries)
             .expect("batch store");
-        stored.push(t.elapsed());
+        times[5].push(t.elapsed());
     }
     let s = embedder.stats();
     assert_eq!(s.misses, 0, "the wrapper must answer from the cache alone");
@@ -249,54 +262,34 @@ fn main() {
         "cache: {} entries of {} dimensions, batches of {}, {} rounds (medians)",
         cfg.entries, cfg.dim, cfg.batch, cfg.rounds
     );
-    let single = median(singles);
+    let [single, row, scattered, wrapped, hashed, stored] = times.map(median);
     println!(
-        "  Cache::get_embedding, one hit             {}",
+        "  {:<35} {:>10} per hit",
+        "Cache::get_embedding, one at a time",
         fmt(single)
     );
-    let b = median(batches);
+    let lines = [
+        ("Cache::get_embeddings, consecutive", row, "hit"),
+        ("Cache::get_embeddings, scattered", scattered, "hit"),
+        ("CachedEmbedder::embed, consecutive", wrapped, "hit"),
+        ("HashingEmbedder::embed", hashed, "text"),
+        ("Cache::put_embeddings (2nd file)", stored, "entry"),
+    ];
+    for (what, d, unit) in lines {
+        println!(
+            "  {what:<35} {:>10} per {} ({} per {unit})",
+            fmt(d),
+            cfg.batch,
+            per(d)
+        );
+    }
+    cache.checkpoint().expect("checkpoint");
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     println!(
-        "  Cache::get_embeddings, {} in a row      {} ({} per hit)",
-        cfg.batch,
-        fmt(b),
-        per(b)
-    );
-    let r = median(random);
-    println!(
-        "  Cache::get_embeddings, {} scattered     {} ({} per hit)",
-        cfg.batch,
-        fmt(r),
-        per(r)
-    );
-    let w = median(wrapped);
-    println!(
-        "  CachedEmbedder::embed, batch of {}     {} ({} per hit)",
-        cfg.batch,
-        fmt(w),
-        per(w)
-    );
-    let h = median(hashed);
-    println!(
-        "  HashingEmbedder::embed, batch of {}    {} ({} per text)",
-        cfg.batch,
-        fmt(h),
-        per(h)
-    );
-    let p = median(stored);
-    println!(
-        "  Cache::put_embeddings, batch of {}     {} ({} per entry)",
-        cfg.batch,
-        fmt(p),
-        per(p)
-    );
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
-        + std::fs::metadata(format!("{path}-wal"))
-            .map(|m| m.len())
-            .unwrap_or(0);
-    println!(
-        "  file and log: {:.1} MB for {} entries",
+        "  file: {:.1} MB for {} entries ({:.0} bytes each)",
         size as f64 / 1e6,
-        cfg.entries + cfg.rounds * cfg.batch
+        cfg.entries,
+        size as f64 / cfg.entries as f64
     );
 }
 
