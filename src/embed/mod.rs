@@ -7,14 +7,14 @@ mod onnx;
 #[cfg(feature = "openai")]
 pub(crate) mod openai;
 
+#[cfg(feature = "cache")]
+pub use crate::cache::CachedEmbedder;
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use hashing::HashingEmbedder;
 #[cfg(feature = "onnx")]
 pub use onnx::{OnnxConfig, OnnxEmbedder, ORT_DYLIB_PATH};
 #[cfg(feature = "openai")]
 pub use openai::{EmbeddingUsage, OpenAiEmbedder, OpenAiEmbedderBuilder, OPENAI_BASE_URL};
-#[cfg(feature = "cache")]
-pub use crate::cache::CachedEmbedder;
 
 use crate::error::Result;
 
