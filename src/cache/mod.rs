@@ -30,7 +30,8 @@
 //! each batch of writes is atomic. A file that is not a SQLite database, belongs to another
 //! program or has another schema version is refused with an error naming it. Within a process,
 //! one connection is shared behind a mutex; lookups take microseconds, so the async
-//! [`CachedEmbedder`] does them inline.
+//! [`CachedEmbedder`] does them inline (a write waiting for another process's lock holds its
+//! thread meanwhile).
 //!
 //! ```
 //! use rag_eval::cache::{Cache, CacheMode, Usage};

@@ -831,3 +831,51 @@ fn wrong_answers_and_wrong_entries_are_errors_and_are_not_stored() {
         "{err}"
     );
 }
+
+#[test]
+fn a_batch_of_writes_is_stored_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_path(&dir, "atomic.sqlite");
+    let cache = rw(&path);
+    // A failure injected at the third row of the batch.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER fail BEFORE INSERT ON embeddings WHEN NEW.tokens = 13 \
+             BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+        )
+        .unwrap();
+    let entry = |text, tokens| EmbeddingEntry {
+        text,
+        vector: &[1.0],
+        tokens,
+    };
+    let err = cache
+        .put_embeddings(
+            "p",
+            "m",
+            &json!({}),
+            &[entry("a", None), entry("b", None), entry("c", Some(13))],
+        )
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!("cache `{path}`: store embeddings: injected failure")
+    );
+    assert_eq!(cache.entry_counts().unwrap().embeddings, 0);
+    assert_eq!(
+        cache.get_embedding("p", "m", &json!({}), "a").unwrap(),
+        None
+    );
+    // The connection is usable afterwards.
+    cache
+        .put_embeddings(
+            "p",
+            "m",
+            &json!({}),
+            &[entry("a", None), entry("b", Some(2))],
+        )
+        .unwrap();
+    assert_eq!(cache.entry_counts().unwrap().embeddings, 2);
+}
