@@ -742,6 +742,49 @@ where
         .map_err(|e| Failure::transient(format!("the request task failed: {e}")))
 }
 
+/// The settings every remote provider's builder shares, for a builder with the fields
+/// `http: HttpConfig` and `path: String`: base URL, key, request path and HTTP tuning.
+macro_rules! endpoint_builder {
+    ($builder:ty, $default_path:literal) => {
+        impl $builder {
+            /// The server's base URL, e.g. `http://localhost:11434/v1` for a local Ollama.
+            pub fn base_url(mut self, url: impl Into<String>) -> Self {
+                self.http.base_url = url.into();
+                self
+            }
+
+            /// Reads the key from this environment variable instead.
+            pub fn api_key_env(mut self, name: impl Into<String>) -> Self {
+                self.http.api_key_env = Some(name.into());
+                self
+            }
+
+            /// Uses this key (instead of an environment variable).
+            pub fn api_key(mut self, key: $crate::http::ApiKey) -> Self {
+                self.http.api_key = Some(key);
+                self
+            }
+
+            #[doc = concat!("The request path under the base URL (default `", $default_path, "`); it may carry a query string.")]
+            pub fn path(mut self, path: impl Into<String>) -> Self {
+                self.path = path.into();
+                self
+            }
+
+            /// Adjusts the HTTP settings (timeout, retries, concurrency, headers, backoff).
+            pub fn http(
+                mut self,
+                adjust: impl FnOnce($crate::http::HttpConfig) -> $crate::http::HttpConfig,
+            ) -> Self {
+                self.http = adjust(self.http);
+                self
+            }
+        }
+    };
+}
+#[allow(unused_imports)] // each provider feature uses it; `http` alone does not
+pub(crate) use endpoint_builder;
+
 #[cfg(test)]
 mod tests {
     use super::*;

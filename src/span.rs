@@ -36,9 +36,10 @@ impl CharSpan {
         self.end <= self.start
     }
 
-    /// Whether the two spans share at least one character (same document).
+    /// Whether the two spans share at least one character (same document); an empty span
+    /// shares none.
     pub fn overlaps(&self, other: &CharSpan) -> bool {
-        self.doc == other.doc && self.start < other.end && other.start < self.end
+        self.doc == other.doc && self.start.max(other.start) < self.end.min(other.end)
     }
 
     /// Whether the spans meet in the sense of chunking_evaluation: same document and
@@ -293,6 +294,11 @@ mod tests {
         assert!(a.overlaps(&sp("d", 9, 20)));
         assert!(!a.overlaps(&sp("d", 10, 20)), "touching is not overlapping");
         assert!(sp("d", 0, 10).meets(&sp("d", 10, 20)), "touching meets");
+        assert!(
+            !sp("d", 5, 5).overlaps(&sp("d", 0, 10)),
+            "an empty span shares no character"
+        );
+        assert!(sp("d", 9, 10).overlaps(&sp("d", 0, 10)));
         assert!(!sp("d", 0, 10).meets(&sp("x", 0, 20)));
     }
 

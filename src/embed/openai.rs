@@ -2,7 +2,7 @@
 
 use super::Embedder;
 use crate::error::{Error, Result};
-use crate::http::{redact_url, ApiKey, AuthHeader, HttpClient, HttpConfig, HttpStats};
+use crate::http::{redact_url, AuthHeader, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::Range;
@@ -213,31 +213,9 @@ impl OpenAiEmbedder {
     }
 }
 
+crate::http::endpoint_builder!(OpenAiEmbedderBuilder, "/embeddings");
+
 impl OpenAiEmbedderBuilder {
-    /// The server's base URL, e.g. `http://localhost:11434/v1` for Ollama.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.http.base_url = url.into();
-        self
-    }
-
-    /// Reads the key from this environment variable instead.
-    pub fn api_key_env(mut self, name: impl Into<String>) -> Self {
-        self.http.api_key_env = Some(name.into());
-        self
-    }
-
-    /// Uses this key (instead of an environment variable).
-    pub fn api_key(mut self, key: ApiKey) -> Self {
-        self.http.api_key = Some(key);
-        self
-    }
-
-    /// The request path under the base URL (default `/embeddings`); may carry a query string.
-    pub fn path(mut self, path: impl Into<String>) -> Self {
-        self.path = path.into();
-        self
-    }
-
     /// An Azure OpenAI deployment: `endpoint` is the resource URL
     /// (`https://NAME.openai.azure.com`), the key is sent in an `api-key` header and read
     /// from `AZURE_OPENAI_API_KEY` (change with [`api_key_env`](Self::api_key_env) after this).
@@ -278,12 +256,6 @@ impl OpenAiEmbedderBuilder {
     /// text goes alone). Keeps requests under a server's token limit per request.
     pub fn max_chars(mut self, max_chars: usize) -> Self {
         self.max_chars = max_chars.max(1);
-        self
-    }
-
-    /// Adjusts the HTTP settings (timeout, retries, concurrency, headers, backoff).
-    pub fn http(mut self, adjust: impl FnOnce(HttpConfig) -> HttpConfig) -> Self {
-        self.http = adjust(self.http);
         self
     }
 
@@ -523,7 +495,7 @@ mod tests {
     fn names_identify_model_dimensions_and_server_without_secrets() {
         let e = OpenAiEmbedder::builder("text-embedding-3-large")
             .dimensions(256)
-            .api_key(ApiKey::new("sk-name-test-secret"))
+            .api_key(crate::http::ApiKey::new("sk-name-test-secret"))
             .build()
             .unwrap();
         assert_eq!(
@@ -534,7 +506,7 @@ mod tests {
         assert_eq!(local("text-embedding-3-large").dimension(), 3072);
         let azure = OpenAiEmbedder::builder("text-embedding-3-small")
             .azure("https://res.openai.azure.com", "emb", "2024-02-01")
-            .api_key(ApiKey::new("sk-name-test-secret"))
+            .api_key(crate::http::ApiKey::new("sk-name-test-secret"))
             .build()
             .unwrap();
         assert_eq!(

@@ -3,7 +3,7 @@
 use super::{ChatMessage, ChatRequest, ChatResponse, LlmClient, TokenUsage};
 use crate::embed::openai::{azure_path, OPENAI_BASE_URL};
 use crate::error::{Error, Result};
-use crate::http::{redact_url, ApiKey, AuthHeader, HttpClient, HttpConfig, HttpStats};
+use crate::http::{redact_url, AuthHeader, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,31 +107,9 @@ impl OpenAiChat {
     }
 }
 
+crate::http::endpoint_builder!(OpenAiChatBuilder, "/chat/completions");
+
 impl OpenAiChatBuilder {
-    /// The server's base URL, e.g. `http://localhost:11434/v1` for Ollama.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.http.base_url = url.into();
-        self
-    }
-
-    /// Reads the key from this environment variable instead.
-    pub fn api_key_env(mut self, name: impl Into<String>) -> Self {
-        self.http.api_key_env = Some(name.into());
-        self
-    }
-
-    /// Uses this key (instead of an environment variable).
-    pub fn api_key(mut self, key: ApiKey) -> Self {
-        self.http.api_key = Some(key);
-        self
-    }
-
-    /// The request path under the base URL (default `/chat/completions`).
-    pub fn path(mut self, path: impl Into<String>) -> Self {
-        self.path = path.into();
-        self
-    }
-
     /// An Azure OpenAI deployment (see
     /// [`OpenAiEmbedderBuilder::azure`](crate::embed::OpenAiEmbedderBuilder::azure)).
     pub fn azure(
@@ -151,12 +129,6 @@ impl OpenAiChatBuilder {
     /// require, instead of `max_tokens`, which older servers know.
     pub fn max_completion_tokens(mut self, yes: bool) -> Self {
         self.max_completion_tokens = yes;
-        self
-    }
-
-    /// Adjusts the HTTP settings (timeout, retries, concurrency, headers, backoff).
-    pub fn http(mut self, adjust: impl FnOnce(HttpConfig) -> HttpConfig) -> Self {
-        self.http = adjust(self.http);
         self
     }
 
@@ -314,7 +286,7 @@ mod tests {
 
     fn chat() -> OpenAiChat {
         OpenAiChat::builder("gpt-4o-mini")
-            .api_key(ApiKey::new("sk-chat-unit-secret"))
+            .api_key(crate::http::ApiKey::new("sk-chat-unit-secret"))
             .build()
             .unwrap()
     }

@@ -3,7 +3,7 @@
 use super::Reranker;
 use crate::chunk::RetrievedChunk;
 use crate::error::{Error, Result};
-use crate::http::{redact_url, ApiKey, HttpClient, HttpConfig, HttpStats};
+use crate::http::{redact_url, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -138,31 +138,9 @@ impl CohereReranker {
     }
 }
 
+crate::http::endpoint_builder!(CohereRerankerBuilder, "/v2/rerank");
+
 impl CohereRerankerBuilder {
-    /// The server's base URL.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.http.base_url = url.into();
-        self
-    }
-
-    /// The request path under the base URL (default `/v2/rerank`).
-    pub fn path(mut self, path: impl Into<String>) -> Self {
-        self.path = path.into();
-        self
-    }
-
-    /// Reads the key from this environment variable instead.
-    pub fn api_key_env(mut self, name: impl Into<String>) -> Self {
-        self.http.api_key_env = Some(name.into());
-        self
-    }
-
-    /// Uses this key (instead of an environment variable).
-    pub fn api_key(mut self, key: ApiKey) -> Self {
-        self.http.api_key = Some(key);
-        self
-    }
-
     /// At most this many documents per request (at least 1).
     pub fn max_documents(mut self, max_documents: usize) -> Self {
         self.max_documents = max_documents.max(1);
@@ -172,12 +150,6 @@ impl CohereRerankerBuilder {
     /// Sends `max_tokens_per_doc` (Cohere truncates longer documents; default 4096).
     pub fn max_tokens_per_doc(mut self, tokens: u32) -> Self {
         self.max_tokens_per_doc = Some(tokens);
-        self
-    }
-
-    /// Adjusts the HTTP settings (timeout, retries, concurrency, headers, backoff).
-    pub fn http(mut self, adjust: impl FnOnce(HttpConfig) -> HttpConfig) -> Self {
-        self.http = adjust(self.http);
         self
     }
 
@@ -339,7 +311,7 @@ mod tests {
     #[test]
     fn names_show_model_and_server_only() {
         let r = CohereReranker::builder("rerank-v3.5")
-            .api_key(ApiKey::new("co-unit-secret"))
+            .api_key(crate::http::ApiKey::new("co-unit-secret"))
             .build()
             .unwrap();
         assert_eq!(
