@@ -1,0 +1,815 @@
+//! `rag-eval generate` through the real binary, against an OpenAI-compatible chat server in the
+//! test process. The server answers like a small instruction-tuned model does: mostly usable
+//! questions, with excerpts copied exactly or with changed whitespace or case, paraphrased
+//! excerpts that are not in the document, chunk ids it was never shown, prose around or instead
+//! of the JSON, empty answers, and 429s with `Retry-After`. The corpus is the bundled one in
+//! `examples/data/corpus`.
+//!
+//! `RAG_EVAL_LLM_URL` (e.g. `http://127.0.0.1:8080/v1` for llama.cpp's `llama-server`) enables
+//! a run against a real model; `RAG_EVAL_LLM_MODEL` names the model (default `local`).
+
+mod support;
+
+use rag_eval::chunk::ChunkId;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{Reply, Request, TestServer};
+
+const MODEL: &str = "tiny-instruct-q4";
+const KEY_VAR: &str = "RAG_EVAL_GENERATE_TEST_KEY";
+const KEY: &str = "sk-local-7c1e9a";
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/corpus")
+}
+
+/// Document ids of the corpus (paths relative to it), sorted as the corpus sorts them.
+fn corpus_ids() -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                let rel = p.strip_prefix(root).unwrap();
+                out.push(rel.to_str().unwrap().replace('\\', "/"));
+            }
+        }
+    }
+    let mut ids = Vec::new();
+    walk(&corpus_dir(), &corpus_dir(), &mut ids);
+    ids.sort();
+    ids
+}
+
+/// What the fake model was asked and what it answered.
+#[derive(Default)]
+struct Ledger {
+    requests: usize,
+    rate_limited: usize,
+    /// Questions in answers that parse as the JSON asked for.
+    questions_sent: usize,
+    /// Answers sent per shape (`invalid json`, `empty`, `fenced`, `plain`) and questions in
+    /// usable answers per shape (`verbatim`, `whitespace`, `case`, `paraphrased`, …).
+    shapes: BTreeMap<&'static str, usize>,
+}
+
+/// The fake model: a server and what it saw.
+struct FakeModel {
+    server: TestServer,
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+impl FakeModel {
+    /// Answers after `delay` (to give a test time to interrupt a run).
+    fn start(delay: Duration) -> FakeModel {
+        let ids = corpus_ids();
+        let ledger = Arc::new(Mutex::new(Ledger::default()));
+        let l = Arc::clone(&ledger);
+        let server = TestServer::start(move |r| answer(&r, &ids, &l).delayed(delay));
+        FakeModel { server, ledger }
+    }
+
+    fn base_url(&self) -> String {
+        self.server.url("/v1")
+    }
+
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap()
+    }
+}
+
+fn error(status: u16, message: &str) -> Reply {
+    Reply::json(
+        status,
+        &json!({"error": {"message": message, "type": "invalid_request_error"}}),
+    )
+}
+
+fn answer(r: &Request, ids: &[String], ledger: &Mutex<Ledger>) -> Reply {
+    let n = {
+        let mut l = ledger.lock().unwrap();
+        l.requests += 1;
+        l.requests
+    };
+    if r.method != "POST" || r.path() != "/v1/chat/completions" {
+        return error(404, "not found");
+    }
+    if r.header("authorization") != Some(&format!("Bearer {KEY}")) {
+        return error(401, "Incorrect API key provided");
+    }
+    let Some(body) = r.json() else {
+        return error(400, "invalid JSON body");
+    };
+    if body["model"] != MODEL {
+        return error(404, "model not found");
+    }
+    if body["response_format"]["type"] != "json_schema" {
+        return error(400, "expected a json_schema response format");
+    }
+    // A busy server: every seventh request is turned away for a moment.
+    if n % 7 == 3 {
+        ledger.lock().unwrap().rate_limited += 1;
+        return error(429, "Rate limit reached for requests").with_header("retry-after-ms", "20");
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let text = |role: &str| {
+        messages
+            .iter()
+            .find(|m| m["role"] == role)
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (system, user) = (text("system"), text("user"));
+    let second_try = messages.iter().any(|m| m["role"] == "assistant");
+    let wanted = user
+        .rsplit("Write ")
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(3usize);
+    let doc = user
+        .split('`')
+        .nth(1)
+        .and_then(|id| ids.iter().position(|d| d == id))
+        .unwrap_or(0);
+    let questions = if system.contains("chunk_ids") {
+        chunk_questions(&user, wanted, doc)
+    } else {
+        token_questions(&user, wanted, doc)
+    };
+    let body = json!({ "questions": questions.iter().map(|(_, q)| q).collect::<Vec<_>>() });
+    let (shape, content) = match (doc % 6, second_try) {
+        // Prose and JSON cut short, as when the model runs out of tokens; fine when reminded.
+        (1, false) => (
+            "invalid json",
+            "Sure! Here are the questions:\n{\"questions\": [{\"question\": \"What is".to_owned(),
+        ),
+        // Never valid, not even after the reminder.
+        (4, _) if doc < 6 => (
+            "invalid json",
+            "I cannot help with that document.".to_owned(),
+        ),
+        (3, false) => ("empty", String::new()),
+        (5, _) => ("fenced", format!("```json\n{body}\n```")),
+        _ => ("plain", body.to_string()),
+    };
+    let mut l = ledger.lock().unwrap();
+    *l.shapes.entry(shape).or_default() += 1;
+    if matches!(shape, "fenced" | "plain") {
+        l.questions_sent += questions.len();
+        for (q, _) in &questions {
+            *l.shapes.entry(q).or_default() += 1;
+        }
+    }
+    let usage = json!({
+        "prompt_tokens": (system.len() + user.len()) / 4,
+        "completion_tokens": content.len() / 4 + 1,
+        "total_tokens": (system.len() + user.len()) / 4 + content.len() / 4 + 1,
+    });
+    Reply::json(
+        200,
+        &json!({
+            "id": format!("chatcmpl-{n}"),
+            "object": "chat.completion",
+            "created": 1_760_000_000,
+            "model": MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": "stop"}],
+            "usage": usage,
+        }),
+    )
+}
+
+const LABELS: [&str; 5] = [
+    "factual",
+    "analytical",
+    "inferential",
+    "paraphrased",
+    "Factual",
+];
+
+/// A question about `text`, the same every time it is asked about the same text.
+fn question_about(text: &str) -> String {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .take(8)
+        .collect();
+    format!("What does the documentation say about {}?", words.join(" "))
+}
+
+/// Sentences of the document windows shown in `user`, long enough to be excerpts.
+fn sentences(user: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in user.split("<document>\n").skip(1) {
+        let window = part.split("\n</document>").next().unwrap_or_default();
+        for line in window.lines() {
+            let line = line.trim();
+            if line.starts_with('#') || line.starts_with('|') || line.starts_with("```") {
+                continue;
+            }
+            for s in line.split_inclusive(". ") {
+                let s = s.trim();
+                if (40..=300).contains(&s.chars().count()) {
+                    out.push(s.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Word swaps of a model that rephrases instead of copying.
+fn paraphrase(s: &str) -> String {
+    s.split_whitespace()
+        .map(|w| match w.to_lowercase().as_str() {
+            "the" => "this",
+            "is" => "happens to be",
+            "a" => "one",
+            "and" => "as well as",
+            "to" => "in order to",
+            "of" => "belonging to",
+            "in" => "inside",
+            "it" => "that thing",
+            _ => w,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Questions about the windows in `user`, each with the way its answer was written.
+fn token_questions(user: &str, wanted: usize, doc: usize) -> Vec<(&'static str, Value)> {
+    let candidates = sentences(user);
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    (0..wanted)
+        .map(|j| {
+            let s = &candidates[(j * candidates.len() / wanted.max(1) + doc) % candidates.len()];
+            let (shape, excerpt) = match (doc + j) % 6 {
+                0 | 4 => ("verbatim", s.clone()),
+                1 => (
+                    "whitespace",
+                    s.replacen(' ', "\n", 1).replacen(' ', "  ", 2),
+                ),
+                2 => ("case", s.to_lowercase()),
+                3 => ("paraphrased", paraphrase(s)),
+                _ => ("no question", s.clone()),
+            };
+            let question = if shape == "no question" {
+                String::new()
+            } else {
+                question_about(s)
+            };
+            let q = json!({
+                "question": question,
+                "excerpts": [excerpt],
+                "difficulty": LABELS[(doc + j) % LABELS.len()],
+            });
+            (shape, q)
+        })
+        .collect()
+}
+
+/// `(id, text)` of the chunks shown in `user` (`[chunk_…]` lines followed by the chunk).
+fn shown_chunks(user: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for part in user.split("\n[chunk_").skip(1) {
+        let Some((hex, rest)) = part.split_once("]\n") else {
+            continue;
+        };
+        let text = rest.split("\n\n[chunk_").next().unwrap_or_default();
+        out.push((format!("chunk_{hex}"), text.to_owned()));
+    }
+    out
+}
+
+/// Questions citing the chunks in `user`, each with the way its ids were written.
+fn chunk_questions(user: &str, wanted: usize, doc: usize) -> Vec<(&'static str, Value)> {
+    let chunks = shown_chunks(&format!("\n{user}"));
+    if chunks.is_empty() {
+        return Vec::new();
+    }
+    (0..wanted)
+        .map(|j| {
+            let i = (j * chunks.len() / wanted.max(1) + doc) % chunks.len();
+            let (id, text) = &chunks[i];
+            let next = &chunks[(i + 1) % chunks.len()].0;
+            let (shape, ids) = match (doc + j) % 6 {
+                0 => ("verbatim", json!([id])),
+                1 => ("verbatim", json!([id, next])),
+                2 => ("hallucinated id", json!([id, "chunk_0badc0ffee00"])),
+                3 => ("only hallucinated", json!(["chunk_123456abcdef"])),
+                4 => ("bare hex id", json!([id.trim_start_matches("chunk_")])),
+                _ => ("bracketed id", json!([format!("[{id}]")])),
+            };
+            let q = json!({
+                "question": question_about(text),
+                "chunk_ids": ids,
+                "difficulty": LABELS[(doc + j) % LABELS.len()],
+            });
+            (shape, q)
+        })
+        .collect()
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rag-eval"));
+    c.env(KEY_VAR, KEY);
+    c
+}
+
+fn generate_args(level: &str, model: &FakeModel, out: &Path) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "generate".into(),
+        level.into(),
+        "--corpus".into(),
+        corpus_dir().to_str().unwrap().into(),
+        "-o".into(),
+        out.to_str().unwrap().into(),
+        "--queries-per-doc".into(),
+        "3".into(),
+        "--model".into(),
+        MODEL.into(),
+        "--base-url".into(),
+        model.base_url(),
+        "--api-key-env".into(),
+        KEY_VAR.into(),
+        "--concurrency".into(),
+        "2".into(),
+        "--price-per-1k-tokens".into(),
+        "0.002".into(),
+    ];
+    if level == "chunk" {
+        args.extend(["--chunker".into(), CHUNKER.into()]);
+    }
+    args
+}
+
+const CHUNKER: &str = "recursive:size=400,overlap=0";
+
+fn run(args: &[String]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn ok(args: &[String]) -> String {
+    let out = run(args);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?} failed: {err}");
+    err
+}
+
+/// Runs `rag-eval dataset validate` on `out`; it must accept the file.
+fn validates(out: &Path) -> Value {
+    let o = bin()
+        .args(["dataset", "validate", "--json", "--corpus"])
+        .arg(corpus_dir())
+        .arg(out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "validate: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn rows(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn progress_lines(out: &Path) -> Vec<Value> {
+    let p = PathBuf::from(format!("{}.progress", out.display()));
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn documents_done(out: &Path) -> Vec<Value> {
+    progress_lines(out)
+        .into_iter()
+        .filter(|l| l["kind"] == "document")
+        .collect()
+}
+
+/// `(source document, question)` of every row.
+fn row_set(out: &Path) -> BTreeSet<(String, String)> {
+    rows(out)
+        .iter()
+        .map(|r| {
+            (
+                r["metadata"]["source_docs"][0].as_str().unwrap().to_owned(),
+                r["inputs"]["query"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn dropped_questions(d: &Value) -> u64 {
+    d.as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "invalid_json" && *k != "unknown_chunk_ids")
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum()
+}
+
+fn sum(lines: &[Value], f: impl Fn(&Value) -> u64) -> u64 {
+    lines.iter().map(f).sum()
+}
+
+/// Every question of every usable answer is a row or a dropped count, and the final file has
+/// the per-document rows less what the corpus-wide filters removed.
+fn check_accounting(out: &Path, questions_sent: usize) {
+    let lines = progress_lines(out);
+    let docs: Vec<Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "document")
+        .cloned()
+        .collect();
+    let finished = lines
+        .iter()
+        .find(|l| l["kind"] == "finished")
+        .expect("a finished line");
+    let per_doc_rows = sum(&docs, |d| d["rows"].as_u64().unwrap());
+    let per_doc_dropped = sum(&docs, |d| dropped_questions(&d["dropped"]));
+    assert_eq!(
+        per_doc_rows + per_doc_dropped,
+        questions_sent as u64,
+        "every question is kept or counted"
+    );
+    let final_rows = rows(out).len() as u64;
+    assert_eq!(finished["rows"].as_u64().unwrap(), final_rows);
+    assert_eq!(
+        final_rows + dropped_questions(&finished["dropped"]),
+        per_doc_rows
+    );
+}
+
+#[test]
+fn token_level_rows_all_validate_and_every_question_is_accounted_for() {
+    let model = FakeModel::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("questions.jsonl");
+    let err = ok(&generate_args("token", &model, &out));
+    let summary = validates(&out);
+    let ids = corpus_ids();
+
+    let got = rows(&out);
+    assert!(got.len() >= ids.len(), "{} rows", got.len());
+    assert_eq!(summary["rows"].as_u64().unwrap() as usize, got.len());
+    assert!(summary["problems"].as_array().unwrap().is_empty());
+    for r in &got {
+        assert_eq!(r["metadata"]["generation_model"], MODEL);
+        let source = r["metadata"]["source_docs"][0].as_str().unwrap();
+        let spans = r["outputs"]["relevant_spans"].as_array().unwrap();
+        assert!(!spans.is_empty());
+        assert!(spans.iter().all(|s| s["doc_id"] == source), "{r}");
+        assert!(r["inputs"]["query"]
+            .as_str()
+            .unwrap()
+            .starts_with("What does"));
+    }
+    // Rows follow the corpus order.
+    let order: Vec<usize> = got
+        .iter()
+        .map(|r| {
+            let d = r["metadata"]["source_docs"][0].as_str().unwrap();
+            ids.iter().position(|i| i == d).unwrap()
+        })
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
+
+    let l = model.ledger();
+    check_accounting(&out, l.questions_sent);
+    for shape in [
+        "invalid json",
+        "empty",
+        "fenced",
+        "whitespace",
+        "case",
+        "paraphrased",
+    ] {
+        assert!(l.shapes.get(shape).copied().unwrap_or(0) > 0, "{shape}");
+    }
+    assert!(l.rate_limited > 0);
+    drop(l);
+    let docs = documents_done(&out);
+    assert_eq!(docs.len(), ids.len());
+    let dropped = |k: &str| sum(&docs, |d| d["dropped"][k].as_u64().unwrap());
+    assert!(
+        dropped("unlocated") > 0,
+        "paraphrased excerpts are not found"
+    );
+    assert!(
+        dropped("invalid_json") > 0,
+        "answers never valid are counted"
+    );
+    assert!(dropped("empty") > 0, "questions without text are counted");
+
+    // Not a terminal: one line per document, then the summary.
+    let per_doc: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(per_doc.len(), ids.len(), "{err}");
+    assert!(per_doc.iter().any(|l| l.contains("unlocated")), "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("wrote {} rows to ", got.len())),
+        "{last}"
+    );
+    assert!(
+        last.contains("tokens") && last.contains("calls") && last.contains('$'),
+        "{last}"
+    );
+
+    // A rerun of a finished output has nothing to do.
+    let calls_before = model.ledger().requests;
+    let again = ok(&generate_args("token", &model, &out));
+    assert_eq!(model.ledger().requests, calls_before, "{again}");
+    assert_eq!(rows(&out).len(), got.len());
+}
+
+#[test]
+fn chunk_level_rows_cite_only_chunks_of_the_chunker() {
+    let model = FakeModel::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chunks.jsonl");
+    let mut args = generate_args("chunk", &model, &out);
+    args.extend([
+        "--difficulty-mix".into(),
+        "factual=0.5,analytical=0.5".into(),
+    ]);
+    ok(&args);
+    let summary = validates(&out);
+    assert_eq!(summary["level"], "chunk");
+    assert!(summary["chunker"].as_str().unwrap().starts_with(CHUNKER));
+
+    let listing = bin()
+        .args(["chunk", "--chunker", CHUNKER])
+        .arg(corpus_dir())
+        .output()
+        .unwrap();
+    assert!(listing.status.success());
+    let known: BTreeSet<String> = String::from_utf8(listing.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            ChunkId::from_content(v["text"].as_str().unwrap()).to_string()
+        })
+        .collect();
+    let got = rows(&out);
+    assert!(!got.is_empty());
+    for r in &got {
+        let cited = r["outputs"]["relevant_chunk_ids"].as_array().unwrap();
+        assert!(!cited.is_empty(), "{r}");
+        for id in cited {
+            assert!(known.contains(id.as_str().unwrap()), "{id} in {r}");
+        }
+    }
+    check_accounting(&out, model.ledger().questions_sent);
+    let docs = documents_done(&out);
+    let dropped = |k: &str| sum(&docs, |d| d["dropped"][k].as_u64().unwrap());
+    assert!(dropped("unknown_chunk_ids") > 0);
+    assert!(dropped("unlocated") > 0, "questions citing no real chunk");
+    let finished = progress_lines(&out).pop().unwrap();
+    assert!(
+        finished["dropped"]["over_mix"].as_u64().unwrap() > 0,
+        "{finished}"
+    );
+
+    // The dataset gates an evaluation with the same chunker.
+    let eval = bin()
+        .args(["eval", "--json", "--corpus"])
+        .arg(corpus_dir())
+        .arg("--dataset")
+        .arg(&out)
+        .args(["--chunker", CHUNKER])
+        .output()
+        .unwrap();
+    assert!(
+        eval.status.success(),
+        "{}",
+        String::from_utf8_lossy(&eval.stderr)
+    );
+    let card: Value = serde_json::from_slice(&eval.stdout).unwrap();
+    assert_eq!(card["queries"].as_u64().unwrap() as usize, got.len());
+}
+
+/// Waits until the progress file records at least `k` documents; false if the child ended
+/// first.
+fn wait_for_documents(child: &mut Child, out: &Path, k: usize) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if documents_done(out).len() >= k {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("no progress within two minutes");
+}
+
+fn spawn(args: &[String]) -> Child {
+    bin()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_killed_run_continues_without_losing_or_repeating_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.jsonl");
+    let fast = FakeModel::start(Duration::ZERO);
+    ok(&generate_args("token", &fast, &whole));
+    let expected = row_set(&whole);
+
+    let slow = FakeModel::start(Duration::from_millis(150));
+    let out = dir.path().join("killed.jsonl");
+    let mut child = spawn(&generate_args("token", &slow, &out));
+    assert!(wait_for_documents(&mut child, &out, 3), "ended too early");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let done = documents_done(&out).len();
+    let total = corpus_ids().len();
+    assert!(done < total, "the run was killed before its end");
+
+    let err = ok(&generate_args("token", &fast, &out));
+    assert!(err.starts_with("continuing "), "{err}");
+    let redone = err.lines().filter(|l| l.starts_with('[')).count();
+    assert_eq!(
+        redone,
+        total - done,
+        "only documents not recorded are redone"
+    );
+    validates(&out);
+    assert_eq!(row_set(&out), expected);
+    let ids: BTreeSet<String> = rows(&out)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), expected.len(), "unique ids");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_after_the_documents_in_flight_and_leaves_a_valid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = FakeModel::start(Duration::from_millis(200));
+    let out = dir.path().join("stopped.jsonl");
+    let mut child = spawn(&generate_args("token", &slow, &out));
+    assert!(wait_for_documents(&mut child, &out, 2), "ended too early");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("stopping after the documents in flight"),
+        "{err}"
+    );
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with("interrupted: kept ")
+            && last.ends_with("run the same command again to continue"),
+        "{last}"
+    );
+
+    let docs = documents_done(&out);
+    assert!(docs.len() < corpus_ids().len());
+    let recorded = sum(&docs, |d| d["rows"].as_u64().unwrap());
+    assert_eq!(
+        rows(&out).len() as u64,
+        recorded,
+        "whole rows, all recorded"
+    );
+    if recorded > 0 {
+        validates(&out);
+    }
+    assert!(progress_lines(&out).iter().all(|l| l["kind"] != "finished"));
+
+    let fast = FakeModel::start(Duration::ZERO);
+    ok(&generate_args("token", &fast, &out));
+    validates(&out);
+    assert_eq!(documents_done(&out).len(), corpus_ids().len());
+}
+
+/// Runs a command that must fail with exit code 1 and one line on stderr.
+fn fails(args: &[String]) -> String {
+    let out = run(args);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn errors_are_one_line_naming_what_failed() {
+    let model = FakeModel::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.jsonl");
+
+    // A wrong key: the server's 401, the endpoint, and what is kept.
+    let mut args = generate_args("token", &model, &out);
+    let var = args.iter().position(|a| a == KEY_VAR).unwrap();
+    args[var] = "RAG_EVAL_GENERATE_TEST_UNSET".into();
+    let e = fails(&args);
+    assert!(
+        e.contains("401") && e.contains("/v1/chat/completions"),
+        "{e}"
+    );
+    assert!(e.contains("0 of 12 documents done"), "{e}");
+    assert!(e.contains("run the same command again to continue"), "{e}");
+    assert!(!e.contains(KEY), "{e}");
+
+    // Continuing with other settings.
+    let mut other = generate_args("token", &model, &out);
+    let q = other.iter().position(|a| a == "--queries-per-doc").unwrap();
+    other[q + 1] = "5".into();
+    let e = fails(&other);
+    assert!(
+        e.contains(
+            "it was started with --queries-per-doc = 3 and this run has --queries-per-doc = 5"
+        ),
+        "{e}"
+    );
+
+    // A file not written by a generation run is never overwritten.
+    let foreign = dir.path().join("mine.jsonl");
+    std::fs::write(&foreign, "{\"id\":\"mine\"}\n").unwrap();
+    let e = fails(&generate_args("token", &model, &foreign));
+    assert!(e.contains("has no progress file"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&foreign).unwrap(),
+        "{\"id\":\"mine\"}\n"
+    );
+
+    let mut zero = generate_args("token", &model, &dir.path().join("z.jsonl"));
+    let c = zero.iter().position(|a| a == "--concurrency").unwrap();
+    zero[c + 1] = "0".into();
+    assert!(fails(&zero).contains("--concurrency must be at least 1"));
+
+    let mut mix = generate_args("token", &model, &dir.path().join("m.jsonl"));
+    mix.extend(["--difficulty-mix".into(), "factual=0.5,easy=0.5".into()]);
+    assert!(fails(&mix).contains("unknown difficulty `easy`"));
+
+    // The chunk level needs its chunker: a usage error.
+    let mut no_chunker = generate_args("chunk", &model, &dir.path().join("c.jsonl"));
+    no_chunker.truncate(no_chunker.len() - 2);
+    let o = run(&no_chunker);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--chunker"));
+}
+
+#[test]
+fn a_real_model_writes_a_dataset_that_validates() {
+    let Ok(url) = std::env::var("RAG_EVAL_LLM_URL") else {
+        eprintln!("skipped: set RAG_EVAL_LLM_URL (e.g. http://127.0.0.1:8080/v1 for llama-server) to run against a real model");
+        return;
+    };
+    let model = std::env::var("RAG_EVAL_LLM_MODEL").unwrap_or_else(|_| "local".into());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("real.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["generate", "token", "--corpus"])
+        .arg(corpus_dir())
+        .args(["--glob", "{glossary,changelog}.md", "-o"])
+        .arg(&out)
+        .args(["--queries-per-doc", "2", "--concurrency", "1", "--model"])
+        .arg(&model)
+        .args(["--base-url", &url, "--temperature", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    eprintln!("{err}");
+    let summary = validates(&out);
+    assert!(summary["rows"].as_u64().unwrap() > 0, "{err}");
+}
