@@ -1052,13 +1052,11 @@ fn generate(command: GenerateCommand) -> Result<ExitCode> {
     let stats = client.http_stats();
     let t = out.totals();
     let mut summary = format!(
-        "{} {} rows to {} ({} of {} documents{}); dropped {}; {} calls, {} tokens ({} prompt, {} answer){}; {} retried requests; {:.1} s",
+        "{} ({} of {} documents{}); dropped {}; {} calls, {} tokens ({} prompt, {} answer){}; {} retried requests; {:.1} s",
         match ended {
-            Generated::Complete => "wrote",
-            Generated::Interrupted => "interrupted: kept",
+            Generated::Complete => format!("wrote {} rows to {}", t.rows, a.output),
+            Generated::Interrupted => format!("interrupted: {} rows in {}", t.rows, a.output),
         },
-        t.rows,
-        a.output,
         t.documents,
         corpus.len(),
         match out.resumed().documents {
