@@ -814,3 +814,46 @@ fn a_real_model_writes_a_dataset_that_validates() {
     let summary = validates(&out);
     assert!(summary["rows"].as_u64().unwrap() > 0, "{err}");
 }
+
+#[cfg(unix)]
+#[test]
+fn on_a_terminal_a_progress_bar_replaces_the_per_document_lines() {
+    // util-linux `script` runs the command on a pseudo-terminal and copies what it shows.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let model = FakeModel::start(Duration::from_millis(40));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tty.jsonl");
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut line = vec![
+        "env".to_owned(),
+        format!("{KEY_VAR}={KEY}"),
+        quote(env!("CARGO_BIN_EXE_rag-eval")),
+    ];
+    line.extend(
+        generate_args("token", &model, &out)
+            .iter()
+            .map(|a| quote(a)),
+    );
+    let o = Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{screen}");
+    assert!(screen.contains("/12 documents"), "{screen}");
+    assert!(
+        screen.contains("questions:") && screen.contains("located") && screen.contains('$'),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("[1/12]"),
+        "no per-document lines: {screen}"
+    );
+    let n = rows(&out).len();
+    assert!(screen.contains(&format!("wrote {n} rows to ")), "{screen}");
+    validates(&out);
+}

@@ -1215,7 +1215,7 @@ impl Progress {
             );
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} documents  {msg}  [{elapsed_precise}, eta {eta}]",
+                    "{bar:30} {pos}/{len} documents, {elapsed} elapsed, eta {eta}\n{wide_msg}",
                 )
                 .expect("the template is valid"),
             );
@@ -1259,8 +1259,9 @@ impl Progress {
         self.tokens += r.usage.total();
         match &self.bar {
             Some(bar) => {
-                bar.inc(1);
+                let bar = bar.clone();
                 self.redraw();
+                bar.inc(1);
             }
             None => eprintln!(
                 "[{}/{}] {}: {} row{}, dropped {}, {} call{}, {} tokens",
@@ -1280,13 +1281,13 @@ impl Progress {
     fn redraw(&mut self) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!(
-                "{} questions: {} located, {} dropped  {} tokens{}",
+                "{} questions: {} located, {} dropped; {} tokens{}",
                 self.rows + self.dropped.total(),
                 self.rows,
                 self.dropped.total(),
                 self.tokens,
                 cost(self.price, self.tokens)
-                    .map(|c| format!("  {c}"))
+                    .map(|c| format!(", {c}"))
                     .unwrap_or_default()
             ));
         }
