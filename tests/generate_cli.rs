@@ -126,6 +126,11 @@ fn answer(r: &Request, ids: &[String], ledger: &Mutex<Ledger>) -> Reply {
             .to_owned()
     };
     let (system, user) = (text("system"), text("user"));
+    if system.contains("from what you already know") {
+        let mut l = ledger.lock().unwrap();
+        *l.shapes.entry("closed book").or_default() += 1;
+        return completion(n, &system, &user, closed_book(&user).to_string());
+    }
     let second_try = messages.iter().any(|m| m["role"] == "assistant");
     let wanted = user
         .rsplit("Write ")
@@ -167,6 +172,12 @@ fn answer(r: &Request, ids: &[String], ledger: &Mutex<Ledger>) -> Reply {
             *l.shapes.entry(q).or_default() += 1;
         }
     }
+    drop(l);
+    completion(n, &system, &user, content)
+}
+
+/// A chat completion answering `content`.
+fn completion(n: usize, system: &str, user: &str, content: String) -> Reply {
     let usage = json!({
         "prompt_tokens": (system.len() + user.len()) / 4,
         "completion_tokens": content.len() / 4 + 1,
@@ -208,11 +219,12 @@ fn question_about(text: &str) -> String {
     format!("What does the documentation say about {}?", words.join(" "))
 }
 
-/// Sentences of the document windows shown in `user`, long enough to be excerpts.
-fn sentences(user: &str) -> Vec<String> {
+/// Sentences of each document window shown in `user`, long enough to be excerpts.
+fn sentences(user: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for part in user.split("<document>\n").skip(1) {
         let window = part.split("\n</document>").next().unwrap_or_default();
+        let mut found = Vec::new();
         for line in window.lines() {
             let line = line.trim();
             if line.starts_with('#') || line.starts_with('|') || line.starts_with("```") {
@@ -221,10 +233,11 @@ fn sentences(user: &str) -> Vec<String> {
             for s in line.split_inclusive(". ") {
                 let s = s.trim();
                 if (40..=300).contains(&s.chars().count()) {
-                    out.push(s.to_owned());
+                    found.push(s.to_owned());
                 }
             }
         }
+        out.push(found);
     }
     out
 }
@@ -249,13 +262,16 @@ fn paraphrase(s: &str) -> String {
 
 /// Questions about the windows in `user`, each with the way its answer was written.
 fn token_questions(user: &str, wanted: usize, doc: usize) -> Vec<(&'static str, Value)> {
-    let candidates = sentences(user);
-    if candidates.is_empty() {
+    let windows = sentences(user);
+    let Some(candidates) = windows.first().filter(|c| !c.is_empty()) else {
         return Vec::new();
-    }
+    };
+    let pick = |c: &[String], j: usize| c[(j * c.len() / wanted.max(1) + doc) % c.len()].clone();
+    // A question needing two documents quotes both.
+    let partner = windows.get(1).filter(|c| !c.is_empty());
     (0..wanted)
         .map(|j| {
-            let s = &candidates[(j * candidates.len() / wanted.max(1) + doc) % candidates.len()];
+            let s = pick(candidates, j);
             let (shape, excerpt) = match (doc + j) % 6 {
                 0 | 4 => ("verbatim", s.clone()),
                 1 => (
@@ -263,22 +279,45 @@ fn token_questions(user: &str, wanted: usize, doc: usize) -> Vec<(&'static str, 
                     s.replacen(' ', "\n", 1).replacen(' ', "  ", 2),
                 ),
                 2 => ("case", s.to_lowercase()),
-                3 => ("paraphrased", paraphrase(s)),
+                3 => ("paraphrased", paraphrase(&s)),
                 _ => ("no question", s.clone()),
             };
-            let question = if shape == "no question" {
-                String::new()
-            } else {
-                question_about(s)
+            let mut excerpts = vec![excerpt];
+            let question = match partner {
+                _ if shape == "no question" => String::new(),
+                Some(p) => {
+                    let other = pick(p, j);
+                    let q = format!(
+                        "{} And how does that relate to {other}?",
+                        question_about(&s)
+                    );
+                    excerpts.push(other);
+                    q
+                }
+                None => question_about(&s),
             };
             let q = json!({
                 "question": question,
-                "excerpts": [excerpt],
+                "excerpts": excerpts,
                 "difficulty": LABELS[(doc + j) % LABELS.len()],
             });
             (shape, q)
         })
         .collect()
+}
+
+/// A closed-book answer to `question`: confident and right (it repeats the passage the
+/// question names) for one question in three, an honest "unknown" otherwise.
+fn closed_book(question: &str) -> Value {
+    let topic = question
+        .strip_prefix("What does the documentation say about ")
+        .unwrap_or(question)
+        .trim_end_matches('?');
+    if question.len() % 3 == 0 {
+        json!({"answer": format!("It says that {topic}."), "confidence": "high"})
+    } else {
+        json!({"answer": "unknown", "confidence": "low"})
+    }
 }
 
 /// `(id, text)` of the chunks shown in `user` (`[chunk_…]` lines followed by the chunk).
@@ -611,6 +650,47 @@ fn chunk_level_rows_cite_only_chunks_of_the_chunker() {
     );
     let card: Value = serde_json::from_slice(&eval.stdout).unwrap();
     assert_eq!(card["queries"].as_u64().unwrap() as usize, got.len());
+}
+
+#[test]
+fn cross_document_questions_and_the_closed_book_check_go_through_the_cli() {
+    let model = FakeModel::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cross.jsonl");
+    let mut args = generate_args("token", &model, &out);
+    args.extend(["--cross-document".into(), "--check-answerable".into()]);
+    ok(&args);
+    validates(&out);
+    let got = rows(&out);
+    let cross: Vec<&Value> = got
+        .iter()
+        .filter(|r| r["metadata"]["cross_document"] == true)
+        .collect();
+    assert!(!cross.is_empty());
+    for r in &cross {
+        let docs: BTreeSet<&str> = r["outputs"]["relevant_spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["doc_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(docs.len(), 2, "{r}");
+        assert_eq!(r["metadata"]["source_docs"].as_array().unwrap().len(), 2);
+    }
+    let l = model.ledger();
+    assert!(l.shapes["closed book"] > 0);
+    check_accounting(&out, l.questions_sent);
+    drop(l);
+    let docs = documents_done(&out);
+    assert!(sum(&docs, |d| d["dropped"]["unanswerable"].as_u64().unwrap()) > 0);
+
+    // The check shapes the rows, so a continuation must keep it.
+    args.retain(|a| a != "--check-answerable");
+    let e = fails(&args);
+    assert!(
+        e.contains("--check-answerable = true and this run has --check-answerable = false"),
+        "{e}"
+    );
 }
 
 /// Waits until the progress file records at least `k` documents; false if the child ended
