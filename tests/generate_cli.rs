@@ -313,7 +313,7 @@ fn closed_book(question: &str) -> Value {
         .strip_prefix("What does the documentation say about ")
         .unwrap_or(question)
         .trim_end_matches('?');
-    if question.len() % 3 == 0 {
+    if question.len().is_multiple_of(3) {
         json!({"answer": format!("It says that {topic}."), "confidence": "high"})
     } else {
         json!({"answer": "unknown", "confidence": "low"})
