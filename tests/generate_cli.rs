@@ -634,6 +634,21 @@ fn chunk_level_rows_cite_only_chunks_of_the_chunker() {
         "{finished}"
     );
 
+    // Another spelling of the same chunker continues the same run: nothing left to do.
+    let requests = model.ledger().requests;
+    let respelled: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if a == CHUNKER {
+                format!("{CHUNKER},length=chars")
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    ok(&respelled);
+    assert_eq!(model.ledger().requests, requests);
+
     // The dataset gates an evaluation with the same chunker.
     let eval = bin()
         .args(["eval", "--json", "--corpus"])

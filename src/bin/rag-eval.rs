@@ -966,8 +966,14 @@ fn generate(command: GenerateCommand) -> Result<ExitCode> {
         .with("--seed", a.seed)
         .with("--cross-document", a.cross_document)
         .with("--check-answerable", a.check_answerable)
-        .with("prompt version", prompt.version.as_str())
-        .with("prompt text", short_hash(prompt.template.as_bytes()))
+        .with(
+            "--prompt-file",
+            format!(
+                "version {}, text {}",
+                prompt.version,
+                short_hash(prompt.template.as_bytes())
+            ),
+        )
         .with(
             "--few-shot",
             short_hash(serde_json::to_string(&config.few_shot)?.as_bytes()),
@@ -975,9 +981,26 @@ fn generate(command: GenerateCommand) -> Result<ExitCode> {
     if let Some(t) = a.temperature {
         header = header.with("--temperature", f64::from(t));
     }
-    if let Some(spec) = &chunker_spec {
-        header = header.with("--chunker", spec.as_str());
+    if a.check_answerable {
+        let p = &config.prompts.answerable;
+        header = header.with(
+            "--prompt-file (answerable)",
+            format!(
+                "version {}, text {}",
+                p.version,
+                short_hash(p.template.as_bytes())
+            ),
+        );
     }
+    let chunker = match &chunker_spec {
+        Some(spec) => {
+            let chunker: std::sync::Arc<dyn PositionAwareChunker> = parse_spec(spec)?.into();
+            // The chunker's own name, so that spellings of one spec agree.
+            header = header.with("--chunker", chunker.name());
+            Some(chunker)
+        }
+        None => None,
+    };
 
     let key_set = std::env::var(&a.api_key_env).is_ok_and(|v| !v.trim().is_empty());
     if !key_set && a.base_url.contains("api.openai.com") {
@@ -1028,7 +1051,7 @@ fn generate(command: GenerateCommand) -> Result<ExitCode> {
         concurrency,
         price: a.price_per_1k_tokens,
     };
-    let ended = match chunker_spec {
+    let ended = match chunker {
         None => {
             let generator = TokenLevelDataGenerator::new(client.clone(), config);
             runtime.block_on(run_generation(
@@ -1038,8 +1061,7 @@ fn generate(command: GenerateCommand) -> Result<ExitCode> {
                 |examples, dropped| generator.finish(examples, dropped),
             ))?
         }
-        Some(spec) => {
-            let chunker: std::sync::Arc<dyn PositionAwareChunker> = parse_spec(&spec)?.into();
+        Some(chunker) => {
             let generator = ChunkLevelDataGenerator::new(client.clone(), chunker, config);
             runtime.block_on(run_generation(
                 &ctx,
