@@ -872,3 +872,79 @@ fn benchmark_references_are_located_at_their_recorded_offsets() {
          occur in their corpus; {calls} searches in {spent:.2?}"
     );
 }
+
+/// The generators are shared between tasks of a multi-threaded runtime (the command-line tool
+/// works on several documents at once): the rows do not depend on the order the documents
+/// finish in.
+#[test]
+fn documents_can_be_generated_concurrently() {
+    let corpus = Arc::new(corpus());
+    let docs = ["overview.md", "architecture.md", "glossary.md"];
+    let quotes = [
+        "The current release is Larkspur 3.4.1.",
+        "All replicas run all five parts.",
+        "Terms used throughout the Larkspur documentation, in alphabetical order.",
+    ];
+    let script = || {
+        let llm = ScriptedLlm::new();
+        for (doc, quote) in docs.iter().zip(quotes) {
+            llm.on(
+                &format!("Document `{doc}`"),
+                &[&answer(json!([q(
+                    &format!("What does {doc} say first?"),
+                    &[quote],
+                    "factual"
+                )]))],
+            );
+            llm.on(
+                &format!("Chunks of document `{doc}`"),
+                &[&answer(json!([c(
+                    &format!("What does {doc} say first?"),
+                    &[],
+                    "factual"
+                )]))],
+            );
+        }
+        llm
+    };
+    let sequential = {
+        let generator = TokenLevelDataGenerator::new(script(), GenerateConfig::default());
+        pollster::block_on(run_token(&generator, &corpus, &docs)).0
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let token = Arc::new(TokenLevelDataGenerator::new(
+        script(),
+        GenerateConfig::default(),
+    ));
+    let chunker: Arc<dyn PositionAwareChunker> = Arc::new(RecursiveCharacterChunker::new(400, 0));
+    let chunk = Arc::new(ChunkLevelDataGenerator::new(
+        script(),
+        chunker,
+        GenerateConfig::default(),
+    ));
+    let mut concurrent: Vec<Example<TokenLevel>> = runtime.block_on(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, id) in docs.iter().enumerate() {
+            let (token, chunk, corpus) = (token.clone(), chunk.clone(), corpus.clone());
+            let id = id.to_string();
+            tasks.spawn(async move {
+                let doc = corpus.get(&id).unwrap();
+                let rows = token.generate_document(&corpus, doc, i + 1).await.unwrap();
+                let chunks = chunk.generate_document(&corpus, doc, i + 1).await.unwrap();
+                assert_eq!(chunks.dropped.empty, 1, "{id}");
+                rows.examples
+            });
+        }
+        let mut all = Vec::new();
+        while let Some(rows) = tasks.join_next().await {
+            all.extend(rows.unwrap());
+        }
+        all
+    });
+    concurrent.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(concurrent.len(), 3);
+    assert_eq!(concurrent, sequential);
+}
