@@ -948,3 +948,29 @@ fn documents_can_be_generated_concurrently() {
     assert_eq!(concurrent.len(), 3);
     assert_eq!(concurrent, sequential);
 }
+
+#[test]
+fn blank_documents_cost_no_call() {
+    let corpus = Corpus::new([
+        Document::new("blank.md", " \n\n "),
+        Document::new("x.md", ""),
+    ])
+    .unwrap();
+    let llm = ScriptedLlm::new();
+    let chunker: Arc<dyn PositionAwareChunker> = Arc::new(RecursiveCharacterChunker::new(400, 0));
+    let config = GenerateConfig {
+        cross_document: true,
+        ..GenerateConfig::default()
+    };
+    let token = TokenLevelDataGenerator::new(llm.clone(), config.clone());
+    let chunk = ChunkLevelDataGenerator::new(llm.clone(), chunker, config);
+    for doc in corpus.documents() {
+        let t = pollster::block_on(token.generate_document(&corpus, doc, 1)).unwrap();
+        let c = pollster::block_on(chunk.generate_document(&corpus, doc, 1)).unwrap();
+        assert_eq!(
+            (t.calls, t.examples.len(), c.calls, c.examples.len()),
+            (0, 0, 0, 0)
+        );
+    }
+    assert!(llm.requests().is_empty());
+}

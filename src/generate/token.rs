@@ -121,7 +121,8 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
 
     /// Asks for questions about `doc` (a document of `corpus`, which supplies the partner of
     /// cross-document questions) and returns the kept ones with ids `q{first_id:04}`,
-    /// `q{first_id+1:04}`, …, in the order the model wrote them.
+    /// `q{first_id+1:04}`, …, in the order the model wrote them. Every question the model
+    /// wrote is checked, also beyond the number asked for; a blank document costs no call.
     ///
     /// Errors: an invalid configuration, or a call the client could not complete (after its
     /// own retries). Answers that are not the JSON asked for are retried once with a reminder
@@ -135,6 +136,16 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
         self.config.validate()?;
         let cfg = &self.config;
         let mut acc = Acc::default();
+        if doc.content().trim().is_empty() {
+            // Nothing to ask about; a call would only invite invented questions.
+            return Ok(DocumentBatch {
+                doc_id: doc.id().clone(),
+                examples: Vec::new(),
+                dropped: acc.dropped,
+                usage: acc.usage,
+                calls: 0,
+            });
+        }
         let mut rng = SplitMix::keyed(cfg.seed, doc.id().as_str());
         let windows = windows(doc, cfg.window_chars, cfg.window_overlap);
         let shares = share_questions(cfg.queries_per_doc, windows.len(), &mut rng);
