@@ -709,3 +709,74 @@ async fn cohere_rerank_orders_by_score_with_ties_by_chunk_id() {
         .is_empty());
     assert_eq!(requests.lock().unwrap().len(), 4);
 }
+
+/// The cache on top of the faulty server: the first run records every vector, a second run
+/// makes no request at all, and replay works with the server gone.
+#[cfg(feature = "cache")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_run_replays_without_requests_and_without_the_server() {
+    use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.sqlite");
+    let path = path.to_str().unwrap();
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let server = faulty_embeddings_server(Arc::clone(&ledger));
+    let make = |url: String| {
+        OpenAiEmbedder::builder("test-embed")
+            .base_url(url)
+            .api_key(ApiKey::new(KEY))
+            .expected_dimension(DIM)
+            .max_inputs(20)
+            .max_chars(1_500)
+            .http(|c| quick(c).with_max_retries(8).with_concurrency(4))
+            .build()
+            .unwrap()
+    };
+    let texts = corpus();
+    let url = server.url("/v1");
+
+    let record = Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap());
+    let first = BatchingEmbedder::new(CachedEmbedder::new(make(url.clone()), Arc::clone(&record)))
+        .with_batch_size(100);
+    let vectors = first.embed(&texts).await.unwrap();
+    assert!(texts.iter().zip(&vectors).all(|(t, v)| v == &vector_of(t)));
+    let recorded_requests = ledger.lock().unwrap().requests;
+    assert!(recorded_requests > 0);
+    assert_eq!(ledger.lock().unwrap().embedded.len(), 1400);
+
+    record.checkpoint().unwrap();
+    drop((first, record));
+
+    // A second run, as a new process would make it: a fresh handle on the same file.
+    let again = Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap());
+    let second = CachedEmbedder::new(make(url), Arc::clone(&again));
+    assert_eq!(second.embed(&texts).await.unwrap(), vectors);
+    assert_eq!(
+        ledger.lock().unwrap().requests,
+        recorded_requests,
+        "the second run makes zero requests"
+    );
+    assert_eq!(
+        (second.stats().hits, second.stats().misses),
+        (2000, 0),
+        "every text a hit"
+    );
+    drop((second, again));
+
+    // Replay with the server down: every vector comes from the file, and an unrecorded text
+    // is an error naming it instead of a request.
+    let down = server.url("/v1");
+    drop(server);
+    let replay = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
+    let offline = CachedEmbedder::new(make(down), Arc::clone(&replay));
+    assert_eq!(offline.embed(&texts).await.unwrap(), vectors);
+    let err = offline
+        .embed(&["never recorded".to_owned()])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("replay") && err.contains("never recorded"),
+        "{err}"
+    );
+}
