@@ -107,7 +107,7 @@ fn vectors_match_the_python_reference() {
 #[test]
 fn name_and_dimension_come_from_the_folder_and_the_model() {
     let Some(e) = embedder() else { return };
-    let dir = model_dir().unwrap().canonicalize().unwrap();
+    let dir = model_dir().unwrap();
     let folder = dir.file_name().unwrap().to_str().unwrap();
     assert_eq!(e.name(), format!("onnx(model={folder},max_len=256)"));
     assert_eq!(e.dimension(), 384);
@@ -354,4 +354,41 @@ fn write_tiny_tokenizer(dir: &Path) {
                   "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "cat": 4}}
     });
     std::fs::write(dir.join("tokenizer.json"), json.to_string()).unwrap();
+}
+
+/// After a runtime is loaded, an embedder that names none (no `ORT_DYLIB_PATH`, no
+/// `OnnxConfig::runtime`) uses it. The variable is removed in a process of its own:
+/// [`child_reuses_the_loaded_runtime_when_none_is_named`].
+#[test]
+fn an_embedder_that_names_no_runtime_uses_the_loaded_one() {
+    let Some(_) = model_dir() else { return };
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_reuses_the_loaded_runtime_when_none_is_named",
+            "--include-ignored",
+            "--nocapture",
+        ])
+        .env("RAG_EVAL_ONNX_CHILD", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+#[test]
+#[ignore = "run in a process of its own by an_embedder_that_names_no_runtime_uses_the_loaded_one"]
+fn child_reuses_the_loaded_runtime_when_none_is_named() {
+    assert_eq!(std::env::var("RAG_EVAL_ONNX_CHILD").as_deref(), Ok("1"));
+    let dir = model_dir().unwrap();
+    let first = OnnxEmbedder::from_dir(&dir).unwrap();
+    // Only this test runs in this process, so no other thread reads the environment.
+    std::env::remove_var("ORT_DYLIB_PATH");
+    let second = OnnxEmbedder::from_dir(&dir).unwrap();
+    assert_eq!(
+        first.embed_blocking(&["same runtime"]).unwrap(),
+        second.embed_blocking(&["same runtime"]).unwrap()
+    );
 }

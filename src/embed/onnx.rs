@@ -82,8 +82,8 @@ impl OnnxConfig {
 /// from [`OnnxConfig::runtime`] or else the `ORT_DYLIB_PATH` environment variable (for the
 /// `onnxruntime` Python wheel: `site-packages/onnxruntime/capi/libonnxruntime.so.1.*`), or else
 /// by name (`libonnxruntime.so`) from the system library path. Nothing is downloaded, at build
-/// time or at run time. A process holds one onnxruntime: asking for another library after one
-/// is loaded is an error.
+/// time or at run time. A process holds one onnxruntime: naming another library (through either
+/// setting) after one is loaded is an error; naming none reuses the loaded one.
 ///
 /// Texts are truncated to [`OnnxEmbedder::max_len`] tokens and embedded in batches, each padded
 /// to its longest text; onnxruntime uses all cores (see [`OnnxConfig::threads`]). Inside a Tokio
@@ -233,11 +233,15 @@ impl OnnxEmbedder {
                 )))
             }
         };
+        // The folder's name as given; `.` and `..` have none, so theirs is looked up.
         let name_of_model = dir
-            .canonicalize_utf8()
-            .ok()
-            .and_then(|p| p.file_name().map(str::to_owned))
-            .or_else(|| dir.file_name().map(str::to_owned))
+            .file_name()
+            .map(str::to_owned)
+            .or_else(|| {
+                dir.canonicalize_utf8()
+                    .ok()
+                    .and_then(|p| p.file_name().map(str::to_owned))
+            })
             .unwrap_or_else(|| dir.to_string());
         let model = Arc::new(Model {
             session: Mutex::new(session),
@@ -443,14 +447,21 @@ fn runtime(requested: Option<&Path>) -> Result<ort::environment::Environment> {
     let (library, source) = match (requested, from_env) {
         (Some(path), _) => (path.to_path_buf(), "OnnxConfig::runtime".to_owned()),
         (None, Some(path)) => (PathBuf::from(path), ORT_DYLIB_PATH.to_owned()),
-        (None, None) => (
-            PathBuf::from(format!(
-                "{}onnxruntime{}",
-                std::env::consts::DLL_PREFIX,
-                std::env::consts::DLL_SUFFIX
-            )),
-            format!("the system library path, as {ORT_DYLIB_PATH} is not set"),
-        ),
+        (None, None) => {
+            // Nothing asked for: whatever runtime the process already has will do.
+            let loaded = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(runtime) = loaded.as_ref() {
+                return Ok(runtime.environment.clone());
+            }
+            (
+                PathBuf::from(format!(
+                    "{}onnxruntime{}",
+                    std::env::consts::DLL_PREFIX,
+                    std::env::consts::DLL_SUFFIX
+                )),
+                format!("the system library path, as {ORT_DYLIB_PATH} is not set"),
+            )
+        }
     };
     // A bare file name is for the dynamic loader to search; a path is checked here so that
     // the error says plainly that the file is missing.
