@@ -12,7 +12,7 @@ use crate::dataset::Example;
 use crate::error::Result;
 use crate::level::ChunkLevel;
 use crate::llm::{ChatMessage, LlmClient, TokenUsage};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -324,29 +324,7 @@ fn runs(chunks: &[PositionAwareChunk], budget: usize) -> Vec<Run<'_>> {
 
 /// The JSON schema of a chunk-level answer.
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "question": {"type": "string"},
-                        "chunk_ids": {"type": "array", "items": {"type": "string"}},
-                        "difficulty": {
-                            "type": "string",
-                            "enum": Difficulty::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>()
-                        }
-                    },
-                    "required": ["question", "chunk_ids", "difficulty"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["questions"],
-        "additionalProperties": false
-    })
+    super::answer_schema("chunk_ids")
 }
 
 #[cfg(test)]

@@ -851,6 +851,34 @@ pub(crate) fn base_metadata(
     m
 }
 
+/// The JSON schema of a generator's answer: questions, each with its evidence (`excerpts` or
+/// `chunk_ids`) as a list of strings and a difficulty label.
+fn answer_schema(evidence: &str) -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "questions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "question": {"type": "string"},
+                        evidence: {"type": "array", "items": {"type": "string"}},
+                        "difficulty": {
+                            "type": "string",
+                            "enum": Difficulty::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>()
+                        }
+                    },
+                    "required": ["question", evidence, "difficulty"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["questions"],
+        "additionalProperties": false
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1064,5 +1092,20 @@ mod tests {
             SplitMix::keyed(1, "a.md").next_u64(),
             SplitMix::keyed(2, "a.md").next_u64()
         );
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    #[test]
+    fn the_answer_schema_names_the_evidence_field() {
+        let s = super::answer_schema("excerpts");
+        let item = &s["properties"]["questions"]["items"];
+        assert_eq!(item["properties"]["excerpts"]["type"], "array");
+        assert_eq!(
+            item["required"],
+            serde_json::json!(["question", "excerpts", "difficulty"])
+        );
+        assert!(item["properties"].get("evidence").is_none());
     }
 }

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::level::TokenLevel;
 use crate::llm::{ChatMessage, LlmClient, TokenUsage};
 use crate::span::CharSpan;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Generates token-level examples: per document, the model writes questions and copies the
 /// passages that answer them; each passage is located in the document
@@ -386,29 +386,7 @@ fn merge(mut found: Vec<(CharSpan, MatchKind)>) -> (Vec<CharSpan>, Vec<MatchKind
 
 /// The JSON schema of a token-level answer.
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "question": {"type": "string"},
-                        "excerpts": {"type": "array", "items": {"type": "string"}},
-                        "difficulty": {
-                            "type": "string",
-                            "enum": Difficulty::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>()
-                        }
-                    },
-                    "required": ["question", "excerpts", "difficulty"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["questions"],
-        "additionalProperties": false
-    })
+    super::answer_schema("excerpts")
 }
 
 /// The document another one is paired with for cross-document questions; `None` in a
