@@ -742,6 +742,24 @@ where
         .map_err(|e| Failure::transient(format!("the request task failed: {e}")))
 }
 
+impl HttpConfig {
+    /// Points the configuration at an Azure OpenAI resource (`https://NAME.openai.azure.com`):
+    /// the key goes in an `api-key` header, read from `AZURE_OPENAI_API_KEY`. Returns the
+    /// request path of `operation` (`embeddings`, `chat/completions`) on `deployment`.
+    pub(crate) fn azure(
+        &mut self,
+        endpoint: impl Into<String>,
+        deployment: &str,
+        operation: &str,
+        api_version: &str,
+    ) -> String {
+        self.base_url = endpoint.into();
+        self.auth_header = AuthHeader::Header("api-key".to_owned());
+        self.api_key_env = Some("AZURE_OPENAI_API_KEY".to_owned());
+        format!("/openai/deployments/{deployment}/{operation}?api-version={api_version}")
+    }
+}
+
 /// The settings every remote provider's builder shares, for a builder with the fields
 /// `http: HttpConfig` and `path: String`: base URL, key, request path and HTTP tuning.
 macro_rules! endpoint_builder {

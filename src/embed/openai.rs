@@ -2,7 +2,7 @@
 
 use super::Embedder;
 use crate::error::{Error, Result};
-use crate::http::{redact_url, AuthHeader, HttpClient, HttpConfig, HttpStats};
+use crate::http::{redact_url, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::Range;
@@ -225,10 +225,9 @@ impl OpenAiEmbedderBuilder {
         deployment: &str,
         api_version: &str,
     ) -> Self {
-        self.http.base_url = endpoint.into();
-        self.http.auth_header = AuthHeader::Header("api-key".to_owned());
-        self.http.api_key_env = Some("AZURE_OPENAI_API_KEY".to_owned());
-        self.path = azure_path(deployment, "embeddings", api_version);
+        self.path = self
+            .http
+            .azure(endpoint, deployment, "embeddings", api_version);
         self
     }
 
@@ -277,11 +276,6 @@ impl OpenAiEmbedderBuilder {
             usage: Counters::default(),
         })
     }
-}
-
-/// The path of an Azure OpenAI deployment's `operation`.
-pub(crate) fn azure_path(deployment: &str, operation: &str, api_version: &str) -> String {
-    format!("/openai/deployments/{deployment}/{operation}?api-version={api_version}")
 }
 
 /// Output sizes of OpenAI's own models (before any `dimensions` shortening).

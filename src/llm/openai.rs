@@ -1,9 +1,9 @@
 //! Chat completions from any server that speaks OpenAI's `/chat/completions` API.
 
 use super::{ChatMessage, ChatRequest, ChatResponse, LlmClient, TokenUsage};
-use crate::embed::openai::{azure_path, OPENAI_BASE_URL};
+use crate::embed::openai::OPENAI_BASE_URL;
 use crate::error::{Error, Result};
-use crate::http::{redact_url, AuthHeader, HttpClient, HttpConfig, HttpStats};
+use crate::http::{redact_url, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,10 +118,9 @@ impl OpenAiChatBuilder {
         deployment: &str,
         api_version: &str,
     ) -> Self {
-        self.http.base_url = endpoint.into();
-        self.http.auth_header = AuthHeader::Header("api-key".to_owned());
-        self.http.api_key_env = Some("AZURE_OPENAI_API_KEY".to_owned());
-        self.path = azure_path(deployment, "chat/completions", api_version);
+        self.path = self
+            .http
+            .azure(endpoint, deployment, "chat/completions", api_version);
         self
     }
 
