@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 /// Wraps an [`Embedder`] so that each distinct text is embedded once for the wrapper's lifetime
@@ -334,41 +334,6 @@ impl<E: Embedder> Embedder for BatchingEmbedder<E> {
     }
 }
 
-// Shared and boxed embedders are embedders, so wrappers such as
-// `BatchingEmbedder<Arc<dyn Embedder>>` compose. `embed_query` is forwarded too: a model's own
-// query encoding must survive the indirection.
-#[async_trait::async_trait]
-impl<E: Embedder + ?Sized> Embedder for Arc<E> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn dimension(&self) -> usize {
-        (**self).dimension()
-    }
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        (**self).embed(texts).await
-    }
-    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
-        (**self).embed_query(query).await
-    }
-}
-
-#[async_trait::async_trait]
-impl<E: Embedder + ?Sized> Embedder for Box<E> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn dimension(&self) -> usize {
-        (**self).dimension()
-    }
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        (**self).embed(texts).await
-    }
-    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
-        (**self).embed_query(query).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -628,8 +593,8 @@ mod tests {
 
     #[test]
     fn shared_and_boxed_embedders_forward_everything() {
-        let shared: Arc<dyn Embedder> = Arc::new(Counting::default());
-        let e = BatchingEmbedder::new(Arc::clone(&shared));
+        let shared: std::sync::Arc<dyn Embedder> = std::sync::Arc::new(Counting::default());
+        let e = BatchingEmbedder::new(std::sync::Arc::clone(&shared));
         assert_eq!(block_on(e.embed_query("q")).unwrap(), vector("q", -1.0));
         let boxed: Box<dyn Embedder> = Box::new(Counting::default());
         assert_eq!(boxed.name(), "counting");

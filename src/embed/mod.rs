@@ -38,6 +38,41 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+// Shared and boxed embedders are embedders, so wrappers such as
+// `BatchingEmbedder<Arc<dyn Embedder>>` compose. `embed_query` is forwarded too: a model's own
+// query encoding must survive the indirection.
+#[async_trait::async_trait]
+impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn dimension(&self) -> usize {
+        (**self).dimension()
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        (**self).embed(texts).await
+    }
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        (**self).embed_query(query).await
+    }
+}
+
+#[async_trait::async_trait]
+impl<E: Embedder + ?Sized> Embedder for Box<E> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn dimension(&self) -> usize {
+        (**self).dimension()
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        (**self).embed(texts).await
+    }
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        (**self).embed_query(query).await
+    }
+}
+
 /// Cosine similarity; 0 when either vector is all zeros.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
