@@ -30,6 +30,9 @@
 pub mod cache;
 pub mod chunk;
 pub mod chunker;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod cli;
 pub mod corpus;
 pub mod dataset;
 pub mod embed;

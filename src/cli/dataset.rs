@@ -1,0 +1,296 @@
+//! `rag-eval dataset`: import, validate, reanchor.
+
+use super::CorpusArgs;
+use crate::corpus::Corpus;
+use crate::dataset::{self, AnyDataset, Dataset};
+use crate::level::{Level, TokenLevel};
+use anyhow::{bail, Result};
+use camino::Utf8PathBuf;
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Subcommand)]
+pub(super) enum DatasetCommand {
+    /// Convert another tool's dataset into rag-eval's JSONL, checking it against the corpus.
+    Import(ImportArgs),
+    /// Check a dataset against its corpus and summarise it.
+    Validate(ValidateArgs),
+    /// Place drifted spans again by finding their recorded text in the corpus.
+    Reanchor(ReanchorArgs),
+}
+
+#[derive(Args)]
+pub(super) struct ValidateArgs {
+    /// The dataset JSONL.
+    dataset: Utf8PathBuf,
+    #[command(flatten)]
+    corpus: CorpusArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub(super) struct ReanchorArgs {
+    /// The dataset JSONL (token level).
+    dataset: Utf8PathBuf,
+    #[command(flatten)]
+    corpus: CorpusArgs,
+    /// Where to write the result (default: rewrite the dataset in place, atomically).
+    #[arg(short = 'o', long)]
+    output: Option<Utf8PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ImportFormat {
+    /// chunking_evaluation's questions CSV (question, references, corpus_id).
+    ChromaCsv,
+}
+
+#[derive(Args)]
+pub(super) struct ImportArgs {
+    /// Input format.
+    #[arg(long, value_enum)]
+    from: ImportFormat,
+    /// The file to convert.
+    input: Utf8PathBuf,
+    /// The corpus folder the dataset refers to.
+    #[arg(long)]
+    corpus: Utf8PathBuf,
+    /// Which files of the corpus folder to read.
+    #[arg(long, default_value = crate::corpus::DEFAULT_GLOB)]
+    glob: String,
+    /// Where to write the dataset (written atomically).
+    #[arg(short = 'o', long)]
+    output: Utf8PathBuf,
+}
+
+pub(super) fn run(command: DatasetCommand) -> Result<()> {
+    match command {
+        DatasetCommand::Import(a) => import(a),
+        DatasetCommand::Validate(a) => validate(a),
+        DatasetCommand::Reanchor(a) => reanchor(a),
+    }
+}
+
+fn import(a: ImportArgs) -> Result<()> {
+    let corpus = Corpus::from_folder(&a.corpus, Some(&a.glob))?;
+    let d = match a.from {
+        ImportFormat::ChromaCsv => dataset::import::chroma_csv(&a.input, &corpus)?,
+    };
+    d.write(&a.output)?;
+    let spans: usize = d.examples().iter().map(|e| e.truth.len()).sum();
+    eprintln!(
+        "imported {} {}-level queries ({spans} spans over {} documents) into {}",
+        d.len(),
+        TokenLevel::NAME,
+        corpus.len(),
+        a.output
+    );
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct Summary {
+    dataset: String,
+    level: &'static str,
+    rows: usize,
+    difficulty: std::collections::BTreeMap<String, usize>,
+    truth_items: usize,
+    truth_per_row: Stats,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    span_chars: Option<Stats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chunker: Option<String>,
+    problems: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct Stats {
+    min: f64,
+    median: f64,
+    mean: f64,
+    max: f64,
+}
+
+impl Stats {
+    fn of(mut v: Vec<f64>) -> Stats {
+        if v.is_empty() {
+            return Stats {
+                min: 0.0,
+                median: 0.0,
+                mean: 0.0,
+                max: 0.0,
+            };
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Stats {
+            min: v[0],
+            median,
+            mean: v.iter().sum::<f64>() / n as f64,
+            max: v[n - 1],
+        }
+    }
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "min {}, median {}, mean {:.1}, max {}",
+            self.min, self.median, self.mean, self.max
+        )
+    }
+}
+
+fn summarise<L: Level>(d: &Dataset<L>, count: impl Fn(&L::Truth) -> usize) -> Summary {
+    let mut difficulty = std::collections::BTreeMap::new();
+    for e in d.examples() {
+        *difficulty
+            .entry(e.difficulty().unwrap_or("unlabelled").to_owned())
+            .or_insert(0) += 1;
+    }
+    let per_row: Vec<f64> = d
+        .examples()
+        .iter()
+        .map(|e| count(&e.truth) as f64)
+        .collect();
+    Summary {
+        dataset: d.source().to_owned(),
+        level: L::NAME,
+        rows: d.len(),
+        difficulty,
+        truth_items: per_row.iter().sum::<f64>() as usize,
+        truth_per_row: Stats::of(per_row),
+        span_chars: None,
+        chunker: d.examples().iter().find_map(|e| {
+            e.metadata
+                .get("chunker")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        }),
+        problems: Vec::new(),
+    }
+}
+
+fn validate(a: ValidateArgs) -> Result<()> {
+    let dataset = dataset::load(&a.dataset)?;
+    let corpus = a.corpus.load()?;
+    let summary = match &dataset {
+        AnyDataset::Token(d) => {
+            let mut s = summarise(d, Vec::len);
+            s.span_chars = Some(Stats::of(
+                d.examples()
+                    .iter()
+                    .flat_map(|e| e.truth.iter().map(|t| t.len() as f64))
+                    .collect(),
+            ));
+            s.problems = d
+                .check_against(&corpus)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            s
+        }
+        AnyDataset::Chunk(d) => summarise(d, Vec::len),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        let mut out = format!(
+            "{}: {} {}-level rows over {} documents of {}\n",
+            summary.dataset,
+            summary.rows,
+            summary.level,
+            corpus.len(),
+            a.corpus.corpus
+        );
+        let mix: Vec<String> = summary
+            .difficulty
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        out.push_str(&format!("difficulty: {}\n", mix.join(", ")));
+        let what = if summary.level == TokenLevel::NAME {
+            "spans"
+        } else {
+            "chunk ids"
+        };
+        out.push_str(&format!(
+            "{what}: {} ({} per row)\n",
+            summary.truth_items, summary.truth_per_row
+        ));
+        if let Some(c) = &summary.span_chars {
+            out.push_str(&format!("span length in characters: {c}\n"));
+        }
+        if let Some(c) = &summary.chunker {
+            out.push_str(&format!("chunker: {c}\n"));
+        }
+        print!("{out}");
+        for p in &summary.problems {
+            eprintln!("{p}");
+        }
+    }
+    if !summary.problems.is_empty() {
+        bail!(
+            "{} span{} of {} disagree with the corpus (`rag-eval dataset reanchor` can place drifted ones again)",
+            summary.problems.len(),
+            if summary.problems.len() == 1 { "" } else { "s" },
+            a.dataset
+        );
+    }
+    Ok(())
+}
+
+fn reanchor(a: ReanchorArgs) -> Result<()> {
+    let AnyDataset::Token(d) = dataset::load(&a.dataset)? else {
+        bail!(
+            "`{}` is chunk-level; only character spans can be re-anchored",
+            a.dataset
+        );
+    };
+    let corpus = a.corpus.load()?;
+    let (fixed, report) = dataset::reanchor::reanchor(&d, &corpus);
+    let output = a.output.as_ref().unwrap_or(&a.dataset);
+    if !report.moved.is_empty() || a.output.is_some() {
+        fixed.write(output)?;
+    }
+    let whitespace = report
+        .moved
+        .iter()
+        .filter(|m| m.how == dataset::reanchor::Match::Whitespace)
+        .count();
+    eprintln!(
+        "moved {} span{} ({} verbatim, {whitespace} ignoring whitespace){}",
+        report.moved.len(),
+        if report.moved.len() == 1 { "" } else { "s" },
+        report.moved.len() - whitespace,
+        if report.moved.is_empty() && a.output.is_none() {
+            "; nothing written".to_owned()
+        } else {
+            format!("; wrote {output}")
+        }
+    );
+    for m in &report.moved {
+        eprintln!(
+            "  {} span {}: {}..{} -> {}..{} in `{}`",
+            m.example_id, m.span_index, m.from.start, m.from.end, m.to.start, m.to.end, m.to.doc
+        );
+    }
+    if !report.unplaced.is_empty() {
+        for u in &report.unplaced {
+            eprintln!("{u}");
+        }
+        bail!(
+            "{} span{} could not be placed; they are left as they were",
+            report.unplaced.len(),
+            if report.unplaced.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
+}

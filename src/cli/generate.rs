@@ -1,0 +1,515 @@
+//! `rag-eval generate`: a synthetic dataset from a language model, resumable.
+
+use super::CorpusArgs;
+use crate::chunker::{parse_spec, PositionAwareChunker};
+use crate::corpus::{Corpus, Document};
+use crate::dataset::{Example, ToRow};
+use crate::generate::resume::{DocRecord, GeneratedLevel, ResumableOutput, RunHeader};
+use crate::generate::{
+    parse_mix, ChunkLevelDataGenerator, DocumentBatch, Dropped, FewShot, GenerateConfig, Prompts,
+    TokenLevelDataGenerator,
+};
+use crate::level::{ChunkLevel, Level, TokenLevel};
+use crate::llm::OpenAiChat;
+use anyhow::{anyhow, bail, Context, Result};
+use camino::Utf8PathBuf;
+use clap::{Args, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub(super) enum GenerateCommand {
+    /// Questions with the character spans that answer them (verbatim excerpts located in the
+    /// document).
+    Token(GenerateArgs),
+    /// Questions with the ids of the chunks that answer them, for one chunker.
+    Chunk(ChunkGenerateArgs),
+}
+
+#[derive(Args)]
+pub(super) struct ChunkGenerateArgs {
+    /// Chunker spec whose chunks the questions cite, e.g. `recursive:size=400,overlap=0`.
+    #[arg(long)]
+    chunker: String,
+    #[command(flatten)]
+    common: GenerateArgs,
+}
+
+#[derive(Args)]
+pub(super) struct GenerateArgs {
+    #[command(flatten)]
+    corpus: CorpusArgs,
+    /// The dataset to write (JSONL). Rerunning with the same output continues an interrupted
+    /// run; its progress is kept beside it in `OUTPUT.progress`.
+    #[arg(short = 'o', long)]
+    output: Utf8PathBuf,
+    /// Questions asked for per document.
+    #[arg(long, default_value_t = 3)]
+    queries_per_doc: usize,
+    /// The model, as the server names it.
+    #[arg(long)]
+    model: String,
+    /// Base URL of an OpenAI-compatible server (llama.cpp's `llama-server`, Ollama, vLLM, …).
+    #[arg(long, default_value = "https://api.openai.com/v1")]
+    base_url: String,
+    /// Environment variable holding the API key (local servers need none).
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    api_key_env: String,
+    /// Documents worked on at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Seed of every random choice (windows, partner documents, the difficulty mix).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Also ask for questions that need two documents.
+    #[arg(long)]
+    cross_document: bool,
+    /// Worked examples for the prompt: JSONL of `{"question","excerpt","difficulty"}`.
+    #[arg(long, value_name = "FILE")]
+    few_shot: Option<Utf8PathBuf>,
+    /// Prompt overrides: a `version: N` line, then `=== token ===` / `=== chunk ===` /
+    /// `=== answerable ===` sections.
+    #[arg(long, value_name = "FILE")]
+    prompt_file: Option<Utf8PathBuf>,
+    /// Target shares per difficulty, e.g. `factual=0.4,analytical=0.3,inferential=0.3`; the
+    /// excess is dropped at the end.
+    #[arg(long, value_name = "MIX")]
+    difficulty_mix: Option<String>,
+    /// Drop questions the model answers confidently without the document (one more call per
+    /// question).
+    #[arg(long)]
+    check_answerable: bool,
+    /// Keep near-duplicate questions.
+    #[arg(long)]
+    no_dedup: bool,
+    /// Sampling temperature (the server's default when unset).
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// Seconds one request may take before it is retried.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    timeout: u64,
+    /// Price per 1,000 tokens (prompt and answer alike), to show what the run costs.
+    #[arg(long, value_name = "PRICE")]
+    price_per_1k_tokens: Option<f64>,
+}
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// How a generation run ended, when it did not fail.
+enum Generated {
+    Complete,
+    Interrupted,
+}
+
+pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
+    let (level, chunker_spec, a) = match command {
+        GenerateCommand::Token(a) => (TokenLevel::NAME, None, a),
+        GenerateCommand::Chunk(c) => (ChunkLevel::NAME, Some(c.chunker), c.common),
+    };
+    if a.queries_per_doc == 0 {
+        bail!("--queries-per-doc must be at least 1");
+    }
+    if a.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    if let Some(p) = a.price_per_1k_tokens {
+        if !p.is_finite() || p < 0.0 {
+            bail!("--price-per-1k-tokens must be a non-negative number, got {p}");
+        }
+    }
+    let corpus = a.corpus.load()?;
+    let prompts = match &a.prompt_file {
+        Some(p) => Prompts::from_file(p)?,
+        None => Prompts::builtin(),
+    };
+    let few_shot = match &a.few_shot {
+        Some(p) => FewShot::load_jsonl(p)?,
+        None => Vec::new(),
+    };
+    let config = GenerateConfig {
+        queries_per_doc: a.queries_per_doc,
+        cross_document: a.cross_document,
+        dedup_threshold: if a.no_dedup {
+            None
+        } else {
+            GenerateConfig::default().dedup_threshold
+        },
+        check_answerable: a.check_answerable,
+        difficulty_mix: a.difficulty_mix.as_deref().map(parse_mix).transpose()?,
+        few_shot,
+        prompts,
+        model: Some(a.model.clone()),
+        temperature: a.temperature,
+        seed: a.seed,
+        ..GenerateConfig::default()
+    };
+    config.validate()?;
+
+    // What shapes the rows; the corpus-wide filters (--difficulty-mix, --no-dedup) run over
+    // all rows at the end, so a continuation may change them.
+    let prompt = if level == TokenLevel::NAME {
+        &config.prompts.token
+    } else {
+        &config.prompts.chunk
+    };
+    let mut header = RunHeader::new(level)
+        .with("--model", a.model.as_str())
+        .with("--queries-per-doc", a.queries_per_doc)
+        .with("--seed", a.seed)
+        .with("--cross-document", a.cross_document)
+        .with("--check-answerable", a.check_answerable)
+        .with(
+            "--prompt-file",
+            format!(
+                "version {}, text {}",
+                prompt.version,
+                short_hash(prompt.template.as_bytes())
+            ),
+        )
+        .with(
+            "--few-shot",
+            short_hash(serde_json::to_string(&config.few_shot)?.as_bytes()),
+        );
+    if let Some(t) = a.temperature {
+        header = header.with("--temperature", f64::from(t));
+    }
+    if a.check_answerable {
+        let p = &config.prompts.answerable;
+        header = header.with(
+            "--prompt-file (answerable)",
+            format!(
+                "version {}, text {}",
+                p.version,
+                short_hash(p.template.as_bytes())
+            ),
+        );
+    }
+    let chunker = match &chunker_spec {
+        Some(spec) => {
+            let chunker: std::sync::Arc<dyn PositionAwareChunker> = parse_spec(spec)?.into();
+            // The chunker's own name, so that spellings of one spec agree.
+            header = header.with("--chunker", chunker.name());
+            Some(chunker)
+        }
+        None => None,
+    };
+
+    let key_set = std::env::var(&a.api_key_env).is_ok_and(|v| !v.trim().is_empty());
+    if !key_set && a.base_url.contains("api.openai.com") {
+        bail!(
+            "environment variable `{}` (--api-key-env) is not set; OpenAI needs a key (local servers do not: give their --base-url)",
+            a.api_key_env
+        );
+    }
+    let timeout = std::time::Duration::from_secs(a.timeout.max(1));
+    let concurrency = a.concurrency;
+    let client = std::sync::Arc::new(
+        OpenAiChat::builder(a.model.as_str())
+            .base_url(a.base_url.as_str())
+            .api_key_env(a.api_key_env.as_str())
+            .http(|h| h.with_concurrency(concurrency).with_timeout(timeout))
+            .build()?,
+    );
+
+    let mut out = ResumableOutput::open(a.output.clone(), header)?;
+    let missing = out.missing_from(&corpus);
+    if !missing.is_empty() {
+        let shown: Vec<&str> = missing.iter().take(3).map(|d| d.as_str()).collect();
+        bail!(
+            "{} document{} done by an earlier run into `{}` {} not in the corpus any more ({}{}); use the same corpus, or another output",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            a.output,
+            if missing.len() == 1 { "is" } else { "are" },
+            shown.join(", "),
+            if missing.len() > 3 { ", …" } else { "" }
+        );
+    }
+    let mut todo = Vec::new();
+    for doc in corpus.documents() {
+        if !out.is_done(doc)? {
+            todo.push(doc);
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let started = std::time::Instant::now();
+    let ctx = RunContext {
+        corpus: &corpus,
+        todo,
+        concurrency,
+        price: a.price_per_1k_tokens,
+    };
+    let ended = match chunker {
+        None => {
+            let generator = TokenLevelDataGenerator::new(client.clone(), config);
+            runtime.block_on(run_generation(
+                &ctx,
+                &mut out,
+                |doc, first| generator.generate_document(&corpus, doc, first),
+                |examples, dropped| generator.finish(examples, dropped),
+            ))?
+        }
+        Some(chunker) => {
+            let generator = ChunkLevelDataGenerator::new(client.clone(), chunker, config);
+            runtime.block_on(run_generation(
+                &ctx,
+                &mut out,
+                |doc, first| generator.generate_document(&corpus, doc, first),
+                |examples, dropped| generator.finish(examples, dropped),
+            ))?
+        }
+    };
+    let stats = client.http_stats();
+    let t = out.totals();
+    let mut summary = format!(
+        "{} ({} of {} documents{}); dropped {}; {} calls, {} tokens ({} prompt, {} answer){}; {} retried requests; {:.1} s",
+        match ended {
+            Generated::Complete => format!("wrote {} rows to {}", t.rows, a.output),
+            Generated::Interrupted => format!("interrupted: {} rows in {}", t.rows, a.output),
+        },
+        t.documents,
+        corpus.len(),
+        match out.resumed().documents {
+            0 => String::new(),
+            n => format!(", {n} from an earlier run"),
+        },
+        t.dropped,
+        t.calls,
+        t.usage.total(),
+        t.usage.prompt_tokens,
+        t.usage.completion_tokens,
+        cost(a.price_per_1k_tokens, t.usage.total())
+            .map(|c| format!(", {c}"))
+            .unwrap_or_default(),
+        stats.retries,
+        started.elapsed().as_secs_f64()
+    );
+    match ended {
+        Generated::Complete => {
+            eprintln!("{summary}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Generated::Interrupted => {
+            summary.push_str("; run the same command again to continue");
+            eprintln!("{summary}");
+            Ok(ExitCode::from(EXIT_INTERRUPTED))
+        }
+    }
+}
+
+fn short_hash(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn cost(price: Option<f64>, tokens: u64) -> Option<String> {
+    price.map(|p| format!("${:.4}", p * tokens as f64 / 1000.0))
+}
+
+/// What a generation run works through.
+struct RunContext<'a> {
+    corpus: &'a Corpus,
+    todo: Vec<&'a Document>,
+    concurrency: usize,
+    price: Option<f64>,
+}
+
+/// Generates the documents of `ctx.todo`, `concurrency` at a time, appending each one's rows
+/// as it completes; on Ctrl-C stops taking new documents and waits for those in flight. When
+/// every document is done, runs the corpus-wide filters and rewrites the file.
+async fn run_generation<'a, L, F, Fut>(
+    ctx: &RunContext<'a>,
+    out: &mut ResumableOutput,
+    generate: F,
+    finish: impl FnOnce(&mut Vec<Example<L>>, &mut Dropped),
+) -> Result<Generated>
+where
+    L: GeneratedLevel,
+    Example<L>: ToRow,
+    F: Fn(&'a Document, usize) -> Fut,
+    Fut: std::future::Future<Output = crate::Result<DocumentBatch<L>>>,
+{
+    use futures_util::StreamExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let progress = Progress::new(ctx.todo.len(), out, ctx.price);
+    {
+        let (stop, bar) = (Arc::clone(&stop), progress.bar.clone());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            stop.store(true, Ordering::SeqCst);
+            let note = "stopping after the documents in flight; press Ctrl-C again to quit at once";
+            match &bar {
+                Some(bar) => bar.println(note),
+                None => eprintln!("{note}"),
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
+            }
+        });
+    }
+    let mut progress = progress;
+    let mut failure: Option<anyhow::Error> = None;
+    let pending = ctx
+        .todo
+        .iter()
+        .copied()
+        .take_while(|_| !stop.load(Ordering::SeqCst));
+    // The first id does not matter: rows are numbered when they are appended.
+    let mut results = futures_util::stream::iter(pending)
+        .map(|doc| {
+            let fut = generate(doc, 1);
+            async move { (doc, fut.await) }
+        })
+        .buffer_unordered(ctx.concurrency);
+    while let Some((doc, result)) = results.next().await {
+        match result {
+            // Also after a failure: the work of documents that were in flight is paid for.
+            Ok(batch) => {
+                let record = out.append(doc, batch)?;
+                progress.document(record);
+            }
+            Err(e) => {
+                stop.store(true, Ordering::SeqCst);
+                if failure.is_none() {
+                    failure = Some(anyhow!(e).context(format!("document `{}`", doc.id())));
+                }
+            }
+        }
+    }
+    progress.done();
+    if let Some(e) = failure {
+        let t = out.totals();
+        return Err(e.context(format!(
+            "generation stopped with {} of {} documents done ({} rows kept in `{}`; run the same command again to continue)",
+            t.documents,
+            ctx.corpus.len(),
+            t.rows,
+            out.path()
+        )));
+    }
+    if stop.load(Ordering::SeqCst) && out.records().len() < ctx.corpus.len() {
+        return Ok(Generated::Interrupted);
+    }
+    if out.finished().is_none() {
+        out.finish::<L>(ctx.corpus, finish)?;
+    }
+    Ok(Generated::Complete)
+}
+
+/// The progress display: a bar on a terminal, else one line per document.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: usize,
+    done: usize,
+    rows: usize,
+    dropped: Dropped,
+    tokens: u64,
+    price: Option<f64>,
+}
+
+impl Progress {
+    fn new(total: usize, out: &ResumableOutput, price: Option<f64>) -> Self {
+        use std::io::IsTerminal;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(total as u64),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} documents, {elapsed} elapsed, eta {eta}\n{wide_msg}",
+                )
+                .expect("the template is valid"),
+            );
+            bar
+        });
+        let resumed = out.resumed();
+        if resumed.documents > 0 {
+            let note = format!(
+                "continuing `{}`: {} documents done earlier ({} rows){}",
+                out.path(),
+                resumed.documents,
+                resumed.rows,
+                if resumed.discarded_bytes > 0 {
+                    "; the rows of documents in flight when it stopped were removed"
+                } else {
+                    ""
+                }
+            );
+            match &bar {
+                Some(bar) => bar.println(note),
+                None => eprintln!("{note}"),
+            }
+        }
+        let mut p = Progress {
+            bar,
+            total,
+            done: 0,
+            rows: 0,
+            dropped: Dropped::default(),
+            tokens: 0,
+            price,
+        };
+        p.redraw();
+        p
+    }
+
+    fn document(&mut self, r: &DocRecord) {
+        self.done += 1;
+        self.rows += r.rows;
+        self.dropped += r.dropped;
+        self.tokens += r.usage.total();
+        match &self.bar {
+            Some(bar) => {
+                let bar = bar.clone();
+                self.redraw();
+                bar.inc(1);
+            }
+            None => eprintln!(
+                "[{}/{}] {}: {} row{}, dropped {}, {} call{}, {} tokens",
+                self.done,
+                self.total,
+                r.doc_id,
+                r.rows,
+                if r.rows == 1 { "" } else { "s" },
+                r.dropped,
+                r.calls,
+                if r.calls == 1 { "" } else { "s" },
+                r.usage.total()
+            ),
+        }
+    }
+
+    fn redraw(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!(
+                "{} questions: {} located, {} dropped; {} tokens{}",
+                self.rows + self.dropped.total(),
+                self.rows,
+                self.dropped.total(),
+                self.tokens,
+                cost(self.price, self.tokens)
+                    .map(|c| format!(", {c}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+
+    fn done(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! `rag-eval score`: retrieval output against a dataset, or a TREC run against qrels.
+
+use super::{mode_name, render_table, Mode};
+use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
+use crate::dataset::{self, AnyDataset, Dataset};
+use crate::metrics::{self, Metric, Scorecard, Scored, SpanMode};
+use crate::trec;
+use anyhow::{bail, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use clap::Args;
+
+#[derive(Args)]
+#[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels"]))]
+pub(super) struct ScoreArgs {
+    /// Dataset JSONL (token- or chunk-level).
+    #[arg(long, requires = "retrieved", conflicts_with_all = ["qrels", "run", "measures"])]
+    dataset: Option<Utf8PathBuf>,
+    /// Retrieval output JSONL: one line per query, `{"id","retrieved":[…]}`, ranked.
+    #[arg(long, requires = "dataset")]
+    retrieved: Option<Utf8PathBuf>,
+    /// TREC qrels file (`qid 0 docno rel`).
+    #[arg(long, requires = "run")]
+    qrels: Option<Utf8PathBuf>,
+    /// TREC run file (`qid Q0 docno rank score tag`).
+    #[arg(long, requires = "qrels")]
+    run: Option<Utf8PathBuf>,
+    /// Cut-off. With a dataset one value (default 5); with qrels the cut-offs of the @k measures
+    /// (repeat the flag; default trec_eval's).
+    #[arg(short = 'k', value_name = "N")]
+    k: Vec<usize>,
+    /// Span scoring mode (token level).
+    #[arg(long, value_enum, default_value = "standard")]
+    mode: Mode,
+    /// Chunk listing from `rag-eval chunk` with the same chunker; enables precision_omega.
+    #[arg(long, requires = "dataset")]
+    chunks: Option<Utf8PathBuf>,
+    /// trec_eval measure names (`P`, `recall`, `ndcg_cut`, `recip_rank`, `map`, or `P.5,10`).
+    #[arg(short = 'm', long = "measure", value_name = "MEASURE")]
+    measures: Vec<String>,
+    /// Score dataset queries missing from the retrieval output as empty retrievals.
+    #[arg(long, requires = "dataset")]
+    allow_missing: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) fn run(a: ScoreArgs) -> Result<()> {
+    if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
+        return score_trec(qrels, run, &a.k, &a.measures, a.json);
+    }
+    let (Some(dataset_path), Some(retrieved)) = (&a.dataset, &a.retrieved) else {
+        bail!("give --dataset with --retrieved, or --qrels with --run");
+    };
+    let k = match a.k.as_slice() {
+        [] => 5,
+        [0] => bail!("-k must be at least 1"),
+        [k] => *k,
+        _ => bail!("with --dataset, give one -k (got {})", a.k.len()),
+    };
+    let card = match dataset::load(dataset_path)? {
+        AnyDataset::Token(d) => {
+            let mode = match a.mode {
+                Mode::Standard => SpanMode::Standard,
+                Mode::Chroma => SpanMode::Chroma,
+            };
+            let chunks = a.chunks.as_deref().map(load_chunk_spans).transpose()?;
+            let index = chunks.as_deref().map(metrics::ChunkIndex::new);
+            let metrics = metrics::token_level_metrics(mode, index);
+            score_dataset(
+                &d,
+                retrieved,
+                &metrics,
+                k,
+                mode_name(a.mode),
+                a.allow_missing,
+            )?
+        }
+        AnyDataset::Chunk(d) => {
+            if matches!(a.mode, Mode::Chroma) {
+                bail!("--mode chroma scores character spans; `{dataset_path}` is a chunk-level dataset");
+            }
+            if a.chunks.is_some() {
+                bail!("--chunks (precision_omega) needs a token-level dataset; `{dataset_path}` is chunk-level");
+            }
+            let metrics = metrics::chunk_level_metrics();
+            score_dataset(&d, retrieved, &metrics, k, "standard", a.allow_missing)?
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string(&card)?);
+    } else {
+        print!(
+            "{}",
+            render_table(
+                &format!(
+                    "{}-level, k = {}, mode = {}, {} queries",
+                    card.level, card.k, card.mode, card.queries
+                ),
+                &card.metrics,
+                &card.std
+            )
+        );
+    }
+    Ok(())
+}
+
+fn score_dataset<L: ReadItem>(
+    d: &Dataset<L>,
+    retrieved_path: &Utf8Path,
+    metrics: &[Box<dyn Metric<L>>],
+    k: usize,
+    mode: &str,
+    allow_missing: bool,
+) -> Result<Scorecard> {
+    let retrieved = Retrieved::<L>::load(retrieved_path)?;
+    if let Some((id, line)) = retrieved
+        .ids()
+        .into_iter()
+        .find(|(id, _)| d.get(id).is_none())
+    {
+        bail!(
+            "{retrieved_path}:{line}: query `{id}` is not in the dataset `{}`",
+            d.source()
+        );
+    }
+    let missing: Vec<&str> = d
+        .examples()
+        .iter()
+        .filter(|e| retrieved.get(&e.id).is_none())
+        .map(|e| e.id.as_str())
+        .collect();
+    if !missing.is_empty() && !allow_missing {
+        let shown: Vec<&str> = missing.iter().take(5).copied().collect();
+        bail!(
+            "{} of {} dataset queries have no line in `{retrieved_path}` ({}{}); pass --allow-missing to score them as empty retrievals",
+            missing.len(),
+            d.len(),
+            shown.join(", "),
+            if missing.len() > 5 { ", …" } else { "" }
+        );
+    }
+    let queries: Vec<Scored<'_, L>> = d
+        .examples()
+        .iter()
+        .map(|e| Scored {
+            id: &e.id,
+            truth: &e.truth,
+            retrieved: retrieved.get(&e.id).unwrap_or(&[]),
+        })
+        .collect();
+    Ok(metrics::scorecard(&queries, metrics, k, mode, None))
+}
+
+fn score_trec(
+    qrels: &Utf8Path,
+    run: &Utf8Path,
+    cutoffs: &[usize],
+    names: &[String],
+    json: bool,
+) -> Result<()> {
+    if cutoffs.contains(&0) {
+        bail!("-k must be at least 1");
+    }
+    let qrels = trec::Qrels::from_file(qrels)?;
+    let run = trec::Run::from_file(run)?;
+    let measures = if names.is_empty() {
+        trec::Measure::defaults(cutoffs)
+    } else {
+        let mut all = Vec::new();
+        for n in names {
+            all.extend(trec::Measure::parse(n, cutoffs)?);
+        }
+        all
+    };
+    let per_query = trec::evaluate(&qrels, &run, &measures);
+    let order: Vec<String> = measures.iter().map(|m| m.report_name()).collect();
+    let figures = |q: &std::collections::BTreeMap<String, f64>| {
+        metrics::Figures(
+            order
+                .iter()
+                .map(|n| (n.clone(), q.get(n).copied().unwrap_or(0.0)))
+                .collect(),
+        )
+    };
+    let per: Vec<metrics::QueryScores> = per_query
+        .iter()
+        .map(|(id, q)| metrics::QueryScores {
+            id: id.clone(),
+            query: None,
+            difficulty: None,
+            metrics: figures(q),
+        })
+        .collect();
+    let mut means = Vec::new();
+    let mut stds = Vec::new();
+    for (i, n) in order.iter().enumerate() {
+        let v: Vec<f64> = per.iter().map(|q| q.metrics.0[i].1).collect();
+        let (m, s) = metrics::mean_std(&v);
+        means.push((n.clone(), m));
+        stds.push((n.clone(), s));
+    }
+    let (means, stds) = (metrics::Figures(means), metrics::Figures(stds));
+    let mut used: Vec<usize> = measures.iter().filter_map(|m| m.cutoff()).collect();
+    used.sort_unstable();
+    used.dedup();
+    if json {
+        #[derive(serde::Serialize)]
+        struct TrecCard<'a> {
+            level: &'static str,
+            cutoffs: &'a [usize],
+            queries: usize,
+            metrics: &'a metrics::Figures,
+            std: &'a metrics::Figures,
+            per_query: &'a [metrics::QueryScores],
+        }
+        let card = TrecCard {
+            level: "trec",
+            cutoffs: &used,
+            queries: per.len(),
+            metrics: &means,
+            std: &stds,
+            per_query: &per,
+        };
+        println!("{}", serde_json::to_string(&card)?);
+    } else {
+        print!(
+            "{}",
+            render_table(&format!("trec, {} queries", per.len()), &means, &stds)
+        );
+    }
+    Ok(())
+}
