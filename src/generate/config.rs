@@ -1,0 +1,182 @@
+//! Settings of a generation run.
+
+use super::{check_mix, Difficulty, FewShot, Prompts};
+use crate::error::{Error, Result};
+use crate::llm::{ChatMessage, ChatRequest};
+use std::collections::BTreeMap;
+
+/// Settings of a generation run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateConfig {
+    /// Questions to ask for per document (default 3); a document split into windows shares
+    /// them among its windows.
+    pub queries_per_doc: usize,
+    /// Longest text, in characters, shown in one call; longer documents are split into
+    /// windows (default 6000). Chunk level: the chunks of one call add up to at most this
+    /// (a single longer chunk is shown alone).
+    pub window_chars: usize,
+    /// Characters consecutive windows share, so that a passage cut by one window boundary is
+    /// whole in the next one (default 500; token level).
+    pub window_overlap: usize,
+    /// Also ask, per document, for questions that need it and one other document (chosen by
+    /// the seed).
+    pub cross_document: bool,
+    /// Questions per cross-document call (default 1).
+    pub cross_document_queries: usize,
+    /// Shortest excerpt kept, in characters (default 20); a question with a shorter one is
+    /// dropped.
+    pub min_excerpt_chars: usize,
+    /// Longest excerpt kept, in characters (default 1000).
+    pub max_excerpt_chars: usize,
+    /// Lowest similarity (1 − edit distance / excerpt length) at which an excerpt the model
+    /// changed is still located by the fuzzy step (default 0.9).
+    pub fuzzy_threshold: f64,
+    /// Questions whose embedding cosine similarity (with [`HashingEmbedder`](crate::embed::HashingEmbedder))
+    /// to an earlier question reaches this are dropped as near-duplicates (default `Some(0.95)`;
+    /// `None` keeps all).
+    pub dedup_threshold: Option<f32>,
+    /// Ask the model to answer each question without the document, and drop the question when
+    /// it answers confidently with the excerpt's content (it would not test retrieval).
+    pub check_answerable: bool,
+    /// Target shares of each difficulty; the excess of over-represented difficulties is
+    /// dropped (chosen by the seed). A difficulty left out gets share 0.
+    pub difficulty_mix: Option<BTreeMap<Difficulty, f64>>,
+    /// Worked examples shown to the model; empty means [`FewShot::builtin`].
+    pub few_shot: Vec<FewShot>,
+    /// The prompts.
+    pub prompts: Prompts,
+    /// The model to ask for (sent with every request) and to record in metadata; `None` keeps
+    /// the client's default and records [`LlmClient::name`].
+    pub model: Option<String>,
+    /// Sampling temperature sent with every request; `None` keeps the server's default.
+    pub temperature: Option<f32>,
+    /// Seed for every choice made at random: the partner document, which windows get the
+    /// questions, which questions the difficulty mix drops.
+    pub seed: u64,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig {
+            queries_per_doc: 3,
+            window_chars: 6000,
+            window_overlap: 500,
+            cross_document: false,
+            cross_document_queries: 1,
+            min_excerpt_chars: 20,
+            max_excerpt_chars: 1000,
+            fuzzy_threshold: 0.9,
+            dedup_threshold: Some(0.95),
+            check_answerable: false,
+            difficulty_mix: None,
+            few_shot: Vec::new(),
+            prompts: Prompts::builtin(),
+            model: None,
+            temperature: None,
+            seed: 0,
+        }
+    }
+}
+
+impl GenerateConfig {
+    /// Checks that the settings make sense together.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.window_chars < 100 {
+            return bad(format!(
+                "window_chars is {}; a window needs at least 100 characters",
+                self.window_chars
+            ));
+        }
+        if self.window_overlap * 2 > self.window_chars {
+            return bad(format!(
+                "window_overlap {} is more than half of window_chars {}",
+                self.window_overlap, self.window_chars
+            ));
+        }
+        if self.min_excerpt_chars > self.max_excerpt_chars {
+            return bad(format!(
+                "min_excerpt_chars {} exceeds max_excerpt_chars {}",
+                self.min_excerpt_chars, self.max_excerpt_chars
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.fuzzy_threshold) {
+            return bad(format!(
+                "fuzzy_threshold {} is outside [0, 1]",
+                self.fuzzy_threshold
+            ));
+        }
+        if let Some(t) = self.dedup_threshold {
+            if !(-1.0..=1.0).contains(&t) {
+                return bad(format!("dedup_threshold {t} is outside [-1, 1]"));
+            }
+        }
+        if let Some(mix) = &self.difficulty_mix {
+            check_mix(mix)?;
+        }
+        Ok(())
+    }
+
+    /// The few-shot examples the prompts show.
+    pub(crate) fn examples(&self) -> Vec<FewShot> {
+        if self.few_shot.is_empty() {
+            FewShot::builtin()
+        } else {
+            self.few_shot.clone()
+        }
+    }
+
+    /// A request with the run's model and temperature.
+    pub(crate) fn request(&self, messages: Vec<ChatMessage>) -> ChatRequest {
+        let mut r = ChatRequest::new(messages);
+        r.model = self.model.clone();
+        r.temperature = self.temperature;
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_validation_names_the_setting() {
+        let ok = GenerateConfig::default();
+        assert!(ok.validate().is_ok());
+        let cases = [
+            (
+                GenerateConfig {
+                    window_overlap: 4000,
+                    ..ok.clone()
+                },
+                "window_overlap",
+            ),
+            (
+                GenerateConfig {
+                    min_excerpt_chars: 2000,
+                    ..ok.clone()
+                },
+                "min_excerpt_chars",
+            ),
+            (
+                GenerateConfig {
+                    fuzzy_threshold: 1.5,
+                    ..ok.clone()
+                },
+                "fuzzy_threshold",
+            ),
+            (
+                GenerateConfig {
+                    window_chars: 10,
+                    window_overlap: 0,
+                    ..ok.clone()
+                },
+                "window_chars",
+            ),
+        ];
+        for (c, name) in cases {
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(name), "{e}");
+        }
+    }
+}

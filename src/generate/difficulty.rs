@@ -1,0 +1,127 @@
+//! How hard a question is, and the share of each difficulty a run aims for.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// How hard a question is for a retriever (the four classes of the difficulty breakdown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Difficulty {
+    /// One fact stated explicitly in one place, asked in words close to the text's.
+    Factual,
+    /// Needs several statements put together: compared, listed, or followed step by step.
+    Analytical,
+    /// The answer is not stated outright; it follows from what the text says.
+    Inferential,
+    /// A stated fact asked in different words (synonyms, rephrasing), so that word overlap
+    /// with the text is small.
+    Paraphrased,
+}
+
+impl Difficulty {
+    /// All four, in order.
+    pub const ALL: [Difficulty; 4] = [
+        Difficulty::Factual,
+        Difficulty::Analytical,
+        Difficulty::Inferential,
+        Difficulty::Paraphrased,
+    ];
+
+    /// The lowercase label, as written in datasets.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Difficulty::Factual => "factual",
+            Difficulty::Analytical => "analytical",
+            Difficulty::Inferential => "inferential",
+            Difficulty::Paraphrased => "paraphrased",
+        }
+    }
+}
+
+impl fmt::Display for Difficulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Difficulty {
+    type Err = Error;
+    /// Case-insensitive; surrounding whitespace ignored.
+    fn from_str(s: &str) -> Result<Self> {
+        let t = s.trim();
+        Difficulty::ALL
+            .into_iter()
+            .find(|d| d.as_str().eq_ignore_ascii_case(t))
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown difficulty `{t}` (expected factual, analytical, inferential or paraphrased)"
+                ))
+            })
+    }
+}
+
+/// Parses a difficulty mix such as `factual=0.4,analytical=0.3,inferential=0.3`. Shares must be
+/// finite and non-negative with a positive sum; they need not sum to 1 (they are normalised).
+/// A difficulty left out gets share 0.
+pub fn parse_mix(s: &str) -> Result<BTreeMap<Difficulty, f64>> {
+    let mut mix = BTreeMap::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, share) = part.split_once('=').ok_or_else(|| {
+            Error::Config(format!(
+                "difficulty mix entry `{part}` is not `difficulty=share`"
+            ))
+        })?;
+        let d: Difficulty = name.parse()?;
+        let share: f64 = share.trim().parse().map_err(|_| {
+            Error::Config(format!(
+                "difficulty mix entry `{part}`: `{}` is not a number",
+                share.trim()
+            ))
+        })?;
+        if mix.insert(d, share).is_some() {
+            return Err(Error::Config(format!("difficulty mix names `{d}` twice")));
+        }
+    }
+    check_mix(&mix)?;
+    Ok(mix)
+}
+
+pub(crate) fn check_mix(mix: &BTreeMap<Difficulty, f64>) -> Result<()> {
+    if let Some((d, s)) = mix.iter().find(|(_, s)| !s.is_finite() || **s < 0.0) {
+        return Err(Error::Config(format!(
+            "difficulty mix: share {s} of `{d}` is not a non-negative number"
+        )));
+    }
+    if mix.values().sum::<f64>() <= 0.0 {
+        return Err(Error::Config(
+            "difficulty mix: the shares sum to zero".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn difficulty_mix_parses_and_rejects_nonsense() {
+        let m = parse_mix("factual=0.4, Analytical=0.6").unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[&Difficulty::Analytical], 0.6);
+        for (bad, msg) in [
+            ("factual", "is not `difficulty=share`"),
+            ("factual=x", "`x` is not a number"),
+            ("easy=1", "unknown difficulty `easy`"),
+            ("factual=-1", "not a non-negative number"),
+            ("factual=0", "sum to zero"),
+            ("factual=1,factual=2", "names `factual` twice"),
+        ] {
+            let e = parse_mix(bad).unwrap_err().to_string();
+            assert!(e.contains(msg), "{bad}: {e}");
+        }
+    }
+}
