@@ -46,7 +46,7 @@ pub struct GenerateConfig {
     /// The prompts.
     pub prompts: Prompts,
     /// The model to ask for (sent with every request) and to record in metadata; `None` keeps
-    /// the client's default and records [`LlmClient::name`].
+    /// the client's default and records [`LlmClient::name`](crate::llm::LlmClient::name).
     pub model: Option<String>,
     /// Sampling temperature sent with every request; `None` keeps the server's default.
     pub temperature: Option<f32>,
