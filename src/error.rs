@@ -119,6 +119,23 @@ pub enum Error {
         /// What went wrong, with an excerpt of the answer's body.
         message: String,
     },
+    /// A generation run stopped because a document failed; the documents finished before it
+    /// (and those in flight with it) are kept in the output.
+    #[error("generation stopped with {done} of {total} documents done ({rows} rows kept in `{path}`; run the same command again to continue): document `{doc}`: {source}")]
+    GenerationStopped {
+        /// The document that failed.
+        doc: String,
+        /// Documents the output holds.
+        done: usize,
+        /// Documents of the corpus.
+        total: usize,
+        /// Rows the output holds.
+        rows: usize,
+        /// The output.
+        path: Utf8PathBuf,
+        /// Why the document failed.
+        source: Box<Error>,
+    },
 }
 
 /// `Result` with [`Error`].

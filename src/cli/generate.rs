@@ -2,17 +2,16 @@
 
 use super::CorpusArgs;
 use crate::chunker::{parse_spec, PositionAwareChunker};
-use crate::corpus::{Corpus, Document};
-use crate::dataset::{Example, ToRow};
-use crate::generate::resume::{DocRecord, GeneratedLevel, ResumableOutput, RunHeader};
+use crate::generate::resume::{DocRecord, ResumableOutput, Resumed, RunHeader};
+use crate::generate::run::{self, GenerationRun, RunEnd, StopSignal};
 use crate::generate::{
-    parse_mix, ChunkLevelDataGenerator, DocumentBatch, Dropped, FewShot, GenerateConfig, Prompts,
+    parse_mix, ChunkLevelDataGenerator, Dropped, FewShot, GenerateConfig, Prompts,
     TokenLevelDataGenerator,
 };
 use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::llm::OpenAiChat;
-use anyhow::{anyhow, bail, Context, Result};
-use camino::Utf8PathBuf;
+use anyhow::{bail, Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
 
@@ -94,12 +93,6 @@ pub(super) struct GenerateArgs {
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
 const EXIT_INTERRUPTED: u8 = 130;
-
-/// How a generation run ended, when it did not fail.
-enum Generated {
-    Complete,
-    Interrupted,
-}
 
 pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     let (level, chunker_spec, a) = match command {
@@ -212,64 +205,40 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     );
 
     let mut out = ResumableOutput::open(a.output.clone(), header)?;
-    let missing = out.missing_from(&corpus);
-    if !missing.is_empty() {
-        let shown: Vec<&str> = missing.iter().take(3).map(|d| d.as_str()).collect();
-        bail!(
-            "{} document{} done by an earlier run into `{}` {} not in the corpus any more ({}{}); use the same corpus, or another output",
-            missing.len(),
-            if missing.len() == 1 { "" } else { "s" },
-            a.output,
-            if missing.len() == 1 { "is" } else { "are" },
-            shown.join(", "),
-            if missing.len() > 3 { ", …" } else { "" }
-        );
-    }
-    let mut todo = Vec::new();
-    for doc in corpus.documents() {
-        if !out.is_done(doc)? {
-            todo.push(doc);
-        }
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let started = std::time::Instant::now();
-    let ctx = RunContext {
-        corpus: &corpus,
-        todo,
-        concurrency,
-        price: a.price_per_1k_tokens,
-    };
-    let ended = match chunker {
-        None => {
-            let generator = TokenLevelDataGenerator::new(client.clone(), config);
-            runtime.block_on(run_generation(
-                &ctx,
-                &mut out,
-                |doc, first| generator.generate_document(&corpus, doc, first),
-                |examples, dropped| generator.finish(examples, dropped),
-            ))?
+    let stop = StopSignal::new();
+    let ended = runtime.block_on(async {
+        let mut progress = Progress::new(a.price_per_1k_tokens);
+        watch_ctrl_c(stop.clone(), progress.bar.clone());
+        match chunker {
+            None => {
+                let generator = TokenLevelDataGenerator::new(client.clone(), config);
+                GenerationRun::new(&generator, &corpus)
+                    .concurrency(concurrency)
+                    .run(&mut out, &stop, &mut progress)
+                    .await
+            }
+            Some(chunker) => {
+                let generator = ChunkLevelDataGenerator::new(client.clone(), chunker, config);
+                GenerationRun::new(&generator, &corpus)
+                    .concurrency(concurrency)
+                    .run(&mut out, &stop, &mut progress)
+                    .await
+            }
         }
-        Some(chunker) => {
-            let generator = ChunkLevelDataGenerator::new(client.clone(), chunker, config);
-            runtime.block_on(run_generation(
-                &ctx,
-                &mut out,
-                |doc, first| generator.generate_document(&corpus, doc, first),
-                |examples, dropped| generator.finish(examples, dropped),
-            ))?
-        }
-    };
+    })?;
     let stats = client.http_stats();
     let t = out.totals();
     let mut summary = format!(
         "{} ({} of {} documents{}); dropped {}; {} calls, {} tokens ({} prompt, {} answer){}; {} retried requests; {:.1} s",
         match ended {
-            Generated::Complete => format!("wrote {} rows to {}", t.rows, a.output),
-            Generated::Interrupted => format!("interrupted: {} rows in {}", t.rows, a.output),
+            RunEnd::Interrupted => format!("interrupted: {} rows in {}", t.rows, a.output),
+            _ => format!("wrote {} rows to {}", t.rows, a.output),
         },
         t.documents,
         corpus.len(),
@@ -289,16 +258,45 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     match ended {
-        Generated::Complete => {
-            eprintln!("{summary}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Generated::Interrupted => {
+        RunEnd::Interrupted => {
             summary.push_str("; run the same command again to continue");
             eprintln!("{summary}");
             Ok(ExitCode::from(EXIT_INTERRUPTED))
         }
+        _ => {
+            eprintln!("{summary}");
+            if t.rows == 0 {
+                // A dataset without rows scores nothing; a script must not take it for one.
+                bail!(
+                    "no rows were generated: {}",
+                    if t.calls == 0 {
+                        "the documents are blank, so no question was asked".to_owned()
+                    } else {
+                        format!("every question was dropped ({})", t.dropped)
+                    }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// On Ctrl-C, asks the run to stop after the documents in flight; on a second, quits at once.
+fn watch_ctrl_c(stop: StopSignal, bar: Option<indicatif::ProgressBar>) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        stop.stop();
+        let note = "stopping after the documents in flight; press Ctrl-C again to quit at once";
+        match &bar {
+            Some(bar) => bar.println(note),
+            None => eprintln!("{note}"),
+        }
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    });
 }
 
 fn short_hash(bytes: &[u8]) -> String {
@@ -313,101 +311,6 @@ fn cost(price: Option<f64>, tokens: u64) -> Option<String> {
     price.map(|p| format!("${:.4}", p * tokens as f64 / 1000.0))
 }
 
-/// What a generation run works through.
-struct RunContext<'a> {
-    corpus: &'a Corpus,
-    todo: Vec<&'a Document>,
-    concurrency: usize,
-    price: Option<f64>,
-}
-
-/// Generates the documents of `ctx.todo`, `concurrency` at a time, appending each one's rows
-/// as it completes; on Ctrl-C stops taking new documents and waits for those in flight. When
-/// every document is done, runs the corpus-wide filters and rewrites the file.
-async fn run_generation<'a, L, F, Fut>(
-    ctx: &RunContext<'a>,
-    out: &mut ResumableOutput,
-    generate: F,
-    finish: impl FnOnce(&mut Vec<Example<L>>, &mut Dropped),
-) -> Result<Generated>
-where
-    L: GeneratedLevel,
-    Example<L>: ToRow,
-    F: Fn(&'a Document, usize) -> Fut,
-    Fut: std::future::Future<Output = crate::Result<DocumentBatch<L>>>,
-{
-    use futures_util::StreamExt;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let progress = Progress::new(ctx.todo.len(), out, ctx.price);
-    {
-        let (stop, bar) = (Arc::clone(&stop), progress.bar.clone());
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_err() {
-                return;
-            }
-            stop.store(true, Ordering::SeqCst);
-            let note = "stopping after the documents in flight; press Ctrl-C again to quit at once";
-            match &bar {
-                Some(bar) => bar.println(note),
-                None => eprintln!("{note}"),
-            }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(EXIT_INTERRUPTED));
-            }
-        });
-    }
-    let mut progress = progress;
-    let mut failure: Option<anyhow::Error> = None;
-    let pending = ctx
-        .todo
-        .iter()
-        .copied()
-        .take_while(|_| !stop.load(Ordering::SeqCst));
-    // The first id does not matter: rows are numbered when they are appended.
-    let mut results = futures_util::stream::iter(pending)
-        .map(|doc| {
-            let fut = generate(doc, 1);
-            async move { (doc, fut.await) }
-        })
-        .buffer_unordered(ctx.concurrency);
-    while let Some((doc, result)) = results.next().await {
-        match result {
-            // Also after a failure: the work of documents that were in flight is paid for.
-            Ok(batch) => {
-                let record = out.append(doc, batch)?;
-                progress.document(record);
-            }
-            Err(e) => {
-                stop.store(true, Ordering::SeqCst);
-                if failure.is_none() {
-                    failure = Some(anyhow!(e).context(format!("document `{}`", doc.id())));
-                }
-            }
-        }
-    }
-    progress.done();
-    if let Some(e) = failure {
-        let t = out.totals();
-        return Err(e.context(format!(
-            "generation stopped with {} of {} documents done ({} rows kept in `{}`; run the same command again to continue)",
-            t.documents,
-            ctx.corpus.len(),
-            t.rows,
-            out.path()
-        )));
-    }
-    if stop.load(Ordering::SeqCst) && out.records().len() < ctx.corpus.len() {
-        return Ok(Generated::Interrupted);
-    }
-    if out.finished().is_none() {
-        out.finish::<L>(ctx.corpus, finish)?;
-    }
-    Ok(Generated::Complete)
-}
-
 /// The progress display: a bar on a terminal, else one line per document.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
@@ -420,11 +323,11 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(total: usize, out: &ResumableOutput, price: Option<f64>) -> Self {
+    fn new(price: Option<f64>) -> Self {
         use std::io::IsTerminal;
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::with_draw_target(
-                Some(total as u64),
+                None,
                 indicatif::ProgressDrawTarget::stderr(),
             );
             bar.set_style(
@@ -435,11 +338,42 @@ impl Progress {
             );
             bar
         });
-        let resumed = out.resumed();
+        Progress {
+            bar,
+            total: 0,
+            done: 0,
+            rows: 0,
+            dropped: Dropped::default(),
+            tokens: 0,
+            price,
+        }
+    }
+
+    fn redraw(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!(
+                "{} questions: {} located, {} dropped; {} tokens{}",
+                self.rows + self.dropped.total(),
+                self.rows,
+                self.dropped.total(),
+                self.tokens,
+                cost(self.price, self.tokens)
+                    .map(|c| format!(", {c}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+}
+
+impl run::Progress for Progress {
+    fn started(&mut self, todo: usize, resumed: &Resumed, output: &Utf8Path) {
+        self.total = todo;
+        if let Some(bar) = &self.bar {
+            bar.set_length(todo as u64);
+        }
         if resumed.documents > 0 {
             let note = format!(
-                "continuing `{}`: {} documents done earlier ({} rows){}",
-                out.path(),
+                "continuing `{output}`: {} documents done earlier ({} rows){}",
                 resumed.documents,
                 resumed.rows,
                 if resumed.discarded_bytes > 0 {
@@ -448,22 +382,12 @@ impl Progress {
                     ""
                 }
             );
-            match &bar {
+            match &self.bar {
                 Some(bar) => bar.println(note),
                 None => eprintln!("{note}"),
             }
         }
-        let mut p = Progress {
-            bar,
-            total,
-            done: 0,
-            rows: 0,
-            dropped: Dropped::default(),
-            tokens: 0,
-            price,
-        };
-        p.redraw();
-        p
+        self.redraw();
     }
 
     fn document(&mut self, r: &DocRecord) {
@@ -492,22 +416,7 @@ impl Progress {
         }
     }
 
-    fn redraw(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(format!(
-                "{} questions: {} located, {} dropped; {} tokens{}",
-                self.rows + self.dropped.total(),
-                self.rows,
-                self.dropped.total(),
-                self.tokens,
-                cost(self.price, self.tokens)
-                    .map(|c| format!(", {c}"))
-                    .unwrap_or_default()
-            ));
-        }
-    }
-
-    fn done(&mut self) {
+    fn ended(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }

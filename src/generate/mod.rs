@@ -57,6 +57,7 @@ pub mod locate;
 mod prompt;
 pub mod resume;
 mod rng;
+pub mod run;
 mod token;
 
 pub use batch::{example_id, DocumentBatch};
