@@ -2,7 +2,8 @@
 
 use super::CorpusArgs;
 use crate::corpus::Corpus;
-use crate::dataset::{self, AnyDataset, Dataset};
+use crate::dataset::stats::DatasetStats;
+use crate::dataset::{self, AnyDataset};
 use crate::level::{Level, TokenLevel};
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
@@ -89,115 +90,31 @@ fn import(a: ImportArgs) -> Result<()> {
     Ok(())
 }
 
+/// What `validate` prints: the dataset, its figures, and its problems.
 #[derive(serde::Serialize)]
 struct Summary {
     dataset: String,
     level: &'static str,
-    rows: usize,
-    difficulty: std::collections::BTreeMap<String, usize>,
-    truth_items: usize,
-    truth_per_row: Stats,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    span_chars: Option<Stats>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    chunker: Option<String>,
+    #[serde(flatten)]
+    stats: DatasetStats,
     problems: Vec<String>,
-}
-
-#[derive(serde::Serialize)]
-struct Stats {
-    min: f64,
-    median: f64,
-    mean: f64,
-    max: f64,
-}
-
-impl Stats {
-    fn of(mut v: Vec<f64>) -> Stats {
-        if v.is_empty() {
-            return Stats {
-                min: 0.0,
-                median: 0.0,
-                mean: 0.0,
-                max: 0.0,
-            };
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Stats {
-            min: v[0],
-            median,
-            mean: v.iter().sum::<f64>() / n as f64,
-            max: v[n - 1],
-        }
-    }
-}
-
-impl std::fmt::Display for Stats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "min {}, median {}, mean {:.1}, max {}",
-            self.min, self.median, self.mean, self.max
-        )
-    }
-}
-
-fn summarise<L: Level>(d: &Dataset<L>, count: impl Fn(&L::Truth) -> usize) -> Summary {
-    let mut difficulty = std::collections::BTreeMap::new();
-    for e in d.examples() {
-        *difficulty
-            .entry(e.difficulty().unwrap_or("unlabelled").to_owned())
-            .or_insert(0) += 1;
-    }
-    let per_row: Vec<f64> = d
-        .examples()
-        .iter()
-        .map(|e| count(&e.truth) as f64)
-        .collect();
-    Summary {
-        dataset: d.source().to_owned(),
-        level: L::NAME,
-        rows: d.len(),
-        difficulty,
-        truth_items: per_row.iter().sum::<f64>() as usize,
-        truth_per_row: Stats::of(per_row),
-        span_chars: None,
-        chunker: d.examples().iter().find_map(|e| {
-            e.metadata
-                .get("chunker")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-        }),
-        problems: Vec::new(),
-    }
 }
 
 fn validate(a: ValidateArgs) -> Result<()> {
     let dataset = dataset::load(&a.dataset)?;
     let corpus = a.corpus.load()?;
-    let summary = match &dataset {
-        AnyDataset::Token(d) => {
-            let mut s = summarise(d, Vec::len);
-            s.span_chars = Some(Stats::of(
-                d.examples()
-                    .iter()
-                    .flat_map(|e| e.truth.iter().map(|t| t.len() as f64))
-                    .collect(),
-            ));
-            s.problems = d
+    let summary = Summary {
+        dataset: a.dataset.to_string(),
+        level: dataset.level(),
+        stats: DatasetStats::of(&dataset),
+        problems: match &dataset {
+            AnyDataset::Token(d) => d
                 .check_against(&corpus)
                 .iter()
                 .map(ToString::to_string)
-                .collect();
-            s
-        }
-        AnyDataset::Chunk(d) => summarise(d, Vec::len),
+                .collect(),
+            AnyDataset::Chunk(_) => Vec::new(),
+        },
     };
     if a.json {
         println!("{}", serde_json::to_string(&summary)?);
@@ -205,12 +122,13 @@ fn validate(a: ValidateArgs) -> Result<()> {
         let mut out = format!(
             "{}: {} {}-level rows over {} documents of {}\n",
             summary.dataset,
-            summary.rows,
+            summary.stats.rows,
             summary.level,
             corpus.len(),
             a.corpus.corpus
         );
         let mix: Vec<String> = summary
+            .stats
             .difficulty
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
@@ -223,12 +141,12 @@ fn validate(a: ValidateArgs) -> Result<()> {
         };
         out.push_str(&format!(
             "{what}: {} ({} per row)\n",
-            summary.truth_items, summary.truth_per_row
+            summary.stats.truth_items, summary.stats.truth_per_row
         ));
-        if let Some(c) = &summary.span_chars {
+        if let Some(c) = &summary.stats.span_chars {
             out.push_str(&format!("span length in characters: {c}\n"));
         }
-        if let Some(c) = &summary.chunker {
+        if let Some(c) = &summary.stats.chunker {
             out.push_str(&format!("chunker: {c}\n"));
         }
         print!("{out}");

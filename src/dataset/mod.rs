@@ -16,6 +16,7 @@
 pub mod import;
 pub mod reanchor;
 pub mod retrieved;
+pub mod stats;
 
 use crate::chunk::ChunkId;
 use crate::corpus::{Corpus, DocId, Metadata};
