@@ -765,3 +765,235 @@ fn eval_on_the_bundled_data_reproduces_the_committed_figures() {
         "{e}"
     );
 }
+
+/// Runs `args` with standard output sent to `stdout`; returns the exit code and stderr.
+fn run_to(args: &[&str], stdout: impl Into<std::process::Stdio>) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(args)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// A small corpus and a chunking_evaluation CSV over it.
+fn csv_fixture(dir: &Path) -> (PathBuf, PathBuf) {
+    let corpus = dir.join("corpus");
+    write(&corpus, "a.md", "hello world, and more text here.");
+    let csv = write(
+        dir,
+        "questions.csv",
+        "question,references,corpus_id\n\"Who?\",\"[{\"\"content\"\": \"\"hello world\"\", \"\"start_index\"\": 0, \"\"end_index\"\": 11}]\",a\n",
+    );
+    (corpus, csv)
+}
+
+/// One invocation of every subcommand that prints to standard output.
+fn printing_commands(dir: &Path) -> Vec<Vec<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = root.join("examples/data/corpus");
+    let dataset = root.join("examples/data/questions.jsonl");
+    let (d, r) = token_fixture(dir);
+    let (csv_corpus, csv) = csv_fixture(dir);
+    let owned = |v: &[&str]| v.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    vec![
+        owned(&[
+            "chunk",
+            "--chunker",
+            "recursive:size=50,overlap=0",
+            s(&corpus),
+        ]),
+        owned(&["score", "--dataset", s(&d), "--retrieved", s(&r), "--json"]),
+        owned(&["score", "--dataset", s(&d), "--retrieved", s(&r)]),
+        owned(&[
+            "dataset",
+            "validate",
+            s(&dataset),
+            "--corpus",
+            s(&corpus),
+            "--json",
+        ]),
+        owned(&["dataset", "validate", s(&dataset), "--corpus", s(&corpus)]),
+        owned(&[
+            "eval",
+            "--corpus",
+            s(&corpus),
+            "--dataset",
+            s(&dataset),
+            "--chunker",
+            "recursive:size=400,overlap=0",
+            "--json",
+        ]),
+        owned(&[
+            "dataset",
+            "import",
+            "--from",
+            "chroma-csv",
+            s(&csv),
+            "--corpus",
+            s(&csv_corpus),
+            "-o",
+            "-",
+        ]),
+    ]
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_every_subcommand_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in printing_commands(dir.path()) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // The reading end is closed before the command starts: every write meets a broken pipe.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let (code, err) = run_to(&args, writer);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(
+            err.is_empty() || err.starts_with("imported "),
+            "{args:?}: nothing to say about a reader that left: {err}"
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_one_line_and_exit_code_1() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in printing_commands(dir.path()) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let (code, err) = run_to(&args, full);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(
+            err, "error: cannot write to standard output: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn dataset_import_never_writes_over_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, csv) = csv_fixture(dir.path());
+    let before_csv = std::fs::read(&csv).unwrap();
+    let before_doc = std::fs::read(corpus.join("a.md")).unwrap();
+    let import = |output: &str| {
+        fails(&[
+            "dataset",
+            "import",
+            "--from",
+            "chroma-csv",
+            s(&csv),
+            "--corpus",
+            s(&corpus),
+            "-o",
+            output,
+        ])
+    };
+    let e = import(s(&csv));
+    assert!(e.contains("is the input"), "{e}");
+    let e = import(s(&dir.path().join(".").join("questions.csv")));
+    assert!(e.contains("is the input"), "{e}");
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&csv, &link).unwrap();
+        let e = import(s(&link));
+        assert!(e.contains("is the input"), "{e}");
+        let e = import("/dev/null");
+        assert!(e.contains("is not a regular file"), "{e}");
+    }
+    let e = import(s(&corpus.join("a.md")));
+    assert!(e.contains("lies inside the corpus"), "{e}");
+    let e = import(s(&corpus.join("questions.jsonl")));
+    assert!(e.contains("lies inside the corpus"), "{e}");
+    assert!(!corpus.join("questions.jsonl").exists());
+    assert_eq!(std::fs::read(&csv).unwrap(), before_csv);
+    assert_eq!(std::fs::read(corpus.join("a.md")).unwrap(), before_doc);
+
+    // `-o -` is standard output, and a file elsewhere is written.
+    let (code, out, err) = run(&[
+        "dataset",
+        "import",
+        "--from",
+        "chroma-csv",
+        s(&csv),
+        "--corpus",
+        s(&corpus),
+        "-o",
+        "-",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("into standard output"), "{err}");
+    let row: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(row["outputs"]["relevant_spans"][0]["text"], "hello world");
+    assert!(!dir.path().join("-").exists());
+    let elsewhere = dir.path().join("q.jsonl");
+    let (code, _, err) = run(&[
+        "dataset",
+        "import",
+        "--from",
+        "chroma-csv",
+        s(&csv),
+        "--corpus",
+        s(&corpus),
+        "-o",
+        s(&elsewhere),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&elsewhere).unwrap().trim(),
+        out.trim()
+    );
+}
+
+#[test]
+fn runs_that_produce_nothing_fail_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, _) = csv_fixture(dir.path());
+    let empty = write(dir.path(), "empty.csv", "question,references,corpus_id\n");
+    let out = dir.path().join("q.jsonl");
+    let e = fails(&[
+        "dataset",
+        "import",
+        "--from",
+        "chroma-csv",
+        s(&empty),
+        "--corpus",
+        s(&corpus),
+        "-o",
+        s(&out),
+    ]);
+    assert!(e.contains("holds no questions"), "{e}");
+    assert!(!out.exists(), "no empty dataset is left behind");
+
+    // Blank documents: no question is asked, so no server is needed to see the run fail.
+    let blank = dir.path().join("blank");
+    write(&blank, "a.md", " \n\n ");
+    let generated = dir.path().join("g.jsonl");
+    let (code, _, err) = run(&[
+        "generate",
+        "token",
+        "--corpus",
+        s(&blank),
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "-o",
+        s(&generated),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.lines().last().unwrap()
+            == "error: no rows were generated: the documents are blank, so no question was asked",
+        "{err}"
+    );
+}

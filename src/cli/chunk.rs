@@ -1,11 +1,11 @@
 //! `rag-eval chunk`.
 
+use super::output::Output;
 use crate::chunker::parse_spec;
 use crate::corpus::{Corpus, Document};
 use anyhow::{anyhow, Context, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
-use std::io::{BufWriter, Write};
 
 #[derive(Args)]
 pub(super) struct ChunkArgs {
@@ -44,10 +44,9 @@ struct ChunkLine<'a> {
     id: &'a str,
 }
 
-pub(super) fn run(a: ChunkArgs) -> Result<()> {
+pub(super) fn run(a: ChunkArgs, out: &mut Output) -> Result<()> {
     let chunker = parse_spec(&a.chunker)?;
     let corpus = load_paths(&a.paths, &a.glob)?;
-    let mut out = BufWriter::new(std::io::stdout().lock());
     for doc in corpus.documents() {
         for c in chunker.chunk_with_positions(doc) {
             let line = ChunkLine {
@@ -57,10 +56,8 @@ pub(super) fn run(a: ChunkArgs) -> Result<()> {
                 text: &c.content,
                 id: c.id.as_str(),
             };
-            serde_json::to_writer(&mut out, &line)?;
-            out.write_all(b"\n")?;
+            out.json_line(&line)?;
         }
     }
-    out.flush()?;
     Ok(())
 }

@@ -1,9 +1,10 @@
 //! `rag-eval dataset`: import, validate, reanchor.
 
+use super::output::Output;
 use super::CorpusArgs;
 use crate::corpus::Corpus;
 use crate::dataset::stats::DatasetStats;
-use crate::dataset::{self, AnyDataset};
+use crate::dataset::{self, AnyDataset, ToRow};
 use crate::level::{Level, TokenLevel};
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
@@ -60,32 +61,57 @@ pub(super) struct ImportArgs {
     /// Which files of the corpus folder to read.
     #[arg(long, default_value = crate::corpus::DEFAULT_GLOB)]
     glob: String,
-    /// Where to write the dataset (written atomically).
+    /// Where to write the dataset (written atomically), `-` for standard output. Never the
+    /// input, a file inside the corpus, or something that is not a regular file.
     #[arg(short = 'o', long)]
     output: Utf8PathBuf,
 }
 
-pub(super) fn run(command: DatasetCommand) -> Result<()> {
+pub(super) fn run(command: DatasetCommand, out: &mut Output) -> Result<()> {
     match command {
-        DatasetCommand::Import(a) => import(a),
-        DatasetCommand::Validate(a) => validate(a),
+        DatasetCommand::Import(a) => import(a, out),
+        DatasetCommand::Validate(a) => validate(a, out),
         DatasetCommand::Reanchor(a) => reanchor(a),
     }
 }
 
-fn import(a: ImportArgs) -> Result<()> {
+fn import(a: ImportArgs, out: &mut Output) -> Result<()> {
+    let to_stdout = a.output.as_str() == "-";
+    if !to_stdout {
+        // Before the work, so that a long conversion does not end in this refusal.
+        dataset::destination::check_output(&a.output, &[&a.input], Some(&a.corpus))?;
+    }
     let corpus = Corpus::from_folder(&a.corpus, Some(&a.glob))?;
     let d = match a.from {
         ImportFormat::ChromaCsv => dataset::import::chroma_csv(&a.input, &corpus)?,
     };
-    d.write(&a.output)?;
+    if d.is_empty() {
+        bail!(
+            "`{}` holds no questions; nothing was imported and `{}` was not written",
+            a.input,
+            a.output
+        );
+    }
+    if to_stdout {
+        for e in d.examples() {
+            out.text(&e.to_row())?;
+            out.text("\n")?;
+        }
+        out.flush()?;
+    } else {
+        d.write(&a.output)?;
+    }
     let spans: usize = d.examples().iter().map(|e| e.truth.len()).sum();
     eprintln!(
         "imported {} {}-level queries ({spans} spans over {} documents) into {}",
         d.len(),
         TokenLevel::NAME,
         corpus.len(),
-        a.output
+        if to_stdout {
+            "standard output"
+        } else {
+            a.output.as_str()
+        }
     );
     Ok(())
 }
@@ -100,7 +126,7 @@ struct Summary {
     problems: Vec<String>,
 }
 
-fn validate(a: ValidateArgs) -> Result<()> {
+fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
     let dataset = dataset::load(&a.dataset)?;
     let corpus = a.corpus.load()?;
     let summary = Summary {
@@ -117,9 +143,9 @@ fn validate(a: ValidateArgs) -> Result<()> {
         },
     };
     if a.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        out.json_line(&summary)?;
     } else {
-        let mut out = format!(
+        let mut text = format!(
             "{}: {} {}-level rows over {} documents of {}\n",
             summary.dataset,
             summary.stats.rows,
@@ -133,23 +159,24 @@ fn validate(a: ValidateArgs) -> Result<()> {
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        out.push_str(&format!("difficulty: {}\n", mix.join(", ")));
+        text.push_str(&format!("difficulty: {}\n", mix.join(", ")));
         let what = if summary.level == TokenLevel::NAME {
             "spans"
         } else {
             "chunk ids"
         };
-        out.push_str(&format!(
+        text.push_str(&format!(
             "{what}: {} ({} per row)\n",
             summary.stats.truth_items, summary.stats.truth_per_row
         ));
         if let Some(c) = &summary.stats.span_chars {
-            out.push_str(&format!("span length in characters: {c}\n"));
+            text.push_str(&format!("span length in characters: {c}\n"));
         }
         if let Some(c) = &summary.stats.chunker {
-            out.push_str(&format!("chunker: {c}\n"));
+            text.push_str(&format!("chunker: {c}\n"));
         }
-        print!("{out}");
+        out.text(&text)?;
+        out.flush()?;
         for p in &summary.problems {
             eprintln!("{p}");
         }

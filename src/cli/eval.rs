@@ -1,5 +1,6 @@
 //! `rag-eval eval`: retrieve every query of a dataset over a corpus and score it.
 
+use super::output::Output;
 use super::{mode_name, CorpusArgs, Mode};
 use crate::chunker::{parse_spec, PositionAwareChunker};
 use crate::dataset::{self, AnyDataset};
@@ -93,7 +94,7 @@ fn build_retriever(
 trait AnyLevelRetriever: Retriever<TokenLevel> + Retriever<crate::level::ChunkLevel> {}
 impl<T: Retriever<TokenLevel> + Retriever<crate::level::ChunkLevel>> AnyLevelRetriever for T {}
 
-pub(super) fn run(a: EvalArgs) -> Result<()> {
+pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     if a.k == 0 {
         bail!("-k must be at least 1");
     }
@@ -138,16 +139,18 @@ pub(super) fn run(a: EvalArgs) -> Result<()> {
             }
         };
         if a.json {
-            println!("{}", serde_json::to_string(&result)?);
+            out.json_line(&result)?;
+            // Each chunker's line as soon as it exists: a comparison can take minutes.
+            out.flush()?;
         }
         results.push((spec.clone(), result));
     }
     if !a.json {
-        print!(
+        out.text(&format!(
             "retriever: {}\n{}",
             a.retriever,
             crate::eval::comparison_table(&results)
-        );
+        ))?;
     }
     Ok(())
 }

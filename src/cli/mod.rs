@@ -8,6 +8,7 @@ mod chunk;
 mod dataset;
 mod eval;
 mod generate;
+mod output;
 mod score;
 
 use crate::corpus::Corpus;
@@ -15,6 +16,7 @@ use crate::metrics;
 use anyhow::Result;
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use output::{is_broken_pipe, Output};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -74,17 +76,20 @@ impl CorpusArgs {
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut out = Output::stdout();
     let result = match cli.command {
-        Command::Chunk(a) => chunk::run(a),
-        Command::Score(a) => score::run(a),
-        Command::Eval(a) => eval::run(a),
-        Command::Dataset(c) => dataset::run(c),
+        Command::Chunk(a) => chunk::run(a, &mut out),
+        Command::Score(a) => score::run(a, &mut out),
+        Command::Eval(a) => eval::run(a, &mut out),
+        Command::Dataset(c) => dataset::run(c, &mut out),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
     };
-    match result {
+    // Flushed also after a failure: what was printed before it (validate's summary) stays.
+    let flushed = out.flush();
+    match result.and(flushed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
@@ -92,13 +97,6 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 fn mode_name(m: Mode) -> &'static str {

@@ -1,5 +1,6 @@
 //! `rag-eval score`: retrieval output against a dataset, or a TREC run against qrels.
 
+use super::output::Output;
 use super::{mode_name, render_table, Mode};
 use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
 use crate::dataset::{self, AnyDataset, Dataset};
@@ -45,9 +46,9 @@ pub(super) struct ScoreArgs {
     json: bool,
 }
 
-pub(super) fn run(a: ScoreArgs) -> Result<()> {
+pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
-        return score_trec(qrels, run, &a.k, &a.measures, a.json);
+        return score_trec(qrels, run, &a.k, &a.measures, a.json, out);
     }
     let (Some(dataset_path), Some(retrieved)) = (&a.dataset, &a.retrieved) else {
         bail!("give --dataset with --retrieved, or --qrels with --run");
@@ -88,19 +89,16 @@ pub(super) fn run(a: ScoreArgs) -> Result<()> {
         }
     };
     if a.json {
-        println!("{}", serde_json::to_string(&card)?);
+        out.json_line(&card)?;
     } else {
-        print!(
-            "{}",
-            render_table(
-                &format!(
-                    "{}-level, k = {}, mode = {}, {} queries",
-                    card.level, card.k, card.mode, card.queries
-                ),
-                &card.metrics,
-                &card.std
-            )
-        );
+        out.text(&render_table(
+            &format!(
+                "{}-level, k = {}, mode = {}, {} queries",
+                card.level, card.k, card.mode, card.queries
+            ),
+            &card.metrics,
+            &card.std,
+        ))?;
     }
     Ok(())
 }
@@ -158,6 +156,7 @@ fn score_trec(
     cutoffs: &[usize],
     names: &[String],
     json: bool,
+    out: &mut Output,
 ) -> Result<()> {
     if cutoffs.contains(&0) {
         bail!("-k must be at least 1");
@@ -222,12 +221,13 @@ fn score_trec(
             std: &stds,
             per_query: &per,
         };
-        println!("{}", serde_json::to_string(&card)?);
+        out.json_line(&card)?;
     } else {
-        print!(
-            "{}",
-            render_table(&format!("trec, {} queries", per.len()), &means, &stds)
-        );
+        out.text(&render_table(
+            &format!("trec, {} queries", per.len()),
+            &means,
+            &stds,
+        ))?;
     }
     Ok(())
 }

@@ -13,6 +13,7 @@
 //! `outputs.relevant_chunk_ids` and record the chunker that produced the ids in
 //! `metadata.chunker`. A file holds one level only.
 
+pub mod destination;
 pub mod import;
 pub mod reanchor;
 pub mod retrieved;
@@ -532,8 +533,11 @@ where
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed.
+/// A link is written through (the link stays, its target gets the bytes); a target that is
+/// not a regular file is refused.
 pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
+    let target = destination::replace_target(path)?;
+    let dir = match target.parent() {
         Some(p) if !p.as_str().is_empty() => p,
         _ => Utf8Path::new("."),
     };
@@ -541,7 +545,7 @@ pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
         .map_err(|e| Error::io("write", path, e))?;
-    tmp.persist(path)
+    tmp.persist(&target)
         .map_err(|e| Error::io("write", path, e.error))?;
     Ok(())
 }
