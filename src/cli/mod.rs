@@ -88,7 +88,7 @@ pub fn main() -> ExitCode {
         },
     };
     // Flushed also after a failure: what was printed before it (validate's summary) stays.
-    let flushed = out.flush();
+    let flushed = out.flush().map_err(anyhow::Error::from);
     match result.and(flushed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

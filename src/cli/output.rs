@@ -6,11 +6,23 @@
 //! choice). Any other failure (a full disk, a closed descriptor) is one line naming standard
 //! output, and exit code 1.
 
-use anyhow::{Context, Result};
+use std::fmt;
 use std::io::{BufWriter, StdoutLock, Write};
 
-/// What the error of a failed write says it was doing; `main` finds broken pipes by kind.
-const WHAT: &str = "cannot write to standard output";
+/// A failed write to standard output. Its own type, so that only these broken pipes end a
+/// command quietly, never one met elsewhere (a server that hung up).
+#[derive(Debug)]
+pub(super) struct WriteError(std::io::Error);
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot write to standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+type Result<T = ()> = std::result::Result<T, WriteError>;
 
 /// Buffered standard output whose errors say where they happened.
 pub(super) struct Output {
@@ -26,29 +38,27 @@ impl Output {
     }
 
     /// Writes `text` as it is.
-    pub(super) fn text(&mut self, text: &str) -> Result<()> {
-        self.inner.write_all(text.as_bytes()).context(WHAT)
+    pub(super) fn text(&mut self, text: &str) -> Result {
+        self.inner.write_all(text.as_bytes()).map_err(WriteError)
     }
 
     /// Writes `value` as one line of JSON.
-    pub(super) fn json_line<T: serde::Serialize>(&mut self, value: &T) -> Result<()> {
-        serde_json::to_writer(&mut self.inner, value)
-            .map_err(std::io::Error::from)
-            .context(WHAT)?;
+    pub(super) fn json_line<T: serde::Serialize>(&mut self, value: &T) -> Result {
+        serde_json::to_writer(&mut self.inner, value).map_err(|e| WriteError(e.into()))?;
         self.text("\n")
     }
 
     /// Sends what is buffered on: before writing to standard error (so the two streams keep
     /// their order on a terminal), after a result a reader may be waiting for, and at the end.
-    pub(super) fn flush(&mut self) -> Result<()> {
-        self.inner.flush().context(WHAT)
+    pub(super) fn flush(&mut self) -> Result {
+        self.inner.flush().map_err(WriteError)
     }
 }
 
-/// Whether `e` is a write to a reader that went away.
+/// Whether `e` is a write to standard output whose reader went away.
 pub(super) fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<WriteError>()
+            .is_some_and(|w| w.0.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
