@@ -219,4 +219,25 @@ mod tests {
             root.join("missing.jsonl")
         );
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_writes_keep_links_and_leave_devices_alone() {
+        let (_d, root) = dir();
+        let file = root.join("data.jsonl");
+        std::fs::write(&file, "old\n").unwrap();
+        let link = root.join("link.jsonl");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        crate::dataset::write_atomic(&link, b"new\n").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+        let e = crate::dataset::write_atomic(Utf8Path::new("/dev/null"), b"x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a regular file"), "{e}");
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+    }
 }
