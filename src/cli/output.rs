@@ -7,7 +7,7 @@
 //! output, and exit code 1.
 
 use std::fmt;
-use std::io::{BufWriter, StdoutLock, Write};
+use std::io::{BufWriter, Stdout, Write};
 
 /// A failed write to standard output. Its own type, so that only these broken pipes end a
 /// command quietly, never one met elsewhere (a server that hung up).
@@ -26,14 +26,14 @@ type Result<T = ()> = std::result::Result<T, WriteError>;
 
 /// Buffered standard output whose errors say where they happened.
 pub(super) struct Output {
-    inner: BufWriter<StdoutLock<'static>>,
+    inner: BufWriter<Stdout>,
 }
 
 impl Output {
     /// The process's standard output.
     pub(super) fn stdout() -> Self {
         Output {
-            inner: BufWriter::new(std::io::stdout().lock()),
+            inner: BufWriter::new(std::io::stdout()),
         }
     }
 
