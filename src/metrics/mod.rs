@@ -22,6 +22,7 @@
 //! }
 //! ```
 
+pub mod answer;
 mod chroma;
 mod rank;
 mod scorecard;
