@@ -121,8 +121,8 @@ pub fn sentence_bleu<R: AsRef<str>>(
 /// ```
 /// use rag_eval::metrics::answer::corpus_bleu;
 ///
-/// let hypotheses = ["the cat sat on the mat", "a dog barked"];
-/// let references = [vec!["the cat sat on the mat"], vec!["the dog barked", "a dog barked loudly"]];
+/// let hypotheses = ["the cat sat on the mat", "the dog barks"];
+/// let references = [vec!["the cat sat on the mat"], vec!["a dog barked", "the dog barked loudly"]];
 /// let bleu = corpus_bleu(&hypotheses, &references)?;
 /// assert_eq!(bleu.hypothesis_len, 9);
 /// assert!(bleu.score > 0.8 && bleu.score < 1.0);
@@ -228,19 +228,21 @@ fn compute(stats: &Stats, effective_order: bool) -> Bleu {
     if stats.matches.iter().any(|&m| m > 0) {
         let mut smooth = 1.0_f64;
         let mut order = MAX_ORDER;
-        for n in 0..MAX_ORDER {
-            let total = stats.totals[n];
+        let orders = percents
+            .iter_mut()
+            .zip(stats.matches.iter().zip(&stats.totals));
+        for (n, (percent, (&matches, &total))) in orders.enumerate() {
             if total == 0 {
                 break;
             }
             if effective_order {
                 order = n + 1;
             }
-            percents[n] = if stats.matches[n] == 0 {
+            *percent = if matches == 0 {
                 smooth *= 2.0;
                 100.0 / (smooth * total as f64)
             } else {
-                100.0 * stats.matches[n] as f64 / total as f64
+                100.0 * matches as f64 / total as f64
             };
         }
         let log_sum: f64 = percents[..order]
@@ -273,7 +275,10 @@ mod tests {
         assert_eq!(tokenize_13a("a.b"), "a . b");
         assert_eq!(tokenize_13a("x-ray"), "x-ray");
         assert_eq!(tokenize_13a("&amp;lt; &quot;q&quot;"), "< \" q \"");
-        assert_eq!(tokenize_13a("line-\nbreak\nnext <skipped>"), "linebreak next");
+        assert_eq!(
+            tokenize_13a("line-\nbreak\nnext <skipped>"),
+            "linebreak next"
+        );
         assert_eq!(tokenize_13a("  \t "), "");
         assert_eq!(tokenize_13a("don't"), "don't");
     }
@@ -322,7 +327,10 @@ mod tests {
         assert_eq!(corpus_bleu(&["a b c"], &[["a b c"]]).unwrap().score, 0.0);
         assert_eq!(
             corpus_bleu(&["a"], &[] as &[[&str; 1]]),
-            Err(AnswerMetricError::LengthMismatch { answers: 1, references: 0 })
+            Err(AnswerMetricError::LengthMismatch {
+                answers: 1,
+                references: 0
+            })
         );
         assert_eq!(
             corpus_bleu(&["a", "b"], &[vec!["a"], vec![]]),

@@ -24,7 +24,7 @@
 //! let answer = "The Eiffel Tower is in Paris.";
 //! let references = ["The Eiffel Tower is located in Paris."];
 //! assert!(sentence_bleu(answer, &references)?.score > 0.5);
-//! assert!(sentence_chrf(answer, &references)? > 0.8);
+//! assert!(sentence_chrf(answer, &references)? > 0.6);
 //! assert_eq!(rouge(answer, &references)?.rouge_1.recall, 6.0 / 7.0);
 //! assert_eq!(exact_match("the Paris!", &["Paris"])?, 1.0);
 //! assert_eq!(token_f1("in Paris", &["Paris, France"])?, 0.5);

@@ -29,12 +29,11 @@ pub fn normalize_answer(text: &str) -> String {
         .chars()
         .filter(|c| !PUNCTUATION.contains(*c))
         .collect();
-    let without_articles = WORD.replace_all(&unpunctuated, |caps: &regex::Captures<'_>| {
-        match &caps[0] {
+    let without_articles =
+        WORD.replace_all(&unpunctuated, |caps: &regex::Captures<'_>| match &caps[0] {
             "a" | "an" | "the" => " ".to_owned(),
             word => word.to_owned(),
-        }
-    });
+        });
     py_split(&without_articles).collect::<Vec<_>>().join(" ")
 }
 
@@ -54,7 +53,10 @@ pub fn normalize_answer(text: &str) -> String {
 /// # Errors
 ///
 /// [`AnswerMetricError::NoReference`] when `references` is empty.
-pub fn exact_match<R: AsRef<str>>(answer: &str, references: &[R]) -> Result<f64, AnswerMetricError> {
+pub fn exact_match<R: AsRef<str>>(
+    answer: &str,
+    references: &[R],
+) -> Result<f64, AnswerMetricError> {
     require_references(references, 0)?;
     let answer = normalize_answer(answer);
     let hit = references
@@ -124,7 +126,10 @@ mod tests {
     fn hand_worked_f1() {
         // answer [cat, sat, mat, mat], reference [cat, mat]: c = 2, P = 1/2, R = 1, F1 = 2/3.
         let f = token_f1("the cat sat on a mat mat", &["Cat; mat."]).unwrap();
-        assert_eq!(normalize_answer("the cat sat on a mat mat"), "cat sat on mat mat");
+        assert_eq!(
+            normalize_answer("the cat sat on a mat mat"),
+            "cat sat on mat mat"
+        );
         // "on" is a token too: [cat, sat, on, mat, mat] → P = 2/5, R = 1, F1 = 4/7.
         assert!((f - 4.0 / 7.0).abs() < 1e-15, "{f}");
         assert_eq!(token_f1("x", &["y", "x y"]).unwrap(), 2.0 / 3.0);
