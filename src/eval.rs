@@ -21,6 +21,13 @@
 //! let retriever = Bm25Retriever::new(RecursiveCharacterChunker::new(30, 0));
 //! let result = eval.run_blocking(&retriever, 1, &token_level_metrics(SpanMode::Standard, None))?;
 //! assert_eq!(result.scores.metrics.get("span_recall@1"), Some(1.0));
+//!
+//! // Or every metric the registry reports at this level, built in the evaluation's mode, with
+//! // PrecisionΩ from the retriever's own chunks:
+//! let eval = eval.with_mode(SpanMode::ChunkingEvaluation);
+//! let result = pollster::block_on(eval.run_reported(&retriever, 1))?;
+//! assert_eq!(result.scores.mode, Some(SpanMode::ChunkingEvaluation));
+//! assert!(result.scores.metrics.get("precision_omega").is_some());
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
@@ -28,15 +35,20 @@ use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{ChunkDataset, Dataset, ToRow, TokenDataset};
 use crate::error::{Error, Result};
-use crate::level::{ChunkLevel, Level, TokenLevel};
-use crate::metrics::{scorecard, Figures, Metric, Scorecard, Scored};
+use crate::level::{ChunkLevel, Level, LevelKind, TokenLevel};
+use crate::metrics::registry::RegisteredLevel;
+use crate::metrics::{
+    reported_metrics, scorecard, ChunkIndex, Figures, Metric, MetricContext, Need, Scored,
+    SpanMode, REGISTRY,
+};
 use crate::retrieve::Retriever;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
+
+pub use crate::metrics::{DifficultyScores, QueryResult, RunConfig, RunResult};
 
 /// An evaluation at level `L`: a corpus and a dataset checked against it.
 #[derive(Debug, Clone)]
@@ -44,7 +56,7 @@ pub struct Evaluation<L: Level> {
     corpus: Arc<Corpus>,
     dataset: Dataset<L>,
     concurrency: usize,
-    mode: String,
+    mode: SpanMode,
 }
 
 /// Token-level evaluation (character-span ground truth).
@@ -115,7 +127,7 @@ where
             corpus,
             dataset,
             concurrency: 8,
-            mode: "standard".into(),
+            mode: SpanMode::Standard,
         }
     }
 
@@ -125,11 +137,18 @@ where
         self
     }
 
-    /// The scoring mode recorded in results (`standard` or `chroma`); set it to match the
-    /// metrics passed to [`Evaluation::run`].
-    pub fn with_mode(mut self, mode: impl Into<String>) -> Self {
-        self.mode = mode.into();
+    /// How span metrics count characters (default [`SpanMode::Standard`]).
+    /// [`Evaluation::run_reported`] builds its metrics in this mode, [`Evaluation::run`] refuses
+    /// metrics in another, and results record it. Chunk-level evaluations have no span metrics
+    /// and keep the default.
+    pub fn with_mode(mut self, mode: SpanMode) -> Self {
+        self.mode = mode;
         self
+    }
+
+    /// The span mode.
+    pub fn mode(&self) -> SpanMode {
+        self.mode
     }
 
     /// The corpus.
@@ -146,21 +165,75 @@ where
     /// configured concurrency, results kept in dataset order) and scores them with `metrics`.
     ///
     /// A chunk-level dataset evaluated with a retriever whose chunker differs from the one
-    /// recorded in the dataset is an error naming both: its chunk ids would not match.
+    /// recorded in the dataset is an error naming both: its chunk ids would not match. So is a
+    /// span metric in another [`SpanMode`] than the evaluation's.
     pub async fn run<R: Retriever<L> + ?Sized>(
         &self,
         retriever: &R,
         k: usize,
         metrics: &[Box<dyn Metric<L>>],
     ) -> Result<EvaluationResult> {
+        if let Some(m) = metrics
+            .iter()
+            .find(|m| m.span_mode().is_some_and(|mode| mode != self.mode))
+        {
+            return Err(Error::Config(format!(
+                "metric `{}` counts characters in mode `{}` but the evaluation's mode is `{}`; build the metrics in the evaluation's mode (`Evaluation::with_mode`)",
+                m.name(),
+                m.span_mode().unwrap_or_default(),
+                self.mode
+            )));
+        }
+        self.run_with(retriever, k, |_| Ok(metrics)).await
+    }
+
+    /// Indexes, retrieves and scores as [`Evaluation::run`] does, with every metric of the
+    /// [registry](crate::metrics::registry) reported at this level, built in the evaluation's
+    /// mode. Metrics that need the chunker's whole output (PrecisionΩ) get the chunks the
+    /// retriever indexed ([`Retriever::indexed_spans`]) or, failing that, its chunker's output
+    /// over the corpus ([`Retriever::chunker_object`]); without either (or without a corpus)
+    /// they are left out.
+    pub async fn run_reported<R: Retriever<L> + ?Sized>(
+        &self,
+        retriever: &R,
+        k: usize,
+    ) -> Result<EvaluationResult>
+    where
+        L: RegisteredLevel,
+    {
+        let wanted = REGISTRY
+            .iter()
+            .any(|m| m.applies_to(L::KIND) && m.needs(Need::ChunkerOutput));
+        self.run_with(retriever, k, |r| {
+            let mut ctx = MetricContext::new(self.mode);
+            if wanted && !self.corpus.is_empty() {
+                ctx.chunker_output = chunker_output(r, &self.corpus).map(Arc::new);
+            }
+            Ok(reported_metrics::<L>(&ctx))
+        })
+        .await
+    }
+
+    async fn run_with<R, M>(
+        &self,
+        retriever: &R,
+        k: usize,
+        metrics: impl FnOnce(&R) -> Result<M>,
+    ) -> Result<EvaluationResult>
+    where
+        R: Retriever<L> + ?Sized,
+        M: AsRef<[Box<dyn Metric<L>>]>,
+    {
         if k == 0 {
             return Err(Error::Config("k must be at least 1".into()));
         }
-        if L::NAME == ChunkLevel::NAME {
+        if L::KIND == LevelKind::Chunk {
             self.check_chunker(retriever.chunker())?;
         }
         let started = Instant::now();
         retriever.index(&self.corpus).await?;
+        let metrics = metrics(retriever)?;
+        let metrics = metrics.as_ref();
         let indexed = Instant::now();
         let retrieved: Vec<Vec<RetrievedChunk>> = stream::iter(self.dataset.examples())
             .map(|e| async move {
@@ -191,28 +264,27 @@ where
                 retrieved: r,
             })
             .collect();
-        let mut scores = scorecard(&queries, metrics, k, &self.mode, None);
+        let mut scores = scorecard(&queries, metrics, k, self.mode, None);
         for (q, e) in scores.per_query.iter_mut().zip(self.dataset.examples()) {
             q.query = Some(e.query.clone());
             q.difficulty = e.difficulty().map(str::to_owned);
         }
-        let by_difficulty = by_difficulty(&scores);
+        scores.group_by_difficulty();
+        scores.config = Some(RunConfig {
+            retriever: retriever.name(),
+            chunker: retriever.chunker(),
+            dataset: self.dataset.source().to_owned(),
+            corpus_documents: self.corpus.len(),
+        });
+        scores.dataset_hash = Some(self.dataset_hash());
         let scored = Instant::now();
         Ok(EvaluationResult {
-            by_difficulty,
-            config: RunConfig {
-                retriever: retriever.name(),
-                chunker: retriever.chunker(),
-                dataset: self.dataset.source().to_owned(),
-                corpus_documents: self.corpus.len(),
-            },
-            dataset_hash: self.dataset_hash(),
+            scores,
             timings: Timings {
                 index_ms: ms(indexed - started),
                 retrieve_ms: ms(fetched - indexed),
                 score_ms: ms(scored - fetched),
             },
-            scores,
             retrieved,
         })
     }
@@ -264,53 +336,33 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Means per difficulty label (`unlabelled` for rows without one), labels sorted.
-fn by_difficulty(scores: &Scorecard) -> BTreeMap<String, DifficultyScores> {
-    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, q) in scores.per_query.iter().enumerate() {
-        let label = q.difficulty.clone().unwrap_or_else(|| "unlabelled".into());
-        groups.entry(label).or_default().push(i);
+/// The positions of every chunk the retriever's chunker makes of `corpus`: the ones it indexed
+/// when it keeps them, else its chunker's output computed here.
+fn chunker_output<L: Level, R: Retriever<L> + ?Sized>(
+    retriever: &R,
+    corpus: &Corpus,
+) -> Option<ChunkIndex> {
+    if let Some(spans) = retriever.indexed_spans() {
+        return Some(ChunkIndex::new(&spans));
     }
-    groups
+    let chunker = retriever.chunker_object()?;
+    let spans: Vec<_> = chunker
+        .chunk_corpus(corpus)
         .into_iter()
-        .map(|(label, idx)| {
-            let figures = scores
-                .metrics
-                .0
-                .iter()
-                .enumerate()
-                .map(|(m, (name, _))| {
-                    let values: Vec<f64> = idx
-                        .iter()
-                        .map(|&i| scores.per_query[i].metrics.0[m].1)
-                        .collect();
-                    (name.clone(), crate::metrics::mean_std(&values).0)
-                })
-                .collect();
-            (
-                label,
-                DifficultyScores {
-                    queries: idx.len(),
-                    metrics: Figures(figures),
-                },
-            )
-        })
-        .collect()
+        .map(|c| c.span)
+        .collect();
+    Some(ChunkIndex::new(&spans))
 }
 
-/// The outcome of an evaluation. Its JSON form extends the `rag-eval score --json` contract
-/// with `by_difficulty`, `config`, `dataset_hash` and `timings`.
+/// The outcome of an evaluation: the run's [`RunResult`] (with query texts, difficulty
+/// means, configuration and dataset hash), its timings and what was retrieved. Its JSON form is
+/// the result's followed by `timings`: the `rag-eval score --json` contract extended with
+/// `by_difficulty`, `config`, `dataset_hash` and `timings`.
 #[derive(Debug, Clone, Serialize)]
 pub struct EvaluationResult {
-    /// Means, standard deviations and per-query figures (with query text and difficulty).
+    /// Means, standard deviations, per-query figures and what was evaluated.
     #[serde(flatten)]
-    pub scores: Scorecard,
-    /// Means per difficulty label.
-    pub by_difficulty: BTreeMap<String, DifficultyScores>,
-    /// What was evaluated.
-    pub config: RunConfig,
-    /// Identifies the dataset content (see [`Evaluation::dataset_hash`]).
-    pub dataset_hash: String,
+    pub scores: RunResult,
     /// Where the time went.
     pub timings: Timings,
     /// What the retriever returned for each query, in dataset order.
@@ -318,30 +370,8 @@ pub struct EvaluationResult {
     pub retrieved: Vec<Vec<RetrievedChunk>>,
 }
 
-/// Means over the queries with one difficulty label.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DifficultyScores {
-    /// Number of queries with the label.
-    pub queries: usize,
-    /// Mean of each metric over them.
-    pub metrics: Figures,
-}
-
-/// The configuration an evaluation ran with.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunConfig {
-    /// The retriever's description.
-    pub retriever: String,
-    /// The retriever's chunker spec, when it has one.
-    pub chunker: Option<String>,
-    /// Where the dataset came from.
-    pub dataset: String,
-    /// Number of documents in the corpus.
-    pub corpus_documents: usize,
-}
-
 /// Wall-clock milliseconds per phase.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
     /// Chunking, embedding and indexing the corpus.
     pub index_ms: f64,
@@ -351,6 +381,7 @@ pub struct Timings {
     pub score_ms: f64,
 }
 
+
 /// A comparison table of runs on the same dataset: one row per run (named by the first
 /// element, e.g. the chunker spec) with the headline metrics as mean ± std in percent; for a
 /// single run, every metric and the means per difficulty follow.
@@ -359,10 +390,7 @@ pub fn comparison_table(results: &[(String, EvaluationResult)]) -> String {
         return String::new();
     };
     let first = &first.scores;
-    let mut out = format!(
-        "{}-level, k = {}, mode = {}, {} queries\n\n",
-        first.level, first.k, first.mode, first.queries
-    );
+    let mut out = format!("{}\n\n", first.headline());
     let headline: Vec<&str> = first
         .metrics
         .0
@@ -403,8 +431,10 @@ pub fn comparison_table(results: &[(String, EvaluationResult)]) -> String {
         out.push_str("\nby difficulty (mean, %)\n");
         let cols: Vec<&str> = headline.clone();
         let label_w = r
+            .scores
             .by_difficulty
-            .keys()
+            .iter()
+            .flat_map(|d| d.keys())
             .map(String::len)
             .max()
             .unwrap_or(10)
@@ -414,7 +444,7 @@ pub fn comparison_table(results: &[(String, EvaluationResult)]) -> String {
             out.push_str(&format!("  {c:>col_w$}"));
         }
         out.push('\n');
-        for (label, d) in &r.by_difficulty {
+        for (label, d) in r.scores.by_difficulty.iter().flatten() {
             out.push_str(&format!("{label:<label_w$}  {:>7}", d.queries));
             for c in &cols {
                 out.push_str(&format!(

@@ -20,6 +20,7 @@
 //!     type Truth = ();
 //!     type Item = ();
 //!     const NAME: &'static str = "mine";
+//!     const KIND: rag_eval::level::LevelKind = rag_eval::level::LevelKind::Token;
 //!     fn item_of(_: &rag_eval::chunk::RetrievedChunk) {}
 //! }
 //! ```
@@ -44,8 +45,45 @@ pub trait Level:
     type Item: Clone + Debug + PartialEq + Send + Sync;
     /// `"chunk"` or `"token"`, as written in datasets and reports.
     const NAME: &'static str;
+    /// Which level this is, for code that must branch on it (a value, so a `match` is checked
+    /// for exhaustiveness where comparing names would not be).
+    const KIND: LevelKind;
     /// What the metrics see of a retrieved chunk at this level.
     fn item_of(chunk: &RetrievedChunk) -> Self::Item;
+}
+
+/// The levels as a value: what [`Level::KIND`] says, and what results record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LevelKind {
+    /// [`ChunkLevel`].
+    Chunk,
+    /// [`TokenLevel`].
+    Token,
+}
+
+impl LevelKind {
+    /// `"chunk"` or `"token"`, the level's [`Level::NAME`].
+    pub fn name(self) -> &'static str {
+        match self {
+            LevelKind::Chunk => ChunkLevel::NAME,
+            LevelKind::Token => TokenLevel::NAME,
+        }
+    }
+
+    /// The Rust type's name, for messages about which `Retriever<…>` is missing.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            LevelKind::Chunk => "ChunkLevel",
+            LevelKind::Token => "TokenLevel",
+        }
+    }
+}
+
+impl std::fmt::Display for LevelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Chunk-level evaluation: truth is a set of [`ChunkId`]s, retrieval a ranked list of them.
@@ -61,6 +99,7 @@ impl Level for ChunkLevel {
     type Truth = Vec<ChunkId>;
     type Item = ChunkId;
     const NAME: &'static str = "chunk";
+    const KIND: LevelKind = LevelKind::Chunk;
     /// The content-addressed id, which is what chunk-level datasets record.
     fn item_of(chunk: &RetrievedChunk) -> ChunkId {
         ChunkId::from_content(&chunk.chunk.content)
@@ -71,6 +110,7 @@ impl Level for TokenLevel {
     type Truth = Vec<CharSpan>;
     type Item = CharSpan;
     const NAME: &'static str = "token";
+    const KIND: LevelKind = LevelKind::Token;
     /// The chunk's position.
     fn item_of(chunk: &RetrievedChunk) -> CharSpan {
         chunk.chunk.span.clone()

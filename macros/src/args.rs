@@ -24,7 +24,9 @@ pub(crate) const MAX_PREFIX: &str = "max_";
 /// The keys other than the `min_…` / `max_…` bars, in the order the documentation lists them.
 pub(crate) const KEYS: &[&str] = &[DATASET, CORPUS, GLOB, K, TOLERANCE, MODE, PER_QUERY, IGNORE];
 
-/// Metrics a bar can name (the runtime's metric names without the cut-off).
+/// Metrics a bar can name: the names of the library's metric registry
+/// (`rag_eval::metrics::REGISTRY`), which this crate cannot depend on; the library's
+/// `tests/vocabulary.rs` fails when the two lists differ.
 pub(crate) const METRICS: &[&str] = &[
     "chunk_recall",
     "chunk_precision",
@@ -43,8 +45,10 @@ pub(crate) const METRICS: &[&str] = &[
 ];
 
 pub(crate) const MODE_STANDARD: &str = "standard";
+pub(crate) const MODE_CHUNKING_EVALUATION: &str = "chunking_evaluation";
+/// The older name of `chunking_evaluation`, still accepted.
 pub(crate) const MODE_CHROMA: &str = "chroma";
-const MODES: &[&str] = &[MODE_STANDARD, MODE_CHROMA];
+const MODES: &[&str] = &[MODE_STANDARD, MODE_CHUNKING_EVALUATION, MODE_CHROMA];
 
 pub(crate) const DEFAULT_K: usize = 5;
 pub(crate) const DEFAULT_TOLERANCE: f64 = 0.01;
@@ -52,7 +56,7 @@ pub(crate) const DEFAULT_TOLERANCE: f64 = 0.01;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
     Standard,
-    Chroma,
+    ChunkingEvaluation,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,17 +338,22 @@ impl State<'_> {
                     self.args.tolerance = tolerance;
                 }
             }
-            // `mode = "standard"` or `mode = "chroma"`.
+            // `mode = "standard"`, `mode = "chunking_evaluation"` or its older spelling
+            // `mode = "chroma"`.
             Key::Mode => match string(value).map(|mode| (mode, mode.value())) {
                 Some((_, mode)) if mode == MODE_STANDARD => self.args.mode = Mode::Standard,
-                Some((_, mode)) if mode == MODE_CHROMA => self.args.mode = Mode::Chroma,
+                Some((_, mode)) if mode == MODE_CHUNKING_EVALUATION || mode == MODE_CHROMA => {
+                    self.args.mode = Mode::ChunkingEvaluation
+                }
                 Some((literal, mode)) => {
                     let hint = suggest::hint(&mode, MODES, "modes");
                     self.error(literal, format!("unknown mode `{mode}`{hint}"));
                 }
                 None => self.error(
                     value,
-                    format!("`{MODE}` must be \"{MODE_STANDARD}\" or \"{MODE_CHROMA}\""),
+                    format!(
+                        "`{MODE}` must be \"{MODE_STANDARD}\" or \"{MODE_CHUNKING_EVALUATION}\""
+                    ),
                 ),
             },
             // `per_query = true` or `per_query = false`.
@@ -610,7 +619,7 @@ mod tests {
                 glob: Some("**/*.txt".into()),
                 k: 10,
                 tolerance: 0.0,
-                mode: Mode::Chroma,
+                mode: Mode::ChunkingEvaluation,
                 per_query: false,
                 ignore: true,
                 thresholds: vec![
@@ -681,7 +690,7 @@ mod tests {
                 "`k` is given twice",
                 "`tolerance` must be between 0 and 1, got 1.5",
                 "`min_recall` must be between 0 and 1, got -0.1",
-                "unknown mode `fast`; modes are standard, chroma",
+                "unknown mode `fast`; modes are standard, chunking_evaluation, chroma",
                 "`mode` is given twice",
                 "`per_query` must be `true` or `false`",
                 "`glob` needs a value, e.g. `glob = \"**/*.md\"`",
@@ -708,7 +717,7 @@ mod tests {
                 "`glob` must be a string literal, e.g. `glob = \"**/*.md\"`",
                 "`k` must be an integer literal ≥ 1, got 2.5",
                 "`tolerance` must be a number between 0 and 1",
-                "`mode` must be \"standard\" or \"chroma\"",
+                "`mode` must be \"standard\" or \"chunking_evaluation\"",
                 "`min_hit` must be a number between 0 and 1",
             ]
         );

@@ -90,7 +90,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
     let tolerance = Literal::f64_suffixed(args.tolerance);
     let mode = match args.mode {
         Mode::Standard => quote!(Standard),
-        Mode::Chroma => quote!(Chroma),
+        Mode::ChunkingEvaluation => quote!(ChunkingEvaluation),
     };
     let per_query = args.per_query;
     let ignore = args.ignore;
@@ -298,7 +298,7 @@ mod tests {
             "corpus : :: core :: option :: Option :: None",
             "k : 3usize",
             "tolerance : 0.01f64",
-            "mode : :: rag_eval :: __private :: Mode :: Chroma",
+            "mode : :: rag_eval :: __private :: Mode :: ChunkingEvaluation",
             "per_query : true",
             "metric : \"mrr\" , bound : :: rag_eval :: __private :: Bound :: Min , value : 0.5f64",
             "TypeProbe :: < Bm25Retriever > :: new ()",

@@ -30,7 +30,9 @@ use proc_macro::TokenStream;
 /// - `k = 5`: the cut-off, an integer ≥ 1 (default 5).
 /// - `tolerance = 0.01`: how far a figure may drift from its golden snapshot, in [0, 1]
 ///   (default 0.01).
-/// - `mode = "standard"` or `mode = "chroma"`: span scoring rules (default standard).
+/// - `mode = "standard"` or `mode = "chunking_evaluation"`: span scoring rules (default
+///   standard); `chunking_evaluation` reproduces chunking_evaluation's figures and is also
+///   accepted under its older name `chroma`.
 /// - `per_query = true`: one test per query besides the summary (default true).
 /// - `ignore = true`: the case's tests are ignored unless asked for with `--ignored` or
 ///   `--include-ignored` (default false).

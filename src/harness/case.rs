@@ -1,45 +1,17 @@
 //! A case at run time: its checked inputs, and its outcome computed once per process (or once
 //! per nextest run, through a file cache).
 
-use super::outcome::Outcome;
-use super::private::{Build, CaseSpec, Mode, Retrievers};
+use super::private::{Build, CaseSpec, Retrievers};
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset};
 use crate::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
-use crate::level::{ChunkLevel, Level, TokenLevel};
-use crate::metrics::{chunk_level_metrics, token_level_metrics, ChunkIndex, SpanMode};
+use crate::level::{Level, LevelKind};
+use crate::metrics::{registry, RunResult as Outcome};
 use crate::retrieve::Retriever;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-
-/// Metric names each level reports (thresholds must name one of them).
-const TOKEN_METRICS: &[&str] = &[
-    "span_recall",
-    "span_precision",
-    "span_iou",
-    "precision_omega",
-    "precision",
-    "recall",
-    "f1",
-    "hit",
-    "mrr",
-    "ndcg",
-    "map",
-];
-const CHUNK_METRICS: &[&str] = &[
-    "chunk_recall",
-    "chunk_precision",
-    "chunk_f1",
-    "precision",
-    "recall",
-    "f1",
-    "hit",
-    "mrr",
-    "ndcg",
-    "map",
-];
 
 /// The evaluation a case runs, at the dataset's level.
 enum Prepared {
@@ -115,25 +87,18 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
     // The file's bytes identify the ground truth for the cache (cheaper than re-serialising).
     key.update(std::fs::read(&dataset_path).unwrap_or_default());
     let (level, implemented) = match &dataset {
-        AnyDataset::Token(_) => (TokenLevel::NAME, spec.levels.token),
-        AnyDataset::Chunk(_) => (ChunkLevel::NAME, spec.levels.chunk),
+        AnyDataset::Token(_) => (LevelKind::Token, spec.levels.token),
+        AnyDataset::Chunk(_) => (LevelKind::Chunk, spec.levels.chunk),
     };
     if !implemented {
         return Err(format!(
             "`{}` is {level}-level, but the case's retriever does not implement `Retriever<{}>`",
             spec.dataset,
-            if level == TokenLevel::NAME {
-                "TokenLevel"
-            } else {
-                "ChunkLevel"
-            }
+            level.type_name()
         ));
     }
-    let known = if level == TokenLevel::NAME {
-        TOKEN_METRICS
-    } else {
-        CHUNK_METRICS
-    };
+    // Thresholds may name any metric the registry reports at the dataset's level.
+    let known: Vec<&str> = registry::at_level(level).map(|m| m.name).collect();
     for t in spec.thresholds {
         if !known.contains(&t.metric) {
             return Err(format!(
@@ -175,11 +140,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
                 // Without a corpus there is nothing to check spans against.
                 TokenLevelEvaluation::unchecked(corpus, d)
             };
-            let eval = eval.with_mode(match spec.mode {
-                Mode::Standard => "standard",
-                Mode::Chroma => "chroma",
-            });
-            (Prepared::Token(eval), queries)
+            (Prepared::Token(eval.with_mode(spec.mode)), queries)
         }
         AnyDataset::Chunk(d) => {
             let queries = ids(d.examples());
@@ -293,44 +254,22 @@ fn compute(case: &Case, setup: &Setup) -> Result<Outcome, String> {
             }
         }
     };
-    let mode = match case.spec.mode {
-        Mode::Standard => SpanMode::Standard,
-        Mode::Chroma => SpanMode::Chroma,
-    };
     let k = case.spec.k;
     let result = match &setup.prepared {
         Prepared::Token(eval) => {
             let r = retrievers.token.ok_or(
                 "the retriever does not implement `Retriever<TokenLevel>`, but the dataset is token-level",
             )?;
-            let index = chunk_index(r.chunker(), eval.corpus());
-            runtime.block_on(eval.run(&*r, k, &token_level_metrics(mode, index)))
+            runtime.block_on(eval.run_reported(&*r, k))
         }
         Prepared::Chunk(eval) => {
             let r = retrievers.chunk.ok_or(
                 "the retriever does not implement `Retriever<ChunkLevel>`, but the dataset is chunk-level",
             )?;
-            runtime.block_on(eval.run(&*r, k, &chunk_level_metrics()))
+            runtime.block_on(eval.run_reported(&*r, k))
         }
     };
-    result
-        .map(|r| Outcome::from_result(&r))
-        .map_err(|e| e.to_string())
-}
-
-/// PrecisionΩ needs the chunker's whole output; available when the retriever names a chunker
-/// spec rag-eval knows and there is a corpus.
-fn chunk_index(spec: Option<String>, corpus: &Corpus) -> Option<ChunkIndex> {
-    if corpus.is_empty() {
-        return None;
-    }
-    let chunker = crate::chunker::parse_spec(&spec?).ok()?;
-    let spans: Vec<_> = chunker
-        .chunk_corpus(corpus)
-        .into_iter()
-        .map(|c| c.span)
-        .collect();
-    Some(ChunkIndex::new(&spans))
+    result.map(|r| r.scores).map_err(|e| e.to_string())
 }
 
 /// An `async fn(&str) -> Vec<RetrievedChunk>` case: the function is the retriever.

@@ -16,7 +16,7 @@
 //!     span_recall@5: 0.5000
 //! ```
 
-use super::outcome::Outcome;
+use crate::metrics::{Figures, RunResult};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -35,20 +35,20 @@ pub(crate) struct Golden {
 }
 
 /// Renders an outcome as a snapshot body.
-pub(crate) fn render(outcome: &Outcome) -> String {
+pub(crate) fn render(outcome: &RunResult) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "level: {}", outcome.level);
-    let _ = writeln!(s, "k: {}", outcome.k);
-    let _ = writeln!(s, "mode: {}", outcome.mode);
-    let _ = writeln!(s, "queries: {}", outcome.queries.len());
+    let _ = writeln!(s, "k: {}", outcome.k.unwrap_or_default());
+    let _ = writeln!(s, "mode: {}", outcome.mode.unwrap_or_default());
+    let _ = writeln!(s, "queries: {}", outcome.per_query.len());
     s.push_str("summary:\n");
-    for (name, value) in outcome.named(&outcome.means) {
+    for (name, value) in &outcome.metrics.0 {
         let _ = writeln!(s, "  {name}: {value:.DECIMALS$}");
     }
     s.push_str("per_query:\n");
-    for q in &outcome.queries {
+    for q in &outcome.per_query {
         let _ = writeln!(s, "  {}:", quote_id(&q.id));
-        for (name, value) in outcome.named(&q.values) {
+        for (name, value) in &q.metrics.0 {
             let _ = writeln!(s, "    {name}: {value:.DECIMALS$}");
         }
     }
@@ -68,10 +68,11 @@ pub(crate) fn query_figures(text: &str, id: &str) -> Option<Vec<(String, f64)>> 
 }
 
 /// One query's figures from this run, rounded as the snapshot stores them.
-pub(crate) fn rounded(outcome: &Outcome, values: &[f64]) -> Vec<(String, f64)> {
-    outcome
-        .named(values)
-        .map(|(n, v)| (n.to_owned(), format!("{v:.DECIMALS$}").parse().unwrap_or(v)))
+pub(crate) fn rounded(figures: &Figures) -> Vec<(String, f64)> {
+    figures
+        .0
+        .iter()
+        .map(|(n, v)| (n.clone(), format!("{v:.DECIMALS$}").parse().unwrap_or(*v)))
         .collect()
 }
 

@@ -13,13 +13,12 @@
 
 mod case;
 pub(crate) mod golden;
-mod outcome;
 pub(crate) mod private;
 
 use case::Case;
 use golden::Golden;
 use libtest_mimic::{Arguments, Failed, Trial};
-use outcome::Outcome;
+use crate::metrics::RunResult as Outcome;
 use private::{Bound, CaseSpec, InstaHook, SnapshotRequest};
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -141,7 +140,7 @@ fn one_test_per_process() -> bool {
 
 fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     let outcome = case.outcome()?;
-    let Some(q) = outcome.queries.iter().find(|q| q.id == id) else {
+    let Some(q) = outcome.per_query.iter().find(|q| q.id == id) else {
         return Ok(());
     };
     let old = if one_test_per_process() {
@@ -152,7 +151,7 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     let Some(old) = old else {
         return Ok(()); // no baseline for this query: the summary reports it
     };
-    let new = golden::rounded(&outcome, &q.values);
+    let new = golden::rounded(&q.metrics);
     let comparison = golden::compare_scope(id, &old, &new, case.spec.tolerance);
     let (regressed, improved): (Vec<&golden::Change>, Vec<&golden::Change>) =
         comparison.changes.iter().partition(|c| c.is_regression());
@@ -168,7 +167,7 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     }
     Err(format!(
         "query `{id}` ({:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}",
-        q.query,
+        q.query.as_deref().unwrap_or_default(),
         case.spec.name,
         case.spec.tolerance,
         case.golden_path().display(),
@@ -192,7 +191,10 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         input_file: std::path::Path::new(case.spec.manifest_dir).join(case.spec.source),
         description: format!(
             "{} with k = {}, mode = {} over {}",
-            outcome.retriever, outcome.k, outcome.mode, case.spec.dataset
+            retriever_of(&outcome),
+            outcome.k.unwrap_or_default(),
+            outcome.mode.unwrap_or_default(),
+            case.spec.dataset
         ),
         contents: contents.clone(),
         tolerance: case.spec.tolerance,
@@ -260,38 +262,34 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     }
 }
 
+/// The retriever's description a case's result records.
+fn retriever_of(o: &Outcome) -> &str {
+    o.config.as_ref().map_or("", |c| c.retriever.as_str())
+}
+
 /// The metric table and the per-difficulty means, printed once per run by the summary.
 fn report(case: &Case, o: &Outcome) -> String {
     let mut s = format!(
         "\n{} — {}-level, k = {}, mode = {}, {} queries, {}\n",
         case.spec.name,
         o.level,
-        o.k,
-        o.mode,
-        o.queries.len(),
-        o.retriever
+        o.k.unwrap_or_default(),
+        o.mode.unwrap_or_default(),
+        o.per_query.len(),
+        retriever_of(o)
     );
-    let figures = |values: &[f64]| {
-        crate::metrics::Figures(o.named(values).map(|(n, v)| (n.to_owned(), v)).collect())
-    };
-    s.push_str(&crate::eval::metric_table(
-        &figures(&o.means),
-        &figures(&o.stds),
-    ));
-    if o.by_difficulty.len() > 1
-        || o.by_difficulty
-            .first()
-            .is_some_and(|d| d.label != "unlabelled")
-    {
-        let shown = o.metrics.len().min(4);
+    s.push_str(&crate::eval::metric_table(&o.metrics, &o.std));
+    let groups = o.by_difficulty.as_ref();
+    if groups.is_some_and(|g| g.len() > 1 || g.keys().any(|l| l != "unlabelled")) {
+        let shown = o.metrics.0.len().min(4);
         let _ = write!(s, "{:<14} {:>7}", "difficulty", "queries");
-        for n in &o.metrics[..shown] {
+        for n in o.metrics.names().take(shown) {
             let _ = write!(s, " {n:>16}");
         }
         s.push('\n');
-        for d in &o.by_difficulty {
-            let _ = write!(s, "{:<14} {:>7}", d.label, d.queries);
-            for v in &d.means[..shown] {
+        for (label, d) in groups.into_iter().flatten() {
+            let _ = write!(s, "{:<14} {:>7}", label, d.queries);
+            for v in d.metrics.values().take(shown) {
                 let _ = write!(s, " {v:>16.4}");
             }
             s.push('\n');
@@ -306,12 +304,12 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
     for t in case.spec.thresholds {
         let Some(i) = o.metric_index(t.metric) else {
             problems.push(format!(
-                "`{}` has a bar but was not computed (precision_omega needs a retriever that names its chunker, and a corpus)",
+                "`{}` has a bar but was not computed (precision_omega needs a corpus and a retriever that exposes its chunker, `Retriever::chunker_object`)",
                 t.metric
             ));
             continue;
         };
-        let (name, value) = (&o.metrics[i], o.means[i]);
+        let (name, value) = (&o.metrics.0[i].0, o.metrics.0[i].1);
         let (missed, word, key) = match t.bound {
             Bound::Min => (value < t.value, "below", "min"),
             Bound::Max => (value > t.value, "above", "max"),
@@ -320,9 +318,12 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
             continue;
         }
         let mut worst: Vec<(f64, &str, &str)> = o
-            .queries
+            .per_query
             .iter()
-            .map(|q| (q.values[i], q.id.as_str(), q.query.as_str()))
+            .map(|q| {
+                let value = q.metrics.0.get(i).map_or(0.0, |f| f.1);
+                (value, q.id.as_str(), q.query.as_deref().unwrap_or_default())
+            })
             .collect();
         worst.sort_by(|a, b| match t.bound {
             Bound::Min => a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)),

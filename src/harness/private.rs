@@ -46,14 +46,8 @@ pub struct CaseSpec {
     pub build: Build,
 }
 
-/// Span scoring mode of a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Merged spans.
-    Standard,
-    /// chunking_evaluation's rules.
-    Chroma,
-}
+/// Span scoring mode of a case: the library's own type, so nothing maps one to the other.
+pub use crate::metrics::SpanMode as Mode;
 
 /// Which side of a bar a figure must stay on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

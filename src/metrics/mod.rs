@@ -24,7 +24,10 @@
 
 pub mod answer;
 mod chroma;
+mod mode;
 mod rank;
+pub mod registry;
+mod result;
 mod scorecard;
 mod set;
 mod similarity;
@@ -37,13 +40,18 @@ pub use rank::{
     precision_at_k, recall_at_k, reciprocal_rank, Grade, Hit, Map, Mrr, Ndcg, Precision, Recall,
     F1, RELEVANCE_LEVEL,
 };
-pub use scorecard::{scorecard, Figures, QueryScores, Scorecard, Scored};
+pub use result::{
+    DifficultyScores, Figures, QueryResult, ResultLevel, RunConfig, RunResult,
+};
+pub use scorecard::{scorecard, QueryScores, Scorecard, Scored};
 pub use set::{ChunkF1, ChunkPrecision, ChunkRecall};
 pub use similarity::{
     f1_at_k_similarity, precision_at_k_similarity, recall_at_k_similarity, HybridLogRank,
     DEFAULT_THRESHOLD,
 };
-pub use span::{SpanIou, SpanMode, SpanPrecision, SpanRecall};
+pub use mode::SpanMode;
+pub use registry::{reported_metrics, MetricContext, MetricInfo, Need, REGISTRY};
+pub use span::{SpanIou, SpanPrecision, SpanRecall};
 
 use crate::level::Level;
 use crate::span::CharSpan;
@@ -97,6 +105,11 @@ pub trait Metric<L: Level>: Send + Sync {
     fn needs_chunker_output(&self) -> bool {
         false
     }
+    /// The span mode the metric counts characters in, for metrics that have one; an
+    /// evaluation refuses metrics whose mode differs from its own.
+    fn span_mode(&self) -> Option<SpanMode> {
+        None
+    }
     /// The value for one query, in `[0, 1]` for every built-in metric.
     fn compute(&self, input: &MetricInput<'_, L>) -> f64;
     /// The name a report uses: `name@k` or `name`.
@@ -121,56 +134,22 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// The metrics rag-eval reports for a token-level run, in report order: span recall, precision
-/// in `mode`, PrecisionΩ when the chunker's output is given, span IoU, then the rank metrics
-/// (the published tables' order: recall, precision, PrecisionΩ, IoU).
+/// The metrics rag-eval reports for a token-level run, in report order ([`REGISTRY`]'s):
+/// span recall, precision in `mode`, PrecisionΩ when the chunker's output is given, span IoU,
+/// then the rank metrics (the published tables' order: recall, precision, PrecisionΩ, IoU).
 pub fn token_level_metrics(
     mode: SpanMode,
     chunker_output: Option<ChunkIndex>,
 ) -> Vec<Box<dyn Metric<crate::level::TokenLevel>>> {
-    let mut v: Vec<Box<dyn Metric<crate::level::TokenLevel>>> = vec![
-        Box::new(SpanRecall::new(mode)),
-        Box::new(SpanPrecision::new(mode)),
-    ];
-    if let Some(index) = chunker_output {
-        v.push(Box::new(PrecisionOmega::with_index(index)));
-    }
-    v.push(Box::new(SpanIou::new(mode)));
-    v.extend(rank_metrics::<crate::level::TokenLevel>());
-    v
+    let mut ctx = MetricContext::new(mode);
+    ctx.chunker_output = chunker_output.map(std::sync::Arc::new);
+    reported_metrics(&ctx)
 }
 
 /// The metrics rag-eval reports for a chunk-level run, in report order: chunk recall,
 /// precision and F1, then the rank metrics.
 pub fn chunk_level_metrics() -> Vec<Box<dyn Metric<crate::level::ChunkLevel>>> {
-    let mut v: Vec<Box<dyn Metric<crate::level::ChunkLevel>>> = vec![
-        Box::new(ChunkRecall),
-        Box::new(ChunkPrecision),
-        Box::new(ChunkF1),
-    ];
-    v.extend(rank_metrics::<crate::level::ChunkLevel>());
-    v
-}
-
-fn rank_metrics<L: Level>() -> Vec<Box<dyn Metric<L>>>
-where
-    Precision: Metric<L>,
-    Recall: Metric<L>,
-    F1: Metric<L>,
-    Hit: Metric<L>,
-    Mrr: Metric<L>,
-    Ndcg: Metric<L>,
-    Map: Metric<L>,
-{
-    vec![
-        Box::new(Precision),
-        Box::new(Recall),
-        Box::new(F1),
-        Box::new(Hit),
-        Box::new(Mrr),
-        Box::new(Ndcg),
-        Box::new(Map),
-    ]
+    reported_metrics(&MetricContext::default())
 }
 
 #[cfg(test)]

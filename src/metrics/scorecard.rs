@@ -1,66 +1,16 @@
 //! Scoring many queries at once: per-query figures, means and standard deviations.
 
-use super::{mean_std, Metric, MetricInput};
+use super::result::{QueryResult, RunResult};
+use super::{Figures, Metric, MetricInput, SpanMode};
 use crate::level::Level;
 use crate::span::CharSpan;
-use serde::ser::{Serialize, SerializeMap, Serializer};
 
-/// Named figures in a fixed order (the order the metrics were given in), serialised as a JSON
-/// object with keys in that order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Figures(pub Vec<(String, f64)>);
+/// The figures of one query (the name `rag-eval score` used; the same type as
+/// [`QueryResult`]).
+pub type QueryScores = QueryResult;
 
-impl Figures {
-    /// A figure by name.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
-    }
-}
-
-impl Serialize for Figures {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
-
-/// The figures of one query.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct QueryScores {
-    /// The query's id.
-    pub id: String,
-    /// The query text (evaluations fill it in; `rag-eval score` leaves it out).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub query: Option<String>,
-    /// The query's difficulty label, when the dataset has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub difficulty: Option<String>,
-    /// Metric values, by report name.
-    pub metrics: Figures,
-}
-
-/// Scores of a whole run: means, population standard deviations and per-query figures.
-/// Its JSON form is the `rag-eval score --json` contract.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Scorecard {
-    /// `"chunk"` or `"token"`.
-    pub level: &'static str,
-    /// The cut-off.
-    pub k: usize,
-    /// `"standard"` or `"chroma"`.
-    pub mode: String,
-    /// Number of queries scored.
-    pub queries: usize,
-    /// Mean of each metric over queries.
-    pub metrics: Figures,
-    /// Population standard deviation of each metric over queries.
-    pub std: Figures,
-    /// Every query's figures, in input order.
-    pub per_query: Vec<QueryScores>,
-}
+/// Scores of a whole run (the name `rag-eval score` used; the same type as [`RunResult`]).
+pub type Scorecard = RunResult;
 
 /// One query to score: id, truth and the ranked retrieval.
 #[derive(Debug)]
@@ -73,21 +23,22 @@ pub struct Scored<'a, L: Level> {
     pub retrieved: &'a [L::Item],
 }
 
-/// Computes every metric for every query at cut-off `k`.
+/// Computes every metric for every query at cut-off `k`; `mode` is recorded in the result
+/// (the metrics were built in it).
 pub fn scorecard<L: Level>(
     queries: &[Scored<'_, L>],
     metrics: &[Box<dyn Metric<L>>],
     k: usize,
-    mode: &str,
+    mode: SpanMode,
     chunker_output: Option<&[CharSpan]>,
-) -> Scorecard {
+) -> RunResult {
     let names: Vec<String> = metrics.iter().map(|m| m.report_name(k)).collect();
-    let per_query: Vec<QueryScores> = queries
+    let per_query: Vec<QueryResult> = queries
         .iter()
         .map(|q| {
             let mut input = MetricInput::new(q.retrieved, q.truth, k);
             input.chunker_output = chunker_output;
-            QueryScores {
+            QueryResult {
                 id: q.id.to_owned(),
                 query: None,
                 difficulty: None,
@@ -101,21 +52,13 @@ pub fn scorecard<L: Level>(
             }
         })
         .collect();
-    let mut means = Vec::with_capacity(names.len());
-    let mut stds = Vec::with_capacity(names.len());
-    for (i, n) in names.iter().enumerate() {
-        let values: Vec<f64> = per_query.iter().map(|q| q.metrics.0[i].1).collect();
-        let (m, s) = mean_std(&values);
-        means.push((n.clone(), m));
-        stds.push((n.clone(), s));
+    let mut card = RunResult::from_queries(L::KIND.into(), per_query);
+    if card.per_query.is_empty() {
+        // No query to take the names from: every metric still gets its (zero) figure.
+        card.metrics = Figures(names.iter().map(|n| (n.clone(), 0.0)).collect());
+        card.std = card.metrics.clone();
     }
-    Scorecard {
-        level: L::NAME,
-        k,
-        mode: mode.to_owned(),
-        queries: queries.len(),
-        metrics: Figures(means),
-        std: Figures(stds),
-        per_query,
-    }
+    card.k = Some(k);
+    card.mode = Some(mode);
+    card
 }

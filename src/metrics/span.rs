@@ -1,47 +1,26 @@
 //! Token-level span metrics: recall, precision and IoU over characters, in two modes
 //! ([`SpanMode`]).
+//!
+//! ```
+//! use rag_eval::metrics::{Metric, MetricInput, SpanIou, SpanMode, SpanPrecision, SpanRecall};
+//! use rag_eval::span::CharSpan;
+//!
+//! let retrieved = [CharSpan::new("d", 0, 10), CharSpan::new("d", 5, 15)];
+//! let truth = vec![CharSpan::new("d", 10, 20)];
+//! let input = MetricInput::new(&retrieved, &truth, 5);
+//! assert_eq!(SpanRecall::default().compute(&input), 0.5);
+//! assert_eq!(SpanPrecision::default().compute(&input), 5.0 / 15.0);
+//! assert_eq!(SpanIou::default().compute(&input), 5.0 / 20.0);
+//! // The chunking_evaluation mode sums the two overlapping chunks: 5 / (10 + 10).
+//! assert_eq!(SpanPrecision::new(SpanMode::ChunkingEvaluation).compute(&input), 0.25);
+//! assert_eq!(SpanRecall::default().report_name(5), "span_recall@5");
+//! ```
 
 use super::chroma::RetrievalParts;
 use super::{Metric, MetricInput};
 use crate::level::TokenLevel;
 use crate::span::SpanSet;
-
-/// How the span metrics ([`SpanRecall`], [`SpanPrecision`], [`SpanIou`]) count characters.
-///
-/// - [`SpanMode::Standard`] (the default) treats retrieval and truth as sets of characters. With
-///   R the union of the top-k retrieved spans and G the union of the truth spans (both as a
-///   [`SpanSet`](crate::span::SpanSet)): recall `|R∩G| / |G|`, precision `|R∩G| / |R|`,
-///   IoU `|R∩G| / |R∪G|`. Overlapping retrieved chunks count their shared characters once.
-///   Edge cases: recall is 0 when the truth is empty, precision is 0 when nothing was
-///   retrieved, IoU is 1 when both are empty (nothing to find and nothing found agree
-///   perfectly) and 0 when only one is.
-/// - [`SpanMode::Chroma`] reproduces chunking_evaluation's per-query figures, whose
-///   denominators are plain sums rather than unions; every rule is listed at
-///   [`chroma_scores`](super::chroma_scores).
-///
-/// ```
-/// use rag_eval::metrics::{Metric, MetricInput, SpanIou, SpanMode, SpanPrecision, SpanRecall};
-/// use rag_eval::span::CharSpan;
-///
-/// let retrieved = [CharSpan::new("d", 0, 10), CharSpan::new("d", 5, 15)];
-/// let truth = vec![CharSpan::new("d", 10, 20)];
-/// let input = MetricInput::new(&retrieved, &truth, 5);
-/// assert_eq!(SpanRecall::default().compute(&input), 0.5);
-/// assert_eq!(SpanPrecision::default().compute(&input), 5.0 / 15.0);
-/// assert_eq!(SpanIou::default().compute(&input), 5.0 / 20.0);
-/// // The Chroma mode sums the two overlapping chunks: 5 / (10 + 10).
-/// assert_eq!(SpanPrecision::new(SpanMode::Chroma).compute(&input), 0.25);
-/// assert_eq!(SpanRecall::default().report_name(5), "span_recall@5");
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum SpanMode {
-    /// Set arithmetic over merged spans.
-    #[default]
-    Standard,
-    /// chunking_evaluation's figures, exactly (plain sums in the denominators); the rules are
-    /// listed at [`chroma_scores`](super::chroma_scores).
-    Chroma,
-}
+use super::SpanMode;
 
 /// The character counts the standard mode needs for one query.
 struct Counts {
@@ -95,13 +74,17 @@ macro_rules! span_metric {
                 $name
             }
 
+            fn span_mode(&self) -> Option<SpanMode> {
+                Some(self.mode)
+            }
+
             fn compute(&self, input: &MetricInput<'_, TokenLevel>) -> f64 {
                 match self.mode {
                     SpanMode::Standard => {
                         let $c = Counts::new(input);
                         $standard
                     }
-                    SpanMode::Chroma => {
+                    SpanMode::ChunkingEvaluation => {
                         let $p = RetrievalParts::new(input.top_k(), input.truth);
                         $chroma
                     }
@@ -174,7 +157,7 @@ mod tests {
         assert_eq!(all(SpanMode::Standard, &[], &[], 5), [0.0, 0.0, 1.0]);
         assert_eq!(all(SpanMode::Standard, &[], &t, 5), [0.0, 0.0, 0.0]);
         assert_eq!(all(SpanMode::Standard, &r, &[], 5), [0.0, 0.0, 0.0]);
-        assert_eq!(all(SpanMode::Chroma, &[], &[], 5), [0.0, 0.0, 0.0]);
+        assert_eq!(all(SpanMode::ChunkingEvaluation, &[], &[], 5), [0.0, 0.0, 0.0]);
     }
 
     #[test]
@@ -184,9 +167,9 @@ mod tests {
         // top-2 covers 0..10 once: 10 retrieved characters, all of them truth.
         assert_eq!(all(SpanMode::Standard, &r, &t, 2), [1.0, 1.0, 1.0]);
         assert_eq!(all(SpanMode::Standard, &r, &t, 1), [0.6, 1.0, 0.6]);
-        // The Chroma mode sums 6 + 6 retrieved characters.
+        // The chunking_evaluation mode sums 6 + 6 retrieved characters.
         assert_eq!(
-            all(SpanMode::Chroma, &r, &t, 2),
+            all(SpanMode::ChunkingEvaluation, &r, &t, 2),
             [1.0, 10.0 / 12.0, 10.0 / 12.0]
         );
     }
@@ -194,7 +177,7 @@ mod tests {
     #[test]
     fn names_and_modes() {
         assert_eq!(SpanRecall::default().mode, SpanMode::Standard);
-        assert_eq!(SpanPrecision::new(SpanMode::Chroma).mode, SpanMode::Chroma);
+        assert_eq!(SpanPrecision::new(SpanMode::ChunkingEvaluation).mode, SpanMode::ChunkingEvaluation);
         assert_eq!(SpanIou::default().report_name(3), "span_iou@3");
         assert_eq!(
             SpanPrecision::default().report_name(10),
@@ -316,7 +299,7 @@ mod tests {
         ) {
             let top = &retrieved[..k.min(retrieved.len())];
             let want = naive_chroma(top, &truth, &chunks);
-            let got = all(SpanMode::Chroma, &retrieved, &truth, k);
+            let got = all(SpanMode::ChunkingEvaluation, &retrieved, &truth, k);
             prop_assert_eq!(&got[..], &want[..3]);
             let index = ChunkIndex::new(&chunks);
             let scores = crate::metrics::chroma_scores(top, &truth, Some(&index));

@@ -12,6 +12,7 @@ use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::level::Level;
 use crate::retrieve::{rank, Retriever};
+use crate::span::CharSpan;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
@@ -244,6 +245,15 @@ impl<L: Level> Retriever<L> for Bm25Retriever {
 
     fn chunker(&self) -> Option<String> {
         Some(self.chunker.name())
+    }
+
+    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+        Some(self.chunker.as_ref())
+    }
+
+    fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
+        let index = self.current()?;
+        Some(index.chunks.iter().map(|c| c.span.clone()).collect())
     }
 
     async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {

@@ -13,9 +13,11 @@ pub use self::bm25::Bm25Retriever;
 pub use pipeline::Pipeline;
 
 use crate::chunk::RetrievedChunk;
+use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
 use crate::error::Result;
 use crate::level::Level;
+use crate::span::CharSpan;
 use std::sync::Arc;
 
 /// Retrieves ranked chunks for a query, at evaluation level `L`.
@@ -30,6 +32,20 @@ pub trait Retriever<L: Level>: Send + Sync {
     /// The chunker spec whose chunks this retriever returns, when it has one. A chunk-level
     /// evaluation compares it with the chunker recorded in the dataset.
     fn chunker(&self) -> Option<String> {
+        None
+    }
+
+    /// The chunker itself, when the retriever has one: what metrics that need the chunker's
+    /// whole output (PrecisionΩ) run over the corpus, whatever chunker it is, when
+    /// [`Retriever::indexed_spans`] has nothing.
+    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+        None
+    }
+
+    /// The positions of every chunk indexed from the current corpus, when the retriever keeps
+    /// them (after [`Retriever::index`]); spares chunking the corpus a second time for
+    /// PrecisionΩ.
+    fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
         None
     }
 
@@ -52,6 +68,12 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Box<R> {
     fn chunker(&self) -> Option<String> {
         (**self).chunker()
     }
+    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+        (**self).chunker_object()
+    }
+    fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
+        (**self).indexed_spans()
+    }
     async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
         (**self).index(corpus).await
     }
@@ -67,6 +89,12 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Arc<R> {
     }
     fn chunker(&self) -> Option<String> {
         (**self).chunker()
+    }
+    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+        (**self).chunker_object()
+    }
+    fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
+        (**self).indexed_spans()
     }
     async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
         (**self).index(corpus).await

@@ -6,6 +6,7 @@ use crate::embed::{BatchingEmbedder, Embedder};
 use crate::error::{Error, Result};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::rerank::Reranker;
+use crate::span::CharSpan;
 use crate::store::{InMemoryStore, VectorStore};
 use futures_util::lock::Mutex;
 use std::fmt;
@@ -39,6 +40,8 @@ pub struct Pipeline {
     reranker: Option<Arc<dyn Reranker>>,
     candidates: usize,
     indexed: Mutex<Option<Arc<Corpus>>>,
+    /// Positions of the chunks indexed from the current corpus (PrecisionΩ reads them).
+    spans: std::sync::Mutex<Option<Vec<CharSpan>>>,
 }
 
 impl fmt::Debug for Pipeline {
@@ -67,6 +70,7 @@ impl Pipeline {
             reranker: None,
             candidates: 20,
             indexed: Mutex::new(None),
+            spans: std::sync::Mutex::new(None),
         }
     }
 
@@ -117,10 +121,20 @@ impl Pipeline {
             return Ok(());
         }
         self.store.clear().await?;
+        // Until the new index is complete, there are no indexed spans to hand out.
+        *self
+            .spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let chunks = self.chunker.chunk_corpus(corpus);
         let texts: Vec<String> = chunks.iter().map(|c| c.content.clone()).collect();
         let vectors = self.embedder.embed(&texts).await?;
         self.store.add(&chunks, &vectors).await?;
+        *self
+            .spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(chunks.iter().map(|c| c.span.clone()).collect());
         *indexed = Some(Arc::clone(corpus));
         Ok(())
     }
@@ -151,6 +165,15 @@ macro_rules! impl_retriever {
             }
             fn chunker(&self) -> Option<String> {
                 Some(self.chunker.name())
+            }
+            fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+                Some(self.chunker.as_ref())
+            }
+            fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
+                self.spans
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
             }
             async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
                 self.build(corpus).await

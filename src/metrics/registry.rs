@@ -1,0 +1,264 @@
+//! The registry of built-in metrics: one line per metric says its name, the levels it is
+//! reported at, whether it is cut at `k`, what it needs and its definition, and builds it.
+//!
+//! Everything that lists metrics reads [`REGISTRY`]: the metrics an evaluation reports
+//! ([`reported_metrics`], [`token_level_metrics`](super::token_level_metrics),
+//! [`chunk_level_metrics`](super::chunk_level_metrics)), the names a harness threshold may use,
+//! `rag-eval score` and `eval`, and the README's metric table (a test checks it, and checks that
+//! `#[rag_eval(min_…)]` accepts every name here).
+
+use super::{
+    ChunkF1, ChunkIndex, ChunkPrecision, ChunkRecall, Hit, Map, Metric, Mrr, Ndcg, Precision,
+    PrecisionOmega, Recall, SpanIou, SpanMode, SpanPrecision, SpanRecall, F1,
+};
+use crate::level::{ChunkLevel, Level, LevelKind, TokenLevel};
+
+/// What a metric needs to be computed, besides the query's ground truth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Need {
+    /// The retriever's ranked output.
+    Ranking,
+    /// Character positions of truth and retrieved chunks (token-level datasets).
+    Spans,
+    /// Every chunk the chunker produced over the corpus, not only the retrieved ones.
+    ChunkerOutput,
+}
+
+/// What building a metric may use: the evaluation's span mode and, when available, the
+/// chunker's whole output.
+#[derive(Debug, Clone, Default)]
+pub struct MetricContext {
+    /// How span metrics count characters.
+    pub mode: SpanMode,
+    /// The chunker's output over the corpus; metrics that [`Need::ChunkerOutput`] are left
+    /// out without it.
+    pub chunker_output: Option<std::sync::Arc<ChunkIndex>>,
+}
+
+impl MetricContext {
+    /// A context in `mode` without chunker output.
+    pub fn new(mode: SpanMode) -> Self {
+        MetricContext {
+            mode,
+            chunker_output: None,
+        }
+    }
+
+    /// The same context with the chunker's output.
+    pub fn with_chunker_output(mut self, index: impl Into<std::sync::Arc<ChunkIndex>>) -> Self {
+        self.chunker_output = Some(index.into());
+        self
+    }
+}
+
+type Build<L> = fn(&MetricContext) -> Option<Box<dyn Metric<L>>>;
+
+/// One built-in metric: its entry in [`REGISTRY`].
+#[derive(Clone, Copy)]
+pub struct MetricInfo {
+    /// The name without cut-off, as thresholds (`min_<name>`) and reports use it.
+    pub name: &'static str,
+    /// Whether it is reported as `name@k` (true) or over the whole ranking as `name`.
+    pub at_k: bool,
+    /// What it needs.
+    pub needs: &'static [Need],
+    /// One line for the documentation (the README's metric table).
+    pub definition: &'static str,
+    token: Option<Build<TokenLevel>>,
+    chunk: Option<Build<ChunkLevel>>,
+}
+
+impl std::fmt::Debug for MetricInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricInfo")
+            .field("name", &self.name)
+            .field("levels", &self.levels())
+            .field("at_k", &self.at_k)
+            .field("needs", &self.needs)
+            .finish()
+    }
+}
+
+impl MetricInfo {
+    /// The levels the metric is reported at, chunk first.
+    pub fn levels(&self) -> Vec<LevelKind> {
+        let mut v = Vec::with_capacity(2);
+        if self.chunk.is_some() {
+            v.push(LevelKind::Chunk);
+        }
+        if self.token.is_some() {
+            v.push(LevelKind::Token);
+        }
+        v
+    }
+
+    /// Whether the metric is reported at `level`.
+    pub fn applies_to(&self, level: LevelKind) -> bool {
+        match level {
+            LevelKind::Chunk => self.chunk.is_some(),
+            LevelKind::Token => self.token.is_some(),
+        }
+    }
+
+    /// Whether it needs `need`.
+    pub fn needs(&self, need: Need) -> bool {
+        self.needs.contains(&need)
+    }
+
+    /// The report name at cut-off `k`: `name@k` or `name`.
+    pub fn report_name(&self, k: usize) -> String {
+        if self.at_k {
+            format!("{}@{k}", self.name)
+        } else {
+            self.name.to_owned()
+        }
+    }
+
+    /// The metric at level `L`, built for `ctx`; `None` when it is not reported at `L` or
+    /// what it needs is missing from `ctx`.
+    pub fn build<L: RegisteredLevel>(&self, ctx: &MetricContext) -> Option<Box<dyn Metric<L>>> {
+        L::build(self, ctx)
+    }
+}
+
+/// The levels the registry builds metrics for (both levels; [`Level`] is sealed).
+pub trait RegisteredLevel: Level {
+    /// `info`'s metric at this level.
+    fn build(info: &MetricInfo, ctx: &MetricContext) -> Option<Box<dyn Metric<Self>>>;
+}
+
+impl RegisteredLevel for TokenLevel {
+    fn build(info: &MetricInfo, ctx: &MetricContext) -> Option<Box<dyn Metric<Self>>> {
+        info.token.and_then(|b| b(ctx))
+    }
+}
+
+impl RegisteredLevel for ChunkLevel {
+    fn build(info: &MetricInfo, ctx: &MetricContext) -> Option<Box<dyn Metric<Self>>> {
+        info.chunk.and_then(|b| b(ctx))
+    }
+}
+
+const RANK: &[Need] = &[Need::Ranking];
+const SPANS: &[Need] = &[Need::Ranking, Need::Spans];
+const CHUNKER: &[Need] = &[Need::Spans, Need::ChunkerOutput];
+
+fn unit<L: Level, M: Metric<L> + Default + 'static>(_: &MetricContext) -> Option<Box<dyn Metric<L>>> {
+    Some(Box::new(M::default()))
+}
+
+const fn token(
+    name: &'static str,
+    at_k: bool,
+    needs: &'static [Need],
+    definition: &'static str,
+    build: Build<TokenLevel>,
+) -> MetricInfo {
+    MetricInfo { name, at_k, needs, definition, token: Some(build), chunk: None }
+}
+
+const fn chunk(
+    name: &'static str,
+    at_k: bool,
+    needs: &'static [Need],
+    definition: &'static str,
+    build: Build<ChunkLevel>,
+) -> MetricInfo {
+    MetricInfo { name, at_k, needs, definition, token: None, chunk: Some(build) }
+}
+
+const fn both(
+    name: &'static str,
+    at_k: bool,
+    needs: &'static [Need],
+    definition: &'static str,
+    token: Build<TokenLevel>,
+    chunk: Build<ChunkLevel>,
+) -> MetricInfo {
+    MetricInfo { name, at_k, needs, definition, token: Some(token), chunk: Some(chunk) }
+}
+
+/// Every built-in metric, in report order (a level reports its metrics in this order: the
+/// published tables' recall, precision, PrecisionΩ, IoU, then the rank metrics).
+#[rustfmt::skip]
+pub static REGISTRY: &[MetricInfo] = &[
+    token("span_recall", true, SPANS, "share of the truth's characters covered by the top k chunks: |R∩G| / |G|", |c| Some(Box::new(SpanRecall::new(c.mode)))),
+    token("span_precision", true, SPANS, "share of the top k chunks' characters that are truth: |R∩G| / |R|", |c| Some(Box::new(SpanPrecision::new(c.mode)))),
+    token("precision_omega", false, CHUNKER, "PrecisionΩ: truth characters over every chunk of the chunker's output that meets the truth, plus the truth no chunk meets", |c| Some(Box::new(PrecisionOmega::with_index(c.chunker_output.clone()?)))),
+    token("span_iou", true, SPANS, "intersection over union of the top k chunks' characters and the truth's: |R∩G| / |R∪G|", |c| Some(Box::new(SpanIou::new(c.mode)))),
+    chunk("chunk_recall", true, RANK, "share of the truth chunk ids among the top k: |R∩G| / |G|", unit::<ChunkLevel, ChunkRecall>),
+    chunk("chunk_precision", true, RANK, "share of the top k chunk ids that are truth: |R∩G| / |R|", unit::<ChunkLevel, ChunkPrecision>),
+    chunk("chunk_f1", true, RANK, "harmonic mean of chunk_recall and chunk_precision", unit::<ChunkLevel, ChunkF1>),
+    both("precision", true, RANK, "relevant items among the first k, divided by k (trec_eval's P_k)", unit::<TokenLevel, Precision>, unit::<ChunkLevel, Precision>),
+    both("recall", true, RANK, "share of the relevant items found among the first k (trec_eval's recall_k)", unit::<TokenLevel, Recall>, unit::<ChunkLevel, Recall>),
+    both("f1", true, RANK, "harmonic mean of precision@k and recall@k", unit::<TokenLevel, F1>, unit::<ChunkLevel, F1>),
+    both("hit", true, RANK, "1 when any of the first k items is relevant, else 0", unit::<TokenLevel, Hit>, unit::<ChunkLevel, Hit>),
+    both("mrr", false, RANK, "1 / the rank of the first relevant item, 0 without one (trec_eval's recip_rank)", unit::<TokenLevel, Mrr>, unit::<ChunkLevel, Mrr>),
+    both("ndcg", true, RANK, "normalised discounted cumulative gain of the first k items (trec_eval's ndcg_cut_k)", unit::<TokenLevel, Ndcg>, unit::<ChunkLevel, Ndcg>),
+    both("map", false, RANK, "mean of the precision at the rank of each relevant item (trec_eval's map)", unit::<TokenLevel, Map>, unit::<ChunkLevel, Map>),
+];
+
+/// The registry entry named `name` (without cut-off).
+pub fn lookup(name: &str) -> Option<&'static MetricInfo> {
+    REGISTRY.iter().find(|m| m.name == name)
+}
+
+/// The entries reported at `level`, in report order.
+pub fn at_level(level: LevelKind) -> impl Iterator<Item = &'static MetricInfo> {
+    REGISTRY.iter().filter(move |m| m.applies_to(level))
+}
+
+/// Every registered metric of level `L` that `ctx` can build, in report order.
+pub fn reported_metrics<L: RegisteredLevel>(ctx: &MetricContext) -> Vec<Box<dyn Metric<L>>> {
+    REGISTRY.iter().filter_map(|m| m.build::<L>(ctx)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_agree_with_the_metrics_they_build() {
+        let index = ChunkIndex::new(&[crate::span::CharSpan::new("d", 0, 4)]);
+        let ctx = MetricContext::new(SpanMode::ChunkingEvaluation).with_chunker_output(index);
+        let mut seen = std::collections::HashSet::new();
+        for info in REGISTRY {
+            assert!(seen.insert(info.name), "`{}` registered twice", info.name);
+            assert!(!info.definition.is_empty() && !info.definition.contains('\n'));
+            assert!(!info.levels().is_empty(), "`{}` has no level", info.name);
+            if let Some(m) = info.build::<TokenLevel>(&ctx) {
+                assert_eq!((m.name(), m.at_k()), (info.name, info.at_k));
+                assert_eq!(m.needs_chunker_output(), info.needs(Need::ChunkerOutput));
+                assert_eq!(m.report_name(7), info.report_name(7));
+                if info.needs(Need::Spans) && !info.needs(Need::ChunkerOutput) {
+                    assert_eq!(m.span_mode(), Some(SpanMode::ChunkingEvaluation));
+                }
+            }
+            if let Some(m) = info.build::<ChunkLevel>(&ctx) {
+                assert_eq!((m.name(), m.at_k()), (info.name, info.at_k));
+                assert!(!info.needs(Need::Spans), "`{}`: chunk level has no spans", info.name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_metric_needing_the_chunker_output_is_left_out_without_it() {
+        let without = reported_metrics::<TokenLevel>(&MetricContext::default());
+        assert!(without.iter().all(|m| m.name() != "precision_omega"));
+        assert_eq!(without.len(), at_level(LevelKind::Token).count() - 1);
+        let chunk: Vec<String> = reported_metrics::<ChunkLevel>(&MetricContext::default())
+            .iter()
+            .map(|m| m.report_name(3))
+            .collect();
+        assert_eq!(
+            chunk,
+            [
+                "chunk_recall@3", "chunk_precision@3", "chunk_f1@3", "precision@3", "recall@3",
+                "f1@3", "hit@3", "mrr", "ndcg@3", "map"
+            ]
+        );
+        assert_eq!(lookup("mrr").map(|m| m.at_k), Some(false));
+        assert!(lookup("bleu").is_none());
+    }
+}

@@ -1,0 +1,337 @@
+//! The one shape of results: [`QueryResult`] per query and [`RunResult`] per run, for
+//! `rag-eval score`, evaluations, the test harness and TREC scoring alike.
+//!
+//! Both serialise to the JSON that `rag-eval score --json` and `rag-eval eval --json` print
+//! (fields a kind of run has no value for are left out) and read back from it, so a run can be
+//! stored and compared later.
+
+use super::{mean_std, SpanMode};
+use crate::level::LevelKind;
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Named figures in a fixed order (the order the metrics were given in), serialised as a JSON
+/// object with keys in that order, and read back in the order written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures(pub Vec<(String, f64)>);
+
+impl Figures {
+    /// A figure by name.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    /// The names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// The values, in order.
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.0.iter().map(|(_, v)| *v)
+    }
+}
+
+impl Serialize for Figures {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Figures {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct InOrder;
+        impl<'de> Visitor<'de> for InOrder {
+            type Value = Figures;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of metric names to numbers")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Figures, A::Error> {
+                let mut v = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(entry) = map.next_entry::<String, f64>()? {
+                    v.push(entry);
+                }
+                Ok(Figures(v))
+            }
+        }
+        d.deserialize_map(InOrder)
+    }
+}
+
+/// What a run's ground truth was: chunk ids, character spans, or TREC qrels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResultLevel {
+    /// A chunk-level dataset.
+    Chunk,
+    /// A token-level dataset.
+    Token,
+    /// TREC qrels and a run file.
+    Trec,
+}
+
+impl ResultLevel {
+    /// `chunk`, `token` or `trec`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultLevel::Chunk => "chunk",
+            ResultLevel::Token => "token",
+            ResultLevel::Trec => "trec",
+        }
+    }
+}
+
+impl From<LevelKind> for ResultLevel {
+    fn from(k: LevelKind) -> Self {
+        match k {
+            LevelKind::Chunk => ResultLevel::Chunk,
+            LevelKind::Token => ResultLevel::Token,
+        }
+    }
+}
+
+impl fmt::Display for ResultLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The figures of one query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryResult {
+    /// The query's id.
+    pub id: String,
+    /// The query text (evaluations fill it in; `rag-eval score` leaves it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The query's difficulty label, when the dataset has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
+    /// Metric values, by report name, in report order.
+    pub metrics: Figures,
+}
+
+/// Means over the queries with one difficulty label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DifficultyScores {
+    /// Number of queries with the label.
+    pub queries: usize,
+    /// Mean of each metric over them.
+    pub metrics: Figures,
+}
+
+/// The configuration a run was made with: enough to say what was measured and to rebuild it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The retriever's description (or spec).
+    pub retriever: String,
+    /// The retriever's chunker spec, when it has one.
+    pub chunker: Option<String>,
+    /// Where the dataset came from.
+    pub dataset: String,
+    /// Number of documents in the corpus.
+    pub corpus_documents: usize,
+}
+
+/// A whole run's results: means, population standard deviations and per-query figures, with
+/// what the run was (level, cut-off, span mode) and, for evaluations, its configuration.
+///
+/// Its JSON form is the `rag-eval score --json` contract (`level`, `k`, `mode`, `queries`,
+/// `metrics`, `std`, `per_query`); TREC scoring writes `cutoffs` instead of `k` and `mode`;
+/// evaluations add `by_difficulty`, `config` and `dataset_hash` (and `rag-eval eval` its
+/// timings, which are not part of the result: they differ between identical runs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// What the ground truth was.
+    pub level: ResultLevel,
+    /// The cut-off every `@k` metric was computed at (none for TREC scoring, which has
+    /// [`RunResult::cutoffs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
+    /// TREC scoring: the distinct cut-offs of the measures, ascending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoffs: Option<Vec<usize>>,
+    /// How span metrics counted characters (chunk-level runs record `standard`; none for TREC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SpanMode>,
+    /// Number of queries scored.
+    pub queries: usize,
+    /// Mean of each metric over queries.
+    pub metrics: Figures,
+    /// Population standard deviation of each metric over queries.
+    pub std: Figures,
+    /// Every query's figures, in input order.
+    pub per_query: Vec<QueryResult>,
+    /// Means per difficulty label, labels sorted (evaluations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_difficulty: Option<BTreeMap<String, DifficultyScores>>,
+    /// What was evaluated (evaluations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<RunConfig>,
+    /// Identifies the dataset's content: the first 16 hex digits of SHA-256 over its rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_hash: Option<String>,
+}
+
+impl RunResult {
+    /// A result from per-query figures (every query with the same metric names, in the same
+    /// order): the means and standard deviations are computed here, nothing optional is set.
+    pub fn from_queries(level: ResultLevel, per_query: Vec<QueryResult>) -> RunResult {
+        let names: Vec<String> = per_query
+            .first()
+            .map(|q| q.metrics.names().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let mut means = Vec::with_capacity(names.len());
+        let mut stds = Vec::with_capacity(names.len());
+        for (i, n) in names.iter().enumerate() {
+            let values: Vec<f64> = per_query.iter().map(|q| q.metrics.0[i].1).collect();
+            let (m, s) = mean_std(&values);
+            means.push((n.clone(), m));
+            stds.push((n.clone(), s));
+        }
+        RunResult {
+            level,
+            k: None,
+            cutoffs: None,
+            mode: None,
+            queries: per_query.len(),
+            metrics: Figures(means),
+            std: Figures(stds),
+            per_query,
+            by_difficulty: None,
+            config: None,
+            dataset_hash: None,
+        }
+    }
+
+    /// The first line of a text report: `token-level, k = 5, mode = standard, 12 queries`
+    /// (`trec, 12 queries` for TREC scoring).
+    pub fn headline(&self) -> String {
+        let mut s = match self.level {
+            ResultLevel::Trec => "trec".to_owned(),
+            level => format!("{level}-level"),
+        };
+        if let Some(k) = self.k {
+            s.push_str(&format!(", k = {k}"));
+        }
+        if let Some(mode) = self.mode {
+            s.push_str(&format!(", mode = {mode}"));
+        }
+        s.push_str(&format!(", {} queries", self.queries));
+        s
+    }
+
+    /// Position of a metric given by base name (`span_recall` for `span_recall@5`) or report
+    /// name.
+    pub fn metric_index(&self, base: &str) -> Option<usize> {
+        self.metrics
+            .names()
+            .position(|n| n == base || n.split_once('@').is_some_and(|(b, _)| b == base))
+    }
+
+    /// Fills [`RunResult::by_difficulty`]: means per difficulty label (`unlabelled` for
+    /// queries without one), labels sorted.
+    pub fn group_by_difficulty(&mut self) {
+        let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, q) in self.per_query.iter().enumerate() {
+            let label = q.difficulty.clone().unwrap_or_else(|| "unlabelled".into());
+            groups.entry(label).or_default().push(i);
+        }
+        let grouped = groups
+            .into_iter()
+            .map(|(label, idx)| {
+                let figures = self
+                    .metrics
+                    .names()
+                    .enumerate()
+                    .map(|(m, name)| {
+                        let values: Vec<f64> = idx
+                            .iter()
+                            .map(|&i| self.per_query[i].metrics.0[m].1)
+                            .collect();
+                        (name.to_owned(), mean_std(&values).0)
+                    })
+                    .collect();
+                (
+                    label,
+                    DifficultyScores {
+                        queries: idx.len(),
+                        metrics: Figures(figures),
+                    },
+                )
+            })
+            .collect();
+        self.by_difficulty = Some(grouped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(id: &str, difficulty: Option<&str>, values: &[(&str, f64)]) -> QueryResult {
+        QueryResult {
+            id: id.into(),
+            query: None,
+            difficulty: difficulty.map(str::to_owned),
+            metrics: Figures(values.iter().map(|(n, v)| ((*n).to_owned(), *v)).collect()),
+        }
+    }
+
+    #[test]
+    fn means_stds_and_groups_by_hand() {
+        let mut r = RunResult::from_queries(
+            ResultLevel::Token,
+            vec![
+                q("a", Some("hard"), &[("span_recall@5", 1.0), ("mrr", 0.5)]),
+                q("b", None, &[("span_recall@5", 0.0), ("mrr", 1.0)]),
+                q("c", Some("hard"), &[("span_recall@5", 0.5), ("mrr", 0.0)]),
+            ],
+        );
+        assert_eq!(r.metrics.get("span_recall@5"), Some(0.5));
+        assert_eq!(r.metrics.get("mrr"), Some(0.5));
+        assert!((r.std.get("span_recall@5").unwrap() - (1.0f64 / 6.0).sqrt()).abs() < 1e-12);
+        assert_eq!(r.metric_index("span_recall"), Some(0));
+        assert_eq!(r.metric_index("mrr"), Some(1));
+        assert_eq!(r.metric_index("recall"), None);
+        r.group_by_difficulty();
+        let groups = r.by_difficulty.as_ref().unwrap();
+        assert_eq!(groups.keys().collect::<Vec<_>>(), ["hard", "unlabelled"]);
+        assert_eq!(groups["hard"].queries, 2);
+        assert_eq!(groups["hard"].metrics.get("span_recall@5"), Some(0.75));
+        assert_eq!(groups["unlabelled"].metrics.get("mrr"), Some(1.0));
+    }
+
+    #[test]
+    fn json_round_trips_and_keeps_metric_order() {
+        let mut r = RunResult::from_queries(
+            ResultLevel::Chunk,
+            vec![q("q1", None, &[("zeta@3", 0.25), ("alpha", 1.0)])],
+        );
+        r.k = Some(3);
+        r.mode = Some(SpanMode::Standard);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.starts_with(r#"{"level":"chunk","k":3,"mode":"standard","queries":1,"metrics":{"zeta@3":0.25,"alpha":1.0}"#), "{json}");
+        assert!(!json.contains("cutoffs") && !json.contains("config"));
+        let back: RunResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(r.headline(), "chunk-level, k = 3, mode = standard, 1 queries");
+        let trec = RunResult {
+            cutoffs: Some(vec![5]),
+            ..RunResult::from_queries(ResultLevel::Trec, Vec::new())
+        };
+        assert_eq!(trec.headline(), "trec, 0 queries");
+        let json = serde_json::to_string(&trec).unwrap();
+        assert_eq!(
+            json,
+            r#"{"level":"trec","cutoffs":[5],"queries":0,"metrics":{},"std":{},"per_query":[]}"#
+        );
+    }
+}
