@@ -381,7 +381,6 @@ pub struct Timings {
     pub score_ms: f64,
 }
 
-
 /// A comparison table of runs on the same dataset: one row per run (named by the first
 /// element, e.g. the chunker spec) with the headline metrics as mean ± std in percent; for a
 /// single run, every metric and the means per difficulty follow.

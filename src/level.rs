@@ -53,7 +53,9 @@ pub trait Level:
 }
 
 /// The levels as a value: what [`Level::KIND`] says, and what results record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum LevelKind {
     /// [`ChunkLevel`].

@@ -15,10 +15,10 @@ mod case;
 pub(crate) mod golden;
 pub(crate) mod private;
 
+use crate::metrics::RunResult as Outcome;
 use case::Case;
 use golden::Golden;
 use libtest_mimic::{Arguments, Failed, Trial};
-use crate::metrics::RunResult as Outcome;
 use private::{Bound, CaseSpec, InstaHook, SnapshotRequest};
 use std::fmt::Write as _;
 use std::process::ExitCode;

@@ -35,22 +35,20 @@ mod span;
 
 // Re-exports of the built-in metrics go here, one line each.
 pub use chroma::{chroma_scores, precision_omega, ChromaScores, ChunkIndex, PrecisionOmega};
+pub use mode::SpanMode;
 pub use rank::{
     average_precision, dcg_at_k, f1_at_k, hit_at_k, ideal_grades, is_relevant, ndcg_at_k,
     precision_at_k, recall_at_k, reciprocal_rank, Grade, Hit, Map, Mrr, Ndcg, Precision, Recall,
     F1, RELEVANCE_LEVEL,
 };
-pub use result::{
-    DifficultyScores, Figures, QueryResult, ResultLevel, RunConfig, RunResult,
-};
+pub use registry::{reported_metrics, MetricContext, MetricInfo, Need, REGISTRY};
+pub use result::{DifficultyScores, Figures, QueryResult, ResultLevel, RunConfig, RunResult};
 pub use scorecard::{scorecard, QueryScores, Scorecard, Scored};
 pub use set::{ChunkF1, ChunkPrecision, ChunkRecall};
 pub use similarity::{
     f1_at_k_similarity, precision_at_k_similarity, recall_at_k_similarity, HybridLogRank,
     DEFAULT_THRESHOLD,
 };
-pub use mode::SpanMode;
-pub use registry::{reported_metrics, MetricContext, MetricInfo, Need, REGISTRY};
 pub use span::{SpanIou, SpanPrecision, SpanRecall};
 
 use crate::level::Level;

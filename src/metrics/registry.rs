@@ -144,7 +144,9 @@ const RANK: &[Need] = &[Need::Ranking];
 const SPANS: &[Need] = &[Need::Ranking, Need::Spans];
 const CHUNKER: &[Need] = &[Need::Spans, Need::ChunkerOutput];
 
-fn unit<L: Level, M: Metric<L> + Default + 'static>(_: &MetricContext) -> Option<Box<dyn Metric<L>>> {
+fn unit<L: Level, M: Metric<L> + Default + 'static>(
+    _: &MetricContext,
+) -> Option<Box<dyn Metric<L>>> {
     Some(Box::new(M::default()))
 }
 
@@ -155,7 +157,14 @@ const fn token(
     definition: &'static str,
     build: Build<TokenLevel>,
 ) -> MetricInfo {
-    MetricInfo { name, at_k, needs, definition, token: Some(build), chunk: None }
+    MetricInfo {
+        name,
+        at_k,
+        needs,
+        definition,
+        token: Some(build),
+        chunk: None,
+    }
 }
 
 const fn chunk(
@@ -165,7 +174,14 @@ const fn chunk(
     definition: &'static str,
     build: Build<ChunkLevel>,
 ) -> MetricInfo {
-    MetricInfo { name, at_k, needs, definition, token: None, chunk: Some(build) }
+    MetricInfo {
+        name,
+        at_k,
+        needs,
+        definition,
+        token: None,
+        chunk: Some(build),
+    }
 }
 
 const fn both(
@@ -176,7 +192,14 @@ const fn both(
     token: Build<TokenLevel>,
     chunk: Build<ChunkLevel>,
 ) -> MetricInfo {
-    MetricInfo { name, at_k, needs, definition, token: Some(token), chunk: Some(chunk) }
+    MetricInfo {
+        name,
+        at_k,
+        needs,
+        definition,
+        token: Some(token),
+        chunk: Some(chunk),
+    }
 }
 
 /// Every built-in metric, in report order (a level reports its metrics in this order: the
@@ -237,7 +260,11 @@ mod tests {
             }
             if let Some(m) = info.build::<ChunkLevel>(&ctx) {
                 assert_eq!((m.name(), m.at_k()), (info.name, info.at_k));
-                assert!(!info.needs(Need::Spans), "`{}`: chunk level has no spans", info.name);
+                assert!(
+                    !info.needs(Need::Spans),
+                    "`{}`: chunk level has no spans",
+                    info.name
+                );
             }
         }
     }
@@ -254,8 +281,16 @@ mod tests {
         assert_eq!(
             chunk,
             [
-                "chunk_recall@3", "chunk_precision@3", "chunk_f1@3", "precision@3", "recall@3",
-                "f1@3", "hit@3", "mrr", "ndcg@3", "map"
+                "chunk_recall@3",
+                "chunk_precision@3",
+                "chunk_f1@3",
+                "precision@3",
+                "recall@3",
+                "f1@3",
+                "hit@3",
+                "mrr",
+                "ndcg@3",
+                "map"
             ]
         );
         assert_eq!(lookup("mrr").map(|m| m.at_k), Some(false));

@@ -181,17 +181,21 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// A result from per-query figures (every query with the same metric names, in the same
-    /// order): the means and standard deviations are computed here, nothing optional is set.
-    pub fn from_queries(level: ResultLevel, per_query: Vec<QueryResult>) -> RunResult {
-        let names: Vec<String> = per_query
-            .first()
-            .map(|q| q.metrics.names().map(str::to_owned).collect())
-            .unwrap_or_default();
+    /// A result from per-query figures, every query with the metrics `names` in that order:
+    /// the means and population standard deviations are computed here (0 and 0 without
+    /// queries), nothing optional is set.
+    pub fn from_queries(
+        level: ResultLevel,
+        names: Vec<String>,
+        per_query: Vec<QueryResult>,
+    ) -> RunResult {
         let mut means = Vec::with_capacity(names.len());
         let mut stds = Vec::with_capacity(names.len());
         for (i, n) in names.iter().enumerate() {
-            let values: Vec<f64> = per_query.iter().map(|q| q.metrics.0[i].1).collect();
+            let values: Vec<f64> = per_query
+                .iter()
+                .map(|q| q.metrics.0.get(i).map_or(0.0, |f| f.1))
+                .collect();
             let (m, s) = mean_std(&values);
             means.push((n.clone(), m));
             stds.push((n.clone(), s));
@@ -289,6 +293,7 @@ mod tests {
     fn means_stds_and_groups_by_hand() {
         let mut r = RunResult::from_queries(
             ResultLevel::Token,
+            vec!["span_recall@5".into(), "mrr".into()],
             vec![
                 q("a", Some("hard"), &[("span_recall@5", 1.0), ("mrr", 0.5)]),
                 q("b", None, &[("span_recall@5", 0.0), ("mrr", 1.0)]),
@@ -313,6 +318,7 @@ mod tests {
     fn json_round_trips_and_keeps_metric_order() {
         let mut r = RunResult::from_queries(
             ResultLevel::Chunk,
+            vec!["zeta@3".into(), "alpha".into()],
             vec![q("q1", None, &[("zeta@3", 0.25), ("alpha", 1.0)])],
         );
         r.k = Some(3);
@@ -322,16 +328,19 @@ mod tests {
         assert!(!json.contains("cutoffs") && !json.contains("config"));
         let back: RunResult = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
-        assert_eq!(r.headline(), "chunk-level, k = 3, mode = standard, 1 queries");
+        assert_eq!(
+            r.headline(),
+            "chunk-level, k = 3, mode = standard, 1 queries"
+        );
         let trec = RunResult {
             cutoffs: Some(vec![5]),
-            ..RunResult::from_queries(ResultLevel::Trec, Vec::new())
+            ..RunResult::from_queries(ResultLevel::Trec, vec!["mrr".into()], Vec::new())
         };
         assert_eq!(trec.headline(), "trec, 0 queries");
         let json = serde_json::to_string(&trec).unwrap();
         assert_eq!(
             json,
-            r#"{"level":"trec","cutoffs":[5],"queries":0,"metrics":{},"std":{},"per_query":[]}"#
+            r#"{"level":"trec","cutoffs":[5],"queries":0,"metrics":{"mrr":0.0},"std":{"mrr":0.0},"per_query":[]}"#
         );
     }
 }

@@ -52,12 +52,7 @@ pub fn scorecard<L: Level>(
             }
         })
         .collect();
-    let mut card = RunResult::from_queries(L::KIND.into(), per_query);
-    if card.per_query.is_empty() {
-        // No query to take the names from: every metric still gets its (zero) figure.
-        card.metrics = Figures(names.iter().map(|n| (n.clone(), 0.0)).collect());
-        card.std = card.metrics.clone();
-    }
+    let mut card = RunResult::from_queries(L::KIND.into(), names, per_query);
     card.k = Some(k);
     card.mode = Some(mode);
     card

@@ -17,10 +17,10 @@
 //! ```
 
 use super::chroma::RetrievalParts;
+use super::SpanMode;
 use super::{Metric, MetricInput};
 use crate::level::TokenLevel;
 use crate::span::SpanSet;
-use super::SpanMode;
 
 /// The character counts the standard mode needs for one query.
 struct Counts {
@@ -157,7 +157,10 @@ mod tests {
         assert_eq!(all(SpanMode::Standard, &[], &[], 5), [0.0, 0.0, 1.0]);
         assert_eq!(all(SpanMode::Standard, &[], &t, 5), [0.0, 0.0, 0.0]);
         assert_eq!(all(SpanMode::Standard, &r, &[], 5), [0.0, 0.0, 0.0]);
-        assert_eq!(all(SpanMode::ChunkingEvaluation, &[], &[], 5), [0.0, 0.0, 0.0]);
+        assert_eq!(
+            all(SpanMode::ChunkingEvaluation, &[], &[], 5),
+            [0.0, 0.0, 0.0]
+        );
     }
 
     #[test]
@@ -177,7 +180,10 @@ mod tests {
     #[test]
     fn names_and_modes() {
         assert_eq!(SpanRecall::default().mode, SpanMode::Standard);
-        assert_eq!(SpanPrecision::new(SpanMode::ChunkingEvaluation).mode, SpanMode::ChunkingEvaluation);
+        assert_eq!(
+            SpanPrecision::new(SpanMode::ChunkingEvaluation).mode,
+            SpanMode::ChunkingEvaluation
+        );
         assert_eq!(SpanIou::default().report_name(3), "span_iou@3");
         assert_eq!(
             SpanPrecision::default().report_name(10),

@@ -1,0 +1,176 @@
+//! Scoring a run against qrels: every measure per query, and the run-level result.
+
+use super::parse::QueryTable;
+use super::{Measure, Qrels, Run};
+use crate::metrics::{Figures, Grade, QueryResult, ResultLevel, RunResult};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// Per-query figures: query id → report name → value.
+pub type PerQuery = BTreeMap<String, BTreeMap<String, f64>>;
+
+/// Scores `run` against `qrels`: for every query of the run that has judgements, the value of
+/// every measure, keyed by query id then [`Measure::report_name`]. An empty `measures` means
+/// [`Measure::defaults`] with trec_eval's cut-offs. Large runs are scored on all available
+/// cores.
+pub fn evaluate(qrels: &Qrels, run: &Run, measures: &[Measure]) -> PerQuery {
+    let defaults;
+    let measures = if measures.is_empty() {
+        defaults = Measure::defaults(&[]);
+        &defaults[..]
+    } else {
+        measures
+    };
+    // One measure per report name, in the order of the names, so each query's map is a clone
+    // of this template with its values written in place.
+    let mut unique: Vec<(String, Measure)> =
+        measures.iter().map(|m| (m.report_name(), *m)).collect();
+    unique.sort_by(|a, b| a.0.cmp(&b.0));
+    unique.dedup_by(|a, b| a.0 == b.0);
+    let measures: Vec<Measure> = unique.iter().map(|(_, m)| *m).collect();
+    let template: BTreeMap<String, f64> = unique.into_iter().map(|(n, _)| (n, 0.0)).collect();
+
+    // Pair the run's queries with the judged ones by walking both in id order: no hashing,
+    // and the figures come out in the order the result map keeps them.
+    let pairs = paired_queries(&run.table, &qrels.table);
+    let ctx = Scoring {
+        qrels,
+        run,
+        measures: &measures,
+        template: &template,
+    };
+    // Below a few thousand queries a thread costs more than it saves.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(pairs.len() / 2048)
+        .max(1);
+    if threads == 1 {
+        return ctx.score(&pairs).into_iter().collect();
+    }
+    let per_thread = pairs.len().div_ceil(threads);
+    let parts: Vec<Vec<(String, BTreeMap<String, f64>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = pairs
+            .chunks(per_thread)
+            .map(|part| scope.spawn(|| ctx.score(part)))
+            .collect();
+        handles
+            .into_iter()
+            // a panic in a worker is a bug here, not bad input: pass it on
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    parts.into_iter().flatten().collect()
+}
+
+/// `(run query, judged query)` for every id in both tables, in id order.
+fn paired_queries(run: &QueryTable, qrels: &QueryTable) -> Vec<(u32, u32)> {
+    let mut pairs = Vec::with_capacity(run.sorted.len().min(qrels.sorted.len()));
+    let (mut i, mut j) = (0, 0);
+    while i < run.sorted.len() && j < qrels.sorted.len() {
+        let (r, q) = (run.sorted[i], qrels.sorted[j]);
+        match run.qids[r as usize].cmp(&qrels.qids[q as usize]) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => {
+                pairs.push((r, q));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    pairs
+}
+
+/// What every worker of [`evaluate`] shares.
+struct Scoring<'a> {
+    qrels: &'a Qrels,
+    run: &'a Run,
+    /// In the order of `template`'s keys.
+    measures: &'a [Measure],
+    template: &'a BTreeMap<String, f64>,
+}
+
+impl Scoring<'_> {
+    fn score(&self, pairs: &[(u32, u32)]) -> Vec<(String, BTreeMap<String, f64>)> {
+        let mut out = Vec::with_capacity(pairs.len());
+        let mut grades: Vec<Grade> = Vec::new();
+        for &(r, q) in pairs {
+            let judged = &self.qrels.queries[q as usize];
+            self.run
+                .grades_into(r as usize, self.qrels, judged, &mut grades);
+            let ideal = &self.qrels.ideal[judged.ideal.clone()];
+            let mut figures = self.template.clone();
+            for (slot, m) in figures.values_mut().zip(self.measures) {
+                *slot = m.value(&grades, judged.num_relevant, ideal);
+            }
+            out.push((self.run.table.qids[r as usize].to_string(), figures));
+        }
+        out
+    }
+}
+
+/// The mean of each measure over the queries (trec_eval's `all` line): report name → mean.
+/// A measure missing for some queries is averaged over the queries that have it.
+pub fn mean(per_query: &PerQuery) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+    for figures in per_query.values() {
+        for (name, &v) in figures {
+            let e = sums.entry(name.as_str()).or_insert((0.0, 0));
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    sums.into_iter()
+        .map(|(name, (sum, n))| (name.to_owned(), sum / n as f64))
+        .collect()
+}
+/// Scores `run` against `qrels` as [`evaluate`] does and aggregates the figures into the
+/// run-level result: per query (in query-id order) every measure in the order of `measures`,
+/// the means and population standard deviations over the queries, and the distinct cut-offs
+/// used (`level` is `trec`; there is no single `k` or span mode). An empty `measures` means
+/// [`Measure::defaults`] with trec_eval's cut-offs.
+///
+/// ```
+/// use rag_eval::trec::{score, Measure, Qrels, Run};
+///
+/// let qrels = Qrels::parse("q1 0 d1 1\nq2 0 d2 1\n", "qrels.txt")?;
+/// let run = Run::parse("q1 Q0 d1 1 0.9 r\nq2 Q0 d9 1 0.9 r\nq2 Q0 d2 2 0.5 r\n", "run.txt")?;
+/// let result = score(&qrels, &run, &[Measure::ReciprocalRank, Measure::Precision(1)]);
+/// assert_eq!(result.metrics.get("mrr"), Some(0.75)); // (1 + 1/2) / 2
+/// assert_eq!(result.std.get("mrr"), Some(0.25));
+/// assert_eq!(result.metrics.get("precision@1"), Some(0.5));
+/// assert_eq!(result.cutoffs, Some(vec![1]));
+/// assert_eq!(result.per_query[1].id, "q2");
+/// # Ok::<(), rag_eval::Error>(())
+/// ```
+pub fn score(qrels: &Qrels, run: &Run, measures: &[Measure]) -> RunResult {
+    let defaults;
+    let measures = if measures.is_empty() {
+        defaults = Measure::defaults(&[]);
+        &defaults[..]
+    } else {
+        measures
+    };
+    let per_query = evaluate(qrels, run, measures);
+    let order: Vec<String> = measures.iter().map(Measure::report_name).collect();
+    let per: Vec<QueryResult> = per_query
+        .iter()
+        .map(|(id, q)| QueryResult {
+            id: id.clone(),
+            query: None,
+            difficulty: None,
+            metrics: Figures(
+                order
+                    .iter()
+                    .map(|n| (n.clone(), q.get(n).copied().unwrap_or(0.0)))
+                    .collect(),
+            ),
+        })
+        .collect();
+    let mut cutoffs: Vec<usize> = measures.iter().filter_map(Measure::cutoff).collect();
+    cutoffs.sort_unstable();
+    cutoffs.dedup();
+    let mut result = RunResult::from_queries(ResultLevel::Trec, order, per);
+    result.cutoffs = Some(cutoffs);
+    result
+}

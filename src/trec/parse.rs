@@ -1,0 +1,623 @@
+//! Reading qrels and run files into the flat, docno-sorted tables that scoring merges.
+
+use crate::error::{Error, Result};
+use crate::metrics::{ideal_grades, is_relevant, Grade};
+use camino::{Utf8Path, Utf8PathBuf};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// Grade given to a retrieved document that has no qrels line (trec_eval's "not in pool").
+pub(super) const NOT_JUDGED: Grade = -1;
+
+/// Number of lines, to size buffers before reading them.
+fn line_count(text: &str) -> usize {
+    text.bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// Reads a whole file as UTF-8.
+fn read_text(path: &Utf8Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    String::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
+        path: path.to_owned(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+fn parse_error(path: &Utf8Path, line: usize, message: impl Into<String>) -> Error {
+    Error::Parse {
+        path: path.to_owned(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Splits a line into exactly `N` whitespace-separated fields.
+fn fields<'t, const N: usize>(
+    line: &'t str,
+    path: &Utf8Path,
+    number: usize,
+    layout: &str,
+) -> Result<[&'t str; N]> {
+    let mut out = [""; N];
+    let mut it = line.split_ascii_whitespace();
+    let mut found = 0;
+    for slot in out.iter_mut() {
+        match it.next() {
+            Some(f) => {
+                *slot = f;
+                found += 1;
+            }
+            None => break,
+        }
+    }
+    found += it.count();
+    if found != N {
+        return Err(parse_error(
+            path,
+            number,
+            format!("expected {N} fields ({layout}), found {found}"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Document ids of a whole file kept in one string; entries refer to them by byte range.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Names {
+    text: String,
+}
+
+impl Names {
+    fn with_capacity(bytes: usize) -> Self {
+        Names {
+            text: String::with_capacity(bytes),
+        }
+    }
+
+    fn push(&mut self, name: &str) -> Range<usize> {
+        let start = self.text.len();
+        self.text.push_str(name);
+        start..self.text.len()
+    }
+
+    #[inline]
+    fn get(&self, range: &Range<usize>) -> &str {
+        &self.text[range.clone()]
+    }
+
+    /// The same name as bytes: slicing bytes skips the char-boundary checks, and byte order is
+    /// the order trec_eval's `strcmp` gives.
+    #[inline]
+    fn bytes(&self, range: &Range<usize>) -> &[u8] {
+        &self.text.as_bytes()[range.clone()]
+    }
+}
+
+/// A name's first eight bytes (big-endian, zero-padded) and its length. Two keys order their
+/// names as the names' bytes do, except when both names are longer than eight bytes and share
+/// those eight: so merging sorted lists mostly compares integers and leaves the names alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NameKey {
+    prefix: u64,
+    len: u32,
+}
+
+impl NameKey {
+    pub(super) fn new(name: &[u8]) -> Self {
+        let mut buf = [0u8; 8];
+        let n = name.len().min(8);
+        buf[..n].copy_from_slice(&name[..n]);
+        NameKey {
+            prefix: u64::from_be_bytes(buf),
+            // longer names only need to be told apart from names of eight bytes or fewer
+            len: name.len().min(9) as u32,
+        }
+    }
+
+    /// The order of the names, or `None` when only their bytes can tell.
+    #[inline]
+    pub(super) fn cmp(self, other: NameKey) -> Option<Ordering> {
+        match self.prefix.cmp(&other.prefix) {
+            // Equal prefixes with a name of at most eight bytes: it is a prefix of the other
+            // (the padding zeros match), so the shorter name sorts first.
+            Ordering::Equal if self.len.min(other.len) <= 8 => Some(self.len.cmp(&other.len)),
+            Ordering::Equal => None,
+            unequal => Some(unequal),
+        }
+    }
+}
+
+/// FxHash-style hashing for the query-id maps: one multiply per eight bytes instead of
+/// SipHash's rounds. Query ids come from the user's own files, so flooding is no concern here.
+#[derive(Default, Clone, Copy)]
+struct QidHasher(u64);
+
+impl std::hash::Hasher for QidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+    }
+
+    fn write_u8(&mut self, b: u8) {
+        self.write(&[b]);
+    }
+
+    fn finish(&self) -> u64 {
+        // The multiply leaves the low bits depending on the low input bytes only, and query
+        // ids differ in their last bytes: mix everything down (murmur3's finaliser).
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+}
+
+type QidMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<QidHasher>>;
+
+/// Interns query ids while reading a file.
+struct QueryIds<'t> {
+    index: QidMap<&'t str, u32>,
+    qids: Vec<Box<str>>,
+    /// Lines of one query usually come together: the previous line's query skips the map.
+    last: Option<(&'t str, u32)>,
+}
+
+impl<'t> QueryIds<'t> {
+    fn new() -> Self {
+        QueryIds {
+            index: QidMap::default(),
+            qids: Vec::new(),
+            last: None,
+        }
+    }
+
+    fn id(&mut self, qid: &'t str) -> u32 {
+        if let Some((last, q)) = self.last {
+            if last == qid {
+                return q;
+            }
+        }
+        let q = match self.index.get(qid) {
+            Some(&q) => q,
+            None => {
+                let q = self.qids.len() as u32;
+                self.index.insert(qid, q);
+                self.qids.push(qid.into());
+                q
+            }
+        };
+        self.last = Some((qid, q));
+        q
+    }
+}
+
+/// A line of a file while reading it, before its query's lines are put in order.
+struct Row<T> {
+    key: NameKey,
+    docno: Range<usize>,
+    value: T,
+    /// The query's number in order of first appearance.
+    q: u32,
+    line: u32,
+}
+
+/// What both files have in common once read: the queries' ids, a map to them, and their
+/// order by id (which is how [`evaluate`] pairs run queries with judged ones).
+#[derive(Debug, Clone, Default)]
+pub(super) struct QueryTable {
+    pub(super) qids: Vec<Box<str>>,
+    index: QidMap<Box<str>, u32>,
+    /// Query numbers sorted by id bytes.
+    pub(super) sorted: Vec<u32>,
+}
+
+impl QueryTable {
+    fn new(qids: Vec<Box<str>>) -> Self {
+        let index = qids
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.clone(), i as u32))
+            .collect();
+        let mut sorted: Vec<u32> = (0..qids.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| qids[a as usize].cmp(&qids[b as usize]));
+        QueryTable {
+            qids,
+            index,
+            sorted,
+        }
+    }
+
+    fn get(&self, qid: &str) -> Option<usize> {
+        self.index.get(qid).map(|&q| q as usize)
+    }
+}
+
+/// Reads the lines of a qrels or run file into rows grouped by query (queries in order of
+/// first appearance, lines in file order within a query). `parse_line` gives a line's qid,
+/// docno and value.
+fn read_rows<'t, T>(
+    text: &'t str,
+    path: &Utf8Path,
+    mut parse_line: impl FnMut(&'t str, usize) -> Result<(&'t str, &'t str, T)>,
+) -> Result<Rows<T>> {
+    let mut names = Names::with_capacity(text.len() / 4);
+    let mut ids = QueryIds::new();
+    let mut rows: Vec<Row<T>> = Vec::with_capacity(line_count(text));
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let number = i + 1;
+        let (qid, docno, value) = parse_line(line, number)?;
+        let line = u32::try_from(number)
+            .map_err(|_| parse_error(path, number, "more lines than can be numbered"))?;
+        rows.push(Row {
+            key: NameKey::new(docno.as_bytes()),
+            docno: names.push(docno),
+            value,
+            q: ids.id(qid),
+            line,
+        });
+    }
+    // Queries are numbered in order of first appearance, so rows are grouped by query exactly
+    // when those numbers never decrease; a stable sort groups them otherwise.
+    if rows.windows(2).any(|w| w[1].q < w[0].q) {
+        rows.sort_by_key(|r| r.q);
+    }
+    Ok(Rows {
+        names,
+        qids: ids.qids,
+        rows,
+    })
+}
+
+/// What [`read_rows`] gives: the names, the query ids and the rows grouped by query.
+struct Rows<T> {
+    names: Names,
+    qids: Vec<Box<str>>,
+    rows: Vec<Row<T>>,
+}
+
+/// Orders two rows' names by key, falling back on the bytes.
+fn name_order<T>(names: &Names, a: &Row<T>, b: &Row<T>) -> Ordering {
+    a.key
+        .cmp(b.key)
+        .unwrap_or_else(|| names.bytes(&a.docno).cmp(names.bytes(&b.docno)))
+}
+
+/// The judgements of one query, as ranges of the flat arrays of [`Qrels`].
+#[derive(Debug, Clone)]
+pub(super) struct JudgedQuery {
+    /// Its documents in `Qrels::docnos` and `Qrels::keys`, sorted by docno.
+    pub(super) docs: Range<usize>,
+    /// Its positive grades in `Qrels::ideal`, highest first (the ideal ranking for nDCG).
+    pub(super) ideal: Range<usize>,
+    /// Judged documents with a relevant grade.
+    pub(super) num_relevant: usize,
+}
+
+/// Relevance judgements read from a TREC qrels file (`qid iter docno rel` per line).
+///
+/// ```
+/// use rag_eval::trec::Qrels;
+/// let qrels = Qrels::parse("q1 0 doc7 2\nq1 0 doc3 0\nq2 0 doc1 1\n", "qrels")?;
+/// assert_eq!(qrels.len(), 2);
+/// assert_eq!(qrels.grade("q1", "doc7"), Some(2));
+/// assert_eq!(qrels.num_relevant("q1"), Some(1));
+/// assert_eq!(qrels.grade("q1", "doc1"), None);
+/// # Ok::<(), rag_eval::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Qrels {
+    names: Names,
+    pub(super) table: QueryTable,
+    /// Per query, in the order of `table.qids`.
+    pub(super) queries: Vec<JudgedQuery>,
+    /// Per judged document, sorted by docno within each query: its name, the parts of its
+    /// [`NameKey`] (kept apart so the merge in [`evaluate`] streams eight bytes a document)
+    /// and its grade.
+    docnos: Vec<Range<usize>>,
+    prefixes: Vec<u64>,
+    lens: Vec<u8>,
+    grades: Vec<Grade>,
+    pub(super) ideal: Vec<Grade>,
+}
+
+impl Qrels {
+    /// Reads a qrels file.
+    pub fn from_file(path: &Utf8Path) -> Result<Self> {
+        Self::parse(&read_text(path)?, path.as_str())
+    }
+
+    /// Parses qrels text; `source` names it in errors (usually the file's path). Blank lines
+    /// are skipped; every other line must be `qid iter docno rel` with an integer `rel`.
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let path = Utf8PathBuf::from(source);
+        let Rows {
+            names,
+            qids,
+            mut rows,
+        } = read_rows(text, &path, |line, number| {
+            let [qid, _iter, docno, rel] = fields::<4>(line, &path, number, "qid iter docno rel")?;
+            let grade: Grade = rel.parse().map_err(|_| {
+                parse_error(
+                    &path,
+                    number,
+                    format!("relevance `{rel}` is not an integer"),
+                )
+            })?;
+            Ok((qid, docno, grade))
+        })?;
+        let mut queries = Vec::with_capacity(qids.len());
+        let mut docnos = Vec::with_capacity(rows.len());
+        let mut prefixes = Vec::with_capacity(rows.len());
+        let mut lens = Vec::with_capacity(rows.len());
+        let mut grades = Vec::with_capacity(rows.len());
+        let mut ideal = Vec::new();
+        for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
+            query.sort_unstable_by(|a, b| name_order(&names, a, b));
+            if let Some(w) = query
+                .windows(2)
+                .find(|w| name_order(&names, &w[0], &w[1]) == Ordering::Equal)
+            {
+                return Err(parse_error(
+                    &path,
+                    w[0].line.max(w[1].line) as usize,
+                    format!(
+                        "document `{}` is judged twice for query `{}` (first on line {})",
+                        names.get(&w[0].docno),
+                        qids[w[0].q as usize],
+                        w[0].line.min(w[1].line)
+                    ),
+                ));
+            }
+            let start = docnos.len();
+            let ideal_start = ideal.len();
+            docnos.extend(query.iter().map(|r| r.docno.clone()));
+            prefixes.extend(query.iter().map(|r| r.key.prefix));
+            lens.extend(query.iter().map(|r| r.key.len as u8));
+            grades.extend(query.iter().map(|r| r.value));
+            ideal.extend(ideal_grades(query.iter().map(|r| r.value)));
+            queries.push(JudgedQuery {
+                docs: start..docnos.len(),
+                ideal: ideal_start..ideal.len(),
+                num_relevant: query.iter().filter(|r| is_relevant(r.value)).count(),
+            });
+        }
+        Ok(Qrels {
+            names,
+            table: QueryTable::new(qids),
+            queries,
+            docnos,
+            prefixes,
+            lens,
+            grades,
+            ideal,
+        })
+    }
+
+    /// Number of judged queries.
+    pub fn len(&self) -> usize {
+        self.queries.len()
+    }
+
+    /// Whether no query is judged.
+    pub fn is_empty(&self) -> bool {
+        self.queries.is_empty()
+    }
+
+    /// The judged query ids, in order of first appearance.
+    pub fn query_ids(&self) -> impl Iterator<Item = &str> {
+        self.table.qids.iter().map(|q| &**q)
+    }
+
+    /// The grade of `docno` for `qid`, if judged.
+    pub fn grade(&self, qid: &str, docno: &str) -> Option<Grade> {
+        let q = &self.queries[self.table.get(qid)?];
+        let docnos = &self.docnos[q.docs.clone()];
+        docnos
+            .binary_search_by(|d| self.names.bytes(d).cmp(docno.as_bytes()))
+            .ok()
+            .map(|i| self.grades[q.docs.start + i])
+    }
+
+    /// Number of relevant judged documents of `qid`, if the query is judged at all.
+    pub fn num_relevant(&self, qid: &str) -> Option<usize> {
+        self.table.get(qid).map(|q| self.queries[q].num_relevant)
+    }
+}
+
+/// Ranked retrieval output read from a TREC run file (`qid Q0 docno rank score tag` per
+/// line), ranked the way trec_eval ranks it (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct Run {
+    names: Names,
+    pub(super) table: QueryTable,
+    /// Per query, in the order of `table.qids`: its range of `docnos`, `scores` and
+    /// `by_docno`.
+    ranges: Vec<Range<usize>>,
+    /// Documents in rank order, query after query.
+    docnos: Vec<Range<usize>>,
+    scores: Vec<f64>,
+    /// Per query, its documents sorted by docno, merged with the qrels in [`evaluate`]: the
+    /// parts of their [`NameKey`]s and their positions in rank order.
+    sorted_prefixes: Vec<u64>,
+    sorted_lens: Vec<u8>,
+    sorted_ranks: Vec<u32>,
+    tag: Option<String>,
+}
+
+impl Run {
+    /// Reads a run file.
+    pub fn from_file(path: &Utf8Path) -> Result<Self> {
+        Self::parse(&read_text(path)?, path.as_str())
+    }
+
+    /// Parses run text; `source` names it in errors (usually the file's path). Blank lines are
+    /// skipped; every other line must have six fields with a numeric score (not NaN).
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let path = Utf8PathBuf::from(source);
+        let mut tag = None;
+        let Rows {
+            names,
+            qids,
+            mut rows,
+        } = read_rows(text, &path, |line, number| {
+            let [qid, _q0, docno, _rank, score, run_tag] =
+                fields::<6>(line, &path, number, "qid Q0 docno rank score tag")?;
+            let score: f64 = score
+                .parse()
+                .ok()
+                .filter(|s: &f64| !s.is_nan())
+                .ok_or_else(|| {
+                    parse_error(&path, number, format!("score `{score}` is not a number"))
+                })?;
+            if tag.is_none() {
+                tag = Some(run_tag.to_owned());
+            }
+            Ok((qid, docno, score))
+        })?;
+        let mut ranges = Vec::with_capacity(qids.len());
+        let mut docnos = Vec::with_capacity(rows.len());
+        let mut scores = Vec::with_capacity(rows.len());
+        let mut sorted_prefixes = Vec::with_capacity(rows.len());
+        let mut sorted_lens = Vec::with_capacity(rows.len());
+        let mut sorted_ranks = Vec::with_capacity(rows.len());
+        let mut by_docno: Vec<u32> = Vec::new();
+        for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
+            // trec_eval's ranking: score descending, then docno descending (a total order once
+            // repeated docnos are ruled out below, so an unstable sort gives the same ranking)
+            query.sort_unstable_by(|a, b| {
+                b.value
+                    .partial_cmp(&a.value)
+                    .unwrap_or(Ordering::Equal)
+                    .then_with(|| name_order(&names, b, a))
+            });
+            let start = docnos.len();
+            // By name: the order of the merge with the qrels, and repeats become neighbours.
+            by_docno.clear();
+            by_docno.extend(0..query.len() as u32);
+            by_docno.sort_unstable_by(|&a, &b| {
+                name_order(&names, &query[a as usize], &query[b as usize])
+            });
+            if let Some(w) = by_docno.windows(2).find(|w| {
+                name_order(&names, &query[w[0] as usize], &query[w[1] as usize]) == Ordering::Equal
+            }) {
+                let (a, b) = (&query[w[0] as usize], &query[w[1] as usize]);
+                return Err(parse_error(
+                    &path,
+                    a.line.max(b.line) as usize,
+                    format!(
+                        "document `{}` is retrieved twice for query `{}` (first on line {})",
+                        names.get(&a.docno),
+                        qids[a.q as usize],
+                        a.line.min(b.line)
+                    ),
+                ));
+            }
+            sorted_prefixes.extend(by_docno.iter().map(|&p| query[p as usize].key.prefix));
+            sorted_lens.extend(by_docno.iter().map(|&p| query[p as usize].key.len as u8));
+            sorted_ranks.extend_from_slice(&by_docno);
+            docnos.extend(query.iter().map(|r| r.docno.clone()));
+            scores.extend(query.iter().map(|r| r.value));
+            ranges.push(start..docnos.len());
+        }
+        Ok(Run {
+            names,
+            table: QueryTable::new(qids),
+            ranges,
+            docnos,
+            scores,
+            sorted_prefixes,
+            sorted_lens,
+            sorted_ranks,
+            tag,
+        })
+    }
+
+    /// Number of queries in the run.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether the run has no query.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// The run's query ids, in order of first appearance.
+    pub fn query_ids(&self) -> impl Iterator<Item = &str> {
+        self.table.qids.iter().map(|q| &**q)
+    }
+
+    /// The tag (last column) of the first line, which names the run.
+    pub fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
+    /// The ranking of `qid` as `(docno, score)`, best first, ties broken as trec_eval does.
+    pub fn ranking(&self, qid: &str) -> Option<impl Iterator<Item = (&str, f64)> + '_> {
+        let range = self.ranges[self.table.get(qid)?].clone();
+        Some(
+            self.docnos[range.clone()]
+                .iter()
+                .zip(&self.scores[range])
+                .map(|(d, &s)| (self.names.get(d), s)),
+        )
+    }
+
+    /// The grades of run query `q`'s ranking against judged query `judged`, in rank order,
+    /// into `grades`: merges the two docno-sorted lists as trec_eval does, on name keys.
+    pub(super) fn grades_into(
+        &self,
+        q: usize,
+        qrels: &Qrels,
+        judged: &JudgedQuery,
+        grades: &mut Vec<Grade>,
+    ) {
+        let range = self.ranges[q].clone();
+        grades.clear();
+        grades.resize(range.len(), NOT_JUDGED);
+        let ours = &self.sorted_prefixes[range.clone()];
+        let theirs = &qrels.prefixes[judged.docs.clone()];
+        let (mut i, mut j) = (0, 0);
+        // Branch-free steps: which list advances is arithmetic on the comparison, and only
+        // equal prefixes (mostly a match) take the slower path.
+        while i < ours.len() && j < theirs.len() {
+            let mut order = theirs[j].cmp(&ours[i]);
+            if order == Ordering::Equal {
+                let (a, b) = (range.start + i, judged.docs.start + j);
+                let key = |prefix, len: u8| NameKey {
+                    prefix,
+                    len: u32::from(len),
+                };
+                order = key(theirs[j], qrels.lens[b])
+                    .cmp(key(ours[i], self.sorted_lens[a]))
+                    .unwrap_or_else(|| {
+                        let rank = self.sorted_ranks[a] as usize;
+                        let name = self.names.bytes(&self.docnos[range.start + rank]);
+                        qrels.names.bytes(&qrels.docnos[b]).cmp(name)
+                    });
+                if order == Ordering::Equal {
+                    grades[self.sorted_ranks[a] as usize] = qrels.grades[b];
+                }
+            }
+            i += usize::from(order != Ordering::Less);
+            j += usize::from(order != Ordering::Greater);
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! Parsing, ranking and scoring, by hand-worked cases and against a naive model.
+
+use super::parse::NameKey;
+use super::*;
+use crate::error::{Error, Result};
+use camino::Utf8Path;
+use std::fmt;
+
+fn ranked(run: &Run, qid: &str) -> Vec<String> {
+    run.ranking(qid)
+        .map(|r| r.map(|(d, _)| d.to_owned()).collect())
+        .unwrap_or_default()
+}
+
+fn parse_err(result: Result<impl fmt::Debug>) -> (usize, String) {
+    match result {
+        Err(Error::Parse {
+            line,
+            message,
+            path,
+        }) => {
+            assert_eq!(path.as_str(), "f.txt");
+            (line, message)
+        }
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+}
+
+#[test]
+fn run_ranks_by_score_then_descending_docno_ignoring_the_rank_column() {
+    let run = Run::parse(
+        "q1 Q0 d10 1 0.5 t\n\
+         q1 Q0 d9 2 0.5 t\n\
+         q1 Q0 a 3 0.7 t\n\
+         q1 Q0 d2 4 0.5 t\n\
+         q1 Q0 z 5 -1e-3 t\n",
+        "f.txt",
+    )
+    .unwrap();
+    assert_eq!(ranked(&run, "q1"), ["a", "d9", "d2", "d10", "z"]);
+    assert_eq!(run.tag(), Some("t"));
+}
+
+#[test]
+fn interleaved_queries_and_blank_lines() {
+    let run = Run::parse(
+        "q2 Q0 a 1 3 t\n\n   \nq1 Q0 b 1 2 t\nq2 Q0 c 2 4 t\r\n",
+        "f.txt",
+    )
+    .unwrap();
+    assert_eq!(run.len(), 2);
+    assert_eq!(run.query_ids().collect::<Vec<_>>(), ["q2", "q1"]);
+    assert_eq!(ranked(&run, "q2"), ["c", "a"]);
+    assert_eq!(ranked(&run, "q1"), ["b"]);
+    assert!(run.ranking("q3").is_none());
+}
+
+#[test]
+fn run_errors_name_the_line() {
+    let (line, msg) = parse_err(Run::parse("q1 Q0 a 1 1 t\nq1 Q0 b 2 1\n", "f.txt"));
+    assert_eq!(line, 2);
+    assert!(
+        msg.contains("expected 6 fields") && msg.contains("found 5"),
+        "{msg}"
+    );
+    let (line, msg) = parse_err(Run::parse("q1 Q0 a 1 high t\n", "f.txt"));
+    assert_eq!(line, 1);
+    assert!(msg.contains("`high`"), "{msg}");
+    let (_, msg) = parse_err(Run::parse("q1 Q0 a 1 NaN t\n", "f.txt"));
+    assert!(msg.contains("not a number"), "{msg}");
+    let (line, msg) = parse_err(Run::parse(
+        "q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\n\nq1 Q0 b 2 1 t\nq1 Q0 a 3 0.5 t\n",
+        "f.txt",
+    ));
+    assert_eq!(line, 5);
+    assert!(
+        msg.contains("`a` is retrieved twice for query `q1` (first on line 1)"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn qrels_parse_and_errors() {
+    let q = Qrels::parse("q1 0 a 2\nq1 0 b 0\nq1 0 c -1\nq2 0 a 1\n", "f.txt").unwrap();
+    assert_eq!(q.len(), 2);
+    assert_eq!(q.query_ids().collect::<Vec<_>>(), ["q1", "q2"]);
+    assert_eq!(q.grade("q1", "c"), Some(-1));
+    assert_eq!(q.num_relevant("q1"), Some(1));
+    assert_eq!(q.num_relevant("q9"), None);
+    let (line, msg) = parse_err(Qrels::parse("q1 0 a 1\nq1 0 b\n", "f.txt"));
+    assert_eq!(line, 2);
+    assert!(msg.contains("expected 4 fields"), "{msg}");
+    let (_, msg) = parse_err(Qrels::parse("q1 0 a 1.5\n", "f.txt"));
+    assert!(msg.contains("`1.5` is not an integer"), "{msg}");
+    let (line, msg) = parse_err(Qrels::parse("q1 0 a 1\nq1 0 b 1\nq1 0 a 0\n", "f.txt"));
+    assert_eq!(line, 3);
+    assert!(
+        msg.contains("judged twice") && msg.contains("line 1"),
+        "{msg}"
+    );
+    assert!(Qrels::parse("", "f.txt").unwrap().is_empty());
+}
+
+#[test]
+fn files_missing_or_not_utf8_are_errors_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Utf8Path::from_path(dir.path()).unwrap();
+    let missing = root.join("none.qrels");
+    let err = Qrels::from_file(&missing).unwrap_err().to_string();
+    assert!(err.contains("none.qrels"), "{err}");
+    let bad = root.join("bad.run");
+    std::fs::write(&bad, b"q1 Q0 \xff 1 1 t\n").unwrap();
+    assert!(matches!(
+        Run::from_file(&bad),
+        Err(Error::NotUtf8 { offset: 6, .. })
+    ));
+    let good = root.join("good.run");
+    std::fs::write(&good, "q1 Q0 a 1 1 t\n").unwrap();
+    assert_eq!(Run::from_file(&good).unwrap().len(), 1);
+}
+
+proptest::proptest! {
+    #[test]
+    fn name_keys_order_names_as_their_bytes(
+        a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'a', b'b', 0xff]), 0..12),
+        b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'a', b'b', 0xff]), 0..12),
+    ) {
+        let (ka, kb) = (NameKey::new(&a), NameKey::new(&b));
+        match ka.cmp(kb) {
+            Some(order) => proptest::prop_assert_eq!(order, a.cmp(&b)),
+            None => proptest::prop_assert!(a.len() > 8 && b.len() > 8 && a[..8] == b[..8]),
+        }
+    }
+}
+
+#[test]
+fn ties_among_long_names_sharing_eight_bytes_are_ordered_by_all_bytes() {
+    let run = Run::parse(
+        "q Q0 document-10 1 1 t\nq Q0 document-9 1 1 t\nq Q0 document-1 1 1 t\nq Q0 document 1 1 t\n",
+        "f.txt",
+    )
+    .unwrap();
+    assert_eq!(
+        ranked(&run, "q"),
+        ["document-9", "document-10", "document-1", "document"]
+    );
+    let qrels = Qrels::parse("q 0 document-1 1\nq 0 document-10 2\nq 0 document 3\n", "q").unwrap();
+    let ms = [Measure::Ndcg(4)];
+    let r = &evaluate(&qrels, &run, &ms)["q"]["ndcg@4"];
+    // grades by rank: unjudged, 2, 1, 3; ideal 3, 2, 1
+    let l2 = |x: f64| x.log2();
+    let dcg = 2.0 / l2(3.0) + 1.0 / l2(4.0) + 3.0 / l2(5.0);
+    let idcg = 3.0 + 2.0 / l2(3.0) + 1.0 / l2(4.0);
+    assert!((r - dcg / idcg).abs() < 1e-12);
+}
+
+#[test]
+fn measure_names() {
+    use Measure::*;
+    assert_eq!(Measure::parse("P", &[]).unwrap().len(), 9);
+    assert_eq!(
+        Measure::parse("P", &[3, 1, 3]).unwrap(),
+        [Precision(3), Precision(1)]
+    );
+    assert_eq!(
+        Measure::parse("P.5,10", &[7]).unwrap(),
+        [Precision(5), Precision(10)]
+    );
+    assert_eq!(Measure::parse("P_5", &[]).unwrap(), [Precision(5)]);
+    assert_eq!(Measure::parse("recall_10", &[]).unwrap(), [Recall(10)]);
+    assert_eq!(Measure::parse("ndcg_cut", &[2]).unwrap(), [Ndcg(2)]);
+    assert_eq!(Measure::parse("ndcg_cut.20", &[]).unwrap(), [Ndcg(20)]);
+    assert_eq!(
+        Measure::parse("precision@10", &[]).unwrap(),
+        [Precision(10)]
+    );
+    assert_eq!(Measure::parse("ndcg@4", &[]).unwrap(), [Ndcg(4)]);
+    assert_eq!(Measure::parse("recip_rank", &[]).unwrap(), [ReciprocalRank]);
+    assert_eq!(Measure::parse(" map ", &[10]).unwrap(), [AveragePrecision]);
+    for bad in ["bpref", "P.", "P.x", "ndcg_cut.0", "", "P_", "ndcg_cut_"] {
+        assert!(Measure::parse(bad, &[]).is_err(), "{bad}");
+    }
+    assert!(Measure::parse("P", &[0]).is_err());
+    let m = [
+        Precision(10),
+        Recall(10),
+        Ndcg(10),
+        ReciprocalRank,
+        AveragePrecision,
+    ];
+    let report: Vec<String> = m.iter().map(Measure::report_name).collect();
+    let trec: Vec<String> = m.iter().map(Measure::trec_name).collect();
+    assert_eq!(
+        report,
+        ["precision@10", "recall@10", "ndcg@10", "mrr", "map"]
+    );
+    assert_eq!(
+        trec,
+        ["P_10", "recall_10", "ndcg_cut_10", "recip_rank", "map"]
+    );
+    assert_eq!(Ndcg(3).to_string(), "ndcg_cut_3");
+    assert_eq!(
+        (Ndcg(3).cutoff(), AveragePrecision.cutoff()),
+        (Some(3), None)
+    );
+    // names round-trip
+    for x in m {
+        assert_eq!(Measure::parse(&x.trec_name(), &[]).unwrap(), [x]);
+        assert_eq!(Measure::parse(&x.report_name(), &[10]).unwrap(), [x]);
+    }
+}
+
+#[test]
+fn evaluate_by_hand() {
+    // q1: judged a=2, b=0, c=1, e=3 (e never retrieved), u=-1 (unjudged)
+    // ranking by score: x(nonpool) c b a u
+    let qrels = Qrels::parse(
+        "q1 0 a 2\nq1 0 b 0\nq1 0 c 1\nq1 0 e 3\nq1 0 u -1\n",
+        "qrels",
+    )
+    .unwrap();
+    let run = Run::parse(
+        "q1 Q0 a 9 0.2 t\nq1 Q0 b 9 0.3 t\nq1 Q0 c 9 0.4 t\nq1 Q0 x 9 0.9 t\nq1 Q0 u 9 0.1 t\n",
+        "run",
+    )
+    .unwrap();
+    let mut ms = Measure::parse("P.1,2,4,6", &[]).unwrap();
+    ms.extend(Measure::parse("recall.2,4", &[]).unwrap());
+    ms.extend(Measure::parse("ndcg_cut.2,5", &[]).unwrap());
+    ms.push(Measure::ReciprocalRank);
+    ms.push(Measure::AveragePrecision);
+    let r = &evaluate(&qrels, &run, &ms)["q1"];
+    let close = |name: &str, v: f64| assert!((r[name] - v).abs() < 1e-12, "{name}: {}", r[name]);
+    close("precision@1", 0.0);
+    close("precision@2", 0.5);
+    close("precision@4", 0.5);
+    close("precision@6", 2.0 / 6.0);
+    close("recall@2", 1.0 / 3.0);
+    close("recall@4", 2.0 / 3.0);
+    close("mrr", 0.5);
+    close("map", (1.0 / 2.0 + 2.0 / 4.0) / 3.0);
+    let l2 = |x: f64| x.log2();
+    // gains: rank 2 → 1, rank 4 → 2; ideal 3, 2, 1
+    close("ndcg@2", (1.0 / l2(3.0)) / (3.0 + 2.0 / l2(3.0)));
+    let idcg5 = 3.0 + 2.0 / l2(3.0) + 1.0 / l2(4.0);
+    close("ndcg@5", (1.0 / l2(3.0) + 2.0 / l2(5.0)) / idcg5);
+}
+
+#[test]
+fn evaluate_scores_run_queries_that_are_judged() {
+    let qrels = Qrels::parse("q1 0 a 1\nq2 0 a 0\nq4 0 a 1\n", "qrels").unwrap();
+    let run = Run::parse("q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq3 Q0 a 1 1 t\n", "run").unwrap();
+    let r = evaluate(&qrels, &run, &[Measure::AveragePrecision]);
+    assert_eq!(r.keys().collect::<Vec<_>>(), ["q1", "q2"]);
+    assert_eq!(r["q1"]["map"], 1.0);
+    assert_eq!(r["q2"]["map"], 0.0, "no relevant document judged");
+    assert_eq!(mean(&r)["map"], 0.5);
+    // no measures: trec_eval's defaults
+    let all = evaluate(&qrels, &run, &[]);
+    assert_eq!(all["q1"].len(), 29);
+    assert_eq!(all["q1"]["precision@1000"], 0.001);
+    assert!(mean(&PerQuery::new()).is_empty());
+}
+
+#[test]
+fn score_aggregates_in_measure_order_with_population_std() {
+    let qrels = Qrels::parse("q1 0 a 1\nq1 0 b 1\nq2 0 c 1\nq3 0 z 1\n", "q.txt").unwrap();
+    // q1: a at 1, b missing; q2: c at 2; q3 judged but not run; q9 run but not judged
+    let run = Run::parse(
+        "q1 Q0 a 1 3 t\nq1 Q0 x 2 2 t\nq2 Q0 y 1 3 t\nq2 Q0 c 2 2 t\nq9 Q0 a 1 1 t\n",
+        "r.txt",
+    )
+    .unwrap();
+    let measures = [
+        Measure::Recall(2),
+        Measure::ReciprocalRank,
+        Measure::Precision(1),
+    ];
+    let r = score(&qrels, &run, &measures);
+    assert_eq!(r.level, crate::metrics::ResultLevel::Trec);
+    assert_eq!((r.k, r.mode, r.queries), (None, None, 2));
+    assert_eq!(r.cutoffs, Some(vec![1, 2]));
+    let names: Vec<&str> = r.metrics.names().collect();
+    assert_eq!(names, ["recall@2", "mrr", "precision@1"]);
+    let ids: Vec<&str> = r.per_query.iter().map(|q| q.id.as_str()).collect();
+    assert_eq!(ids, ["q1", "q2"]);
+    // recall@2: 1/2 and 1 → mean 0.75, std 0.25; mrr: 1 and 1/2; P@1: 1 and 0
+    assert_eq!(
+        r.metrics.0,
+        [
+            ("recall@2".into(), 0.75),
+            ("mrr".into(), 0.75),
+            ("precision@1".into(), 0.5)
+        ]
+    );
+    assert_eq!(
+        r.std.0,
+        [
+            ("recall@2".into(), 0.25),
+            ("mrr".into(), 0.25),
+            ("precision@1".into(), 0.5)
+        ]
+    );
+    // the means agree with `mean` over `evaluate`
+    let means = mean(&evaluate(&qrels, &run, &measures));
+    for (n, v) in &r.metrics.0 {
+        assert_eq!(means[n], *v);
+    }
+    let none = score(&qrels, &Run::parse("", "r.txt").unwrap(), &[]);
+    assert_eq!(none.queries, 0);
+    assert_eq!(none.metrics.0.len(), Measure::defaults(&[]).len());
+    assert!(none.metrics.values().all(|v| v == 0.0));
+}
