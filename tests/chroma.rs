@@ -104,11 +104,8 @@ fn bundled_evaluation_matches_the_in_memory_store() {
         started.elapsed().as_secs_f64()
     );
     assert_eq!(block_on(store.len()).unwrap(), spans.len());
-    assert!(
-        got.config.retriever.contains("chroma("),
-        "{}",
-        got.config.retriever
-    );
+    let retriever = &got.scores.config.as_ref().unwrap().retriever;
+    assert!(retriever.contains("chroma("), "{retriever}");
 
     // The embedder is deterministic, so every chunk's true score can be recomputed.
     let embedder = HashingEmbedder::default();

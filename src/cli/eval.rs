@@ -1,13 +1,13 @@
 //! `rag-eval eval`: retrieve every query of a dataset over a corpus and score it.
 
 use super::output::Output;
-use super::{mode_name, CorpusArgs, Mode};
+use super::CorpusArgs;
 use crate::chunker::{parse_spec, PositionAwareChunker};
 use crate::dataset::{self, AnyDataset};
 use crate::embed::HashingEmbedder;
 use crate::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
 use crate::level::TokenLevel;
-use crate::metrics::{self, SpanMode};
+use crate::metrics::SpanMode;
 use crate::retrieve::{Bm25Retriever, Pipeline, Retriever};
 use anyhow::{anyhow, bail, Result};
 use camino::Utf8PathBuf;
@@ -31,7 +31,7 @@ pub(super) struct EvalArgs {
     k: usize,
     /// Span scoring mode (token level).
     #[arg(long, value_enum, default_value = "standard")]
-    mode: Mode,
+    mode: SpanMode,
     /// Print one JSON object per chunker (JSONL) instead of a table.
     #[arg(long)]
     json: bool,
@@ -105,36 +105,28 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         let chunker = parse_spec(spec)?;
         let result = match &dataset {
             AnyDataset::Token(d) => {
-                let mode = match a.mode {
-                    Mode::Standard => SpanMode::Standard,
-                    Mode::Chroma => SpanMode::Chroma,
-                };
-                let index = metrics::ChunkIndex::new(
-                    &chunker
-                        .chunk_corpus(&corpus)
-                        .into_iter()
-                        .map(|c| c.span)
-                        .collect::<Vec<_>>(),
-                );
-                let metrics = metrics::token_level_metrics(mode, Some(index));
+                // Every registered metric in the chosen mode; PrecisionΩ from the chunks the
+                // retriever indexed.
                 let retriever = build_retriever(&a.retriever, chunker)?;
-                let evaluation = TokenLevelEvaluation::new(corpus.clone(), d.clone())?
-                    .with_mode(mode_name(a.mode));
-                evaluation.run_blocking(&*retriever as &dyn Retriever<TokenLevel>, a.k, &metrics)?
+                let evaluation =
+                    TokenLevelEvaluation::new(corpus.clone(), d.clone())?.with_mode(a.mode);
+                pollster::block_on(
+                    evaluation.run_reported(&*retriever as &dyn Retriever<TokenLevel>, a.k),
+                )?
             }
             AnyDataset::Chunk(d) => {
-                if matches!(a.mode, Mode::Chroma) {
+                if a.mode != SpanMode::Standard {
                     bail!(
-                        "--mode chroma scores character spans; `{}` is a chunk-level dataset",
+                        "--mode {} scores character spans; `{}` is a chunk-level dataset",
+                        a.mode,
                         a.dataset
                     );
                 }
                 let retriever = build_retriever(&a.retriever, chunker)?;
                 let evaluation = ChunkLevelEvaluation::new(corpus.clone(), d.clone())?;
-                evaluation.run_blocking(
-                    &*retriever as &dyn Retriever<crate::level::ChunkLevel>,
-                    a.k,
-                    &metrics::chunk_level_metrics(),
+                pollster::block_on(
+                    evaluation
+                        .run_reported(&*retriever as &dyn Retriever<crate::level::ChunkLevel>, a.k),
                 )?
             }
         };

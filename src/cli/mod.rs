@@ -12,9 +12,10 @@ mod output;
 mod score;
 
 use crate::corpus::Corpus;
-use crate::metrics;
+use crate::metrics::{self, SpanMode};
 use anyhow::Result;
 use camino::Utf8PathBuf;
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use output::{is_broken_pipe, Output};
 use std::process::ExitCode;
@@ -49,12 +50,23 @@ enum Command {
     Generate(generate::GenerateCommand),
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Mode {
-    /// Merged spans: every character counted once.
-    Standard,
-    /// chunking_evaluation's figures (unmerged precision, touching ranges meet).
-    Chroma,
+/// `--mode`: the library's span mode, with `chroma` accepted as the older name of
+/// `chunking_evaluation`.
+impl ValueEnum for SpanMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[SpanMode::Standard, SpanMode::ChunkingEvaluation]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            SpanMode::Standard => {
+                PossibleValue::new("standard").help("Merged spans: every character counted once")
+            }
+            SpanMode::ChunkingEvaluation => PossibleValue::new("chunking_evaluation")
+                .alias("chroma")
+                .help("chunking_evaluation's figures (unmerged precision, touching ranges meet); also `chroma`"),
+        })
+    }
 }
 
 #[derive(Args)]
@@ -96,13 +108,6 @@ pub fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-fn mode_name(m: Mode) -> &'static str {
-    match m {
-        Mode::Standard => "standard",
-        Mode::Chroma => "chroma",
     }
 }
 

@@ -1,10 +1,10 @@
 //! `rag-eval score`: retrieval output against a dataset, or a TREC run against qrels.
 
 use super::output::Output;
-use super::{mode_name, render_table, Mode};
+use super::render_table;
 use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
 use crate::dataset::{self, AnyDataset, Dataset};
-use crate::metrics::{self, Metric, Scorecard, Scored, SpanMode};
+use crate::metrics::{self, Metric, RunResult, Scored, SpanMode};
 use crate::trec;
 use anyhow::{bail, Result};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -31,7 +31,7 @@ pub(super) struct ScoreArgs {
     k: Vec<usize>,
     /// Span scoring mode (token level).
     #[arg(long, value_enum, default_value = "standard")]
-    mode: Mode,
+    mode: SpanMode,
     /// Chunk listing from `rag-eval chunk` with the same chunker; enables precision_omega.
     #[arg(long, requires = "dataset")]
     chunks: Option<Utf8PathBuf>,
@@ -61,44 +61,36 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     };
     let card = match dataset::load(dataset_path)? {
         AnyDataset::Token(d) => {
-            let mode = match a.mode {
-                Mode::Standard => SpanMode::Standard,
-                Mode::Chroma => SpanMode::Chroma,
-            };
             let chunks = a.chunks.as_deref().map(load_chunk_spans).transpose()?;
             let index = chunks.as_deref().map(metrics::ChunkIndex::new);
-            let metrics = metrics::token_level_metrics(mode, index);
-            score_dataset(
-                &d,
-                retrieved,
-                &metrics,
-                k,
-                mode_name(a.mode),
-                a.allow_missing,
-            )?
+            let metrics = metrics::token_level_metrics(a.mode, index);
+            score_dataset(&d, retrieved, &metrics, k, a.mode, a.allow_missing)?
         }
         AnyDataset::Chunk(d) => {
-            if matches!(a.mode, Mode::Chroma) {
-                bail!("--mode chroma scores character spans; `{dataset_path}` is a chunk-level dataset");
+            if a.mode != SpanMode::Standard {
+                bail!(
+                    "--mode {} scores character spans; `{dataset_path}` is a chunk-level dataset",
+                    a.mode
+                );
             }
             if a.chunks.is_some() {
                 bail!("--chunks (precision_omega) needs a token-level dataset; `{dataset_path}` is chunk-level");
             }
             let metrics = metrics::chunk_level_metrics();
-            score_dataset(&d, retrieved, &metrics, k, "standard", a.allow_missing)?
+            score_dataset(
+                &d,
+                retrieved,
+                &metrics,
+                k,
+                SpanMode::Standard,
+                a.allow_missing,
+            )?
         }
     };
     if a.json {
         out.json_line(&card)?;
     } else {
-        out.text(&render_table(
-            &format!(
-                "{}-level, k = {}, mode = {}, {} queries",
-                card.level, card.k, card.mode, card.queries
-            ),
-            &card.metrics,
-            &card.std,
-        ))?;
+        out.text(&render_table(&card.headline(), &card.metrics, &card.std))?;
     }
     Ok(())
 }
@@ -108,9 +100,9 @@ fn score_dataset<L: ReadItem>(
     retrieved_path: &Utf8Path,
     metrics: &[Box<dyn Metric<L>>],
     k: usize,
-    mode: &str,
+    mode: SpanMode,
     allow_missing: bool,
-) -> Result<Scorecard> {
+) -> Result<RunResult> {
     let retrieved = Retrieved::<L>::load(retrieved_path)?;
     if let Some((id, line)) = retrieved
         .ids()
@@ -172,61 +164,14 @@ fn score_trec(
         }
         all
     };
-    let per_query = trec::evaluate(&qrels, &run, &measures);
-    let order: Vec<String> = measures.iter().map(|m| m.report_name()).collect();
-    let figures = |q: &std::collections::BTreeMap<String, f64>| {
-        metrics::Figures(
-            order
-                .iter()
-                .map(|n| (n.clone(), q.get(n).copied().unwrap_or(0.0)))
-                .collect(),
-        )
-    };
-    let per: Vec<metrics::QueryScores> = per_query
-        .iter()
-        .map(|(id, q)| metrics::QueryScores {
-            id: id.clone(),
-            query: None,
-            difficulty: None,
-            metrics: figures(q),
-        })
-        .collect();
-    let mut means = Vec::new();
-    let mut stds = Vec::new();
-    for (i, n) in order.iter().enumerate() {
-        let v: Vec<f64> = per.iter().map(|q| q.metrics.0[i].1).collect();
-        let (m, s) = metrics::mean_std(&v);
-        means.push((n.clone(), m));
-        stds.push((n.clone(), s));
-    }
-    let (means, stds) = (metrics::Figures(means), metrics::Figures(stds));
-    let mut used: Vec<usize> = measures.iter().filter_map(|m| m.cutoff()).collect();
-    used.sort_unstable();
-    used.dedup();
+    let result = trec::score(&qrels, &run, &measures);
     if json {
-        #[derive(serde::Serialize)]
-        struct TrecCard<'a> {
-            level: &'static str,
-            cutoffs: &'a [usize],
-            queries: usize,
-            metrics: &'a metrics::Figures,
-            std: &'a metrics::Figures,
-            per_query: &'a [metrics::QueryScores],
-        }
-        let card = TrecCard {
-            level: "trec",
-            cutoffs: &used,
-            queries: per.len(),
-            metrics: &means,
-            std: &stds,
-            per_query: &per,
-        };
-        out.json_line(&card)?;
+        out.json_line(&result)?;
     } else {
         out.text(&render_table(
-            &format!("trec, {} queries", per.len()),
-            &means,
-            &stds,
+            &result.headline(),
+            &result.metrics,
+            &result.std,
         ))?;
     }
     Ok(())
