@@ -290,3 +290,95 @@ impl<L: Level> Retriever<L> for FnRetriever {
         Ok(hits)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::PositionAwareChunk;
+    use crate::chunker::PositionAwareChunker;
+    use crate::corpus::Document;
+    use crate::harness::private::{Levels, Mode};
+    use crate::metrics::{ChunkIndex, Metric, MetricInput, PrecisionOmega};
+    use crate::retrieve::Bm25Retriever;
+
+    /// A chunker rag-eval has no spec for: windows of 300 characters.
+    struct Windows;
+
+    impl PositionAwareChunker for Windows {
+        fn name(&self) -> String {
+            "windows of 300".into()
+        }
+        fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
+            let chars: Vec<char> = doc.content().chars().collect();
+            (0..chars.len())
+                .step_by(300)
+                .map(|start| {
+                    let end = (start + 300).min(chars.len());
+                    let text: String = chars[start..end].iter().collect();
+                    PositionAwareChunk::new(doc.id().clone(), start, end, text)
+                })
+                .collect()
+        }
+    }
+
+    fn spec() -> CaseSpec {
+        CaseSpec {
+            name: "windows",
+            manifest_dir: env!("CARGO_MANIFEST_DIR"),
+            source: file!(),
+            line: line!(),
+            dataset: "examples/data/questions.jsonl",
+            corpus: Some("examples/data/corpus"),
+            glob: None,
+            k: 3,
+            tolerance: 0.01,
+            mode: Mode::Standard,
+            per_query: true,
+            ignore: false,
+            thresholds: &[],
+            levels: Levels::BOTH,
+            build: Build::Factory(|| {
+                Box::pin(async {
+                    let r = Arc::new(Bm25Retriever::new(Windows));
+                    Retrievers {
+                        token: Some(r.clone()),
+                        chunk: Some(r),
+                    }
+                })
+            }),
+        }
+    }
+
+    #[test]
+    fn a_custom_chunker_gets_precision_omega_from_its_own_chunks() {
+        let case = Case::new(spec());
+        let outcome = case.outcome().unwrap();
+        let i = outcome
+            .metric_index("precision_omega")
+            .expect("precision_omega is reported for a chunker without a spec");
+        // The same figure from the chunker's output computed here, query by query.
+        let Setup {
+            prepared: Prepared::Token(eval),
+            ..
+        } = case.setup.as_ref().unwrap()
+        else {
+            panic!("the dataset is token-level")
+        };
+        let spans: Vec<_> = Windows
+            .chunk_corpus(eval.corpus())
+            .into_iter()
+            .map(|c| c.span)
+            .collect();
+        let omega = PrecisionOmega::with_index(ChunkIndex::new(&spans));
+        for (q, e) in outcome.per_query.iter().zip(eval.dataset().examples()) {
+            let want = omega.compute(&MetricInput::new(&[], &e.truth, 3));
+            assert_eq!(
+                q.metrics.0[i],
+                ("precision_omega".to_owned(), want),
+                "{}",
+                q.id
+            );
+        }
+        assert!(outcome.metrics.0[i].1 > 0.0);
+    }
+}

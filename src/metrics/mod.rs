@@ -4,6 +4,28 @@
 //! it makes sense at, reported as `name@k` for the cut-off it was computed at, or as `name` for
 //! measures over the whole ranking (`mrr`, `map`).
 //!
+//! # How to add a built-in metric
+//!
+//! 1. Write the metric in its family's file (or a new file declared below): a type
+//!    implementing [`Metric<L>`] for each level it makes sense at, with a hand-worked doctest.
+//! 2. Add its line to [`REGISTRY`] in `src/metrics/registry.rs`, at the place in report order
+//!    it should appear:
+//!
+//!    ```text
+//!    both("hit", true, RANK, "1 when any of the first k items is relevant, else 0", unit::<TokenLevel, Hit>, unit::<ChunkLevel, Hit>),
+//!    ```
+//!
+//!    (`token(…)` or `chunk(…)` for one level; name, whether it is `@k`, what it [`Need`]s,
+//!    the definition line, and how to build it from a [`MetricContext`].)
+//!
+//! Evaluations, `rag-eval eval` and `score`, and the harness (which thresholds are allowed)
+//! read the registry, so nothing else lists the metric. Two copies remain, each checked by
+//! `tests/vocabulary.rs`: the name in `METRICS` of `macros/src/args.rs` (the attribute crate
+//! cannot depend on this one) and a row of the README's metric table, whose definition must be
+//! the registry's line.
+//!
+//! # Metrics of your own
+//!
 //! Users add their own metrics by implementing [`Metric`]:
 //!
 //! ```

@@ -208,7 +208,7 @@ const fn both(
 pub static REGISTRY: &[MetricInfo] = &[
     token("span_recall", true, SPANS, "share of the truth's characters covered by the top k chunks: |R∩G| / |G|", |c| Some(Box::new(SpanRecall::new(c.mode)))),
     token("span_precision", true, SPANS, "share of the top k chunks' characters that are truth: |R∩G| / |R|", |c| Some(Box::new(SpanPrecision::new(c.mode)))),
-    token("precision_omega", false, CHUNKER, "PrecisionΩ: truth characters over every chunk of the chunker's output that meets the truth, plus the truth no chunk meets", |c| Some(Box::new(PrecisionOmega::with_index(c.chunker_output.clone()?)))),
+    token("precision_omega", false, CHUNKER, "chunking_evaluation's PrecisionΩ, the best precision the chunker allows: truth characters over every chunk of its output that meets the truth, plus the truth no chunk meets", |c| Some(Box::new(PrecisionOmega::with_index(c.chunker_output.clone()?)))),
     token("span_iou", true, SPANS, "intersection over union of the top k chunks' characters and the truth's: |R∩G| / |R∪G|", |c| Some(Box::new(SpanIou::new(c.mode)))),
     chunk("chunk_recall", true, RANK, "share of the truth chunk ids among the top k: |R∩G| / |G|", unit::<ChunkLevel, ChunkRecall>),
     chunk("chunk_precision", true, RANK, "share of the top k chunk ids that are truth: |R∩G| / |R|", unit::<ChunkLevel, ChunkPrecision>),

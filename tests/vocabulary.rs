@@ -1,0 +1,304 @@
+//! The metric vocabulary is one list: the registry (`rag_eval::metrics::REGISTRY`). The macro
+//! crate's copy of the names, the bars `#[rag_eval]` accepts, the metrics an evaluation
+//! reports and the README's metric table must all say the same.
+
+use rag_eval::__private::{Bound, Mode};
+use rag_eval::chunk::{ChunkId, PositionAwareChunk};
+use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
+use rag_eval::corpus::{Corpus, Document};
+use rag_eval::dataset::{self, AnyDataset, Dataset, Example};
+use rag_eval::embed::HashingEmbedder;
+use rag_eval::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
+use rag_eval::level::LevelKind;
+use rag_eval::metrics::{registry, ChunkIndex, Metric, MetricInput, PrecisionOmega, SpanMode};
+use rag_eval::prelude::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn registered() -> BTreeSet<&'static str> {
+    registry::REGISTRY.iter().map(|m| m.name).collect()
+}
+
+fn read(relative: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The string literals of `pub(crate) const METRICS: &[&str] = &[ … ];` in the macro crate.
+fn macro_metric_names() -> Vec<String> {
+    let source = read("macros/src/args.rs");
+    let opening = "const METRICS: &[&str] = &[";
+    let start = source
+        .find(opening)
+        .expect("macros/src/args.rs declares METRICS")
+        + opening.len();
+    let list = &source[start..];
+    let list = &list[..list.find("];").expect("METRICS ends with `];`")];
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .unwrap_or_else(|| panic!("`{s}` in METRICS is not a string literal"))
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn the_macro_crate_knows_exactly_the_registered_metrics() {
+    let names = macro_metric_names();
+    let unique: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(
+        unique.len(),
+        names.len(),
+        "METRICS repeats a name: {names:?}"
+    );
+    assert_eq!(
+        unique,
+        registered(),
+        "macros/src/args.rs METRICS and rag_eval::metrics::REGISTRY differ"
+    );
+}
+
+// Every registered metric as a bar: the attribute rejects unknown metrics at compile time, so
+// this file compiling is the proof that each name is accepted.
+#[rag_eval(
+    dataset = "examples/data/questions.jsonl",
+    mode = "chunking_evaluation",
+    min_chunk_recall = 0.0,
+    min_chunk_precision = 0.0,
+    min_chunk_f1 = 0.0,
+    min_span_recall = 0.0,
+    min_span_precision = 0.0,
+    min_span_iou = 0.0,
+    min_precision_omega = 0.0,
+    min_precision = 0.0,
+    min_recall = 0.0,
+    min_f1 = 0.0,
+    min_hit = 0.0,
+    min_mrr = 0.0,
+    min_ndcg = 0.0,
+    max_map = 1.0
+)]
+fn every_bar() -> Bm25Retriever {
+    Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
+}
+
+#[test]
+fn every_registered_metric_is_accepted_as_a_bar() {
+    let spec = every_bar::__rag_eval_case();
+    let bars: BTreeSet<&str> = spec.thresholds.iter().map(|t| t.metric).collect();
+    assert_eq!(bars, registered(), "the case above must name every metric");
+    assert_eq!(spec.thresholds.len(), bars.len());
+    assert!(spec.thresholds.iter().any(|t| t.bound == Bound::Max));
+    // the new spelling of the mode and the old one name the same mode
+    assert_eq!(spec.mode, Mode::ChunkingEvaluation);
+    assert_eq!(Mode::Chroma, SpanMode::ChunkingEvaluation);
+}
+
+/// One chunker call per document, counted: proves the corpus is chunked once per evaluation.
+struct CountingWindows {
+    size: usize,
+    calls: AtomicUsize,
+}
+
+impl PositionAwareChunker for CountingWindows {
+    fn name(&self) -> String {
+        format!("my windows of {}", self.size)
+    }
+    fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let chars: Vec<char> = doc.content().chars().collect();
+        (0..chars.len())
+            .step_by(self.size)
+            .map(|start| {
+                let end = (start + self.size).min(chars.len());
+                let text: String = chars[start..end].iter().collect();
+                PositionAwareChunk::new(doc.id().clone(), start, end, text)
+            })
+            .collect()
+    }
+}
+
+fn example_data() -> (std::sync::Arc<Corpus>, rag_eval::dataset::TokenDataset) {
+    let root = camino::Utf8PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data");
+    let corpus = Corpus::from_folder(root.join("corpus"), None).unwrap();
+    let AnyDataset::Token(d) = dataset::load(root.join("questions.jsonl")).unwrap() else {
+        panic!("examples/data/questions.jsonl is token-level");
+    };
+    (std::sync::Arc::new(corpus), d)
+}
+
+fn base(report_name: &str) -> &str {
+    report_name.split_once('@').map_or(report_name, |(b, _)| b)
+}
+
+#[test]
+fn an_evaluation_reports_every_registered_metric_of_its_level() {
+    let (corpus, d) = example_data();
+    for mode in [SpanMode::Standard, SpanMode::ChunkingEvaluation] {
+        let eval = TokenLevelEvaluation::new(corpus.clone(), d.clone())
+            .unwrap()
+            .with_mode(mode);
+        let retriever = Bm25Retriever::new(RecursiveCharacterChunker::new(300, 0));
+        let r = pollster::block_on(eval.run_reported(&retriever, 4))
+            .unwrap()
+            .scores;
+        let reported: Vec<&str> = r.metrics.names().map(base).collect();
+        let want: Vec<&str> = registry::at_level(LevelKind::Token)
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(reported, want);
+        assert_eq!(r.mode, Some(mode));
+        assert!(r.metrics.get("span_recall@4").is_some());
+    }
+
+    // chunk level, on a dataset made by the retriever's chunker
+    let corpus = Corpus::new([Document::new("a.md", "Alpha beta.\n\nGamma delta.")]).unwrap();
+    let mut metadata = rag_eval::corpus::Metadata::new();
+    metadata.insert(
+        "chunker".into(),
+        "recursive:size=20,overlap=0,length=chars,separators=langchain".into(),
+    );
+    let d = Dataset::new(vec![Example {
+        id: "c1".into(),
+        query: "gamma".into(),
+        truth: vec![ChunkId::from_content("Gamma delta.")],
+        span_texts: vec![],
+        metadata,
+    }])
+    .unwrap();
+    let eval = ChunkLevelEvaluation::new(corpus, d).unwrap();
+    let r = pollster::block_on(eval.run_reported(
+        &Bm25Retriever::new(RecursiveCharacterChunker::new(20, 0)),
+        2,
+    ))
+    .unwrap()
+    .scores;
+    let reported: Vec<&str> = r.metrics.names().map(base).collect();
+    let want: Vec<&str> = registry::at_level(LevelKind::Chunk)
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(reported, want);
+    assert_eq!(r.metrics.get("chunk_recall@2"), Some(1.0));
+}
+
+#[test]
+fn an_evaluation_refuses_span_metrics_in_another_mode() {
+    let (corpus, d) = example_data();
+    let eval = TokenLevelEvaluation::new(corpus, d).unwrap();
+    let metrics = token_level_metrics(SpanMode::ChunkingEvaluation, None);
+    let retriever = Bm25Retriever::new(RecursiveCharacterChunker::new(300, 0));
+    let err = eval
+        .run_blocking(&retriever, 3, &metrics)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("span_recall") && err.contains("`chroma`") && err.contains("`standard`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn precision_omega_comes_from_a_custom_chunker_chunked_once() {
+    let (corpus, d) = example_data();
+    let eval = TokenLevelEvaluation::new(corpus.clone(), d.clone()).unwrap();
+    let chunker = std::sync::Arc::new(CountingWindows {
+        size: 250,
+        calls: AtomicUsize::new(0),
+    });
+    let pipeline = Pipeline::from_arc(
+        chunker.clone(),
+        std::sync::Arc::new(HashingEmbedder::default()),
+    );
+    let r = pollster::block_on(eval.run_reported(&pipeline, 4))
+        .unwrap()
+        .scores;
+    assert_eq!(
+        chunker.calls.load(Ordering::Relaxed),
+        corpus.len(),
+        "the corpus is chunked once, for the index, and PrecisionΩ reuses those chunks"
+    );
+    let i = r.metric_index("precision_omega").expect("reported");
+    let spans: Vec<_> = CountingWindows {
+        size: 250,
+        calls: AtomicUsize::new(0),
+    }
+    .chunk_corpus(&corpus)
+    .into_iter()
+    .map(|c| c.span)
+    .collect();
+    let omega = PrecisionOmega::with_index(ChunkIndex::new(&spans));
+    for (q, e) in r.per_query.iter().zip(d.examples()) {
+        assert_eq!(
+            q.metrics.0[i].1,
+            omega.compute(&MetricInput::new(&[], &e.truth, 4)),
+            "{}",
+            q.id
+        );
+    }
+}
+
+/// The rows of the README's metric table: (name as shown, level, definition).
+fn readme_rows() -> Vec<(String, String, String)> {
+    let readme = read("README.md");
+    let header = "| name | level | definition |";
+    let at = readme.find(header).expect("README.md has the metric table");
+    readme[at..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|line| {
+            // cells are separated by `|` not preceded by a backslash
+            let mut cells = Vec::new();
+            let mut cell = String::new();
+            let mut chars = line.trim().trim_start_matches('|').chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' if chars.peek() == Some(&'|') => {
+                        cell.push('|');
+                        chars.next();
+                    }
+                    '|' => cells.push(std::mem::take(&mut cell).trim().to_owned()),
+                    c => cell.push(c),
+                }
+            }
+            assert_eq!(cells.len(), 3, "README metric row `{line}` has 3 cells");
+            (cells[0].clone(), cells[1].clone(), cells[2].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_metric_table_is_the_registry() {
+    let want: Vec<(String, String, String)> = registry::REGISTRY
+        .iter()
+        .map(|m| {
+            let name = if m.at_k {
+                format!("`{}@k`", m.name)
+            } else {
+                format!("`{}`", m.name)
+            };
+            let level = match m.levels().as_slice() {
+                [LevelKind::Chunk, LevelKind::Token] => "both",
+                [level] => level.name(),
+                other => panic!("`{}` at levels {other:?}", m.name),
+            };
+            (name, level.to_owned(), m.definition.to_owned())
+        })
+        .collect();
+    let got = readme_rows();
+    if got != want {
+        let table: Vec<String> = want
+            .iter()
+            .map(|(n, l, d)| format!("| {n} | {l} | {} |", d.replace('|', "\\|")))
+            .collect();
+        panic!(
+            "README.md's metric table differs from the registry; it should read:\n| name | level | definition |\n|---|---|---|\n{}",
+            table.join("\n")
+        );
+    }
+}
