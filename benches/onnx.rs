@@ -333,11 +333,12 @@ fn evaluation(model_dir: &Path, data: &Path) {
             .map(|c| c.span)
             .collect();
         let chunk_count = spans.len();
-        let metrics = token_level_metrics(SpanMode::Chroma, Some(ChunkIndex::new(&spans)));
+        let metrics =
+            token_level_metrics(SpanMode::ChunkingEvaluation, Some(ChunkIndex::new(&spans)));
         let pipeline = Pipeline::from_arc(Arc::clone(&chunker), Arc::new(embedder));
         let eval = TokenLevelEvaluation::new(Arc::clone(&corpus), dataset.clone())
             .expect("evaluation")
-            .with_mode("chroma");
+            .with_mode(SpanMode::ChunkingEvaluation);
         let result = runtime
             .block_on(eval.run(&pipeline, 5, &metrics))
             .expect("run");

@@ -117,9 +117,9 @@ fn main() {
     };
     // The same through the `Metric` impls, PrecisionΩ scanning `chunker_output` per query.
     let metrics: [Box<dyn Metric<TokenLevel>>; 4] = [
-        Box::new(SpanRecall::new(SpanMode::Chroma)),
-        Box::new(SpanPrecision::new(SpanMode::Chroma)),
-        Box::new(SpanIou::new(SpanMode::Chroma)),
+        Box::new(SpanRecall::new(SpanMode::ChunkingEvaluation)),
+        Box::new(SpanPrecision::new(SpanMode::ChunkingEvaluation)),
+        Box::new(SpanIou::new(SpanMode::ChunkingEvaluation)),
         Box::new(PrecisionOmega::new()),
     ];
     let scanning = || {

@@ -42,7 +42,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = std::time::Instant::now();
     let corpus = Arc::new(Corpus::from_folder(root.join("corpora"), None)?);
     let questions = rag_eval::dataset::import::chroma_csv(root.join("questions_df.csv"), &corpus)?;
-    let evaluation = TokenLevelEvaluation::new(corpus.clone(), questions)?.with_mode("chroma");
+    let evaluation = TokenLevelEvaluation::new(corpus.clone(), questions)?
+        .with_mode(SpanMode::ChunkingEvaluation);
 
     let args: Vec<String> = std::env::args().skip(1).collect();
     let specs: Vec<&str> = if args.is_empty() {
@@ -58,7 +59,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .into_iter()
             .map(|c| c.span)
             .collect();
-        let metrics = token_level_metrics(SpanMode::Chroma, Some(ChunkIndex::new(&spans)));
+        let metrics =
+            token_level_metrics(SpanMode::ChunkingEvaluation, Some(ChunkIndex::new(&spans)));
         let retriever = Bm25Retriever::new(chunker);
         runs.push((
             spec.to_owned(),
