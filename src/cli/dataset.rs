@@ -160,10 +160,9 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         text.push_str(&format!("difficulty: {}\n", mix.join(", ")));
-        let what = if summary.level == TokenLevel::NAME {
-            "spans"
-        } else {
-            "chunk ids"
+        let what = match dataset {
+            AnyDataset::Token(_) => "spans",
+            AnyDataset::Chunk(_) => "chunk ids",
         };
         text.push_str(&format!(
             "{what}: {} ({} per row)\n",

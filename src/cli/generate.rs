@@ -8,7 +8,7 @@ use crate::generate::{
     parse_mix, ChunkLevelDataGenerator, Dropped, FewShot, GenerateConfig, Prompts,
     TokenLevelDataGenerator,
 };
-use crate::level::{ChunkLevel, Level, TokenLevel};
+use crate::level::LevelKind;
 use crate::llm::OpenAiChat;
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -96,8 +96,8 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     let (level, chunker_spec, a) = match command {
-        GenerateCommand::Token(a) => (TokenLevel::NAME, None, a),
-        GenerateCommand::Chunk(c) => (ChunkLevel::NAME, Some(c.chunker), c.common),
+        GenerateCommand::Token(a) => (LevelKind::Token, None, a),
+        GenerateCommand::Chunk(c) => (LevelKind::Chunk, Some(c.chunker), c.common),
     };
     if a.queries_per_doc == 0 {
         bail!("--queries-per-doc must be at least 1");
@@ -140,12 +140,12 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
 
     // What shapes the rows; the corpus-wide filters (--difficulty-mix, --no-dedup) run over
     // all rows at the end, so a continuation may change them.
-    let prompt = if level == TokenLevel::NAME {
+    let prompt = if level == LevelKind::Token {
         &config.prompts.token
     } else {
         &config.prompts.chunk
     };
-    let mut header = RunHeader::new(level)
+    let mut header = RunHeader::new(level.name())
         .with("--model", a.model.as_str())
         .with("--queries-per-doc", a.queries_per_doc)
         .with("--seed", a.seed)
