@@ -442,7 +442,7 @@ impl Qrels {
 }
 
 /// Ranked retrieval output read from a TREC run file (`qid Q0 docno rank score tag` per
-/// line), ranked the way trec_eval ranks it (see the [module docs](self)).
+/// line), ranked the way trec_eval ranks it (see the [module docs](crate::trec)).
 #[derive(Debug, Clone)]
 pub struct Run {
     names: Names,
