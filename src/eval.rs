@@ -191,8 +191,8 @@ where
     /// [registry](crate::metrics::registry) reported at this level, built in the evaluation's
     /// mode. Metrics that need the chunker's whole output (PrecisionΩ) get the chunks the
     /// retriever indexed ([`Retriever::indexed_spans`]) or, failing that, its chunker's output
-    /// over the corpus ([`Retriever::chunker_object`]); without either (or without a corpus)
-    /// they are left out.
+    /// over the corpus ([`Retriever::chunker_object`], or the chunker its
+    /// [spec](Retriever::chunker) builds); without any (or without a corpus) they are left out.
     pub async fn run_reported<R: Retriever<L> + ?Sized>(
         &self,
         retriever: &R,
@@ -338,7 +338,9 @@ fn ms(d: std::time::Duration) -> f64 {
 }
 
 /// The positions of every chunk the retriever's chunker makes of `corpus`: the ones it indexed
-/// when it keeps them, else its chunker's output computed here.
+/// when it keeps them, else its chunker's output computed here. A retriever that only names its
+/// chunker (a wrapper implementing [`Retriever::chunker`] alone) gets the chunker its spec
+/// builds, when it is one rag-eval knows.
 fn chunker_output<L: Level, R: Retriever<L> + ?Sized>(
     retriever: &R,
     corpus: &Corpus,
@@ -346,7 +348,14 @@ fn chunker_output<L: Level, R: Retriever<L> + ?Sized>(
     if let Some(spans) = retriever.indexed_spans() {
         return Some(ChunkIndex::new(&spans));
     }
-    let chunker = retriever.chunker_object()?;
+    let built;
+    let chunker = match retriever.chunker_object() {
+        Some(c) => c,
+        None => {
+            built = crate::chunker::parse_spec(&retriever.chunker()?).ok()?;
+            built.as_ref()
+        }
+    };
     let spans: Vec<_> = chunker
         .chunk_corpus(corpus)
         .into_iter()
