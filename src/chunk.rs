@@ -15,14 +15,9 @@ use std::fmt;
 
 /// `prefix` followed by the first 12 hex digits of the digest, in one allocation.
 fn prefixed_hex12(prefix: &str, hasher: Sha256) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = hasher.finalize();
     let mut id = String::with_capacity(prefix.len() + 12);
     id.push_str(prefix);
-    for b in &digest[..6] {
-        id.push(HEX[usize::from(b >> 4)] as char);
-        id.push(HEX[usize::from(b & 0xf)] as char);
-    }
+    crate::digest::push_hex(&mut id, &hasher.finalize()[..6]);
     id
 }
 
@@ -212,6 +207,19 @@ impl RetrievedChunk {
     pub fn new(chunk: PositionAwareChunk, score: f32) -> Self {
         RetrievedChunk { chunk, score }
     }
+}
+
+/// Sorts by score, best first, breaking ties by position-aware chunk id so that runs are
+/// deterministic, then keeps the first `k`. Every retriever, store and reranker ranks by this
+/// rule.
+pub fn rank(mut hits: Vec<RetrievedChunk>, k: usize) -> Vec<RetrievedChunk> {
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.chunk.id.cmp(&b.chunk.id))
+    });
+    hits.truncate(k);
+    hits
 }
 
 /// Resolves chunk ids to chunks and position-aware ids to chunks and spans.

@@ -326,10 +326,7 @@ where
             h.update(e.to_row().as_bytes());
             h.update(b"\n");
         }
-        h.finalize()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::digest::short_hex(h)
     }
 }
 

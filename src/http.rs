@@ -742,7 +742,16 @@ where
         .map_err(|e| Failure::transient(format!("the request task failed: {e}")))
 }
 
+/// OpenAI's public API, the default server of the OpenAI-compatible providers.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
 impl HttpConfig {
+    /// OpenAI's public API, the key from `OPENAI_API_KEY`.
+    #[cfg(feature = "openai")]
+    pub(crate) fn openai() -> Self {
+        HttpConfig::new(OPENAI_BASE_URL).with_api_key_env("OPENAI_API_KEY")
+    }
+
     /// Points the configuration at an Azure OpenAI resource (`https://NAME.openai.azure.com`):
     /// the key goes in an `api-key` header, read from `AZURE_OPENAI_API_KEY`. Returns the
     /// request path of `operation` (`embeddings`, `chat/completions`) on `deployment`.

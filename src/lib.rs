@@ -35,9 +35,11 @@ pub mod chunker;
 pub mod cli;
 pub mod corpus;
 pub mod dataset;
+pub mod digest;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod fs;
 pub mod generate;
 pub mod harness;
 #[cfg(feature = "http")]

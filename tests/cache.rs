@@ -7,8 +7,9 @@
 //! `worker` does one worker's part on a file of its own.
 #![cfg(feature = "cache")]
 
-use rag_eval::cache::{Cache, CacheMode, CachedEmbedder, Usage};
+use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
 use rag_eval::embed::{Embedder, HashingEmbedder};
+use rag_eval::llm::TokenUsage;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -77,7 +78,7 @@ fn work(worker: usize, cache: Arc<Cache>) -> usize {
                 &params,
                 &prompt(worker, round),
                 &answer(worker, round),
-                Some(Usage {
+                Some(TokenUsage {
                     prompt_tokens: 10,
                     completion_tokens: round as u64,
                 }),
@@ -257,7 +258,7 @@ fn processes_share_one_cache_file_without_losing_writes() {
             assert_eq!(resp.response, answer(w, r));
             assert_eq!(
                 resp.usage,
-                Some(Usage {
+                Some(TokenUsage {
                     prompt_tokens: 10,
                     completion_tokens: r as u64
                 })

@@ -9,7 +9,6 @@
 
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
 use rag_eval::corpus::Document;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -59,10 +58,7 @@ fn corpora_dir() -> Option<PathBuf> {
 }
 
 fn sha16(text: &str) -> String {
-    Sha256::digest(text.as_bytes())[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    rag_eval::digest::short_sha256(text.as_bytes())
 }
 
 struct Row {

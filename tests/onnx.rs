@@ -75,10 +75,7 @@ fn vectors_match_the_python_reference() {
     let Some(e) = embedder() else { return };
     let reference = reference();
     let model = model_dir().unwrap().join("model.onnx");
-    let sha: String = Sha256::digest(std::fs::read(&model).unwrap())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha = rag_eval::digest::hex(&Sha256::digest(std::fs::read(&model).unwrap()));
     assert_eq!(
         sha,
         reference.model_onnx_sha256,

@@ -1,9 +1,9 @@
 //! An [`LlmClient`] wrapper that answers from a [`Cache`] and calls the model only for what
 //! it has not recorded.
 
-use super::{Cache, Usage};
+use super::Cache;
 use crate::error::{Error, Result};
-use crate::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
+use crate::llm::{ChatRequest, ChatResponse, LlmClient};
 use std::sync::Arc;
 
 /// Wraps an [`LlmClient`] with a [`Cache`]: a request answered before (same client name, model,
@@ -107,26 +107,19 @@ impl<C: LlmClient> LlmClient for CachedLlm<C> {
                     path: self.cache.path().to_owned(),
                     message: format!("a recorded chat response does not read back: {e}"),
                 })?;
-            if let Some(u) = hit.usage {
-                response.usage = TokenUsage {
-                    prompt_tokens: u.prompt_tokens,
-                    completion_tokens: u.completion_tokens,
-                };
+            if let Some(usage) = hit.usage {
+                response.usage = usage;
             }
             return Ok(response);
         }
         let response = self.inner.complete(request).await?;
-        let usage = Usage {
-            prompt_tokens: response.usage.prompt_tokens,
-            completion_tokens: response.usage.completion_tokens,
-        };
         self.cache.put_response(
             &self.provider,
             &model,
             &params,
             &request.messages,
             &response,
-            Some(usage),
+            Some(response.usage),
         )?;
         Ok(response)
     }

@@ -34,7 +34,8 @@
 //! thread meanwhile).
 //!
 //! ```
-//! use rag_eval::cache::{Cache, CacheMode, Usage};
+//! use rag_eval::cache::{Cache, CacheMode};
+//! use rag_eval::llm::TokenUsage;
 //! use serde_json::json;
 //!
 //! let dir = tempfile::tempdir()?;
@@ -42,7 +43,7 @@
 //! let params = json!({"temperature": 0.0});
 //! let input = json!([{"role": "user", "content": "Name a prime."}]);
 //! assert!(cache.get_response("openai", "gpt-4o-mini", &params, &input)?.is_none());
-//! let usage = Usage { prompt_tokens: 12, completion_tokens: 1 };
+//! let usage = TokenUsage { prompt_tokens: 12, completion_tokens: 1 };
 //! cache.put_response("openai", "gpt-4o-mini", &params, &input, &json!({"content": "7"}), Some(usage))?;
 //! let hit = cache.get_response("openai", "gpt-4o-mini", &params, &input)?.unwrap();
 //! assert_eq!(hit.response["content"], "7");
@@ -58,6 +59,7 @@ pub use embedder::CachedEmbedder;
 pub use llm::CachedLlm;
 
 use crate::error::{Error, Result};
+use crate::llm::TokenUsage;
 use camino::{Utf8Path, Utf8PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
@@ -177,22 +179,6 @@ impl fmt::Display for CacheMode {
     }
 }
 
-/// Tokens a provider reported for one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
-pub struct Usage {
-    /// Input tokens (all an embedding call reports).
-    pub prompt_tokens: u64,
-    /// Generated tokens.
-    pub completion_tokens: u64,
-}
-
-impl Usage {
-    /// Prompt plus completion tokens.
-    pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-}
-
 /// US dollars per 1,000 tokens of one provider's model.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Price {
@@ -212,7 +198,7 @@ impl Price {
     }
 
     /// What `usage` costs at this price.
-    pub fn cost(&self, usage: Usage) -> f64 {
+    pub fn cost(&self, usage: TokenUsage) -> f64 {
         (usage.prompt_tokens as f64 * self.prompt_per_1k
             + usage.completion_tokens as f64 * self.completion_per_1k)
             / 1000.0
@@ -364,7 +350,7 @@ impl CacheKey {
 impl fmt::Display for CacheKey {
     /// Lowercase hex.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        f.write_str(&crate::digest::hex(&self.0))
     }
 }
 
@@ -449,7 +435,7 @@ pub struct CachedResponse {
     /// The response as it was stored.
     pub response: serde_json::Value,
     /// The usage reported when it was recorded.
-    pub usage: Option<Usage>,
+    pub usage: Option<TokenUsage>,
 }
 
 /// One embedding to store with [`Cache::put_embeddings`].
@@ -476,7 +462,7 @@ pub struct EntryCounts {
 struct Tally {
     hits: u64,
     misses: u64,
-    usage: Usage,
+    usage: TokenUsage,
     saved_tokens: u64,
     price: Option<Price>,
 }
@@ -1117,7 +1103,7 @@ impl Cache {
             path: self.path.clone(),
             message: format!("response {key} is not valid JSON ({e}); the file is damaged"),
         })?;
-        let usage = (prompt.is_some() || completion.is_some()).then(|| Usage {
+        let usage = (prompt.is_some() || completion.is_some()).then(|| TokenUsage {
             prompt_tokens: prompt.unwrap_or(0).max(0) as u64,
             completion_tokens: completion.unwrap_or(0).max(0) as u64,
         });
@@ -1138,7 +1124,7 @@ impl Cache {
         params: &impl Serialize,
         input: &impl Serialize,
         response: &impl Serialize,
-        usage: Option<Usage>,
+        usage: Option<TokenUsage>,
     ) -> Result<()> {
         let key = CacheKey::for_response(provider, model, params, input)?;
         let text = serde_json::to_string(response)

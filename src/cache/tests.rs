@@ -399,7 +399,7 @@ fn responses_round_trip_with_their_usage_whatever_the_field_order() {
     );
     let params = json!({"temperature": 0, "response_format": {"type": "json_schema", "name": "x"}});
     let input = json!([{"role": "user", "content": "2+2?"}]);
-    let usage = Usage {
+    let usage = TokenUsage {
         prompt_tokens: 1000,
         completion_tokens: 500,
     };

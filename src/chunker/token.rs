@@ -289,7 +289,7 @@ mod tests {
                 for (i, (ours, theirs)) in texts.iter().zip(hashes).enumerate() {
                     if let Some(theirs) = theirs.as_str() {
                         let digest = Sha256::digest(ours.as_bytes());
-                        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+                        let hex = crate::digest::hex(&digest[..6]);
                         assert_eq!(hex, theirs, "{source} {size}/{overlap} window {i}");
                     }
                 }

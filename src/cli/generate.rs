@@ -48,7 +48,7 @@ pub(super) struct GenerateArgs {
     #[arg(long)]
     model: String,
     /// Base URL of an OpenAI-compatible server (llama.cpp's `llama-server`, Ollama, vLLM, …).
-    #[arg(long, default_value = "https://api.openai.com/v1")]
+    #[arg(long, default_value = crate::http::OPENAI_BASE_URL)]
     base_url: String,
     /// Environment variable holding the API key (local servers need none).
     #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
@@ -156,12 +156,12 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
             format!(
                 "version {}, text {}",
                 prompt.version,
-                short_hash(prompt.template.as_bytes())
+                crate::digest::short_sha256(prompt.template.as_bytes())
             ),
         )
         .with(
             "--few-shot",
-            short_hash(serde_json::to_string(&config.few_shot)?.as_bytes()),
+            crate::digest::short_sha256(serde_json::to_string(&config.few_shot)?.as_bytes()),
         );
     if let Some(t) = a.temperature {
         header = header.with("--temperature", f64::from(t));
@@ -173,7 +173,7 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
             format!(
                 "version {}, text {}",
                 p.version,
-                short_hash(p.template.as_bytes())
+                crate::digest::short_sha256(p.template.as_bytes())
             ),
         );
     }
@@ -297,14 +297,6 @@ fn watch_ctrl_c(stop: StopSignal, bar: Option<indicatif::ProgressBar>) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     });
-}
-
-fn short_hash(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn cost(price: Option<f64>, tokens: u64) -> Option<String> {

@@ -92,7 +92,7 @@ fn resolve(path: &Utf8Path) -> Option<PathBuf> {
     std::fs::canonicalize(parent).ok().map(|p| p.join(name))
 }
 
-/// Where [`write_atomic`](super::write_atomic) puts the bytes for `path`: the file a link
+/// Where [`write_atomic`](crate::fs::write_atomic) puts the bytes for `path`: the file a link
 /// names, so that the link stays and its target gets the new data, else `path`. Fails on a
 /// target that exists and is not a regular file (a device, a pipe, a folder): renaming a file
 /// over it would replace something that was never a dataset (`/dev/stdout` as root).
@@ -228,13 +228,13 @@ mod tests {
         std::fs::write(&file, "old\n").unwrap();
         let link = root.join("link.jsonl");
         std::os::unix::fs::symlink(&file, &link).unwrap();
-        crate::dataset::write_atomic(&link, b"new\n").unwrap();
+        crate::fs::write_atomic(&link, b"new\n").unwrap();
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
             .is_symlink());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
-        let e = crate::dataset::write_atomic(Utf8Path::new("/dev/null"), b"x")
+        let e = crate::fs::write_atomic(Utf8Path::new("/dev/null"), b"x")
             .unwrap_err()
             .to_string();
         assert!(e.contains("is not a regular file"), "{e}");

@@ -27,7 +27,6 @@ use crate::span::CharSpan;
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::Write;
 
 /// The query of an example (`inputs` in the file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -528,26 +527,8 @@ where
             out.push_str(&e.to_row());
             out.push('\n');
         }
-        write_atomic(path.as_ref(), out.as_bytes())
+        crate::fs::write_atomic(path.as_ref(), out.as_bytes())
     }
-}
-
-/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed.
-/// A link is written through (the link stays, its target gets the bytes); a target that is
-/// not a regular file is refused.
-pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
-    let target = destination::replace_target(path)?;
-    let dir = match target.parent() {
-        Some(p) if !p.as_str().is_empty() => p,
-        _ => Utf8Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io("write", path, e))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| Error::io("write", path, e))?;
-    tmp.persist(&target)
-        .map_err(|e| Error::io("write", path, e.error))?;
-    Ok(())
 }
 
 #[cfg(test)]

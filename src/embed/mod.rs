@@ -5,7 +5,7 @@ mod hashing;
 #[cfg(feature = "onnx")]
 mod onnx;
 #[cfg(feature = "openai")]
-pub(crate) mod openai;
+mod openai;
 
 #[cfg(feature = "cache")]
 pub use crate::cache::CachedEmbedder;
@@ -14,7 +14,7 @@ pub use hashing::HashingEmbedder;
 #[cfg(feature = "onnx")]
 pub use onnx::{OnnxConfig, OnnxEmbedder, ORT_DYLIB_PATH};
 #[cfg(feature = "openai")]
-pub use openai::{EmbeddingUsage, OpenAiEmbedder, OpenAiEmbedderBuilder, OPENAI_BASE_URL};
+pub use openai::{EmbeddingUsage, OpenAiEmbedder, OpenAiEmbedderBuilder};
 
 use crate::error::Result;
 

@@ -8,9 +8,6 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// OpenAI's public API.
-pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-
 /// Embeddings through OpenAI's `/embeddings` API, from OpenAI itself, Azure OpenAI, or a
 /// compatible server: Ollama (`http://localhost:11434/v1`), vLLM (`http://host:8000/v1`),
 /// llama.cpp's server (`http://host:8080/v1`, started with `--embeddings`), and text-embeddings-
@@ -95,7 +92,7 @@ impl OpenAiEmbedder {
     pub fn builder(model: impl Into<String>) -> OpenAiEmbedderBuilder {
         OpenAiEmbedderBuilder {
             model: model.into(),
-            http: HttpConfig::new(OPENAI_BASE_URL).with_api_key_env("OPENAI_API_KEY"),
+            http: HttpConfig::openai(),
             path: "/embeddings".to_owned(),
             dimensions: None,
             expected_dimension: None,

@@ -28,7 +28,6 @@ use crate::llm::TokenUsage;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -405,7 +404,7 @@ impl ResumableOutput {
             return Ok(false);
         };
         let r = &self.records[i];
-        if r.sha256 != text_sha256(doc.content().as_bytes()) {
+        if r.sha256 != crate::digest::short_sha256(doc.content().as_bytes()) {
             return Err(Error::Dataset(format!(
                 "document `{}` changed since its rows were written to `{}`; start a new output",
                 doc.id(),
@@ -484,7 +483,7 @@ impl ResumableOutput {
             dropped: batch.dropped,
             usage: batch.usage,
             calls: batch.calls,
-            sha256: text_sha256(doc.content().as_bytes()),
+            sha256: crate::digest::short_sha256(doc.content().as_bytes()),
             end: self.end + text.len() as u64,
         };
         if let Err(e) = self.append_progress(&ProgressLine::Document(record.clone())) {
@@ -532,11 +531,11 @@ impl ResumableOutput {
             rows: examples.len(),
             dropped,
             end: text.len() as u64,
-            sha256: text_sha256(text.as_bytes()),
+            sha256: crate::digest::short_sha256(text.as_bytes()),
         };
         // Announced first: should the rename not happen, the hash tells a later run so.
         self.append_progress(&ProgressLine::Finished(record.clone()))?;
-        dataset::write_atomic(&self.path, text.as_bytes())?;
+        crate::fs::write_atomic(&self.path, text.as_bytes())?;
         // The old handle points at the replaced file.
         self.data = OpenOptions::new()
             .append(true)
@@ -609,14 +608,9 @@ fn source_doc<L: Level>(e: &Example<L>) -> Option<DocId> {
         .map(DocId::new)
 }
 
-fn text_sha256(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn file_sha256(path: &Utf8Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
-    Ok(text_sha256(&bytes))
+    Ok(crate::digest::short_sha256(&bytes))
 }
 
 /// Parses the progress file. A last line that is cut short or unreadable is what a crash

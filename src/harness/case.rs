@@ -148,10 +148,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
             (Prepared::Chunk(eval), queries)
         }
     };
-    let cache_key = key.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let cache_key = crate::digest::short_hex(key);
     Ok(Setup {
         prepared,
         queries,
@@ -186,12 +183,7 @@ fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
             ))
         })
         .unwrap_or_default();
-    let mut h = Sha256::new();
-    h.update(format!("{run}|{exe}|{}", setup.cache_key).as_bytes());
-    let key: String = h.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let key = crate::digest::short_sha256(format!("{run}|{exe}|{}", setup.cache_key).as_bytes());
     // One file per case, holding the key it was computed for: a new run or a rebuilt binary
     // overwrites it, so nothing accumulates.
     let file = dir.join(format!("{}.json", case.spec.name));
@@ -217,7 +209,7 @@ fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
         camino::Utf8PathBuf::try_from(file),
     ) {
         // A failed write only costs the next process a recomputation.
-        let _ = crate::dataset::write_atomic(&utf8, &bytes);
+        let _ = crate::fs::write_atomic(&utf8, &bytes);
     }
     Ok(entry.outcome)
 }

@@ -1,7 +1,6 @@
 //! Chat completions from any server that speaks OpenAI's `/chat/completions` API.
 
 use super::{ChatMessage, ChatRequest, ChatResponse, LlmClient, TokenUsage};
-use crate::embed::openai::OPENAI_BASE_URL;
 use crate::error::{Error, Result};
 use crate::http::{redact_url, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
@@ -54,7 +53,7 @@ impl OpenAiChat {
     pub fn builder(model: impl Into<String>) -> OpenAiChatBuilder {
         OpenAiChatBuilder {
             model: model.into(),
-            http: HttpConfig::new(OPENAI_BASE_URL).with_api_key_env("OPENAI_API_KEY"),
+            http: HttpConfig::openai(),
             path: "/chat/completions".to_owned(),
             max_completion_tokens: false,
         }

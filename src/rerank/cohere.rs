@@ -1,7 +1,7 @@
 //! Reranking through Cohere's `/v2/rerank` API and servers that mimic it.
 
 use super::Reranker;
-use crate::chunk::RetrievedChunk;
+use crate::chunk::{rank, RetrievedChunk};
 use crate::error::{Error, Result};
 use crate::http::{redact_url, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
@@ -188,13 +188,13 @@ struct RerankResult {
     relevance_score: f64,
 }
 
-/// Keeps the scored candidates, best first, equal scores by chunk id, at most `top_k`.
-fn rank(
+/// Keeps the scored candidates, ranked by [`rank`], at most `top_k`.
+fn rank_scored(
     candidates: Vec<RetrievedChunk>,
     scores: &[Option<f32>],
     top_k: usize,
 ) -> Vec<RetrievedChunk> {
-    let mut scored: Vec<RetrievedChunk> = candidates
+    let scored: Vec<RetrievedChunk> = candidates
         .into_iter()
         .zip(scores)
         .filter_map(|(mut c, s)| {
@@ -202,13 +202,7 @@ fn rank(
             Some(c)
         })
         .collect();
-    scored.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.chunk.id.cmp(&b.chunk.id))
-    });
-    scored.truncate(top_k);
-    scored
+    rank(scored, top_k)
 }
 
 #[async_trait::async_trait]
@@ -252,7 +246,7 @@ impl Reranker for CohereReranker {
             .await?;
             parts.into_iter().flatten().collect()
         };
-        Ok(rank(candidates, &scores, top_k))
+        Ok(rank_scored(candidates, &scores, top_k))
     }
 }
 
@@ -285,7 +279,7 @@ mod tests {
     fn ranking_orders_by_score_then_id_and_drops_unscored() {
         let c: Vec<RetrievedChunk> = (0..5).map(|i| candidate(i * 10, "x")).collect();
         let ids: Vec<_> = c.iter().map(|c| c.chunk.id.clone()).collect();
-        let ranked = rank(c, &[Some(0.2), Some(0.9), None, Some(0.2), Some(0.5)], 10);
+        let ranked = rank_scored(c, &[Some(0.2), Some(0.9), None, Some(0.2), Some(0.5)], 10);
         let got: Vec<(f32, _)> = ranked
             .iter()
             .map(|r| (r.score, r.chunk.id.clone()))
@@ -305,7 +299,10 @@ mod tests {
             ]
         );
         let c: Vec<RetrievedChunk> = (0..3).map(|i| candidate(i * 10, "x")).collect();
-        assert_eq!(rank(c, &[Some(0.1), Some(0.3), Some(0.2)], 2).len(), 2);
+        assert_eq!(
+            rank_scored(c, &[Some(0.1), Some(0.3), Some(0.2)], 2).len(),
+            2
+        );
     }
 
     #[test]

@@ -6,12 +6,12 @@
 //! rebuilt here from the same four crates so that its caching machinery is not a dependency),
 //! and the tests check that tokens and scores equal the crate's to the last bit.
 
-use crate::chunk::{PositionAwareChunk, RetrievedChunk};
+use crate::chunk::{rank, PositionAwareChunk, RetrievedChunk};
 use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::level::Level;
-use crate::retrieve::{rank, Retriever};
+use crate::retrieve::Retriever;
 use crate::span::CharSpan;
 use std::cmp::Ordering;
 use std::collections::HashMap;

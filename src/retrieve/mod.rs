@@ -103,15 +103,3 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Arc<R> {
         (**self).retrieve(query, k).await
     }
 }
-
-/// Sorts by score, best first, breaking ties by position-aware chunk id so that runs are
-/// deterministic, then keeps the first `k`.
-pub fn rank(mut hits: Vec<RetrievedChunk>, k: usize) -> Vec<RetrievedChunk> {
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.chunk.id.cmp(&b.chunk.id))
-    });
-    hits.truncate(k);
-    hits
-}

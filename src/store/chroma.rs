@@ -1,11 +1,10 @@
 //! A [`VectorStore`] on a Chroma server, through its HTTP API v2.
 
-use super::VectorStore;
-use crate::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
+use super::{check_embeddings, check_lengths, check_vector, normalised, VectorStore};
+use crate::chunk::{rank, PaChunkId, PositionAwareChunk, RetrievedChunk};
 use crate::corpus::Metadata;
 use crate::error::{Error, Result};
 use crate::http::{HttpClient, HttpConfig, HttpStats};
-use crate::retrieve::rank;
 use futures_util::lock::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -428,13 +427,7 @@ impl VectorStore for ChromaStore {
     }
 
     async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()> {
-        if chunks.len() != embeddings.len() {
-            return Err(self.config(format!(
-                "{} chunks but {} embeddings",
-                chunks.len(),
-                embeddings.len()
-            )));
-        }
+        check_lengths(chunks, embeddings).map_err(|e| self.config(e))?;
         if chunks.is_empty() {
             return Ok(());
         }
@@ -490,20 +483,8 @@ impl ChromaStore {
         chunks: &[PositionAwareChunk],
         embeddings: &[Vec<f32>],
     ) -> Result<()> {
-        let mut expected = c.dimension;
-        for (i, (chunk, v)) in chunks.iter().zip(embeddings).enumerate() {
-            let what = || {
-                format!(
-                    "embedding {i} (chunk `{}` at `{}` {}..{})",
-                    chunk.id,
-                    chunk.doc_id(),
-                    chunk.start(),
-                    chunk.end()
-                )
-            };
-            self.check_vector(v, expected.unwrap_or(v.len()), what)?;
-            expected = Some(v.len());
-        }
+        let expected =
+            check_embeddings(chunks, embeddings, c.dimension).map_err(|e| self.config(e))?;
         // One record per id, the last vector winning as a later add would; Chroma rejects a
         // write that names an id twice.
         let mut last: HashMap<&PaChunkId, usize> = HashMap::with_capacity(chunks.len());
@@ -538,9 +519,10 @@ impl ChromaStore {
         embedding: &[f32],
         k: usize,
     ) -> Result<Vec<RetrievedChunk>> {
-        self.check_vector(embedding, c.dimension.unwrap_or(embedding.len()), || {
+        check_vector(embedding, c.dimension.unwrap_or(embedding.len()), || {
             "query".to_owned()
-        })?;
+        })
+        .map_err(|e| self.config(e))?;
         if k == 0 {
             return Ok(Vec::new());
         }
@@ -566,27 +548,6 @@ impl ChromaStore {
             "chroma store `{}` ({}/{}): {message}",
             self.collection, self.tenant, self.database
         ))
-    }
-
-    fn check_vector(&self, v: &[f32], expected: usize, what: impl Fn() -> String) -> Result<()> {
-        if v.len() != expected {
-            return Err(self.config(format!(
-                "{} has dimension {}, expected {expected}",
-                what(),
-                v.len()
-            )));
-        }
-        if v.is_empty() {
-            return Err(self.config(format!("{} has dimension 0", what())));
-        }
-        if let Some(at) = v.iter().position(|x| !x.is_finite()) {
-            return Err(self.config(format!(
-                "{} has a non-finite component {} at index {at}",
-                what(),
-                v[at]
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -619,19 +580,6 @@ fn segment(s: &str) -> String {
         }
     }
     out
-}
-
-/// `v / |v|`, the norm summed in `f64` as [`super::InMemoryStore`] does; zero stays zero.
-fn normalised(v: &[f32]) -> Vec<f32> {
-    let norm = v
-        .iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt();
-    if norm == 0.0 {
-        return v.iter().map(|_| 0.0).collect();
-    }
-    v.iter().map(|&x| (f64::from(x) / norm) as f32).collect()
 }
 
 fn chunk_metadata(chunk: &PositionAwareChunk) -> Result<Map<String, Value>> {
@@ -777,18 +725,6 @@ mod tests {
     fn path_segments_are_percent_encoded() {
         assert_eq!(segment("default_tenant"), "default_tenant");
         assert_eq!(segment("a b/c?é"), "a%20b%2Fc%3F%C3%A9");
-    }
-
-    #[test]
-    fn vectors_are_normalised_in_f64() {
-        assert_eq!(normalised(&[3.0, 4.0]), vec![0.6, 0.8]);
-        assert_eq!(normalised(&[0.0, 0.0]), vec![0.0, 0.0]);
-        // Squares of 1e30 overflow f32; the direction survives.
-        let big = normalised(&[1e30, 1e30]);
-        assert!(
-            (big[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-7,
-            "{big:?}"
-        );
     }
 
     #[test]

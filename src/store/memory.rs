@@ -1,6 +1,6 @@
 //! Exact cosine search in memory.
 
-use super::VectorStore;
+use super::{check_embeddings, check_lengths, check_vector, normalised, VectorStore};
 use crate::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
 use crate::error::{Error, Result};
 use ndarray::linalg::general_mat_mul;
@@ -27,7 +27,7 @@ const MIN_PARALLEL_WORK: usize = 1 << 23;
 /// Vectors are normalised once when added, so a search is a matrix product of normalised
 /// queries with the stored vectors followed by a bounded top-k selection per query; a zero
 /// vector (stored or queried) scores 0 against everything. Results are best first, ties broken
-/// by [`PaChunkId`] ascending (the rule of [`crate::retrieve::rank`]), and a `k` larger than the
+/// by [`PaChunkId`] ascending (the rule of [`crate::chunk::rank`]), and a `k` larger than the
 /// store returns every chunk.
 ///
 /// Adding a chunk whose id is already stored replaces its vector: the id covers document,
@@ -148,28 +148,11 @@ impl InMemoryStore {
     /// [`VectorStore::add`] without `async`: stores `chunks` with their `embeddings` (same
     /// length and order). Nothing is stored when any input is rejected.
     pub fn insert(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()> {
-        if chunks.len() != embeddings.len() {
-            return Err(config(format!(
-                "{} chunks but {} embeddings",
-                chunks.len(),
-                embeddings.len()
-            )));
-        }
+        check_lengths(chunks, embeddings).map_err(config)?;
         let mut inner = self.write();
-        let mut expected = self.fixed_dimension.or(inner.dimension);
-        for (i, (chunk, v)) in chunks.iter().zip(embeddings).enumerate() {
-            let what = || {
-                format!(
-                    "embedding {i} (chunk `{}` at `{}` {}..{})",
-                    chunk.id,
-                    chunk.doc_id(),
-                    chunk.start(),
-                    chunk.end()
-                )
-            };
-            check_vector(v, expected.unwrap_or(v.len()), what)?;
-            expected = Some(v.len());
-        }
+        let expected =
+            check_embeddings(chunks, embeddings, self.fixed_dimension.or(inner.dimension))
+                .map_err(config)?;
         let Some(dimension) = expected else {
             return Ok(());
         };
@@ -247,7 +230,8 @@ impl InMemoryStore {
         let mut flat = Vec::with_capacity(queries.len() * dimension.unwrap_or(0));
         for (i, q) in queries.iter().enumerate() {
             let q = q.as_ref();
-            check_vector(q, dimension.unwrap_or(q.len()), || format!("query {i}"))?;
+            check_vector(q, dimension.unwrap_or(q.len()), || format!("query {i}"))
+                .map_err(config)?;
             flat.extend(normalised(q));
         }
         let n = inner.chunks.len();
@@ -333,41 +317,6 @@ fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
 
 fn config(message: String) -> Error {
     Error::Config(format!("in-memory vector store: {message}"))
-}
-
-fn check_vector(v: &[f32], expected: usize, what: impl Fn() -> String) -> Result<()> {
-    if v.len() != expected {
-        return Err(config(format!(
-            "{} has dimension {}, expected {expected}",
-            what(),
-            v.len()
-        )));
-    }
-    if v.is_empty() {
-        return Err(config(format!("{} has dimension 0", what())));
-    }
-    if let Some(at) = v.iter().position(|x| !x.is_finite()) {
-        return Err(config(format!(
-            "{} has a non-finite component {} at index {at}",
-            what(),
-            v[at]
-        )));
-    }
-    Ok(())
-}
-
-/// `v / |v|`, the norm summed in f64 so long vectors of tiny components keep their direction;
-/// the zero vector stays zero.
-fn normalised(v: &[f32]) -> Vec<f32> {
-    let norm = v
-        .iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt();
-    if norm == 0.0 {
-        return vec![0.0; v.len()];
-    }
-    v.iter().map(|&x| (f64::from(x) / norm) as f32).collect()
 }
 
 /// One search's inputs, shared by its threads.
@@ -630,7 +579,7 @@ mod tests {
         assert_eq!(got, tied);
         assert_eq!(hits[3].chunk.id, chunks[1].id);
         // Same order as the crate-wide rule applied to the same hits.
-        let reranked = crate::retrieve::rank(hits.iter().rev().cloned().collect(), 4);
+        let reranked = crate::chunk::rank(hits.iter().rev().cloned().collect(), 4);
         assert_eq!(reranked, hits);
         // Cutting inside the tie keeps the smallest ids.
         let two = block_on(store.search(&[1.0, 1.0, 0.0], 2)).unwrap();
@@ -805,7 +754,7 @@ mod tests {
             .zip(chunks)
             .map(|(v, c)| RetrievedChunk::new(c.clone(), crate::embed::cosine(v, query)))
             .collect();
-        crate::retrieve::rank(hits, k)
+        crate::chunk::rank(hits, k)
             .into_iter()
             .map(|h| (h.chunk.id, h.score))
             .collect()
