@@ -36,6 +36,7 @@ pub mod cli;
 pub mod corpus;
 pub mod dataset;
 pub mod digest;
+mod doc_id;
 pub mod embed;
 pub mod error;
 pub mod eval;

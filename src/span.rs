@@ -1,6 +1,6 @@
 //! Character spans and merged span sets.
 
-use crate::corpus::DocId;
+use crate::doc_id::DocId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -1,6 +1,7 @@
 //! An [`Embedder`] wrapper that answers from a [`Cache`] and embeds only what it lacks.
 
-use super::{Cache, CacheKey, CacheMode, CacheStats, Price, Table};
+use super::key::Table;
+use super::{Cache, CacheKey, CacheMode, CacheStats, Price};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use std::collections::HashMap;

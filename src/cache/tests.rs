@@ -1,9 +1,19 @@
+use super::codec::{decode_vector, encode_vector};
+use super::stats::grouped;
+use super::store::{APPLICATION_ID, FORMAT};
 use super::*;
 use crate::embed::{Embedder, HashingEmbedder};
+use crate::error::{Error, Result};
+use crate::llm::TokenUsage;
+use camino::{Utf8Path, Utf8PathBuf};
 use pollster::block_on;
 use proptest::prelude::*;
+use rusqlite::Connection;
+use serde::Serialize;
 use serde_json::json;
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::Mutex;
 
 fn temp_path(dir: &tempfile::TempDir, name: &str) -> Utf8PathBuf {
     Utf8PathBuf::from_path_buf(dir.path().join(name)).unwrap()

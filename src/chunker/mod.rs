@@ -7,6 +7,7 @@
 #[cfg(feature = "markdown")]
 mod markdown;
 mod recursive;
+mod scan;
 mod semantic;
 mod spec;
 #[cfg(feature = "tiktoken")]
