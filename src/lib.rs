@@ -56,6 +56,11 @@ pub mod trec;
 
 pub use error::{Error, Result};
 
+/// The data set that the tests marked `#[ignore = "needs ../shared/data"]` read.
+#[cfg(test)]
+#[path = "../tests/shared_data/mod.rs"]
+mod shared_data;
+
 /// The types most evaluations use, for `use rag_eval::prelude::*;`.
 pub mod prelude {
     pub use crate::chunk::{Chunk, ChunkId, PaChunkId, PositionAwareChunk, RetrievedChunk};

@@ -4,6 +4,8 @@
 //! The server comes from `RAG_EVAL_CHROMA_URL` (`.ci/run` starts one through `.ci/chroma.sh`);
 //! without it the server tests print a notice and pass without checking anything.
 
+mod shared_data;
+
 use pollster::block_on;
 use rag_eval::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
@@ -476,14 +478,10 @@ fn an_unreachable_server_is_named_in_the_error() {
 /// for HNSW; with a wider search it must find nearly all of them, score each as the exact
 /// search does, and order them as the exact search does wherever it found them all.
 #[test]
+#[ignore = "needs ../shared/data"]
 fn benchmark_corpus_agrees_with_exact_search() {
+    let root = shared_data::chunking_eval_general();
     let Some(url) = server() else { return };
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/chunking-eval-general");
-    if !root.exists() {
-        eprintln!("skipped: {} is absent", root.display());
-        return;
-    }
     let corpus =
         Arc::new(Corpus::from_folder(root.join("corpora").to_str().unwrap(), None).unwrap());
     let questions = rag_eval::dataset::import::chroma_csv(

@@ -2,6 +2,8 @@
 //! figures produced by a transcription of chunking_evaluation's scoring
 //! (tests/fixtures/chroma/, see its README).
 
+mod shared_data;
+
 use rag_eval::corpus::Corpus;
 use rag_eval::dataset::import::chroma_csv;
 use rag_eval::level::TokenLevel;
@@ -11,7 +13,7 @@ use rag_eval::metrics::{
 };
 use rag_eval::span::CharSpan;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn sp(doc: &str, start: usize, end: usize) -> CharSpan {
     CharSpan::new(doc, start, end)
@@ -273,18 +275,6 @@ struct Question {
     precision_omega: f64,
 }
 
-fn data_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/chunking-eval-general");
-    if dir.join("questions_df.csv").is_file() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: ../shared/data/chunking-eval-general is absent, the reference figures are not checked"
-        );
-        None
-    }
-}
-
 /// Fixed windows of `size` characters every `size - overlap`, the last ending at `len`.
 fn windows(doc: &str, len: usize, size: usize, overlap: usize) -> Vec<CharSpan> {
     let mut out = Vec::new();
@@ -300,8 +290,9 @@ fn windows(doc: &str, len: usize, size: usize, overlap: usize) -> Vec<CharSpan> 
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn matches_chunking_evaluation_on_the_general_set() {
-    let Some(data) = data_dir() else { return };
+    let data = shared_data::chunking_eval_general();
     let fixture_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chroma/general_400_100_k5.json");
     let fixture: Fixture =

@@ -14,6 +14,8 @@
 //! CJK extension B), arbitrary scalar values, CRLF, runs of spaces and tabs, blank lines,
 //! sentence punctuation, Markdown syntax and very long words; empty documents included.
 
+mod shared_data;
+
 use proptest::prelude::*;
 use rag_eval::chunk::{PaChunkId, PositionAwareChunk};
 use rag_eval::chunker::{
@@ -489,16 +491,11 @@ mod markdown_chunker {
 
 /// The same properties on the chunking-eval-general corpora, when they are present.
 #[test]
+#[ignore = "needs ../shared/data"]
 fn real_corpora_keep_the_invariants() {
-    let root = format!(
-        "{}/../shared/data/chunking-eval-general/corpora",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    if !std::path::Path::new(&root).is_dir() {
-        println!("skipping: {root} is absent");
-        return;
-    }
-    let corpus = rag_eval::corpus::Corpus::from_folder(root.as_str(), Some("*.md")).unwrap();
+    let root = shared_data::chunking_eval_general().join("corpora");
+    let corpus =
+        rag_eval::corpus::Corpus::from_folder(root.to_str().unwrap(), Some("*.md")).unwrap();
     let mut chunkers: Vec<(Box<dyn PositionAwareChunker>, bool)> = vec![
         (Box::new(RecursiveCharacterChunker::new(400, 0)), true),
         (

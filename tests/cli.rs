@@ -1,5 +1,7 @@
 //! The CLI's behaviour and JSON contracts, through the real binary.
 
+mod shared_data;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -498,12 +500,9 @@ fn score_trec_files_like_trec_eval() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn dataset_import_checks_and_writes_the_shared_benchmark() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/chunking-eval-general");
-    if !data.exists() {
-        eprintln!("skipping: {} is absent", data.display());
-        return;
-    }
+    let data = shared_data::chunking_eval_general();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("q.jsonl");
     let (code, _, err) = run(&[

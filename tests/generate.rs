@@ -2,6 +2,8 @@
 //! (quotes copied exactly, re-wrapped, re-cased, slightly misquoted or paraphrased; made-up
 //! chunk ids; broken JSON), over the bundled example corpus.
 
+mod shared_data;
+
 use rag_eval::chunk::ChunkId;
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
 use rag_eval::corpus::{Corpus, Document};
@@ -746,15 +748,11 @@ fn chunk_level_rows_cite_only_chunks_the_chunker_made() {
 /// fuzzily around the same span; with its words in reverse order it is not found at all. The
 /// time the searches took is printed.
 #[test]
+#[ignore = "needs ../shared/data"]
 fn benchmark_references_are_located_at_their_recorded_offsets() {
     use rag_eval::generate::locate::{normalize, Locator, MatchKind};
     use std::collections::HashMap;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/chunking-eval-general");
-    if !dir.exists() {
-        eprintln!("skipped: ../shared/data/chunking-eval-general is absent");
-        return;
-    }
+    let dir = shared_data::chunking_eval_general();
     let docs: HashMap<&str, Document> = [
         "chatlogs",
         "finance",

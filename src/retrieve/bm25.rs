@@ -434,6 +434,7 @@ mod tests {
     use crate::corpus::Document;
     use crate::dataset::{self, AnyDataset};
     use crate::level::{ChunkLevel, TokenLevel};
+    use crate::shared_data;
     use crate::span::CharSpan;
     use bm25::{DefaultTokenizer, EmbedderBuilder, Language, Scorer, Tokenizer};
     use std::path::Path;
@@ -766,15 +767,9 @@ mod tests {
 
     /// Recall on the chunking-eval-general set, which also times the whole run.
     #[test]
+    #[ignore = "needs ../shared/data"]
     fn finds_the_first_reference_for_most_chunking_eval_questions() {
-        let dir =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/chunking-eval-general");
-        if !dir.exists() {
-            eprintln!(
-                "skipped: ../shared/data/chunking-eval-general is absent, recall is not checked"
-            );
-            return;
-        }
+        let dir = shared_data::chunking_eval_general();
         let c = Arc::new(Corpus::from_folder(dir.join("corpora").to_str().unwrap(), None).unwrap());
         let questions =
             dataset::import::chroma_csv(dir.join("questions_df.csv").to_str().unwrap(), &c)
