@@ -7,8 +7,8 @@
 //! caught too.
 
 use crate::error::{Error, Result};
-use camino::{Utf8Path, Utf8PathBuf};
-use std::path::{Path, PathBuf};
+use camino::Utf8Path;
+use std::path::PathBuf;
 
 /// Checks that writing a dataset to `output` destroys nothing it was made from: `output` must
 /// not be one of `inputs` (under any name or link), must not lie inside the folder
@@ -92,52 +92,10 @@ fn resolve(path: &Utf8Path) -> Option<PathBuf> {
     std::fs::canonicalize(parent).ok().map(|p| p.join(name))
 }
 
-/// Where [`write_atomic`](crate::fs::write_atomic) puts the bytes for `path`: the file a link
-/// names, so that the link stays and its target gets the new data, else `path`. Fails on a
-/// target that exists and is not a regular file (a device, a pipe, a folder): renaming a file
-/// over it would replace something that was never a dataset (`/dev/stdout` as root).
-pub(crate) fn replace_target(path: &Utf8Path) -> Result<Utf8PathBuf> {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    let target = if is_link {
-        let resolved: PathBuf =
-            resolve_link(path.as_std_path()).map_err(|e| Error::io("resolve the link", path, e))?;
-        Utf8PathBuf::from_path_buf(resolved)
-            .map_err(|p| Error::NonUtf8Path(p.display().to_string()))?
-    } else {
-        path.to_owned()
-    };
-    match std::fs::metadata(&target) {
-        Ok(m) if !m.is_file() => Err(Error::Config(format!(
-            "`{path}` is not a regular file; refusing to replace it"
-        ))),
-        _ => Ok(target),
-    }
-}
-
-/// The end of a chain of links: canonical when it exists, else the last link's target (a
-/// dangling link is written through, creating its target).
-fn resolve_link(path: &Path) -> std::io::Result<PathBuf> {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return Ok(p);
-    }
-    let mut current = path.to_path_buf();
-    for _ in 0..40 {
-        match std::fs::read_link(&current) {
-            Ok(next) => {
-                current = match current.parent() {
-                    Some(dir) if next.is_relative() => dir.join(next),
-                    _ => next,
-                }
-            }
-            Err(_) => return Ok(current),
-        }
-    }
-    Err(std::io::Error::other("too many levels of links"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use camino::Utf8PathBuf;
 
     fn dir() -> (tempfile::TempDir, Utf8PathBuf) {
         let d = tempfile::tempdir().unwrap();
@@ -195,49 +153,10 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn only_regular_files_are_replaced() {
+    fn an_output_that_is_not_a_regular_file_is_refused() {
         let e = check_output(Utf8Path::new("/dev/null"), &[], None)
             .unwrap_err()
             .to_string();
         assert!(e.contains("is not a regular file"), "{e}");
-        let e = replace_target(Utf8Path::new("/dev/null"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("refusing to replace it"), "{e}");
-        let (_d, root) = dir();
-        assert!(replace_target(&root).is_err(), "a folder");
-        let file = root.join("f.jsonl");
-        assert_eq!(replace_target(&file).unwrap(), file, "not there yet");
-        std::fs::write(&file, "x").unwrap();
-        let link = root.join("l.jsonl");
-        std::os::unix::fs::symlink("f.jsonl", &link).unwrap();
-        assert_eq!(replace_target(&link).unwrap(), file, "written through");
-        let dangling = root.join("d.jsonl");
-        std::os::unix::fs::symlink("missing.jsonl", &dangling).unwrap();
-        assert_eq!(
-            replace_target(&dangling).unwrap(),
-            root.join("missing.jsonl")
-        );
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn atomic_writes_keep_links_and_leave_devices_alone() {
-        let (_d, root) = dir();
-        let file = root.join("data.jsonl");
-        std::fs::write(&file, "old\n").unwrap();
-        let link = root.join("link.jsonl");
-        std::os::unix::fs::symlink(&file, &link).unwrap();
-        crate::fs::write_atomic(&link, b"new\n").unwrap();
-        assert!(std::fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink());
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
-        let e = crate::fs::write_atomic(Utf8Path::new("/dev/null"), b"x")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("is not a regular file"), "{e}");
-        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
     }
 }
