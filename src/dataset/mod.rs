@@ -15,6 +15,7 @@
 
 pub mod destination;
 pub mod import;
+mod raw;
 pub mod reanchor;
 pub mod retrieved;
 pub mod stats;
@@ -28,9 +29,8 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// The query of an example (`inputs` in the file).
+/// The query of an example (`inputs` in the file). Other fields are the user's: kept, not read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Inputs {
     query: String,
 }
@@ -57,8 +57,9 @@ impl SpanRef {
     }
 }
 
+/// The truth of an example. Other fields (a `reference_answer`, …) are the user's: kept when a
+/// dataset is rewritten, not read.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawOutputs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     relevant_spans: Option<Vec<SpanRef>>,
@@ -104,6 +105,11 @@ pub struct Dataset<L: Level> {
     examples: Vec<Example<L>>,
     /// One-based line of each example in its source (0 when built in memory).
     lines: Vec<usize>,
+    /// The line each example was read from, so a rewrite keeps what rag-eval does not read
+    /// (`None` when built in memory).
+    originals: Vec<Option<String>>,
+    /// Example index by id.
+    index: HashMap<String, usize>,
     source: String,
 }
 
@@ -148,13 +154,30 @@ impl<L: Level> Dataset<L> {
     /// A dataset from examples built in memory; duplicate ids are an error.
     pub fn new(examples: Vec<Example<L>>) -> Result<Self> {
         let lines = vec![0; examples.len()];
-        let d = Dataset {
+        let originals = vec![None; examples.len()];
+        Dataset::assemble(examples, lines, originals, "<memory>".into())
+    }
+
+    fn assemble(
+        examples: Vec<Example<L>>,
+        lines: Vec<usize>,
+        originals: Vec<Option<String>>,
+        source: String,
+    ) -> Result<Self> {
+        let mut d = Dataset {
             examples,
             lines,
-            source: "<memory>".into(),
+            originals,
+            index: HashMap::new(),
+            source,
         };
-        d.check_unique_ids()?;
+        d.index = d.check_unique_ids()?;
         Ok(d)
+    }
+
+    /// The line example `index` was read from, if it came from a file.
+    pub fn original(&self, index: usize) -> Option<&str> {
+        self.originals.get(index).and_then(|o| o.as_deref())
     }
 
     /// The examples, in file order.
@@ -185,13 +208,13 @@ impl<L: Level> Dataset<L> {
         }
     }
 
-    /// An example by id.
+    /// An example by id, in constant time.
     pub fn get(&self, id: &str) -> Option<&Example<L>> {
-        self.examples.iter().find(|e| e.id == id)
+        self.index.get(id).map(|&i| &self.examples[i])
     }
 
-    fn check_unique_ids(&self) -> Result<()> {
-        let mut seen: HashMap<&str, usize> = HashMap::new();
+    fn check_unique_ids(&self) -> Result<HashMap<String, usize>> {
+        let mut seen: HashMap<String, usize> = HashMap::with_capacity(self.examples.len());
         for (i, e) in self.examples.iter().enumerate() {
             if let Some(&first) = seen.get(e.id.as_str()) {
                 return Err(Error::Dataset(format!(
@@ -201,9 +224,9 @@ impl<L: Level> Dataset<L> {
                     self.location(first)
                 )));
             }
-            seen.insert(&e.id, i);
+            seen.insert(e.id.clone(), i);
         }
-        Ok(())
+        Ok(seen)
     }
 }
 
@@ -326,20 +349,29 @@ impl TokenDataset {
 }
 
 /// Reads a dataset file of either level, validating its shape: malformed JSON and missing
-/// fields (file:line), a mix of levels, duplicate ids, reversed spans.
+/// fields (file:line), a mix of levels, duplicate ids, reversed spans. A byte order mark at
+/// the start of the file is skipped.
 pub fn load(path: impl AsRef<Utf8Path>) -> Result<AnyDataset> {
     let path = path.as_ref();
-    assemble(stream(path)?, path.as_str())
+    assemble(lines_of(path)?, path.as_str())
 }
 
-/// Parses dataset JSONL; `source` names the input in messages. Blank lines are skipped.
+/// Parses dataset JSONL; `source` names the input in messages. Blank lines and a leading byte
+/// order mark are skipped.
 pub fn parse(text: &str, source: &str) -> Result<AnyDataset> {
+    let text = strip_bom(text);
     let rows = text.lines().enumerate().filter_map(|(i, line)| {
         parse_row(line, i + 1, source)
             .transpose()
-            .map(|r| r.map(|ex| (i + 1, ex)))
+            .map(|r| r.map(|ex| (i + 1, ex, line.to_owned())))
     });
     assemble(rows, source)
+}
+
+/// `text` without a leading byte order mark (editors on Windows write one; it is not part of
+/// the first row).
+pub(crate) fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// One example of either level, as read from a file.
@@ -351,18 +383,32 @@ pub enum AnyExample {
     Token(Example<TokenLevel>),
 }
 
+impl AnyExample {
+    fn to_row(&self) -> String {
+        match self {
+            AnyExample::Chunk(e) => e.to_row(),
+            AnyExample::Token(e) => e.to_row(),
+        }
+    }
+}
+
 /// Reads a dataset file one row at a time, for files too large to hold at once. Each item is
 /// the one-based line number and the example; malformed lines are errors naming file:line.
 /// Level mixing and duplicate ids are whole-file properties, checked by [`load`] only.
 pub fn stream(
     path: impl AsRef<Utf8Path>,
 ) -> Result<impl Iterator<Item = Result<(usize, AnyExample)>>> {
+    Ok(lines_of(path.as_ref())?.map(|r| r.map(|(n, e, _)| (n, e))))
+}
+
+/// The rows of a dataset file with their line numbers and the lines themselves.
+fn lines_of(path: &Utf8Path) -> Result<impl Iterator<Item = Result<(usize, AnyExample, String)>>> {
     use std::io::BufRead;
-    let path = path.as_ref().to_owned();
+    let path = path.to_owned();
     let file = std::fs::File::open(&path).map_err(|e| Error::io("read", path.as_path(), e))?;
     let lines = std::io::BufReader::new(file).lines();
     Ok(lines.enumerate().filter_map(move |(i, line)| {
-        let line = match line {
+        let mut line = match line {
             Ok(l) => l,
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 return Some(Err(Error::Parse {
@@ -373,9 +419,12 @@ pub fn stream(
             }
             Err(e) => return Some(Err(Error::io("read", path.as_path(), e))),
         };
+        if i == 0 && line.starts_with('\u{feff}') {
+            line.drain(..'\u{feff}'.len_utf8());
+        }
         parse_row(&line, i + 1, path.as_str())
             .transpose()
-            .map(|r| r.map(|ex| (i + 1, ex)))
+            .map(|r| r.map(|ex| (i + 1, ex, line)))
     }))
 }
 
@@ -419,25 +468,39 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
                     .into(),
             ))
         }
-        (None, None) => return Err(perr(
-            "`outputs` needs `relevant_spans` (token level) or `relevant_chunk_ids` (chunk level)"
-                .into(),
-        )),
+        (None, None) => {
+            // Other fields of `outputs` are allowed, so a misspelt truth field is named here.
+            let near: Vec<String> = serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| {
+                    v.get("outputs")?.as_object().map(|o| {
+                        o.keys()
+                            .filter(|k| k.starts_with("relevant"))
+                            .map(|k| format!("; unknown field `{k}`"))
+                            .collect()
+                    })
+                })
+                .unwrap_or_default();
+            return Err(perr(format!(
+                "`outputs` needs `relevant_spans` (token level) or `relevant_chunk_ids` (chunk level){}",
+                near.concat()
+            )));
+        }
     };
     Ok(Some(example))
 }
 
 /// Gathers rows into a dataset of one level with unique ids.
 fn assemble(
-    rows: impl Iterator<Item = Result<(usize, AnyExample)>>,
+    rows: impl Iterator<Item = Result<(usize, AnyExample, String)>>,
     source: &str,
 ) -> Result<AnyDataset> {
-    let mut chunk: Vec<(usize, Example<ChunkLevel>)> = Vec::new();
-    let mut token: Vec<(usize, Example<TokenLevel>)> = Vec::new();
+    let mut chunk: Vec<(usize, Example<ChunkLevel>, String)> = Vec::new();
+    let mut token: Vec<(usize, Example<TokenLevel>, String)> = Vec::new();
     for row in rows {
         match row? {
-            (n, AnyExample::Chunk(e)) => chunk.push((n, e)),
-            (n, AnyExample::Token(e)) => token.push((n, e)),
+            (n, AnyExample::Chunk(e), l) => chunk.push((n, e, l)),
+            (n, AnyExample::Token(e), l) => token.push((n, e, l)),
         }
     }
     match (chunk.is_empty(), token.is_empty()) {
@@ -451,21 +514,43 @@ fn assemble(
     }
 }
 
-fn collect<L: Level>(rows: Vec<(usize, Example<L>)>, source: &str) -> Result<Dataset<L>> {
-    let (lines, examples) = rows.into_iter().unzip();
-    let d = Dataset {
-        examples,
-        lines,
-        source: source.to_owned(),
-    };
-    d.check_unique_ids()?;
-    Ok(d)
+fn collect<L: Level>(rows: Vec<(usize, Example<L>, String)>, source: &str) -> Result<Dataset<L>> {
+    let mut lines = Vec::with_capacity(rows.len());
+    let mut examples = Vec::with_capacity(rows.len());
+    let mut originals = Vec::with_capacity(rows.len());
+    for (n, e, l) in rows {
+        lines.push(n);
+        examples.push(e);
+        originals.push(Some(l));
+    }
+    Dataset::assemble(examples, lines, originals, source.to_owned())
 }
 
 /// Serialises datasets in the file format.
 pub trait ToRow {
     /// The example as one JSON line (no trailing newline).
     fn to_row(&self) -> String;
+
+    /// The example as one JSON line written over `original`, the line it was read from:
+    /// `original` itself when the example is what that line says, and otherwise the line with
+    /// only the changed fields replaced, so fields rag-eval does not read (a
+    /// `reference_answer`, a `split`, extra fields of a span) survive the rewrite.
+    fn to_row_over(&self, original: &str) -> String {
+        let new = self.to_row();
+        let unchanged = matches!(
+            parse_row(original, 0, ""),
+            Ok(Some(old)) if old.to_row() == new
+        );
+        if unchanged {
+            return original.to_owned();
+        }
+        match serde_json::from_str::<serde_json::Value>(&new) {
+            Ok(v) if serde_json::from_str::<serde_json::Value>(original).is_ok() => {
+                raw::overlay(original, &v)
+            }
+            _ => new,
+        }
+    }
 }
 
 impl ToRow for Example<TokenLevel> {
@@ -519,15 +604,25 @@ impl<L: Level> Dataset<L>
 where
     Example<L>: ToRow,
 {
-    /// Writes the dataset as JSONL, atomically (a temporary file in the same folder, renamed
-    /// over the target), so a reader never sees half a file.
-    pub fn write(&self, path: impl AsRef<Utf8Path>) -> Result<()> {
+    /// The file form of the dataset: one JSON line per example. Rows read from a file keep
+    /// every field rag-eval does not read, and rows that did not change are the bytes they were
+    /// read from (see [`ToRow::to_row_over`]).
+    pub fn to_jsonl(&self) -> String {
         let mut out = String::new();
-        for e in &self.examples {
-            out.push_str(&e.to_row());
+        for (i, e) in self.examples.iter().enumerate() {
+            match self.original(i) {
+                Some(original) => out.push_str(&e.to_row_over(original)),
+                None => out.push_str(&e.to_row()),
+            }
             out.push('\n');
         }
-        crate::fs::write_atomic(path.as_ref(), out.as_bytes())
+        out
+    }
+
+    /// Writes the dataset as JSONL ([`to_jsonl`](Dataset::to_jsonl)), atomically (a temporary
+    /// file in the same folder, renamed over the target), so a reader never sees half a file.
+    pub fn write(&self, path: impl AsRef<Utf8Path>) -> Result<()> {
+        crate::fs::write_atomic(path.as_ref(), self.to_jsonl().as_bytes())
     }
 }
 

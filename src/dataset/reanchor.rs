@@ -145,6 +145,7 @@ fn squeeze(s: &str) -> (String, Vec<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::Document;
     use crate::dataset::{AnyDataset, Example, ToRow};
     use crate::level::TokenLevel;
 
@@ -217,5 +218,46 @@ mod tests {
         else {
             panic!()
         };
+    }
+
+    #[test]
+    fn a_rewrite_keeps_every_field_it_does_not_read() {
+        // Row 1 moves; row 2 does not and keeps its very bytes (spacing, key order, `1.50`).
+        let text = concat!(
+            "{\"id\":\"q1\",\"split\":\"test\",\"inputs\":{\"query\":\"x\",\"lang\":\"en\"},",
+            "\"outputs\":{\"reference_answer\":\"Fox.\",\"relevant_spans\":[{\"doc_id\":\"a.md\",",
+            "\"start\":0,\"end\":4,\"text\":\"fox.\",\"page\":2}]},\"metadata\":{\"w\":1.50}}\n",
+            "{ \"split\": \"dev\", \"id\":\"q2\",\"inputs\":{\"query\":\"y\"},\"outputs\":",
+            "{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":3,\"text\":\"The\"}],",
+            "\"reference_answer\":\"The\"},\"metadata\":{\"z\":1.50,\"a\":[]},\"extra\":null}\n",
+        );
+        let AnyDataset::Token(d) = crate::dataset::parse(text, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        let corpus = Corpus::new([Document::new("a.md", "The quick fox.")]).unwrap();
+        let (fixed, report) = reanchor(&d, &corpus);
+        assert_eq!(report.moved.len(), 1);
+        let written = fixed.to_jsonl();
+        let lines: Vec<&str> = written.lines().collect();
+        assert_eq!(
+            lines[0],
+            concat!(
+                "{\"id\":\"q1\",\"split\":\"test\",\"inputs\":{\"query\":\"x\",\"lang\":\"en\"},",
+                "\"outputs\":{\"reference_answer\":\"Fox.\",\"relevant_spans\":[{\"doc_id\":\"a.md\",",
+                "\"start\":10,\"end\":14,\"text\":\"fox.\",\"page\":2}]},\"metadata\":{\"w\":1.50}}"
+            )
+        );
+        assert_eq!(
+            lines[1],
+            text.lines().nth(1).unwrap(),
+            "unchanged row, same bytes"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = camino::Utf8Path::from_path(dir.path())
+            .unwrap()
+            .join("d.jsonl");
+        fixed.write(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
     }
 }

@@ -507,6 +507,7 @@ impl ResumableOutput {
         Example<L>: ToRow,
     {
         let mut examples = self.read_rows::<L>()?;
+        let originals = self.original_lines()?;
         let position: HashMap<&str, usize> = corpus
             .documents()
             .iter()
@@ -524,7 +525,10 @@ impl ResumableOutput {
         filter(&mut examples, &mut dropped);
         let mut text = String::new();
         for e in &examples {
-            text.push_str(&e.to_row());
+            match originals.get(e.id.as_str()) {
+                Some(line) => text.push_str(&e.to_row_over(line)),
+                None => text.push_str(&e.to_row()),
+            }
             text.push('\n');
         }
         let record = FinishRecord {
@@ -563,6 +567,20 @@ impl ResumableOutput {
                 L::NAME
             ))
         })
+    }
+
+    /// The lines of the file by row id, so the rewrite keeps fields it does not read.
+    fn original_lines(&self) -> Result<HashMap<String, String>> {
+        #[derive(serde::Deserialize)]
+        struct Id {
+            id: String,
+        }
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| Error::io("read", self.path.as_path(), e))?;
+        Ok(dataset::strip_bom(&text)
+            .lines()
+            .filter_map(|l| Some((serde_json::from_str::<Id>(l).ok()?.id, l.to_owned())))
+            .collect())
     }
 
     fn append_progress(&mut self, line: &ProgressLine) -> Result<()> {
