@@ -777,4 +777,28 @@ mod tests {
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 1, "no temporary file left behind");
     }
+
+    #[test]
+    fn lookup_by_id_does_not_scan() {
+        // Scoring looks every retrieval line up by id; a scan per lookup made 100k queries take
+        // minutes (this test: 164 s when scanning).
+        let n = 100_000;
+        let examples: Vec<Example<ChunkLevel>> = (0..n)
+            .map(|i| Example {
+                id: format!("q{i:06}"),
+                query: String::new(),
+                truth: Vec::new(),
+                span_texts: Vec::new(),
+                metadata: Metadata::new(),
+            })
+            .collect();
+        let d = ChunkDataset::new(examples).unwrap();
+        let t = std::time::Instant::now();
+        let found = (0..n)
+            .filter(|i| d.get(&format!("q{i:06}")).is_some())
+            .count();
+        assert_eq!(found, n);
+        assert!(d.get("q").is_none());
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+    }
 }
