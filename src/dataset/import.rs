@@ -77,6 +77,10 @@ pub fn chroma_csv(path: impl AsRef<Utf8Path>, corpus: &Corpus) -> Result<TokenDa
         let mut texts = Vec::with_capacity(refs.len());
         for (j, r) in refs.into_iter().enumerate() {
             match doc.slice(r.start_index, r.end_index) {
+                _ if r.start_index > r.end_index => problems.push(format!(
+                    "{path}:{line}: reference {j} ({}..{} of `{}`) ends before it starts",
+                    r.start_index, r.end_index, doc.id()
+                )),
                 Some(found) if found == r.content => {}
                 Some(found) => problems.push(format!(
                     "{path}:{line}: reference {j} ({}..{} of `{}`) does not match the corpus: expected {:?}, found {:?}",
@@ -169,9 +173,14 @@ mod tests {
             "b,\"[{\"\"content\"\": \"\"x\"\", \"\"start_index\"\": 90, \"\"end_index\"\": 91}]\",notes\n",
             "c,[],missing\n",
             "d,not json,notes\n",
+            "e,\"[{\"\"content\"\": \"\"x\"\", \"\"start_index\"\": 10, \"\"end_index\"\": 6}]\",notes\n",
         ));
         let e = chroma_csv(&p, &corpus()).unwrap_err().to_string();
-        assert!(e.contains("4 problems"), "{e}");
+        assert!(e.contains("5 problems"), "{e}");
+        assert!(
+            e.contains("q.csv:6: reference 0 (10..6 of `notes.md`) ends before it starts"),
+            "{e}"
+        );
         assert!(e.contains("q.csv:2: reference 0 (6..10 of `notes.md`) does not match the corpus: expected \"XXXX\", found \"béta\""), "{e}");
         assert!(
             e.contains("q.csv:3: reference 0 (90..91) is outside `notes.md` (16 characters)"),

@@ -801,4 +801,21 @@ mod tests {
         assert!(d.get("q").is_none());
         assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
     }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let text = format!("\u{feff}{TOKEN}");
+        let AnyDataset::Token(d) = parse(&text, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        assert_eq!(d.examples()[0].id, "q1");
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8Path::from_path(dir.path()).unwrap().join("d.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let AnyDataset::Token(d) = load(&path).unwrap() else {
+            panic!()
+        };
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.to_jsonl(), TOKEN, "written back without the mark");
+    }
 }

@@ -84,7 +84,7 @@ impl<L: ReadItem> Retrieved<L> {
     /// Parses retrieval JSONL; `path` names the input in messages.
     pub fn parse(text: &str, path: &Utf8Path) -> Result<Self> {
         let mut by_id: HashMap<String, (usize, Vec<L::Item>)> = HashMap::new();
-        for (i, line) in text.lines().enumerate() {
+        for (i, line) in super::strip_bom(text).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
@@ -126,7 +126,8 @@ impl<L: ReadItem> Retrieved<L> {
 pub fn load_chunk_spans(path: impl AsRef<Utf8Path>) -> Result<Vec<CharSpan>> {
     let path = path.as_ref();
     let text = crate::corpus::read_utf8(path)?;
-    text.lines()
+    super::strip_bom(&text)
+        .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
@@ -179,5 +180,22 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("span 4..1 of `a` ends before it starts"), "{e}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let p = Utf8Path::new("r.jsonl");
+        let c = Retrieved::<ChunkLevel>::parse(
+            "\u{feff}{\"id\":\"q1\",\"retrieved\":[\"chunk_x\"]}",
+            p,
+        )
+        .unwrap();
+        assert_eq!(c.ids(), [("q1", 1)]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8Path::from_path(dir.path())
+            .unwrap()
+            .join("chunks.jsonl");
+        std::fs::write(&path, "\u{feff}{\"doc_id\":\"a\",\"start\":0,\"end\":3}\n").unwrap();
+        assert_eq!(load_chunk_spans(&path).unwrap(), [CharSpan::new("a", 0, 3)]);
     }
 }

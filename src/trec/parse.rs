@@ -257,6 +257,8 @@ fn read_rows<'t, T>(
     let mut names = Names::with_capacity(text.len() / 4);
     let mut ids = QueryIds::new();
     let mut rows: Vec<Row<T>> = Vec::with_capacity(line_count(text));
+    // A byte order mark would otherwise become part of the first query id.
+    let text = crate::dataset::strip_bom(text);
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;

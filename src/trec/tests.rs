@@ -56,6 +56,14 @@ fn interleaved_queries_and_blank_lines() {
 }
 
 #[test]
+fn a_byte_order_mark_is_not_part_of_the_first_query_id() {
+    let run = Run::parse("\u{feff}q1 Q0 a 1 3 t\n", "f.txt").unwrap();
+    assert_eq!(run.query_ids().collect::<Vec<_>>(), ["q1"]);
+    let qrels = Qrels::parse("\u{feff}q1 0 a 1\n", "f.txt").unwrap();
+    assert_eq!(qrels.grade("q1", "a"), Some(1));
+}
+
+#[test]
 fn run_errors_name_the_line() {
     let (line, msg) = parse_err(Run::parse("q1 Q0 a 1 1 t\nq1 Q0 b 2 1\n", "f.txt"));
     assert_eq!(line, 2);
