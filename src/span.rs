@@ -4,6 +4,26 @@ use crate::doc_id::DocId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The largest character offset any document can have: a document is a `String`, which holds
+/// at most `isize::MAX` bytes. Files that give larger offsets are refused when read.
+pub const MAX_OFFSET: usize = isize::MAX as usize;
+
+/// Why `start..end` of document `doc` cannot be a range of characters of any document, if it
+/// cannot.
+pub fn offset_problem(doc: &str, start: usize, end: usize) -> Option<String> {
+    if start > end {
+        Some(format!(
+            "span {start}..{end} of `{doc}` ends before it starts"
+        ))
+    } else if end > MAX_OFFSET {
+        Some(format!(
+            "span {start}..{end} of `{doc}` ends past {MAX_OFFSET}, further than any document can reach"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A range of characters `start..end` (end-exclusive, Unicode scalar offsets) in a document.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct CharSpan {
@@ -26,9 +46,9 @@ impl CharSpan {
         }
     }
 
-    /// Length in characters.
+    /// Length in characters (0 for a span built reversed through its public fields).
     pub fn len(&self) -> usize {
-        self.end - self.start
+        self.end.saturating_sub(self.start)
     }
 
     /// Whether the span covers no character.
@@ -103,11 +123,18 @@ impl SpanSet {
         *iv = merged;
     }
 
-    /// Number of characters in the set.
+    /// Number of characters in the set (at most `usize::MAX`: sets that span several huge
+    /// documents saturate; [`char_count`](SpanSet::char_count) is exact).
     pub fn len(&self) -> usize {
+        usize::try_from(self.char_count()).unwrap_or(usize::MAX)
+    }
+
+    /// Number of characters in the set, exactly: lengths of intervals in different documents
+    /// can add up past `usize::MAX`.
+    pub fn char_count(&self) -> u128 {
         self.by_doc
             .values()
-            .flat_map(|iv| iv.iter().map(|(s, e)| e - s))
+            .flat_map(|iv| iv.iter().map(|(s, e)| (e - s) as u128))
             .sum()
     }
 
@@ -157,9 +184,15 @@ impl SpanSet {
         self.combine(other, |a, b| a && !b)
     }
 
-    /// `|self ∩ other|` without building the intersection.
+    /// `|self ∩ other|` without building the intersection (saturating like
+    /// [`len`](SpanSet::len)).
     pub fn intersection_len(&self, other: &SpanSet) -> usize {
-        let mut total = 0;
+        usize::try_from(self.intersection_count(other)).unwrap_or(usize::MAX)
+    }
+
+    /// `|self ∩ other|`, exactly.
+    pub fn intersection_count(&self, other: &SpanSet) -> u128 {
+        let mut total = 0u128;
         for (doc, a) in &self.by_doc {
             let Some(b) = other.by_doc.get(doc) else {
                 continue;
@@ -168,7 +201,7 @@ impl SpanSet {
             while i < a.len() && j < b.len() {
                 let lo = a[i].0.max(b[j].0);
                 let hi = a[i].1.min(b[j].1);
-                total += hi.saturating_sub(lo);
+                total += hi.saturating_sub(lo) as u128;
                 if a[i].1 < b[j].1 {
                     i += 1;
                 } else {

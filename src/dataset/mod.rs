@@ -441,11 +441,11 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
     let row: RawRow = serde_json::from_str(line).map_err(|e| perr(e.to_string()))?;
     let example = match (row.outputs.relevant_spans, row.outputs.relevant_chunk_ids) {
         (Some(spans), None) => {
-            if let Some(s) = spans.iter().find(|s| s.start > s.end) {
-                return Err(perr(format!(
-                    "span {}..{} of `{}` ends before it starts",
-                    s.start, s.end, s.doc_id
-                )));
+            if let Some(m) = spans
+                .iter()
+                .find_map(|s| crate::span::offset_problem(s.doc_id.as_str(), s.start, s.end))
+            {
+                return Err(perr(m));
             }
             AnyExample::Token(Example {
                 id: row.id,
@@ -685,6 +685,15 @@ mod tests {
         );
         assert!(
             e.contains("d.jsonl:1: span 5..2 of `a` ends before it starts"),
+            "{e}"
+        );
+        let e = err(
+            r#"{"id":"q","inputs":{"query":"x"},"outputs":{"relevant_spans":[{"doc_id":"a","start":9223372036854775808,"end":18446744073709551615}]}}"#,
+        );
+        assert!(
+            e.contains(
+                "d.jsonl:1: span 9223372036854775808..18446744073709551615 of `a` ends past"
+            ),
             "{e}"
         );
         let e = err(r#"{"id":"q","inputs":{"query":"x"},"outputs":{"relevant_span":[]}}"#);

@@ -49,10 +49,9 @@ fn read<T: DeserializeOwned, U>(
 impl ReadItem for TokenLevel {
     fn read_line(line: &str) -> std::result::Result<(String, Vec<CharSpan>), String> {
         read(line, |s: SpanItem| {
-            if s.start > s.end {
-                Err(format!("span {}..{} of `{}` ends before it starts", s.start, s.end, s.doc_id))
-            } else {
-                Ok(CharSpan::new(s.doc_id, s.start, s.end))
+            match crate::span::offset_problem(&s.doc_id, s.start, s.end) {
+                Some(m) => Err(m),
+                None => Ok(CharSpan::new(s.doc_id, s.start, s.end)),
             }
         })
         .map_err(|e| format!("{e} (token-level lines look like {{\"id\":…,\"retrieved\":[{{\"doc_id\":…,\"start\":…,\"end\":…}}]}})"))
@@ -121,6 +120,36 @@ impl<L: ReadItem> Retrieved<L> {
     }
 }
 
+impl Retrieved<TokenLevel> {
+    /// Every retrieved span that is not a range of `corpus`: a document the corpus does not
+    /// have, or a span past the end of its document. Each message names `path:line`, the query
+    /// and the rank; sorted by line.
+    pub fn check_against(&self, corpus: &crate::corpus::Corpus, path: &Utf8Path) -> Vec<String> {
+        let mut lines: Vec<(&String, &(usize, Vec<CharSpan>))> = self.by_id.iter().collect();
+        lines.sort_by_key(|(_, (line, _))| *line);
+        let mut problems = Vec::new();
+        for (id, (line, spans)) in lines {
+            for (rank, s) in spans.iter().enumerate() {
+                let at = format!("{path}:{line}: query `{id}`, rank {}", rank + 1);
+                match corpus.get(s.doc.as_str()) {
+                    None => {
+                        problems.push(format!("{at}: document `{}` is not in the corpus", s.doc))
+                    }
+                    Some(doc) if s.end > doc.char_len() => problems.push(format!(
+                        "{at}: span {}..{} is outside `{}` ({} characters)",
+                        s.start,
+                        s.end,
+                        s.doc,
+                        doc.char_len()
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        problems
+    }
+}
+
 /// Reads the spans of a chunk listing (the output of `rag-eval chunk`: one JSON object per line
 /// with `doc_id`, `start`, `end`; other fields are ignored).
 pub fn load_chunk_spans(path: impl AsRef<Utf8Path>) -> Result<Vec<CharSpan>> {
@@ -131,11 +160,15 @@ pub fn load_chunk_spans(path: impl AsRef<Utf8Path>) -> Result<Vec<CharSpan>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            let s: SpanItem = serde_json::from_str(l).map_err(|e| Error::Parse {
+            let perr = |message| Error::Parse {
                 path: path.to_owned(),
                 line: i + 1,
-                message: e.to_string(),
-            })?;
+                message,
+            };
+            let s: SpanItem = serde_json::from_str(l).map_err(|e| perr(e.to_string()))?;
+            if let Some(m) = crate::span::offset_problem(&s.doc_id, s.start, s.end) {
+                return Err(perr(m));
+            }
             Ok(CharSpan::new(s.doc_id, s.start, s.end))
         })
         .collect()
@@ -197,5 +230,65 @@ mod tests {
             .join("chunks.jsonl");
         std::fs::write(&path, "\u{feff}{\"doc_id\":\"a\",\"start\":0,\"end\":3}\n").unwrap();
         assert_eq!(load_chunk_spans(&path).unwrap(), [CharSpan::new("a", 0, 3)]);
+    }
+
+    #[test]
+    fn offsets_no_document_can_have_are_refused_when_read() {
+        let p = Utf8Path::new("r.jsonl");
+        let line = |end: &str| {
+            format!(
+                "{{\"id\":\"q\",\"retrieved\":[{{\"doc_id\":\"a\",\"start\":0,\"end\":{end}}}]}}"
+            )
+        };
+        let e = Retrieved::<TokenLevel>::parse(&line("18446744073709551615"), p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("r.jsonl:1: span 0..18446744073709551615 of `a` ends past"),
+            "{e}"
+        );
+        assert!(Retrieved::<TokenLevel>::parse(&line("9223372036854775807"), p).is_ok());
+        let e = Retrieved::<TokenLevel>::parse(&line("9223372036854775808"), p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("further than any document can reach"), "{e}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8Path::from_path(dir.path())
+            .unwrap()
+            .join("chunks.jsonl");
+        std::fs::write(
+            &path,
+            "{\"doc_id\":\"a\",\"start\":0,\"end\":3}\n{\"doc_id\":\"a\",\"start\":9,\"end\":3}\n",
+        )
+        .unwrap();
+        let e = load_chunk_spans(&path).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("{path}:2: span 9..3 of `a` ends before it starts")
+        );
+    }
+
+    #[test]
+    fn check_against_names_spans_outside_the_corpus() {
+        use crate::corpus::{Corpus, Document};
+        let corpus = Corpus::new([Document::new("a", "hello")]).unwrap();
+        let p = Utf8Path::new("r.jsonl");
+        let r = Retrieved::<TokenLevel>::parse(
+            concat!(
+                "{\"id\":\"q2\",\"retrieved\":[{\"doc_id\":\"a\",\"start\":0,\"end\":5},",
+                "{\"doc_id\":\"a\",\"start\":3,\"end\":6}]}\n",
+                "{\"id\":\"q1\",\"retrieved\":[{\"doc_id\":\"b\",\"start\":0,\"end\":1}]}\n",
+            ),
+            p,
+        )
+        .unwrap();
+        assert_eq!(
+            r.check_against(&corpus, p),
+            [
+                "r.jsonl:1: query `q2`, rank 2: span 3..6 is outside `a` (5 characters)",
+                "r.jsonl:2: query `q1`, rank 1: document `b` is not in the corpus",
+            ]
+        );
     }
 }

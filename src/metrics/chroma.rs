@@ -98,15 +98,16 @@ pub fn precision_omega(truth: &[CharSpan], chunks: &ChunkIndex) -> f64 {
 
 /// The integer quantities behind the retrieval figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Counted in `u128`: plain sums of lengths can pass `usize::MAX`.
 pub(crate) struct RetrievalParts {
     /// `|⋃ (r ∩ g)|`.
-    pub(crate) covered: usize,
+    pub(crate) covered: u128,
     /// `Σ|r|`.
-    pub(crate) retrieved: usize,
+    pub(crate) retrieved: u128,
     /// `Σ|g|`.
-    pub(crate) truth: usize,
+    pub(crate) truth: u128,
     /// `Σ_g |g \ ⋃ (r ∩ g)|`.
-    pub(crate) unused: usize,
+    pub(crate) unused: u128,
 }
 
 impl RetrievalParts {
@@ -131,21 +132,23 @@ impl RetrievalParts {
                 _ => merged.push((doc, s, e)),
             }
         }
-        let covered = merged.iter().map(|&(_, s, e)| e - s).sum();
-        let mut unused = 0;
+        let covered = merged.iter().map(|&(_, s, e)| (e - s) as u128).sum();
+        let mut unused = 0u128;
         for g in truth {
             let lo = merged.partition_point(|&(d, _, e)| (d, e) <= (&g.doc, g.start));
-            let hit: usize = merged[lo..]
+            // Merged pieces are disjoint and inside `g` here, so `hit <= |g|`.
+            let hit: u128 = merged[lo..]
                 .iter()
                 .take_while(|&&(d, s, _)| *d == g.doc && s < g.end)
-                .map(|&(_, s, e)| e.min(g.end).saturating_sub(s.max(g.start)))
+                .map(|&(_, s, e)| e.min(g.end).saturating_sub(s.max(g.start)) as u128)
                 .sum();
-            unused += g.len() - hit;
+            unused += (g.len() as u128).saturating_sub(hit);
         }
+        let sum = |spans: &[CharSpan]| spans.iter().map(|s| s.len() as u128).sum();
         RetrievalParts {
             covered,
-            retrieved: retrieved.iter().map(CharSpan::len).sum(),
-            truth: truth.iter().map(CharSpan::len).sum(),
+            retrieved: sum(retrieved),
+            truth: sum(truth),
             unused,
         }
     }
@@ -163,7 +166,7 @@ impl RetrievalParts {
     }
 }
 
-fn ratio(num: usize, den: usize) -> f64 {
+fn ratio(num: u128, den: u128) -> f64 {
     if den == 0 {
         0.0
     } else {
@@ -179,7 +182,7 @@ fn omega_with(
 ) -> f64 {
     let mut by_doc: Vec<&CharSpan> = truth.iter().collect();
     by_doc.sort_unstable_by(|a, b| a.doc.cmp(&b.doc));
-    let (mut covered, mut denominator) = (0, 0);
+    let (mut covered, mut denominator) = (0u128, 0u128);
     let mut chunks = Vec::new();
     let mut cover = Vec::new();
     let mut pieces = Vec::new();
@@ -205,21 +208,21 @@ fn omega_with(
 }
 
 /// Characters covered by the ranges (sorted in place).
-fn merged_len(ranges: &mut [(usize, usize)]) -> usize {
+fn merged_len(ranges: &mut [(usize, usize)]) -> u128 {
     ranges.sort_unstable();
-    let mut total = 0;
+    let mut total = 0u128;
     let mut current: Option<(usize, usize)> = None;
     for &(s, e) in ranges.iter() {
         match current {
             Some((cs, ce)) if s <= ce => current = Some((cs, ce.max(e))),
             Some((cs, ce)) => {
-                total += ce - cs;
+                total += (ce - cs) as u128;
                 current = Some((s, e));
             }
             None => current = Some((s, e)),
         }
     }
-    total + current.map_or(0, |(s, e)| e - s)
+    total + current.map_or(0, |(s, e)| (e - s) as u128)
 }
 
 /// A chunker's output indexed by document, for finding the chunks that meet a span in

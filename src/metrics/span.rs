@@ -23,10 +23,11 @@ use crate::level::TokenLevel;
 use crate::span::SpanSet;
 
 /// The character counts the standard mode needs for one query.
+/// Counted in `u128`: lengths from several documents can add up past `usize::MAX`.
 struct Counts {
-    inter: usize,
-    retrieved: usize,
-    truth: usize,
+    inter: u128,
+    retrieved: u128,
+    truth: u128,
 }
 
 impl Counts {
@@ -34,14 +35,14 @@ impl Counts {
         let r = SpanSet::from_spans(input.top_k());
         let g = SpanSet::from_spans(input.truth);
         Counts {
-            inter: r.intersection_len(&g),
-            retrieved: r.len(),
-            truth: g.len(),
+            inter: r.intersection_count(&g),
+            retrieved: r.char_count(),
+            truth: g.char_count(),
         }
     }
 }
 
-fn ratio(num: usize, den: usize) -> f64 {
+fn ratio(num: u128, den: u128) -> f64 {
     if den == 0 {
         0.0
     } else {
@@ -282,7 +283,58 @@ mod tests {
         })
     }
 
+    /// Spans anywhere in the offset range, huge ones included.
+    fn arb_wide_spans(max: usize) -> impl Strategy<Value = Vec<CharSpan>> {
+        let edge = prop_oneof![
+            any::<usize>(),
+            Just(usize::MAX),
+            Just(1usize << 63),
+            (usize::MAX - 100)..=usize::MAX,
+            0usize..100,
+        ];
+        prop::collection::vec(
+            (prop::sample::select(vec!["a", "b"]), edge.clone(), edge)
+                .prop_map(|(d, x, y)| sp(d, x.min(y), x.max(y))),
+            0..max,
+        )
+    }
+
+    #[test]
+    fn huge_spans_do_not_wrap() {
+        // One retrieved span reaching the last offset and one in another document: the union
+        // of the lengths passes 2^64.
+        let r = [sp("a", 0, usize::MAX), sp("b", 0, 100)];
+        let t = [sp("a", 0, 100)];
+        for mode in [SpanMode::Standard, SpanMode::Chroma] {
+            for v in all(mode, &r, &t, 5) {
+                assert!((0.0..=1.0).contains(&v), "{mode:?}: {v}");
+            }
+        }
+        let big = 1usize << 63;
+        let r = [sp("a", big, usize::MAX), sp("a", big, usize::MAX)];
+        let t = [sp("a", big, usize::MAX)];
+        assert_eq!(all(SpanMode::Chroma, &r, &t, 5), [1.0, 0.5, 0.5]);
+    }
+
     proptest! {
+        #[test]
+        fn figures_stay_in_unit_range_for_any_offsets(
+            retrieved in arb_wide_spans(8),
+            truth in arb_wide_spans(5),
+            chunks in arb_wide_spans(8),
+            k in 1usize..10,
+        ) {
+            for mode in [SpanMode::Standard, SpanMode::Chroma] {
+                for v in all(mode, &retrieved, &truth, k) {
+                    prop_assert!((0.0..=1.0).contains(&v), "{:?}: {}", mode, v);
+                }
+            }
+            let t = truth.clone();
+            let input = MetricInput::new(&retrieved, &t, k).with_chunker_output(&chunks);
+            let omega = PrecisionOmega::new().compute(&input);
+            prop_assert!((0.0..=1.0).contains(&omega), "{}", omega);
+        }
+
         #[test]
         fn standard_agrees_with_a_per_character_model(
             retrieved in arb_spans(8), truth in arb_spans(5), k in 0usize..10
