@@ -67,8 +67,11 @@ pub type ChunkLevelEvaluation = Evaluation<ChunkLevel>;
 impl Evaluation<TokenLevel> {
     /// An evaluation of `dataset` over `corpus`. Every span is checked first: a span in an
     /// unknown document, past the end of its document, or whose recorded text no longer matches
-    /// the corpus (drift) is an error listing every such span.
+    /// the corpus (drift) is an error listing every such span. Examples with nothing to find
+    /// are refused ([`Dataset::require_truth`]); leave them out first with
+    /// [`Dataset::skip_empty_truth`] to score the rest.
     pub fn new(corpus: impl Into<Arc<Corpus>>, dataset: TokenDataset) -> Result<Self> {
+        dataset.require_truth()?;
         let corpus = corpus.into();
         let problems = dataset.check_against(&corpus);
         if !problems.is_empty() {
@@ -87,8 +90,10 @@ impl Evaluation<TokenLevel> {
 
 impl Evaluation<ChunkLevel> {
     /// An evaluation of a chunk-level `dataset` over `corpus`. The rows must agree on the
-    /// chunker that made their ids (`metadata.chunker`).
+    /// chunker that made their ids (`metadata.chunker`), and every example needs something to
+    /// find, as at token level.
     pub fn new(corpus: impl Into<Arc<Corpus>>, dataset: ChunkDataset) -> Result<Self> {
+        dataset.require_truth()?;
         dataset_chunker(&dataset)?;
         Ok(Self::unchecked(corpus.into(), dataset))
     }

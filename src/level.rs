@@ -50,6 +50,9 @@ pub trait Level:
     const KIND: LevelKind;
     /// What the metrics see of a retrieved chunk at this level.
     fn item_of(chunk: &RetrievedChunk) -> Self::Item;
+    /// Whether `truth` holds nothing to find (no chunk id; no character), so every figure of
+    /// the query would be 0 whatever was retrieved.
+    fn truth_is_empty(truth: &Self::Truth) -> bool;
 }
 
 /// The levels as a value: what [`Level::KIND`] says, and what results record.
@@ -102,6 +105,9 @@ impl Level for ChunkLevel {
     type Item = ChunkId;
     const NAME: &'static str = "chunk";
     const KIND: LevelKind = LevelKind::Chunk;
+    fn truth_is_empty(truth: &Vec<ChunkId>) -> bool {
+        truth.is_empty()
+    }
     /// The content-addressed id, which is what chunk-level datasets record.
     fn item_of(chunk: &RetrievedChunk) -> ChunkId {
         ChunkId::from_content(&chunk.chunk.content)
@@ -113,6 +119,9 @@ impl Level for TokenLevel {
     type Item = CharSpan;
     const NAME: &'static str = "token";
     const KIND: LevelKind = LevelKind::Token;
+    fn truth_is_empty(truth: &Vec<CharSpan>) -> bool {
+        truth.iter().all(CharSpan::is_empty)
+    }
     /// The chunk's position.
     fn item_of(chunk: &RetrievedChunk) -> CharSpan {
         chunk.chunk.span.clone()

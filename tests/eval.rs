@@ -201,3 +201,39 @@ fn retrieval_errors_name_the_query_and_concurrency_is_bounded() {
     let e = eval.run_blocking(&flaky, 0, &[]).unwrap_err().to_string();
     assert!(e.contains("k must be at least 1"), "{e}");
 }
+
+#[test]
+fn examples_with_nothing_to_find_are_refused_unless_left_out() {
+    let (corpus, d) = bundled();
+    let mut rows: Vec<Example<TokenLevel>> = d.examples().to_vec();
+    rows[1].truth.clear();
+    rows[1].span_texts.clear();
+    let first = rows[0].truth[0].clone();
+    rows[2].truth = vec![CharSpan::new(first.doc, first.start, first.start)];
+    rows[2].span_texts = vec![Some(String::new())];
+    let d = Dataset::new(rows).unwrap();
+    let e = TokenLevelEvaluation::new(corpus.clone(), d.clone())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("2 examples of <memory> have no ground truth"),
+        "{e}"
+    );
+    let (kept, skipped) = d.skip_empty_truth();
+    assert_eq!(skipped, 2);
+    let eval = TokenLevelEvaluation::new(corpus, kept).unwrap();
+    assert_eq!(eval.dataset().len(), d.len() - 2);
+
+    let (corpus, c) = chunk_dataset("recursive:size=20,overlap=0");
+    let mut rows = c.examples().to_vec();
+    rows[0].truth.clear();
+    let e = ChunkLevelEvaluation::new(corpus, Dataset::new(rows).unwrap())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("1 example of <memory> has no ground truth"),
+        "{e}"
+    );
+}

@@ -213,6 +213,58 @@ impl<L: Level> Dataset<L> {
         self.index.get(id).map(|&i| &self.examples[i])
     }
 
+    /// Examples with nothing to find (an empty `relevant_spans` or `relevant_chunk_ids`, or
+    /// only empty spans), by index. They score 0 on every metric whatever is retrieved, so
+    /// scoring refuses them ([`require_truth`](Dataset::require_truth)) unless they are left
+    /// out on purpose ([`skip_empty_truth`](Dataset::skip_empty_truth)).
+    pub fn empty_truth(&self) -> Vec<usize> {
+        (0..self.examples.len())
+            .filter(|&i| L::truth_is_empty(&self.examples[i].truth))
+            .collect()
+    }
+
+    /// An error naming every example with nothing to find, if there is one.
+    pub fn require_truth(&self) -> Result<()> {
+        let empty = self.empty_truth();
+        if empty.is_empty() {
+            return Ok(());
+        }
+        let shown: Vec<String> = empty
+            .iter()
+            .take(10)
+            .map(|&i| format!("{}: `{}`", self.location(i), self.examples[i].id))
+            .collect();
+        Err(Error::Dataset(format!(
+            "{} example{} of {} {} no ground truth and would score 0 on every metric, pulling the means down; fill them in, or leave them out explicitly (`skip_empty_truth`):
+{}{}",
+            empty.len(),
+            if empty.len() == 1 { "" } else { "s" },
+            self.source,
+            if empty.len() == 1 { "has" } else { "have" },
+            shown.join("\n"),
+            if empty.len() > shown.len() { "\n…" } else { "" }
+        )))
+    }
+
+    /// The dataset without the examples [`empty_truth`](Dataset::empty_truth) lists, and how
+    /// many were left out (report the count: the figures then describe fewer queries).
+    pub fn skip_empty_truth(&self) -> (Self, usize) {
+        let empty = self.empty_truth();
+        if empty.is_empty() {
+            return (self.clone(), 0);
+        }
+        let keep = |i: &usize| empty.binary_search(i).is_err();
+        let idx: Vec<usize> = (0..self.examples.len()).filter(keep).collect();
+        let d = Dataset::assemble(
+            idx.iter().map(|&i| self.examples[i].clone()).collect(),
+            idx.iter().map(|&i| self.lines[i]).collect(),
+            idx.iter().map(|&i| self.originals[i].clone()).collect(),
+            self.source.clone(),
+        )
+        .expect("a subset of unique ids is unique");
+        (d, empty.len())
+    }
+
     fn check_unique_ids(&self) -> Result<HashMap<String, usize>> {
         let mut seen: HashMap<String, usize> = HashMap::with_capacity(self.examples.len());
         for (i, e) in self.examples.iter().enumerate() {
@@ -826,5 +878,39 @@ mod tests {
         };
         assert_eq!(d.len(), 2);
         assert_eq!(d.to_jsonl(), TOKEN, "written back without the mark");
+    }
+
+    #[test]
+    fn rows_with_nothing_to_find_are_refused_or_left_out_with_a_count() {
+        let text = concat!(
+            "{\"id\":\"q1\",\"inputs\":{\"query\":\"a\"},\"outputs\":{\"relevant_spans\":[]}}\n",
+            "{\"id\":\"q2\",\"inputs\":{\"query\":\"b\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a\",\"start\":3,\"end\":3}]}}\n",
+            "{\"id\":\"q3\",\"inputs\":{\"query\":\"c\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a\",\"start\":3,\"end\":3},{\"doc_id\":\"a\",\"start\":0,\"end\":2}]}}\n",
+        );
+        let AnyDataset::Token(d) = parse(text, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        assert_eq!(d.empty_truth(), [0, 1]);
+        let e = d.require_truth().unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid dataset: 2 examples of d.jsonl have no ground truth")
+                && e.contains("d.jsonl:1: `q1`\nd.jsonl:2: `q2`"),
+            "{e}"
+        );
+        let (kept, skipped) = d.skip_empty_truth();
+        assert_eq!(skipped, 2);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept.location(0), "d.jsonl:3");
+        assert!(kept.get("q3").is_some() && kept.get("q1").is_none());
+        kept.require_truth().unwrap();
+
+        let AnyDataset::Chunk(c) = parse(
+            r#"{"id":"c1","inputs":{"query":"q"},"outputs":{"relevant_chunk_ids":[]}}"#,
+            "c.jsonl",
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(c.require_truth().is_err());
     }
 }
