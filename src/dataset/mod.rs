@@ -19,6 +19,9 @@ mod raw;
 pub mod reanchor;
 pub mod retrieved;
 pub mod stats;
+mod validate;
+
+pub use validate::{validate, Validation};
 
 use crate::chunk::ChunkId;
 use crate::corpus::{Corpus, DocId, Metadata};
@@ -507,13 +510,18 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
                 metadata: row.metadata,
             })
         }
-        (None, Some(ids)) => AnyExample::Chunk(Example {
-            id: row.id,
-            query: row.inputs.query,
-            truth: ids,
-            span_texts: Vec::new(),
-            metadata: row.metadata,
-        }),
+        (None, Some(ids)) => {
+            if let Some(m) = position_aware_ids(&ids) {
+                return Err(perr(m));
+            }
+            AnyExample::Chunk(Example {
+                id: row.id,
+                query: row.inputs.query,
+                truth: ids,
+                span_texts: Vec::new(),
+                metadata: row.metadata,
+            })
+        }
         (Some(_), Some(_)) => {
             return Err(perr(
                 "`outputs` has both `relevant_spans` and `relevant_chunk_ids`; a row is one level"
@@ -540,6 +548,27 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
         }
     };
     Ok(Some(example))
+}
+
+/// Chunk-level files name chunks by content (`chunk_…`, [`ChunkId`]); `rag-eval chunk` lists
+/// chunks with their position-aware ids (`pa_chunk_…`, [`PaChunkId`](crate::chunk::PaChunkId)),
+/// which name a chunk at one place and never equal a content id. Scored as given, they would
+/// match nothing and every figure would be 0, so they are refused with what to use instead.
+pub(crate) fn position_aware_ids(ids: &[ChunkId]) -> Option<String> {
+    use crate::chunk::PaChunkId;
+    let pa: Vec<&str> = ids
+        .iter()
+        .map(ChunkId::as_str)
+        .filter(|id| id.starts_with(PaChunkId::PREFIX))
+        .collect();
+    let first = pa.first()?;
+    Some(format!(
+        "`{first}`{} {} position-aware (`{}…`, as `rag-eval chunk` prints in `id`); chunk-level files hold content ids `{}…` (`chunk_id` in `rag-eval chunk`'s output, `ChunkId::from_content` of the chunk's text)",
+        if pa.len() > 1 { format!(" and {} more", pa.len() - 1) } else { String::new() },
+        if pa.len() > 1 { "are" } else { "is" },
+        PaChunkId::PREFIX,
+        ChunkId::PREFIX,
+    ))
 }
 
 /// Gathers rows into a dataset of one level with unique ids.

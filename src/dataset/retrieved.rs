@@ -60,7 +60,14 @@ impl ReadItem for TokenLevel {
 
 impl ReadItem for ChunkLevel {
     fn read_line(line: &str) -> std::result::Result<(String, Vec<ChunkId>), String> {
-        read(line, |s: String| Ok(ChunkId::from_raw(s))).map_err(|e| {
+        read(line, |s: String| {
+            let id = ChunkId::from_raw(s);
+            match super::position_aware_ids(std::slice::from_ref(&id)) {
+                Some(m) => Err(m),
+                None => Ok(id),
+            }
+        })
+        .map_err(|e| {
             format!("{e} (chunk-level lines look like {{\"id\":…,\"retrieved\":[\"chunk_…\",…]}})")
         })
     }
