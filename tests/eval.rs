@@ -212,10 +212,10 @@ fn examples_with_nothing_to_find_are_refused_unless_left_out() {
     rows[2].truth = vec![CharSpan::new(first.doc, first.start, first.start)];
     rows[2].span_texts = vec![Some(String::new())];
     let d = Dataset::new(rows).unwrap();
-    let e = TokenLevelEvaluation::new(corpus.clone(), d.clone())
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(e) = TokenLevelEvaluation::new(corpus.clone(), d.clone()) else {
+        panic!("refused")
+    };
+    let e = e.to_string();
     assert!(
         e.contains("2 examples of <memory> have no ground truth"),
         "{e}"
@@ -228,10 +228,10 @@ fn examples_with_nothing_to_find_are_refused_unless_left_out() {
     let (corpus, c) = chunk_dataset("recursive:size=20,overlap=0");
     let mut rows = c.examples().to_vec();
     rows[0].truth.clear();
-    let e = ChunkLevelEvaluation::new(corpus, Dataset::new(rows).unwrap())
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(e) = ChunkLevelEvaluation::new(corpus, Dataset::new(rows).unwrap()) else {
+        panic!("refused")
+    };
+    let e = e.to_string();
     assert!(
         e.contains("1 example of <memory> has no ground truth"),
         "{e}"
