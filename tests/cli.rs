@@ -112,7 +112,7 @@ fn chunk_prints_jsonl_with_char_offsets_sorted_by_document() {
         .collect();
     assert_eq!(
         key_order(out.lines().next().unwrap()),
-        ["doc_id", "start", "end", "text", "id"],
+        ["doc_id", "start", "end", "text", "id", "chunk_id"],
         "documented key order"
     );
     let got: Vec<(&str, u64, u64, &str)> = lines
@@ -139,6 +139,11 @@ fn chunk_prints_jsonl_with_char_offsets_sorted_by_document() {
     let expected_id =
         rag_eval::chunk::PaChunkId::new(&"sub/a.md".into(), 16, 33, "Second part here.");
     assert_eq!(lines[2]["id"], expected_id.as_str());
+    assert_eq!(
+        lines[2]["chunk_id"],
+        rag_eval::chunk::ChunkId::from_content("Second part here.").as_str(),
+        "the content id chunk-level files use"
+    );
 
     let txt = ok(&[
         "chunk",
@@ -607,7 +612,7 @@ fn dataset_validate_summarises_and_reanchor_repairs_drift() {
     let (code, _, err) = run(&["dataset", "validate", s(&dataset), "--corpus", s(&corpus)]);
     assert_eq!(code, 1);
     assert!(
-        err.contains("error: 55 spans of") && err.contains("reanchor"),
+        err.contains("error: 55 problems in") && err.contains("reanchor"),
         "{err}"
     );
     assert!(
@@ -995,4 +1000,186 @@ fn runs_that_produce_nothing_fail_saying_why() {
             == "error: no rows were generated: the documents are blank, so no question was asked",
         "{err}"
     );
+}
+
+#[test]
+fn validate_lists_every_problem_and_no_summary_when_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("docs");
+    write(&corpus, "a.md", "Alpha beta.\n\nGamma delta.");
+    let d = write(
+        dir.path(),
+        "d.jsonl",
+        concat!(
+            "\u{feff}{\"id\":\"q1\",\"inputs\":{\"query\":\"a\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":5,\"text\":\"Alpha\"}]}}\n",
+            "{broken\n",
+            "{\"id\":\"q2\",\"inputs\":{\"query\":\"b\"},\"outputs\":{\"relevant_spans\":[]}}\n",
+            "not json either\n",
+        ),
+    );
+    let (code, out, err) = run(&["dataset", "validate", s(&d), "--corpus", s(&corpus)]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out, "", "no summary above a failure");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(lines[0].contains("d.jsonl:2: "), "{err}");
+    assert!(
+        lines[1].contains("d.jsonl:3: example `q2` has nothing to find"),
+        "{err}"
+    );
+    assert!(lines[2].contains("d.jsonl:4: "), "{err}");
+    assert!(lines[3].starts_with("error: 3 problems in"), "{err}");
+
+    let text = std::fs::read_to_string(&d).unwrap();
+    let good = write(dir.path(), "good.jsonl", text.lines().next().unwrap());
+    let out = ok(&["dataset", "validate", s(&good), "--corpus", s(&corpus)]);
+    assert!(out.contains("1 token-level rows"), "{out}");
+}
+
+#[test]
+fn score_refuses_position_aware_ids_empty_truth_and_impossible_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("docs");
+    write(&corpus, "a.md", "Alpha beta.\n\nGamma delta.");
+    let chunks = ok(&[
+        "chunk",
+        "--chunker",
+        "recursive:size=15,overlap=0",
+        s(&corpus),
+    ]);
+    let gamma: Value = serde_json::from_str(chunks.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(gamma["text"], "Gamma delta.");
+    let (pa, content) = (
+        gamma["id"].as_str().unwrap(),
+        gamma["chunk_id"].as_str().unwrap(),
+    );
+
+    // Chunk level: the content id scores; the position-aware id is refused, not scored 0.
+    let row = |ids: &str| {
+        format!("{{\"id\":\"q1\",\"inputs\":{{\"query\":\"g\"}},\"outputs\":{{\"relevant_chunk_ids\":[{ids}]}},\"metadata\":{{\"chunker\":\"recursive:size=15,overlap=0\"}}}}\n")
+    };
+    let d = write(dir.path(), "c.jsonl", &row(&format!("\"{content}\"")));
+    let r = write(
+        dir.path(),
+        "r.jsonl",
+        &format!("{{\"id\":\"q1\",\"retrieved\":[\"{content}\"]}}\n"),
+    );
+    let v: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&r),
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["metrics"]["chunk_recall@5"], 1.0);
+    let r_pa = write(
+        dir.path(),
+        "r_pa.jsonl",
+        &format!("{{\"id\":\"q1\",\"retrieved\":[\"{pa}\"]}}\n"),
+    );
+    let e = fails(&["score", "--dataset", s(&d), "--retrieved", s(&r_pa)]);
+    assert!(
+        e.contains("r_pa.jsonl:1: ") && e.contains("is position-aware"),
+        "{e}"
+    );
+    let d_pa = write(dir.path(), "c_pa.jsonl", &row(&format!("\"{pa}\"")));
+    let e = fails(&["score", "--dataset", s(&d_pa), "--retrieved", s(&r)]);
+    assert!(
+        e.contains("c_pa.jsonl:1: ") && e.contains("`chunk_id`"),
+        "{e}"
+    );
+    let (code, _, err) = run(&["dataset", "validate", s(&d), "--corpus", s(&corpus)]);
+    assert_eq!(code, 0, "{err}");
+    let d_bad = write(dir.path(), "c_bad.jsonl", &row("\"chunk_000000000000\""));
+    let (code, _, err) = run(&["dataset", "validate", s(&d_bad), "--corpus", s(&corpus)]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("chunk id `chunk_000000000000` is not the id of any chunk"),
+        "{err}"
+    );
+
+    // Token level: rows with nothing to find are refused unless left out on purpose.
+    let d = write(
+        dir.path(),
+        "t.jsonl",
+        concat!(
+            "{\"id\":\"q1\",\"inputs\":{\"query\":\"a\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":5}]}}\n",
+            "{\"id\":\"q2\",\"inputs\":{\"query\":\"b\"},\"outputs\":{\"relevant_spans\":[]}}\n",
+        ),
+    );
+    let r = write(
+        dir.path(),
+        "rt.jsonl",
+        "{\"id\":\"q1\",\"retrieved\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":5}]}\n{\"id\":\"q2\",\"retrieved\":[]}\n",
+    );
+    let e = fails(&["score", "--dataset", s(&d), "--retrieved", s(&r)]);
+    assert!(
+        e.contains("1 example of") && e.contains("t.jsonl:2: `q2`"),
+        "{e}"
+    );
+    let (code, out, err) = run(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--retrieved",
+        s(&r),
+        "--skip-empty-truth",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("left out 1 of 2 rows"), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["queries"].as_u64(), v["metrics"]["span_iou@5"].as_f64()),
+        (Some(1), Some(1.0))
+    );
+
+    // Offsets no document can have are refused when read; --corpus checks the real bounds.
+    let text = std::fs::read_to_string(&d).unwrap();
+    let d = write(dir.path(), "t1.jsonl", text.lines().next().unwrap());
+    let huge = write(
+        dir.path(),
+        "huge.jsonl",
+        "{\"id\":\"q1\",\"retrieved\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":18446744073709551615},{\"doc_id\":\"b.md\",\"start\":0,\"end\":5}]}\n",
+    );
+    let e = fails(&["score", "--dataset", s(&d), "--retrieved", s(&huge)]);
+    assert!(
+        e.contains("huge.jsonl:1: span 0..18446744073709551615 of `a.md` ends past"),
+        "{e}"
+    );
+    let past = write(
+        dir.path(),
+        "past.jsonl",
+        "{\"id\":\"q1\",\"retrieved\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":500}]}\n",
+    );
+    let args = ["score", "--dataset", s(&d), "--retrieved", s(&past)];
+    ok(&args);
+    let e = fails(&[&args[..], &["--corpus", s(&corpus)]].concat());
+    assert!(
+        e.contains(
+            "past.jsonl:1: query `q1`, rank 1: span 0..500 is outside `a.md` (25 characters)"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn reanchor_keeps_fields_it_does_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("docs");
+    write(&corpus, "a.md", "New intro. Alpha beta.");
+    let moved = "{\"id\":\"q1\",\"split\":\"test\",\"inputs\":{\"query\":\"a\"},\"outputs\":{\"reference_answer\":\"Alpha.\",\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":5,\"text\":\"Alpha\",\"page\":1}]}}";
+    let same = "{\"id\":\"q2\",  \"split\":\"dev\",\"inputs\":{\"query\":\"b\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":3,\"text\":\"New\"}],\"reference_answer\":\"x\"},\"metadata\":{\"b\":1.50,\"a\":2}}";
+    let d = write(dir.path(), "d.jsonl", &format!("{moved}\n{same}\n"));
+    let (code, _, err) = run(&["dataset", "reanchor", s(&d), "--corpus", s(&corpus)]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&d).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        moved.replace("\"start\":0,\"end\":5", "\"start\":11,\"end\":16")
+    );
+    assert_eq!(lines[1], same, "an unchanged row keeps its bytes");
 }

@@ -1,6 +1,7 @@
 //! `rag-eval chunk`.
 
 use super::output::Output;
+use crate::chunk::ChunkId;
 use crate::chunker::parse_spec;
 use crate::corpus::{Corpus, Document};
 use anyhow::{anyhow, Context, Result};
@@ -42,6 +43,7 @@ struct ChunkLine<'a> {
     end: usize,
     text: &'a str,
     id: &'a str,
+    chunk_id: &'a str,
 }
 
 pub(super) fn run(a: ChunkArgs, out: &mut Output) -> Result<()> {
@@ -49,12 +51,14 @@ pub(super) fn run(a: ChunkArgs, out: &mut Output) -> Result<()> {
     let corpus = load_paths(&a.paths, &a.glob)?;
     for doc in corpus.documents() {
         for c in chunker.chunk_with_positions(doc) {
+            let content_id = ChunkId::from_content(&c.content);
             let line = ChunkLine {
                 doc_id: c.doc_id().as_str(),
                 start: c.start(),
                 end: c.end(),
                 text: &c.content,
                 id: c.id.as_str(),
+                chunk_id: content_id.as_str(),
             };
             out.json_line(&line)?;
         }

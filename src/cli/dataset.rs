@@ -127,65 +127,71 @@ struct Summary {
 }
 
 fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
-    let dataset = dataset::load(&a.dataset)?;
     let corpus = a.corpus.load()?;
-    let summary = Summary {
-        dataset: a.dataset.to_string(),
-        level: dataset.level(),
-        stats: DatasetStats::of(&dataset),
-        problems: match &dataset {
-            AnyDataset::Token(d) => d
-                .check_against(&corpus)
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
-            AnyDataset::Chunk(_) => Vec::new(),
-        },
-    };
-    if a.json {
-        out.json_line(&summary)?;
-    } else {
-        let mut text = format!(
-            "{}: {} {}-level rows over {} documents of {}\n",
-            summary.dataset,
-            summary.stats.rows,
-            summary.level,
-            corpus.len(),
-            a.corpus.corpus
-        );
-        let mix: Vec<String> = summary
-            .stats
-            .difficulty
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        text.push_str(&format!("difficulty: {}\n", mix.join(", ")));
-        let what = match dataset {
-            AnyDataset::Token(_) => "spans",
-            AnyDataset::Chunk(_) => "chunk ids",
-        };
-        text.push_str(&format!(
-            "{what}: {} ({} per row)\n",
-            summary.stats.truth_items, summary.stats.truth_per_row
-        ));
-        if let Some(c) = &summary.stats.span_chars {
-            text.push_str(&format!("span length in characters: {c}\n"));
-        }
-        if let Some(c) = &summary.stats.chunker {
-            text.push_str(&format!("chunker: {c}\n"));
-        }
-        out.text(&text)?;
-        out.flush()?;
-        for p in &summary.problems {
-            eprintln!("{p}");
-        }
+    let v = dataset::validate(&a.dataset, &corpus)?;
+    for n in &v.notes {
+        eprintln!("note: {n}");
     }
-    if !summary.problems.is_empty() {
+    let summary = v.dataset.as_ref().map(|d| Summary {
+        dataset: a.dataset.to_string(),
+        level: d.level(),
+        stats: DatasetStats::of(d),
+        problems: v.problems.clone(),
+    });
+    match &summary {
+        Some(summary) if a.json => out.json_line(summary)?,
+        // A summary above a failure reads like success: text mode shows one or the other.
+        Some(summary) if v.is_valid() => {
+            let mut text = format!(
+                "{}: {} {}-level rows over {} documents of {}\n",
+                summary.dataset,
+                summary.stats.rows,
+                summary.level,
+                corpus.len(),
+                a.corpus.corpus
+            );
+            let mix: Vec<String> = summary
+                .stats
+                .difficulty
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            text.push_str(&format!("difficulty: {}\n", mix.join(", ")));
+            let what = match v.dataset {
+                Some(AnyDataset::Token(_)) => "spans",
+                _ => "chunk ids",
+            };
+            text.push_str(&format!(
+                "{what}: {} ({} per row)\n",
+                summary.stats.truth_items, summary.stats.truth_per_row
+            ));
+            if let Some(c) = &summary.stats.span_chars {
+                text.push_str(&format!("span length in characters: {c}\n"));
+            }
+            if let Some(c) = &summary.stats.chunker {
+                text.push_str(&format!("chunker: {c}\n"));
+            }
+            out.text(&text)?;
+        }
+        _ => {}
+    }
+    out.flush()?;
+    if !v.is_valid() {
+        if !a.json {
+            for p in &v.problems {
+                eprintln!("{p}");
+            }
+        }
         bail!(
-            "{} span{} of {} disagree with the corpus (`rag-eval dataset reanchor` can place drifted ones again)",
-            summary.problems.len(),
-            if summary.problems.len() == 1 { "" } else { "s" },
-            a.dataset
+            "{} problem{} in {}{}",
+            v.problems.len(),
+            if v.problems.len() == 1 { "" } else { "s" },
+            a.dataset,
+            if v.drifted > 0 {
+                " (`rag-eval dataset reanchor` can place drifted spans again)"
+            } else {
+                ""
+            }
         );
     }
     Ok(())

@@ -2,13 +2,16 @@
 
 use super::output::Output;
 use super::render_table;
+use crate::corpus::Corpus;
 use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
 use crate::dataset::{self, AnyDataset, Dataset};
+use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::metrics::{self, Metric, RunResult, Scored, SpanMode};
 use crate::trec;
 use anyhow::{bail, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
+use std::collections::HashSet;
 
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels"]))]
@@ -41,6 +44,16 @@ pub(super) struct ScoreArgs {
     /// Score dataset queries missing from the retrieval output as empty retrievals.
     #[arg(long, requires = "dataset")]
     allow_missing: bool,
+    /// Leave out dataset rows with nothing to find (empty `relevant_spans` or
+    /// `relevant_chunk_ids`, or only empty spans) and say how many; without it they are an error.
+    #[arg(long, requires = "dataset")]
+    skip_empty_truth: bool,
+    /// The corpus folder: every retrieved and truth span is checked to lie inside its document.
+    #[arg(long, requires = "dataset")]
+    corpus: Option<Utf8PathBuf>,
+    /// Which files of the `--corpus` folder to read.
+    #[arg(long, default_value = crate::corpus::DEFAULT_GLOB, requires = "corpus")]
+    glob: String,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -59,12 +72,45 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
         [k] => *k,
         _ => bail!("with --dataset, give one -k (got {})", a.k.len()),
     };
+    let corpus = a
+        .corpus
+        .as_ref()
+        .map(|c| Corpus::from_folder(c, Some(&a.glob)))
+        .transpose()?;
     let card = match dataset::load(dataset_path)? {
         AnyDataset::Token(d) => {
+            let (d, left_out) = with_truth(d, a.skip_empty_truth)?;
+            let loaded = Retrieved::<TokenLevel>::load(retrieved)?;
+            if let (Some(corpus), Some(corpus_path)) = (&corpus, &a.corpus) {
+                let mut problems: Vec<String> = d
+                    .check_against(corpus)
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect();
+                problems.extend(loaded.check_against(corpus, retrieved));
+                if !problems.is_empty() {
+                    bail!(
+                        "{} span{} disagree with the corpus `{}`:\n{}",
+                        problems.len(),
+                        if problems.len() == 1 { "" } else { "s" },
+                        corpus_path,
+                        problems.join("\n")
+                    );
+                }
+            }
             let chunks = a.chunks.as_deref().map(load_chunk_spans).transpose()?;
             let index = chunks.as_deref().map(metrics::ChunkIndex::new);
             let metrics = metrics::token_level_metrics(a.mode, index);
-            score_dataset(&d, retrieved, &metrics, k, a.mode, a.allow_missing)?
+            score_dataset(
+                &d,
+                &left_out,
+                loaded,
+                retrieved,
+                &metrics,
+                k,
+                a.mode,
+                a.allow_missing,
+            )?
         }
         AnyDataset::Chunk(d) => {
             if a.mode != SpanMode::Standard {
@@ -76,9 +122,12 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
             if a.chunks.is_some() {
                 bail!("--chunks (precision_omega) needs a token-level dataset; `{dataset_path}` is chunk-level");
             }
+            let (d, left_out) = with_truth(d, a.skip_empty_truth)?;
             let metrics = metrics::chunk_level_metrics();
             score_dataset(
                 &d,
+                &left_out,
+                Retrieved::<ChunkLevel>::load(retrieved)?,
                 retrieved,
                 &metrics,
                 k,
@@ -95,19 +144,44 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     Ok(())
 }
 
+/// The dataset without rows that have nothing to find when asked to skip them (saying how
+/// many), and an error naming them otherwise.
+fn with_truth<L: Level>(d: Dataset<L>, skip: bool) -> Result<(Dataset<L>, HashSet<String>)> {
+    if !skip {
+        d.require_truth()?;
+        return Ok((d, HashSet::new()));
+    }
+    let (kept, skipped) = d.skip_empty_truth();
+    let left_out = d
+        .empty_truth()
+        .into_iter()
+        .map(|i| d.examples()[i].id.clone())
+        .collect();
+    if skipped > 0 {
+        eprintln!(
+            "left out {skipped} of {} rows of `{}` with nothing to find (--skip-empty-truth)",
+            d.len(),
+            d.source()
+        );
+    }
+    Ok((kept, left_out))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn score_dataset<L: ReadItem>(
     d: &Dataset<L>,
+    left_out: &HashSet<String>,
+    retrieved: Retrieved<L>,
     retrieved_path: &Utf8Path,
     metrics: &[Box<dyn Metric<L>>],
     k: usize,
     mode: SpanMode,
     allow_missing: bool,
 ) -> Result<RunResult> {
-    let retrieved = Retrieved::<L>::load(retrieved_path)?;
     if let Some((id, line)) = retrieved
         .ids()
         .into_iter()
-        .find(|(id, _)| d.get(id).is_none())
+        .find(|(id, _)| d.get(id).is_none() && !left_out.contains(*id))
     {
         bail!(
             "{retrieved_path}:{line}: query `{id}` is not in the dataset `{}`",

@@ -19,6 +19,9 @@ pub struct Validation {
     pub problems: Vec<String>,
     /// Remarks that are not problems (a check that could not be made, and why).
     pub notes: Vec<String>,
+    /// How many of the problems are drift (recorded text differs from the corpus), which
+    /// [`reanchor`](super::reanchor::reanchor) may repair.
+    pub drifted: usize,
 }
 
 impl Validation {
@@ -40,6 +43,7 @@ pub fn validate(path: impl AsRef<Utf8Path>, corpus: &Corpus) -> Result<Validatio
     let path = path.as_ref();
     let mut problems: Vec<(usize, String)> = Vec::new();
     let mut notes = Vec::new();
+    let mut drifted = 0;
     let mut chunk = Vec::new();
     let mut token = Vec::new();
     for row in lines_of(path)? {
@@ -58,7 +62,7 @@ pub fn validate(path: impl AsRef<Utf8Path>, corpus: &Corpus) -> Result<Validatio
     } else if token.len() >= chunk.len() {
         other_level::<ChunkLevel, TokenLevel>(path, &chunk, &token, &mut problems);
         let d = one_level(path, token, &mut problems);
-        check_token(&d, corpus, &mut problems);
+        drifted = check_token(&d, corpus, &mut problems);
         Some(AnyDataset::Token(d))
     } else {
         other_level::<TokenLevel, ChunkLevel>(path, &token, &chunk, &mut problems);
@@ -71,6 +75,7 @@ pub fn validate(path: impl AsRef<Utf8Path>, corpus: &Corpus) -> Result<Validatio
         dataset,
         problems: problems.into_iter().map(|(_, p)| p).collect(),
         notes,
+        drifted,
     })
 }
 
@@ -123,7 +128,12 @@ fn one_level<L: Level>(
         .expect("repeated ids were left out")
 }
 
-fn check_token(d: &Dataset<TokenLevel>, corpus: &Corpus, problems: &mut Vec<(usize, String)>) {
+/// Returns how many spans drifted.
+fn check_token(
+    d: &Dataset<TokenLevel>,
+    corpus: &Corpus,
+    problems: &mut Vec<(usize, String)>,
+) -> usize {
     let line = |i: usize| d.lines.get(i).copied().unwrap_or(0);
     let mut index_of: HashMap<&str, usize> = HashMap::new();
     for (i, e) in d.examples().iter().enumerate() {
@@ -157,9 +167,12 @@ fn check_token(d: &Dataset<TokenLevel>, corpus: &Corpus, problems: &mut Vec<(usi
             ));
         }
     }
+    let mut drifted = 0;
     for p in d.check_against(corpus) {
+        drifted += usize::from(matches!(p.kind, super::SpanProblemKind::Drift { .. }));
         problems.push((line(index_of[p.example_id.as_str()]), p.to_string()));
     }
+    drifted
 }
 
 fn check_chunk(
@@ -291,6 +304,7 @@ mod tests {
             panic!()
         };
         assert_eq!(d.len(), 5, "q1 q2 q3 q5 q6");
+        assert_eq!(v.drifted, 1);
     }
 
     #[test]
