@@ -5,6 +5,18 @@
 //! - [`PaChunkId`] = `pa_chunk_` + 12 hex digits of SHA-256 over the document id's UTF-8 bytes,
 //!   a NUL byte, start and end as little-endian `u64`, and the content's UTF-8 bytes: the same
 //!   text at two places gets two ids.
+//!
+//! One id per purpose:
+//!
+//! | purpose | id |
+//! |---|---|
+//! | chunk-level ground truth (`relevant_chunk_ids`) and chunk-level retrieval files | [`ChunkId`] |
+//! | a chunk at one place (`rag-eval chunk`'s `id`, [`PositionAwareChunk::id`], the registry) | [`PaChunkId`] |
+//!
+//! The two never coincide and neither can be derived from the other without the chunk's text
+//! and place. A `pa_chunk_…` id where a content id belongs would match nothing and score 0, so
+//! reading a chunk-level dataset or retrieval file refuses it with file:line and names what to
+//! use instead (`rag-eval chunk` prints both ids: `id` and `chunk_id`).
 
 use crate::corpus::{DocId, Metadata};
 use crate::span::CharSpan;
