@@ -2,6 +2,10 @@
 //! chunking-eval-general (1.45 MB) against LangChain's `RecursiveCharacterTextSplitter` with
 //! `add_start_index=True`, both measured in the same run.
 //!
+//! Then `MarkdownChunker` on large synthetic inputs (prose, a one-line data URI, a line without
+//! spaces) against `text-splitter`'s `MarkdownSplitter` handed the whole text at once, which is
+//! what `MarkdownChunker` did before it split in windows (`-- --markdown-only` runs just this).
+//!
 //! `cargo bench --bench chunking` (optional: `-- --reps N`). The Python side runs
 //! `benches/scripts/langchain_chunking.py` with `benches/scripts/.venv`, and is skipped with a
 //! notice when that venv is missing. Under `cargo test --benches` it chunks once, unmeasured,
@@ -50,6 +54,12 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(31usize);
 
+    if args.iter().any(|a| a == "--bench") {
+        markdown(reps.min(3));
+        if args.iter().any(|a| a == "--markdown-only") {
+            return;
+        }
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let corpora = root.join("../shared/data/chunking-eval-general/corpora");
     if !corpora.is_dir() {
@@ -171,4 +181,56 @@ fn main() {
         theirs.as_secs_f64() / ours.as_secs_f64(),
         their_split.as_secs_f64() / plain.as_secs_f64()
     );
+}
+
+/// `MarkdownChunker` against the unwindowed splitter on inputs where the latter's work per chunk
+/// grows with the text left.
+fn markdown(reps: usize) {
+    use rag_eval::chunker::MarkdownChunker;
+    use text_splitter::{ChunkConfig, MarkdownSplitter};
+    let para = "Some words in a paragraph, with a [link](http://example.com) and `code`.\n\n";
+    let prose = |mb: usize| format!("# Title\n\n{}", para.repeat(mb * 1_000_000 / para.len()));
+    let uri = |mb: usize| {
+        format!(
+            "![x](data:image/png;base64,{})",
+            "QUJD".repeat(mb * 1_000_000 / 4)
+        )
+    };
+    let cases: Vec<(String, String, usize, bool)> = vec![
+        ("prose 5 MB".into(), prose(5), 800, true),
+        ("prose 20 MB".into(), prose(20), 800, false),
+        ("prose 50 MB".into(), prose(50), 800, false),
+        ("data URI 1 MB, one line".into(), uri(1), 800, true),
+        ("data URI 4 MB, one line".into(), uri(4), 800, false),
+        (
+            "50k chars without spaces, size=1".into(),
+            "x".repeat(50_000),
+            1,
+            true,
+        ),
+        (
+            "200k chars without spaces, size=1".into(),
+            "x".repeat(200_000),
+            1,
+            false,
+        ),
+    ];
+    println!("markdown:size=N,overlap=0, median of {reps}");
+    for (name, text, size, unwindowed) in cases {
+        let doc = rag_eval::corpus::Document::new("d.md", text.as_str());
+        let chunker = MarkdownChunker::new(size);
+        let n = chunker.chunk_with_positions(&doc).len();
+        let ours = time(reps, || chunker.chunk_with_positions(&doc).len());
+        let before = if unwindowed {
+            let whole = MarkdownSplitter::new(ChunkConfig::new(size));
+            let t = time(1, || whole.chunk_indices(&text).count());
+            format!("{:>12}", ms(t))
+        } else {
+            "(not run)".into()
+        };
+        println!(
+            "{name:<36} windowed {:>12} ({n} chunks)   whole text at once {before}",
+            ms(ours)
+        );
+    }
 }
