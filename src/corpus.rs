@@ -182,24 +182,19 @@ impl Corpus {
             .follow_links(true)
             .sort_by_file_name()
         {
-            let entry = entry.map_err(|e| {
-                let path = e
-                    .path()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| root.to_string());
-                Error::io("list", path, e.into())
-            })?;
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => match walk_error(root, &matcher, e) {
+                    Some(err) => return Err(err),
+                    None => continue,
+                },
+            };
             if !entry.file_type().is_file() {
                 continue;
             }
             let path = Utf8Path::from_path(entry.path())
                 .ok_or_else(|| Error::NonUtf8Path(entry.path().to_string_lossy().into_owned()))?;
-            let rel = path.strip_prefix(root).unwrap_or(path);
-            let id = rel
-                .components()
-                .map(|c| c.as_str())
-                .collect::<Vec<_>>()
-                .join("/");
+            let id = relative_id(root, path);
             if !matcher.is_match(&id) {
                 continue;
             }
@@ -248,6 +243,62 @@ impl Corpus {
     pub fn char_len(&self) -> usize {
         self.documents.iter().map(Document::char_len).sum()
     }
+}
+
+/// A path under `root` as a document id: relative, with `/` separators.
+fn relative_id(root: &Utf8Path, path: &Utf8Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// What a failed step of the folder walk means: `None` when it can be passed over.
+///
+/// A link whose target cannot be reached (dangling, or inside a folder we may not enter) fails
+/// the walk only when the glob would have read it: a stray broken link beside the documents
+/// must not make the corpus unloadable. A folder that cannot be listed stays an error, since
+/// documents may hide in it.
+fn walk_error(root: &Utf8Path, matcher: &globset::GlobMatcher, e: walkdir::Error) -> Option<Error> {
+    let Some(path) = e.path().map(std::path::Path::to_path_buf) else {
+        return Some(Error::io("list", root, walk_io_error(e)));
+    };
+    let shown = path.to_string_lossy().into_owned();
+    let link_target = std::fs::symlink_metadata(&path)
+        .ok()
+        .filter(|m| m.file_type().is_symlink())
+        .and_then(|_| std::fs::read_link(&path).ok());
+    let Some(target) = link_target else {
+        return Some(Error::io("list", shown, walk_io_error(e)));
+    };
+    let id = match Utf8Path::from_path(&path) {
+        Some(p) => relative_id(root, p),
+        None => return Some(Error::NonUtf8Path(shown)),
+    };
+    if !matcher.is_match(&id) {
+        return None;
+    }
+    let cause = walk_io_error(e);
+    Some(Error::io(
+        "read",
+        shown,
+        std::io::Error::new(
+            cause.kind(),
+            format!(
+                "it is a link to `{}`, which cannot be read: {cause}",
+                target.display()
+            ),
+        ),
+    ))
+}
+
+/// The OS error under a walk error, without walkdir's own "IO error for operation on …"
+/// wrapper, which would repeat the path the message already names.
+fn walk_io_error(e: walkdir::Error) -> std::io::Error {
+    let text = e.to_string();
+    e.into_io_error()
+        .unwrap_or_else(|| std::io::Error::other(text))
 }
 
 /// Reads a file that must be UTF-8, with errors naming the path.
@@ -326,5 +377,36 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("invalid glob `[`"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_link_fails_the_walk_only_when_the_glob_would_read_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("a.md"), "a").unwrap();
+        std::os::unix::fs::symlink(root.join("gone"), root.join("junk")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone.txt"), root.join("sub/notes.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone-dir"), root.join("sub/cache")).unwrap();
+        let c = Corpus::from_folder(root, None).unwrap();
+        let ids: Vec<_> = c.documents().iter().map(|d| d.id().as_str()).collect();
+        assert_eq!(ids, ["a.md"]);
+
+        std::os::unix::fs::symlink(root.join("moved.md"), root.join("sub/b.md")).unwrap();
+        let err = Corpus::from_folder(root, None).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(
+            text,
+            format!(
+                "read `{root}/sub/b.md`: it is a link to `{root}/moved.md`, which cannot be read: No such file or directory (os error 2)"
+            )
+        );
+        // The walk's own wrapper and the OS error are not repeated by the error's source.
+        let source = std::error::Error::source(&err).unwrap().to_string();
+        assert!(text.ends_with(&source), "{source}");
+        assert!(std::error::Error::source(&err).unwrap().source().is_none());
+        // A glob that never reads it passes it over.
+        assert_eq!(Corpus::from_folder(root, Some("*.md")).unwrap().len(), 1);
     }
 }
