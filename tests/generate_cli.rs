@@ -876,6 +876,33 @@ fn errors_are_one_line_naming_what_failed() {
     mix.extend(["--difficulty-mix".into(), "factual=0.5,easy=0.5".into()]);
     assert!(fails(&mix).contains("unknown difficulty `easy`"));
 
+    // Shares that do not make a whole are refused with their sum, not rescaled.
+    let mut partial = generate_args("token", &model, &dir.path().join("p.jsonl"));
+    partial.extend([
+        "--difficulty-mix".into(),
+        "factual=0.4,analytical=0.3".into(),
+    ]);
+    let e = fails(&partial);
+    assert!(
+        e.contains("the shares sum to 0.7, not 1 (factual=0.4 + analytical=0.3)"),
+        "{e}"
+    );
+    assert!(!dir.path().join("p.jsonl").exists(), "{e}");
+
+    // A temperature that is no number in the servers' range is a usage error before any
+    // request (NaN used to be sent as `null`).
+    for bad in ["NaN", "inf", "-0.5", "2.5"] {
+        let mut t = generate_args("token", &model, &dir.path().join("t.jsonl"));
+        t.push(format!("--temperature={bad}"));
+        let o = run(&t);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("--temperature") && err.contains("is not a temperature from 0 to 2"),
+            "{bad}: {err}"
+        );
+    }
+
     // The chunk level needs its chunker: a usage error.
     let mut no_chunker = generate_args("chunk", &model, &dir.path().join("c.jsonl"));
     no_chunker.truncate(no_chunker.len() - 2);

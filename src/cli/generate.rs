@@ -69,8 +69,8 @@ pub(super) struct GenerateArgs {
     /// `=== answerable ===` sections.
     #[arg(long, value_name = "FILE")]
     prompt_file: Option<Utf8PathBuf>,
-    /// Target shares per difficulty, e.g. `factual=0.4,analytical=0.3,inferential=0.3`; the
-    /// excess is dropped at the end.
+    /// Target shares per difficulty, summing to 1, e.g.
+    /// `factual=0.4,analytical=0.3,inferential=0.3`; the excess is dropped at the end.
     #[arg(long, value_name = "MIX")]
     difficulty_mix: Option<String>,
     /// Drop questions the model answers confidently without the document (one more call per
@@ -80,8 +80,8 @@ pub(super) struct GenerateArgs {
     /// Keep near-duplicate questions.
     #[arg(long)]
     no_dedup: bool,
-    /// Sampling temperature (the server's default when unset).
-    #[arg(long)]
+    /// Sampling temperature, from 0 to 2 (the server's default when unset).
+    #[arg(long, value_parser = parse_temperature)]
     temperature: Option<f32>,
     /// Seconds one request may take before it is retried.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
@@ -89,6 +89,19 @@ pub(super) struct GenerateArgs {
     /// Price per 1,000 tokens (prompt and answer alike), to show what the run costs.
     #[arg(long, value_name = "PRICE")]
     price_per_1k_tokens: Option<f64>,
+}
+
+/// A temperature the servers accept: OpenAI's range, which the local servers share. A NaN
+/// would otherwise travel as JSON `null` and leave the server's default in place unnoticed.
+fn parse_temperature(s: &str) -> std::result::Result<f32, String> {
+    let t: f32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !t.is_finite() || !(0.0..=2.0).contains(&t) {
+        return Err(format!("{t} is not a temperature from 0 to 2"));
+    }
+    Ok(t)
 }
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.

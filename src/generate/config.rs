@@ -38,8 +38,9 @@ pub struct GenerateConfig {
     /// Ask the model to answer each question without the document, and drop the question when
     /// it answers confidently with the excerpt's content (it would not test retrieval).
     pub check_answerable: bool,
-    /// Target shares of each difficulty; the excess of over-represented difficulties is
-    /// dropped (chosen by the seed). A difficulty left out gets share 0.
+    /// Target shares of each difficulty, summing to 1 (see [`parse_mix`](super::parse_mix)); the
+    /// excess of over-represented difficulties is dropped (chosen by the seed). A difficulty
+    /// left out gets share 0.
     pub difficulty_mix: Option<BTreeMap<Difficulty, f64>>,
     /// Worked examples shown to the model; empty means [`FewShot::builtin`].
     pub few_shot: Vec<FewShot>,
@@ -48,7 +49,8 @@ pub struct GenerateConfig {
     /// The model to ask for (sent with every request) and to record in metadata; `None` keeps
     /// the client's default and records [`LlmClient::name`](crate::llm::LlmClient::name).
     pub model: Option<String>,
-    /// Sampling temperature sent with every request; `None` keeps the server's default.
+    /// Sampling temperature sent with every request, from 0 to 2; `None` keeps the server's
+    /// default.
     pub temperature: Option<f32>,
     /// Seed for every choice made at random: the partner document, which windows get the
     /// questions, which questions the difficulty mix drops.
@@ -109,6 +111,12 @@ impl GenerateConfig {
         if let Some(t) = self.dedup_threshold {
             if !(-1.0..=1.0).contains(&t) {
                 return bad(format!("dedup_threshold {t} is outside [-1, 1]"));
+            }
+        }
+        if let Some(t) = self.temperature {
+            // NaN would be sent as JSON `null`, silently keeping the server's default.
+            if !t.is_finite() || !(0.0..=2.0).contains(&t) {
+                return bad(format!("temperature {t} is outside [0, 2]"));
             }
         }
         if let Some(mix) = &self.difficulty_mix {
@@ -172,6 +180,27 @@ mod tests {
                     ..ok.clone()
                 },
                 "window_chars",
+            ),
+            (
+                GenerateConfig {
+                    temperature: Some(f32::NAN),
+                    ..ok.clone()
+                },
+                "temperature NaN",
+            ),
+            (
+                GenerateConfig {
+                    temperature: Some(2.5),
+                    ..ok.clone()
+                },
+                "temperature 2.5",
+            ),
+            (
+                GenerateConfig {
+                    difficulty_mix: Some(BTreeMap::from([(Difficulty::Factual, 0.5)])),
+                    ..ok.clone()
+                },
+                "sum to 0.5",
             ),
         ];
         for (c, name) in cases {

@@ -64,8 +64,8 @@ impl FromStr for Difficulty {
 }
 
 /// Parses a difficulty mix such as `factual=0.4,analytical=0.3,inferential=0.3`. Shares must be
-/// finite and non-negative with a positive sum; they need not sum to 1 (they are normalised).
-/// A difficulty left out gets share 0.
+/// finite and non-negative and sum to 1 (within [`MIX_SUM_TOLERANCE`]). A difficulty left out
+/// gets share 0.
 pub fn parse_mix(s: &str) -> Result<BTreeMap<Difficulty, f64>> {
     let mut mix = BTreeMap::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -89,16 +89,28 @@ pub fn parse_mix(s: &str) -> Result<BTreeMap<Difficulty, f64>> {
     Ok(mix)
 }
 
+/// How far from 1 the shares of a difficulty mix may sum: enough for shares written with three
+/// decimals (`0.333` three times), not enough to hide a typo such as `0.4,0.3,0.4`.
+pub const MIX_SUM_TOLERANCE: f64 = 1e-3;
+
+/// Shares that are not all meant as fractions of the whole (`factual=4,analytical=6`, or a
+/// forgotten entry) are refused rather than silently rescaled: the user sees the sum.
 pub(crate) fn check_mix(mix: &BTreeMap<Difficulty, f64>) -> Result<()> {
     if let Some((d, s)) = mix.iter().find(|(_, s)| !s.is_finite() || **s < 0.0) {
         return Err(Error::Config(format!(
             "difficulty mix: share {s} of `{d}` is not a non-negative number"
         )));
     }
-    if mix.values().sum::<f64>() <= 0.0 {
-        return Err(Error::Config(
-            "difficulty mix: the shares sum to zero".into(),
-        ));
+    let sum: f64 = mix.values().sum();
+    // The margin keeps the boundary itself (0.999) on the accepted side despite rounding.
+    if (sum - 1.0).abs() > MIX_SUM_TOLERANCE + 1e-12 {
+        let shares: Vec<String> = mix.iter().map(|(d, s)| format!("{d}={s}")).collect();
+        // Rounded so that 0.4 + 0.3 reads 0.7, not 0.7000000000000001.
+        let shown = (sum * 1e6).round() / 1e6;
+        return Err(Error::Config(format!(
+            "difficulty mix: the shares sum to {shown}, not 1 ({})",
+            shares.join(" + ")
+        )));
     }
     Ok(())
 }
@@ -112,12 +124,21 @@ mod tests {
         let m = parse_mix("factual=0.4, Analytical=0.6").unwrap();
         assert_eq!(m.len(), 2);
         assert_eq!(m[&Difficulty::Analytical], 0.6);
+        // Three decimals are close enough; a whole share missing is not.
+        assert!(parse_mix("factual=0.333,analytical=0.333,inferential=0.333").is_ok());
+        assert!(parse_mix("factual=1").is_ok());
         for (bad, msg) in [
             ("factual", "is not `difficulty=share`"),
             ("factual=x", "`x` is not a number"),
             ("easy=1", "unknown difficulty `easy`"),
             ("factual=-1", "not a non-negative number"),
-            ("factual=0", "sum to zero"),
+            ("factual=0", "the shares sum to 0, not 1 (factual=0)"),
+            (
+                "factual=0.4,analytical=0.3",
+                "the shares sum to 0.7, not 1 (factual=0.4 + analytical=0.3)",
+            ),
+            ("factual=4,analytical=6", "the shares sum to 10, not 1"),
+            ("factual=0.5,inferential=0.51", "sum to 1.01, not 1"),
             ("factual=1,factual=2", "names `factual` twice"),
         ] {
             let e = parse_mix(bad).unwrap_err().to_string();

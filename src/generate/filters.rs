@@ -229,7 +229,10 @@ mod tests {
             "the seed chooses which ones go"
         );
         // Shares that are already met drop nothing.
-        let even = super::super::parse_mix("factual=10,analytical=3").unwrap();
+        let even = BTreeMap::from([
+            (Difficulty::Factual, 10.0 / 13.0),
+            (Difficulty::Analytical, 3.0 / 13.0),
+        ]);
         assert_eq!(enforce_mix(&mut other, &even, 0), 0);
     }
 }

@@ -63,7 +63,7 @@ mod token;
 pub use batch::{example_id, DocumentBatch};
 pub use chunk::ChunkLevelDataGenerator;
 pub use config::GenerateConfig;
-pub use difficulty::{parse_mix, Difficulty};
+pub use difficulty::{parse_mix, Difficulty, MIX_SUM_TOLERANCE};
 pub use dropped::Dropped;
 pub use few_shot::FewShot;
 pub use prompt::{Prompt, Prompts};
