@@ -105,12 +105,64 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_message(&e));
             ExitCode::FAILURE
         }
     }
 }
 
+/// The error and its causes on one line, each cause once.
+///
+/// Our errors put their cause in their own message (a library user printing `{e}` sees the OS
+/// error) and still return it as `source()` (so it can be inspected): printing the whole chain
+/// would repeat it. A cause whose text is already on the line is left out.
+fn error_message(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
 fn render_table(title: &str, means: &metrics::Figures, stds: &metrics::Figures) -> String {
     format!("{title}\n{}", crate::eval::metric_table(means, stds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let os = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = anyhow::Error::from(crate::Error::io("read", "x.jsonl", os()));
+        assert_eq!(error_message(&e), format!("read `x.jsonl`: {}", os()));
+
+        // Context that does not name the cause keeps it; context that does, does not repeat it.
+        let e = Err::<(), _>(crate::Error::io("read", "x.jsonl", os()))
+            .context("cannot load the dataset")
+            .unwrap_err();
+        assert_eq!(
+            error_message(&e),
+            format!("cannot load the dataset: read `x.jsonl`: {}", os())
+        );
+        let e = Err::<(), _>(os()).context("reading x").unwrap_err();
+        assert_eq!(error_message(&e), format!("reading x: {}", os()));
+
+        let nested = crate::Error::Retrieval {
+            query: "q1".into(),
+            source: Box::new(crate::Error::io("read", "index", os())),
+        };
+        assert_eq!(
+            error_message(&anyhow::Error::from(nested)),
+            format!("retrieval failed for query `q1`: read `index`: {}", os())
+        );
+    }
 }
