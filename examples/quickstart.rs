@@ -26,23 +26,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         corpus.char_len()
     );
 
-    let chunkers: Vec<(&str, Box<dyn PositionAwareChunker>)> = vec![
-        (
-            "recursive, 400 chars",
-            Box::new(RecursiveCharacterChunker::new(400, 0)),
-        ),
-        (
-            "recursive, 200 chars",
-            Box::new(RecursiveCharacterChunker::new(200, 0)),
-        ),
-        (
-            "fixed, 100 tokens / 50 overlap",
-            Box::new(FixedTokenChunker::new(100, 50)),
-        ),
-        ("markdown, 400 chars", Box::new(MarkdownChunker::new(400))),
+    // Chunkers by the specs `rag-eval chunk --chunker` and `rag-eval eval --chunker` take, so
+    // that a line of the table can be rerun from the command line as it is labelled.
+    let specs = [
+        "recursive:size=400,overlap=0",
+        "recursive:size=200,overlap=0",
+        "token:size=100,overlap=50",
+        "markdown:size=400",
     ];
     let mut runs = Vec::new();
-    for (label, chunker) in chunkers {
+    for spec in specs {
+        let chunker = rag_eval::chunker::parse_spec(spec)?;
         // PrecisionΩ needs every chunk the chunker makes, not just the retrieved ones.
         let spans: Vec<CharSpan> = chunker
             .chunk_corpus(&corpus)
@@ -52,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let metrics = token_level_metrics(SpanMode::Standard, Some(ChunkIndex::new(&spans)));
         let retriever = Bm25Retriever::new(chunker);
         runs.push((
-            label.to_owned(),
+            spec.to_owned(),
             evaluation.run_blocking(&retriever, 5, &metrics)?,
         ));
     }

@@ -101,3 +101,32 @@ fn a_broken_link_beside_the_documents_is_passed_over() {
         )
     );
 }
+
+/// The chunker labels of the README's quickstart table, which the example prints.
+fn quickstart_labels() -> Vec<String> {
+    let readme = include_str!("../README.md");
+    let table = readme
+        .split("```text\nchunker ")
+        .nth(1)
+        .expect("the README shows the quickstart's table");
+    table
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_quickstart_names_chunkers_as_the_cli_does() {
+    let labels = quickstart_labels();
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    let example = include_str!("../examples/quickstart.rs");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.md"), "Alpha beta gamma.").unwrap();
+    for label in &labels {
+        assert!(example.contains(&format!("\"{label}\"")), "{label}");
+        let (code, _, err) = run(&["chunk", s(dir.path()), "--chunker", label]);
+        assert_eq!(code, 0, "`{label}` is not a chunker spec: {err}");
+    }
+}
