@@ -130,3 +130,147 @@ fn the_quickstart_names_chunkers_as_the_cli_does() {
         assert_eq!(code, 0, "`{label}` is not a chunker spec: {err}");
     }
 }
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_run_whose_queries_are_not_judged_is_an_error_and_a_partial_match_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let qrels = write(dir.path(), "qrels.txt", "q1 0 d1 1\nq2 0 d2 1\n");
+    let disjoint = write(
+        dir.path(),
+        "disjoint.txt",
+        "Q1 Q0 d1 1 0.9 r\nQ2 Q0 d2 1 0.9 r\n",
+    );
+    let err = fails(&["score", "--qrels", s(&qrels), "--run", s(&disjoint)]);
+    assert!(
+        err.contains("no query of the run")
+            && err.contains("(`Q1`, `Q2`) never match the judged ones (`q1`, `q2`)"),
+        "{err}"
+    );
+
+    let partial = write(
+        dir.path(),
+        "partial.txt",
+        "q1 Q0 d1 1 0.9 r\nq3 Q0 d2 1 0.9 r\nq4 Q0 d2 1 0.9 r\n",
+    );
+    let (code, out, err) = run(&[
+        "score",
+        "--qrels",
+        s(&qrels),
+        "--run",
+        s(&partial),
+        "-m",
+        "P.1",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.starts_with("warning: 2 of 3 queries of the run")
+            && err.contains("left out of the figures (`q3`, `q4`)"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["queries"], 1, "{v}");
+}
+
+#[test]
+fn a_measure_named_twice_is_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let qrels = write(dir.path(), "qrels.txt", "q1 0 d1 1\n");
+    let run_file = write(dir.path(), "run.txt", "q1 Q0 d1 1 0.9 r\n");
+    let (code, out, err) = run(&[
+        "score",
+        "--qrels",
+        s(&qrels),
+        "--run",
+        s(&run_file),
+        "-m",
+        "P.5",
+        "-m",
+        "map",
+        "-m",
+        "P_5",
+        "-m",
+        "precision@5",
+        "-m",
+        "map",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Keys in the order they are written: a JSON map would hide a repeated one.
+    let keys = |section: &str| -> Vec<String> {
+        let start = out.find(&format!("\"{section}\":{{")).unwrap() + section.len() + 4;
+        let body = &out[start..start + out[start..].find('}').unwrap()];
+        body.split(',')
+            .map(|kv| kv.split(':').next().unwrap().trim_matches('"').to_owned())
+            .collect()
+    };
+    assert_eq!(keys("metrics"), ["precision@5", "map"], "{out}");
+    assert_eq!(keys("std"), ["precision@5", "map"], "{out}");
+}
+
+#[test]
+fn a_chunk_listing_of_another_corpus_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "Alpha beta gamma delta. Epsilon zeta eta theta. Iota kappa lambda mu.";
+    write(dir.path(), "docs/a.md", text);
+    let dataset = write(
+        dir.path(),
+        "d.jsonl",
+        "{\"id\":\"q1\",\"inputs\":{\"query\":\"zeta?\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":24,\"end\":47}]}}\n",
+    );
+    let retrieved = write(
+        dir.path(),
+        "r.jsonl",
+        "{\"id\":\"q1\",\"retrieved\":[{\"doc_id\":\"a.md\",\"start\":24,\"end\":47}]}\n",
+    );
+    let chunker = "recursive:size=30,overlap=0";
+    let score = |chunks: &Path| {
+        run(&[
+            "score",
+            "--dataset",
+            s(&dataset),
+            "--retrieved",
+            s(&retrieved),
+            "--chunks",
+            s(chunks),
+            "--json",
+        ])
+    };
+    // The corpus chunked from its own folder: ids as the dataset has them.
+    let (_, listing, _) = run(&["chunk", s(&dir.path().join("docs")), "--chunker", chunker]);
+    let good = write(dir.path(), "good.jsonl", &listing);
+    let (code, _, err) = score(&good);
+    assert_eq!(code, 0, "{err}");
+
+    // Chunked from the folder above: every id is `docs/a.md`, and PrecisionΩ would be 0.
+    let (_, listing, _) = run(&["chunk", s(dir.path()), "--chunker", chunker]);
+    let other = write(dir.path(), "other.jsonl", &listing);
+    let (code, _, err) = score(&other);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "does not come from the dataset's corpus: it has no chunk of 1 of the 1 documents"
+        ) && err.contains("(`a.md`); it lists `docs/a.md`"),
+        "{err}"
+    );
+
+    // Chunks of another text under the same name miss the answer altogether.
+    let short = write(
+        dir.path(),
+        "short.jsonl",
+        "{\"doc_id\":\"a.md\",\"start\":0,\"end\":20}\n",
+    );
+    let (code, _, err) = score(&short);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("no chunk of `a.md` overlaps characters 24..47, the answer of query `q1`"),
+        "{err}"
+    );
+}

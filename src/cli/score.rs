@@ -99,6 +99,9 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
                 }
             }
             let chunks = a.chunks.as_deref().map(load_chunk_spans).transpose()?;
+            if let (Some(path), Some(chunks)) = (&a.chunks, &chunks) {
+                check_chunk_listing(&d, chunks, path)?;
+            }
             let index = chunks.as_deref().map(metrics::ChunkIndex::new);
             let metrics = metrics::token_level_metrics(a.mode, index);
             score_dataset(
@@ -227,14 +230,22 @@ fn score_trec(
     if cutoffs.contains(&0) {
         bail!("-k must be at least 1");
     }
-    let qrels = trec::Qrels::from_file(qrels)?;
-    let run = trec::Run::from_file(run)?;
+    let qrels_path = qrels;
+    let run_path = run;
+    let qrels = trec::Qrels::from_file(qrels_path)?;
+    let run = trec::Run::from_file(run_path)?;
+    check_run_matches_qrels(&qrels, &run, qrels_path, run_path)?;
     let measures = if names.is_empty() {
         trec::Measure::defaults(cutoffs)
     } else {
-        let mut all = Vec::new();
+        // A measure named twice (`-m P.5 -m P_5`) is reported once, where it first appears.
+        let mut all: Vec<trec::Measure> = Vec::new();
         for n in names {
-            all.extend(trec::Measure::parse(n, cutoffs)?);
+            for m in trec::Measure::parse(n, cutoffs)? {
+                if !all.contains(&m) {
+                    all.push(m);
+                }
+            }
         }
         all
     };
@@ -247,6 +258,110 @@ fn score_trec(
             &result.metrics,
             &result.std,
         ))?;
+    }
+    Ok(())
+}
+
+/// A run none of whose queries is judged scores nothing, and trec_eval's rule (only judged
+/// queries count) would print an empty or all-zero result that looks like a bad run: that is an
+/// error. Some queries without judgements is ordinary, but the figures leave them out, so say
+/// how many.
+fn check_run_matches_qrels(
+    qrels: &trec::Qrels,
+    run: &trec::Run,
+    qrels_path: &Utf8Path,
+    run_path: &Utf8Path,
+) -> Result<()> {
+    let ids: Vec<&str> = run.query_ids().collect();
+    let unjudged: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|q| qrels.num_relevant(q).is_none())
+        .collect();
+    if ids.is_empty() {
+        bail!("the run `{run_path}` holds no lines");
+    }
+    if unjudged.len() == ids.len() {
+        let judged: Vec<&str> = qrels.query_ids().take(3).collect();
+        bail!(
+            "no query of the run `{run_path}` is in the qrels `{qrels_path}`: the run's query ids ({}{}) never match the judged ones ({}{})",
+            quoted(&ids[..ids.len().min(3)]),
+            if ids.len() > 3 { ", …" } else { "" },
+            quoted(&judged),
+            if qrels.len() > 3 { ", …" } else { "" }
+        );
+    }
+    if !unjudged.is_empty() {
+        eprintln!(
+            "warning: {} of {} queries of the run `{run_path}` are not in the qrels `{qrels_path}` and are left out of the figures ({}{})",
+            unjudged.len(),
+            ids.len(),
+            quoted(&unjudged[..unjudged.len().min(3)]),
+            if unjudged.len() > 3 { ", …" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+fn quoted(ids: &[&str]) -> String {
+    ids.iter()
+        .map(|q| format!("`{q}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A chunk listing made over another corpus (or another copy of it, chunked from another
+/// folder so that document ids differ) gives PrecisionΩ 0 without any other sign: every
+/// document the truth cites must have chunks in the listing, and every truth span must overlap
+/// one of them.
+fn check_chunk_listing(
+    d: &Dataset<crate::level::TokenLevel>,
+    chunks: &[crate::span::CharSpan],
+    path: &Utf8Path,
+) -> Result<()> {
+    use std::collections::BTreeMap;
+    let mut by_doc: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in chunks {
+        *by_doc.entry(c.doc.as_str()).or_default() += 1;
+    }
+    let mut cited: Vec<&str> = d
+        .examples()
+        .iter()
+        .flat_map(|e| e.truth.iter().map(|s| s.doc.as_str()))
+        .collect();
+    cited.sort_unstable();
+    cited.dedup();
+    let missing: Vec<&str> = cited
+        .iter()
+        .copied()
+        .filter(|doc| !by_doc.contains_key(doc))
+        .collect();
+    if !missing.is_empty() {
+        let listed: Vec<&str> = by_doc.keys().copied().take(3).collect();
+        bail!(
+            "the chunk listing `{path}` does not come from the dataset's corpus: it has no chunk of {} of the {} documents `{}` cites ({}{}); it lists {}{}",
+            missing.len(),
+            cited.len(),
+            d.source(),
+            quoted(&missing[..missing.len().min(3)]),
+            if missing.len() > 3 { ", …" } else { "" },
+            if listed.is_empty() { "nothing".to_owned() } else { quoted(&listed) },
+            if by_doc.len() > 3 { ", …" } else { "" }
+        );
+    }
+    let covered = crate::span::SpanSet::from_spans(chunks);
+    for e in d.examples() {
+        for t in &e.truth {
+            if !t.is_empty() && !covered.overlaps(t) {
+                bail!(
+                    "the chunk listing `{path}` does not come from the dataset's corpus: no chunk of `{}` overlaps characters {}..{}, the answer of query `{}`",
+                    t.doc,
+                    t.start,
+                    t.end,
+                    e.id
+                );
+            }
+        }
     }
     Ok(())
 }
