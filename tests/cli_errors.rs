@@ -274,3 +274,55 @@ fn a_chunk_listing_of_another_corpus_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn ndcg_is_trec_evals_whole_ranking_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let qrels = write(dir.path(), "qrels.txt", "q1 0 d1 1\nq1 0 d2 1\n");
+    // d1 at rank 7: past a cut-off of 5, inside the whole ranking.
+    let lines: String = (1..=7)
+        .map(|r| {
+            let doc = if r == 7 {
+                "d1".to_owned()
+            } else {
+                format!("x{r}")
+            };
+            format!("q1 Q0 {doc} {r} {} t\n", 10 - r)
+        })
+        .collect();
+    let run_file = write(dir.path(), "run.txt", &lines);
+    let (code, out, err) = run(&[
+        "score",
+        "--qrels",
+        s(&qrels),
+        "--run",
+        s(&run_file),
+        "-m",
+        "ndcg",
+        "-k",
+        "5",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let want = (1.0 / 8f64.log2()) / (1.0 + 1.0 / 3f64.log2());
+    let got = v["metrics"]["ndcg"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!((got - want).abs() < 1e-12, "{got} {want}");
+    assert_eq!(v["metrics"].as_object().unwrap().len(), 1, "{v}");
+
+    let err = fails(&[
+        "score",
+        "--qrels",
+        s(&qrels),
+        "--run",
+        s(&run_file),
+        "-m",
+        "ndcg.5",
+    ]);
+    assert!(
+        err.contains("nDCG at a cut-off is `ndcg_cut` (`ndcg_cut.5`)"),
+        "{err}"
+    );
+}

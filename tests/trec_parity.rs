@@ -69,8 +69,14 @@ fn every_per_query_figure_matches_pytrec_eval() {
         mismatches.len(),
         mismatches.join("\n")
     );
-    // 17 figures (P, recall, ndcg_cut at 5 cut-offs, recip_rank, map) for every query
-    assert_eq!(compared, theirs.len() * 17);
+    // 18 figures (P, recall, ndcg_cut at 5 cut-offs, ndcg, recip_rank, map) for every query
+    assert_eq!(compared, theirs.len() * 18);
+    // trec_eval's ndcg has no cut-off: on rankings longer than 20 it is not ndcg_cut_20.
+    let past_the_cutoffs = theirs
+        .values()
+        .filter(|f| (f["ndcg"].as_f64().unwrap() - f["ndcg_cut_20"].as_f64().unwrap()).abs() > 1e-6)
+        .count();
+    assert!(past_the_cutoffs >= 5, "{past_the_cutoffs}");
     assert!(theirs.len() >= 50, "fixture too small: {}", theirs.len());
 }
 

@@ -38,7 +38,8 @@ pub(super) struct ScoreArgs {
     /// Chunk listing from `rag-eval chunk` with the same chunker; enables precision_omega.
     #[arg(long, requires = "dataset")]
     chunks: Option<Utf8PathBuf>,
-    /// trec_eval measure names (`P`, `recall`, `ndcg_cut`, `recip_rank`, `map`, or `P.5,10`).
+    /// trec_eval measure names (`P`, `recall`, `ndcg_cut`, `ndcg`, `recip_rank`, `map`, or
+    /// `P.5,10`); `ndcg` is over the whole ranking.
     #[arg(short = 'm', long = "measure", value_name = "MEASURE")]
     measures: Vec<String>,
     /// Score dataset queries missing from the retrieval output as empty retrievals.

@@ -128,7 +128,7 @@ pub fn mean(per_query: &PerQuery) -> BTreeMap<String, f64> {
 /// run-level result: per query (in query-id order) every measure in the order of `measures`,
 /// the means and population standard deviations over the queries, and the distinct cut-offs
 /// used (`level` is `trec`; there is no single `k` or span mode). An empty `measures` means
-/// [`Measure::defaults`] with trec_eval's cut-offs.
+/// [`Measure::defaults`] with trec_eval's cut-offs; a measure given twice is reported once.
 ///
 /// ```
 /// use rag_eval::trec::{score, Measure, Qrels, Run};
@@ -151,6 +151,15 @@ pub fn score(qrels: &Qrels, run: &Run, measures: &[Measure]) -> RunResult {
     } else {
         measures
     };
+    // A measure asked for twice is reported once, where it first appears: the figures are a
+    // map by name, and a repeated key would make the JSON ambiguous.
+    let mut unique: Vec<Measure> = Vec::with_capacity(measures.len());
+    for m in measures {
+        if !unique.contains(m) {
+            unique.push(*m);
+        }
+    }
+    let measures = &unique[..];
     let per_query = evaluate(qrels, run, measures);
     let order: Vec<String> = measures.iter().map(Measure::report_name).collect();
     let per: Vec<QueryResult> = per_query

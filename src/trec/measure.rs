@@ -15,6 +15,8 @@ pub enum Measure {
     Recall(usize),
     /// `ndcg_cut_k`: graded nDCG at `k`.
     Ndcg(usize),
+    /// `ndcg`: graded nDCG over the whole ranking, against every judged grade (no cut-off).
+    NdcgFull,
     /// `recip_rank`: 1 / rank of the first relevant document.
     ReciprocalRank,
     /// `map`: average precision.
@@ -49,16 +51,19 @@ impl Measure {
         all
     }
 
-    /// Measures from a name: trec_eval's `P`, `recall`, `ndcg_cut`, `recip_rank`, `map`, with
-    /// cut-offs written `P.5,10` or `P_5`; rag-eval's report names (`precision@10`, `recall`,
-    /// `ndcg`, `mrr`, `map`) are accepted too. A name without cut-offs of its own takes
-    /// `cutoffs`, or trec_eval's defaults when that is empty; `recip_rank` and `map` ignore
-    /// cut-offs. Cut-offs must be at least 1; repeats are dropped.
+    /// Measures from a name: trec_eval's `P`, `recall`, `ndcg_cut`, `ndcg`, `recip_rank`,
+    /// `map`, with cut-offs written `P.5,10` or `P_5`; rag-eval's report names
+    /// (`precision@10`, `recall`, `ndcg@10`, `mrr`, `map`) are accepted too. A name without
+    /// cut-offs of its own takes `cutoffs`, or trec_eval's defaults when that is empty;
+    /// `ndcg`, `recip_rank` and `map` ignore cut-offs (trec_eval's `ndcg` is over the whole
+    /// ranking; `ndcg_cut` is the one with cut-offs). Cut-offs must be at least 1; repeats
+    /// are dropped.
     ///
     /// ```
     /// use rag_eval::trec::Measure;
     /// assert_eq!(Measure::parse("P.5,10", &[])?, [Measure::Precision(5), Measure::Precision(10)]);
     /// assert_eq!(Measure::parse("ndcg_cut_3", &[])?, [Measure::Ndcg(3)]);
+    /// assert_eq!(Measure::parse("ndcg", &[10])?, [Measure::NdcgFull]);
     /// assert_eq!(Measure::parse("recall", &[20])?, [Measure::Recall(20)]);
     /// assert_eq!(Measure::parse("mrr", &[5])?, [Measure::ReciprocalRank]);
     /// assert!(Measure::parse("bpref", &[]).is_err());
@@ -70,14 +75,23 @@ impl Measure {
         let at_k: Option<fn(usize) -> Measure> = match base {
             "P" | "precision" => Some(Measure::Precision),
             "recall" => Some(Measure::Recall),
-            "ndcg_cut" | "ndcg" => Some(Measure::Ndcg),
+            "ndcg_cut" => Some(Measure::Ndcg),
+            // `ndcg@10` is rag-eval's report name for `ndcg_cut_10`.
+            "ndcg" if name.contains('@') => Some(Measure::Ndcg),
+            "ndcg" if own.is_empty() => return Ok(vec![Measure::NdcgFull]),
+            "ndcg" => {
+                return Err(Error::Config(format!(
+                    "measure `{name}`: trec_eval's `ndcg` is over the whole ranking and takes no cut-off; nDCG at a cut-off is `ndcg_cut` (`ndcg_cut.{}`)",
+                    own.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+                )))
+            }
             "recip_rank" | "mrr" => return Ok(vec![Measure::ReciprocalRank]),
             "map" => return Ok(vec![Measure::AveragePrecision]),
             _ => None,
         };
         let Some(make) = at_k else {
             return Err(Error::Config(format!(
-                "unknown measure `{name}` (known: P, recall, ndcg_cut, recip_rank, map, \
+                "unknown measure `{name}` (known: P, recall, ndcg_cut, ndcg, recip_rank, map, \
                  with cut-offs as in `P.5,10` or `P_5`)"
             )));
         };
@@ -105,27 +119,30 @@ impl Measure {
     pub fn cutoff(&self) -> Option<usize> {
         match *self {
             Measure::Precision(k) | Measure::Recall(k) | Measure::Ndcg(k) => Some(k),
-            Measure::ReciprocalRank | Measure::AveragePrecision => None,
+            Measure::NdcgFull | Measure::ReciprocalRank | Measure::AveragePrecision => None,
         }
     }
 
-    /// The name rag-eval reports: `precision@10`, `recall@10`, `ndcg@10`, `mrr`, `map`.
+    /// The name rag-eval reports: `precision@10`, `recall@10`, `ndcg@10`, `ndcg`, `mrr`, `map`.
     pub fn report_name(&self) -> String {
         match *self {
             Measure::Precision(k) => format!("precision@{k}"),
             Measure::Recall(k) => format!("recall@{k}"),
             Measure::Ndcg(k) => format!("ndcg@{k}"),
+            Measure::NdcgFull => "ndcg".to_owned(),
             Measure::ReciprocalRank => "mrr".to_owned(),
             Measure::AveragePrecision => "map".to_owned(),
         }
     }
 
-    /// The name trec_eval prints: `P_10`, `recall_10`, `ndcg_cut_10`, `recip_rank`, `map`.
+    /// The name trec_eval prints: `P_10`, `recall_10`, `ndcg_cut_10`, `ndcg`, `recip_rank`,
+    /// `map`.
     pub fn trec_name(&self) -> String {
         match *self {
             Measure::Precision(k) => format!("P_{k}"),
             Measure::Recall(k) => format!("recall_{k}"),
             Measure::Ndcg(k) => format!("ndcg_cut_{k}"),
+            Measure::NdcgFull => "ndcg".to_owned(),
             Measure::ReciprocalRank => "recip_rank".to_owned(),
             Measure::AveragePrecision => "map".to_owned(),
         }
@@ -138,6 +155,7 @@ impl Measure {
             Measure::Precision(k) => precision_at_k(grades, k),
             Measure::Recall(k) => recall_at_k(grades, k, num_relevant),
             Measure::Ndcg(k) => ndcg_at_k(grades, ideal, k),
+            Measure::NdcgFull => ndcg_at_k(grades, ideal, usize::MAX),
             Measure::ReciprocalRank => reciprocal_rank(grades),
             Measure::AveragePrecision => average_precision(grades, num_relevant),
         }

@@ -183,6 +183,16 @@ fn measure_names() {
         [Precision(10)]
     );
     assert_eq!(Measure::parse("ndcg@4", &[]).unwrap(), [Ndcg(4)]);
+    // trec_eval's `ndcg` has no cut-off, whatever -k says; asking for one points to ndcg_cut.
+    assert_eq!(Measure::parse("ndcg", &[]).unwrap(), [NdcgFull]);
+    assert_eq!(Measure::parse("ndcg", &[5, 10]).unwrap(), [NdcgFull]);
+    for bad in ["ndcg.5", "ndcg_5"] {
+        let e = Measure::parse(bad, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("takes no cut-off") && e.contains("`ndcg_cut.5`"),
+            "{e}"
+        );
+    }
     assert_eq!(Measure::parse("recip_rank", &[]).unwrap(), [ReciprocalRank]);
     assert_eq!(Measure::parse(" map ", &[10]).unwrap(), [AveragePrecision]);
     for bad in ["bpref", "P.", "P.x", "ndcg_cut.0", "", "P_", "ndcg_cut_"] {
@@ -193,6 +203,7 @@ fn measure_names() {
         Precision(10),
         Recall(10),
         Ndcg(10),
+        NdcgFull,
         ReciprocalRank,
         AveragePrecision,
     ];
@@ -200,16 +211,27 @@ fn measure_names() {
     let trec: Vec<String> = m.iter().map(Measure::trec_name).collect();
     assert_eq!(
         report,
-        ["precision@10", "recall@10", "ndcg@10", "mrr", "map"]
+        ["precision@10", "recall@10", "ndcg@10", "ndcg", "mrr", "map"]
     );
     assert_eq!(
         trec,
-        ["P_10", "recall_10", "ndcg_cut_10", "recip_rank", "map"]
+        [
+            "P_10",
+            "recall_10",
+            "ndcg_cut_10",
+            "ndcg",
+            "recip_rank",
+            "map"
+        ]
     );
     assert_eq!(Ndcg(3).to_string(), "ndcg_cut_3");
     assert_eq!(
-        (Ndcg(3).cutoff(), AveragePrecision.cutoff()),
-        (Some(3), None)
+        (
+            Ndcg(3).cutoff(),
+            NdcgFull.cutoff(),
+            AveragePrecision.cutoff()
+        ),
+        (Some(3), None, None)
     );
     // names round-trip
     for x in m {
@@ -237,6 +259,7 @@ fn evaluate_by_hand() {
     ms.extend(Measure::parse("ndcg_cut.2,5", &[]).unwrap());
     ms.push(Measure::ReciprocalRank);
     ms.push(Measure::AveragePrecision);
+    ms.push(Measure::NdcgFull);
     let r = &evaluate(&qrels, &run, &ms)["q1"];
     let close = |name: &str, v: f64| assert!((r[name] - v).abs() < 1e-12, "{name}: {}", r[name]);
     close("precision@1", 0.0);
@@ -252,6 +275,8 @@ fn evaluate_by_hand() {
     close("ndcg@2", (1.0 / l2(3.0)) / (3.0 + 2.0 / l2(3.0)));
     let idcg5 = 3.0 + 2.0 / l2(3.0) + 1.0 / l2(4.0);
     close("ndcg@5", (1.0 / l2(3.0) + 2.0 / l2(5.0)) / idcg5);
+    // The whole ranking (five documents) against every judged grade: ndcg@5 here, not ndcg@2.
+    close("ndcg", (1.0 / l2(3.0) + 2.0 / l2(5.0)) / idcg5);
 }
 
 #[test]
@@ -318,4 +343,22 @@ fn score_aggregates_in_measure_order_with_population_std() {
     assert_eq!(none.queries, 0);
     assert_eq!(none.metrics.0.len(), Measure::defaults(&[]).len());
     assert!(none.metrics.values().all(|v| v == 0.0));
+}
+
+#[test]
+fn a_measure_given_twice_is_scored_once() {
+    let qrels = Qrels::parse("q1 0 a 1\n", "qrels").unwrap();
+    let run = Run::parse("q1 Q0 a 1 1 t\n", "run").unwrap();
+    use Measure::*;
+    let r = score(
+        &qrels,
+        &run,
+        &[Precision(1), NdcgFull, Precision(1), NdcgFull],
+    );
+    let names = |f: &crate::metrics::Figures| -> Vec<String> {
+        f.0.iter().map(|(n, _)| n.clone()).collect()
+    };
+    assert_eq!(names(&r.metrics), ["precision@1", "ndcg"]);
+    assert_eq!(names(&r.std), ["precision@1", "ndcg"]);
+    assert_eq!(names(&r.per_query[0].metrics), ["precision@1", "ndcg"]);
 }
