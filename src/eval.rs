@@ -99,6 +99,21 @@ impl Evaluation<ChunkLevel> {
     }
 }
 
+/// Whether two chunker specs name the same chunker: `recursive:size=400,overlap=0` is
+/// `recursive:size=400,overlap=0,length=chars,separators=langchain` with the defaults written
+/// out. Specs are compared by the canonical form of the chunker they build; a spec the parser
+/// does not know (a custom chunker's name) is compared as written.
+pub(crate) fn same_chunker(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let canonical = |spec: &str| crate::chunker::parse_spec(spec).map(|c| c.name()).ok();
+    match (canonical(a), canonical(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
 /// The chunker recorded in a chunk-level dataset, if any; rows that disagree are an error.
 fn dataset_chunker(d: &ChunkDataset) -> Result<Option<String>> {
     let mut found: Option<(usize, String)> = None;
@@ -108,7 +123,7 @@ fn dataset_chunker(d: &ChunkDataset) -> Result<Option<String>> {
         };
         match &found {
             None => found = Some((i, c.to_owned())),
-            Some((j, first)) if first != c => {
+            Some((j, first)) if !same_chunker(first, c) => {
                 return Err(Error::Dataset(format!(
                     "{} records chunker `{c}` but {} records `{first}`; a chunk-level dataset comes from one chunker",
                     d.location(i),
@@ -313,7 +328,7 @@ where
             .iter()
             .find_map(|e| e.metadata.get("chunker").and_then(|v| v.as_str()));
         if let (Some(recorded), Some(used)) = (recorded, retriever_chunker) {
-            if recorded != used {
+            if !same_chunker(recorded, &used) {
                 return Err(Error::Config(format!(
                     "{} was made with chunker `{recorded}` but the retriever chunks with `{used}`; chunk ids from different chunkers never match (use a token-level dataset to compare chunkers)",
                     self.dataset.source()

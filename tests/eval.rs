@@ -138,6 +138,40 @@ fn chunk_level_datasets_only_run_with_the_chunker_that_made_their_ids() {
     );
 }
 
+#[test]
+fn a_recorded_chunker_matches_however_its_spec_is_spelled() {
+    // As `rag-eval generate chunk --chunker recursive:size=20,overlap=0` is typed by hand.
+    let (corpus, d) = chunk_dataset("recursive:size=20,overlap=0");
+    let eval = ChunkLevelEvaluation::new(corpus.clone(), d.clone()).unwrap();
+    let same = Bm25Retriever::new(RecursiveCharacterChunker::new(20, 0));
+    let r = eval.run_blocking(&same, 1, &chunk_level_metrics()).unwrap();
+    assert_eq!(r.scores.metrics.get("chunk_recall@1"), Some(1.0));
+    let err = eval
+        .run_blocking(
+            &Bm25Retriever::new(RecursiveCharacterChunker::new(20, 5)),
+            1,
+            &chunk_level_metrics(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("was made with chunker `recursive:size=20,overlap=0`"),
+        "{err}"
+    );
+
+    // Rows spelling one chunker two ways are one chunker.
+    let mut second = d.examples()[0].clone();
+    second.id = "c2".into();
+    second.metadata.insert(
+        "chunker".into(),
+        "recursive:separators=langchain,size=20".into(),
+    );
+    let both = Dataset::new(vec![d.examples()[0].clone(), second]).unwrap();
+    let eval = ChunkLevelEvaluation::new(corpus, both).unwrap();
+    let r = eval.run_blocking(&same, 1, &chunk_level_metrics()).unwrap();
+    assert_eq!(r.scores.metrics.get("chunk_recall@1"), Some(1.0));
+}
+
 /// Answers with nothing, fails on one query, and counts calls in flight.
 struct Flaky {
     in_flight: AtomicUsize,
