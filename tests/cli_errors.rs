@@ -326,3 +326,31 @@ fn ndcg_is_trec_evals_whole_ranking_figure() {
         "{err}"
     );
 }
+
+#[test]
+fn a_failed_write_names_the_path_given_not_a_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "docs/a.md", "Alpha beta gamma.");
+    let dataset = write(
+        dir.path(),
+        "d.jsonl",
+        "{\"id\":\"q1\",\"inputs\":{\"query\":\"beta?\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":6,\"end\":10,\"text\":\"beta\"}]}}\n",
+    );
+    let out = dir.path().join("missing/out.jsonl");
+    let err = fails(&[
+        "dataset",
+        "reanchor",
+        s(&dataset),
+        "--corpus",
+        s(&dir.path().join("docs")),
+        "-o",
+        s(&out),
+    ]);
+    assert!(err.contains(s(&out)), "{err}");
+    // tempfile's own message ends "at path <the temporary file>".
+    assert!(
+        !err.contains(" at path ") && !err.contains(".rag-eval-"),
+        "{err}"
+    );
+    assert_eq!(err.matches(&not_found()).count(), 1, "{err}");
+}
