@@ -40,6 +40,7 @@ fn an_os_error_is_printed_once() {
     let missing = dir.path().join("missing.txt");
     let qrels = dir.path().join("qrels.txt");
     std::fs::write(&qrels, "q1 0 d1 1\n").unwrap();
+    std::fs::write(dir.path().join("a.md"), "Alpha.").unwrap();
     for args in [
         vec!["score", "--qrels", s(&missing), "--run", s(&qrels)],
         vec!["score", "--qrels", s(&qrels), "--run", s(&missing)],
