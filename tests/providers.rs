@@ -780,3 +780,105 @@ async fn a_recorded_run_replays_without_requests_and_without_the_server() {
         "{err}"
     );
 }
+
+/// A model the crate has no size for and no declared dimension (a local server's own model):
+/// the cache learns the dimension from the first answer when recording, from the file when
+/// replaying, and holds every later vector to it.
+#[cfg(feature = "cache")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_of_unknown_size_records_and_replays_through_the_cache() {
+    use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.sqlite");
+    let path = path.to_str().unwrap();
+    let requests = Arc::new(Mutex::new(0usize));
+    // Answers with DIM-long vectors, or 3-long ones for texts starting with "short".
+    let seen = Arc::clone(&requests);
+    let server = TestServer::start(move |request| {
+        let texts = match parse_embeddings_request(
+            &request,
+            ("authorization", "Bearer k"),
+            "local-embed",
+        ) {
+            Ok(texts) => texts,
+            Err(reply) => return reply,
+        };
+        *seen.lock().unwrap() += 1;
+        let mut answer = embeddings_answer("local-embed", &texts);
+        for item in answer["data"].as_array_mut().unwrap() {
+            let i = item["index"].as_u64().unwrap() as usize;
+            if texts[i].starts_with("short") {
+                item["embedding"] = json!([0.5, 0.25, 0.125]);
+            }
+        }
+        Reply::json(200, &answer)
+    });
+    let make = |url: String| {
+        OpenAiEmbedder::builder("local-embed")
+            .base_url(url)
+            .api_key(ApiKey::new("k"))
+            .http(quick)
+            .build()
+            .unwrap()
+    };
+    let texts: Vec<String> = (0..11).map(|i| format!("passage {i}")).collect();
+    let url = server.url("/v1");
+
+    let record = Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap());
+    let first = CachedEmbedder::new(make(url.clone()), Arc::clone(&record));
+    assert_eq!(first.dimension(), 0, "unknown before the first answer");
+    let vectors = first.embed(&texts).await.unwrap();
+    assert!(texts.iter().zip(&vectors).all(|(t, v)| v == &vector_of(t)));
+    assert_eq!(first.dimension(), DIM, "learned from the first answer");
+    assert_eq!(*requests.lock().unwrap(), 1);
+    // A vector of another length later on is refused and not stored.
+    let err = first
+        .embed(&["short one".to_owned()])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("vector 0 has dimension 3, expected 8"),
+        "{err}"
+    );
+    let recorded_requests = *requests.lock().unwrap();
+    record.checkpoint().unwrap();
+    drop((first, record));
+
+    // A second process: every vector from the file, the dimension learned from it.
+    let again = Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap());
+    let second = CachedEmbedder::new(make(url), Arc::clone(&again));
+    assert_eq!(second.embed(&texts).await.unwrap(), vectors);
+    assert_eq!(second.dimension(), DIM, "learned from the cache");
+    assert_eq!(
+        *requests.lock().unwrap(),
+        recorded_requests,
+        "the second run makes no request"
+    );
+    let err = second
+        .embed(&["short two".to_owned()])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("vector 0 has dimension 3, expected 8"),
+        "a new answer is checked against the dimension the cache taught: {err}"
+    );
+    drop((second, again));
+
+    // Replay with the server gone.
+    let down = server.url("/v1");
+    drop(server);
+    let replay = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
+    let offline = CachedEmbedder::new(make(down), Arc::clone(&replay));
+    assert_eq!(offline.embed(&texts).await.unwrap(), vectors);
+    assert_eq!(
+        offline
+            .embed_query("passage 3")
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("replay"),
+        true
+    );
+}

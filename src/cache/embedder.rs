@@ -6,6 +6,7 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 type TokenCounter = dyn Fn(&str) -> u64 + Send + Sync;
@@ -16,8 +17,17 @@ type TokenCounter = dyn Fn(&str) -> u64 + Send + Sync;
 /// ([`Error::CacheMiss`]) and the inner embedder is never called.
 ///
 /// Entries are keyed by the inner embedder's [`Embedder::name`] (its provider, model and
-/// parameters; the provider is the part before the first `(`), its dimension, whether the text
-/// is a document or a query (models may encode the two differently) and the text.
+/// parameters; the provider is the part before the first `(`), its dimension when the inner
+/// embedder knows it up front, whether the text is a document or a query (models may encode the
+/// two differently) and the text.
+///
+/// A model of unknown size (an [`Embedder::dimension`] of 0 when wrapped, e.g. an
+/// [`OpenAiEmbedder`](crate::embed::OpenAiEmbedder) for a local model the crate has no table
+/// entry for) is keyed by its name alone: its dimension is learned from the first vector seen,
+/// whether it comes from the cache or from the inner embedder, and every later vector, found or
+/// embedded, must have that length. Declaring the size up front (e.g.
+/// `OpenAiEmbedder::builder(…).expected_dimension(n)`) adds it to the key, so a cache recorded
+/// without the declaration is not found with it, and the other way round.
 ///
 /// The [`Embedder`] trait carries no token usage, so the tokens of each embedded text come from
 /// an optional counter ([`CachedEmbedder::with_token_counter`], e.g. the model's tokenizer);
@@ -52,6 +62,9 @@ pub struct CachedEmbedder<E> {
     model: String,
     document_params: String,
     query_params: String,
+    /// The vector length: the inner embedder's when it knew it when wrapped, else learned from
+    /// the first vector seen; 0 until then.
+    dimension: AtomicUsize,
     token_counter: Option<Box<TokenCounter>>,
 }
 
@@ -71,9 +84,14 @@ impl<E: Embedder> CachedEmbedder<E> {
             .trim()
             .to_owned();
         let dimension = inner.dimension();
-        // Plain strings, fixed here: no JSON value to canonicalise on every call.
-        let params = |input: &str| format!(r#"{{"dimension":{dimension},"input":"{input}"}}"#);
+        // Plain strings, fixed here: no JSON value to canonicalise on every call. A dimension
+        // still to be learned cannot be part of the key: the key is needed to find it.
+        let params = |input: &str| match dimension {
+            0 => format!(r#"{{"input":"{input}"}}"#),
+            d => format!(r#"{{"dimension":{d},"input":"{input}"}}"#),
+        };
         CachedEmbedder {
+            dimension: AtomicUsize::new(dimension),
             document_params: params("document"),
             query_params: params("query"),
             inner,
@@ -143,11 +161,11 @@ impl<E: Embedder> CachedEmbedder<E> {
         let found = self
             .cache
             .lookup_vectors(&self.provider, &self.model, &keys)?;
-        let dimension = self.inner.dimension();
         let mut out: Vec<Option<Vec<f32>>> = Vec::with_capacity(texts.len());
         for (hit, key) in found.into_iter().zip(&keys) {
             if let Some((v, _)) = &hit {
-                if v.len() != dimension {
+                let dimension = self.expect_dimension(v.len());
+                if v.len() != dimension || v.is_empty() {
                     return Err(Error::Cache {
                         path: self.cache.path().to_owned(),
                         message: format!(
@@ -209,16 +227,19 @@ impl<E: Embedder> CachedEmbedder<E> {
                 vectors.len()
             )));
         }
-        if let Some((i, v)) = vectors
-            .iter()
-            .enumerate()
-            .find(|(_, v)| v.len() != dimension)
-        {
-            return Err(Error::Embed(format!(
-                "{}: vector {i} has dimension {}, expected {dimension}",
-                what(),
-                v.len()
-            )));
+        if let Some(first) = vectors.first() {
+            let dimension = self.expect_dimension(first.len());
+            if let Some((i, v)) = vectors
+                .iter()
+                .enumerate()
+                .find(|(_, v)| v.len() != dimension || v.is_empty())
+            {
+                let problem = match v.len() {
+                    0 => "is empty".to_owned(),
+                    n => format!("has dimension {n}, expected {dimension}"),
+                };
+                return Err(Error::Embed(format!("{}: vector {i} {problem}", what())));
+            }
         }
         let rows: Vec<(CacheKey, &[f32], Option<u64>)> = unique
             .iter()
@@ -234,6 +255,21 @@ impl<E: Embedder> CachedEmbedder<E> {
             out[i] = Some(vectors[slot_of[texts[i]]].clone());
         }
         Ok(out.into_iter().flatten().collect())
+    }
+}
+
+impl<E> CachedEmbedder<E> {
+    /// The length every vector must have: the one known, or else `seen` (the length of the
+    /// vector at hand), which becomes the known one. Of two calls racing to teach it, the
+    /// first wins and the second is checked against it.
+    fn expect_dimension(&self, seen: usize) -> usize {
+        match self
+            .dimension
+            .compare_exchange(0, seen, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => seen,
+            Err(known) => known,
+        }
     }
 }
 
@@ -255,8 +291,13 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         self.inner.name()
     }
 
+    /// The inner embedder's dimension, or the one learned from the first vector seen (0 before
+    /// it for a model of unknown size).
     fn dimension(&self) -> usize {
-        self.inner.dimension()
+        match self.dimension.load(Ordering::Acquire) {
+            0 => self.inner.dimension(),
+            d => d,
+        }
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
