@@ -6,7 +6,17 @@
 //! connection failures, and 2xx answers whose body is cut short or is not the JSON expected
 //! (a proxy or an overloaded server can produce both). Other answers fail at once. After the
 //! last try the error names the endpoint (without credentials), the status and an excerpt of the
-//! body.
+//! body. Every retry is logged (a `tracing` warning naming the endpoint, the attempt, the wait
+//! and the reason).
+//!
+//! The timeout is a test of the server's liveness, not a deadline for each request: a request
+//! times out when the server has answered nothing at all (to it or to any other request of the
+//! client and its clones) for [`HttpConfig::timeout`]. A local server with one slot works
+//! through the requests in flight one after the other, so the last of them waits for all the
+//! others; as long as answers keep coming it is slow, not dead, and sending its work again
+//! would only lengthen the queue. A request still times out after `timeout` × `concurrency`
+//! in any case: with at most `concurrency` requests of the client in flight, a server taking
+//! at most `timeout` for each has answered all of them by then.
 //!
 //! Requests work from any executor: inside a Tokio runtime they run on it; elsewhere (for
 //! example under `pollster::block_on`) they run on a small runtime of the client's own.
@@ -36,6 +46,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 /// How an API key is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +86,9 @@ impl fmt::Debug for ApiKey {
 pub struct HttpConfig {
     /// Prefix of every request path, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
-    /// Limit for one attempt: connecting, sending and reading the whole answer.
+    /// How long a request waits while the server answers nothing (neither it nor any other
+    /// request of the client); also the limit for connecting. An attempt never waits more
+    /// than `timeout` × `concurrency` (see the [module docs](self)).
     pub timeout: Duration,
     /// Tries after the first one for transient failures.
     pub max_retries: u32,
@@ -119,7 +132,7 @@ impl HttpConfig {
         }
     }
 
-    /// Sets the per-attempt timeout.
+    /// Sets the timeout (see [`HttpConfig::timeout`]).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -219,6 +232,7 @@ struct Inner {
     key: Option<ApiKey>,
     client: reqwest::Client,
     permits: Semaphore,
+    liveness: Arc<Liveness>,
     requests: AtomicU64,
     retries: AtomicU64,
     failures: AtomicU64,
@@ -335,6 +349,7 @@ impl HttpClient {
                 key,
                 client,
                 permits,
+                liveness: Arc::new(Liveness::new()),
                 requests: AtomicU64::new(0),
                 retries: AtomicU64::new(0),
                 failures: AtomicU64::new(0),
@@ -436,8 +451,14 @@ impl HttpClient {
                         .body(b.clone()),
                     None => request,
                 };
-                let timeout = inner.config.timeout;
-                on_runtime(async move { attempt_once(request, timeout).await })
+                let limits = Limits {
+                    idle: inner.config.timeout,
+                    total: inner.config.timeout.saturating_mul(
+                        u32::try_from(inner.config.concurrency).unwrap_or(u32::MAX),
+                    ),
+                };
+                let liveness = Arc::clone(&inner.liveness);
+                on_runtime(async move { attempt_once(request, limits, &liveness).await })
                     .await
                     .and_then(|answer| answer)
                     .and_then(|answer| judge(answer, &decode))
@@ -557,10 +578,45 @@ fn judge<T>(
     })
 }
 
-/// Sends one request and reads the whole answer within `timeout`.
+/// When the server last answered anything, shared by a client and its clones.
+struct Liveness {
+    /// Nanoseconds from `start` to the end of the last complete answer; 0 before any.
+    last_answer: AtomicU64,
+    start: Instant,
+}
+
+impl Liveness {
+    fn new() -> Self {
+        Liveness {
+            last_answer: AtomicU64::new(0),
+            start: Instant::now(),
+        }
+    }
+
+    fn answered(&self) {
+        let nanos = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_answer.fetch_max(nanos, Ordering::Relaxed);
+    }
+
+    fn last_answer(&self) -> Instant {
+        self.start + Duration::from_nanos(self.last_answer.load(Ordering::Relaxed))
+    }
+}
+
+/// How long an attempt may wait: `idle` without any answer from the server, `total` at most.
+#[derive(Clone, Copy)]
+struct Limits {
+    idle: Duration,
+    total: Duration,
+}
+
+/// Sends one request and reads the whole answer, unless the server answers nothing for
+/// `limits.idle` (counting from the send, or from the last answer to any request of the
+/// client after it) or `limits.total` passes.
 async fn attempt_once(
     request: reqwest::RequestBuilder,
-    timeout: Duration,
+    limits: Limits,
+    liveness: &Liveness,
 ) -> std::result::Result<Answer, Failure> {
     let exchange = async {
         let response = request.send().await.map_err(transport_failure)?;
@@ -579,11 +635,32 @@ async fn attempt_once(
             body: body.to_vec(),
         })
     };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(result) => result,
-        Err(_) => Err(Failure::transient(format!(
-            "no complete answer within {timeout:?}"
-        ))),
+    let sent = Instant::now();
+    let hard = sent + limits.total;
+    let mut exchange = std::pin::pin!(exchange);
+    loop {
+        let idle_until = sent.max(liveness.last_answer()) + limits.idle;
+        if let Ok(result) = tokio::time::timeout_at(idle_until.min(hard), exchange.as_mut()).await {
+            if result.is_ok() {
+                liveness.answered();
+            }
+            return result;
+        }
+        // Another request's answer may have moved the deadline while this one slept.
+        let now = Instant::now();
+        if now >= hard {
+            return Err(Failure::transient(format!(
+                "no complete answer within {:?}, although the server kept answering other \
+                 requests",
+                limits.total
+            )));
+        }
+        if now >= sent.max(liveness.last_answer()) + limits.idle {
+            return Err(Failure::transient(format!(
+                "no complete answer within {:?}, and no answer to any other request either",
+                limits.idle
+            )));
+        }
     }
 }
 

@@ -882,3 +882,78 @@ async fn a_model_of_unknown_size_records_and_replays_through_the_cache() {
         true
     );
 }
+
+/// A server with one slot: it works through the requests it has in the order they came, each
+/// taking `service`, so the last of several in flight waits for all the others. Counts the
+/// requests it got.
+fn single_slot_server(service: Duration, arrivals: Arc<Mutex<usize>>) -> TestServer {
+    let busy_until = Arc::new(Mutex::new(Instant::now()));
+    TestServer::start(move |request| {
+        let texts = match parse_embeddings_request(&request, ("authorization", "Bearer k"), "m") {
+            Ok(t) => t,
+            Err(reply) => return reply,
+        };
+        *arrivals.lock().unwrap() += 1;
+        let now = Instant::now();
+        let mut busy = busy_until.lock().unwrap();
+        *busy = (*busy).max(now) + service;
+        Reply::json(200, &embeddings_answer("m", &texts)).delayed(*busy - now)
+    })
+}
+
+/// A slow server is not a dead one: with four requests queued in a one-slot server, the last
+/// waits four service times, longer than the timeout, yet answers keep coming, so nothing times
+/// out and no work is sent twice. A server that answers nothing still times out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_queued_in_a_slow_single_slot_server_are_not_retried() {
+    let service = Duration::from_millis(150);
+    let arrivals = Arc::new(Mutex::new(0));
+    let server = single_slot_server(service, Arc::clone(&arrivals));
+    let e = OpenAiEmbedder::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .max_inputs(1)
+        .http(|c| {
+            c.with_timeout(Duration::from_millis(400))
+                .with_backoff(Duration::from_millis(1), Duration::from_millis(20))
+                .with_concurrency(4)
+        })
+        .build()
+        .unwrap();
+    let texts: Vec<String> = (0..12).map(|i| format!("text {i}")).collect();
+    let started = Instant::now();
+    let v = e.embed(&texts).await.unwrap();
+    let took = started.elapsed();
+    assert!(texts.iter().zip(&v).all(|(t, v)| v == &vector_of(t)));
+    assert_eq!(server.max_in_flight(), 4, "the queue was four deep");
+    assert_eq!(e.http_stats().retries, 0, "a slow server gets no retries");
+    assert_eq!(*arrivals.lock().unwrap(), 12, "each text sent once");
+    assert!(took >= service * 12, "{took:?}");
+    eprintln!("12 requests, one slot of {service:?}, 4 in flight: {took:?}, no retries");
+
+    // Nothing answers: every attempt times out after the timeout, without waiting longer.
+    let hung = TestServer::start(|_| Reply::json(200, &json!({})).delayed(Duration::from_secs(30)));
+    let e = OpenAiEmbedder::builder("m")
+        .base_url(hung.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .http(|c| {
+            c.with_timeout(Duration::from_millis(200))
+                .with_backoff(Duration::from_millis(1), Duration::from_millis(20))
+                .with_max_retries(1)
+                .with_concurrency(4)
+        })
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let err = e.embed(&["x".to_owned()]).await.unwrap_err().to_string();
+    assert!(
+        err.contains("no complete answer within 200ms, and no answer to any other request either")
+            && err.contains("gave up after 2 attempts"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
