@@ -8,6 +8,7 @@ mod chunk;
 mod dataset;
 mod eval;
 mod generate;
+mod log;
 mod output;
 mod score;
 
@@ -27,6 +28,10 @@ use std::process::ExitCode;
     about = "Chunk documents, score retrieval output, work with datasets, evaluate retrievers over a corpus, generate synthetic datasets."
 )]
 struct Cli {
+    /// Log what the library does on stderr: `-v` retried requests and other warnings, `-vv`
+    /// debugging detail too.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -88,6 +93,7 @@ impl CorpusArgs {
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    log::init(cli.verbose);
     let mut out = Output::stdout();
     let result = match cli.command {
         Command::Chunk(a) => chunk::run(a, &mut out),
