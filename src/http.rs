@@ -11,12 +11,17 @@
 //!
 //! The timeout is a test of the server's liveness, not a deadline for each request: a request
 //! times out when the server has answered nothing at all (to it or to any other request of the
-//! client and its clones) for [`HttpConfig::timeout`]. A local server with one slot works
-//! through the requests in flight one after the other, so the last of them waits for all the
-//! others; as long as answers keep coming it is slow, not dead, and sending its work again
-//! would only lengthen the queue. A request still times out after `timeout` × `concurrency`
-//! in any case: with at most `concurrency` requests of the client in flight, a server taking
-//! at most `timeout` for each has answered all of them by then.
+//! client and its clones) for [`HttpConfig::timeout`] and then does not answer a check either.
+//! A local server with one slot works through the requests in flight one after the other, so
+//! the last of them waits for all the others; as long as answers keep coming it is slow, not
+//! dead, and sending its work again would only lengthen the queue (a server that sees the
+//! client give up drops the work done so far, and the retry starts it again). A server with several slots shares its processor among the
+//! requests in flight and answers none of them for a while; when `timeout` passes without any
+//! answer, the client asks the server something cheap (`GET` of the base URL, where any HTTP
+//! answer will do) and keeps waiting if it answers. A request still times out after
+//! `timeout` × `concurrency` in any case: with at most `concurrency` requests of the client in
+//! flight, a server taking at most `timeout` for each alone has answered all of them by then,
+//! whether it takes them in turn or together.
 //!
 //! Requests work from any executor: inside a Tokio runtime they run on it; elsewhere (for
 //! example under `pollster::block_on`) they run on a small runtime of the client's own.
@@ -458,7 +463,11 @@ impl HttpClient {
                     ),
                 };
                 let liveness = Arc::clone(&inner.liveness);
-                on_runtime(async move { attempt_once(request, limits, &liveness).await })
+                let probe = Probe {
+                    client: inner.client.clone(),
+                    url: inner.config.base_url.clone(),
+                };
+                on_runtime(async move { attempt_once(request, limits, &liveness, probe).await })
                     .await
                     .and_then(|answer| answer)
                     .and_then(|answer| judge(answer, &decode))
@@ -610,13 +619,35 @@ struct Limits {
     total: Duration,
 }
 
+/// A cheap question that tells a busy server from a hung one: any HTTP answer to `GET url`
+/// (the base URL; a 404 will do) shows it is alive.
+struct Probe {
+    client: reqwest::Client,
+    url: String,
+}
+
+impl Probe {
+    /// Longest wait for the answer to the probe.
+    const LIMIT: Duration = Duration::from_secs(5);
+
+    async fn alive(&self, limit: Duration) -> bool {
+        let ask = self.client.get(&self.url).send();
+        matches!(tokio::time::timeout(limit, ask).await, Ok(Ok(_)))
+    }
+}
+
 /// Sends one request and reads the whole answer, unless the server answers nothing for
 /// `limits.idle` (counting from the send, or from the last answer to any request of the
-/// client after it) or `limits.total` passes.
+/// client after it) and then does not answer the probe either, or `limits.total` passes.
+///
+/// A server that shares its processor among the requests in flight (several slots) answers
+/// none of them until all are nearly done, so the lack of answers alone does not show that it
+/// hangs; the probe does.
 async fn attempt_once(
     request: reqwest::RequestBuilder,
     limits: Limits,
     liveness: &Liveness,
+    probe: Probe,
 ) -> std::result::Result<Answer, Failure> {
     let exchange = async {
         let response = request.send().await.map_err(transport_failure)?;
@@ -656,9 +687,15 @@ async fn attempt_once(
             )));
         }
         if now >= sent.max(liveness.last_answer()) + limits.idle {
+            if probe.alive(limits.idle.min(Probe::LIMIT)).await {
+                liveness.answered();
+                continue;
+            }
             return Err(Failure::transient(format!(
-                "no complete answer within {:?}, and no answer to any other request either",
-                limits.idle
+                "no complete answer within {:?}, no answer to any other request either, and \
+                 no answer to GET {}",
+                limits.idle,
+                redact_url(&probe.url)
             )));
         }
     }

@@ -931,7 +931,30 @@ async fn requests_queued_in_a_slow_single_slot_server_are_not_retried() {
     assert!(took >= service * 12, "{took:?}");
     eprintln!("12 requests, one slot of {service:?}, 4 in flight: {took:?}, no retries");
 
-    // Nothing answers: every attempt times out after the timeout, without waiting longer.
+    // A server with four slots sharing one processor: four requests together take four
+    // service times and none is answered before, yet the server answers a check meanwhile.
+    let shared = TestServer::start(move |request| {
+        match parse_embeddings_request(&request, ("authorization", "Bearer k"), "m") {
+            Ok(texts) => Reply::json(200, &embeddings_answer("m", &texts)).delayed(service * 4),
+            Err(reply) => reply,
+        }
+    });
+    let e = OpenAiEmbedder::builder("m")
+        .base_url(shared.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .max_inputs(1)
+        .http(|c| {
+            c.with_timeout(Duration::from_millis(400))
+                .with_backoff(Duration::from_millis(1), Duration::from_millis(20))
+                .with_concurrency(4)
+        })
+        .build()
+        .unwrap();
+    let v = e.embed(&texts[..8]).await.unwrap();
+    assert!(texts.iter().zip(&v).all(|(t, v)| v == &vector_of(t)));
+    assert_eq!(e.http_stats().retries, 0, "a busy server gets no retries");
+
+    // Nothing answers: every attempt times out after the timeout and a failed check.
     let hung = TestServer::start(|_| Reply::json(200, &json!({})).delayed(Duration::from_secs(30)));
     let e = OpenAiEmbedder::builder("m")
         .base_url(hung.url("/v1"))
@@ -947,8 +970,10 @@ async fn requests_queued_in_a_slow_single_slot_server_are_not_retried() {
     let started = Instant::now();
     let err = e.embed(&["x".to_owned()]).await.unwrap_err().to_string();
     assert!(
-        err.contains("no complete answer within 200ms, and no answer to any other request either")
-            && err.contains("gave up after 2 attempts"),
+        err.contains(
+            "no complete answer within 200ms, no answer to any other request either, and no \
+             answer to GET http://127.0.0.1:"
+        ) && err.contains("gave up after 2 attempts"),
         "{err}"
     );
     assert!(

@@ -83,7 +83,8 @@ pub(super) struct GenerateArgs {
     /// Sampling temperature, from 0 to 2 (the server's default when unset).
     #[arg(long, value_parser = parse_temperature)]
     temperature: Option<f32>,
-    /// Seconds one request may take before it is retried.
+    /// Seconds without any answer from the server before a request is retried (a request
+    /// queued behind others that are being answered waits, at most timeout × concurrency).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     timeout: u64,
     /// Price per 1,000 tokens (prompt and answer alike), to show what the run costs.
