@@ -6,7 +6,8 @@
 //! connection failures, and 2xx answers whose body is cut short or is not the JSON expected
 //! (a proxy or an overloaded server can produce both). Other answers fail at once. After the
 //! last try the error names the endpoint (without credentials), the status and an excerpt of the
-//! body. Every retry is logged (a `tracing` warning naming the endpoint, the attempt, the wait
+//! body. A retry is sent alone: it waits until no other request of the client is in flight,
+//! and the others wait for it. Every retry is logged (a `tracing` warning naming the endpoint, the attempt, the wait
 //! and the reason).
 //!
 //! The timeout is a test of the server's liveness, not a deadline for each request: a request
@@ -440,11 +441,26 @@ impl HttpClient {
         loop {
             attempt += 1;
             let outcome = {
-                let _permit = inner.permits.acquire().await.map_err(|_| Error::Http {
-                    endpoint: endpoint.clone(),
-                    status: None,
-                    message: "the client was shut down".to_owned(),
-                })?;
+                // A retry goes alone: it waits until no other request of the client is in
+                // flight and holds the others back until it is answered, so a server that
+                // failed under load (a timeout, a 5xx such as a shared context running out,
+                // a 429) sees less of it, never the same work on top. The semaphore is fair,
+                // so later requests cannot overtake it.
+                let permits = if attempt == 1 {
+                    1
+                } else {
+                    u32::try_from(inner.config.concurrency).unwrap_or(u32::MAX)
+                };
+                let _permit =
+                    inner
+                        .permits
+                        .acquire_many(permits)
+                        .await
+                        .map_err(|_| Error::Http {
+                            endpoint: endpoint.clone(),
+                            status: None,
+                            message: "the client was shut down".to_owned(),
+                        })?;
                 inner.requests.fetch_add(1, Ordering::Relaxed);
                 let request = inner
                     .client

@@ -982,3 +982,63 @@ async fn requests_queued_in_a_slow_single_slot_server_are_not_retried() {
         started.elapsed()
     );
 }
+
+/// A retry never joins other requests in flight: the server that failed under load sees the
+/// retried work alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_is_sent_alone() {
+    let service = Duration::from_millis(60);
+    // Per request: when it arrived, when its answer was due (the answer is sent after that, so
+    // a request that arrives later cannot have been sent while it was served), whether it was
+    // a retry.
+    let served = Arc::new(Mutex::new(Vec::<(Instant, Instant, bool)>::new()));
+    let seen = Arc::new(Mutex::new(std::collections::HashSet::<String>::new()));
+    let log = Arc::clone(&served);
+    let server = TestServer::start(move |request| {
+        let texts = match parse_embeddings_request(&request, ("authorization", "Bearer k"), "m") {
+            Ok(t) => t,
+            Err(reply) => return reply,
+        };
+        let first_time = seen.lock().unwrap().insert(texts[0].clone());
+        let now = Instant::now();
+        log.lock().unwrap().push((now, now + service, !first_time));
+        let reply = if first_time && texts[0].ends_with('3') {
+            Reply::json(
+                500,
+                &error_body("Context size has been exceeded.", "server_error"),
+            )
+        } else {
+            Reply::json(200, &embeddings_answer("m", &texts))
+        };
+        reply.delayed(service)
+    });
+    let e = OpenAiEmbedder::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .max_inputs(1)
+        .http(|c| {
+            quick(c)
+                .with_timeout(Duration::from_secs(5))
+                .with_concurrency(4)
+        })
+        .build()
+        .unwrap();
+    let texts: Vec<String> = (0..16).map(|i| format!("text {i}")).collect();
+    let v = e.embed(&texts).await.unwrap();
+    assert!(texts.iter().zip(&v).all(|(t, v)| v == &vector_of(t)));
+    assert_eq!(e.http_stats().retries, 2, "text 3 and text 13 failed once");
+    let served = served.lock().unwrap().clone();
+    let retries: Vec<_> = served.iter().filter(|r| r.2).collect();
+    assert_eq!(retries.len(), 2);
+    for (start, end, _) in retries {
+        let beside = served
+            .iter()
+            .filter(|(s, e, _)| (s, e) != (start, end) && s < end && start < e)
+            .count();
+        assert_eq!(
+            beside, 0,
+            "a retry was served alongside {beside} other requests"
+        );
+    }
+    assert_eq!(server.max_in_flight(), 4);
+}
