@@ -116,7 +116,7 @@ fn bundled(path: &str) -> PathBuf {
 /// environment) evaluated on the bundled dataset, then replayed from the file to the same
 /// figures without a request.
 #[test]
-fn llama_server_readme_pipeline_records_then_replays_offline() {
+fn llama_server_readme_pipeline_records_then_replays() {
     let Some(url) = server("RAG_EVAL_EMBED_URL") else {
         return;
     };
