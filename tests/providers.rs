@@ -872,15 +872,12 @@ async fn a_model_of_unknown_size_records_and_replays_through_the_cache() {
     let replay = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
     let offline = CachedEmbedder::new(make(down), Arc::clone(&replay));
     assert_eq!(offline.embed(&texts).await.unwrap(), vectors);
-    assert_eq!(
-        offline
-            .embed_query("passage 3")
-            .await
-            .unwrap_err()
-            .to_string()
-            .contains("replay"),
-        true
-    );
+    let miss = offline
+        .embed_query("passage 3")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(miss.contains("replay"), "{miss}");
 }
 
 /// A server with one slot: it works through the requests it has in the order they came, each
