@@ -219,6 +219,81 @@ impl RetrievedChunk {
     pub fn new(chunk: PositionAwareChunk, score: f32) -> Self {
         RetrievedChunk { chunk, score }
     }
+
+    /// The chunk at the byte range `bytes` of `text`, the text of document `doc`, with its
+    /// score: the range Rust's `str` methods give (`find`, `char_indices`, a search engine's
+    /// byte offsets), converted to the character offsets rag-eval scores. `None` when the range
+    /// is reversed, past the end or not on character boundaries.
+    ///
+    /// ```
+    /// use rag_eval::chunk::RetrievedChunk;
+    /// let text = "Größe: 42 cm";
+    /// let at = text.find("42").unwrap();
+    /// let hit = RetrievedChunk::from_byte_range("sizes.md", text, at..at + 2, 0.9).unwrap();
+    /// assert_eq!((hit.chunk.start(), hit.chunk.end(), hit.chunk.content.as_str()), (7, 9, "42"));
+    /// ```
+    pub fn from_byte_range(
+        doc: impl Into<DocId>,
+        text: &str,
+        bytes: std::ops::Range<usize>,
+        score: f32,
+    ) -> Option<Self> {
+        let content = text.get(bytes.clone())?;
+        let span = CharSpan::from_byte_range(doc, text, bytes)?;
+        Some(RetrievedChunk::new(
+            PositionAwareChunk::new(span.doc, span.start, span.end, content),
+            score,
+        ))
+    }
+
+    /// Checks that the chunk's text, when it carries one, is what its character range says:
+    /// as long as the range, and the document's text there when `document` is given. The
+    /// message names the likely cause when the offsets are bytes rather than characters.
+    pub fn check_text(&self, document: Option<&crate::corpus::Document>) -> Result<(), String> {
+        let c = &self.chunk;
+        if c.content.is_empty() {
+            return Ok(());
+        }
+        let (start, end) = (c.span.start, c.span.end);
+        let chars = c.content.chars().count();
+        let len = end.saturating_sub(start);
+        let bytes_hint = "the offsets look like bytes, not characters: build the chunk with `RetrievedChunk::from_byte_range` (or `CharSpan::from_byte_range`)";
+        if len != chars {
+            let hint = if len == c.content.len() {
+                bytes_hint
+            } else {
+                "offsets are characters (Unicode scalar values), end-exclusive"
+            };
+            return Err(format!(
+                "retrieved chunk `{}` {start}..{end} holds {chars} characters, not {}: {hint}",
+                c.span.doc, len
+            ));
+        }
+        let Some(doc) = document else {
+            return Ok(());
+        };
+        match doc.slice(start, end) {
+            Some(found) if found == c.content => Ok(()),
+            found => {
+                let as_bytes = doc.content().get(start..end) == Some(c.content.as_str());
+                Err(format!(
+                    "retrieved chunk `{}` {start}..{end} does not match the document: the chunk holds {:?}, the document has {:?} there{}",
+                    c.span.doc,
+                    preview(&c.content),
+                    found.map(preview).unwrap_or_else(|| "nothing (past its end)".into()),
+                    if as_bytes { format!("; {bytes_hint}") } else { String::new() }
+                ))
+            }
+        }
+    }
+}
+
+fn preview(s: &str) -> String {
+    if s.chars().count() <= 40 {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    }
 }
 
 /// Sorts by score, best first, breaking ties by position-aware chunk id so that runs are
@@ -286,6 +361,40 @@ impl ChunkRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::Document;
+
+    #[test]
+    fn byte_ranges_become_character_spans_and_bad_offsets_are_named() {
+        let text = "Größe: 42 cm";
+        let at = text.find("42").unwrap(); // 8 in bytes, 7 in characters
+        let good = RetrievedChunk::from_byte_range("s.md", text, at..at + 5, 1.0).unwrap();
+        assert_eq!((good.chunk.start(), good.chunk.end()), (7, 12));
+        assert_eq!(good.chunk.content, "42 cm");
+        let doc = Document::new("s.md", text);
+        assert_eq!(good.check_text(Some(&doc)), Ok(()));
+        assert!(
+            RetrievedChunk::from_byte_range("s.md", text, 3..4, 1.0).is_none(),
+            "inside ß"
+        );
+        assert!(RetrievedChunk::from_byte_range("s.md", text, 5..99, 1.0).is_none());
+
+        // The same chunk with its byte range as if it were characters: the lengths agree, the
+        // document disagrees, and the message says why.
+        let bytes = RetrievedChunk::new(PositionAwareChunk::new("s.md", at, at + 5, "42 cm"), 1.0);
+        let e = bytes.check_text(Some(&doc)).unwrap_err();
+        assert!(e.contains("does not match the document"), "{e}");
+        assert!(e.contains("bytes, not characters"), "{e}");
+        assert!(bytes.check_text(None).is_ok(), "nothing to compare with");
+
+        // A non-ASCII chunk whose byte length was taken for its span.
+        let long = RetrievedChunk::new(PositionAwareChunk::new("s.md", 0, 7, "Größe"), 1.0);
+        let e = long.check_text(None).unwrap_err();
+        assert!(e.contains("holds 5 characters, not 7"), "{e}");
+        assert!(e.contains("bytes, not characters"), "{e}");
+        // A chunk without text is not checked.
+        let bare = RetrievedChunk::new(PositionAwareChunk::new("s.md", 0, 6, ""), 1.0);
+        assert!(bare.check_text(Some(&doc)).is_ok());
+    }
 
     #[test]
     fn chunk_ids_follow_the_documented_rules() {

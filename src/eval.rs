@@ -269,6 +269,9 @@ where
             .buffered(self.concurrency)
             .try_collect()
             .await?;
+        if L::NAME == crate::level::TokenLevel::NAME {
+            self.check_retrieved_text(&retrieved)?;
+        }
         let fetched = Instant::now();
         let items: Vec<Vec<L::Item>> = retrieved
             .iter()
@@ -319,6 +322,21 @@ where
         metrics: &[Box<dyn Metric<L>>],
     ) -> Result<EvaluationResult> {
         pollster::block_on(self.run(retriever, k, metrics))
+    }
+
+    /// Retrieved chunks whose text contradicts their offsets would be scored at the wrong
+    /// place without a sign (byte offsets from Rust's `str` methods are the usual cause).
+    fn check_retrieved_text(&self, retrieved: &[Vec<RetrievedChunk>]) -> Result<()> {
+        for (e, chunks) in self.dataset.examples().iter().zip(retrieved) {
+            for c in chunks {
+                let doc = self.corpus.get(c.chunk.span.doc.as_str());
+                c.check_text(doc).map_err(|message| Error::Retrieval {
+                    query: e.id.clone(),
+                    source: Box::new(Error::Config(message)),
+                })?;
+            }
+        }
+        Ok(())
     }
 
     fn check_chunker(&self, retriever_chunker: Option<String>) -> Result<()> {

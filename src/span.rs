@@ -46,6 +46,28 @@ impl CharSpan {
         }
     }
 
+    /// The span of the byte range `bytes` of `text`, the document `doc`'s text: what Rust's
+    /// `str` indices and `find` give, converted to the character offsets rag-eval scores.
+    /// `None` when the range is reversed, past the end or not on character boundaries.
+    ///
+    /// ```
+    /// use rag_eval::span::CharSpan;
+    /// let text = "Größe: 42";
+    /// let bytes = text.find("42").unwrap()..text.len(); // 8..10 in bytes
+    /// assert_eq!(CharSpan::from_byte_range("doc.md", text, bytes), Some(CharSpan::new("doc.md", 7, 9)));
+    /// ```
+    pub fn from_byte_range(
+        doc: impl Into<DocId>,
+        text: &str,
+        bytes: std::ops::Range<usize>,
+    ) -> Option<Self> {
+        let (start, end) = (bytes.start, bytes.end);
+        text.get(start..end)?;
+        let start_char = text[..start].chars().count();
+        let end_char = start_char + text[start..end].chars().count();
+        Some(CharSpan::new(doc, start_char, end_char))
+    }
+
     /// Length in characters (0 for a span built reversed through its public fields).
     pub fn len(&self) -> usize {
         self.end.saturating_sub(self.start)

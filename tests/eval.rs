@@ -271,3 +271,76 @@ fn examples_with_nothing_to_find_are_refused_unless_left_out() {
         "{e}"
     );
 }
+
+/// An application search that returns the truth's own text at its Rust `str` byte range, as a
+/// hand-written search over `String`s does.
+struct ByteOffsets {
+    corpus: Arc<Corpus>,
+    truth: std::collections::HashMap<String, CharSpan>,
+    fixed: bool,
+}
+
+#[async_trait::async_trait]
+impl Retriever<TokenLevel> for ByteOffsets {
+    fn name(&self) -> String {
+        "byte-offsets".into()
+    }
+    async fn retrieve(&self, query: &str, _: usize) -> rag_eval::Result<Vec<RetrievedChunk>> {
+        let span = &self.truth[query];
+        let doc = self.corpus.get(span.doc.as_str()).unwrap();
+        let text = doc.slice(span.start, span.end).unwrap();
+        let at = doc.content().find(text).unwrap();
+        Ok(vec![if self.fixed {
+            RetrievedChunk::from_byte_range(
+                span.doc.clone(),
+                doc.content(),
+                at..at + text.len(),
+                1.0,
+            )
+            .unwrap()
+        } else {
+            RetrievedChunk::new(
+                PositionAwareChunk::new(span.doc.clone(), at, at + text.len(), text),
+                1.0,
+            )
+        }])
+    }
+}
+
+#[test]
+fn byte_offsets_from_a_search_are_an_error_that_says_so() {
+    let corpus = Arc::new(
+        Corpus::new([Document::new(
+            "faq.md",
+            "Größen: S, M, L.\n\nThe default lifetime of a token is 30 days.",
+        )])
+        .unwrap(),
+    );
+    let row = r#"{"id":"q1","inputs":{"query":"token lifetime?"},"outputs":{"relevant_spans":[{"doc_id":"faq.md","start":18,"end":61}]}}"#;
+    let AnyDataset::Token(d) = dataset::parse(row, "d.jsonl").unwrap() else {
+        panic!("token-level")
+    };
+    let truth = d.examples()[0].truth[0].clone();
+    assert_eq!(
+        corpus.get("faq.md").unwrap().slice(truth.start, truth.end),
+        Some("The default lifetime of a token is 30 days.")
+    );
+    let eval = TokenLevelEvaluation::new(corpus.clone(), d).unwrap();
+    let metrics = token_level_metrics(SpanMode::Standard, None);
+    let search = |fixed| ByteOffsets {
+        corpus: corpus.clone(),
+        truth: [("token lifetime?".to_owned(), truth.clone())].into(),
+        fixed,
+    };
+    // Scored at the byte range, the answer would look 95% found, not wrong.
+    let e = eval
+        .run_blocking(&search(false), 5, &metrics)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("query `q1`"), "{e}");
+    assert!(e.contains("does not match the document"), "{e}");
+    assert!(e.contains("bytes, not characters"), "{e}");
+    assert!(e.contains("RetrievedChunk::from_byte_range"), "{e}");
+    let fixed = eval.run_blocking(&search(true), 5, &metrics).unwrap();
+    assert_eq!(fixed.scores.metrics.get("span_recall@5"), Some(1.0));
+}

@@ -320,6 +320,9 @@ pub enum SpanProblemKind {
         expected: String,
         /// Text the corpus has there now.
         found: String,
+        /// Whether the recorded text is at `start..end` counted in bytes: the offsets were
+        /// made by a tool that counts bytes, not a changed corpus.
+        bytes: bool,
     },
 }
 
@@ -341,15 +344,22 @@ impl std::fmt::Display for SpanProblem {
                 span,
                 expected,
                 found,
-            } => write!(
-                f,
-                "text at `{}` {}..{} changed: expected {:?}, found {:?}",
-                span.doc,
-                span.start,
-                span.end,
-                preview(expected),
-                preview(found)
-            ),
+                bytes,
+            } => {
+                write!(
+                    f,
+                    "text at `{}` {}..{} changed: expected {:?}, found {:?}",
+                    span.doc,
+                    span.start,
+                    span.end,
+                    preview(expected),
+                    preview(found)
+                )?;
+                if *bytes {
+                    write!(f, " (the recorded text is at {}..{} counted in bytes: offsets must be characters, not bytes)", span.start, span.end)?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -394,6 +404,8 @@ impl TokenDataset {
                             span: span.clone(),
                             expected: expected.clone(),
                             found: found.to_owned(),
+                            bytes: doc.content().get(span.start..span.end)
+                                == Some(expected.as_str()),
                         }));
                     }
                 }
@@ -802,6 +814,26 @@ mod tests {
             "invalid dataset: d.jsonl:2: duplicate id `q1` (first at d.jsonl:1)"
         );
         assert_eq!(err("\n\n"), "invalid dataset: d.jsonl has no examples");
+    }
+
+    #[test]
+    fn drift_at_byte_offsets_says_bytes_not_characters() {
+        // "naïve" puts every later byte offset one past its character offset: 7..12 in bytes
+        // is "world", 7..12 in characters is "orld!".
+        let row = r#"{"id":"q1","inputs":{"query":"q"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":7,"end":12,"text":"world"}]}}"#;
+        let AnyDataset::Token(d) = parse(row, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        let corpus = Corpus::new([Document::new("a.md", "naïve world!")]).unwrap();
+        let p: Vec<String> = d
+            .check_against(&corpus)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            p,
+            ["d.jsonl:1: example `q1`, span 0: text at `a.md` 7..12 changed: expected \"world\", found \"orld!\" (the recorded text is at 7..12 counted in bytes: offsets must be characters, not bytes)"]
+        );
     }
 
     #[test]
