@@ -178,13 +178,19 @@ impl Change {
     }
 }
 
+/// Shape differences listed one by one before the rest is counted.
+const MAX_STRUCTURE: usize = 5;
+
 /// The difference between a golden snapshot and a run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Comparison {
     /// Figures that moved by more than the tolerance, worst regression first.
     pub changes: Vec<Change>,
-    /// Differences in shape: header values, queries or metrics present on one side only.
+    /// Differences in shape: queries or metrics present on one side only.
     pub structure: Vec<String>,
+    /// The configuration in the header (level, k, mode) changed, e.g. `k 5 → 1`: the figures
+    /// were not compared.
+    pub configuration: Option<String>,
 }
 
 impl Comparison {
@@ -200,7 +206,7 @@ impl Comparison {
 
     /// Whether the run matches the snapshot within the tolerance.
     pub fn is_match(&self) -> bool {
-        self.changes.is_empty() && self.structure.is_empty()
+        self.changes.is_empty() && self.structure.is_empty() && self.configuration.is_none()
     }
 }
 
@@ -208,15 +214,24 @@ impl Comparison {
 /// than `tolerance` (with a little slack for the 4-decimal rounding).
 pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: f64) -> Comparison {
     let mut out = Comparison::default();
-    if old.header != new.header {
-        for ((k, a), (_, b)) in old.header.iter().zip(&new.header) {
-            if a != b {
-                out.structure.push(format!("{k} was {a}, is {b}"));
-            }
+    let configuration = |h: &[(String, String)]| -> Vec<(String, String)> {
+        h.iter().filter(|(k, _)| k != "queries").cloned().collect()
+    };
+    let (was, is) = (configuration(&old.header), configuration(&new.header));
+    if was != is {
+        // Figures of another level, k or mode are not comparable one by one: the per-figure
+        // account would be every figure gone and every figure new.
+        let mut moved: Vec<String> = was
+            .iter()
+            .zip(&is)
+            .filter(|((_, a), (_, b))| a != b)
+            .map(|((k, a), (_, b))| format!("{k} {a} → {b}"))
+            .collect();
+        if was.len() != is.len() || moved.is_empty() {
+            moved.push("the snapshot header".into());
         }
-        if old.header.len() != new.header.len() {
-            out.structure.push("the snapshot header changed".into());
-        }
+        out.configuration = Some(moved.join(", "));
+        return out;
     }
     compare_figures("summary", &old.summary, &new.summary, tolerance, &mut out);
     for (id, figures) in &new.per_query {
@@ -231,6 +246,12 @@ pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: f64) -> Comparison 
         .filter(|id| !new.per_query.contains_key(*id))
     {
         out.structure.push(format!("query `{id}` is gone"));
+    }
+    // A dataset that changed a lot would make one line of thousands of ids.
+    if out.structure.len() > MAX_STRUCTURE {
+        let more = out.structure.len() - MAX_STRUCTURE;
+        out.structure.truncate(MAX_STRUCTURE);
+        out.structure.push(format!("and {more} more differences"));
     }
     out.changes.sort_by(|a, b| {
         b.is_regression()
@@ -411,11 +432,42 @@ mod tests {
     #[test]
     fn shape_changes_are_reported() {
         let old = parse(OLD).unwrap();
-        let new = parse(&OLD.replace("k: 5", "k: 10").replace("  q1:", "  q9:")).unwrap();
+        let new = parse(&OLD.replace("  q1:", "  q9:")).unwrap();
         let c = compare(&old, &new, 0.01);
+        assert_eq!(c.structure, ["query `q9` is new", "query `q1` is gone"]);
+        assert_eq!(c.configuration, None);
+    }
+
+    #[test]
+    fn a_changed_configuration_is_one_statement_not_a_list_of_figures() {
+        let old = parse(OLD).unwrap();
+        let new = parse(&OLD.replace("k: 5", "k: 1").replace("@5", "@1")).unwrap();
+        let c = compare(&old, &new, 0.01);
+        assert_eq!(c.configuration.as_deref(), Some("k 5 → 1"));
+        assert!(c.structure.is_empty() && c.changes.is_empty(), "{c:?}");
+        assert!(!c.is_match());
+        let both = parse(
+            &OLD.replace("k: 5", "k: 1")
+                .replace("mode: standard", "mode: chroma"),
+        )
+        .unwrap();
         assert_eq!(
-            c.structure,
-            ["k was 5, is 10", "query `q9` is new", "query `q1` is gone"]
+            compare(&old, &both, 0.01).configuration.as_deref(),
+            Some("k 5 → 1, mode standard → chroma")
         );
+    }
+
+    #[test]
+    fn many_new_queries_are_counted_not_listed() {
+        let old = parse(OLD).unwrap();
+        let mut body = OLD.to_owned();
+        for i in 0..40 {
+            body.push_str(&format!(
+                "  n{i}:\n    span_recall@5: 1.0000\n    mrr: 1.0000\n"
+            ));
+        }
+        let c = compare(&old, &parse(&body).unwrap(), 0.01);
+        assert_eq!(c.structure.len(), MAX_STRUCTURE + 1);
+        assert_eq!(c.structure[MAX_STRUCTURE], "and 35 more differences");
     }
 }

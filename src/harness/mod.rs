@@ -42,6 +42,7 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
     let args = Arguments::from_args();
     quiet_snapshot_panics();
+    quiet_insta_output();
     let hook = Arc::new(hook);
     let mut trials = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -57,7 +58,27 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         trials.extend(trials_of(&case, &hook));
     }
     trials.sort_by(|a, b| a.name().cmp(b.name()));
-    libtest_mimic::run(&args, trials).exit_code()
+    let conclusion = libtest_mimic::run(&args, trials);
+    // The tables come after every test's line, where a reader of the log looks last.
+    for report in reports().lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        print!("{report}");
+    }
+    conclusion.exit_code()
+}
+
+/// The metric tables of the summaries that ran, printed once every test has finished.
+fn reports() -> &'static std::sync::Mutex<Vec<String>> {
+    static REPORTS: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
+    REPORTS.get_or_init(Default::default)
+}
+
+/// insta's own account of a snapshot mismatch ("Stopped on the first failure", a diff of every
+/// line) repeats the harness's verdict in a worse form; it stays quiet unless asked for.
+fn quiet_insta_output() {
+    if std::env::var_os("INSTA_OUTPUT").is_none() {
+        // Before any test thread starts, so nothing reads the environment concurrently.
+        std::env::set_var("INSTA_OUTPUT", "none");
+    }
 }
 
 fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
@@ -165,8 +186,16 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     if regressed.is_empty() || force_pass() {
         return Ok(());
     }
+    let nextest = if one_test_per_process() {
+        format!(
+            "\n(nextest stops at the first failure by default: run it with `--no-fail-fast` so that `{}::summary` reports the whole case)",
+            case.spec.name
+        )
+    } else {
+        String::new()
+    };
     Err(format!(
-        "query `{id}` ({:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}",
+        "query `{id}` ({:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}{nextest}",
         q.query.as_deref().unwrap_or_default(),
         case.spec.name,
         case.spec.tolerance,
@@ -179,7 +208,10 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
 
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let outcome = case.outcome()?;
-    print!("{}", report(case, &outcome));
+    reports()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(report(case, &outcome));
     let mut problems = thresholds(case, &outcome);
 
     let contents = golden::render(&outcome);
@@ -205,17 +237,21 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     SNAPSHOT_ASSERT.with(|q| q.set(true));
     let snapshot_panicked = std::panic::catch_unwind(|| assert(&request)).is_err();
     SNAPSHOT_ASSERT.with(|q| q.set(false));
+    if !snapshot_panicked {
+        remove_stale_pending(case, &new);
+    }
     match &old {
         None if is_ci() => problems.push(format!(
             "no golden snapshot at {}: run the tests locally, review the new snapshot with `cargo insta review` and commit it",
             case.golden_path().display()
         )),
         None if snapshot_panicked => println!(
-            "NEW {}: a pending snapshot is waiting for `cargo insta review`",
-            case.spec.name
+            "NEW {}: no baseline yet; this run's figures are in {}.new: accept them with `cargo insta accept` (or `cargo insta review`, or run once with INSTA_UPDATE=always) and commit golden/",
+            case.spec.name,
+            case.golden_path().display()
         ),
         None => println!(
-            "NEW {}: snapshot written to {}",
+            "NEW {}: baseline written to {}; commit it",
             case.spec.name,
             case.golden_path().display()
         ),
@@ -223,6 +259,17 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             let comparison = golden::compare(old, &new, case.spec.tolerance);
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
             let improvements: Vec<&golden::Change> = comparison.improvements().collect();
+            if let Some(what) = &comparison.configuration {
+                let line = format!(
+                    "the configuration changed ({what}): the snapshot {} cannot be compared; review it with `cargo insta review`",
+                    case.golden_path().display()
+                );
+                if is_ci() && !force_pass() {
+                    problems.push(line);
+                } else {
+                    println!("CHANGED {}: {line}", case.spec.name);
+                }
+            }
             if !regressions.is_empty() && !force_pass() {
                 let queries = regressions.iter().filter(|c| c.scope != "summary").count();
                 problems.push(format!(
@@ -234,8 +281,22 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                 ));
             }
             if !improvements.is_empty() {
+                // Accepting a baseline accepts every figure in it: never advise it while some
+                // figure dropped.
+                if !regressions.is_empty() {
+                    print!(
+                        "DROPPED {}\n{}",
+                        case.spec.name,
+                        golden::describe(&regressions)
+                    );
+                }
+                let advice = if regressions.is_empty() {
+                    "  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n"
+                } else {
+                    "  (other figures dropped: fix those before accepting a new baseline)\n"
+                };
                 print!(
-                    "IMPROVED {}\n{}  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n",
+                    "IMPROVED {}\n{}{advice}",
                     case.spec.name,
                     golden::describe(&improvements)
                 );
@@ -265,6 +326,24 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
 /// The retriever's description a case's result records.
 fn retriever_of(o: &Outcome) -> &str {
     o.config.as_ref().map_or("", |c| c.retriever.as_str())
+}
+
+/// A pending `.snap.new` left by an earlier run is stale once the baseline on disk holds this
+/// run's figures (after `INSTA_UPDATE=always`, or when the figures came back): `cargo insta
+/// review` would otherwise offer an outdated run.
+fn remove_stale_pending(case: &Case, new: &Golden) {
+    if matches!(
+        std::env::var("INSTA_FORCE_PASS").as_deref(),
+        Ok("1") | Ok("true")
+    ) {
+        return; // insta wrote this run's figures as pending on purpose
+    }
+    let current = read_golden_text(case).and_then(|t| golden::parse(&t));
+    if current.is_some_and(|g| golden::compare(&g, new, 0.0).is_match()) {
+        let mut pending = case.golden_path().into_os_string();
+        pending.push(".new");
+        let _ = std::fs::remove_file(pending);
+    }
 }
 
 /// The metric table and the per-difficulty means, printed once per run by the summary.
