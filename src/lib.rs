@@ -2,7 +2,37 @@
 //!
 //! Retrieval quality of a RAG system as ordinary `cargo test` results.
 //!
-//! The foundation is two things every figure depends on: chunkers that know exactly where each
+//! # A `cargo test` gate
+//!
+//! The main feature is the harness: [`#[rag_eval]`](macro@rag_eval) on a function that builds
+//! a retriever (or is your own async search function, `async fn(&str) -> Vec<RetrievedChunk>`)
+//! declares a case over a dataset of questions, and [`main!`] in a test target with
+//! `harness = false` runs every case. Each question becomes a named test (`case::q0001`),
+//! each case gets a `case::summary` test that checks the `min_…`/`max_…` bars and compares
+//! every figure with a golden snapshot in `golden/`, within a tolerance; a figure that drops
+//! fails its test, an improvement passes and is reported. [`prelude`] brings the attribute and
+//! the types a case needs into scope.
+//!
+//! ```rust,ignore
+//! // tests/rag.rs, with `[[test]] name = "rag"  harness = false` in Cargo.toml
+//! use rag_eval::prelude::*;
+//!
+//! #[rag_eval(dataset = "golden/datasets/handbook.jsonl", corpus = "docs", k = 5,
+//!            min_span_recall = 0.6)]
+//! fn recursive_400() -> Bm25Retriever {
+//!     Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
+//! }
+//!
+//! rag_eval::main!(recursive_400);
+//! ```
+//!
+//! The README's *Gate retrieval quality in `cargo test`* walks through it from an empty crate;
+//! [`harness`] documents the trials, snapshots and nextest support. The same evaluations run
+//! as library calls ([`eval`]) and from the `rag-eval` command line.
+//!
+//! # The foundation
+//!
+//! Every figure depends on two things: chunkers that know exactly where each
 //! chunk sits in its document ([`chunker`]), and metrics that agree with the reference
 //! implementations to the last digit ([`metrics`]). Offsets are characters (Unicode scalar
 //! values), end-exclusive, as Python `str` indices are.

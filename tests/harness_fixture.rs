@@ -2,8 +2,10 @@
 //! `main!` is built and run through `cargo test` and `cargo nextest run`, and its exit codes,
 //! failing tests, reports and snapshot files are checked.
 //!
-//! The fixture builds in `target/harness-fixture` (its own target directory, so it never waits
-//! on the lock of the build running this test) and offline, from this workspace's lock file.
+//! The fixture builds offline, from this workspace's lock file, in the target directory of the
+//! macros' UI tests (`target/tests/trybuild`), with the same flags, target and dependencies as
+//! trybuild's project, so that rag-eval and its dependencies are built once for both; it is
+//! not the directory of the build running this test, so it never waits on that build's lock.
 
 #[path = "fixtures/harness/variant.rs"]
 mod variant;
@@ -16,6 +18,60 @@ use std::sync::Arc;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 const TOLERANCE: f64 = 0.01;
+
+/// The target directory trybuild uses for this workspace.
+fn shared_target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the temporary folder is inside the target folder")
+        .join("tests/trybuild")
+}
+
+/// The host's target triple: trybuild passes `--target` explicitly, and so must the fixture
+/// for its artifacts to be the same.
+fn host() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc).arg("-vV").output().expect("rustc runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_owned()
+}
+
+/// rag-eval's own dev-dependencies, which trybuild's project depends on too: the same
+/// dependency graph resolves the same features, so the builds are shared.
+fn dev_dependencies() -> String {
+    let manifest = std::fs::read_to_string(Path::new(REPO).join("Cargo.toml")).unwrap();
+    let start = manifest
+        .find("\n[dev-dependencies]\n")
+        .expect("rag-eval has dev-dependencies")
+        + "\n[dev-dependencies]\n".len();
+    manifest[start..]
+        .split("\n[")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The README's `tests/rag.rs` of the gate walkthrough, unindented.
+fn readme_gate_example() -> String {
+    let readme = std::fs::read_to_string(Path::new(REPO).join("README.md")).unwrap();
+    let step = readme
+        .find("3. Declare cases in `tests/rag.rs`")
+        .expect("the README's gate walkthrough has its step 3");
+    let open = "   ```rust,ignore\n";
+    let start = step + readme[step..].find(open).expect("a Rust block") + open.len();
+    let end = start + readme[start..].find("   ```\n").expect("the block ends");
+    readme[start..end]
+        .lines()
+        .map(|l| l.strip_prefix("   ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -57,6 +113,7 @@ autotests = false
 [dev-dependencies]
 rag-eval = {{ path = {repo:?} }}
 async-trait = "0.1"
+{dev}
 
 [[test]]
 name = "rag"
@@ -65,7 +122,12 @@ harness = false
 [[test]]
 name = "scenarios"
 harness = false
-"#
+
+[[test]]
+name = "readme"
+harness = false
+"#,
+                dev = dev_dependencies()
             ),
         )
         .unwrap();
@@ -83,6 +145,15 @@ harness = false
         .unwrap();
         copy_dir(&repo.join("examples/data"), &root.join("examples/data"));
         copy_dir(&repo.join("golden"), &root.join("golden"));
+        // The README's walkthrough: its documents and dataset, and its test file as printed.
+        copy_dir(&repo.join("examples/data/corpus"), &root.join("docs"));
+        std::fs::create_dir_all(root.join("golden/datasets")).unwrap();
+        std::fs::copy(
+            repo.join("examples/data/questions.jsonl"),
+            root.join("golden/datasets/handbook.jsonl"),
+        )
+        .unwrap();
+        std::fs::write(root.join("tests/readme.rs"), readme_gate_example()).unwrap();
         Fixture { _dir: dir, root }
     }
 
@@ -91,15 +162,24 @@ harness = false
     fn cargo(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
         // `--offline` goes with cargo's own options, before any `--` for the test binary.
         let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        // The flags of trybuild's build of the UI tests (`--cfg trybuild --verbose -A dead_code
+        // --diagnostic-width=140`), so that its artifacts are reused; a different trybuild
+        // only costs a second build, never a failure.
+        let flags =
+            r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code", "--diagnostic-width=140"]"#;
+        let host = host();
         let mut cmd = Command::new(env!("CARGO"));
         cmd.args(&args[..split])
             .arg("--offline")
+            .arg(format!("--config=build.rustflags={flags}"))
+            .arg(format!("--config=target.{host}.rustflags={flags}"))
+            .args(["--target", &host])
             .args(&args[split..])
             .current_dir(&self.root)
-            .env(
-                "CARGO_TARGET_DIR",
-                Path::new(REPO).join("target/harness-fixture"),
-            )
+            .env("CARGO_TARGET_DIR", shared_target())
+            .env("CARGO_INCREMENTAL", "0")
+            .env_remove("RUSTFLAGS")
+            .env_remove("INSTA_OUTPUT")
             .env_remove("CI")
             .env_remove("TF_BUILD")
             .env_remove("INSTA_UPDATE")
@@ -228,12 +308,40 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         "CI writes nothing"
     );
 
-    // INSTA_UPDATE=always records the baseline; then everything passes.
+    // The first local run passes and says in one line that a baseline waits to be accepted;
+    // insta's own "Stopped on the first failure" and its diff of every line stay out of it.
+    let (code, out) = fx.cargo(&scenarios, &[("FIXTURE_VARIANT", "base")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("Stopped on the first failure"), "{out}");
+    assert!(!out.contains("Snapshot Summary"), "{out}");
+    let new_lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("scenario"))
+        .filter(|l| !l.starts_with("test "))
+        .collect();
+    assert!(
+        new_lines
+            .iter()
+            .any(|l| l.starts_with("NEW scenario: no baseline yet")
+                && l.contains("cargo insta accept")),
+        "{out}"
+    );
+    assert_eq!(fx.pending().len(), 1, "a pending snapshot: {out}");
+    // The metric table comes after every test's line.
+    let table = out
+        .find("scenario — token-level")
+        .expect("the summary's table");
+    let last_test = out.rfind("\ntest scenario::").expect("test lines");
+    assert!(table > last_test, "the table after the tests: {out}");
+
+    // INSTA_UPDATE=always records the baseline, and the pending snapshot of the run before is
+    // gone (it would offer an outdated run to `cargo insta review`); then everything passes.
     let (code, out) = fx.cargo(
         &scenarios,
         &[("FIXTURE_VARIANT", "base"), ("INSTA_UPDATE", "always")],
     );
     assert_eq!(code, 0, "{out}");
+    assert!(fx.pending().is_empty(), "no stale .snap.new: {out}");
     let baseline = fx.snapshot().expect("baseline written");
     assert!(baseline.contains("per_query:\n  q0001:\n"), "{baseline}");
     let (code, out) = fx.cargo(&scenarios, &[("FIXTURE_VARIANT", "base"), ("CI", "true")]);
@@ -257,6 +365,22 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         "a diff of the figures: {out}"
     );
     assert!(out.contains(" → "), "old → new per metric: {out}");
+    // Some figures of this run are better than the baseline, but a run with drops is never
+    // advertised as a baseline to accept.
+    assert!(out.contains("IMPROVED scenario\n"), "a mixed run: {out}");
+    let (dropped, improved) = (
+        out.find("DROPPED scenario\n"),
+        out.find("IMPROVED scenario\n"),
+    );
+    assert!(
+        dropped.is_some() && dropped < improved,
+        "drops first: {out}"
+    );
+    assert!(!out.contains("accept the new baseline"), "{out}");
+    assert!(
+        out.contains("other figures dropped: fix those before accepting a new baseline"),
+        "{out}"
+    );
     assert_eq!(
         fx.snapshot().as_deref(),
         Some(baseline.as_str()),
@@ -275,6 +399,32 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("IMPROVED scenario\n"), "{out}");
     assert!(out.contains("cargo insta review"), "{out}");
+
+    // A snapshot made with another k: one line naming the change, not every figure as
+    // gone and new.
+    let other_k = baseline
+        .replace("\nk: 5\n", "\nk: 1\n")
+        .replace("@5:", "@1:");
+    std::fs::write(fx.root.join("golden/scenario.snap"), &other_k).unwrap();
+    let (code, out) = fx.cargo(&scenarios, &[("FIXTURE_VARIANT", "base")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("CHANGED scenario: the configuration changed (k 1 → 5): the snapshot"),
+        "{out}"
+    );
+    assert!(out.contains("cannot be compared; review it"), "{out}");
+    assert!(!out.contains("is new") && !out.contains("is gone"), "{out}");
+    assert!(
+        out.lines().all(|l| l.len() < 400),
+        "no line of every figure: {out}"
+    );
+    let (code, out) = fx.cargo(&scenarios, &[("FIXTURE_VARIANT", "base"), ("CI", "true")]);
+    assert_eq!(code, 101, "under CI it fails: {out}");
+    assert!(out.contains("the configuration changed (k 1 → 5)"), "{out}");
+    std::fs::write(fx.root.join("golden/scenario.snap"), &baseline).unwrap();
+    for p in fx.pending() {
+        std::fs::remove_file(p).unwrap();
+    }
 
     // Accepting the worse figures makes them the baseline.
     let (code, out) = fx.cargo(
@@ -320,6 +470,24 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     assert_eq!(code, 101, "{out}");
     assert!(out.contains("case `too_strict`"), "{out}");
 
+    // The README's walkthrough, its test file as printed: the first run leaves a baseline to
+    // accept, `INSTA_UPDATE=always` accepts it, and CI passes against it.
+    let readme = ["test", "--test", "readme"];
+    let (code, out) = fx.cargo(&readme, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("NEW recursive_400: no baseline yet"), "{out}");
+    assert!(out.contains("NEW production: no baseline yet"), "{out}");
+    let (code, out) = fx.cargo(&readme, &[("INSTA_UPDATE", "always")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(fx.pending().is_empty(), "{out}");
+    let (code, out) = fx.cargo(&readme, &[("CI", "true")]);
+    assert_eq!(code, 0, "{out}");
+    for case in ["recursive_400", "production"] {
+        let passed =
+            |l: &&str| l.starts_with(&format!("test {case}::summary ")) && l.ends_with(" ok");
+        assert!(out.lines().any(|l| passed(&l)), "{out}");
+    }
+
     if !nextest_available() {
         eprintln!("skipping the nextest half: `cargo nextest` is not installed");
         return;
@@ -343,6 +511,12 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     let (code, out) = fx.cargo(&nextest, &[("FIXTURE_VARIANT", "base"), ("CI", "true")]);
     assert_eq!(code, 100, "{out}");
     assert_eq!(failed_nextest(&out), expected, "{out}");
+    assert!(
+        out.contains(
+            "run it with `--no-fail-fast` so that `scenario::summary` reports the whole case"
+        ),
+        "{out}"
+    );
     assert!(
         fx.pending().is_empty(),
         "CI writes nothing under nextest either"
