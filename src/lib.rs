@@ -81,6 +81,7 @@ pub mod metrics;
 pub mod rerank;
 pub mod retrieve;
 pub mod span;
+pub mod spec;
 pub mod store;
 pub mod trec;
 

@@ -291,6 +291,11 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         self.inner.name()
     }
 
+    /// The inner embedder's spec: the cache is no part of the configuration.
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+
     /// The inner embedder's dimension, or the one learned from the first vector seen (0 before
     /// it for a model of unknown size).
     fn dimension(&self) -> usize {

@@ -320,6 +320,10 @@ impl<E: Embedder> Embedder for BatchingEmbedder<E> {
         self.inner.name()
     }
 
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+
     fn dimension(&self) -> usize {
         self.inner.dimension()
     }

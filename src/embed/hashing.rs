@@ -96,6 +96,10 @@ impl Embedder for HashingEmbedder {
         format!("hashing(dim={},ngrams={})", self.dimension, self.max_ngram)
     }
 
+    fn spec(&self) -> String {
+        format!("hashing:dim={},ngrams={}", self.dimension, self.max_ngram)
+    }
+
     fn dimension(&self) -> usize {
         self.dimension
     }

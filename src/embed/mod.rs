@@ -24,8 +24,15 @@ use crate::error::Result;
 /// identifies that configuration (it keys caches and appears in reports).
 #[async_trait::async_trait]
 pub trait Embedder: Send + Sync {
-    /// Provider, model and parameters, e.g. `hashing(dim=384,ngrams=2)`.
+    /// Provider, model and parameters, e.g. `hashing(dim=384,ngrams=2)`. Caches key their
+    /// entries by it, so it stays as it is when new settings are added.
     fn name(&self) -> String;
+    /// The [spec](crate::spec) that builds this embedder again, e.g.
+    /// `openai:model=text-embedding-3-small,base_url=https://api.openai.com/v1,api_key_env=OPENAI_API_KEY`.
+    /// Embedders that no spec builds keep the default, their name.
+    fn spec(&self) -> String {
+        self.name()
+    }
     /// Length of every vector this embedder returns.
     fn dimension(&self) -> usize;
     /// Embeds documents or chunks, one vector per text, in order.
@@ -46,6 +53,9 @@ impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
     fn name(&self) -> String {
         (**self).name()
     }
+    fn spec(&self) -> String {
+        (**self).spec()
+    }
     fn dimension(&self) -> usize {
         (**self).dimension()
     }
@@ -61,6 +71,9 @@ impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
 impl<E: Embedder + ?Sized> Embedder for Box<E> {
     fn name(&self) -> String {
         (**self).name()
+    }
+    fn spec(&self) -> String {
+        (**self).spec()
     }
     fn dimension(&self) -> usize {
         (**self).dimension()

@@ -351,6 +351,25 @@ impl Embedder for OpenAiEmbedder {
         name
     }
 
+    /// `openai:model=…,base_url=…,api_key_env=…` with `dimensions` and `path` when set; a key
+    /// given directly (not through a variable) is left out, as are credentials in the URL.
+    fn spec(&self) -> String {
+        let config = self.client.config();
+        let mut spec = crate::spec::Spec::new("openai")
+            .with("model", self.model.as_str())
+            .with("base_url", redact_url(&config.base_url));
+        if let Some(env) = &config.api_key_env {
+            spec = spec.with("api_key_env", env.as_str());
+        }
+        if let Some(d) = self.dimensions {
+            spec = spec.with("dimensions", d.to_string());
+        }
+        if self.path != "/embeddings" {
+            spec = spec.with("path", redact_url(&self.path));
+        }
+        spec.to_string()
+    }
+
     /// The vector length; 0 until the first answer for a model of unknown size (see
     /// [`OpenAiEmbedder::detect_dimension`]).
     fn dimension(&self) -> usize {

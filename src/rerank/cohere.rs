@@ -220,6 +220,21 @@ impl Reranker for CohereReranker {
         name
     }
 
+    /// `cohere:model=…,base_url=…,api_key_env=…`, with `path` when it is not `/v2/rerank`.
+    fn spec(&self) -> String {
+        let config = self.client.config();
+        let mut spec = crate::spec::Spec::new("cohere")
+            .with("model", self.model.as_str())
+            .with("base_url", redact_url(&config.base_url));
+        if let Some(env) = &config.api_key_env {
+            spec = spec.with("api_key_env", env.as_str());
+        }
+        if self.path != "/v2/rerank" {
+            spec = spec.with("path", redact_url(&self.path));
+        }
+        spec.to_string()
+    }
+
     async fn rerank(
         &self,
         query: &str,

@@ -16,6 +16,11 @@ use crate::error::Result;
 pub trait Reranker: Send + Sync {
     /// Model and configuration, for reports.
     fn name(&self) -> String;
+    /// The [spec](crate::spec) that builds this reranker again, e.g. `cohere:model=rerank-v3.5`.
+    /// Rerankers that no spec builds keep the default, their name.
+    fn spec(&self) -> String {
+        self.name()
+    }
     /// The best `top_k` of `candidates` for `query`, best first.
     async fn rerank(
         &self,
@@ -23,4 +28,23 @@ pub trait Reranker: Send + Sync {
         candidates: Vec<RetrievedChunk>,
         top_k: usize,
     ) -> Result<Vec<RetrievedChunk>>;
+}
+
+// A shared reranker is a reranker, so one built from a spec plugs into a pipeline.
+#[async_trait::async_trait]
+impl<R: Reranker + ?Sized> Reranker for std::sync::Arc<R> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn spec(&self) -> String {
+        (**self).spec()
+    }
+    async fn rerank(
+        &self,
+        query: &str,
+        candidates: Vec<RetrievedChunk>,
+        top_k: usize,
+    ) -> Result<Vec<RetrievedChunk>> {
+        (**self).rerank(query, candidates, top_k).await
+    }
 }

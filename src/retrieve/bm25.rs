@@ -243,6 +243,16 @@ impl<L: Level> Retriever<L> for Bm25Retriever {
         self.describe()
     }
 
+    /// `bm25:chunker=…,k1=…,b=…`.
+    fn spec(&self) -> String {
+        use crate::spec::{Kind, Spec};
+        Spec::new("bm25")
+            .with_nested("chunker", Kind::Chunker, &self.chunker.name())
+            .with("k1", self.k1.to_string())
+            .with("b", self.b.to_string())
+            .to_string()
+    }
+
     fn chunker(&self) -> Option<String> {
         Some(self.chunker.name())
     }

@@ -29,6 +29,13 @@ pub trait Retriever<L: Level>: Send + Sync {
     /// A description of the configuration (chunker, embedder, store, …) for reports.
     fn name(&self) -> String;
 
+    /// The [spec](crate::spec) that builds this retriever again, chunker included, e.g.
+    /// `bm25:chunker=recursive(size=400,overlap=0,length=chars,separators=langchain),k1=1.2,b=0.75`.
+    /// Retrievers that no spec builds keep the default, their name.
+    fn spec(&self) -> String {
+        self.name()
+    }
+
     /// The chunker spec whose chunks this retriever returns, when it has one. A chunk-level
     /// evaluation compares it with the chunker recorded in the dataset.
     fn chunker(&self) -> Option<String> {
@@ -65,6 +72,9 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Box<R> {
     fn name(&self) -> String {
         (**self).name()
     }
+    fn spec(&self) -> String {
+        (**self).spec()
+    }
     fn chunker(&self) -> Option<String> {
         (**self).chunker()
     }
@@ -86,6 +96,9 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Box<R> {
 impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Arc<R> {
     fn name(&self) -> String {
         (**self).name()
+    }
+    fn spec(&self) -> String {
+        (**self).spec()
     }
     fn chunker(&self) -> Option<String> {
         (**self).chunker()

@@ -98,6 +98,21 @@ impl Pipeline {
         &self.embedder
     }
 
+    /// `dense:chunker=…,embedder=…,store=…`, then `reranker` and `candidates` when reranking.
+    fn spec(&self) -> String {
+        use crate::spec::{Kind, Spec};
+        let mut spec = Spec::new("dense")
+            .with_nested("chunker", Kind::Chunker, &self.chunker.name())
+            .with_nested("embedder", Kind::Embedder, &self.embedder.spec())
+            .with_nested("store", Kind::Store, &self.store.spec());
+        if let Some(r) = &self.reranker {
+            spec = spec
+                .with_nested("reranker", Kind::Reranker, &r.spec())
+                .with("candidates", self.candidates.to_string());
+        }
+        spec.to_string()
+    }
+
     fn describe(&self) -> String {
         let mut s = format!(
             "dense({} -> {} -> {})",
@@ -162,6 +177,9 @@ macro_rules! impl_retriever {
         impl Retriever<$level> for Pipeline {
             fn name(&self) -> String {
                 self.describe()
+            }
+            fn spec(&self) -> String {
+                Pipeline::spec(self)
             }
             fn chunker(&self) -> Option<String> {
                 Some(self.chunker.name())

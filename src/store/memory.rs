@@ -495,6 +495,10 @@ impl VectorStore for InMemoryStore {
         "in-memory(exact cosine)".to_owned()
     }
 
+    fn spec(&self) -> String {
+        "memory".to_owned()
+    }
+
     async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()> {
         self.insert(chunks, embeddings)
     }

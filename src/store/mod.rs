@@ -20,6 +20,11 @@ use crate::error::Result;
 pub trait VectorStore: Send + Sync {
     /// Backend and configuration, for reports.
     fn name(&self) -> String;
+    /// The [spec](crate::spec) that builds this store again, e.g. `memory`. Stores that no
+    /// spec builds keep the default, their name.
+    fn spec(&self) -> String {
+        self.name()
+    }
     /// Adds chunks with their embeddings (same length and order).
     async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()>;
     /// The `k` chunks most similar to `embedding`, best first, scores as cosine similarity;
@@ -32,6 +37,33 @@ pub trait VectorStore: Send + Sync {
     /// Whether the store holds no chunk.
     async fn is_empty(&self) -> Result<bool> {
         Ok(self.len().await? == 0)
+    }
+}
+
+// A shared store is a store, so one built from a spec (`Arc<dyn VectorStore>`) plugs into a
+// pipeline.
+#[async_trait::async_trait]
+impl<S: VectorStore + ?Sized> VectorStore for std::sync::Arc<S> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn spec(&self) -> String {
+        (**self).spec()
+    }
+    async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()> {
+        (**self).add(chunks, embeddings).await
+    }
+    async fn search(&self, embedding: &[f32], k: usize) -> Result<Vec<RetrievedChunk>> {
+        (**self).search(embedding, k).await
+    }
+    async fn clear(&self) -> Result<()> {
+        (**self).clear().await
+    }
+    async fn len(&self) -> Result<usize> {
+        (**self).len().await
+    }
+    async fn is_empty(&self) -> Result<bool> {
+        (**self).is_empty().await
     }
 }
 

@@ -1,0 +1,74 @@
+//! What building from specs may share: a cache, and the chunker of retrievers whose spec names
+//! none.
+
+use crate::chunker::PositionAwareChunker;
+use crate::embed::Embedder;
+use std::fmt;
+use std::sync::Arc;
+
+/// Settings that apply to every component built, not to one spec.
+///
+/// - A cache ([`Context::with_cache`], feature `cache`) wraps every embedder built except
+///   `hashing` in a [`CachedEmbedder`](crate::cache::CachedEmbedder): the figures are the same,
+///   so the cache is not part of any component's spec.
+/// - A chunker ([`Context::with_chunker`]) is used by retrievers whose spec has no `chunker`
+///   key; this is how the CLI's `--chunker` grid meets one `--retriever` spec.
+#[derive(Clone, Default)]
+pub struct Context {
+    chunker: Option<Arc<dyn PositionAwareChunker>>,
+    #[cfg(feature = "cache")]
+    cache: Option<Arc<crate::cache::Cache>>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Context");
+        d.field("chunker", &self.chunker.as_ref().map(|c| c.name()));
+        #[cfg(feature = "cache")]
+        d.field("cache", &self.cache.as_ref().map(|c| super::cache_spec(c)));
+        d.finish()
+    }
+}
+
+impl Context {
+    /// No cache, no chunker.
+    pub fn new() -> Self {
+        Context::default()
+    }
+
+    /// Retrievers whose spec names no chunker use `chunker`.
+    pub fn with_chunker(mut self, chunker: Arc<dyn PositionAwareChunker>) -> Self {
+        self.chunker = Some(chunker);
+        self
+    }
+
+    /// The chunker for retrievers whose spec names none.
+    pub fn chunker(&self) -> Option<&Arc<dyn PositionAwareChunker>> {
+        self.chunker.as_ref()
+    }
+
+    /// Embedders built are wrapped in `cache` (all but `hashing`).
+    #[cfg(feature = "cache")]
+    pub fn with_cache(mut self, cache: Arc<crate::cache::Cache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The cache embedders are wrapped in, if any.
+    #[cfg(feature = "cache")]
+    pub fn cache(&self) -> Option<&Arc<crate::cache::Cache>> {
+        self.cache.as_ref()
+    }
+
+    /// `embedder` behind the cache, when there is one.
+    pub(crate) fn cached(&self, embedder: Arc<dyn Embedder>) -> Arc<dyn Embedder> {
+        #[cfg(feature = "cache")]
+        if let Some(cache) = &self.cache {
+            return Arc::new(crate::cache::CachedEmbedder::new(
+                embedder,
+                Arc::clone(cache),
+            ));
+        }
+        embedder
+    }
+}

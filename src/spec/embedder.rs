@@ -1,0 +1,206 @@
+//! Embedder specs: `hashing`, `openai:model=…`, `onnx:dir=…`.
+
+use super::context::Context;
+use super::grammar::Spec;
+#[allow(unused_imports)] // the providers behind features use it
+use super::registry::message;
+use super::registry::{lookup, Component, Key, Kind, Registered};
+use crate::embed::{Embedder, HashingEmbedder};
+use crate::error::{Error, Result};
+use std::sync::Arc;
+
+type Build = fn(&Spec) -> std::result::Result<Arc<dyn Embedder>, String>;
+
+/// The embedders, one entry each.
+pub(crate) static EMBEDDERS: &[Registered<Build>] = &[
+    Registered {
+        info: Component {
+            kind: Kind::Embedder,
+            name: "hashing",
+            about: "offline feature hashing of word n-grams (no model, no network)",
+            feature: None,
+            enabled: true,
+            keys: &[Key::text("dim", "384"), Key::text("ngrams", "2")],
+        },
+        build: hashing,
+    },
+    Registered {
+        info: Component {
+            kind: Kind::Embedder,
+            name: "openai",
+            about: "an OpenAI-compatible /embeddings server (OpenAI, Ollama, vLLM, TEI, llama.cpp)",
+            feature: Some("openai"),
+            enabled: cfg!(feature = "openai"),
+            keys: &[
+                Key::text("model", "required"),
+                Key::text("base_url", "https://api.openai.com/v1"),
+                Key::text("api_key_env", "OPENAI_API_KEY"),
+                Key::text("dimensions", "the model's"),
+                Key::text("path", "/embeddings"),
+            ],
+        },
+        build: openai,
+    },
+    Registered {
+        info: Component {
+            kind: Kind::Embedder,
+            name: "onnx",
+            about: "a sentence-transformers ONNX export run by onnxruntime",
+            feature: Some("onnx"),
+            enabled: cfg!(feature = "onnx"),
+            keys: &[
+                Key::text("dir", "required: folder with model.onnx and tokenizer.json"),
+                Key::text("max_len", "the model's, at most 512"),
+                Key::text("batch_size", "32"),
+            ],
+        },
+        build: onnx,
+    },
+];
+
+/// Builds the embedder a spec such as `openai:model=text-embedding-3-small` names, wrapped in
+/// the context's cache when there is one (see [`Context`]).
+pub fn build_embedder(text: &str, context: &Context) -> Result<Arc<dyn Embedder>> {
+    let spec = Spec::parse(Kind::Embedder, text)?;
+    embedder_from(&spec, context).map_err(|m| Error::Config(format!("embedder spec `{text}`: {m}")))
+}
+
+/// Builds the embedder a parsed spec names.
+pub(crate) fn embedder_from(
+    spec: &Spec,
+    context: &Context,
+) -> std::result::Result<Arc<dyn Embedder>, String> {
+    let embedder = (lookup(EMBEDDERS, spec.name())?.build)(spec)
+        .map_err(|m| format!("`{}`: {m}", spec.name()))?;
+    // Hashing computes a vector faster than the cache could look one up.
+    if spec.name() == "hashing" {
+        return Ok(embedder);
+    }
+    Ok(context.cached(embedder))
+}
+
+/// `hashing[:dim=N,ngrams=M]`.
+pub(crate) fn hashing_from(spec: &Spec) -> std::result::Result<HashingEmbedder, String> {
+    let positive = |key: &str, default: usize| -> std::result::Result<usize, String> {
+        match spec.whole(key)? {
+            None => Ok(default),
+            Some(0) => Err(format!("`{key}` must be at least 1")),
+            Some(n) => Ok(n),
+        }
+    };
+    Ok(HashingEmbedder::new(
+        positive("dim", 384)?,
+        positive("ngrams", 2)?,
+    ))
+}
+
+fn hashing(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
+    Ok(Arc::new(hashing_from(spec)?))
+}
+
+fn openai(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
+    #[cfg(feature = "openai")]
+    {
+        let mut b = crate::embed::OpenAiEmbedder::builder(spec.required("model")?);
+        if let Some(url) = spec.text("base_url") {
+            b = b.base_url(url);
+        }
+        if let Some(env) = spec.text("api_key_env") {
+            b = b.api_key_env(env);
+        }
+        if let Some(d) = spec.whole("dimensions")? {
+            b = b.dimensions(d);
+        }
+        if let Some(p) = spec.text("path") {
+            b = b.path(p);
+        }
+        Ok(Arc::new(b.build().map_err(message)?))
+    }
+    #[cfg(not(feature = "openai"))]
+    {
+        let _ = spec;
+        unreachable!("`lookup` refuses components whose feature is missing")
+    }
+}
+
+fn onnx(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
+    #[cfg(feature = "onnx")]
+    {
+        let mut config = crate::embed::OnnxConfig::new();
+        if let Some(n) = spec.whole("max_len")? {
+            config = config.max_len(n);
+        }
+        if let Some(n) = spec.whole("batch_size")? {
+            config = config.batch_size(n);
+        }
+        let e = crate::embed::OnnxEmbedder::with_config(spec.required("dir")?, config)
+            .map_err(message)?;
+        Ok(Arc::new(e))
+    }
+    #[cfg(not(feature = "onnx"))]
+    {
+        let _ = spec;
+        unreachable!("`lookup` refuses components whose feature is missing")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashing_prints_the_spec_that_builds_it() {
+        let c = Context::new();
+        for text in ["hashing", "hashing:dim=64", "hashing:ngrams=1,dim=16"] {
+            let e = build_embedder(text, &c).unwrap();
+            let again = build_embedder(&e.spec(), &c).unwrap();
+            assert_eq!(again.spec(), e.spec());
+            assert_eq!(again.name(), e.name());
+        }
+        assert_eq!(
+            build_embedder("hashing:ngrams=1,dim=16", &c)
+                .unwrap()
+                .spec(),
+            "hashing:dim=16,ngrams=1"
+        );
+        let err = build_embedder("hashing:dim=0", &c)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("`hashing`: `dim` must be at least 1"), "{err}");
+    }
+
+    #[cfg(feature = "openai")]
+    #[test]
+    fn openai_specs_carry_the_key_s_variable_never_the_key() {
+        let c = Context::new();
+        let e = build_embedder(
+            "openai:model=nomic-embed-text,base_url=http://user:pw@127.0.0.1:11434/v1,api_key_env=MY_KEY,dimensions=64",
+            &c,
+        )
+        .unwrap();
+        assert_eq!(
+            e.spec(),
+            "openai:model=nomic-embed-text,base_url=http://127.0.0.1:11434/v1,api_key_env=MY_KEY,dimensions=64"
+        );
+        assert_eq!(build_embedder(&e.spec(), &c).unwrap().spec(), e.spec());
+        let err = build_embedder("openai:base_url=http://h", &c)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("`openai`: `model` is required"), "{err}");
+    }
+
+    #[cfg(not(feature = "openai"))]
+    #[test]
+    fn a_component_without_its_feature_says_which_to_enable() {
+        let err = build_embedder("openai:model=m", &Context::new())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("the `openai` embedder needs the `openai` feature (build rag-eval with `--features openai`)"),
+            "{err}"
+        );
+    }
+}

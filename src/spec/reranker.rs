@@ -1,0 +1,80 @@
+//! Reranker specs: `cohere:model=…`.
+
+use super::grammar::Spec;
+#[allow(unused_imports)] // the providers behind features use it
+use super::registry::message;
+use super::registry::{lookup, Component, Key, Kind, Registered};
+use crate::error::{Error, Result};
+use crate::rerank::Reranker;
+use std::sync::Arc;
+
+type Build = fn(&Spec) -> std::result::Result<Arc<dyn Reranker>, String>;
+
+/// The rerankers, one entry each.
+pub(crate) static RERANKERS: &[Registered<Build>] = &[Registered {
+    info: Component {
+        kind: Kind::Reranker,
+        name: "cohere",
+        about: "Cohere's /v2/rerank or a compatible server (Infinity: path=/rerank)",
+        feature: Some("cohere"),
+        enabled: cfg!(feature = "cohere"),
+        keys: &[
+            Key::text("model", "required"),
+            Key::text("base_url", "https://api.cohere.com"),
+            Key::text("api_key_env", "COHERE_API_KEY"),
+            Key::text("path", "/v2/rerank"),
+        ],
+    },
+    build: cohere,
+}];
+
+/// Builds the reranker a spec such as `cohere:model=rerank-v3.5` names.
+pub fn build_reranker(text: &str) -> Result<Arc<dyn Reranker>> {
+    let spec = Spec::parse(Kind::Reranker, text)?;
+    reranker_from(&spec).map_err(|m| Error::Config(format!("reranker spec `{text}`: {m}")))
+}
+
+/// Builds the reranker a parsed spec names.
+pub(crate) fn reranker_from(spec: &Spec) -> std::result::Result<Arc<dyn Reranker>, String> {
+    (lookup(RERANKERS, spec.name())?.build)(spec).map_err(|m| format!("`{}`: {m}", spec.name()))
+}
+
+fn cohere(spec: &Spec) -> std::result::Result<Arc<dyn Reranker>, String> {
+    #[cfg(feature = "cohere")]
+    {
+        let mut b = crate::rerank::CohereReranker::builder(spec.required("model")?);
+        if let Some(url) = spec.text("base_url") {
+            b = b.base_url(url);
+        }
+        if let Some(env) = spec.text("api_key_env") {
+            b = b.api_key_env(env);
+        }
+        if let Some(p) = spec.text("path") {
+            b = b.path(p);
+        }
+        Ok(Arc::new(b.build().map_err(message)?))
+    }
+    #[cfg(not(feature = "cohere"))]
+    {
+        let _ = spec;
+        unreachable!("`lookup` refuses components whose feature is missing")
+    }
+}
+
+#[cfg(all(test, feature = "cohere"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cohere_prints_the_spec_that_builds_it() {
+        let r = build_reranker(
+            "cohere:model=BAAI/bge-reranker-base,base_url=http://127.0.0.1:7997,path=/rerank",
+        )
+        .unwrap();
+        assert_eq!(
+            r.spec(),
+            "cohere:model=BAAI/bge-reranker-base,base_url=http://127.0.0.1:7997,api_key_env=COHERE_API_KEY,path=/rerank"
+        );
+        assert_eq!(build_reranker(&r.spec()).unwrap().spec(), r.spec());
+    }
+}
