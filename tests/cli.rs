@@ -1166,6 +1166,88 @@ fn score_refuses_position_aware_ids_empty_truth_and_impossible_spans() {
 }
 
 #[test]
+fn eval_retriever_specs_spell_out_the_default_pipeline() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = root.join("examples/data/corpus");
+    let dataset = root.join("examples/data/questions.jsonl");
+    let eval = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "eval",
+            "--corpus",
+            s(&corpus),
+            "--dataset",
+            s(&dataset),
+            "--json",
+        ];
+        args.extend(extra);
+        serde_json::from_str(ok(&args).trim()).unwrap()
+    };
+    let chunker = "recursive:size=400,overlap=0";
+    let short = eval(&["--chunker", chunker, "--retriever", "dense"]);
+    for spelled in [
+        "dense:embedder=hashing,store=memory".to_owned(),
+        "dense:embedder=hashing:dim=384,ngrams=2,store=memory".to_owned(),
+        // The chunker inside the spec instead of --chunker.
+        format!("dense:chunker=({chunker}),embedder=hashing(dim=384,ngrams=2),store=memory"),
+    ] {
+        let extra: Vec<&str> = if spelled.contains("chunker=") {
+            vec!["--retriever", &spelled]
+        } else {
+            vec!["--chunker", chunker, "--retriever", &spelled]
+        };
+        let long = eval(&extra);
+        for part in ["metrics", "std", "per_query"] {
+            assert_eq!(long[part], short[part], "{spelled}: {part}");
+        }
+        assert_eq!(long["config"], short["config"], "{spelled}");
+    }
+    let bm25 = eval(&["--chunker", chunker]);
+    let tuned = eval(&["--chunker", chunker, "--retriever", "bm25:k1=1.2,b=0.75"]);
+    assert_eq!(bm25["metrics"], tuned["metrics"]);
+
+    let base = ["eval", "--corpus", s(&corpus), "--dataset", s(&dataset)];
+    let fails_with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        fails(&args)
+    };
+    let e = fails_with(&[
+        "--chunker",
+        chunker,
+        "--retriever",
+        "dense:embedder=hashing:dim=8,stor=memory",
+    ]);
+    assert!(
+        e.contains("unknown key `stor` for `hashing` (did you mean `store` of `dense`?); keys: dim, ngrams"),
+        "{e}"
+    );
+    let e = fails_with(&["--retriever", "bm25"]);
+    assert!(e.contains("no chunker: give --chunker SPEC"), "{e}");
+    let e = fails_with(&[
+        "--chunker",
+        chunker,
+        "--retriever",
+        "bm25:chunker=recursive(size=10)",
+    ]);
+    assert!(e.contains("names a chunker: leave out --chunker"), "{e}");
+    let e = fails_with(&["--chunker", chunker, "--cache", "replai"]);
+    assert!(
+        e.contains("unknown cache `replai` (did you mean `replay`?)"),
+        "{e}"
+    );
+    let e = fails_with(&[
+        "--chunker",
+        chunker,
+        "--retriever",
+        "dense:embedder=onnx:dir=m",
+    ]);
+    assert!(
+        e.contains("the `onnx` embedder needs the `onnx` feature") || e.contains("`onnx`: "),
+        "{e}"
+    );
+}
+
+#[test]
 fn reanchor_keeps_fields_it_does_not_read() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("docs");
@@ -1182,4 +1264,35 @@ fn reanchor_keeps_fields_it_does_not_read() {
         moved.replace("\"start\":0,\"end\":5", "\"start\":11,\"end\":16")
     );
     assert_eq!(lines[1], same, "an unchanged row keeps its bytes");
+}
+
+#[test]
+fn eval_help_lists_every_component_and_key() {
+    let help = ok(&["eval", "--help"]);
+    let flat: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for kind in rag_eval::spec::Kind::ALL {
+        assert!(flat.contains(&format!("{kind}:")), "{kind}");
+        for c in kind.components() {
+            assert!(
+                flat.contains(&format!(" {} {}", c.name, c.about)),
+                "{}",
+                c.name
+            );
+            for k in c.keys {
+                assert!(
+                    flat.contains(&format!("{} ({})", k.name, k.about)),
+                    "{}.{}",
+                    c.name,
+                    k.name
+                );
+            }
+        }
+    }
+    for flag in [
+        "--retriever <SPEC>",
+        "--cache <MODE[:path=FILE]>",
+        "--chunker <SPEC>",
+    ] {
+        assert!(help.contains(flag), "{flag}");
+    }
 }

@@ -4,14 +4,15 @@ use super::output::Output;
 use super::CorpusArgs;
 use crate::chunker::{parse_spec, PositionAwareChunker};
 use crate::dataset::{self, AnyDataset};
-use crate::embed::HashingEmbedder;
 use crate::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
-use crate::level::TokenLevel;
+use crate::level::{ChunkLevel, TokenLevel};
 use crate::metrics::SpanMode;
-use crate::retrieve::{Bm25Retriever, Pipeline, Retriever};
-use anyhow::{anyhow, bail, Result};
+use crate::retrieve::Retriever;
+use crate::spec::{self, Context, Kind, Spec};
+use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
+use std::sync::Arc;
 
 #[derive(Args)]
 pub(super) struct EvalArgs {
@@ -20,12 +21,19 @@ pub(super) struct EvalArgs {
     /// Dataset JSONL (token- or chunk-level).
     #[arg(long)]
     dataset: Utf8PathBuf,
-    /// Chunker spec; repeat to compare chunkers.
-    #[arg(long = "chunker", value_name = "SPEC", required = true)]
+    /// Chunker spec; repeat to compare chunkers. Required unless the retriever spec has a
+    /// `chunker` key.
+    #[arg(long = "chunker", value_name = "SPEC")]
     chunkers: Vec<String>,
-    /// `bm25[:k1=1.2,b=0.75]` or `dense[:embedder=hashing]`.
-    #[arg(long, default_value = "bm25")]
+    /// Retriever spec, e.g. `bm25:k1=1.2,b=0.75` or
+    /// `dense:embedder=openai:model=text-embedding-3-small,store=chroma:url=http://127.0.0.1:8000,collection=docs`
+    /// (every component and key is listed below).
+    #[arg(long, value_name = "SPEC", default_value = "bm25")]
     retriever: String,
+    /// Cache of embeddings: `rw`, `replay` (offline: a miss is an error) or `off`, with
+    /// `:path=FILE` (default `target/rag-eval-cache.sqlite`). Without it nothing is cached.
+    #[arg(long, value_name = "MODE[:path=FILE]")]
+    cache: Option<String>,
     /// Chunks retrieved per query.
     #[arg(short = 'k', default_value_t = 5)]
     k: usize,
@@ -37,77 +45,48 @@ pub(super) struct EvalArgs {
     json: bool,
 }
 
-/// Builds the retriever a `--retriever` spec names around `chunker`.
-fn build_retriever(
-    spec: &str,
-    chunker: Box<dyn PositionAwareChunker>,
-) -> Result<Box<dyn AnyLevelRetriever>> {
-    let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-    let mut keys = std::collections::BTreeMap::new();
-    for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = pair
-            .split_once('=')
-            .ok_or_else(|| anyhow!("retriever spec `{spec}`: `{pair}` is not key=value"))?;
-        keys.insert(k.trim(), v.trim());
-    }
-    let number = |key: &str, default: f32| -> Result<f32> {
-        keys.get(key).map_or(Ok(default), |v| {
-            v.parse().map_err(|_| {
-                anyhow!("retriever spec `{spec}`: `{key}` must be a number, got `{v}`")
-            })
-        })
-    };
-    let check_keys = |allowed: &[&str]| -> Result<()> {
-        match keys.keys().find(|k| !allowed.contains(k)) {
-            Some(k) => bail!(
-                "retriever spec `{spec}`: unknown key `{k}`; keys: {}",
-                allowed.join(", ")
-            ),
-            None => Ok(()),
-        }
-    };
-    let chunker: std::sync::Arc<dyn PositionAwareChunker> = chunker.into();
-    match name {
-        "bm25" => {
-            check_keys(&["k1", "b"])?;
-            Ok(Box::new(
-                Bm25Retriever::from_arc(chunker)
-                    .with_params(number("k1", 1.2)?, number("b", 0.75)?),
-            ))
-        }
-        "dense" => {
-            check_keys(&["embedder"])?;
-            match keys.get("embedder").copied() {
-                None | Some("hashing") => {}
-                Some(other) => bail!("retriever spec `{spec}`: `embedder` must be `hashing` (the offline embedder), got `{other}`"),
-            }
-            Ok(Box::new(Pipeline::from_arc(
-                chunker,
-                std::sync::Arc::new(HashingEmbedder::default()),
-            )))
-        }
-        other => bail!("unknown retriever `{other}`; known: bm25, dense"),
-    }
-}
-
-/// A retriever usable at both levels, as the built-ins are.
-trait AnyLevelRetriever: Retriever<TokenLevel> + Retriever<crate::level::ChunkLevel> {}
-impl<T: Retriever<TokenLevel> + Retriever<crate::level::ChunkLevel>> AnyLevelRetriever for T {}
-
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     if a.k == 0 {
         bail!("-k must be at least 1");
     }
-    let corpus = std::sync::Arc::new(a.corpus.load()?);
+    // Spec errors before any corpus is read.
+    let retriever_spec = Spec::parse(Kind::Retriever, &a.retriever)?;
+    let chunkers: Vec<(String, Arc<dyn PositionAwareChunker>)> =
+        match (retriever_spec.nested("chunker"), a.chunkers.is_empty()) {
+            (Some(_), false) => bail!(
+                "retriever spec `{}` names a chunker: leave out --chunker, or the `chunker` key",
+                a.retriever
+            ),
+            (Some(c), true) => {
+                let chunker: Arc<dyn PositionAwareChunker> = parse_spec(&c.to_string())?.into();
+                vec![(chunker.name(), chunker)]
+            }
+            (None, true) => {
+                bail!("no chunker: give --chunker SPEC, or a `chunker` key in the retriever spec")
+            }
+            (None, false) => a
+                .chunkers
+                .iter()
+                .map(|s| Ok((s.clone(), parse_spec(s)?.into())))
+                .collect::<Result<_>>()?,
+        };
+    let context = match &a.cache {
+        None => Context::new(),
+        Some(text) => with_cache(Context::new(), text)?,
+    };
+    let corpus = Arc::new(a.corpus.load()?);
     let dataset = dataset::load(&a.dataset)?;
     let mut results = Vec::new();
-    for spec in &a.chunkers {
-        let chunker = parse_spec(spec)?;
+    for (label, chunker) in chunkers {
+        let context = match retriever_spec.nested("chunker") {
+            Some(_) => context.clone(),
+            None => context.clone().with_chunker(Arc::clone(&chunker)),
+        };
+        let retriever = spec::build_retriever(&a.retriever, &context)?;
         let result = match &dataset {
             AnyDataset::Token(d) => {
                 // Every registered metric in the chosen mode; PrecisionΩ from the chunks the
                 // retriever indexed.
-                let retriever = build_retriever(&a.retriever, chunker)?;
                 let evaluation =
                     TokenLevelEvaluation::new(corpus.clone(), d.clone())?.with_mode(a.mode);
                 pollster::block_on(
@@ -122,11 +101,9 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                         a.dataset
                     );
                 }
-                let retriever = build_retriever(&a.retriever, chunker)?;
                 let evaluation = ChunkLevelEvaluation::new(corpus.clone(), d.clone())?;
                 pollster::block_on(
-                    evaluation
-                        .run_reported(&*retriever as &dyn Retriever<crate::level::ChunkLevel>, a.k),
+                    evaluation.run_reported(&*retriever as &dyn Retriever<ChunkLevel>, a.k),
                 )?
             }
         };
@@ -135,7 +112,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             // Each chunker's line as soon as it exists: a comparison can take minutes.
             out.flush()?;
         }
-        results.push((spec.clone(), result));
+        results.push((label, result));
     }
     if !a.json {
         out.text(&format!(
@@ -144,5 +121,16 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             crate::eval::comparison_table(&results)
         ))?;
     }
+    if let Some(cache) = context.cache() {
+        eprintln!("{}", cache.stats());
+    }
     Ok(())
+}
+
+fn with_cache(context: Context, text: &str) -> Result<Context> {
+    let cache = spec::open_cache(text)?;
+    Ok(match cache.mode() {
+        crate::cache::CacheMode::Off => context,
+        _ => context.with_cache(Arc::new(cache)),
+    })
 }

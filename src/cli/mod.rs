@@ -47,6 +47,7 @@ enum Command {
     Dataset(dataset::DatasetCommand),
     /// Retrieve every query of a dataset over a corpus and score it; several `--chunker`
     /// values compare chunkers on the same ground truth.
+    #[command(after_help = crate::spec::help())]
     Eval(eval::EvalArgs),
     /// Write a synthetic dataset with a language model on an OpenAI-compatible server:
     /// questions about each document with their ground truth. Interrupted runs continue where

@@ -39,6 +39,7 @@ pub struct OpenAiEmbedder {
     model: String,
     path: String,
     dimensions: Option<usize>,
+    expected_dimension: Option<usize>,
     /// 0 until known.
     dimension: AtomicUsize,
     max_inputs: usize,
@@ -267,6 +268,7 @@ impl OpenAiEmbedderBuilder {
             model: self.model,
             path: self.path,
             dimensions: self.dimensions,
+            expected_dimension: self.expected_dimension,
             dimension: AtomicUsize::new(dimension),
             max_inputs: self.max_inputs,
             max_chars: self.max_chars,
@@ -363,6 +365,9 @@ impl Embedder for OpenAiEmbedder {
         }
         if let Some(d) = self.dimensions {
             spec = spec.with("dimensions", d.to_string());
+        }
+        if let Some(d) = self.expected_dimension {
+            spec = spec.with("expected_dimension", d.to_string());
         }
         if self.path != "/embeddings" {
             spec = spec.with("path", redact_url(&self.path));

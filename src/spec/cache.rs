@@ -44,20 +44,6 @@ pub fn open_cache(text: &str) -> crate::Result<crate::cache::Cache> {
     Cache::open(path, mode)
 }
 
-/// Without the `cache` feature every cache spec is an error that says so.
-#[cfg(not(feature = "cache"))]
-pub fn check_cache(text: &str) -> crate::Result<()> {
-    let spec = Spec::parse(Kind::Cache, text)?;
-    let c = MODES
-        .iter()
-        .find(|c| c.name == spec.name())
-        .expect("parsed");
-    Err(crate::Error::Config(format!(
-        "cache spec `{text}`: {}",
-        c.missing_feature()
-    )))
-}
-
 /// The spec of an open cache, e.g. `replay:path=golden/cache.sqlite`.
 #[cfg(feature = "cache")]
 pub fn cache_spec(cache: &crate::cache::Cache) -> String {

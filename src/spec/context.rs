@@ -60,6 +60,15 @@ impl Context {
         self.cache.as_ref()
     }
 
+    /// Whether embedders built are wrapped in a cache.
+    pub(crate) fn caches(&self) -> bool {
+        #[cfg(feature = "cache")]
+        if self.cache.is_some() {
+            return true;
+        }
+        false
+    }
+
     /// `embedder` behind the cache, when there is one.
     pub(crate) fn cached(&self, embedder: Arc<dyn Embedder>) -> Arc<dyn Embedder> {
         #[cfg(feature = "cache")]

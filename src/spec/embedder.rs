@@ -35,7 +35,8 @@ pub(crate) static EMBEDDERS: &[Registered<Build>] = &[
                 Key::text("model", "required"),
                 Key::text("base_url", "https://api.openai.com/v1"),
                 Key::text("api_key_env", "OPENAI_API_KEY"),
-                Key::text("dimensions", "the model's"),
+                Key::text("dimensions", "the model's; sent to the server"),
+                Key::text("expected_dimension", "the model's; declared, not sent"),
                 Key::text("path", "/embeddings"),
             ],
         },
@@ -50,7 +51,7 @@ pub(crate) static EMBEDDERS: &[Registered<Build>] = &[
             enabled: cfg!(feature = "onnx"),
             keys: &[
                 Key::text("dir", "required: folder with model.onnx and tokenizer.json"),
-                Key::text("max_len", "the model's, at most 512"),
+                Key::text("max_len", "the model folder's"),
                 Key::text("batch_size", "32"),
             ],
         },
@@ -73,8 +74,16 @@ pub(crate) fn embedder_from(
     let embedder = (lookup(EMBEDDERS, spec.name())?.build)(spec)
         .map_err(|m| format!("`{}`: {m}", spec.name()))?;
     // Hashing computes a vector faster than the cache could look one up.
-    if spec.name() == "hashing" {
+    if spec.name() == "hashing" || !context.caches() {
         return Ok(embedder);
+    }
+    if embedder.dimension() == 0 {
+        // Cache entries are keyed by the vector length, which must be known before any call
+        // (a replay makes none).
+        return Err(format!(
+            "`{}`: a cached embedder needs its vector length before the first call: give `expected_dimension=N`",
+            spec.name()
+        ));
     }
     Ok(context.cached(embedder))
 }
@@ -110,6 +119,9 @@ fn openai(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
         }
         if let Some(d) = spec.whole("dimensions")? {
             b = b.dimensions(d);
+        }
+        if let Some(d) = spec.whole("expected_dimension")? {
+            b = b.expected_dimension(d);
         }
         if let Some(p) = spec.text("path") {
             b = b.path(p);
@@ -189,6 +201,35 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("`openai`: `model` is required"), "{err}");
+    }
+
+    #[cfg(all(feature = "openai", feature = "cache"))]
+    #[test]
+    fn a_cached_embedder_must_know_its_length_before_calling() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = crate::cache::Cache::open(
+            dir.path().join("c.sqlite").to_str().unwrap(),
+            crate::cache::CacheMode::ReadWrite,
+        )
+        .unwrap();
+        let c = Context::new().with_cache(Arc::new(cache));
+        let err = build_embedder("openai:model=m,base_url=http://127.0.0.1:9/v1", &c)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("give `expected_dimension=N`"), "{err}");
+        let e = build_embedder(
+            "openai:model=m,base_url=http://127.0.0.1:9/v1,expected_dimension=8",
+            &c,
+        )
+        .unwrap();
+        assert_eq!(e.dimension(), 8);
+        assert_eq!(
+            e.spec(),
+            "openai:model=m,base_url=http://127.0.0.1:9/v1,api_key_env=OPENAI_API_KEY,expected_dimension=8"
+        );
+        // A model whose length the crate knows needs nothing more.
+        assert!(build_embedder("openai:model=text-embedding-3-small", &c).is_ok());
     }
 
     #[cfg(not(feature = "openai"))]

@@ -76,8 +76,6 @@ mod reranker;
 mod retriever;
 mod store;
 
-#[cfg(not(feature = "cache"))]
-pub use cache::check_cache;
 #[cfg(feature = "cache")]
 pub use cache::{cache_spec, open_cache};
 pub use chunker::{build_chunker, CHUNKER_NAMES};
