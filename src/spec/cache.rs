@@ -1,5 +1,6 @@
 //! Cache specs: `rw`, `off` or `replay`, each with an optional `path`.
 
+#[cfg(feature = "cache")]
 use super::grammar::Spec;
 use super::registry::{Component, Key, Kind};
 
