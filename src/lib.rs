@@ -37,12 +37,16 @@
 //! implementations to the last digit ([`metrics`]). Offsets are characters (Unicode scalar
 //! values), end-exclusive, as Python `str` indices are.
 //!
+//! Every component — chunker, embedder, store, reranker, retriever, cache — is named by a spec
+//! such as `dense:embedder=openai:model=…,store=chroma:url=…,collection=…` ([`spec`]), and
+//! prints the spec that rebuilds it, so a run's configuration is one string.
+//!
 //! # Features
 //!
 //! - `tiktoken` (default): cl100k_base token counting for `FixedTokenChunker` and token-length
 //!   recursive splitting.
 //! - `markdown` (default): `MarkdownChunker`.
-//! - `cli`: the `rag-eval` command-line tool.
+//! - `cli`: the `rag-eval` command-line tool (with `openai`, `cohere`, `chroma` and `cache`).
 //! - `cache`: `cache::Cache`, a SQLite cache of embeddings and LLM responses with record and
 //!   replay modes, `cache::CachedEmbedder` and `cache::CachedLlm`.
 //! - `chroma`: `store::ChromaStore`, a client of Chroma's HTTP API v2.
