@@ -183,6 +183,41 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Built from any valid settings, a retriever's printed spec builds a retriever that
+        /// prints the same spec, and the canonical print of that spec is the spec itself.
+        #[test]
+        fn printed_specs_rebuild_the_same_retriever(
+            size in 1usize..2000,
+            overlap_part in 0usize..100,
+            k1 in 0.0f32..3.0,
+            b in 0.0f32..=1.0,
+            dim in 1usize..1024,
+            ngrams in 1usize..4,
+            dense in proptest::bool::ANY,
+            separators in proptest::sample::select(vec!["langchain", "chroma"]),
+        ) {
+            let overlap = size * overlap_part / 100;
+            let chunker = format!("recursive:size={size},overlap={overlap},separators={separators}");
+            let text = if dense {
+                format!("dense:chunker=({chunker}),embedder=hashing:dim={dim},ngrams={ngrams}")
+            } else {
+                format!("bm25:chunker=({chunker}),k1={k1},b={b}")
+            };
+            let built = build_retriever(&text, &Context::new()).unwrap();
+            let printed = spec(&*built);
+            let rebuilt = build_retriever(&printed, &Context::new()).unwrap();
+            proptest::prop_assert_eq!(spec(&*rebuilt), printed.clone());
+            proptest::prop_assert_eq!(
+                Spec::parse(Kind::Retriever, &printed).unwrap().to_string(),
+                printed.clone()
+            );
+            if !dense {
+                proptest::prop_assert!(printed.ends_with(&format!(",k1={k1},b={b}")), "{}", printed);
+            }
+        }
+    }
+
     #[test]
     fn errors_name_the_component_and_the_key() {
         let c = Context::new().with_chunker(Arc::new(RecursiveCharacterChunker::new(300, 0)));
