@@ -77,14 +77,6 @@ pub(crate) fn embedder_from(
     if spec.name() == "hashing" || !context.caches() {
         return Ok(embedder);
     }
-    if embedder.dimension() == 0 {
-        // Cache entries are keyed by the vector length, which must be known before any call
-        // (a replay makes none).
-        return Err(format!(
-            "`{}`: a cached embedder needs its vector length before the first call: give `expected_dimension=N`",
-            spec.name()
-        ));
-    }
     Ok(context.cached(embedder))
 }
 
@@ -205,7 +197,7 @@ mod tests {
 
     #[cfg(all(feature = "openai", feature = "cache"))]
     #[test]
-    fn a_cached_embedder_must_know_its_length_before_calling() {
+    fn a_cached_embedder_of_unknown_length_builds_and_a_declared_length_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let cache = crate::cache::Cache::open(
             dir.path().join("c.sqlite").to_str().unwrap(),
@@ -213,11 +205,8 @@ mod tests {
         )
         .unwrap();
         let c = Context::new().with_cache(Arc::new(cache));
-        let err = build_embedder("openai:model=m,base_url=http://127.0.0.1:9/v1", &c)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(err.contains("give `expected_dimension=N`"), "{err}");
+        let unknown = build_embedder("openai:model=m,base_url=http://127.0.0.1:9/v1", &c).unwrap();
+        assert_eq!(unknown.dimension(), 0, "not known before the first answer");
         let e = build_embedder(
             "openai:model=m,base_url=http://127.0.0.1:9/v1,expected_dimension=8",
             &c,
