@@ -373,9 +373,8 @@ fn ms(d: std::time::Duration) -> f64 {
 }
 
 /// The positions of every chunk the retriever's chunker makes of `corpus`: the ones it indexed
-/// when it keeps them, else its chunker's output computed here. A retriever that only names its
-/// chunker (a wrapper implementing [`Retriever::chunker`] alone) gets the chunker its spec
-/// builds, when it is one rag-eval knows.
+/// when it keeps them, else the output of the chunker object it exposes. Never rebuilt from the
+/// chunker's name: a custom chunker with a built-in's name would be scored as the built-in.
 fn chunker_output<L: Level, R: Retriever<L> + ?Sized>(
     retriever: &R,
     corpus: &Corpus,
@@ -383,14 +382,7 @@ fn chunker_output<L: Level, R: Retriever<L> + ?Sized>(
     if let Some(spans) = retriever.indexed_spans() {
         return Some(ChunkIndex::new(&spans));
     }
-    let built;
-    let chunker = match retriever.chunker_object() {
-        Some(c) => c,
-        None => {
-            built = crate::chunker::parse_spec(&retriever.chunker()?).ok()?;
-            built.as_ref()
-        }
-    };
+    let chunker = retriever.chunker_object()?;
     let spans: Vec<_> = chunker
         .chunk_corpus(corpus)
         .into_iter()

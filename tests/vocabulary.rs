@@ -302,3 +302,73 @@ fn the_readme_metric_table_is_the_registry() {
         );
     }
 }
+
+/// Wraps a pipeline; claims a built-in chunker's name whatever it really chunks with, and
+/// exposes the real chunker only when `expose` is set.
+struct Claims {
+    inner: Pipeline,
+    expose: bool,
+}
+
+#[async_trait::async_trait]
+impl Retriever<TokenLevel> for Claims {
+    fn name(&self) -> String {
+        "claims".into()
+    }
+    fn chunker(&self) -> Option<String> {
+        Some("recursive:size=400,overlap=0".into())
+    }
+    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+        if self.expose {
+            Retriever::<TokenLevel>::chunker_object(&self.inner)
+        } else {
+            None
+        }
+    }
+    async fn index(&self, corpus: &std::sync::Arc<Corpus>) -> rag_eval::Result<()> {
+        Retriever::<TokenLevel>::index(&self.inner, corpus).await
+    }
+    async fn retrieve(&self, query: &str, k: usize) -> rag_eval::Result<Vec<RetrievedChunk>> {
+        Retriever::<TokenLevel>::retrieve(&self.inner, query, k).await
+    }
+}
+
+#[test]
+fn precision_omega_follows_the_chunker_object_never_its_name() {
+    let (corpus, d) = example_data();
+    let eval = TokenLevelEvaluation::new(corpus.clone(), d).unwrap();
+    let claims = |expose| Claims {
+        inner: Pipeline::new(
+            CountingWindows {
+                size: 250,
+                calls: AtomicUsize::new(0),
+            },
+            HashingEmbedder::default(),
+        ),
+        expose,
+    };
+    let omega = |r: &Claims| {
+        let s = pollster::block_on(eval.run_reported(r, 4)).unwrap().scores;
+        s.metric_index("precision_omega").map(|i| s.metrics.0[i].1)
+    };
+    let exposed = omega(&claims(true)).expect("reported from the exposed chunker");
+    let direct = pollster::block_on(eval.run_reported(
+        &Pipeline::new(
+            CountingWindows {
+                size: 250,
+                calls: AtomicUsize::new(0),
+            },
+            HashingEmbedder::default(),
+        ),
+        4,
+    ))
+    .unwrap()
+    .scores;
+    let i = direct.metric_index("precision_omega").unwrap();
+    assert_eq!(exposed, direct.metrics.0[i].1);
+    assert_eq!(
+        omega(&claims(false)),
+        None,
+        "a name alone is not trusted to rebuild the chunker"
+    );
+}
