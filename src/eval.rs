@@ -296,6 +296,7 @@ where
         scores.group_by_difficulty();
         scores.config = Some(RunConfig {
             retriever: retriever.name(),
+            spec: retriever.spec(),
             chunker: retriever.chunker(),
             dataset: self.dataset.source().to_owned(),
             corpus_documents: self.corpus.len(),

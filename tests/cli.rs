@@ -1201,6 +1201,14 @@ fn eval_retriever_specs_spell_out_the_default_pipeline() {
         }
         assert_eq!(long["config"], short["config"], "{spelled}");
     }
+    // The configuration's spec rebuilds the run: the same figures and the same spec again.
+    let rebuilt_from = short["config"]["spec"].as_str().unwrap().to_owned();
+    assert!(rebuilt_from.starts_with("dense:chunker="), "{rebuilt_from}");
+    let rebuilt = eval(&["--retriever", &rebuilt_from]);
+    for part in ["metrics", "std", "per_query"] {
+        assert_eq!(rebuilt[part], short[part], "{rebuilt_from}: {part}");
+    }
+    assert_eq!(rebuilt["config"]["spec"], short["config"]["spec"]);
     let bm25 = eval(&["--chunker", chunker]);
     let tuned = eval(&["--chunker", chunker, "--retriever", "bm25:k1=1.2,b=0.75"]);
     assert_eq!(bm25["metrics"], tuned["metrics"]);

@@ -132,6 +132,11 @@ pub struct DifficultyScores {
 pub struct RunConfig {
     /// The retriever's description (or spec).
     pub retriever: String,
+    /// The [spec](crate::spec) that rebuilds the retriever, chunker included
+    /// ([`Retriever::spec`](crate::retrieve::Retriever::spec)); its name for retrievers no
+    /// spec builds.
+    #[serde(default)]
+    pub spec: String,
     /// The retriever's chunker spec, when it has one.
     pub chunker: Option<String>,
     /// Where the dataset came from.
