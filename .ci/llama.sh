@@ -191,7 +191,7 @@ llama_setup() {
     LLAMA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rag-eval-llama.XXXXXX") || return 1
     # One slot each, as a small local server runs: requests queue instead of sharing the
     # context, which is what the client's timeouts and retries must cope with.
-    llama_start chat "$bin" -m "$model" -a smollm2 -t "$threads" -c 4096 -np 1 || return 1
+    llama_start chat "$bin" -m "$model" -a smollm2 -t "$threads" -c 8192 -np 1 || return 1
     chat=$LLAMA_URL
     llama_start embeddings "$bin" -m "$model" -a smollm2 -t "$threads" -c 2048 -np 1 \
         --embeddings --pooling mean || return 1
