@@ -190,8 +190,9 @@ llama_setup() {
     model=$(llama_model) || return 1
     LLAMA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rag-eval-llama.XXXXXX") || return 1
     # One slot each, as a small local server runs: requests queue instead of sharing the
-    # context, which is what the client's timeouts and retries must cope with.
-    llama_start chat "$bin" -m "$model" -a smollm2 -t "$threads" -c 8192 -np 1 || return 1
+    # context, which is what the client's timeouts and retries must cope with. A tiny model at
+    # temperature 0 can repeat itself until the context is full: `-n` bounds every answer.
+    llama_start chat "$bin" -m "$model" -a smollm2 -t "$threads" -c 8192 -np 1 -n 1024 || return 1
     chat=$LLAMA_URL
     llama_start embeddings "$bin" -m "$model" -a smollm2 -t "$threads" -c 2048 -np 1 \
         --embeddings --pooling mean || return 1
