@@ -3,10 +3,7 @@
 //! questions, with excerpts copied exactly or with changed whitespace or case, paraphrased
 //! excerpts that are not in the document, chunk ids it was never shown, prose around or instead
 //! of the JSON, empty answers, and 429s with `Retry-After`. The corpus is the bundled one in
-//! `examples/data/corpus`.
-//!
-//! `RAG_EVAL_LLM_URL` (e.g. `http://127.0.0.1:8080/v1` for llama.cpp's `llama-server`) enables
-//! a run against a real model; `RAG_EVAL_LLM_MODEL` names the model (default `local`).
+//! `examples/data/corpus`. The run against a real model is in `tests/real_server.rs`.
 
 mod support;
 
@@ -909,32 +906,6 @@ fn errors_are_one_line_naming_what_failed() {
     let o = run(&no_chunker);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--chunker"));
-}
-
-#[test]
-fn a_real_model_writes_a_dataset_that_validates() {
-    let Ok(url) = std::env::var("RAG_EVAL_LLM_URL") else {
-        eprintln!("skipped: set RAG_EVAL_LLM_URL (e.g. http://127.0.0.1:8080/v1 for llama-server) to run against a real model");
-        return;
-    };
-    let model = std::env::var("RAG_EVAL_LLM_MODEL").unwrap_or_else(|_| "local".into());
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("real.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .args(["generate", "token", "--corpus"])
-        .arg(corpus_dir())
-        .args(["--glob", "{glossary,changelog}.md", "-o"])
-        .arg(&out)
-        .args(["--queries-per-doc", "2", "--concurrency", "1", "--model"])
-        .arg(&model)
-        .args(["--base-url", &url, "--temperature", "0"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    eprintln!("{err}");
-    let summary = validates(&out);
-    assert!(summary["rows"].as_u64().unwrap() > 0, "{err}");
 }
 
 #[cfg(unix)]
