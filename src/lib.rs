@@ -76,9 +76,11 @@ pub mod error;
 pub mod eval;
 pub mod fs;
 pub mod generate;
+pub mod generator;
 pub mod harness;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod judge;
 pub mod level;
 pub mod llm;
 pub mod metrics;

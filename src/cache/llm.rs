@@ -77,11 +77,30 @@ impl<C: LlmClient> CachedLlm<C> {
 }
 
 /// Everything of a request but its messages: the cache key's parameters.
+///
+/// The prompt version and the sample index are left out when unset, so that requests without
+/// them keep the keys they were recorded under before those fields existed.
 #[derive(serde::Serialize)]
 struct Params<'a> {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     json_schema: Option<&'a crate::llm::JsonSchema>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_version: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sample: Option<u32>,
+}
+
+impl<'a> Params<'a> {
+    fn of(request: &'a ChatRequest) -> Self {
+        Params {
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+            json_schema: request.json_schema.as_ref(),
+            prompt_version: request.prompt_version.as_deref(),
+            sample: request.sample,
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -93,11 +112,7 @@ impl<C: LlmClient> LlmClient for CachedLlm<C> {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         // The client's name carries its default model; a request may name another.
         let model = request.model.clone().unwrap_or_else(|| self.inner.name());
-        let params = Params {
-            temperature: request.temperature,
-            max_tokens: request.max_tokens,
-            json_schema: request.json_schema.as_ref(),
-        };
+        let params = Params::of(request);
         if let Some(hit) =
             self.cache
                 .get_response(&self.provider, &model, &params, &request.messages)?
@@ -122,5 +137,55 @@ impl<C: LlmClient> LlmClient for CachedLlm<C> {
             Some(response.usage),
         )?;
         Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{canonical_json, CacheKey};
+    use crate::llm::ChatMessage;
+
+    #[test]
+    fn requests_without_prompt_version_or_sample_keep_their_recorded_keys() {
+        let request = ChatRequest::new(vec![ChatMessage::user("q")]).with_temperature(0.0);
+        let params = canonical_json(&Params::of(&request)).unwrap();
+        // The parameters as they were serialized before the prompt version and sample index
+        // existed: caches recorded then must still be hit.
+        assert_eq!(
+            params,
+            r#"{"json_schema":null,"max_tokens":null,"temperature":0.0}"#
+        );
+        let key = CacheKey::for_response("p", "m", &Params::of(&request), &request.messages)
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            key,
+            CacheKey::for_response(
+                "p",
+                "m",
+                &serde_json::json!({"json_schema": null, "max_tokens": null, "temperature": 0.0}),
+                &request.messages
+            )
+            .unwrap()
+            .to_string()
+        );
+        let keyed = |r: &ChatRequest| {
+            CacheKey::for_response("p", "m", &Params::of(r), &r.messages).unwrap()
+        };
+        let sample0 = request.clone().with_sample(0);
+        let sample1 = request.clone().with_sample(1);
+        let v2 = request.clone().with_prompt_version("2");
+        let all = [
+            keyed(&request),
+            keyed(&sample0),
+            keyed(&sample1),
+            keyed(&v2),
+        ];
+        for i in 0..all.len() {
+            for j in i + 1..all.len() {
+                assert_ne!(all[i], all[j], "{i} and {j} share a key");
+            }
+        }
     }
 }

@@ -105,6 +105,16 @@ pub struct ChatRequest {
     /// A schema the answer must follow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_schema: Option<JsonSchema>,
+    /// The version of the prompt template the messages were made from. Never sent to the
+    /// server; a cache keys its entries by it, so a new prompt version is a new entry even where
+    /// the rendered text happens to be the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
+    /// Which of several samples of the same request this is (repeated judging at a temperature
+    /// above 0). Never sent to the server; a cache keys its entries by it, so each sample is
+    /// recorded and replayed on its own instead of the first answer standing for all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<u32>,
 }
 
 impl ChatRequest {
@@ -116,6 +126,8 @@ impl ChatRequest {
             temperature: None,
             max_tokens: None,
             json_schema: None,
+            prompt_version: None,
+            sample: None,
         }
     }
 
@@ -134,6 +146,18 @@ impl ChatRequest {
     /// Limits the answer's length in tokens.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Records the version of the prompt the messages were made from (cache key only).
+    pub fn with_prompt_version(mut self, version: impl Into<String>) -> Self {
+        self.prompt_version = Some(version.into());
+        self
+    }
+
+    /// Marks the request as sample `index` of several (cache key only).
+    pub fn with_sample(mut self, index: u32) -> Self {
+        self.sample = Some(index);
         self
     }
 

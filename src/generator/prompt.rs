@@ -1,0 +1,146 @@
+//! Prompt templates kept as versioned files: a `version: N` first line, then the template with
+//! `{{name}}` placeholders. The generator and every judge ship one and accept a user's file in
+//! its place; the version goes into each request's cache key.
+
+use crate::error::{Error, Result};
+use camino::Utf8Path;
+
+/// A versioned prompt template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptTemplate {
+    /// The `version:` line's value.
+    pub version: String,
+    /// The text after the version line.
+    pub template: String,
+}
+
+impl PromptTemplate {
+    /// Parses a prompt file's `text`, allowing only the placeholders in `allowed`; `source`
+    /// names the text in messages.
+    ///
+    /// ```
+    /// use rag_eval::generator::PromptTemplate;
+    /// let p = PromptTemplate::parse("version: 3\nAnswer {{question}}.\n", "p.md", &["question"])?;
+    /// assert_eq!(p.version, "3");
+    /// assert_eq!(p.render(&[("question", "why")]), "Answer why.\n");
+    /// assert!(PromptTemplate::parse("version: 3\n{{other}}", "p.md", &["question"]).is_err());
+    /// # Ok::<(), rag_eval::Error>(())
+    /// ```
+    pub fn parse(text: &str, source: &str, allowed: &[&str]) -> Result<Self> {
+        let err = |line: usize, message: String| Error::Parse {
+            path: source.into(),
+            line,
+            message,
+        };
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+        let version = first
+            .trim()
+            .strip_prefix("version:")
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| err(1, "a prompt file starts with a `version: N` line".into()))?;
+        if rest.trim().is_empty() {
+            return Err(err(2, "the prompt is empty".into()));
+        }
+        for (i, line) in rest.lines().enumerate() {
+            if let Some(bad) = placeholders(line).find(|p| !allowed.contains(p)) {
+                let known = allowed
+                    .iter()
+                    .map(|p| format!("{{{{{p}}}}}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(err(
+                    i + 2,
+                    format!("unknown placeholder {{{{{bad}}}}} (known: {known})"),
+                ));
+            }
+        }
+        Ok(PromptTemplate {
+            version: version.to_owned(),
+            template: rest.to_owned(),
+        })
+    }
+
+    /// Reads and parses a prompt file (see [`PromptTemplate::parse`]).
+    pub fn from_file(path: impl AsRef<Utf8Path>, allowed: &[&str]) -> Result<Self> {
+        let path = path.as_ref();
+        let text = crate::corpus::read_utf8(path)?;
+        Self::parse(&text, path.as_str(), allowed)
+    }
+
+    /// A built-in prompt; its text is part of the library, so a fault is a bug.
+    pub(crate) fn builtin(text: &str, name: &str, allowed: &[&str]) -> Self {
+        Self::parse(text, name, allowed)
+            .unwrap_or_else(|e| panic!("built-in prompt {name} does not parse: {e}"))
+    }
+
+    /// The template with each `{{name}}` replaced by its value, in one pass, so that a value
+    /// holding `{{…}}` (a question quoting a template) is left as it is.
+    pub fn render(&self, values: &[(&str, &str)]) -> String {
+        let mut out = String::with_capacity(self.template.len());
+        let mut rest = self.template.as_str();
+        while let Some(at) = rest.find("{{") {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 2..];
+            match after.split_once("}}") {
+                Some((name, tail)) => match values.iter().find(|(n, _)| *n == name.trim()) {
+                    Some((_, value)) => {
+                        out.push_str(value);
+                        rest = tail;
+                    }
+                    None => {
+                        out.push_str("{{");
+                        rest = after;
+                    }
+                },
+                None => {
+                    out.push_str("{{");
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// Names of the `{{…}}` placeholders in a line.
+fn placeholders(line: &str) -> impl Iterator<Item = &str> {
+    line.split("{{").skip(1).filter_map(|s| {
+        let (name, _) = s.split_once("}}")?;
+        let name = name.trim();
+        (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then_some(name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_prompt_files_name_the_line() {
+        let e = |t: &str| {
+            PromptTemplate::parse(t, "p.md", &["question", "contexts"])
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            e("Answer."),
+            "p.md:1: a prompt file starts with a `version: N` line"
+        );
+        assert_eq!(e("version: 2\n \n"), "p.md:2: the prompt is empty");
+        assert_eq!(
+            e("version: 2\nok {{question}}\nuse {{answer}}"),
+            "p.md:3: unknown placeholder {{answer}} (known: {{question}}, {{contexts}})"
+        );
+    }
+
+    #[test]
+    fn values_are_not_rendered_again() {
+        let p = PromptTemplate::parse("version: 1\n{{a}} and {{b}}", "p", &["a", "b"]).unwrap();
+        assert_eq!(p.render(&[("a", "{{b}}"), ("b", "x")]), "{{b}} and x");
+        assert_eq!(p.render(&[("b", "x")]), "{{a}} and x");
+    }
+}

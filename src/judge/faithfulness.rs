@@ -1,0 +1,272 @@
+//! Faithfulness: the share of an answer's statements that its contexts support, each
+//! supported statement located in the chunk that supports it.
+
+use super::call::ask;
+use super::outcome::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Statement, Support};
+use super::{context_number, failed, unscored, Judge, JudgeConfig, JudgeInput};
+use crate::chunk::RetrievedChunk;
+use crate::generate::locate::Locator;
+use crate::generator::{numbered_contexts, PromptTemplate};
+use crate::llm::LlmClient;
+use crate::span::CharSpan;
+use serde::Deserialize;
+use serde_json::json;
+
+const PROMPT: &str = include_str!("prompts/faithfulness.md");
+
+/// Placeholders the faithfulness prompt may use.
+pub const FAITHFULNESS_PLACEHOLDERS: &[&str] = &["question", "answer", "contexts"];
+
+/// `faithfulness`: the answer decomposed into atomic statements, each judged against the
+/// contexts; score = supported / statements. A supported statement's quoted evidence is located
+/// in the chunk the judge names (then in the others) with the dataset generator's locator and
+/// mapped to document offsets ([`Support`]). A quote that cannot be located leaves the verdict
+/// as the judge gave it, with no support span; [`JudgeDetails::unlocated`] lists such
+/// statements. An empty answer, or one the judge finds no statement in, is `undetermined`.
+///
+/// ```
+/// use rag_eval::chunk::{PositionAwareChunk, RetrievedChunk};
+/// use rag_eval::generator::RagAnswer;
+/// use rag_eval::judge::{judge_query, Faithfulness, JudgeConfig, JudgeInput, JudgeStatus};
+/// use rag_eval::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
+///
+/// struct Scripted;
+/// #[async_trait::async_trait]
+/// impl LlmClient for Scripted {
+///     fn name(&self) -> String { "scripted".into() }
+///     async fn complete(&self, _: &ChatRequest) -> rag_eval::Result<ChatResponse> {
+///         Ok(ChatResponse { finish_reason: None, usage: TokenUsage::default(), model: "s".into(),
+///             content: r#"{"statements": [
+///               {"statement": "Flags are kept in memory.", "verdict": "supported", "context": 1,
+///                "evidence": "kept in memory", "reason": "stated"},
+///               {"statement": "Flags are encrypted.", "verdict": "not_supported", "context": 0,
+///                "evidence": "", "reason": "not stated"}]}"#.into() })
+///     }
+/// }
+///
+/// let answer = RagAnswer { answer: "Flags are kept in memory, encrypted.".into(), contexts: vec![
+///     RetrievedChunk::new(PositionAwareChunk::new("guide.md", 100, 124, "Flags are kept in memory"), 1.0)] };
+/// let input = JudgeInput { query_id: "q1", question: "Where are flags?", answer: &answer, reference: None };
+/// let j = pollster::block_on(judge_query(&Faithfulness::new(Scripted), &input, &JudgeConfig::default()));
+/// assert_eq!(j.score(), Some(0.5));
+/// let s = &j.samples[0];
+/// assert_eq!(s.status, JudgeStatus::Ok);
+/// let rag_eval::judge::JudgeDetails::Faithfulness { statements } = &s.details else { unreachable!() };
+/// let span = &statements[0].support.as_ref().unwrap().span;
+/// assert_eq!((span.doc.as_str(), span.start, span.end), ("guide.md", 110, 124));
+/// ```
+pub struct Faithfulness<C> {
+    llm: C,
+    prompt: PromptTemplate,
+}
+
+impl<C: LlmClient> Faithfulness<C> {
+    /// The judge with the built-in prompt.
+    pub fn new(llm: C) -> Self {
+        Faithfulness {
+            llm,
+            prompt: PromptTemplate::builtin(PROMPT, "faithfulness.md", FAITHFULNESS_PLACEHOLDERS),
+        }
+    }
+
+    /// Uses `prompt` instead (placeholders [`FAITHFULNESS_PLACEHOLDERS`]).
+    pub fn with_prompt(mut self, prompt: PromptTemplate) -> Self {
+        self.prompt = prompt;
+        self
+    }
+}
+
+fn schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "statements": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "statement": {"type": "string"},
+                        "verdict": {"type": "string", "enum": ["supported", "not_supported"]},
+                        "context": {"type": "integer"},
+                        "evidence": {"type": "string"},
+                        "reason": {"type": "string"}
+                    },
+                    "required": ["statement", "verdict", "context", "evidence", "reason"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["statements"],
+        "additionalProperties": false
+    })
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    statements: Vec<RawStatement>,
+}
+
+#[derive(Deserialize)]
+struct RawStatement {
+    statement: String,
+    verdict: String,
+    context: i64,
+    #[serde(default)]
+    evidence: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// A checked statement: (text, supported, context index, evidence, reason).
+type Checked = (String, bool, Option<usize>, String, String);
+
+fn check(reply: Reply, contexts: usize) -> Result<Vec<Checked>, String> {
+    reply
+        .statements
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let at = |m: String| format!("statement {}: {m}", i + 1);
+            if s.statement.trim().is_empty() {
+                return Err(at("the statement is empty".into()));
+            }
+            let supported = match s.verdict.as_str() {
+                "supported" => true,
+                "not_supported" => false,
+                other => {
+                    return Err(at(format!(
+                        "verdict `{other}` is neither `supported` nor `not_supported`"
+                    )))
+                }
+            };
+            let context = context_number(s.context, contexts, true).map_err(at)?;
+            Ok((
+                s.statement.trim().to_owned(),
+                supported,
+                context,
+                s.evidence,
+                s.reason,
+            ))
+        })
+        .collect()
+}
+
+/// Finds `evidence` in the named chunk, then in the others, and maps it to document offsets.
+pub(crate) fn locate_support(
+    evidence: &str,
+    named: Option<usize>,
+    contexts: &[RetrievedChunk],
+    threshold: f64,
+) -> Option<Support> {
+    if evidence.trim().is_empty() {
+        return None;
+    }
+    let order = named
+        .into_iter()
+        .chain((0..contexts.len()).filter(|&i| Some(i) != named));
+    for i in order {
+        let chunk = &contexts[i].chunk;
+        if chunk.content.is_empty() {
+            continue;
+        }
+        if let Some(hit) = Locator::new(&chunk.content).locate(evidence, threshold) {
+            return Some(Support {
+                context: i,
+                chunk_id: chunk.id.clone(),
+                span: CharSpan::new(
+                    chunk.span.doc.clone(),
+                    chunk.span.start + hit.start,
+                    chunk.span.start + hit.end,
+                ),
+                kind: hit.kind,
+                score: hit.score,
+            });
+        }
+    }
+    None
+}
+
+#[async_trait::async_trait]
+impl<C: LlmClient> Judge for Faithfulness<C> {
+    fn name(&self) -> &'static str {
+        "faithfulness"
+    }
+
+    fn prompt_version(&self) -> String {
+        format!("faithfulness/{}", self.prompt.version)
+    }
+
+    async fn judge(
+        &self,
+        input: &JudgeInput<'_>,
+        sample: u32,
+        config: &JudgeConfig,
+    ) -> JudgeSample {
+        let mut usage = JudgeUsage::default();
+        let answer = input.answer.answer.trim();
+        if answer.is_empty() {
+            return unscored(
+                sample,
+                JudgeStatus::Undetermined,
+                "the answer is empty",
+                usage,
+            );
+        }
+        let contexts = &input.answer.contexts;
+        let text = self.prompt.render(&[
+            ("question", input.question),
+            ("answer", answer),
+            ("contexts", &numbered_contexts(contexts)),
+        ]);
+        let request = config.request(
+            text,
+            self.prompt_version(),
+            sample,
+            "faithfulness",
+            schema(),
+        );
+        let reply = ask(
+            &self.llm,
+            request,
+            config.repairs,
+            &mut usage,
+            |r: Reply| check(r, contexts.len()),
+        )
+        .await;
+        let checked = match failed(reply, sample, usage) {
+            Ok(v) => v,
+            Err(s) => return s,
+        };
+        if checked.is_empty() {
+            return unscored(
+                sample,
+                JudgeStatus::Undetermined,
+                "the judge found no statement in the answer",
+                usage,
+            );
+        }
+        let statements: Vec<Statement> = checked
+            .into_iter()
+            .map(|(text, supported, context, evidence, reason)| Statement {
+                support: if supported {
+                    locate_support(&evidence, context, contexts, config.locate_threshold)
+                } else {
+                    None
+                },
+                text,
+                supported,
+                reason,
+                evidence,
+            })
+            .collect();
+        let supported = statements.iter().filter(|s| s.supported).count();
+        JudgeSample {
+            sample,
+            status: JudgeStatus::Ok,
+            score: Some(supported as f64 / statements.len() as f64),
+            details: JudgeDetails::Faithfulness { statements },
+            message: None,
+            usage,
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! What a judge says about one query: per sample a status, a score and the details behind it.
+
+use crate::chunk::PaChunkId;
+use crate::generate::locate::MatchKind;
+use crate::span::CharSpan;
+use serde::{Deserialize, Serialize};
+
+/// How one judging of one query ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JudgeStatus {
+    /// A score was computed.
+    Ok,
+    /// The metric has no value for this query (faithfulness of an answer without statements,
+    /// a judge needing a reference answer the row lacks): neither good nor bad, left out of the
+    /// mean and not counted against the gate.
+    Undetermined,
+    /// The judge's answer did not follow its schema even after the repair retries.
+    Invalid,
+    /// The model could not be reached (after the client's own retries), or an embedding failed.
+    Error,
+}
+
+impl JudgeStatus {
+    /// `ok`, `undetermined`, `invalid` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JudgeStatus::Ok => "ok",
+            JudgeStatus::Undetermined => "undetermined",
+            JudgeStatus::Invalid => "invalid",
+            JudgeStatus::Error => "error",
+        }
+    }
+}
+
+/// Calls and tokens spent on judging.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgeUsage {
+    /// Chat requests sent (repairs included; a cache may have answered some).
+    pub calls: u64,
+    /// Of those, requests that asked the model to repair an answer that broke its schema.
+    pub repairs: u64,
+    /// Prompt tokens (as recorded, for answers a cache replayed).
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+impl JudgeUsage {
+    /// Prompt and completion tokens together.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    /// What the tokens cost at these prices (US dollars per 1,000 tokens).
+    pub fn cost(&self, prompt_per_1k: f64, completion_per_1k: f64) -> f64 {
+        (self.prompt_tokens as f64 * prompt_per_1k
+            + self.completion_tokens as f64 * completion_per_1k)
+            / 1000.0
+    }
+
+    /// Adds `other` to this.
+    pub fn add(&mut self, other: &JudgeUsage) {
+        self.calls += other.calls;
+        self.repairs += other.repairs;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// Where in the contexts a supported statement comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Support {
+    /// Position (0-based) of the chunk among the answer's contexts.
+    pub context: usize,
+    /// The chunk's position-aware id.
+    pub chunk_id: PaChunkId,
+    /// The supporting passage in document characters (end-exclusive).
+    pub span: CharSpan,
+    /// How the judge's quote was found in the chunk.
+    pub kind: MatchKind,
+    /// 1 for exact and normalized matches, the fuzzy score otherwise.
+    pub score: f64,
+}
+
+/// One atomic statement of an answer and the judge's verdict on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statement {
+    /// The statement.
+    pub text: String,
+    /// Whether the contexts support it.
+    pub supported: bool,
+    /// The judge's reason.
+    pub reason: String,
+    /// The judge's verbatim quote of the supporting passage (empty when it gave none).
+    pub evidence: String,
+    /// The quote located in the contexts; `None` for an unsupported statement and for a
+    /// supported one whose quote is not in the contexts (the verdict still counts; see
+    /// [`JudgeDetails::unlocated`]).
+    pub support: Option<Support>,
+}
+
+/// A question generated back from the answer, and its cosine to the real question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedQuestion {
+    /// The question.
+    pub question: String,
+    /// Cosine similarity of its embedding to the real question's.
+    pub cosine: f64,
+}
+
+/// The judge's verdict on one retrieved chunk (LLM context precision).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextVerdict {
+    /// Position (0-based) of the chunk among the contexts.
+    pub context: usize,
+    /// The chunk's position-aware id.
+    pub chunk_id: PaChunkId,
+    /// Whether the chunk was useful in arriving at the reference answer.
+    pub useful: bool,
+    /// The judge's reason.
+    pub reason: String,
+}
+
+/// A statement of the reference answer and whether the contexts hold it (LLM context recall).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// The statement.
+    pub text: String,
+    /// Whether it can be attributed to the contexts.
+    pub attributed: bool,
+    /// The chunk it is attributed to (0-based), when the judge named one.
+    pub context: Option<usize>,
+    /// The judge's reason.
+    pub reason: String,
+}
+
+/// What a judge found, per metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum JudgeDetails {
+    /// Nothing (the judge could not answer, or was not asked).
+    None,
+    /// Faithfulness: the answer's statements and their verdicts.
+    Faithfulness {
+        /// The statements, in the judge's order.
+        statements: Vec<Statement>,
+    },
+    /// Answer relevancy: the questions generated back from the answer.
+    AnswerRelevancy {
+        /// The questions and their cosines to the real question.
+        questions: Vec<GeneratedQuestion>,
+        /// Whether the judge found the answer evasive or vague.
+        noncommittal: bool,
+    },
+    /// LLM context precision: one verdict per retrieved chunk, in rank order.
+    ContextPrecision {
+        /// The verdicts.
+        verdicts: Vec<ContextVerdict>,
+    },
+    /// LLM context recall: the reference answer's statements.
+    ContextRecall {
+        /// The statements.
+        statements: Vec<Attribution>,
+    },
+    /// Answer match: does the answer answer the question as the reference does.
+    AnswerMatch {
+        /// The verdict.
+        matches: bool,
+        /// The judge's reason.
+        reason: String,
+    },
+}
+
+impl JudgeDetails {
+    /// Statements the contexts do not support (faithfulness), for a failing test's message.
+    pub fn unsupported(&self) -> Vec<&Statement> {
+        match self {
+            JudgeDetails::Faithfulness { statements } => {
+                statements.iter().filter(|s| !s.supported).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Supported statements whose quoted evidence was not found in the contexts.
+    pub fn unlocated(&self) -> Vec<&Statement> {
+        match self {
+            JudgeDetails::Faithfulness { statements } => statements
+                .iter()
+                .filter(|s| s.supported && s.support.is_none())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// One judging (one sample) of one query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSample {
+    /// Which sample (0-based); part of every request's cache key.
+    pub sample: u32,
+    /// How it ended.
+    pub status: JudgeStatus,
+    /// The score, in `[0, 1]`, when the status is `ok`.
+    pub score: Option<f64>,
+    /// What the judge found.
+    pub details: JudgeDetails,
+    /// Why the status is not `ok` (the schema error, the transport error, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Calls and tokens.
+    pub usage: JudgeUsage,
+}
+
+/// Spread of one query's sample scores.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Population standard deviation.
+    pub std: f64,
+    /// Lowest score.
+    pub min: f64,
+    /// Highest score.
+    pub max: f64,
+}
+
+/// Everything one judge said about one query: its samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryJudgement {
+    /// The metric (`faithfulness`, …).
+    pub metric: String,
+    /// The query's id.
+    pub query_id: String,
+    /// One entry per sample, in sample order.
+    pub samples: Vec<JudgeSample>,
+}
+
+impl QueryJudgement {
+    fn scores(&self) -> impl Iterator<Item = f64> + '_ {
+        self.samples.iter().filter_map(|s| s.score)
+    }
+
+    /// `ok` when any sample scored; otherwise `error` if any sample erred, else `invalid` if
+    /// any was invalid, else `undetermined`.
+    pub fn status(&self) -> JudgeStatus {
+        let any = |st| self.samples.iter().any(|s| s.status == st);
+        if any(JudgeStatus::Ok) {
+            JudgeStatus::Ok
+        } else if any(JudgeStatus::Error) {
+            JudgeStatus::Error
+        } else if any(JudgeStatus::Invalid) {
+            JudgeStatus::Invalid
+        } else {
+            JudgeStatus::Undetermined
+        }
+    }
+
+    /// Mean of the scored samples (`None` when none scored).
+    pub fn score(&self) -> Option<f64> {
+        let (n, sum) = self
+            .scores()
+            .fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+        (n > 0).then(|| sum / n as f64)
+    }
+
+    /// Spread of the scored samples (`None` when none scored).
+    pub fn spread(&self) -> Option<Spread> {
+        let mean = self.score()?;
+        let scores: Vec<f64> = self.scores().collect();
+        let var = scores.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / scores.len() as f64;
+        Some(Spread {
+            std: var.sqrt(),
+            min: scores.iter().copied().fold(f64::INFINITY, f64::min),
+            max: scores.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+
+    /// Whether every sample scored at least `threshold`: `None` unless every sample is `ok`
+    /// (a query with an invalid, failed or undetermined sample has no pass^n).
+    pub fn passes_all(&self, threshold: f64) -> Option<bool> {
+        if self.samples.is_empty() || self.samples.iter().any(|s| s.status != JudgeStatus::Ok) {
+            return None;
+        }
+        Some(self.scores().all(|x| x >= threshold))
+    }
+
+    /// Calls and tokens of every sample.
+    pub fn usage(&self) -> JudgeUsage {
+        let mut u = JudgeUsage::default();
+        for s in &self.samples {
+            u.add(&s.usage);
+        }
+        u
+    }
+}

@@ -1,0 +1,155 @@
+//! Judging many queries: repeats, the summary a gate reads, pass^n.
+
+use super::outcome::{JudgeStatus, JudgeUsage, QueryJudgement};
+use super::{Judge, JudgeConfig, JudgeInput};
+use futures_util::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+
+/// Judges one query `config.samples` times (sample indices 0, 1, …).
+pub async fn judge_query(
+    judge: &dyn Judge,
+    input: &JudgeInput<'_>,
+    config: &JudgeConfig,
+) -> QueryJudgement {
+    let mut samples = Vec::new();
+    for sample in 0..config.samples.max(1) {
+        samples.push(judge.judge(input, sample, config).await);
+    }
+    QueryJudgement {
+        metric: judge.name().to_owned(),
+        query_id: input.query_id.to_owned(),
+        samples,
+    }
+}
+
+/// Every query's judgement, in input order, and their summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeRun {
+    /// One per input, in input order.
+    pub judgements: Vec<QueryJudgement>,
+    /// Counts, mean, spread and usage.
+    pub summary: JudgeSummary,
+}
+
+/// Judges every input, `config.concurrency` queries at a time.
+pub async fn judge_all(
+    judge: &dyn Judge,
+    inputs: &[JudgeInput<'_>],
+    config: &JudgeConfig,
+) -> JudgeRun {
+    let judgements: Vec<QueryJudgement> = stream::iter(inputs)
+        .map(|input| judge_query(judge, input, config))
+        .buffered(config.concurrency.max(1))
+        .collect()
+        .await;
+    let summary = JudgeSummary::new(judge.name(), &judgements, config.max_invalid_share);
+    JudgeRun {
+        judgements,
+        summary,
+    }
+}
+
+/// What one judge's run amounts to.
+///
+/// `mean` and `std` are over queries with at least one `ok` sample, each query contributing the
+/// mean of its `ok` samples; `invalid` and `error` samples are left out and counted, and the
+/// gate fails when their share of all samples exceeds `max_invalid_share`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSummary {
+    /// The metric.
+    pub metric: String,
+    /// Queries judged.
+    pub queries: usize,
+    /// Queries with a score.
+    pub scored: usize,
+    /// Mean over scored queries (`None` when none scored).
+    pub mean: Option<f64>,
+    /// Population standard deviation over scored queries.
+    pub std: Option<f64>,
+    /// Mean over scored queries of the standard deviation of their samples (0 with one sample).
+    pub mean_spread: Option<f64>,
+    /// Samples judged (queries × samples).
+    pub samples: usize,
+    /// Samples with status `ok`.
+    pub ok: usize,
+    /// Samples with status `undetermined`.
+    pub undetermined: usize,
+    /// Samples with status `invalid`.
+    pub invalid: usize,
+    /// Samples with status `error`.
+    pub error: usize,
+    /// Calls and tokens of the whole run.
+    pub usage: JudgeUsage,
+    /// The share of `invalid` and `error` samples above which the gate fails.
+    pub max_invalid_share: f64,
+}
+
+impl JudgeSummary {
+    /// The summary of `judgements` of `metric`.
+    pub fn new(metric: &str, judgements: &[QueryJudgement], max_invalid_share: f64) -> Self {
+        let count = |st: JudgeStatus| {
+            judgements
+                .iter()
+                .flat_map(|j| &j.samples)
+                .filter(|s| s.status == st)
+                .count()
+        };
+        let scores: Vec<f64> = judgements.iter().filter_map(|j| j.score()).collect();
+        let spreads: Vec<f64> = judgements
+            .iter()
+            .filter_map(|j| j.spread())
+            .map(|s| s.std)
+            .collect();
+        let mean_of = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        let mean = mean_of(&scores);
+        let std = mean.map(|m| {
+            (scores.iter().map(|x| (x - m).powi(2)).sum::<f64>() / scores.len() as f64).sqrt()
+        });
+        let mut usage = JudgeUsage::default();
+        for j in judgements {
+            usage.add(&j.usage());
+        }
+        JudgeSummary {
+            metric: metric.to_owned(),
+            queries: judgements.len(),
+            scored: scores.len(),
+            mean,
+            std,
+            mean_spread: mean_of(&spreads),
+            samples: judgements.iter().map(|j| j.samples.len()).sum(),
+            ok: count(JudgeStatus::Ok),
+            undetermined: count(JudgeStatus::Undetermined),
+            invalid: count(JudgeStatus::Invalid),
+            error: count(JudgeStatus::Error),
+            usage,
+            max_invalid_share,
+        }
+    }
+
+    /// `invalid` and `error` samples as a share of all samples (0 for none).
+    pub fn invalid_share(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            (self.invalid + self.error) as f64 / self.samples as f64
+        }
+    }
+
+    /// Whether too many samples were `invalid` or `error` for the figures to gate anything.
+    pub fn gate_fails(&self) -> bool {
+        self.invalid_share() > self.max_invalid_share
+    }
+}
+
+/// pass^n at `threshold`: of the queries whose every sample is `ok`, the share whose every
+/// sample scores at least `threshold` (`None` when no query has all its samples `ok`). With
+/// one sample it is the share of queries at or above the threshold; with n it asks that the
+/// judge agree n times out of n.
+pub fn pass_hat(judgements: &[QueryJudgement], threshold: f64) -> Option<f64> {
+    let verdicts: Vec<bool> = judgements
+        .iter()
+        .filter_map(|j| j.passes_all(threshold))
+        .collect();
+    (!verdicts.is_empty())
+        .then(|| verdicts.iter().filter(|&&p| p).count() as f64 / verdicts.len() as f64)
+}
