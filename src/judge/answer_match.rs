@@ -26,8 +26,13 @@ impl<C: LlmClient> AnswerMatch<C> {
     pub fn new(llm: C) -> Self {
         AnswerMatch {
             llm,
-            prompt: PromptTemplate::builtin(PROMPT, "answer_match.md", ANSWER_MATCH_PLACEHOLDERS),
+            prompt: Self::builtin_prompt(),
         }
+    }
+
+    /// The prompt shipped with the library (`src/judge/prompts/answer_match.md`).
+    pub fn builtin_prompt() -> PromptTemplate {
+        PromptTemplate::builtin(PROMPT, "answer_match.md", ANSWER_MATCH_PLACEHOLDERS)
     }
 
     /// Uses `prompt` instead (placeholders [`ANSWER_MATCH_PLACEHOLDERS`]).

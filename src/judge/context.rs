@@ -76,12 +76,17 @@ impl<C: LlmClient> LlmContextPrecision<C> {
     pub fn new(llm: C) -> Self {
         LlmContextPrecision {
             llm,
-            prompt: PromptTemplate::builtin(
-                PRECISION_PROMPT,
-                "llm_context_precision.md",
-                CONTEXT_PLACEHOLDERS,
-            ),
+            prompt: Self::builtin_prompt(),
         }
+    }
+
+    /// The prompt shipped with the library (`src/judge/prompts/llm_context_precision.md`).
+    pub fn builtin_prompt() -> PromptTemplate {
+        PromptTemplate::builtin(
+            PRECISION_PROMPT,
+            "llm_context_precision.md",
+            CONTEXT_PLACEHOLDERS,
+        )
     }
 
     /// Uses `prompt` instead (placeholders [`CONTEXT_PLACEHOLDERS`]).
@@ -219,12 +224,13 @@ impl<C: LlmClient> LlmContextRecall<C> {
     pub fn new(llm: C) -> Self {
         LlmContextRecall {
             llm,
-            prompt: PromptTemplate::builtin(
-                RECALL_PROMPT,
-                "llm_context_recall.md",
-                CONTEXT_PLACEHOLDERS,
-            ),
+            prompt: Self::builtin_prompt(),
         }
+    }
+
+    /// The prompt shipped with the library (`src/judge/prompts/llm_context_recall.md`).
+    pub fn builtin_prompt() -> PromptTemplate {
+        PromptTemplate::builtin(RECALL_PROMPT, "llm_context_recall.md", CONTEXT_PLACEHOLDERS)
     }
 
     /// Uses `prompt` instead (placeholders [`CONTEXT_PLACEHOLDERS`]).

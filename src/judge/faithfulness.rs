@@ -65,8 +65,13 @@ impl<C: LlmClient> Faithfulness<C> {
     pub fn new(llm: C) -> Self {
         Faithfulness {
             llm,
-            prompt: PromptTemplate::builtin(PROMPT, "faithfulness.md", FAITHFULNESS_PLACEHOLDERS),
+            prompt: Self::builtin_prompt(),
         }
+    }
+
+    /// The prompt shipped with the library (`src/judge/prompts/faithfulness.md`).
+    pub fn builtin_prompt() -> PromptTemplate {
+        PromptTemplate::builtin(PROMPT, "faithfulness.md", FAITHFULNESS_PLACEHOLDERS)
     }
 
     /// Uses `prompt` instead (placeholders [`FAITHFULNESS_PLACEHOLDERS`]).

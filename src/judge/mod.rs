@@ -45,14 +45,14 @@ mod outcome;
 mod relevancy;
 mod run;
 
-pub use answer_match::AnswerMatch;
-pub use context::{LlmContextPrecision, LlmContextRecall};
-pub use faithfulness::Faithfulness;
+pub use answer_match::{AnswerMatch, ANSWER_MATCH_PLACEHOLDERS};
+pub use context::{LlmContextPrecision, LlmContextRecall, CONTEXT_PLACEHOLDERS};
+pub use faithfulness::{Faithfulness, FAITHFULNESS_PLACEHOLDERS};
 pub use outcome::{
     Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample, JudgeStatus,
     JudgeUsage, QueryJudgement, Spread, Statement, Support,
 };
-pub use relevancy::AnswerRelevancy;
+pub use relevancy::{AnswerRelevancy, ANSWER_RELEVANCY_PLACEHOLDERS};
 pub use run::{judge_all, judge_query, pass_hat, JudgeRun, JudgeSummary};
 
 use crate::generator::RagAnswer;

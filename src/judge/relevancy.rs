@@ -34,12 +34,13 @@ impl<C: LlmClient, E: Embedder> AnswerRelevancy<C, E> {
             llm,
             embedder,
             questions: 3,
-            prompt: PromptTemplate::builtin(
-                PROMPT,
-                "answer_relevancy.md",
-                ANSWER_RELEVANCY_PLACEHOLDERS,
-            ),
+            prompt: Self::builtin_prompt(),
         }
+    }
+
+    /// The prompt shipped with the library (`src/judge/prompts/answer_relevancy.md`).
+    pub fn builtin_prompt() -> PromptTemplate {
+        PromptTemplate::builtin(PROMPT, "answer_relevancy.md", ANSWER_RELEVANCY_PLACEHOLDERS)
     }
 
     /// Generates `n` questions per answer (at least 1).

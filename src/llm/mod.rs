@@ -235,6 +235,16 @@ impl<L: LlmClient + ?Sized> LlmClient for Arc<L> {
 }
 
 #[async_trait::async_trait]
+impl<L: LlmClient + ?Sized> LlmClient for &L {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        (**self).complete(request).await
+    }
+}
+
+#[async_trait::async_trait]
 impl<L: LlmClient + ?Sized> LlmClient for Box<L> {
     fn name(&self) -> String {
         (**self).name()
