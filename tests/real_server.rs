@@ -219,3 +219,168 @@ fn llama_server_generate_at_default_concurrency_retries_nothing() {
         String::from_utf8_lossy(&v.stderr)
     );
 }
+
+/// Answers generated and judged (faithfulness, answer relevancy, answer match) by the real
+/// model, twice per query at temperature 0.7, through a cache; then the same run replayed from
+/// the cache with no request to either server. A 135M model judges badly, so the figures are
+/// not asserted: the path is — every request with its schema, every sample `ok`, `undetermined`
+/// or `invalid` (never `error`: the server answers), repairs counted, the tokens the server
+/// reported summed, and the replay identical.
+#[test]
+fn llama_server_judges_record_then_replay() {
+    use rag_eval::cache::{CachedEmbedder, CachedLlm};
+    use rag_eval::generator::{Generator, LlmGenerator};
+    use rag_eval::judge::{
+        judge_all, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig, JudgeInput,
+        JudgeRun, JudgeStatus,
+    };
+    use rag_eval::llm::OpenAiChat;
+
+    let (Some(chat_url), Some(embed_url)) =
+        (server("RAG_EVAL_LLM_URL"), server("RAG_EVAL_EMBED_URL"))
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("judges.sqlite");
+    let chat = || {
+        Arc::new(
+            OpenAiChat::builder(model())
+                .base_url(&chat_url)
+                .api_key_env("RAG_EVAL_NO_KEY")
+                .build()
+                .unwrap(),
+        )
+    };
+    let doc = "The harbor lantern is lit at dusk by the keeper. It burns whale oil and stays lit \
+               until dawn. In 1902 the lantern was moved to the north pier.";
+    let context = |from: usize, to: usize| {
+        let text: String = doc.chars().skip(from).take(to - from).collect();
+        RetrievedChunk::new(PositionAwareChunk::new("harbor.md", from, to, text), 1.0)
+    };
+    let contexts = vec![
+        context(0, 49),
+        context(50, 96),
+        context(97, doc.chars().count()),
+    ];
+    let questions = [
+        (
+            "q1",
+            "When is the harbor lantern lit?",
+            "At dusk, by the keeper.",
+        ),
+        (
+            "q2",
+            "Where was the lantern moved in 1902?",
+            "To the north pier.",
+        ),
+    ];
+    let config = JudgeConfig {
+        samples: 2,
+        temperature: 0.7,
+        max_tokens: 256,
+        repairs: 1,
+        concurrency: 1,
+        ..JudgeConfig::default()
+    };
+
+    let run = |mode: CacheMode| {
+        let live = chat();
+        let cache = cache(&path, mode);
+        let llm = Arc::new(CachedLlm::new(Arc::clone(&live), Arc::clone(&cache)));
+        let live_embed = embedder(&embed_url);
+        let embed = CachedEmbedder::new(Arc::clone(&live_embed), Arc::clone(&cache));
+        let generator = LlmGenerator::new(Arc::clone(&llm)).with_max_tokens(Some(128));
+        let answers: Vec<_> = questions
+            .iter()
+            .map(|(_, q, _)| pollster::block_on(generator.generate(q, &contexts)).unwrap())
+            .collect();
+        let inputs: Vec<JudgeInput> = questions
+            .iter()
+            .zip(&answers)
+            .map(|((id, q, r), a)| JudgeInput {
+                query_id: id,
+                question: q,
+                answer: a,
+                reference: Some(r),
+            })
+            .collect();
+        let judges: Vec<Box<dyn Judge>> = vec![
+            Box::new(Faithfulness::new(Arc::clone(&llm))),
+            Box::new(AnswerRelevancy::new(Arc::clone(&llm), embed)),
+            Box::new(AnswerMatch::new(Arc::clone(&llm))),
+        ];
+        let runs: Vec<JudgeRun> = judges
+            .iter()
+            .map(|j| pollster::block_on(judge_all(j.as_ref(), &inputs, &config)))
+            .collect();
+        (
+            answers,
+            runs,
+            live.requests(),
+            live.usage(),
+            live_embed.usage().requests,
+            generator.usage(),
+        )
+    };
+
+    let started = Instant::now();
+    let (answers, recorded, requests, usage, _, answer_usage) = run(CacheMode::ReadWrite);
+    let took = started.elapsed();
+    let mut judge_calls = 0;
+    let mut judge_tokens = 0;
+    for r in &recorded {
+        let s = &r.summary;
+        eprintln!(
+            "{}: mean {:?}, ok {}, undetermined {}, invalid {}, error {}, {} calls ({} repairs), {} tokens",
+            s.metric, s.mean, s.ok, s.undetermined, s.invalid, s.error, s.usage.calls,
+            s.usage.repairs, s.usage.tokens()
+        );
+        assert_eq!(s.samples, 4);
+        assert_eq!(s.error, 0, "the server answered every request: {r:?}");
+        assert_eq!(s.ok + s.undetermined + s.invalid, 4);
+        for j in &r.judgements {
+            for sample in &j.samples {
+                // An invalid sample took every repair; a valid one fewer.
+                if sample.status == JudgeStatus::Invalid {
+                    eprintln!(
+                        "  {} sample {} invalid: {:?}",
+                        j.query_id, sample.sample, sample.message
+                    );
+                    assert_eq!(
+                        sample.usage.repairs,
+                        u64::from(config.repairs),
+                        "{sample:?}"
+                    );
+                    assert!(sample.message.is_some());
+                }
+                assert!(sample.usage.repairs < sample.usage.calls.max(1));
+            }
+        }
+        judge_calls += s.usage.calls;
+        judge_tokens += s.usage.tokens();
+    }
+    assert!(answers.iter().all(|a| a.contexts == contexts));
+    // Every chat request went to the server once: two answers plus every judge call.
+    assert_eq!(requests, 2 + judge_calls);
+    assert!(
+        judge_calls >= 8,
+        "at least faithfulness and answer match called per sample"
+    );
+    // The tokens the server reported, split between answering and judging without a remainder.
+    assert!(judge_tokens > 0 && answer_usage.total() > 0, "{usage:?}");
+    assert_eq!(usage.total(), answer_usage.total() + judge_tokens);
+    eprintln!("recorded: 2 answers and {judge_calls} judge calls, {judge_tokens} judge tokens, in {took:?}");
+
+    let started = Instant::now();
+    let (replayed_answers, replayed, requests, _, embed_requests, replayed_usage) =
+        run(CacheMode::Replay);
+    assert_eq!(replayed_usage, answer_usage, "recorded token counts replay");
+    assert_eq!((requests, embed_requests), (0, 0));
+    assert_eq!(replayed_answers, answers);
+    assert_eq!(replayed, recorded);
+    eprintln!(
+        "replayed: the same judgements in {:?}, no request",
+        started.elapsed()
+    );
+}
