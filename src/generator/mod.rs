@@ -3,7 +3,8 @@
 //! [`Generator`] is the trait a RAG system's answering step implements; [`LlmGenerator`] is
 //! the built-in one over any [`LlmClient`] (an `OpenAiChat`, or one wrapped in a `CachedLlm`
 //! so that a recorded run replays). Its prompt is a versioned file
-//! ([`prompts/answer.md`](PromptTemplate)), replaceable with [`LlmGenerator::with_prompt`].
+//! (`src/generator/prompts/answer.md`, a [`PromptTemplate`]), replaceable with
+//! [`LlmGenerator::with_prompt`].
 //! The answer comes back as a [`RagAnswer`] holding the chunks it was given, each with its
 //! position-aware id and character offsets, so every claim a judge checks can be traced back
 //! to a place in a document.

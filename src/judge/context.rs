@@ -353,3 +353,27 @@ impl<C: LlmClient> Judge for LlmContextRecall<C> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::average_precision;
+    use proptest::prelude::*;
+
+    /// ragas' formula as written: Σ precision@i · vᵢ / (Σ vᵢ + 1e-10).
+    fn ragas(v: &[bool]) -> f64 {
+        let v: Vec<f64> = v.iter().map(|&b| f64::from(u8::from(b))).collect();
+        let numerator: f64 = (0..v.len())
+            .map(|i| v[..=i].iter().sum::<f64>() / (i + 1) as f64 * v[i])
+            .sum();
+        numerator / (v.iter().sum::<f64>() + 1e-10)
+    }
+
+    proptest! {
+        #[test]
+        fn average_precision_is_ragas_without_its_epsilon(v in prop::collection::vec(any::<bool>(), 0..40)) {
+            let ap = average_precision(&v);
+            prop_assert!((0.0..=1.0).contains(&ap));
+            prop_assert!((ap - ragas(&v)).abs() < 1e-9, "{} vs {}", ap, ragas(&v));
+        }
+    }
+}
