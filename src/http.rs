@@ -397,6 +397,21 @@ impl HttpClient {
             .await
     }
 
+    /// PATCHes `body` as JSON to `path` (relative to the base URL) and parses the JSON answer.
+    pub async fn patch_json<B: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<R> {
+        let body = serde_json::to_vec(body).map_err(|e| Error::Http {
+            endpoint: self.endpoint(&Method::PATCH, path),
+            status: None,
+            message: format!("cannot encode the request body: {e}"),
+        })?;
+        self.execute(Method::PATCH, path, Some(body), decode_json)
+            .await
+    }
+
     /// GETs `path` (relative to the base URL) and parses the JSON answer.
     pub async fn get_json<R: DeserializeOwned>(&self, path: &str) -> Result<R> {
         self.execute(Method::GET, path, None, decode_json).await
@@ -885,6 +900,7 @@ impl HttpConfig {
     /// Points the configuration at an Azure OpenAI resource (`https://NAME.openai.azure.com`):
     /// the key goes in an `api-key` header, read from `AZURE_OPENAI_API_KEY`. Returns the
     /// request path of `operation` (`embeddings`, `chat/completions`) on `deployment`.
+    #[cfg_attr(not(feature = "openai"), allow(dead_code))]
     pub(crate) fn azure(
         &mut self,
         endpoint: impl Into<String>,
@@ -901,6 +917,7 @@ impl HttpConfig {
 
 /// The settings every remote provider's builder shares, for a builder with the fields
 /// `http: HttpConfig` and `path: String`: base URL, key, request path and HTTP tuning.
+#[allow(unused_macros)] // each provider feature uses it; `http` alone does not
 macro_rules! endpoint_builder {
     ($builder:ty, $default_path:literal) => {
         impl $builder {

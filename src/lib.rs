@@ -55,6 +55,8 @@
 //! - `openai`: `embed::OpenAiEmbedder` and `llm::OpenAiChat` for OpenAI, Azure OpenAI and
 //!   compatible servers (Ollama, vLLM, llama.cpp's server, text-embeddings-inference).
 //! - `cohere`: `rerank::CohereReranker` for Cohere's `/v2/rerank` and compatible servers.
+//! - `langsmith`: `langsmith::LangSmith`, a client of LangSmith's REST API: datasets pushed and
+//!   pulled losslessly, evaluations uploaded as experiments with per-query feedback.
 //! - `http` (implied by the remote providers): `http::HttpClient`, the JSON client they share
 //!   (bounded concurrency, timeouts, retries with backoff and jitter, `Retry-After`).
 #![forbid(unsafe_code)]
@@ -81,6 +83,8 @@ pub mod harness;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod judge;
+#[cfg(feature = "langsmith")]
+pub mod langsmith;
 pub mod level;
 pub mod llm;
 pub mod metrics;

@@ -1,4 +1,4 @@
-//! `rag-eval dataset`: import, validate, reanchor.
+//! `rag-eval dataset`: import, validate, reanchor (push and pull live with LangSmith).
 
 use super::output::Output;
 use super::CorpusArgs;
@@ -18,6 +18,10 @@ pub(super) enum DatasetCommand {
     Validate(ValidateArgs),
     /// Place drifted spans again by finding their recorded text in the corpus.
     Reanchor(ReanchorArgs),
+    /// Upload a dataset to LangSmith (`LANGSMITH_API_KEY`, `LANGSMITH_ENDPOINT`).
+    Push(super::langsmith::PushArgs),
+    /// Download a LangSmith dataset as JSONL and check it against the corpus.
+    Pull(super::langsmith::PullArgs),
 }
 
 #[derive(Args)]
@@ -72,6 +76,8 @@ pub(super) fn run(command: DatasetCommand, out: &mut Output) -> Result<()> {
         DatasetCommand::Import(a) => import(a, out),
         DatasetCommand::Validate(a) => validate(a, out),
         DatasetCommand::Reanchor(a) => reanchor(a),
+        DatasetCommand::Push(a) => super::langsmith::push(a),
+        DatasetCommand::Pull(a) => super::langsmith::pull(a, out),
     }
 }
 

@@ -43,6 +43,8 @@ pub(super) struct EvalArgs {
     /// Print one JSON object per chunker (JSONL) instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    langsmith: super::langsmith::ExperimentArgs,
 }
 
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
@@ -74,6 +76,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
     };
+    let langsmith = a.langsmith.check()?;
     let corpus = Arc::new(a.corpus.load()?);
     let dataset = dataset::load(&a.dataset)?;
     let mut results = Vec::new();
@@ -123,6 +126,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     }
     if let Some(cache) = context.cache() {
         eprintln!("{}", cache.stats());
+    }
+    if let Some(client) = langsmith {
+        // The result is out before the upload starts: a failed upload never costs it.
+        out.flush()?;
+        a.langsmith.upload(&client, &results)?;
     }
     Ok(())
 }

@@ -1,13 +1,15 @@
 //! The `rag-eval` command-line tool: chunk documents, score retrieval output, work with
 //! datasets, evaluate retrievers over a corpus and generate synthetic datasets.
 //!
-//! Errors are one clear message on stderr and exit code 1; usage errors exit with 2. Not a
+//! Errors are one clear message on stderr and exit code 1; usage errors exit with 2; an
+//! evaluation whose LangSmith upload failed after its result was printed exits with 3. Not a
 //! public API: the binary `src/bin/rag-eval.rs` calls [`main`].
 
 mod chunk;
 mod dataset;
 mod eval;
 mod generate;
+mod langsmith;
 mod log;
 mod output;
 mod score;
@@ -111,6 +113,10 @@ pub fn main() -> ExitCode {
     match result.and(flushed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.is::<langsmith::UploadFailed>() => {
+            eprintln!("error: {}", error_message(&e));
+            ExitCode::from(langsmith::UPLOAD_FAILED)
+        }
         Err(e) => {
             eprintln!("error: {}", error_message(&e));
             ExitCode::FAILURE

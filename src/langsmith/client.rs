@@ -1,0 +1,475 @@
+//! The REST calls, on the crate's [`HttpClient`]: the endpoints and payloads of LangSmith's
+//! API as the official Python SDK uses them (paths relative to the endpoint, e.g.
+//! `https://api.smith.langchain.com/datasets`).
+
+use super::ids::{is_uuid, Timestamp};
+use crate::error::{Error, Result};
+use crate::http::{AuthHeader, HttpClient, HttpConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// LangSmith's hosted API, used when `LANGSMITH_ENDPOINT` is unset.
+pub const DEFAULT_ENDPOINT: &str = "https://api.smith.langchain.com";
+/// The environment variable holding the API key (sent as `x-api-key`).
+pub const API_KEY_ENV: &str = "LANGSMITH_API_KEY";
+/// The environment variable naming the endpoint.
+pub const ENDPOINT_ENV: &str = "LANGSMITH_ENDPOINT";
+
+/// Examples the server returns per page at most.
+const PAGE: usize = 100;
+
+/// A client of LangSmith's REST API. Cheap to clone.
+///
+/// ```no_run
+/// # async fn f() -> rag_eval::Result<()> {
+/// let langsmith = rag_eval::langsmith::LangSmith::from_env()?;
+/// for d in langsmith.list_datasets().await? {
+///     println!("{} {}", d.id, d.name);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct LangSmith {
+    http: HttpClient,
+}
+
+/// A dataset as the server describes it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct RemoteDataset {
+    /// Its UUID.
+    pub id: String,
+    /// Its name, unique in the workspace.
+    pub name: String,
+    /// Its description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Number of examples, when the server counts them.
+    #[serde(default)]
+    pub example_count: Option<u64>,
+    /// Dataset-level metadata.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// An example as the server returns it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct RemoteExample {
+    /// Its UUID.
+    pub id: String,
+    /// The dataset it belongs to.
+    #[serde(default)]
+    pub dataset_id: Option<String>,
+    /// Its inputs.
+    #[serde(default)]
+    pub inputs: Option<Map<String, Value>>,
+    /// Its reference outputs.
+    #[serde(default)]
+    pub outputs: Option<Map<String, Value>>,
+    /// Its metadata.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// An example to create or the new content of one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewExample {
+    /// Its UUID (chosen by the client, so a repeated upload is recognised).
+    pub id: String,
+    /// Inputs (`{"query": …}`).
+    pub inputs: Map<String, Value>,
+    /// Reference outputs (`{"relevant_spans": …}` or `{"relevant_chunk_ids": …}`, …).
+    pub outputs: Map<String, Value>,
+    /// Metadata.
+    pub metadata: Map<String, Value>,
+}
+
+/// An experiment (a "tracer session" in the API) as the server describes it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct Session {
+    /// Its UUID.
+    pub id: String,
+    /// Its name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The dataset its runs were made on.
+    #[serde(default)]
+    pub reference_dataset_id: Option<String>,
+    /// `{"metadata": …}` and the like.
+    #[serde(default)]
+    pub extra: Option<Map<String, Value>>,
+    /// When it was closed, if it was.
+    #[serde(default)]
+    pub end_time: Option<String>,
+}
+
+/// A run to create: the payload of `POST /runs/batch`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewRun {
+    /// Its UUID.
+    pub id: String,
+    /// The root run of its trace (itself for a root run).
+    pub trace_id: String,
+    /// Start time and id of every run from the root down to this one (see
+    /// [`ids::root_dotted_order`](super::ids::root_dotted_order)).
+    pub dotted_order: String,
+    /// What ran.
+    pub name: String,
+    /// `chain`, `retriever`, `llm`, …
+    pub run_type: String,
+    /// RFC 3339.
+    pub start_time: String,
+    /// RFC 3339.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+    /// Inputs.
+    pub inputs: Value,
+    /// Outputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Value>,
+    /// The experiment.
+    pub session_id: String,
+    /// The dataset example the run answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_example_id: Option<String>,
+    /// `{"metadata": …}`.
+    pub extra: Value,
+}
+
+/// A feedback to create: one score under a key, on a run or (without `run_id`) on a whole
+/// experiment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewFeedback {
+    /// Its UUID.
+    pub id: String,
+    /// The run scored; `None` for experiment-level (summary) feedback.
+    pub run_id: Option<String>,
+    /// The run's trace.
+    pub trace_id: Option<String>,
+    /// The experiment, for summary feedback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The metric's name, e.g. `span_recall@5`.
+    pub key: String,
+    /// The figure.
+    pub score: Option<f64>,
+    /// A note shown with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// `{"type": "model", "metadata": …}`: who scored.
+    pub feedback_source: Value,
+    /// Anything else worth keeping (a standard deviation, a count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Value>,
+}
+
+impl LangSmith {
+    /// The HTTP settings from the environment: `LANGSMITH_ENDPOINT` (default
+    /// [`DEFAULT_ENDPOINT`]) and the key from `LANGSMITH_API_KEY` as `x-api-key`. Adjust them
+    /// (timeouts, retries) and pass them to [`LangSmith::new`].
+    pub fn config_from_env() -> HttpConfig {
+        let endpoint = std::env::var(ENDPOINT_ENV)
+            .ok()
+            .map(|e| e.trim().to_owned())
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned());
+        HttpConfig::new(endpoint)
+            .with_api_key_env(API_KEY_ENV)
+            .with_auth_header(AuthHeader::Header("x-api-key".to_owned()))
+            // The hosted API allows a handful of requests at once per key.
+            .with_concurrency(4)
+    }
+
+    /// A client configured from the environment ([`LangSmith::config_from_env`]).
+    pub fn from_env() -> Result<Self> {
+        LangSmith::new(LangSmith::config_from_env())
+    }
+
+    /// A client with these HTTP settings.
+    pub fn new(config: HttpConfig) -> Result<Self> {
+        Ok(LangSmith {
+            http: HttpClient::new(config)?,
+        })
+    }
+
+    /// The underlying HTTP client (its statistics count retries).
+    pub fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    /// The endpoint, for messages.
+    pub fn endpoint(&self) -> String {
+        crate::http::redact_url(&self.http.config().base_url)
+    }
+
+    // --- datasets ---
+
+    /// Creates a key-value dataset.
+    pub async fn create_dataset(
+        &self,
+        name: &str,
+        description: Option<&str>,
+        metadata: Map<String, Value>,
+    ) -> Result<RemoteDataset> {
+        tracing::debug!(name, "langsmith: creating dataset");
+        let mut body = serde_json::json!({
+            "name": name,
+            "data_type": "kv",
+            "extra": {"metadata": metadata},
+        });
+        if let Some(d) = description {
+            body["description"] = Value::from(d);
+        }
+        self.http.post_json("/datasets", &body).await
+    }
+
+    /// The dataset with this exact name, if there is one.
+    pub async fn find_dataset(&self, name: &str) -> Result<Option<RemoteDataset>> {
+        let found: Vec<RemoteDataset> = self
+            .http
+            .get_json(&path_with("/datasets", &[("name", name), ("limit", "1")]))
+            .await?;
+        Ok(found.into_iter().find(|d| d.name == name))
+    }
+
+    /// Every dataset of the workspace.
+    pub async fn list_datasets(&self) -> Result<Vec<RemoteDataset>> {
+        self.paginated("/datasets", &[]).await
+    }
+
+    /// Deletes a dataset and its examples.
+    pub async fn delete_dataset(&self, id: &str) -> Result<()> {
+        tracing::debug!(id, "langsmith: deleting dataset");
+        self.http
+            .delete(&format!("/datasets/{}", uuid_segment(id)?))
+            .await
+    }
+
+    // --- examples ---
+
+    /// Creates examples in one request (`POST /examples/bulk`); returns their ids.
+    pub async fn create_examples(
+        &self,
+        dataset_id: &str,
+        examples: &[NewExample],
+    ) -> Result<Vec<String>> {
+        tracing::debug!(
+            dataset_id,
+            examples = examples.len(),
+            "langsmith: creating examples"
+        );
+        let body: Vec<Value> = examples
+            .iter()
+            .map(|e| {
+                let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
+                v["dataset_id"] = Value::from(dataset_id);
+                v
+            })
+            .collect();
+        let created: Vec<RemoteExample> = self.http.post_json("/examples/bulk", &body).await?;
+        Ok(created.into_iter().map(|e| e.id).collect())
+    }
+
+    /// Every example of a dataset, page by page, in the server's order.
+    pub async fn list_examples(&self, dataset_id: &str) -> Result<Vec<RemoteExample>> {
+        self.paginated("/examples", &[("dataset", dataset_id)])
+            .await
+    }
+
+    /// Replaces the inputs, outputs and metadata of an example.
+    pub async fn update_example(&self, dataset_id: &str, example: &NewExample) -> Result<()> {
+        tracing::debug!(id = example.id, "langsmith: updating example");
+        let mut body = serde_json::to_value(example).unwrap_or(Value::Null);
+        body["dataset_id"] = Value::from(dataset_id);
+        let _: Value = self
+            .http
+            .patch_json(&format!("/examples/{}", uuid_segment(&example.id)?), &body)
+            .await?;
+        Ok(())
+    }
+
+    // --- experiments ---
+
+    /// Creates an experiment with a client-chosen id, linked to `reference_dataset_id`.
+    pub async fn create_session(
+        &self,
+        id: &str,
+        name: &str,
+        description: Option<&str>,
+        reference_dataset_id: Option<&str>,
+        metadata: Map<String, Value>,
+        start_time: &Timestamp,
+    ) -> Result<Session> {
+        tracing::debug!(id, name, "langsmith: creating experiment");
+        let mut body = serde_json::json!({
+            "id": id,
+            "name": name,
+            "start_time": start_time.rfc3339(),
+            "extra": {"metadata": metadata},
+        });
+        if let Some(d) = description {
+            body["description"] = Value::from(d);
+        }
+        if let Some(r) = reference_dataset_id {
+            body["reference_dataset_id"] = Value::from(r);
+        }
+        self.http.post_json("/sessions", &body).await
+    }
+
+    /// An experiment by id, if it exists.
+    pub async fn read_session(&self, id: &str) -> Result<Option<Session>> {
+        let path = format!("/sessions/{}", uuid_segment(id)?);
+        match self.http.get_json(&path).await {
+            Ok(s) => Ok(Some(s)),
+            Err(Error::Http {
+                status: Some(404), ..
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The experiment with this exact name, if there is one.
+    pub async fn find_session(&self, name: &str) -> Result<Option<Session>> {
+        let found: Vec<Session> = self
+            .http
+            .get_json(&path_with("/sessions", &[("name", name), ("limit", "1")]))
+            .await?;
+        Ok(found.into_iter().find(|s| s.name.as_deref() == Some(name)))
+    }
+
+    /// Marks an experiment finished.
+    pub async fn end_session(&self, id: &str, end_time: &Timestamp) -> Result<()> {
+        let _: Value = self
+            .http
+            .patch_json(
+                &format!("/sessions/{}", uuid_segment(id)?),
+                &serde_json::json!({"end_time": end_time.rfc3339()}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    // --- runs ---
+
+    /// Creates runs and applies updates to others in one request (`POST /runs/batch`). Every
+    /// run needs its `trace_id` and `dotted_order`, as the SDK's batch ingestion requires.
+    pub async fn batch_runs(&self, post: &[NewRun], patch: &[Value]) -> Result<()> {
+        if let Some(r) = post
+            .iter()
+            .find(|r| r.trace_id.is_empty() || r.dotted_order.is_empty())
+        {
+            return Err(Error::Config(format!(
+                "run `{}` has no trace_id or dotted_order; batch ingestion needs both",
+                r.id
+            )));
+        }
+        tracing::debug!(
+            post = post.len(),
+            patch = patch.len(),
+            "langsmith: sending a batch of runs"
+        );
+        let _: Value = self
+            .http
+            .post_json(
+                "/runs/batch",
+                &serde_json::json!({"post": post, "patch": patch}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Updates fields of a run (`end_time`, `outputs`, `error`, …).
+    pub async fn patch_run(&self, id: &str, fields: &Value) -> Result<()> {
+        let _: Value = self
+            .http
+            .patch_json(&format!("/runs/{}", uuid_segment(id)?), fields)
+            .await?;
+        Ok(())
+    }
+
+    // --- feedback ---
+
+    /// Creates one feedback.
+    pub async fn create_feedback(&self, feedback: &NewFeedback) -> Result<()> {
+        let _: Value = self.http.post_json("/feedback", feedback).await?;
+        Ok(())
+    }
+
+    /// Reads a list endpoint with `offset`/`limit` paging until a short page.
+    async fn paginated<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> Result<Vec<T>> {
+        let mut all = Vec::new();
+        loop {
+            let offset = all.len().to_string();
+            let limit = PAGE.to_string();
+            let mut p = params.to_vec();
+            p.push(("offset", &offset));
+            p.push(("limit", &limit));
+            let page: Vec<T> = self.http.get_json(&path_with(path, &p)).await?;
+            let n = page.len();
+            all.extend(page);
+            if n < PAGE {
+                return Ok(all);
+            }
+        }
+    }
+}
+
+/// Whether an error is the server's "already exists" (409): for a create with a client-chosen
+/// id, an earlier attempt whose answer was lost.
+pub fn is_conflict(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Http {
+            status: Some(409),
+            ..
+        }
+    )
+}
+
+/// An id checked to be a UUID before it goes into a path (a stray `/` or `?` would address
+/// another resource).
+fn uuid_segment(id: &str) -> Result<&str> {
+    if is_uuid(id) {
+        Ok(id)
+    } else {
+        Err(Error::Config(format!(
+            "`{id}` is not a LangSmith id (a UUID)"
+        )))
+    }
+}
+
+/// `path?k=v&…` with the values percent-encoded.
+fn path_with(path: &str, params: &[(&str, &str)]) -> String {
+    let mut url = reqwest::Url::parse("http://x/").expect("a constant URL parses");
+    url.query_pairs_mut().extend_pairs(params);
+    match url.query() {
+        Some(q) if !q.is_empty() => format!("{path}?{q}"),
+        _ => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_values_are_encoded() {
+        assert_eq!(
+            path_with("/datasets", &[("name", "a b&c=d/é"), ("limit", "1")]),
+            "/datasets?name=a+b%26c%3Dd%2F%C3%A9&limit=1"
+        );
+        assert_eq!(path_with("/x", &[]), "/x");
+    }
+
+    #[test]
+    fn only_uuids_go_into_paths() {
+        assert!(uuid_segment("../sessions").is_err());
+        assert!(uuid_segment("0b6d1c3e-8c1a-4f43-9a5e-3d2f1b0a9c8d").is_ok());
+    }
+}
