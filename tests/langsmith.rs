@@ -630,7 +630,7 @@ fn the_client_covers_datasets_sessions_and_run_patches() {
         reference_example_id: None,
         extra: json!({}),
     };
-    pollster::block_on(client.batch_runs(&[new_run.clone()], &[])).unwrap();
+    pollster::block_on(client.batch_runs(std::slice::from_ref(&new_run), &[])).unwrap();
     pollster::block_on(client.patch_run(
         &run,
         &json!({"outputs": {"answer": "42"}, "end_time": start.rfc3339()}),
