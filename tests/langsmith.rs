@@ -315,6 +315,10 @@ impl Metric<TokenLevel> for FirstHit {
 }
 
 fn evaluation() -> EvaluationResult {
+    evaluation_at(5)
+}
+
+fn evaluation_at(k: usize) -> EvaluationResult {
     let corpus = Arc::new(Corpus::from_folder(corpus_dir(), None).unwrap());
     let AnyDataset::Token(d) = dataset::load(format!("{DATA}/questions.jsonl")).unwrap() else {
         panic!("token level")
@@ -324,7 +328,7 @@ fn evaluation() -> EvaluationResult {
     metrics.push(Box::new(FirstHit));
     eval.run_blocking(
         &Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0)),
-        5,
+        k,
         &metrics,
     )
     .unwrap()
@@ -514,6 +518,37 @@ fn a_failed_upload_continues_without_sending_anything_twice() {
     let again = pollster::block_on(upload.upload(&client, &result)).unwrap();
     assert_eq!((again.runs_sent, again.feedback_sent), (0, 0));
     assert_eq!(fake.state().requests.len(), requests);
+
+    // Another result under the same name and journal is refused, not mixed in.
+    let err = pollster::block_on(upload.upload(&client, &evaluation_at(3))).unwrap_err();
+    assert!(err.to_string().contains("other figures"), "{err}");
+    assert_eq!(fake.state().requests.len(), requests);
+}
+
+#[test]
+fn without_a_key_the_hosted_api_is_refused_before_any_evaluation() {
+    let (_dir, dir) = tempdir();
+    let questions = format!("{DATA}/questions.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["eval", "--corpus", "/nonexistent", "--dataset", &questions])
+        .args([
+            "--chunker",
+            "recursive:size=400",
+            "--langsmith-experiment",
+            "x",
+        ])
+        .current_dir(&dir)
+        .env_remove("LANGSMITH_API_KEY")
+        .env_remove("LANGSMITH_ENDPOINT")
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("LANGSMITH_API_KEY is not set"), "{err}");
+    assert!(
+        !err.contains("nonexistent"),
+        "checked before the corpus is read: {err}"
+    );
 }
 
 #[test]

@@ -68,7 +68,17 @@ pub(super) struct ExperimentArgs {
 }
 
 fn client() -> Result<LangSmith> {
-    LangSmith::from_env().context("cannot set up the LangSmith client")
+    let client = LangSmith::from_env().context("cannot set up the LangSmith client")?;
+    let hosted =
+        client.http().config().base_url.trim_end_matches('/') == langsmith::DEFAULT_ENDPOINT;
+    if hosted && !client.http().has_api_key() {
+        bail!(
+            "{} is not set; LangSmith's hosted API needs a key ({} names another server)",
+            langsmith::API_KEY_ENV,
+            langsmith::ENDPOINT_ENV
+        );
+    }
+    Ok(client)
 }
 
 pub(super) fn push(a: PushArgs) -> Result<()> {

@@ -150,6 +150,7 @@ impl Experiment {
             &journal_path,
             &self.name,
             scores.dataset_hash.as_deref(),
+            Some(&result_hash(result, &self.answers)),
             random_uuid,
         )?;
         let session = journal.session_id().to_owned();
@@ -393,6 +394,30 @@ impl Experiment {
         m.extend(self.metadata.clone());
         m
     }
+}
+
+/// 16 hex digits of SHA-256 over what the upload sends per query: ids, figures (bit for bit),
+/// retrieved chunk ids and answers.
+fn result_hash(result: &EvaluationResult, answers: &HashMap<String, String>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (q, chunks) in result.scores.per_query.iter().zip(&result.retrieved) {
+        h.update(q.id.as_bytes());
+        h.update([0]);
+        for (k, v) in &q.metrics.0 {
+            h.update(k.as_bytes());
+            h.update(v.to_bits().to_le_bytes());
+        }
+        for c in chunks {
+            h.update(c.chunk.id.as_str().as_bytes());
+            h.update([0]);
+        }
+        if let Some(a) = answers.get(&q.id) {
+            h.update(a.as_bytes());
+        }
+        h.update([1]);
+    }
+    crate::digest::short_hex(h)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The local record of an experiment upload: which experiment id it uses and which objects the
 //! server acknowledged, so an interrupted upload continues without sending anything twice.
 //!
-//! JSON Lines: a header `{"experiment": NAME, "session_id": UUID, "dataset_hash": …}`, then
+//! JSON Lines: a header `{"experiment": NAME, "session_id": UUID, "dataset_hash": …,
+//! "result_hash": …}`, then
 //! one `{"acked": [ids…]}` line per acknowledged request, appended and flushed as answers
 //! arrive. A last line cut short by a crash is ignored (its request is sent again, and the
 //! server recognises the ids); damage anywhere else is an error.
@@ -18,6 +19,10 @@ struct Header {
     session_id: String,
     #[serde(default)]
     dataset_hash: Option<String>,
+    /// Identifies the result uploaded (figures and retrieved chunks): continuing an upload
+    /// with another result would mix two runs in one experiment.
+    #[serde(default)]
+    result_hash: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -41,6 +46,7 @@ impl Journal {
         path: &Utf8Path,
         experiment: &str,
         dataset_hash: Option<&str>,
+        result_hash: Option<&str>,
         new_session_id: impl FnOnce() -> String,
     ) -> Result<Journal> {
         let existing = match std::fs::read_to_string(path) {
@@ -63,6 +69,7 @@ impl Journal {
                     experiment: experiment.to_owned(),
                     session_id: new_session_id(),
                     dataset_hash: dataset_hash.map(str::to_owned),
+                    result_hash: result_hash.map(str::to_owned),
                 };
                 if let Some(parent) = path.parent().filter(|p| !p.as_str().is_empty()) {
                     std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
@@ -82,6 +89,13 @@ impl Journal {
             if was != now {
                 return Err(Error::Config(format!(
                     "journal `{path}` records an upload of experiment `{experiment}` over another dataset (hash {was}, now {now}); name a new experiment, or delete the journal to upload it again"
+                )));
+            }
+        }
+        if let (Some(was), Some(now)) = (&header.result_hash, result_hash) {
+            if was != now {
+                return Err(Error::Config(format!(
+                    "journal `{path}` records an upload of experiment `{experiment}` with other figures or retrieved chunks (result {was}, now {now}); name a new experiment for this run, or delete the journal to upload it under this name"
                 )));
             }
         }
@@ -164,7 +178,7 @@ mod tests {
     fn acknowledgements_survive_reopening_and_a_torn_last_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = Utf8PathBuf::from_path_buf(dir.path().join("j/x.jsonl")).unwrap();
-        let mut j = Journal::open(&path, "exp", Some("h1"), || "s-1".into()).unwrap();
+        let mut j = Journal::open(&path, "exp", Some("h1"), Some("r1"), || "s-1".into()).unwrap();
         j.ack(["a", "b"]).unwrap();
         j.ack(["b", "c"]).unwrap();
         drop(j);
@@ -172,27 +186,30 @@ mod tests {
         let mut text = std::fs::read_to_string(&path).unwrap();
         text.push_str("{\"acked\":[\"d\"");
         std::fs::write(&path, &text).unwrap();
-        let mut j = Journal::open(&path, "exp", Some("h1"), || unreachable!()).unwrap();
+        let mut j = Journal::open(&path, "exp", Some("h1"), Some("r1"), || unreachable!()).unwrap();
         assert_eq!(j.session_id(), "s-1");
         assert!(j.is_acked("a") && j.is_acked("b") && j.is_acked("c"));
         assert!(!j.is_acked("d"));
         j.ack(["d"]).unwrap();
         drop(j);
-        let j = Journal::open(&path, "exp", Some("h1"), || unreachable!()).unwrap();
+        let j = Journal::open(&path, "exp", Some("h1"), Some("r1"), || unreachable!()).unwrap();
         assert!(j.is_acked("d"));
         drop(j);
 
-        let err = Journal::open(&path, "other", Some("h1"), || "s-2".into()).unwrap_err();
+        let err =
+            Journal::open(&path, "other", Some("h1"), Some("r1"), || "s-2".into()).unwrap_err();
         assert!(err.to_string().contains("not `other`"), "{err}");
-        let err = Journal::open(&path, "exp", Some("h2"), || "s-2".into()).unwrap_err();
+        let err = Journal::open(&path, "exp", Some("h2"), Some("r1"), || "s-2".into()).unwrap_err();
         assert!(err.to_string().contains("another dataset"), "{err}");
+        let err = Journal::open(&path, "exp", Some("h1"), Some("r2"), || "s-2".into()).unwrap_err();
+        assert!(err.to_string().contains("other figures"), "{err}");
 
         std::fs::write(
             &path,
             "{\"experiment\":\"exp\",\"session_id\":\"s\"}\nnot json\n{\"acked\":[]}\n",
         )
         .unwrap();
-        let err = Journal::open(&path, "exp", None, || "s".into()).unwrap_err();
+        let err = Journal::open(&path, "exp", None, None, || "s".into()).unwrap_err();
         assert!(err.to_string().contains(":2:"), "{err}");
     }
 }
