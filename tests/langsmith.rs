@@ -434,6 +434,7 @@ fn an_experiment_arrives_exactly_once_through_rate_limits_errors_and_dropped_con
     let report = pollster::block_on(
         Experiment::new("bm25-400")
             .dataset("handbook")
+            .answers(HashMap::from([("q0003".to_owned(), "24 hours".to_owned())]))
             .batch_size(7)
             .journal(dir.join("journal.jsonl"))
             .upload(&client, &result),
@@ -465,6 +466,13 @@ fn an_experiment_arrives_exactly_once_through_rate_limits_errors_and_dropped_con
             e["metadata"]["rag_eval"]["id"],
             r["extra"]["metadata"]["query_id"]
         );
+    }
+    for r in s.runs_of(&report.session_id) {
+        let answer = &r["outputs"]["answer"];
+        match r["extra"]["metadata"]["query_id"].as_str() {
+            Some("q0003") => assert_eq!(answer, "24 hours"),
+            _ => assert!(answer.is_null(), "no answer, no `answer` output"),
+        }
     }
     // Dropped answers were sent again, and the server recognised them by id.
     let max = s.deliveries.values().copied().max().unwrap();
