@@ -482,6 +482,48 @@ fn an_experiment_arrives_exactly_once_through_rate_limits_errors_and_dropped_con
         .iter()
         .any(|f| f["key"] == "first_hit" && f["run_id"].is_string()));
     assert!(s.feedback.iter().any(|f| f["key"] == "span_recall@5"));
+    drop(s);
+
+    // And it comes back as a run result with the same figures.
+    let back = pollster::block_on(langsmith::fetch_experiment(&client, "bm25-400")).unwrap();
+    let local = &result.scores;
+    assert_eq!(
+        (back.level, back.k, back.mode),
+        (local.level, local.k, local.mode)
+    );
+    assert_eq!(back.dataset_hash, local.dataset_hash);
+    assert_eq!(back.queries, local.queries);
+    for (b, l) in back.per_query.iter().zip(&local.per_query) {
+        assert_eq!(
+            (&b.id, &b.query, &b.difficulty),
+            (&l.id, &l.query, &l.difficulty)
+        );
+        assert_eq!(
+            b.metrics.names().collect::<Vec<_>>(),
+            l.metrics.names().collect::<Vec<_>>()
+        );
+        for (x, y) in b.metrics.values().zip(l.metrics.values()) {
+            assert!((x - y).abs() < 1e-15, "{} {x} {y}", b.id);
+        }
+    }
+    for (x, y) in back.metrics.values().zip(local.metrics.values()) {
+        assert!((x - y).abs() < 1e-12);
+    }
+    assert_eq!(
+        back.by_difficulty
+            .as_ref()
+            .map(|d| d.keys().cloned().collect::<Vec<_>>()),
+        local
+            .by_difficulty
+            .as_ref()
+            .map(|d| d.keys().cloned().collect::<Vec<_>>())
+    );
+    let err = pollster::block_on(langsmith::fetch_experiment(&client, "absent")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no LangSmith experiment named `absent`"),
+        "{err}"
+    );
 }
 
 #[test]

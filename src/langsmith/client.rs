@@ -397,6 +397,35 @@ impl LangSmith {
         Ok(())
     }
 
+    /// Every run of an experiment (`POST /runs/query`, following its cursors).
+    pub async fn list_runs(&self, session_id: &str) -> Result<Vec<Value>> {
+        let mut body = serde_json::json!({"session": [session_id], "limit": PAGE});
+        let mut all = Vec::new();
+        loop {
+            let page: Value = self.http.post_json("/runs/query", &body).await?;
+            if let Some(runs) = page["runs"].as_array() {
+                all.extend(runs.iter().cloned());
+            }
+            match page["cursors"]["next"].as_str() {
+                Some(next) if !page["runs"].as_array().is_none_or(Vec::is_empty) => {
+                    body["cursor"] = Value::from(next);
+                }
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// Every feedback on these runs.
+    pub async fn list_feedback(&self, run_ids: &[String]) -> Result<Vec<Value>> {
+        let mut all = Vec::new();
+        // A few dozen ids per request keep the URL short.
+        for ids in run_ids.chunks(40) {
+            let params: Vec<(&str, &str)> = ids.iter().map(|id| ("run", id.as_str())).collect();
+            all.extend(self.paginated::<Value>("/feedback", &params).await?);
+        }
+        Ok(all)
+    }
+
     /// Reads a list endpoint with `offset`/`limit` paging until a short page.
     async fn paginated<T: serde::de::DeserializeOwned>(
         &self,

@@ -15,6 +15,7 @@ use super::ids::{derived_uuid, random_uuid, root_dotted_order, Timestamp};
 use super::journal::Journal;
 use crate::error::{Error, Result};
 use crate::eval::EvaluationResult;
+use crate::metrics::{Figures, QueryResult, ResultLevel, RunResult};
 use camino::{Utf8Path, Utf8PathBuf};
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Map, Value};
@@ -234,7 +235,8 @@ impl Experiment {
             .per_query
             .iter()
             .zip(&result.retrieved)
-            .map(|(q, chunks)| {
+            .enumerate()
+            .map(|(position, (q, chunks))| {
                 let id = derived_uuid(&[&session, "run", &q.id]);
                 let mut outputs = json!({
                     "retrieved": chunks.iter().map(|c| json!({
@@ -249,7 +251,7 @@ impl Experiment {
                 if let Some(a) = self.answers.get(&q.id) {
                     outputs["answer"] = Value::from(a.as_str());
                 }
-                let mut metadata = json!({"query_id": q.id});
+                let mut metadata = json!({"query_id": q.id, "position": position});
                 if let Some(k) = scores.k {
                     metadata["k"] = Value::from(k);
                 }
@@ -380,6 +382,9 @@ impl Experiment {
             m.insert("mode".into(), Value::from(mode.to_string()));
         }
         m.insert("queries".into(), Value::from(s.queries));
+        // The report order of the metrics, which feedback keys do not keep.
+        let names: Vec<&str> = s.metrics.names().collect();
+        m.insert("metrics".into(), json!(names));
         if let Some(h) = &s.dataset_hash {
             m.insert("dataset_hash".into(), Value::from(h.as_str()));
         }
@@ -394,6 +399,92 @@ impl Experiment {
         m.extend(self.metadata.clone());
         m
     }
+}
+
+/// Brings the experiment `name` back as a [`RunResult`]: per-query figures from its runs'
+/// feedback (query id, text and difficulty from the runs), means and standard deviations
+/// recomputed, level, k and mode from its metadata. Experiments uploaded by rag-eval come back
+/// with their queries and metrics in their original order; for others, queries follow the
+/// server's order and metrics are sorted by name.
+pub async fn fetch_experiment(client: &LangSmith, name: &str) -> Result<RunResult> {
+    let Some(session) = client.find_session(name).await? else {
+        return Err(Error::Dataset(format!(
+            "no LangSmith experiment named `{name}` at {}",
+            client.endpoint()
+        )));
+    };
+    let meta = session
+        .extra
+        .as_ref()
+        .and_then(|e| e.get("metadata"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let mut runs = client.list_runs(&session.id).await?;
+    runs.sort_by_key(|r| {
+        r["extra"]["metadata"]["position"]
+            .as_u64()
+            .unwrap_or(u64::MAX)
+    });
+    let ids: Vec<String> = runs
+        .iter()
+        .filter_map(|r| r["id"].as_str().map(str::to_owned))
+        .collect();
+    let mut scores: HashMap<String, Vec<(String, f64)>> = HashMap::new();
+    for f in client.list_feedback(&ids).await? {
+        let (Some(run), Some(key), Some(score)) =
+            (f["run_id"].as_str(), f["key"].as_str(), f["score"].as_f64())
+        else {
+            continue;
+        };
+        scores
+            .entry(run.to_owned())
+            .or_default()
+            .push((key.to_owned(), score));
+    }
+    let mut names: Vec<String> = match meta["metrics"].as_array() {
+        Some(a) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        None => Vec::new(),
+    };
+    if names.is_empty() {
+        let mut all: Vec<String> = scores.values().flatten().map(|(k, _)| k.clone()).collect();
+        all.sort();
+        all.dedup();
+        names = all;
+    }
+    let mut per_query = Vec::with_capacity(runs.len());
+    for r in &runs {
+        let run_id = r["id"].as_str().unwrap_or_default();
+        let got = scores.get(run_id).cloned().unwrap_or_default();
+        let mut figures = Vec::with_capacity(names.len());
+        for n in &names {
+            let Some((_, v)) = got.iter().find(|(k, _)| k == n) else {
+                return Err(Error::Dataset(format!(
+                    "LangSmith experiment `{name}`: run {run_id} has no `{n}` feedback"
+                )));
+            };
+            figures.push((n.clone(), *v));
+        }
+        let md = &r["extra"]["metadata"];
+        per_query.push(QueryResult {
+            id: md["query_id"].as_str().unwrap_or(run_id).to_owned(),
+            query: r["inputs"]["query"].as_str().map(str::to_owned),
+            difficulty: md["difficulty"].as_str().map(str::to_owned),
+            metrics: Figures(figures),
+        });
+    }
+    let level = match meta["level"].as_str() {
+        Some("chunk") => ResultLevel::Chunk,
+        _ => ResultLevel::Token,
+    };
+    let mut result = RunResult::from_queries(level, names, per_query);
+    result.k = meta["k"].as_u64().map(|k| k as usize);
+    result.mode = meta["mode"].as_str().and_then(|m| m.parse().ok());
+    result.dataset_hash = meta["dataset_hash"].as_str().map(str::to_owned);
+    result.group_by_difficulty();
+    Ok(result)
 }
 
 /// 16 hex digits of SHA-256 over what the upload sends per query: ids, figures (bit for bit),

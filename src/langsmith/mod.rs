@@ -36,4 +36,4 @@ pub use client::{
     API_KEY_ENV, DEFAULT_ENDPOINT, ENDPOINT_ENV,
 };
 pub use dataset::{pull, push, row_of, rows_of, Pulled, PushReport, RESERVED_KEY};
-pub use experiment::{Experiment, UploadReport};
+pub use experiment::{fetch_experiment, Experiment, UploadReport};
