@@ -92,6 +92,7 @@ pub mod rerank;
 pub mod retrieve;
 pub mod span;
 pub mod spec;
+pub mod stats;
 pub mod store;
 pub mod trec;
 
