@@ -10,7 +10,7 @@
 
 use super::rng::SplitMix64;
 use ndarray::linalg::general_mat_mul;
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 
 /// The default number of bootstrap resamples.
 pub const DEFAULT_RESAMPLES: usize = 10_000;
@@ -65,12 +65,13 @@ pub fn bootstrap_cis(
     let mut done = 0;
     while done < resamples {
         let rows = BLOCK.min(resamples - done);
-        let mut counts = Array2::<f64>::zeros((rows, n));
-        for mut row in counts.rows_mut() {
+        let mut buffer = vec![0.0; rows * n];
+        for row in buffer.chunks_exact_mut(n) {
             for _ in 0..n {
                 row[rng.below(n)] += 1.0;
             }
         }
+        let counts = ArrayView2::from_shape((rows, n), &buffer).expect("rows × n values");
         let mut resampled = Array2::<f64>::zeros((rows, width));
         general_mat_mul(1.0, &counts, &values, 0.0, &mut resampled);
         for row in resampled.rows() {

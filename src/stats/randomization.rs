@@ -21,7 +21,7 @@
 
 use super::rng::SplitMix64;
 use ndarray::linalg::general_mat_mul;
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 /// The largest number of differences whose `2^n` sign patterns are all enumerated.
@@ -155,9 +155,8 @@ pub fn monte_carlo_tests(
     let mut done = 0;
     while done < permutations {
         let rows = BLOCK.min(permutations - done);
-        let mut flips = Array2::<f64>::zeros((rows, n));
-        for mut row in flips.rows_mut() {
-            let row = row.as_slice_mut().expect("rows of a standard-layout array");
+        let mut buffer = vec![0.0; rows * n];
+        for row in buffer.chunks_exact_mut(n) {
             for w in 0..words {
                 let bits = rng.next_u64();
                 let start = w * 64;
@@ -166,6 +165,7 @@ pub fn monte_carlo_tests(
                 }
             }
         }
+        let flips = ArrayView2::from_shape((rows, n), &buffer).expect("rows × n values");
         let mut selected = Array2::<f64>::zeros((rows, width));
         general_mat_mul(1.0, &flips, &values, 0.0, &mut selected);
         for row in selected.rows() {
