@@ -69,6 +69,7 @@ pub mod chunker;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
+pub mod compare;
 pub mod corpus;
 pub mod dataset;
 pub mod digest;

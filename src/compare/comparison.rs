@@ -1,0 +1,529 @@
+//! [`Comparison`]: 2–10 runs over the same queries, each against the first.
+
+use super::{CompareError, CompareOptions, PairedTest};
+use crate::metrics::{mean_std, RunResult};
+use crate::stats::{
+    bootstrap_cis, paired_t_test, randomization_tests, Correction, WinTieLoss, TIE_TOLERANCE,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+/// The most runs one comparison takes.
+pub const MAX_RUNS: usize = 10;
+
+/// A run as the comparison saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedRun {
+    /// The label it was given (a file name or run id).
+    pub label: String,
+    /// How many queries it scored.
+    pub queries: usize,
+    /// Its dataset hash, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_hash: Option<String>,
+}
+
+/// One run's figure for a metric over the compared queries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFigure {
+    /// The run's label.
+    pub label: String,
+    /// Mean over the compared queries.
+    pub mean: f64,
+    /// Population standard deviation over them.
+    pub std: f64,
+}
+
+/// A query whose figure changed, with what it asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryChange {
+    /// The query id.
+    pub id: String,
+    /// The query text, when a run recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The query's difficulty label, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
+    /// The baseline's figure.
+    pub baseline: f64,
+    /// The run's figure.
+    pub run: f64,
+    /// `run − baseline`.
+    pub difference: f64,
+}
+
+/// One run against the baseline on one metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    /// The run's label.
+    pub label: String,
+    /// Mean of `run − baseline` over the queries.
+    pub difference: f64,
+    /// The paired bootstrap confidence interval of that mean, `[low, high]`.
+    pub ci: [f64; 2],
+    /// The paired test's two-sided p-value.
+    pub p_value: f64,
+    /// Whether `p_value` is exact (randomization over every sign pattern).
+    pub exact: bool,
+    /// The p-value after the correction across metrics × runs.
+    pub corrected_p_value: f64,
+    /// Queries better than, equal to and worse than the baseline.
+    #[serde(flatten)]
+    pub outcome: WinTieLoss,
+    /// The queries that lost the most, most first (only queries that lost).
+    pub most_worse: Vec<QueryChange>,
+    /// The queries that gained the most, most first (only queries that gained).
+    pub most_better: Vec<QueryChange>,
+}
+
+/// Every run on one metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricComparison {
+    /// The metric's report name.
+    pub metric: String,
+    /// Each run's mean and standard deviation, baseline first.
+    pub runs: Vec<RunFigure>,
+    /// Each run after the first against the baseline.
+    pub vs_baseline: Vec<Difference>,
+}
+
+/// The comparison restricted to the queries with one difficulty label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DifficultyComparison {
+    /// The label (`unlabelled` for queries without one).
+    pub difficulty: String,
+    /// How many compared queries have it.
+    pub queries: usize,
+    /// Per metric, as in [`Comparison::metrics`]; p-values corrected within the label.
+    pub metrics: Vec<MetricComparison>,
+}
+
+/// A metric on which a run is significantly worse than the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Regression {
+    /// The metric.
+    pub metric: String,
+    /// The run's label.
+    pub run: String,
+    /// Mean difference from the baseline (negative).
+    pub difference: f64,
+    /// The corrected p-value.
+    pub corrected_p_value: f64,
+}
+
+/// 2–10 runs compared with the first (the baseline) on the queries and metrics they share:
+/// per metric each run's mean ± std, its mean difference from the baseline with a paired
+/// bootstrap confidence interval, a paired test's p-value before and after a correction across
+/// metrics × runs, wins/ties/losses, and the queries that changed most; the same per
+/// difficulty label.
+///
+/// Serialises to the JSON that `rag-eval compare --json` prints (README, *Track and compare
+/// runs*).
+///
+/// ```
+/// use rag_eval::compare::{CompareOptions, Comparison};
+/// use rag_eval::metrics::{Figures, QueryResult, ResultLevel, RunResult};
+///
+/// let run = |values: &[f64]| {
+///     let per_query = values
+///         .iter()
+///         .enumerate()
+///         .map(|(i, v)| QueryResult {
+///             id: format!("q{i}"),
+///             query: None,
+///             difficulty: None,
+///             metrics: Figures(vec![("recall@5".into(), *v)]),
+///         })
+///         .collect();
+///     RunResult::from_queries(ResultLevel::Chunk, vec!["recall@5".into()], per_query)
+/// };
+/// let baseline = run(&[1.0, 1.0, 0.5, 1.0, 0.5, 1.0, 1.0, 1.0]);
+/// let worse = run(&[0.0, 0.5, 0.0, 0.5, 0.0, 0.5, 0.0, 0.5]);
+/// let c = Comparison::new(&[("main", &baseline), ("branch", &worse)], &CompareOptions::default())?;
+/// let d = &c.metrics[0].vs_baseline[0];
+/// assert_eq!(d.difference, -0.625);
+/// assert!(d.exact && d.p_value < 0.01); // all 2^8 sign patterns: p = 2/256
+/// assert_eq!(c.regressions(0.05).len(), 1);
+/// # Ok::<(), rag_eval::compare::CompareError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The baseline's label.
+    pub baseline: String,
+    /// The runs, baseline first.
+    pub runs: Vec<ComparedRun>,
+    /// How many queries were compared (those every run scored).
+    pub queries: usize,
+    /// Whether the runs' dataset hashes or query sets differ (allowed by the options).
+    pub datasets_differ: bool,
+    /// The test of the p-values.
+    pub test: PairedTest,
+    /// Random sign patterns of the randomization test.
+    pub permutations: usize,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Seed of both.
+    pub seed: u64,
+    /// The correction across metrics × runs.
+    pub correction: Correction,
+    /// The confidence level of the intervals.
+    pub confidence: f64,
+    /// Metrics left out because some run lacks them.
+    pub metrics_not_shared: Vec<String>,
+    /// Per metric, in the baseline's order.
+    pub metrics: Vec<MetricComparison>,
+    /// The same per difficulty label, labels sorted; empty when no compared query has one.
+    pub by_difficulty: Vec<DifficultyComparison>,
+}
+
+/// Each run's figures for the compared queries and metrics: `values[run][metric][query]`.
+struct Aligned<'a> {
+    labels: Vec<&'a str>,
+    metrics: Vec<String>,
+    values: Vec<Vec<Vec<f64>>>,
+    ids: Vec<&'a str>,
+    text: Vec<Option<&'a str>>,
+    difficulty: Vec<Option<&'a str>>,
+}
+
+impl Comparison {
+    /// Compares `runs` (label, result), the first being the baseline.
+    ///
+    /// Refuses fewer than 2 or more than [`MAX_RUNS`] runs, runs whose dataset hashes differ or
+    /// that scored different query ids (unless `allow_different_datasets`, which compares the
+    /// ids every run has), a query id repeated in a run, and a compared figure that is missing
+    /// or not finite.
+    pub fn new(
+        runs: &[(&str, &RunResult)],
+        options: &CompareOptions,
+    ) -> Result<Comparison, CompareError> {
+        if !(2..=MAX_RUNS).contains(&runs.len()) {
+            return Err(CompareError::RunCount(runs.len()));
+        }
+        if !(options.confidence > 0.0 && options.confidence < 1.0) {
+            return Err(CompareError::Option(format!(
+                "confidence {} is not between 0 and 1",
+                options.confidence
+            )));
+        }
+        let (aligned, datasets_differ, not_shared) = align(runs, options)?;
+        let all: Vec<usize> = (0..aligned.ids.len()).collect();
+        let metrics = compare_rows(&aligned, &all, options);
+        let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+        if aligned.difficulty.iter().any(Option::is_some) {
+            let mut by_label: HashMap<&str, Vec<usize>> = HashMap::new();
+            for (i, d) in aligned.difficulty.iter().enumerate() {
+                by_label
+                    .entry(d.unwrap_or("unlabelled"))
+                    .or_default()
+                    .push(i);
+            }
+            groups = by_label.into_iter().collect();
+            groups.sort_by(|a, b| a.0.cmp(b.0));
+        }
+        let by_difficulty = groups
+            .into_iter()
+            .map(|(label, rows)| DifficultyComparison {
+                difficulty: label.to_owned(),
+                queries: rows.len(),
+                metrics: compare_rows(&aligned, &rows, options),
+            })
+            .collect();
+        Ok(Comparison {
+            baseline: runs[0].0.to_owned(),
+            runs: runs
+                .iter()
+                .map(|(label, r)| ComparedRun {
+                    label: (*label).to_owned(),
+                    queries: r.per_query.len(),
+                    dataset_hash: r.dataset_hash.clone(),
+                })
+                .collect(),
+            queries: aligned.ids.len(),
+            datasets_differ,
+            test: options.test,
+            permutations: options.permutations,
+            resamples: options.resamples,
+            seed: options.seed,
+            correction: options.correction,
+            confidence: options.confidence,
+            metrics_not_shared: not_shared,
+            metrics,
+            by_difficulty,
+        })
+    }
+
+    /// The metrics on which a run is significantly worse than the baseline: a negative mean
+    /// difference with a corrected p-value at most `alpha`. Over all compared queries (the
+    /// per-difficulty figures are for reading, not for the gate).
+    pub fn regressions(&self, alpha: f64) -> Vec<Regression> {
+        self.metrics
+            .iter()
+            .flat_map(|m| {
+                m.vs_baseline
+                    .iter()
+                    .filter(move |d| d.difference < -TIE_TOLERANCE && d.corrected_p_value <= alpha)
+                    .map(move |d| Regression {
+                        metric: m.metric.clone(),
+                        run: d.label.clone(),
+                        difference: d.difference,
+                        corrected_p_value: d.corrected_p_value,
+                    })
+            })
+            .collect()
+    }
+}
+
+fn align<'a>(
+    runs: &[(&'a str, &'a RunResult)],
+    options: &CompareOptions,
+) -> Result<(Aligned<'a>, bool, Vec<String>), CompareError> {
+    let (base_label, base) = runs[0];
+    let mut datasets_differ = false;
+    let mut indexes = Vec::with_capacity(runs.len());
+    for (label, run) in runs {
+        let mut index: HashMap<&str, usize> = HashMap::with_capacity(run.per_query.len());
+        for (i, q) in run.per_query.iter().enumerate() {
+            if index.insert(q.id.as_str(), i).is_some() {
+                return Err(CompareError::DuplicateQuery {
+                    run: (*label).to_owned(),
+                    query: q.id.clone(),
+                });
+            }
+        }
+        indexes.push(index);
+    }
+    for (k, (label, run)) in runs.iter().enumerate().skip(1) {
+        if let (Some(a), Some(b)) = (&base.dataset_hash, &run.dataset_hash) {
+            if a != b {
+                if !options.allow_different_datasets {
+                    return Err(CompareError::DifferentDatasets {
+                        baseline: base_label.to_owned(),
+                        baseline_hash: a.clone(),
+                        run: (*label).to_owned(),
+                        run_hash: b.clone(),
+                    });
+                }
+                datasets_differ = true;
+            }
+        }
+        let only_baseline: Vec<&str> = base
+            .per_query
+            .iter()
+            .map(|q| q.id.as_str())
+            .filter(|id| !indexes[k].contains_key(id))
+            .collect();
+        let only_run: Vec<&str> = run
+            .per_query
+            .iter()
+            .map(|q| q.id.as_str())
+            .filter(|id| !indexes[0].contains_key(id))
+            .collect();
+        if !only_baseline.is_empty() || !only_run.is_empty() {
+            if !options.allow_different_datasets {
+                return Err(CompareError::DifferentQueries {
+                    baseline: base_label.to_owned(),
+                    run: (*label).to_owned(),
+                    only_baseline: only_baseline.len(),
+                    only_run: only_run.len(),
+                    example: only_baseline
+                        .first()
+                        .or(only_run.first())
+                        .map_or_else(String::new, |s| (*s).to_owned()),
+                });
+            }
+            datasets_differ = true;
+        }
+    }
+    let shared: Vec<usize> = (0..base.per_query.len())
+        .filter(|&i| {
+            let id = base.per_query[i].id.as_str();
+            indexes.iter().all(|ix| ix.contains_key(id))
+        })
+        .collect();
+    if shared.is_empty() {
+        return Err(CompareError::NoSharedQueries);
+    }
+    let mut metrics = Vec::new();
+    let mut not_shared = Vec::new();
+    let mut seen = HashSet::new();
+    for (_, run) in runs {
+        for name in run.metrics.names() {
+            if !seen.insert(name.to_owned()) {
+                continue;
+            }
+            if runs.iter().all(|(_, r)| r.metrics.get(name).is_some()) {
+                metrics.push(name.to_owned());
+            } else {
+                not_shared.push(name.to_owned());
+            }
+        }
+    }
+    if metrics.is_empty() {
+        return Err(CompareError::NoSharedMetrics {
+            baseline: base_label.to_owned(),
+            metrics: base.metrics.names().collect::<Vec<_>>().join(", "),
+        });
+    }
+    let ids: Vec<&str> = shared
+        .iter()
+        .map(|&i| base.per_query[i].id.as_str())
+        .collect();
+    let mut values = Vec::with_capacity(runs.len());
+    for (k, (label, run)) in runs.iter().enumerate() {
+        let rows: Vec<&crate::metrics::QueryResult> = ids
+            .iter()
+            .map(|id| &run.per_query[indexes[k][id]])
+            .collect();
+        let mut per_metric = Vec::with_capacity(metrics.len());
+        for m in &metrics {
+            // Figures are usually in the run's metric order: try the same position first.
+            let position = run.metrics.names().position(|n| n == m);
+            let mut column = Vec::with_capacity(rows.len());
+            for q in &rows {
+                let value = position
+                    .and_then(|p| q.metrics.0.get(p).filter(|(n, _)| n == m).map(|(_, v)| *v))
+                    .or_else(|| q.metrics.get(m));
+                let problem = match value {
+                    None => Some("missing"),
+                    Some(v) if v.is_nan() => Some("NaN"),
+                    Some(v) if v.is_infinite() => Some("infinite"),
+                    Some(_) => None,
+                };
+                if let Some(problem) = problem {
+                    return Err(CompareError::BadFigure {
+                        run: (*label).to_owned(),
+                        query: q.id.clone(),
+                        metric: m.clone(),
+                        problem,
+                    });
+                }
+                column.push(value.unwrap_or_default());
+            }
+            per_metric.push(column);
+        }
+        values.push(per_metric);
+    }
+    let mut text = Vec::with_capacity(ids.len());
+    let mut difficulty = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let rows: Vec<&'a crate::metrics::QueryResult> = (0..runs.len())
+            .map(|k| &runs[k].1.per_query[indexes[k][id]])
+            .collect();
+        text.push(rows.iter().find_map(|q| q.query.as_deref()));
+        difficulty.push(rows.iter().find_map(|q| q.difficulty.as_deref()));
+    }
+    Ok((
+        Aligned {
+            labels: runs.iter().map(|(l, _)| *l).collect(),
+            metrics,
+            values,
+            ids,
+            text,
+            difficulty,
+        },
+        datasets_differ,
+        not_shared,
+    ))
+}
+
+/// Every metric of every run against the baseline over the queries `rows`.
+fn compare_rows(
+    a: &Aligned<'_>,
+    rows: &[usize],
+    options: &CompareOptions,
+) -> Vec<MetricComparison> {
+    let others = a.labels.len() - 1;
+    let pick = |run: usize, metric: usize| -> Vec<f64> {
+        rows.iter().map(|&i| a.values[run][metric][i]).collect()
+    };
+    // Columns in metric-major order: (metric 0, run 1), (metric 0, run 2), …
+    let mut columns = Vec::with_capacity(a.metrics.len() * others);
+    for m in 0..a.metrics.len() {
+        let base = pick(0, m);
+        for r in 1..=others {
+            let run = pick(r, m);
+            columns.push(
+                run.iter()
+                    .zip(&base)
+                    .map(|(x, b)| x - b)
+                    .collect::<Vec<f64>>(),
+            );
+        }
+    }
+    let refs: Vec<&[f64]> = columns.iter().map(Vec::as_slice).collect();
+    let tests: Vec<(f64, bool)> = match options.test {
+        PairedTest::Fisher => randomization_tests(&refs, options.permutations, options.seed)
+            .into_iter()
+            .map(|r| (r.p_value, r.exact))
+            .collect(),
+        PairedTest::Student => refs
+            .iter()
+            .map(|c| (paired_t_test(c).p_value, false))
+            .collect(),
+    };
+    let raw: Vec<f64> = tests.iter().map(|t| t.0).collect();
+    let corrected = options.correction.apply(&raw);
+    let cis = bootstrap_cis(&refs, options.resamples, options.seed, options.confidence);
+    let mut out = Vec::with_capacity(a.metrics.len());
+    for (m, name) in a.metrics.iter().enumerate() {
+        let runs = (0..=others)
+            .map(|r| {
+                let (mean, std) = mean_std(&pick(r, m));
+                RunFigure {
+                    label: a.labels[r].to_owned(),
+                    mean,
+                    std,
+                }
+            })
+            .collect();
+        let vs_baseline = (1..=others)
+            .map(|r| {
+                let c = m * others + r - 1;
+                let d = &columns[c];
+                let change = |j: usize| QueryChange {
+                    id: a.ids[rows[j]].to_owned(),
+                    query: a.text[rows[j]].map(str::to_owned),
+                    difficulty: a.difficulty[rows[j]].map(str::to_owned),
+                    baseline: a.values[0][m][rows[j]],
+                    run: a.values[r][m][rows[j]],
+                    difference: d[j],
+                };
+                let mut order: Vec<usize> = (0..d.len()).collect();
+                // Stable: equal changes keep the queries' order.
+                order.sort_by(|&x, &y| d[x].total_cmp(&d[y]));
+                let most_worse = order
+                    .iter()
+                    .take_while(|&&j| d[j] < -TIE_TOLERANCE)
+                    .take(options.top)
+                    .map(|&j| change(j))
+                    .collect();
+                order.sort_by(|&x, &y| d[y].total_cmp(&d[x]));
+                let most_better = order
+                    .iter()
+                    .take_while(|&&j| d[j] > TIE_TOLERANCE)
+                    .take(options.top)
+                    .map(|&j| change(j))
+                    .collect();
+                Difference {
+                    label: a.labels[r].to_owned(),
+                    difference: mean_std(d).0,
+                    ci: [cis[c].0, cis[c].1],
+                    p_value: tests[c].0,
+                    exact: tests[c].1,
+                    corrected_p_value: corrected[c],
+                    outcome: WinTieLoss::count(d),
+                    most_worse,
+                    most_better,
+                }
+            })
+            .collect();
+        out.push(MetricComparison {
+            metric: name.clone(),
+            runs,
+            vs_baseline,
+        });
+    }
+    out
+}

@@ -1,0 +1,78 @@
+//! Why runs cannot be compared.
+
+/// Why a comparison could not be made. Messages name the runs (by label), hashes and queries
+/// involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompareError {
+    /// Fewer than 2 or more than 10 runs.
+    #[error("compare takes 2 to 10 runs (the first is the baseline), got {0}")]
+    RunCount(usize),
+    /// Two runs were made on different datasets.
+    #[error(
+        "run `{run}` was made on dataset {run_hash}, the baseline `{baseline}` on {baseline_hash}: \
+         compare runs of one dataset, or allow different datasets to compare their shared query ids"
+    )]
+    DifferentDatasets {
+        /// The baseline's label.
+        baseline: String,
+        /// The baseline's dataset hash.
+        baseline_hash: String,
+        /// The other run's label.
+        run: String,
+        /// Its dataset hash.
+        run_hash: String,
+    },
+    /// Two runs scored different queries.
+    #[error(
+        "run `{run}` scored other queries than the baseline `{baseline}`: {only_baseline} only in \
+         the baseline (e.g. `{example}`), {only_run} only in `{run}`; allow different datasets to \
+         compare the shared query ids"
+    )]
+    DifferentQueries {
+        /// The baseline's label.
+        baseline: String,
+        /// The other run's label.
+        run: String,
+        /// Queries only the baseline has.
+        only_baseline: usize,
+        /// Queries only the other run has.
+        only_run: usize,
+        /// One query id in one run and not the other.
+        example: String,
+    },
+    /// No query is in every run.
+    #[error("the runs have no query id in common")]
+    NoSharedQueries,
+    /// No metric is in every run.
+    #[error("the runs have no metric in common (the baseline `{baseline}` has {metrics})")]
+    NoSharedMetrics {
+        /// The baseline's label.
+        baseline: String,
+        /// The baseline's metric names, comma-separated.
+        metrics: String,
+    },
+    /// A query id appears twice in one run.
+    #[error("run `{run}` has query `{query}` twice")]
+    DuplicateQuery {
+        /// The run's label.
+        run: String,
+        /// The repeated id.
+        query: String,
+    },
+    /// A query has no figure, or a figure that is not a finite number, for a compared metric.
+    #[error("run `{run}`, query `{query}`: {metric} is {problem}")]
+    BadFigure {
+        /// The run's label.
+        run: String,
+        /// The query id.
+        query: String,
+        /// The metric.
+        metric: String,
+        /// `missing`, `NaN` or `infinite`.
+        problem: &'static str,
+    },
+    /// An option is out of range.
+    #[error("invalid comparison option: {0}")]
+    Option(String),
+}
