@@ -6,6 +6,7 @@
 //! public API: the binary `src/bin/rag-eval.rs` calls [`main`].
 
 mod chunk;
+mod compare;
 mod dataset;
 mod eval;
 mod generate;
@@ -56,6 +57,10 @@ enum Command {
     /// they stopped when rerun with the same output.
     #[command(subcommand)]
     Generate(generate::GenerateCommand),
+    /// Compare 2–10 runs (JSON from `eval --json` or `score --json`) with the first: per
+    /// metric the difference with a bootstrap interval, a paired test corrected across
+    /// metrics × runs, wins/ties/losses, the queries that changed most, per difficulty.
+    Compare(compare::CompareArgs),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -98,11 +103,18 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     log::init(cli.verbose);
     let mut out = Output::stdout();
+    // `compare --fail-on-regression` fails without an error.
+    let mut code = ExitCode::SUCCESS;
     let result = match cli.command {
         Command::Chunk(a) => chunk::run(a, &mut out),
         Command::Score(a) => score::run(a, &mut out),
         Command::Eval(a) => eval::run(a, &mut out),
         Command::Dataset(c) => dataset::run(c, &mut out),
+        Command::Compare(a) => compare::run(a, &mut out).map(|regressed| {
+            if regressed {
+                code = ExitCode::FAILURE;
+            }
+        }),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -111,7 +123,7 @@ pub fn main() -> ExitCode {
     // Flushed also after a failure: what was printed before it (validate's summary) stays.
     let flushed = out.flush().map_err(anyhow::Error::from);
     match result.and(flushed) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if e.is::<langsmith::UploadFailed>() => {
             eprintln!("error: {}", error_message(&e));

@@ -11,6 +11,7 @@
 mod comparison;
 mod error;
 mod options;
+mod text;
 
 pub use comparison::{
     ComparedRun, Comparison, Difference, DifficultyComparison, MetricComparison, QueryChange,

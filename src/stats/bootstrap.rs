@@ -120,12 +120,17 @@ mod tests {
         assert_eq!(bootstrap_ci(&[0.4], 100, 1, 0.95), (0.4, 0.4));
         assert_eq!(bootstrap_ci(&[0.0; 30], 100, 1, 0.95), (0.0, 0.0));
         let c = bootstrap_ci(&[0.25; 30], 100, 1, 0.95);
-        assert!((c.0 - 0.25).abs() < 1e-15 && (c.1 - 0.25).abs() < 1e-15, "{c:?}");
+        assert!(
+            (c.0 - 0.25).abs() < 1e-15 && (c.1 - 0.25).abs() < 1e-15,
+            "{c:?}"
+        );
     }
 
     #[test]
     fn interval_brackets_the_mean_and_is_reproducible() {
-        let d: Vec<f64> = (0..200).map(|i| ((i * 31 % 17) as f64 - 6.0) / 10.0).collect();
+        let d: Vec<f64> = (0..200)
+            .map(|i| ((i * 31 % 17) as f64 - 6.0) / 10.0)
+            .collect();
         let mean = d.iter().sum::<f64>() / d.len() as f64;
         let (lo, hi) = bootstrap_ci(&d, 2_000, 3, 0.95);
         assert!(lo < mean && mean < hi, "{lo} {mean} {hi}");

@@ -125,11 +125,7 @@ fn pattern_sums(values: &[f64]) -> Vec<f64> {
 /// # Panics
 ///
 /// When the columns differ in length.
-pub fn monte_carlo_tests(
-    columns: &[&[f64]],
-    permutations: usize,
-    seed: u64,
-) -> Vec<Randomization> {
+pub fn monte_carlo_tests(columns: &[&[f64]], permutations: usize, seed: u64) -> Vec<Randomization> {
     let n = columns.first().map_or(0, |c| c.len());
     assert!(
         columns.iter().all(|c| c.len() == n),
@@ -223,8 +219,12 @@ mod tests {
 
     #[test]
     fn monte_carlo_is_reproducible_and_columns_are_independent_of_each_other() {
-        let a: Vec<f64> = (0..100).map(|i| ((i * 37 % 11) as f64 - 4.0) / 10.0).collect();
-        let b: Vec<f64> = (0..100).map(|i| ((i * 13 % 7) as f64 - 3.5) / 7.0).collect();
+        let a: Vec<f64> = (0..100)
+            .map(|i| ((i * 37 % 11) as f64 - 4.0) / 10.0)
+            .collect();
+        let b: Vec<f64> = (0..100)
+            .map(|i| ((i * 13 % 7) as f64 - 3.5) / 7.0)
+            .collect();
         let both = monte_carlo_tests(&[&a, &b], 1_000, 9);
         assert_eq!(both, monte_carlo_tests(&[&a, &b], 1_000, 9));
         assert_eq!(both[1], monte_carlo_tests(&[&b], 1_000, 9)[0]);

@@ -34,7 +34,10 @@ pub fn paired_t_test(differences: &[f64]) -> TTest {
     }
     let nf = n as f64;
     let mean = differences.iter().sum::<f64>() / nf;
-    let ss = differences.iter().map(|d| (d - mean) * (d - mean)).sum::<f64>();
+    let ss = differences
+        .iter()
+        .map(|d| (d - mean) * (d - mean))
+        .sum::<f64>();
     let df = n - 1;
     let sd = (ss / df as f64).sqrt();
     if sd == 0.0 {
@@ -164,10 +167,14 @@ mod tests {
         assert!((ln_gamma(11.0) - 3_628_800f64.ln()).abs() < 1e-12);
         // Stirling's series for a large argument.
         let x = 5000.0f64;
-        let stirling = (x - 0.5) * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI).ln()
-            + 1.0 / (12.0 * x)
-            - 1.0 / (360.0 * x.powi(3));
-        assert!((ln_gamma(x) - stirling).abs() < 1e-9, "{}", ln_gamma(x) - stirling);
+        let stirling =
+            (x - 0.5) * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI).ln() + 1.0 / (12.0 * x)
+                - 1.0 / (360.0 * x.powi(3));
+        assert!(
+            (ln_gamma(x) - stirling).abs() < 1e-9,
+            "{}",
+            ln_gamma(x) - stirling
+        );
     }
 
     #[test]

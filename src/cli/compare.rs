@@ -1,0 +1,115 @@
+//! `rag-eval compare`: 2–10 runs against the first, with paired tests.
+
+use super::output::Output;
+use crate::compare::{CompareOptions, Comparison, PairedTest, MAX_RUNS};
+use crate::metrics::RunResult;
+use crate::stats::Correction;
+use anyhow::{bail, Context, Result};
+use camino::Utf8PathBuf;
+use clap::Args;
+
+#[derive(Args)]
+pub(super) struct CompareArgs {
+    /// Runs as JSON files from `rag-eval eval --json` or `score --json` (a file of several
+    /// lines gives one run per line, labelled `FILE#1`, `FILE#2`, …). The first is the
+    /// baseline.
+    #[arg(value_name = "RUN", required = true)]
+    runs: Vec<Utf8PathBuf>,
+    /// The paired test: Fisher's randomization test or the paired t-test.
+    #[arg(long, default_value = "fisher", value_parser = ["fisher", "student"])]
+    test: String,
+    /// Random sign patterns of the randomization test (up to 20 queries every pattern is
+    /// enumerated instead).
+    #[arg(long, default_value_t = crate::stats::DEFAULT_PERMUTATIONS)]
+    permutations: usize,
+    /// Bootstrap resamples of the confidence intervals.
+    #[arg(long, default_value_t = crate::stats::DEFAULT_RESAMPLES)]
+    resamples: usize,
+    /// Seed of the permutations and resamples.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Correction of the p-values across metrics × runs.
+    #[arg(long, default_value = "holm", value_parser = ["none", "bonferroni", "holm"])]
+    correction: String,
+    /// Significance level of `*` in the table and of --fail-on-regression.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// Exit with code 1 when a run is significantly worse than the baseline on a metric
+    /// (corrected p-value at most --alpha).
+    #[arg(long)]
+    fail_on_regression: bool,
+    /// Compare runs of different datasets (or query sets) on their shared query ids.
+    #[arg(long)]
+    allow_different_datasets: bool,
+    /// Print the comparison as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the comparison; returns whether --fail-on-regression found a regression.
+pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
+    if !(a.alpha > 0.0 && a.alpha < 1.0) {
+        bail!("--alpha must be between 0 and 1 (got {})", a.alpha);
+    }
+    let mut runs: Vec<(String, RunResult)> = Vec::new();
+    for path in &a.runs {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| crate::Error::io("read", path.clone(), e))?;
+        let mut read = Vec::new();
+        for (i, value) in serde_json::Deserializer::from_str(&text)
+            .into_iter::<RunResult>()
+            .enumerate()
+        {
+            read.push(value.with_context(|| {
+                format!(
+                    "`{path}`: run {} is not a run of `rag-eval eval --json` or `score --json`",
+                    i + 1
+                )
+            })?);
+        }
+        match read.len() {
+            0 => bail!("`{path}` holds no run"),
+            1 => runs.push((path.to_string(), read.pop().expect("one run"))),
+            _ => runs.extend(
+                read.into_iter()
+                    .enumerate()
+                    .map(|(i, r)| (format!("{path}#{}", i + 1), r)),
+            ),
+        }
+    }
+    if !(2..=MAX_RUNS).contains(&runs.len()) {
+        bail!(
+            "compare takes 2 to {MAX_RUNS} runs (the first is the baseline), got {}",
+            runs.len()
+        );
+    }
+    let mut options = CompareOptions::default();
+    options.test = a.test.parse::<PairedTest>().map_err(anyhow::Error::msg)?;
+    options.permutations = a.permutations;
+    options.resamples = a.resamples;
+    options.seed = a.seed;
+    options.correction = a
+        .correction
+        .parse::<Correction>()
+        .map_err(anyhow::Error::msg)?;
+    options.allow_different_datasets = a.allow_different_datasets;
+    let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    let comparison = Comparison::new(&labelled, &options)?;
+    if a.json {
+        out.json_line(&comparison)?;
+    } else {
+        out.text(&comparison.to_text(a.alpha))?;
+    }
+    let regressions = comparison.regressions(a.alpha);
+    if a.fail_on_regression && !regressions.is_empty() {
+        out.flush()?;
+        for r in &regressions {
+            eprintln!(
+                "regression: {} on {}: {:+.4} (corrected p = {:.4} ≤ {})",
+                r.run, r.metric, r.difference, r.corrected_p_value, a.alpha
+            );
+        }
+        return Ok(true);
+    }
+    Ok(false)
+}

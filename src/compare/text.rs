@@ -1,0 +1,137 @@
+//! The text report of a [`Comparison`], as `rag-eval compare` prints it.
+
+use super::{Comparison, MetricComparison};
+use std::fmt::Write;
+
+impl Comparison {
+    /// A plain-text report: the settings, one table of every metric and run (mean ± std,
+    /// difference from the baseline with its interval, p-value before and after correction,
+    /// wins/ties/losses; `*` marks a corrected p-value at most `alpha`), the queries that got
+    /// most worse where a run is significantly worse, and a table per difficulty label.
+    pub fn to_text(&self, alpha: f64) -> String {
+        let mut s = String::new();
+        let test = match self.test {
+            super::PairedTest::Fisher => format!(
+                "Fisher randomization test ({} permutations; exact up to {} queries)",
+                self.permutations,
+                crate::stats::EXACT_MAX_QUERIES
+            ),
+            super::PairedTest::Student => "paired t-test".to_owned(),
+        };
+        let _ = writeln!(
+            s,
+            "baseline: {}, {} queries compared{}\n{test}, {} correction, {:.0}% bootstrap intervals ({} resamples), seed {}",
+            self.baseline,
+            self.queries,
+            if self.datasets_differ {
+                " (shared query ids of different datasets)"
+            } else {
+                ""
+            },
+            self.correction,
+            self.confidence * 100.0,
+            self.resamples,
+            self.seed,
+        );
+        if !self.metrics_not_shared.is_empty() {
+            let _ = writeln!(
+                s,
+                "not in every run, left out: {}",
+                self.metrics_not_shared.join(", ")
+            );
+        }
+        s.push('\n');
+        s.push_str(&table(&self.metrics, alpha));
+        for m in &self.metrics {
+            for d in &m.vs_baseline {
+                if d.difference < 0.0 && d.corrected_p_value <= alpha && !d.most_worse.is_empty() {
+                    let _ = writeln!(
+                        s,
+                        "\n{} got worse on {}; most worse queries:",
+                        d.label, m.metric
+                    );
+                    for q in &d.most_worse {
+                        let _ = writeln!(
+                            s,
+                            "  {:+.4}  {} ({:.4} → {:.4}){}",
+                            q.difference,
+                            q.id,
+                            q.baseline,
+                            q.run,
+                            q.query
+                                .as_deref()
+                                .map(|t| format!("  {t}"))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
+            }
+        }
+        for g in &self.by_difficulty {
+            let _ = writeln!(s, "\ndifficulty {}: {} queries", g.difficulty, g.queries);
+            s.push_str(&table(&g.metrics, alpha));
+        }
+        s
+    }
+}
+
+fn table(metrics: &[MetricComparison], alpha: f64) -> String {
+    let mut rows: Vec<[String; 8]> = vec![[
+        "metric".into(),
+        "run".into(),
+        "mean ± std".into(),
+        "diff".into(),
+        "interval".into(),
+        "p".into(),
+        "corrected p".into(),
+        "W/T/L".into(),
+    ]];
+    for m in metrics {
+        for (i, r) in m.runs.iter().enumerate() {
+            let mut row = [
+                if i == 0 {
+                    m.metric.clone()
+                } else {
+                    String::new()
+                },
+                r.label.clone(),
+                format!("{:.4} ± {:.4}", r.mean, r.std),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ];
+            if i > 0 {
+                let d = &m.vs_baseline[i - 1];
+                row[3] = format!("{:+.4}", d.difference);
+                row[4] = format!("[{:+.4}, {:+.4}]", d.ci[0], d.ci[1]);
+                row[5] = format!("{:.4}", d.p_value);
+                row[6] = format!(
+                    "{:.4}{}",
+                    d.corrected_p_value,
+                    if d.corrected_p_value <= alpha {
+                        " *"
+                    } else {
+                        ""
+                    }
+                );
+                row[7] = format!("{}/{}/{}", d.outcome.wins, d.outcome.ties, d.outcome.losses);
+            }
+            rows.push(row);
+        }
+    }
+    let widths: Vec<usize> = (0..8)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut s = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(s, "{}", line.join("  ").trim_end());
+    }
+    s
+}
