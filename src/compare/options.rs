@@ -47,7 +47,6 @@ impl FromStr for PairedTest {
 /// The settings of a [`Comparison`](super::Comparison); `Default` is what `rag-eval compare`
 /// does without options.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct CompareOptions {
     /// The paired test (default Fisher's randomization test).
     pub test: PairedTest,
