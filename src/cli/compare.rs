@@ -83,16 +83,18 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
             runs.len()
         );
     }
-    let mut options = CompareOptions::default();
-    options.test = a.test.parse::<PairedTest>().map_err(anyhow::Error::msg)?;
-    options.permutations = a.permutations;
-    options.resamples = a.resamples;
-    options.seed = a.seed;
-    options.correction = a
-        .correction
-        .parse::<Correction>()
-        .map_err(anyhow::Error::msg)?;
-    options.allow_different_datasets = a.allow_different_datasets;
+    let options = CompareOptions {
+        test: a.test.parse::<PairedTest>().map_err(anyhow::Error::msg)?,
+        permutations: a.permutations,
+        resamples: a.resamples,
+        seed: a.seed,
+        correction: a
+            .correction
+            .parse::<Correction>()
+            .map_err(anyhow::Error::msg)?,
+        allow_different_datasets: a.allow_different_datasets,
+        ..CompareOptions::default()
+    };
     let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let comparison = Comparison::new(&labelled, &options)?;
     if a.json {
