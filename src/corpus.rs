@@ -7,7 +7,7 @@
 pub use crate::doc_id::DocId;
 
 use crate::error::{Error, Result};
-use camino::Utf8Path;
+use camino::{Utf8Path, Utf8PathBuf};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -142,10 +142,7 @@ impl Corpus {
         let mut documents: Vec<Document> = documents.into_iter().collect();
         documents.sort_by(|a, b| a.id.cmp(&b.id));
         if let Some(w) = documents.windows(2).find(|w| w[0].id == w[1].id) {
-            return Err(Error::Config(format!(
-                "duplicate document id `{}`",
-                w[0].id
-            )));
+            return Err(duplicate_id(w[0].id.as_str()));
         }
         Ok(Corpus {
             documents,
@@ -159,61 +156,17 @@ impl Corpus {
     /// A file that is not UTF-8 or cannot be read, a malformed glob, and a folder where nothing
     /// matches are errors that name the path.
     pub fn from_folder(root: impl AsRef<Utf8Path>, glob: Option<&str>) -> Result<Self> {
-        let root = root.as_ref();
-        let glob = glob.unwrap_or(DEFAULT_GLOB);
-        let matcher = globset::GlobBuilder::new(glob)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| Error::Glob {
-                glob: glob.to_owned(),
-                message: e.kind().to_string(),
-            })?
-            .compile_matcher();
-        let meta = std::fs::metadata(root).map_err(|e| Error::io("read", root, e))?;
-        if !meta.is_dir() {
-            return Err(Error::io(
-                "read",
-                root,
-                std::io::Error::other("not a directory"),
-            ));
-        }
-        let mut documents = Vec::new();
-        for entry in walkdir::WalkDir::new(root)
-            .follow_links(true)
-            .sort_by_file_name()
-        {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => match walk_error(root, &matcher, e) {
-                    Some(err) => return Err(err),
-                    None => continue,
-                },
-            };
-            if !entry.file_type().is_file() {
-                continue;
-            }
-            let path = Utf8Path::from_path(entry.path())
-                .ok_or_else(|| Error::NonUtf8Path(entry.path().to_string_lossy().into_owned()))?;
-            let id = relative_id(root, path);
-            if !matcher.is_match(&id) {
-                continue;
-            }
-            documents.push(Document::new(id, read_utf8(path)?));
-        }
-        if documents.is_empty() {
-            return Err(Error::EmptyCorpus {
-                path: root.to_owned(),
-                glob: glob.to_owned(),
-            });
-        }
+        let files = list_folder(root.as_ref(), glob)?;
+        let documents = files
+            .into_iter()
+            .map(|f| f.read())
+            .collect::<Result<Vec<_>>>()?;
         Corpus::new(documents)
     }
 
     /// Loads one file as a single-document corpus whose id is the file name.
     pub fn from_file(path: impl AsRef<Utf8Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let name = path.file_name().unwrap_or(path.as_str());
-        Corpus::new([Document::new(name, read_utf8(path)?)])
+        Corpus::new([DocumentFile::single(path.as_ref()).read()?])
     }
 
     /// The documents, sorted by id.
@@ -243,6 +196,99 @@ impl Corpus {
     pub fn char_len(&self) -> usize {
         self.documents.iter().map(Document::char_len).sum()
     }
+}
+
+/// A document not read yet: its id and the file that holds it. Listing a corpus before reading
+/// it lets `rag-eval chunk` hold one document at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DocumentFile {
+    pub(crate) id: String,
+    pub(crate) path: Utf8PathBuf,
+}
+
+impl DocumentFile {
+    /// A file read as one document, named by its file name.
+    pub(crate) fn single(path: &Utf8Path) -> Self {
+        DocumentFile {
+            id: path.file_name().unwrap_or(path.as_str()).to_owned(),
+            path: path.to_owned(),
+        }
+    }
+
+    /// Reads the document; the file must be UTF-8.
+    pub(crate) fn read(&self) -> Result<Document> {
+        Ok(Document::new(self.id.as_str(), read_utf8(&self.path)?))
+    }
+}
+
+/// Sorts files by document id, the order of a [`Corpus`]; two files with one id are an error,
+/// as they are for [`Corpus::new`].
+pub(crate) fn sort_files(files: &mut [DocumentFile]) -> Result<()> {
+    files.sort_by(|a, b| a.id.cmp(&b.id));
+    match files.windows(2).find(|w| w[0].id == w[1].id) {
+        Some(w) => Err(duplicate_id(&w[0].id)),
+        None => Ok(()),
+    }
+}
+
+fn duplicate_id(id: &str) -> Error {
+    Error::Config(format!("duplicate document id `{id}`"))
+}
+
+/// The files under `root` that [`Corpus::from_folder`] reads, in walk order, without reading
+/// them. A malformed glob, a folder where nothing matches and a path that is not UTF-8 are
+/// errors, as they are for [`Corpus::from_folder`].
+pub(crate) fn list_folder(root: &Utf8Path, glob: Option<&str>) -> Result<Vec<DocumentFile>> {
+    let glob = glob.unwrap_or(DEFAULT_GLOB);
+    let matcher = globset::GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| Error::Glob {
+            glob: glob.to_owned(),
+            message: e.kind().to_string(),
+        })?
+        .compile_matcher();
+    let meta = std::fs::metadata(root).map_err(|e| Error::io("read", root, e))?;
+    if !meta.is_dir() {
+        return Err(Error::io(
+            "read",
+            root,
+            std::io::Error::other("not a directory"),
+        ));
+    }
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => match walk_error(root, &matcher, e) {
+                Some(err) => return Err(err),
+                None => continue,
+            },
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let path = Utf8Path::from_path(entry.path())
+            .ok_or_else(|| Error::NonUtf8Path(entry.path().to_string_lossy().into_owned()))?;
+        let id = relative_id(root, path);
+        if !matcher.is_match(&id) {
+            continue;
+        }
+        files.push(DocumentFile {
+            id,
+            path: path.to_owned(),
+        });
+    }
+    if files.is_empty() {
+        return Err(Error::EmptyCorpus {
+            path: root.to_owned(),
+            glob: glob.to_owned(),
+        });
+    }
+    Ok(files)
 }
 
 /// A path under `root` as a document id: relative, with `/` separators.

@@ -1,40 +1,14 @@
 //! The CLI's behaviour and JSON contracts, through the real binary.
 
+#[path = "support/cli.rs"]
+mod cli_support;
 mod shared_data;
+
+use cli_support::{fails, ok, run, s, write};
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn ok(args: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 0, "{args:?} failed: {err}");
-    out
-}
-
-/// Runs a command that must fail with exit code 1 and one clear line on stderr.
-fn fails(args: &[&str]) -> String {
-    let (code, _, err) = run(args);
-    assert_eq!(code, 1, "{args:?} should fail: {err}");
-    assert!(err.starts_with("error: "), "{err}");
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "{err}"
-    );
-    err
-}
 
 /// Top-level keys of a JSON object line, in the order they are written.
 fn key_order(line: &str) -> Vec<String> {
@@ -78,17 +52,6 @@ fn find_top_level_key(line: &str, key: &str) -> Option<usize> {
         }
     }
     None
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]
@@ -164,6 +127,87 @@ fn chunk_prints_jsonl_with_char_offsets_sorted_by_document() {
         })
         .collect();
     assert_eq!(texts, ["not", " markdown"], "{txt}");
+}
+
+/// `chunk` writes a document's chunks before it reads the next. The second document is a FIFO
+/// that nobody writes to until the first document's chunks have arrived: a command that read
+/// every document before writing would wait on it and print nothing.
+#[cfg(unix)]
+#[test]
+fn chunk_writes_each_document_before_reading_the_next() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let (first, second) = ("Alpha one.\n\nAlpha two.", "Beta one.\n\nBeta two.");
+    let spec = "recursive:size=12,overlap=0";
+    let plain = tempfile::tempdir().unwrap();
+    let expected = ok(&[
+        "chunk",
+        "--chunker",
+        spec,
+        s(&write(plain.path(), "a.md", first)),
+        s(&write(plain.path(), "b.md", second)),
+    ]);
+    assert_eq!(expected.lines().count(), 4, "{expected}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.md", first);
+    let fifo = dir.path().join("b.md");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["chunk", "--chunker", spec, s(&a), s(&fifo)])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if lines.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        match received.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => got.push(line),
+            Err(e) => {
+                child.kill().ok();
+                panic!("the first document's chunks did not arrive before the second was read ({e}): {got:?}");
+            }
+        }
+    }
+    assert!(
+        got.iter().all(|l| l.contains(r#""doc_id":"a.md""#)),
+        "{got:?}"
+    );
+
+    // Opening a FIFO to write waits for its reader: on a thread, so a command that never opens
+    // it fails the test instead of hanging it.
+    let (done, written) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        w.write_all(second.as_bytes()).unwrap();
+        done.send(()).unwrap();
+    });
+    if written.recv_timeout(Duration::from_secs(60)).is_err() {
+        child.kill().ok();
+        panic!("the command never read the second document");
+    }
+    got.extend(received.iter());
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        got.join("\n") + "\n",
+        expected,
+        "the same output as from regular files"
+    );
 }
 
 #[test]

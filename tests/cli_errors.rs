@@ -1,33 +1,10 @@
 //! What the CLI says when its input is wrong, through the real binary: one line, each cause
 //! once, naming the path the user gave.
 
-use std::path::Path;
-use std::process::Command;
+#[path = "support/cli.rs"]
+mod cli_support;
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// Runs a command that must fail with exit code 1 and one line on stderr.
-fn fails(args: &[&str]) -> String {
-    let (code, _, err) = run(args);
-    assert_eq!(code, 1, "{args:?} should fail: {err}");
-    assert!(err.starts_with("error: "), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    err
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use cli_support::{fails_on_one_line, run, s, write};
 
 /// The text the OS gives for a missing file, as Rust prints it.
 fn not_found() -> String {
@@ -58,7 +35,7 @@ fn an_os_error_is_printed_once() {
             "recursive:size=400,overlap=0",
         ],
     ] {
-        let err = fails(&args);
+        let err = fails_on_one_line(&args);
         assert_eq!(err.matches(&not_found()).count(), 1, "{args:?}: {err}");
         assert!(err.contains(s(&missing)), "{args:?}: {err}");
     }
@@ -84,7 +61,7 @@ fn a_broken_link_beside_the_documents_is_passed_over() {
 
     // A link the glob reads is an error naming it and its target, once.
     std::os::unix::fs::symlink(dir.path().join("moved.md"), corpus.join("b.md")).unwrap();
-    let err = fails(&[
+    let err = fails_on_one_line(&[
         "chunk",
         s(&corpus),
         "--chunker",
@@ -132,13 +109,6 @@ fn the_quickstart_names_chunkers_as_the_cli_does() {
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
 #[test]
 fn a_run_whose_queries_are_not_judged_is_an_error_and_a_partial_match_a_warning() {
     let dir = tempfile::tempdir().unwrap();
@@ -148,7 +118,7 @@ fn a_run_whose_queries_are_not_judged_is_an_error_and_a_partial_match_a_warning(
         "disjoint.txt",
         "Q1 Q0 d1 1 0.9 r\nQ2 Q0 d2 1 0.9 r\n",
     );
-    let err = fails(&["score", "--qrels", s(&qrels), "--run", s(&disjoint)]);
+    let err = fails_on_one_line(&["score", "--qrels", s(&qrels), "--run", s(&disjoint)]);
     assert!(
         err.contains("no query of the run")
             && err.contains("(`Q1`, `Q2`) never match the judged ones (`q1`, `q2`)"),
@@ -313,7 +283,7 @@ fn ndcg_is_trec_evals_whole_ranking_figure() {
     assert!((got - want).abs() < 1e-12, "{got} {want}");
     assert_eq!(v["metrics"].as_object().unwrap().len(), 1, "{v}");
 
-    let err = fails(&[
+    let err = fails_on_one_line(&[
         "score",
         "--qrels",
         s(&qrels),
@@ -338,7 +308,7 @@ fn a_failed_write_names_the_path_given_not_a_temporary_file() {
         "{\"id\":\"q1\",\"inputs\":{\"query\":\"beta?\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":6,\"end\":10,\"text\":\"beta\"}]}}\n",
     );
     let out = dir.path().join("missing/out.jsonl");
-    let err = fails(&[
+    let err = fails_on_one_line(&[
         "dataset",
         "reanchor",
         s(&dataset),

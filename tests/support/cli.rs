@@ -1,0 +1,59 @@
+//! Running the `rag-eval` binary from the CLI's tests, and the files they hand it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs the binary: exit code, standard output, standard error.
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// Runs a command that must succeed; its standard output.
+pub fn ok(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?} failed: {err}");
+    out
+}
+
+/// Runs a command that must fail with exit code 1 and a clear error, never a panic; its
+/// standard error.
+pub fn fails(args: &[&str]) -> String {
+    let (code, _, err) = run(args);
+    assert_eq!(code, 1, "{args:?} should fail: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+    err
+}
+
+/// As [`fails`], with the error on one line.
+pub fn fails_on_one_line(args: &[&str]) -> String {
+    let err = fails(args);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err
+}
+
+/// Writes `text` to `dir/name`, making folders on the way.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A path as an argument.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
