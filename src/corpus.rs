@@ -223,6 +223,7 @@ impl DocumentFile {
 
 /// Sorts files by document id, the order of a [`Corpus`]; two files with one id are an error,
 /// as they are for [`Corpus::new`].
+#[cfg(feature = "cli")]
 pub(crate) fn sort_files(files: &mut [DocumentFile]) -> Result<()> {
     files.sort_by(|a, b| a.id.cmp(&b.id));
     match files.windows(2).find(|w| w[0].id == w[1].id) {
