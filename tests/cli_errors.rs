@@ -5,6 +5,7 @@
 mod cli_support;
 
 use cli_support::{fails_on_one_line, run, s, write};
+use std::path::Path;
 
 /// The text the OS gives for a missing file, as Rust prints it.
 fn not_found() -> String {
