@@ -16,6 +16,7 @@
 //!     truth: vec![CharSpan::new("a.md", 25, 48)],
 //!     span_texts: vec![Some("Dogs bark at strangers.".into())],
 //!     metadata: Default::default(),
+//!     reference_answers: Vec::new(),
 //! }])?;
 //! let eval = TokenLevelEvaluation::new(corpus, dataset)?;
 //! let retriever = Bm25Retriever::new(RecursiveCharacterChunker::new(30, 0));

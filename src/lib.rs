@@ -62,6 +62,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod answers;
 #[cfg(feature = "cache")]
 pub mod cache;
 pub mod chunk;

@@ -97,6 +97,7 @@ fn chunk_dataset(chunker: &str) -> (Arc<Corpus>, ChunkDataset) {
         truth: vec![ChunkId::from_content("Gamma delta.")],
         span_texts: vec![],
         metadata,
+        reference_answers: Vec::new(),
     }])
     .unwrap();
     (corpus, d)

@@ -261,7 +261,7 @@ fn token_level_rows_are_located_in_the_corpus_and_every_drop_is_counted() {
     assert_eq!(meta(&release, "difficulty"), "factual");
     assert_eq!(meta(&release, "source_docs"), &json!(["overview.md"]));
     assert_eq!(meta(&release, "generation_model"), "scripted");
-    assert_eq!(meta(&release, "prompt_version"), "1");
+    assert_eq!(meta(&release, "prompt_version"), "2");
 
     let rewrapped = by_query(&rows, "What can teams do");
     assert_eq!(meta(&rewrapped, "excerpt_match"), &json!(["normalized"]));
@@ -712,7 +712,7 @@ fn chunk_level_rows_cite_only_chunks_the_chunker_made() {
             assert!(made.contains(id), "{}: {id} is not a chunk", e.id);
         }
         assert_eq!(meta(e, "chunker"), &json!(chunker.name()));
-        assert_eq!(meta(e, "prompt_version"), "1");
+        assert_eq!(meta(e, "prompt_version"), "2");
     }
     let truth = |i: usize| -> Vec<&str> { rows[i].truth.iter().map(ChunkId::as_str).collect() };
     assert_eq!(truth(0), [release.as_str()]);

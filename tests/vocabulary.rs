@@ -169,6 +169,7 @@ fn an_evaluation_reports_every_registered_metric_of_its_level() {
         truth: vec![ChunkId::from_content("Gamma delta.")],
         span_texts: vec![],
         metadata,
+        reference_answers: Vec::new(),
     }])
     .unwrap();
     let eval = ChunkLevelEvaluation::new(corpus, d).unwrap();

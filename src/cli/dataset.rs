@@ -174,6 +174,10 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
             if let Some(c) = &summary.stats.span_chars {
                 text.push_str(&format!("span length in characters: {c}\n"));
             }
+            text.push_str(&format!(
+                "reference answers: {} of {} rows\n",
+                summary.stats.with_reference_answer, summary.stats.rows
+            ));
             if let Some(c) = &summary.stats.chunker {
                 text.push_str(&format!("chunker: {c}\n"));
             }

@@ -249,7 +249,7 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     let stats = client.http_stats();
     let t = out.totals();
     let mut summary = format!(
-        "{} ({} of {} documents{}); dropped {}; {} calls, {} tokens ({} prompt, {} answer){}; {} retried requests; {:.1} s",
+        "{} ({} of {} documents{}); dropped {}{}; {} calls, {} tokens ({} prompt, {} answer){}; {} retried requests; {:.1} s",
         match ended {
             RunEnd::Interrupted => format!("interrupted: {} rows in {}", t.rows, a.output),
             _ => format!("wrote {} rows to {}", t.rows, a.output),
@@ -261,6 +261,10 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
             n => format!(", {n} from an earlier run"),
         },
         t.dropped,
+        match t.without_answer {
+            0 => String::new(),
+            n => format!("; {n} without a reference answer"),
+        },
         t.calls,
         t.usage.total(),
         t.usage.prompt_tokens,

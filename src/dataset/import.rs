@@ -102,6 +102,7 @@ pub fn chroma_csv(path: impl AsRef<Utf8Path>, corpus: &Corpus) -> Result<TokenDa
             truth,
             span_texts: texts,
             metadata,
+            reference_answers: Vec::new(),
         });
     }
     if !problems.is_empty() {

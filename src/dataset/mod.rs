@@ -12,6 +12,11 @@
 //! text they covered when the dataset was made); chunk-level rows carry
 //! `outputs.relevant_chunk_ids` and record the chunker that produced the ids in
 //! `metadata.chunker`. A file holds one level only.
+//!
+//! Rows of either level may carry `outputs.reference_answer`: what a good answer to the query
+//! says, as a string or a list of strings (several acceptable answers; answer metrics that
+//! support several references take the best match). Rows without one stay valid; only the
+//! answer metrics that compare with a reference skip them.
 
 pub mod destination;
 pub mod import;
@@ -60,14 +65,84 @@ impl SpanRef {
     }
 }
 
-/// The truth of an example. Other fields (a `reference_answer`, …) are the user's: kept when a
-/// dataset is rewritten, not read.
+/// The truth of an example. Other fields (a `split`, …) are the user's: kept when a dataset is
+/// rewritten, not read.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct RawOutputs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     relevant_spans: Option<Vec<SpanRef>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     relevant_chunk_ids: Option<Vec<ChunkId>>,
+    /// A string or a list of strings; read by [`reference_answers`] so a wrong type gets a
+    /// message naming the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reference_answer: Option<serde_json::Value>,
+}
+
+/// `outputs.reference_answer` as written: one answer is a string, several are a list.
+fn reference_value(answers: &[String]) -> Option<serde_json::Value> {
+    match answers {
+        [] => None,
+        [one] => Some(one.clone().into()),
+        many => Some(many.to_vec().into()),
+    }
+}
+
+/// The reference answers of `outputs.reference_answer`: a string or a non-empty list of
+/// strings, none of them empty (an empty reference would make every answer metric 0 or
+/// undefined); `null` or no field is no reference.
+fn reference_answers(value: Option<serde_json::Value>) -> std::result::Result<Vec<String>, String> {
+    use serde_json::Value;
+    const EMPTY: &str = "leave the field out when a row has no reference answer";
+    let answers = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::String(s)) => vec![s],
+        Some(Value::Array(items)) => {
+            if items.is_empty() {
+                return Err(format!(
+                    "`outputs.reference_answer` is an empty list; {EMPTY}"
+                ));
+            }
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(s),
+                    other => Err(format!(
+                        "`outputs.reference_answer[{i}]` is {}, expected a string",
+                        json_kind(&other)
+                    )),
+                })
+                .collect::<std::result::Result<_, _>>()?
+        }
+        Some(other) => {
+            return Err(format!(
+                "`outputs.reference_answer` is {}, expected a string or a list of strings",
+                json_kind(&other)
+            ))
+        }
+    };
+    if let Some(i) = answers.iter().position(|a| a.trim().is_empty()) {
+        let at = if answers.len() == 1 {
+            String::new()
+        } else {
+            format!("[{i}]")
+        };
+        return Err(format!("`outputs.reference_answer{at}` is empty; {EMPTY}"));
+    }
+    Ok(answers)
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,12 +168,26 @@ pub struct Example<L: Level> {
     pub span_texts: Vec<Option<String>>,
     /// Free-form metadata (`difficulty`, `source_docs`, `generation_model`, `chunker`, …).
     pub metadata: Metadata,
+    /// What a good answer to the query says (`outputs.reference_answer`): none, one, or several
+    /// acceptable answers. Never holds an empty string.
+    pub reference_answers: Vec<String>,
 }
 
 impl<L: Level> Example<L> {
     /// The difficulty label, if the row has one.
     pub fn difficulty(&self) -> Option<&str> {
         self.metadata.get("difficulty").and_then(|v| v.as_str())
+    }
+
+    /// The reference answers of the row (empty when it has none); metrics that take one
+    /// reference use the first.
+    pub fn reference_answers(&self) -> &[String] {
+        &self.reference_answers
+    }
+
+    /// The first reference answer, if the row has one.
+    pub fn reference_answer(&self) -> Option<&str> {
+        self.reference_answers.first().map(String::as_str)
     }
 }
 
@@ -506,6 +595,7 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
         return Ok(None);
     }
     let row: RawRow = serde_json::from_str(line).map_err(|e| perr(e.to_string()))?;
+    let reference_answers = reference_answers(row.outputs.reference_answer).map_err(perr)?;
     let example = match (row.outputs.relevant_spans, row.outputs.relevant_chunk_ids) {
         (Some(spans), None) => {
             if let Some(m) = spans
@@ -520,6 +610,7 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
                 truth: spans.iter().map(SpanRef::span).collect(),
                 span_texts: spans.into_iter().map(|s| s.text).collect(),
                 metadata: row.metadata,
+                reference_answers,
             })
         }
         (None, Some(ids)) => {
@@ -532,6 +623,7 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
                 truth: ids,
                 span_texts: Vec::new(),
                 metadata: row.metadata,
+                reference_answers,
             })
         }
         (Some(_), Some(_)) => {
@@ -664,6 +756,7 @@ impl ToRow for Example<TokenLevel> {
             RawOutputs {
                 relevant_spans: Some(spans),
                 relevant_chunk_ids: None,
+                reference_answer: reference_value(&self.reference_answers),
             },
         )
     }
@@ -676,6 +769,7 @@ impl ToRow for Example<ChunkLevel> {
             RawOutputs {
                 relevant_spans: None,
                 relevant_chunk_ids: Some(self.truth.clone()),
+                reference_answer: reference_value(&self.reference_answers),
             },
         )
     }
@@ -912,6 +1006,7 @@ mod tests {
                 truth: Vec::new(),
                 span_texts: Vec::new(),
                 metadata: Metadata::new(),
+                reference_answers: Vec::new(),
             })
             .collect();
         let d = ChunkDataset::new(examples).unwrap();
@@ -922,6 +1017,83 @@ mod tests {
         assert_eq!(found, n);
         assert!(d.get("q").is_none());
         assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn reference_answers_are_one_string_or_a_list_and_survive_a_rewrite() {
+        let text = concat!(
+            "{\"id\":\"q1\",\"inputs\":{\"query\":\"a\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":2}],\"reference_answer\":\"In May.\"}}\n",
+            "{\"id\":\"q2\",\"inputs\":{\"query\":\"b\"},\"outputs\":{\"reference_answer\":[\"Two\",\"2\"],\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":2}]}}\n",
+            "{\"id\":\"q3\",\"inputs\":{\"query\":\"c\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":2}],\"reference_answer\":null}}\n",
+        );
+        let AnyDataset::Token(mut d) = parse(text, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        let refs: Vec<&[String]> = d.examples().iter().map(|e| e.reference_answers()).collect();
+        assert_eq!(
+            refs,
+            [
+                &["In May.".to_owned()][..],
+                &["Two".into(), "2".into()],
+                &[]
+            ]
+        );
+        assert_eq!(d.examples()[1].reference_answer(), Some("Two"));
+        assert_eq!(d.examples()[2].reference_answer(), None);
+        assert_eq!(
+            d.to_jsonl(),
+            text,
+            "unchanged rows are their original bytes"
+        );
+        // A changed row keeps its reference answers, in the shape it had.
+        d.examples[1].truth[0].end = 1;
+        d.examples[0].truth[0].end = 1;
+        let back = d.to_jsonl();
+        assert!(
+            back.contains("\"reference_answer\":[\"Two\",\"2\"]"),
+            "{back}"
+        );
+        assert!(back.contains("\"reference_answer\":\"In May.\""), "{back}");
+        let AnyDataset::Token(again) = parse(&back, "d.jsonl").unwrap() else {
+            panic!()
+        };
+        assert_eq!(again.examples()[1].reference_answers, ["Two", "2"]);
+        // Written from memory: one answer as a string, several as a list, none left out.
+        let rows: Vec<String> = d.examples().iter().map(|e| e.to_row()).collect();
+        assert!(
+            rows[0].ends_with(",\"reference_answer\":\"In May.\"}}"),
+            "{}",
+            rows[0]
+        );
+        assert!(
+            rows[1].contains("\"reference_answer\":[\"Two\",\"2\"]"),
+            "{}",
+            rows[1]
+        );
+        assert!(!rows[2].contains("reference_answer"), "{}", rows[2]);
+    }
+
+    #[test]
+    fn bad_reference_answers_are_errors_naming_the_field() {
+        let row = |r: &str| {
+            err(&format!(
+                "{{\"id\":\"q\",\"inputs\":{{\"query\":\"x\"}},\"outputs\":{{\"relevant_chunk_ids\":[],\"reference_answer\":{r}}}}}"
+            ))
+        };
+        assert_eq!(
+            row("3"),
+            "d.jsonl:1: `outputs.reference_answer` is a number, expected a string or a list of strings"
+        );
+        assert_eq!(
+            row("[\"a\",{}]"),
+            "d.jsonl:1: `outputs.reference_answer[1]` is an object, expected a string"
+        );
+        assert!(row("\" \"")
+            .starts_with("d.jsonl:1: `outputs.reference_answer` is empty; leave the field out"));
+        assert!(
+            row("[\"a\",\"\"]").starts_with("d.jsonl:1: `outputs.reference_answer[1]` is empty")
+        );
+        assert!(row("[]").starts_with("d.jsonl:1: `outputs.reference_answer` is an empty list"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Rewriting a dataset row without losing what rag-eval does not read.
 //!
-//! A row may carry fields rag-eval has no use for: a `reference_answer` under `outputs`, a
-//! `split` at the top, a `page` inside a span. A tool that rewrites a dataset (re-anchoring,
+//! A row may carry fields rag-eval has no use for: a `split` at the top, a `lang` under
+//! `inputs`, a `page` inside a span. A tool that rewrites a dataset (re-anchoring,
 //! generation's final pass) must hand them back: a row that did not change is written as the
 //! bytes it was read from, and a changed row is the original with only the changed fields
 //! replaced, every other field (known or not) in its place and its original spelling.
@@ -61,6 +61,7 @@ const ROW: Shape = Shape::Object(Some(&[
         Shape::Object(Some(&[
             ("relevant_spans", Shape::Array(&SPAN)),
             ("relevant_chunk_ids", Shape::Leaf),
+            ("reference_answer", Shape::Leaf),
         ])),
     ),
     // Metadata is read whole, so every key in it is known.
@@ -159,7 +160,7 @@ mod tests {
     fn a_changed_span_keeps_the_fields_around_it() {
         let line = r#"{"id":"q1","split":"test","inputs":{"query":"x","lang":"de"},"outputs":{"reference_answer":"A  b","relevant_spans":[{"doc_id":"a","page":3,"start":0,"end":2,"text":"ab"},{"doc_id":"b","start":1,"end":2}]},"metadata":{"z":1.50,"a":true},"extra":{"n":[1,2]}}"#;
         let new = serde_json::json!({"id":"q1","inputs":{"query":"x"},
-            "outputs":{"relevant_spans":[{"doc_id":"a","start":5,"end":7,"text":"ab"},{"doc_id":"b","start":1,"end":2}]},
+            "outputs":{"relevant_spans":[{"doc_id":"a","start":5,"end":7,"text":"ab"},{"doc_id":"b","start":1,"end":2}],"reference_answer":"A  b"},
             "metadata":{"a":true,"z":1.5}});
         assert_eq!(
             overlay(line, &new),

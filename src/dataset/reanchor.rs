@@ -159,6 +159,7 @@ mod tests {
                 truth: vec![CharSpan::new(doc, s, e)],
                 span_texts: vec![Some(t.into())],
                 metadata: Default::default(),
+                reference_answers: Vec::new(),
             })
             .collect();
         TokenDataset::new(ex).unwrap()

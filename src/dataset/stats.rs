@@ -83,6 +83,9 @@ pub struct DatasetStats {
     pub truth_items: usize,
     /// Ground-truth items per row.
     pub truth_per_row: Distribution,
+    /// Rows with at least one reference answer (`outputs.reference_answer`); answer metrics
+    /// that compare with a reference skip the others.
+    pub with_reference_answer: usize,
     /// Span lengths in characters (token level only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span_chars: Option<Distribution>,
@@ -123,6 +126,11 @@ fn of_level<L: Level>(d: &Dataset<L>, count: impl Fn(&L::Truth) -> usize) -> Dat
         difficulty,
         truth_items: per_row.iter().sum(),
         truth_per_row: Distribution::of(per_row.iter().map(|&n| n as f64)),
+        with_reference_answer: d
+            .examples()
+            .iter()
+            .filter(|e| !e.reference_answers.is_empty())
+            .count(),
         span_chars: None,
         chunker: d.examples().iter().find_map(|e| {
             e.metadata
@@ -175,7 +183,7 @@ mod tests {
         let s = DatasetStats::of(&d(concat!(
             r#"{"id":"a","inputs":{"query":"?"},"outputs":{"relevant_spans":[{"doc_id":"x","start":0,"end":10},{"doc_id":"x","start":20,"end":24}]},"metadata":{"difficulty":"factual"}}"#,
             "\n",
-            r#"{"id":"b","inputs":{"query":"?"},"outputs":{"relevant_spans":[{"doc_id":"y","start":5,"end":11}]},"metadata":{}}"#,
+            r#"{"id":"b","inputs":{"query":"?"},"outputs":{"relevant_spans":[{"doc_id":"y","start":5,"end":11}],"reference_answer":["x","y"]},"metadata":{}}"#,
             "\n",
             r#"{"id":"c","inputs":{"query":"?"},"outputs":{"relevant_spans":[{"doc_id":"y","start":0,"end":1}]},"metadata":{"difficulty":"factual"}}"#,
         )));
@@ -185,6 +193,7 @@ mod tests {
             BTreeMap::from([("factual".to_owned(), 2), (UNLABELLED.to_owned(), 1)])
         );
         assert_eq!(s.truth_items, 4);
+        assert_eq!(s.with_reference_answer, 1);
         assert_eq!(
             s.truth_per_row,
             Distribution {
@@ -218,6 +227,7 @@ mod tests {
         assert_eq!(s.truth_per_row.median, 2.0);
         assert_eq!(s.span_chars, None);
         assert_eq!(s.chunker.as_deref(), Some("recursive:size=400,overlap=0"));
+        assert_eq!(s.with_reference_answer, 0);
         let json = serde_json::to_value(&s).unwrap();
         assert!(json.get("span_chars").is_none(), "{json}");
     }

@@ -47,6 +47,13 @@ fn strip_fence(s: &str) -> &str {
     rest.trim_end().strip_suffix("```").unwrap_or(rest).trim()
 }
 
+/// The short answer the model gave with a question, trimmed; `None` when it is missing, not a
+/// string, or blank. A question without one is still kept: it only lacks a reference answer.
+pub(crate) fn read_reference(q: &serde_json::Value) -> Option<String> {
+    let a = q.get("answer")?.as_str()?.trim();
+    (!a.is_empty()).then(|| a.to_owned())
+}
+
 /// A difficulty label as the model wrote it; unknown labels read as none.
 pub(crate) fn read_difficulty(label: Option<&str>) -> Option<Difficulty> {
     label.and_then(|l| l.parse().ok())
@@ -97,7 +104,7 @@ pub(crate) fn add_usage(total: &mut TokenUsage, u: TokenUsage) {
 }
 
 /// The JSON schema of a generator's answer: questions, each with its evidence (`excerpts` or
-/// `chunk_ids`) as a list of strings and a difficulty label.
+/// `chunk_ids`) as a list of strings, a short answer and a difficulty label.
 pub(crate) fn answer_schema(evidence: &str) -> serde_json::Value {
     serde_json::json!({
         "type": "object",
@@ -109,12 +116,13 @@ pub(crate) fn answer_schema(evidence: &str) -> serde_json::Value {
                     "properties": {
                         "question": {"type": "string"},
                         evidence: {"type": "array", "items": {"type": "string"}},
+                        "answer": {"type": "string"},
                         "difficulty": {
                             "type": "string",
                             "enum": Difficulty::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>()
                         }
                     },
-                    "required": ["question", evidence, "difficulty"],
+                    "required": ["question", evidence, "answer", "difficulty"],
                     "additionalProperties": false
                 }
             }
@@ -146,14 +154,27 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_or_blank_answer_is_no_reference() {
+        let q = |v: serde_json::Value| read_reference(&v);
+        assert_eq!(
+            q(serde_json::json!({"answer": "  In May. "})),
+            Some("In May.".into())
+        );
+        assert_eq!(q(serde_json::json!({"answer": " \n "})), None);
+        assert_eq!(q(serde_json::json!({"answer": 5})), None);
+        assert_eq!(q(serde_json::json!({"question": "?"})), None);
+    }
+
+    #[test]
     fn the_answer_schema_names_the_evidence_field() {
         let s = answer_schema("excerpts");
         let item = &s["properties"]["questions"]["items"];
         assert_eq!(item["properties"]["excerpts"]["type"], "array");
         assert_eq!(
             item["required"],
-            serde_json::json!(["question", "excerpts", "difficulty"])
+            serde_json::json!(["question", "excerpts", "answer", "difficulty"])
         );
+        assert_eq!(item["properties"]["answer"]["type"], "string");
         assert!(item["properties"].get("evidence").is_none());
     }
 }

@@ -2,8 +2,8 @@
 
 use super::filters;
 use super::{
-    ask_json, base_metadata, example_id, read_difficulty, render_examples, share_questions,
-    Difficulty, DocumentBatch, Dropped, GenerateConfig, SplitMix,
+    ask_json, base_metadata, example_id, read_difficulty, read_reference, render_examples,
+    share_questions, Difficulty, DocumentBatch, Dropped, GenerateConfig, SplitMix,
 };
 use crate::chunk::{ChunkId, PositionAwareChunk};
 use crate::chunker::PositionAwareChunker;
@@ -50,6 +50,8 @@ struct Candidate {
     texts: Vec<String>,
     difficulty: Option<Difficulty>,
     cross_document: bool,
+    /// The model's short answer: one reference answer, or none when it gave none.
+    reference_answers: Vec<String>,
 }
 
 #[derive(Default)]
@@ -168,6 +170,7 @@ impl<C: LlmClient> ChunkLevelDataGenerator<C> {
                 truth: c.ids,
                 span_texts: Vec::new(),
                 metadata,
+                reference_answers: c.reference_answers,
             });
         }
         Ok(DocumentBatch {
@@ -283,6 +286,7 @@ fn check(q: &Value, shown: &HashMap<ChunkId, (DocId, &str)>, cross: bool, acc: &
         texts,
         difficulty: read_difficulty(q.get("difficulty").and_then(Value::as_str)),
         cross_document: cross,
+        reference_answers: read_reference(q).into_iter().collect(),
     });
 }
 

@@ -15,11 +15,14 @@ pub struct FewShot {
     pub excerpt: String,
     /// Its difficulty.
     pub difficulty: Difficulty,
+    /// A short answer to the question, as the model is asked to write one with each question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 impl FewShot {
     /// Reads few-shot examples from JSONL, one `{"question","excerpt","difficulty"}` object per
-    /// line (blank lines skipped); errors name the file and line.
+    /// line, optionally with an `"answer"` (blank lines skipped); errors name the file and line.
     pub fn load_jsonl(path: impl AsRef<Utf8Path>) -> Result<Vec<FewShot>> {
         let path = path.as_ref();
         let text = crate::corpus::read_utf8(path)?;
@@ -50,31 +53,36 @@ impl FewShot {
     /// The examples the built-in prompts show when the configuration has none: one per
     /// difficulty, on a made-up text, so that they teach the form without leaking facts.
     pub fn builtin() -> Vec<FewShot> {
-        let shot = |q: &str, e: &str, d| FewShot {
+        let shot = |q: &str, e: &str, d, a: &str| FewShot {
             question: q.into(),
             excerpt: e.into(),
             difficulty: d,
+            answer: Some(a.into()),
         };
         vec![
             shot(
                 "How long does the Meridian ferry take to cross the bay?",
                 "The crossing takes 40 minutes in calm weather.",
                 Difficulty::Factual,
+                "40 minutes in calm weather.",
             ),
             shot(
                 "Which two ferry routes share the north pier, and how do their timetables differ?",
                 "Both the Meridian and the Harbour Loop leave from the north pier; the Meridian runs hourly, the Harbour Loop only at weekends.",
                 Difficulty::Analytical,
+                "The Meridian and the Harbour Loop; the Meridian runs hourly, the Harbour Loop only at weekends.",
             ),
             shot(
                 "Could a passenger with a bicycle board the last evening sailing?",
                 "Bicycles are carried on every sailing before 18:00. The last sailing leaves at 21:30.",
                 Difficulty::Inferential,
+                "No: bicycles are carried only before 18:00, and the last sailing leaves at 21:30.",
             ),
             shot(
                 "What is the duration of the trip across the water on the Meridian boat?",
                 "The crossing takes 40 minutes in calm weather.",
                 Difficulty::Paraphrased,
+                "40 minutes, in calm weather.",
             ),
         ]
     }
@@ -93,11 +101,14 @@ pub(crate) fn render_examples(shots: &[FewShot], chunk_level: bool) -> String {
             "Excerpt"
         };
         out.push_str(&format!(
-            "Question: {}\n{label}: {}\nDifficulty: {}\n",
+            "Question: {}\n{label}: {}\n",
             s.question,
             serde_json::to_string(&s.excerpt).unwrap_or_default(),
-            s.difficulty
         ));
+        if let Some(a) = &s.answer {
+            out.push_str(&format!("Answer: {a}\n"));
+        }
+        out.push_str(&format!("Difficulty: {}\n", s.difficulty));
     }
     out
 }
@@ -122,5 +133,15 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("must not be empty"), "{e}");
+        let with = FewShot::parse_jsonl(
+            "{\"question\":\"q?\",\"excerpt\":\"e\",\"difficulty\":\"factual\",\"answer\":\"a.\"}",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(with[0].answer.as_deref(), Some("a."));
+        assert_eq!(
+            render_examples(&with, false),
+            "Question: q?\nExcerpt: \"e\"\nAnswer: a.\nDifficulty: factual\n"
+        );
     }
 }

@@ -172,6 +172,7 @@ mod tests {
             truth: Vec::new(),
             span_texts: Vec::new(),
             metadata,
+            reference_answers: Vec::new(),
         }
     }
 

@@ -23,7 +23,7 @@
 //!     ..GenerateConfig::default()
 //! };
 //! assert!(config.validate().is_ok());
-//! assert_eq!(Prompts::builtin().token.version, "1");
+//! assert_eq!(Prompts::builtin().token.version, "2");
 //! assert_eq!("paraphrased".parse::<Difficulty>().unwrap(), Difficulty::Paraphrased);
 //! ```
 //!
@@ -37,6 +37,13 @@
 //! it leaves out keep the built-in text. Templates may use these placeholders:
 //! `{{questions}}` (how many questions this call asks for), `{{min_chars}}` and `{{max_chars}}`
 //! (excerpt lengths, token prompt), `{{examples}}` (the few-shot examples).
+//!
+//! # Reference answers
+//!
+//! With each question the model writes a short answer from the text it was shown; it becomes
+//! the row's `outputs.reference_answer`. A question whose answer is missing or blank keeps its
+//! row without a reference answer (counted as `without_answer` in the run's totals), since its
+//! ground truth is still good for retrieval metrics.
 //!
 //! # Row metadata
 //!
@@ -69,7 +76,9 @@ pub use few_shot::FewShot;
 pub use prompt::{Prompt, Prompts};
 pub use token::TokenLevelDataGenerator;
 
-use answer::{add_usage, answer_schema, ask_json, parse_answer_value, read_difficulty};
+use answer::{
+    add_usage, answer_schema, ask_json, parse_answer_value, read_difficulty, read_reference,
+};
 use batch::base_metadata;
 use difficulty::check_mix;
 use few_shot::render_examples;

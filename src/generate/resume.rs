@@ -123,6 +123,9 @@ pub struct DocRecord {
     pub usage: TokenUsage,
     /// Chat calls made for it.
     pub calls: usize,
+    /// Rows written without a reference answer (the model gave none with the question).
+    #[serde(default)]
+    pub without_answer: usize,
     /// SHA-256 of the document's text (16 hex digits), to notice a document that changed
     /// between a run and its continuation.
     pub sha256: String,
@@ -137,6 +140,9 @@ pub struct FinishRecord {
     pub rows: usize,
     /// Rows the corpus-wide filters removed, by reason.
     pub dropped: Dropped,
+    /// Rows of the final file without a reference answer.
+    #[serde(default)]
+    pub without_answer: usize,
     /// Length in bytes of the final file.
     pub end: u64,
     /// SHA-256 of the final file (16 hex digits): tells whether the rewrite reached the disk.
@@ -164,6 +170,8 @@ pub struct Totals {
     pub usage: TokenUsage,
     /// Chat calls made.
     pub calls: usize,
+    /// Rows without a reference answer (the model gave none with the question).
+    pub without_answer: usize,
 }
 
 /// What opening an existing output found.
@@ -435,9 +443,11 @@ impl ResumableOutput {
             t.usage.prompt_tokens += r.usage.prompt_tokens;
             t.usage.completion_tokens += r.usage.completion_tokens;
             t.calls += r.calls;
+            t.without_answer += r.without_answer;
         }
         if let Some(f) = &self.finished {
             t.dropped += f.dropped;
+            t.without_answer = f.without_answer;
         }
         t
     }
@@ -463,6 +473,11 @@ impl ResumableOutput {
         let first_id = self.next_id;
         let mut text = String::new();
         let rows = batch.examples.len();
+        let without_answer = batch
+            .examples
+            .iter()
+            .filter(|e| e.reference_answers.is_empty())
+            .count();
         for (i, mut e) in batch.examples.into_iter().enumerate() {
             e.id = example_id(first_id + i);
             text.push_str(&e.to_row());
@@ -483,6 +498,7 @@ impl ResumableOutput {
             dropped: batch.dropped,
             usage: batch.usage,
             calls: batch.calls,
+            without_answer,
             sha256: crate::digest::short_sha256(doc.content().as_bytes()),
             end: self.end + text.len() as u64,
         };
@@ -534,6 +550,10 @@ impl ResumableOutput {
         let record = FinishRecord {
             rows: examples.len(),
             dropped,
+            without_answer: examples
+                .iter()
+                .filter(|e| e.reference_answers.is_empty())
+                .count(),
             end: text.len() as u64,
             sha256: crate::digest::short_sha256(text.as_bytes()),
         };
@@ -689,6 +709,7 @@ mod tests {
                     truth: vec![CharSpan::new(doc.id().clone(), 0, 5)],
                     span_texts: vec![doc.slice(0, 5).map(str::to_owned)],
                     metadata,
+                    reference_answers: Vec::new(),
                 }
             })
             .collect();

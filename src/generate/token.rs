@@ -3,8 +3,8 @@
 use super::filters;
 use super::locate::{Locator, MatchKind};
 use super::{
-    ask_json, base_metadata, example_id, read_difficulty, render_examples, share_questions,
-    Difficulty, DocumentBatch, Dropped, GenerateConfig, SplitMix,
+    ask_json, base_metadata, example_id, read_difficulty, read_reference, render_examples,
+    share_questions, Difficulty, DocumentBatch, Dropped, GenerateConfig, SplitMix,
 };
 use crate::corpus::{Corpus, DocId, Document};
 use crate::dataset::Example;
@@ -89,6 +89,8 @@ struct Candidate {
     matches: Vec<MatchKind>,
     difficulty: Option<Difficulty>,
     cross_document: bool,
+    /// The model's short answer: one reference answer, or none when it gave none.
+    reference_answers: Vec<String>,
 }
 
 /// What a document's calls accumulate.
@@ -236,6 +238,7 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
                 truth: c.spans,
                 span_texts,
                 metadata,
+                reference_answers: c.reference_answers,
             });
         }
         Ok(DocumentBatch {
@@ -348,6 +351,7 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
             matches,
             difficulty: read_difficulty(q.get("difficulty").and_then(Value::as_str)),
             cross_document: cross,
+            reference_answers: read_reference(q).into_iter().collect(),
         });
     }
 }
