@@ -42,6 +42,20 @@ pub(crate) const METRICS: &[&str] = &[
     "mrr",
     "ndcg",
     "map",
+    "bleu",
+    "chrf",
+    "rouge_1",
+    "rouge_2",
+    "rouge_l",
+    "rouge_1_precision",
+    "rouge_1_recall",
+    "rouge_2_precision",
+    "rouge_2_recall",
+    "rouge_l_precision",
+    "rouge_l_recall",
+    "exact_match",
+    "token_f1",
+    "answer_similarity",
 ];
 
 pub(crate) const MODE_STANDARD: &str = "standard";

@@ -25,6 +25,10 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
+mod score;
+
+pub use score::{embed_answers, score_answers, AnswerEmbeddings, AnswerScores, ContextItems};
+
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};

@@ -97,9 +97,20 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
             level.type_name()
         ));
     }
-    // Thresholds may name any metric the registry reports at the dataset's level.
-    let known: Vec<&str> = registry::at_level(level).map(|m| m.name).collect();
+    // Thresholds may name any metric the registry reports at the dataset's level; a case that
+    // retrieves has no answers to score.
+    let known: Vec<&str> = registry::at_level(level)
+        .filter(|m| !m.is_answer_metric())
+        .map(|m| m.name)
+        .collect();
     for t in spec.thresholds {
+        if registry::lookup(t.metric).is_some_and(|m| m.is_answer_metric()) {
+            return Err(format!(
+                "`{}` scores answers, and this case returns retrieved chunks only (reported: {})",
+                t.metric,
+                known.join(", ")
+            ));
+        }
         if !known.contains(&t.metric) {
             return Err(format!(
                 "`{}` is not reported for a {level}-level dataset (reported: {})",

@@ -7,6 +7,7 @@
 //! `rag-eval score` and `eval`, and the README's metric table (a test checks it, and checks that
 //! `#[rag_eval(min_…)]` accepts every name here).
 
+use super::answer::{AnswerMetric, AnswerSimilarity, Lexical};
 use super::{
     ChunkF1, ChunkIndex, ChunkPrecision, ChunkRecall, Hit, Map, Metric, Mrr, Ndcg, Precision,
     PrecisionOmega, Recall, SpanIou, SpanMode, SpanPrecision, SpanRecall, F1,
@@ -23,6 +24,15 @@ pub enum Need {
     Spans,
     /// Every chunk the chunker produced over the corpus, not only the retrieved ones.
     ChunkerOutput,
+    /// A generated answer (an answers file, a case that answers): retrieval runs never
+    /// report these metrics.
+    Answer,
+    /// The row's reference answer; queries without one are left out of the metric (and
+    /// counted).
+    Reference,
+    /// Embeddings of the answer and the references, from an
+    /// [`Embedder`](crate::embed::Embedder) the caller supplies.
+    Embedder,
 }
 
 /// What building a metric may use: the evaluation's span mode and, when available, the
@@ -53,6 +63,7 @@ impl MetricContext {
 }
 
 type Build<L> = fn(&MetricContext) -> Option<Box<dyn Metric<L>>>;
+type BuildAnswer = fn() -> Box<dyn AnswerMetric>;
 
 /// One built-in metric: its entry in [`REGISTRY`].
 #[derive(Clone, Copy)]
@@ -67,6 +78,7 @@ pub struct MetricInfo {
     pub definition: &'static str,
     token: Option<Build<TokenLevel>>,
     chunk: Option<Build<ChunkLevel>>,
+    answer: Option<BuildAnswer>,
 }
 
 impl std::fmt::Debug for MetricInfo {
@@ -81,24 +93,36 @@ impl std::fmt::Debug for MetricInfo {
 }
 
 impl MetricInfo {
-    /// The levels the metric is reported at, chunk first.
+    /// The levels the metric is reported at, chunk first. Answer metrics read the answer,
+    /// not the ground truth, so they are reported at both (when there are answers).
     pub fn levels(&self) -> Vec<LevelKind> {
         let mut v = Vec::with_capacity(2);
-        if self.chunk.is_some() {
+        if self.applies_to(LevelKind::Chunk) {
             v.push(LevelKind::Chunk);
         }
-        if self.token.is_some() {
+        if self.applies_to(LevelKind::Token) {
             v.push(LevelKind::Token);
         }
         v
     }
 
-    /// Whether the metric is reported at `level`.
+    /// Whether the metric is reported at `level` (answer metrics: when there are answers).
     pub fn applies_to(&self, level: LevelKind) -> bool {
-        match level {
-            LevelKind::Chunk => self.chunk.is_some(),
-            LevelKind::Token => self.token.is_some(),
-        }
+        self.answer.is_some()
+            || match level {
+                LevelKind::Chunk => self.chunk.is_some(),
+                LevelKind::Token => self.token.is_some(),
+            }
+    }
+
+    /// Whether it scores answers ([`Need::Answer`]) rather than retrieval.
+    pub fn is_answer_metric(&self) -> bool {
+        self.needs(Need::Answer)
+    }
+
+    /// The answer metric, for entries that [`Need::Answer`].
+    pub fn build_answer(&self) -> Option<Box<dyn AnswerMetric>> {
+        self.answer.map(|b| b())
     }
 
     /// Whether it needs `need`.
@@ -141,6 +165,8 @@ impl RegisteredLevel for ChunkLevel {
 }
 
 const RANK: &[Need] = &[Need::Ranking];
+const REFERENCE: &[Need] = &[Need::Answer, Need::Reference];
+const EMBEDDED: &[Need] = &[Need::Answer, Need::Reference, Need::Embedder];
 const SPANS: &[Need] = &[Need::Ranking, Need::Spans];
 const CHUNKER: &[Need] = &[Need::Spans, Need::ChunkerOutput];
 
@@ -164,6 +190,7 @@ const fn token(
         definition,
         token: Some(build),
         chunk: None,
+        answer: None,
     }
 }
 
@@ -181,6 +208,7 @@ const fn chunk(
         definition,
         token: None,
         chunk: Some(build),
+        answer: None,
     }
 }
 
@@ -199,7 +227,32 @@ const fn both(
         definition,
         token: Some(token),
         chunk: Some(chunk),
+        answer: None,
     }
+}
+
+const fn answer(
+    name: &'static str,
+    needs: &'static [Need],
+    definition: &'static str,
+    build: BuildAnswer,
+) -> MetricInfo {
+    MetricInfo {
+        name,
+        at_k: false,
+        needs,
+        definition,
+        token: None,
+        chunk: None,
+        answer: Some(build),
+    }
+}
+
+/// A lexical metric by its registered name.
+macro_rules! lexical {
+    ($name:literal) => {
+        || Box::new(Lexical::named($name).expect("a registered lexical metric"))
+    };
 }
 
 /// Every built-in metric, in report order (a level reports its metrics in this order: the
@@ -220,6 +273,20 @@ pub static REGISTRY: &[MetricInfo] = &[
     both("mrr", false, RANK, "1 / the rank of the first relevant item, 0 without one (trec_eval's recip_rank)", unit::<TokenLevel, Mrr>, unit::<ChunkLevel, Mrr>),
     both("ndcg", true, RANK, "normalised discounted cumulative gain of the first k items (trec_eval's ndcg_cut_k)", unit::<TokenLevel, Ndcg>, unit::<ChunkLevel, Ndcg>),
     both("map", false, RANK, "mean of the precision at the rank of each relevant item (trec_eval's map)", unit::<TokenLevel, Map>, unit::<ChunkLevel, Map>),
+    answer("bleu", REFERENCE, "sacreBLEU's sentence_bleu / 100 (13a tokenizer, exp smoothing) against every reference at once", lexical!("bleu")),
+    answer("chrf", REFERENCE, "sacreBLEU's sentence_chrf / 100 (character 6-grams, β = 2) against every reference at once", lexical!("chrf")),
+    answer("rouge_1", REFERENCE, "ROUGE-1 F1 (rouge-score with the Porter stemmer), the best over the references", lexical!("rouge_1")),
+    answer("rouge_2", REFERENCE, "ROUGE-2 F1 (rouge-score with the Porter stemmer), the best over the references", lexical!("rouge_2")),
+    answer("rouge_l", REFERENCE, "ROUGE-L F1 (longest common subsequence, rouge-score with the Porter stemmer), the best over the references", lexical!("rouge_l")),
+    answer("rouge_1_precision", REFERENCE, "ROUGE-1 precision of the reference with the best ROUGE-1 F1", lexical!("rouge_1_precision")),
+    answer("rouge_1_recall", REFERENCE, "ROUGE-1 recall of the reference with the best ROUGE-1 F1", lexical!("rouge_1_recall")),
+    answer("rouge_2_precision", REFERENCE, "ROUGE-2 precision of the reference with the best ROUGE-2 F1", lexical!("rouge_2_precision")),
+    answer("rouge_2_recall", REFERENCE, "ROUGE-2 recall of the reference with the best ROUGE-2 F1", lexical!("rouge_2_recall")),
+    answer("rouge_l_precision", REFERENCE, "ROUGE-L precision of the reference with the best ROUGE-L F1", lexical!("rouge_l_precision")),
+    answer("rouge_l_recall", REFERENCE, "ROUGE-L recall of the reference with the best ROUGE-L F1", lexical!("rouge_l_recall")),
+    answer("exact_match", REFERENCE, "1 when the SQuAD-normalised answer equals a normalised reference, else 0", lexical!("exact_match")),
+    answer("token_f1", REFERENCE, "SQuAD token F1 between the normalised answer and reference, the best over the references", lexical!("token_f1")),
+    answer("answer_similarity", EMBEDDED, "cosine between the answer's and a reference's embeddings (clamped at 0), the best over the references", || Box::new(AnswerSimilarity)),
 ];
 
 /// The registry entry named `name` (without cut-off).
@@ -227,12 +294,24 @@ pub fn lookup(name: &str) -> Option<&'static MetricInfo> {
     REGISTRY.iter().find(|m| m.name == name)
 }
 
-/// The entries reported at `level`, in report order.
+/// The entries reported at `level`, in report order: its retrieval metrics, then the answer
+/// metrics (reported when there are answers).
 pub fn at_level(level: LevelKind) -> impl Iterator<Item = &'static MetricInfo> {
     REGISTRY.iter().filter(move |m| m.applies_to(level))
 }
 
-/// Every registered metric of level `L` that `ctx` can build, in report order.
+/// The answer metrics, in report order; those that [`Need::Embedder`] only when
+/// `with_embeddings`.
+pub fn answer_metrics(with_embeddings: bool) -> Vec<Box<dyn AnswerMetric>> {
+    REGISTRY
+        .iter()
+        .filter(|m| with_embeddings || !m.needs(Need::Embedder))
+        .filter_map(MetricInfo::build_answer)
+        .collect()
+}
+
+/// Every registered retrieval metric of level `L` that `ctx` can build, in report order.
+/// Answer metrics are not among them: they need answers ([`answer_metrics`]).
 pub fn reported_metrics<L: RegisteredLevel>(ctx: &MetricContext) -> Vec<Box<dyn Metric<L>>> {
     REGISTRY.iter().filter_map(|m| m.build::<L>(ctx)).collect()
 }
@@ -250,6 +329,15 @@ mod tests {
             assert!(seen.insert(info.name), "`{}` registered twice", info.name);
             assert!(!info.definition.is_empty() && !info.definition.contains('\n'));
             assert!(!info.levels().is_empty(), "`{}` has no level", info.name);
+            match info.build_answer() {
+                Some(m) => {
+                    assert_eq!(m.name(), info.name);
+                    assert!(info.needs(Need::Answer) && !info.at_k);
+                    assert!(info.build::<TokenLevel>(&ctx).is_none());
+                    assert!(info.build::<ChunkLevel>(&ctx).is_none());
+                }
+                None => assert!(!info.needs(Need::Answer), "`{}`", info.name),
+            }
             if let Some(m) = info.build::<TokenLevel>(&ctx) {
                 assert_eq!((m.name(), m.at_k()), (info.name, info.at_k));
                 assert_eq!(m.needs_chunker_output(), info.needs(Need::ChunkerOutput));
@@ -270,10 +358,32 @@ mod tests {
     }
 
     #[test]
+    fn answer_metrics_are_built_apart_and_similarity_only_with_embeddings() {
+        let names = |v: Vec<Box<dyn AnswerMetric>>| -> Vec<String> {
+            v.iter().map(|m| m.name().to_owned()).collect()
+        };
+        let with = names(answer_metrics(true));
+        assert_eq!(with.len(), 14);
+        assert_eq!(with[..3], ["bleu", "chrf", "rouge_1"]);
+        assert_eq!(with.last().map(String::as_str), Some("answer_similarity"));
+        let without = names(answer_metrics(false));
+        assert_eq!(without[..], with[..13]);
+        for info in REGISTRY.iter().filter(|m| m.is_answer_metric()) {
+            assert_eq!(
+                info.levels(),
+                [LevelKind::Chunk, LevelKind::Token],
+                "{}",
+                info.name
+            );
+        }
+    }
+
+    #[test]
     fn a_metric_needing_the_chunker_output_is_left_out_without_it() {
         let without = reported_metrics::<TokenLevel>(&MetricContext::default());
         assert!(without.iter().all(|m| m.name() != "precision_omega"));
-        assert_eq!(without.len(), at_level(LevelKind::Token).count() - 1);
+        let retrieval = at_level(LevelKind::Token).filter(|m| !m.is_answer_metric());
+        assert_eq!(without.len(), retrieval.count() - 1);
         let chunk: Vec<String> = reported_metrics::<ChunkLevel>(&MetricContext::default())
             .iter()
             .map(|m| m.report_name(3))
@@ -294,6 +404,6 @@ mod tests {
             ]
         );
         assert_eq!(lookup("mrr").map(|m| m.at_k), Some(false));
-        assert!(lookup("bleu").is_none());
+        assert!(lookup("blue").is_none());
     }
 }

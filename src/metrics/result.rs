@@ -118,6 +118,17 @@ pub struct QueryResult {
     pub metrics: Figures,
 }
 
+impl QueryResult {
+    /// The figure `name`, expected at position `i` (where it is when the query has every
+    /// metric); `None` when the query has no figure for it.
+    fn figure(&self, i: usize, name: &str) -> Option<f64> {
+        match self.metrics.0.get(i) {
+            Some((n, v)) if n == name => Some(*v),
+            _ => self.metrics.get(name),
+        }
+    }
+}
+
 /// Means over the queries with one difficulty label.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DifficultyScores {
@@ -186,9 +197,10 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// A result from per-query figures, every query with the metrics `names` in that order:
-    /// the means and population standard deviations are computed here (0 and 0 without
-    /// queries), nothing optional is set.
+    /// A result from per-query figures, the metrics `names` in that order: the means and
+    /// population standard deviations are computed here (0 and 0 without queries), nothing
+    /// optional is set. A query without a figure for a metric (an answer metric for a row
+    /// without a reference answer) is left out of that metric's mean, not counted as 0.
     pub fn from_queries(
         level: ResultLevel,
         names: Vec<String>,
@@ -197,10 +209,7 @@ impl RunResult {
         let mut means = Vec::with_capacity(names.len());
         let mut stds = Vec::with_capacity(names.len());
         for (i, n) in names.iter().enumerate() {
-            let values: Vec<f64> = per_query
-                .iter()
-                .map(|q| q.metrics.0.get(i).map_or(0.0, |f| f.1))
-                .collect();
+            let values: Vec<f64> = per_query.iter().filter_map(|q| q.figure(i, n)).collect();
             let (m, s) = mean_std(&values);
             means.push((n.clone(), m));
             stds.push((n.clone(), s));
@@ -263,7 +272,7 @@ impl RunResult {
                     .map(|(m, name)| {
                         let values: Vec<f64> = idx
                             .iter()
-                            .map(|&i| self.per_query[i].metrics.0[m].1)
+                            .filter_map(|&i| self.per_query[i].figure(m, name))
                             .collect();
                         (name.to_owned(), mean_std(&values).0)
                     })
@@ -317,6 +326,26 @@ mod tests {
         assert_eq!(groups["hard"].queries, 2);
         assert_eq!(groups["hard"].metrics.get("span_recall@5"), Some(0.75));
         assert_eq!(groups["unlabelled"].metrics.get("mrr"), Some(1.0));
+    }
+
+    #[test]
+    fn a_missing_figure_is_left_out_of_its_mean_not_counted_as_zero() {
+        let mut r = RunResult::from_queries(
+            ResultLevel::Token,
+            vec!["mrr".into(), "bleu".into()],
+            vec![
+                q("a", Some("hard"), &[("mrr", 1.0), ("bleu", 0.5)]),
+                q("b", Some("hard"), &[("mrr", 0.0)]),
+                q("c", None, &[("mrr", 0.5), ("bleu", 0.25)]),
+            ],
+        );
+        assert_eq!(r.metrics.get("mrr"), Some(0.5));
+        assert_eq!(r.metrics.get("bleu"), Some(0.375));
+        assert_eq!(r.std.get("bleu"), Some(0.125));
+        r.group_by_difficulty();
+        let g = r.by_difficulty.unwrap();
+        assert_eq!(g["hard"].metrics.get("bleu"), Some(0.5));
+        assert_eq!(g["hard"].metrics.get("mrr"), Some(0.5));
     }
 
     #[test]

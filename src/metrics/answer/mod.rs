@@ -12,6 +12,14 @@
 //! | [`rouge`] | Google's `rouge-score` 0.1.2, `RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)`, `score_multi` | `rouge_1`, `rouge_2`, `rouge_l` (+ `_precision`, `_recall`) |
 //! | [`exact_match`], [`token_f1`] | the SQuAD v1.1 evaluation script (`normalize_answer`, `exact_match_score`, `f1_score`, `metric_max_over_ground_truths`) | `exact_match`, `token_f1` |
 //!
+//! `answer_similarity` is the cosine between the answer's and the references' embeddings
+//! through any [`Embedder`](crate::embed::Embedder) ([`AnswerSimilarity`]), the best over the
+//! references.
+//!
+//! The registry ([`REGISTRY`](super::REGISTRY)) lists them with [`Need::Answer`](super::Need)
+//! and builds them as [`AnswerMetric`]s, which `rag-eval score --answers` reports; retrieval
+//! runs, which have no answers, never do.
+//!
 //! Every score is in `[0, 1]` and never NaN. Where the reference raises on an empty list of
 //! reference answers, these functions return [`AnswerMetricError::NoReference`].
 //!
@@ -33,12 +41,14 @@
 
 mod bleu;
 mod chrf;
+mod metric;
 mod porter;
 mod rouge;
 mod squad;
 
 pub use bleu::{corpus_bleu, sentence_bleu, tokenize_13a, Bleu};
 pub use chrf::{corpus_chrf, sentence_chrf};
+pub use metric::{AnswerInput, AnswerMetric, AnswerSimilarity, Lexical};
 pub use porter::porter_stem;
 pub use rouge::{rouge, rouge_tokens, Rouge, RougeScore};
 pub use squad::{exact_match, normalize_answer, token_f1};
