@@ -1348,3 +1348,233 @@ fn eval_help_lists_every_component_and_key() {
         assert!(help.contains(flag), "{flag}");
     }
 }
+
+const ANSWER_DATASET: &str = concat!(
+    r#"{"id":"q1","inputs":{"query":"first"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":10,"end":20}],"reference_answer":"The cat sat on the mat."},"metadata":{"difficulty":"factual"}}"#,
+    "\n",
+    r#"{"id":"q2","inputs":{"query":"second"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":40,"end":45}],"reference_answer":["Paris","the capital, Paris"]},"metadata":{"difficulty":"factual"}}"#,
+    "\n",
+    r#"{"id":"q3","inputs":{"query":"third"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5}]},"metadata":{"difficulty":"inferential"}}"#,
+    "\n"
+);
+
+const ANSWERS: &str = concat!(
+    r#"{"id":"q1","answer":"the cat sat","contexts":[{"doc_id":"a.md","start":10,"end":20,"text":"0123456789","score":0.9}]}"#,
+    "\n",
+    r#"{"id":"q2","answer":"Paris!","contexts":[]}"#,
+    "\n",
+    r#"{"id":"q3","answer":"no idea","contexts":[{"doc_id":"a.md","start":0,"end":5,"text":"abcde"}]}"#,
+    "\n"
+);
+
+#[test]
+fn score_answers_json_contract_and_figures() {
+    use rag_eval::metrics::answer::{rouge, sentence_bleu, token_f1};
+    let dir = tempfile::tempdir().unwrap();
+    let d = write(dir.path(), "d.jsonl", ANSWER_DATASET);
+    let a = write(dir.path(), "answers.jsonl", ANSWERS);
+    let json = ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&a),
+        "-k",
+        "3",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    // `score --json`'s keys, with the means per difficulty and the count of rows without a
+    // reference answer.
+    assert_eq!(
+        key_order(&json),
+        [
+            "level",
+            "k",
+            "mode",
+            "queries",
+            "metrics",
+            "std",
+            "per_query",
+            "by_difficulty",
+            "without_reference"
+        ]
+    );
+    assert_eq!(v["queries"], 3);
+    assert_eq!(v["without_reference"], 1);
+    // Retrieval figures come from the contexts.
+    assert_eq!(figure(&v, 0, "span_recall@3"), 1.0);
+    assert_eq!(figure(&v, 1, "span_recall@3"), 0.0);
+    assert_eq!(figure(&v, 2, "span_recall@3"), 1.0);
+    // Answer figures, by hand and through the library functions.
+    let refs = ["The cat sat on the mat."];
+    assert_eq!(
+        figure(&v, 0, "rouge_1"),
+        rouge("the cat sat", &refs).unwrap().rouge_1.f1
+    );
+    // "the cat sat" vs six words: P = 1, R = 1/2, F1 = 2/3 (SQuAD drops "the": 2/2, 2/4).
+    assert!((figure(&v, 0, "rouge_1") - 2.0 / 3.0).abs() < 1e-12);
+    assert!((figure(&v, 0, "token_f1") - 2.0 / 3.0).abs() < 1e-12);
+    assert_eq!(
+        figure(&v, 0, "bleu"),
+        sentence_bleu("the cat sat", &refs).unwrap().score
+    );
+    assert_eq!(figure(&v, 0, "exact_match"), 0.0);
+    // Several references: the best one counts ("Paris!" normalises to "paris").
+    assert_eq!(figure(&v, 1, "exact_match"), 1.0);
+    assert_eq!(
+        figure(&v, 1, "token_f1"),
+        token_f1("Paris!", &["Paris", "the capital, Paris"]).unwrap()
+    );
+    // q3 has no reference: its answer metrics are absent, not 0, and the means leave it out.
+    let q3 = v["per_query"][2]["metrics"].as_object().unwrap();
+    assert!(q3.contains_key("mrr") && !q3.contains_key("bleu") && !q3.contains_key("token_f1"));
+    assert_eq!(v["metrics"]["exact_match"], 0.5);
+    assert!(
+        v["metrics"].get("answer_similarity").is_none(),
+        "no embedder given"
+    );
+    let by = &v["by_difficulty"];
+    assert_eq!(by["factual"]["queries"], 2);
+    assert_eq!(by["inferential"]["queries"], 1);
+    assert_eq!(by["factual"]["metrics"]["exact_match"], 0.5);
+
+    // With an embedder, answer_similarity joins; an answer equal to its reference scores 1.
+    let same = write(
+        dir.path(),
+        "same.jsonl",
+        &ANSWERS.replace("\"the cat sat\"", "\"The cat sat on the mat.\""),
+    );
+    let e: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&same),
+        "--embedder",
+        "hashing",
+        "--json",
+    ]))
+    .unwrap();
+    assert!((figure(&e, 0, "answer_similarity") - 1.0).abs() < 1e-6);
+    assert_eq!(figure(&e, 0, "exact_match"), 1.0);
+    assert!(e["per_query"][2]["metrics"]
+        .get("answer_similarity")
+        .is_none());
+
+    let table = ok(&["score", "--dataset", s(&d), "--answers", s(&a)]);
+    assert!(
+        table.starts_with("token-level, k = 5, mode = standard, 3 queries\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains("1 of 3 queries have no reference answer"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("exact_match") && l.contains("0.5000")),
+        "{table}"
+    );
+    assert!(table.contains("by difficulty"), "{table}");
+}
+
+#[test]
+fn score_answers_errors_name_the_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = write(dir.path(), "d.jsonl", ANSWER_DATASET);
+    let score = |name: &str, text: &str| {
+        let a = write(dir.path(), name, text);
+        fails(&["score", "--dataset", s(&d), "--answers", s(&a)])
+    };
+    let e = score(
+        "unknown.jsonl",
+        &format!("{ANSWERS}{}\n", r#"{"id":"q9","answer":"x","contexts":[]}"#),
+    );
+    assert!(
+        e.contains("1 answer in") && e.contains("unknown.jsonl:4: `q9`"),
+        "{e}"
+    );
+    let e = score("missing.jsonl", r#"{"id":"q1","contexts":[]}"#);
+    assert!(e.contains("missing.jsonl:1: missing field `answer`"), "{e}");
+    let e = score("broken.jsonl", &format!("{ANSWERS}\n{{\"id\":\"q4\","));
+    assert!(e.contains("broken.jsonl:5: EOF while parsing"), "{e}");
+    let e = score(
+        "context.jsonl",
+        r#"{"id":"q1","answer":"a","contexts":[{"doc_id":"a.md","start":0,"end":3}]}"#,
+    );
+    assert!(
+        e.contains("context.jsonl:1: `contexts[0]`: missing field `text`"),
+        "{e}"
+    );
+    let first = ANSWERS.lines().next().unwrap();
+    let e = score("partial.jsonl", first);
+    assert!(
+        e.contains("2 of 3 dataset queries have no line") && e.contains("--allow-missing"),
+        "{e}"
+    );
+    let a = write(dir.path(), "partial.jsonl", first);
+    let v: Value = serde_json::from_str(&ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&a),
+        "--allow-missing",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(figure(&v, 1, "exact_match"), 0.0, "an empty answer");
+    let (code, _, e) = run(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&a),
+        "--retrieved",
+        s(&a),
+    ]);
+    assert_eq!(code, 2, "a usage error");
+    assert!(e.contains("cannot be used with"), "{e}");
+}
+
+#[test]
+fn score_answers_checks_contexts_against_the_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = write(dir.path(), "d.jsonl", ANSWER_DATASET);
+    let corpus = dir.path().join("docs");
+    write(&corpus, "a.md", &"abcdefghij0123456789".repeat(3));
+    let a = write(dir.path(), "answers.jsonl", ANSWERS);
+    let args = [
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&a),
+        "--corpus",
+        s(&corpus),
+    ];
+    ok(&args);
+    write(&corpus, "a.md", &"abcdefghijABCDEFGHIJ".repeat(3));
+    let e = fails(&args);
+    assert!(
+        e.contains("answers.jsonl:1: query `q1`, `contexts[0]`: retrieved chunk `a.md` 10..20 does not match the document"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_readme_answers_line_parses() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let at = readme
+        .find("### `rag-eval score` (answers)")
+        .expect("README has the answers section");
+    let section = &readme[at..];
+    let start = section.find("```json\n").unwrap() + "```json\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let answers =
+        rag_eval::answers::Answers::parse(block, "README.md".into()).expect("the example parses");
+    assert!(answers.len() >= 1);
+}

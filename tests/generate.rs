@@ -972,3 +972,67 @@ fn blank_documents_cost_no_call() {
     }
     assert!(llm.requests().is_empty());
 }
+
+#[test]
+fn short_answers_become_reference_answers_and_rows_without_one_are_kept() {
+    let excerpt = "A 64-bit Linux host (x86_64 or arm64) with kernel 4.18 or later.";
+    let with = |question: &str, answer: serde_json::Value| {
+        let mut v = q(question, &[excerpt], "factual");
+        if !answer.is_null() {
+            v["answer"] = answer;
+        }
+        v
+    };
+    let llm = ScriptedLlm::new().on(
+        "Document `guides/installation.md`",
+        &[&answer(json!([
+            with(
+                "Which kernel does Larkspur need?",
+                json!("  Kernel 4.18 or later. ")
+            ),
+            with("Which host does Larkspur run on?", json!("")),
+            with("What does Larkspur run on?", serde_json::Value::Null),
+            with("Which Linux version is the minimum?", json!(42)),
+        ]))],
+    );
+    let corpus = corpus();
+    let generator = TokenLevelDataGenerator::new(
+        llm.clone(),
+        GenerateConfig {
+            dedup_threshold: None,
+            ..GenerateConfig::default()
+        },
+    );
+    let (rows, dropped, _) =
+        pollster::block_on(run_token(&generator, &corpus, &["guides/installation.md"]));
+    llm.assert_all_used();
+    assert_eq!(
+        dropped,
+        Dropped::default(),
+        "no question is dropped for its answer"
+    );
+    let refs: Vec<Option<&str>> = rows.iter().map(|e| e.reference_answer()).collect();
+    assert_eq!(refs, [Some("Kernel 4.18 or later."), None, None, None]);
+    assert_valid(&rows, &corpus);
+    // The schema asks for the answer, and the written row carries it under `outputs`.
+    let schema = llm.requests()[0].json_schema.clone().unwrap().schema;
+    let item = &schema["properties"]["questions"]["items"];
+    assert_eq!(item["properties"]["answer"]["type"], "string");
+    assert!(item["required"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("answer")));
+    use rag_eval::dataset::ToRow;
+    let row: serde_json::Value = serde_json::from_str(&rows[0].to_row()).unwrap();
+    assert_eq!(row["outputs"]["reference_answer"], "Kernel 4.18 or later.");
+    let row: serde_json::Value = serde_json::from_str(&rows[1].to_row()).unwrap();
+    assert!(row["outputs"].get("reference_answer").is_none());
+    // The built-in prompt and examples show the answer field.
+    let builtin = Prompts::builtin();
+    assert!(builtin.token.template.contains("\"answer\""));
+    assert!(builtin.chunk.template.contains("\"answer\""));
+    assert!(builtin
+        .token
+        .render(&[("examples", String::new())])
+        .contains("- \"answer\""));
+}

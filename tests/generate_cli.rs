@@ -293,14 +293,31 @@ fn token_questions(user: &str, wanted: usize, doc: usize) -> Vec<(&'static str, 
                 }
                 None => question_about(&s),
             };
-            let q = json!({
+            let mut q = json!({
                 "question": question,
                 "excerpts": excerpts,
                 "difficulty": LABELS[(doc + j) % LABELS.len()],
             });
+            with_answer(&mut q, &excerpts[0], doc + j);
             (shape, q)
         })
         .collect()
+}
+
+/// The short answer the model writes with a question: the passage's first words, except that
+/// one question in five has none and one in five a blank one (the row then has no reference
+/// answer).
+fn with_answer(q: &mut Value, passage: &str, n: usize) {
+    let answer = match n % 5 {
+        0 => return,
+        1 => " \n".to_owned(),
+        _ => passage
+            .split_whitespace()
+            .take(6)
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    q["answer"] = json!(answer);
 }
 
 /// A closed-book answer to `question`: confident and right (it repeats the passage the
@@ -349,11 +366,12 @@ fn chunk_questions(user: &str, wanted: usize, doc: usize) -> Vec<(&'static str, 
                 4 => ("bare hex id", json!([id.trim_start_matches("chunk_")])),
                 _ => ("bracketed id", json!([format!("[{id}]")])),
             };
-            let q = json!({
+            let mut q = json!({
                 "question": question_about(text),
                 "chunk_ids": ids,
                 "difficulty": LABELS[(doc + j) % LABELS.len()],
             });
+            with_answer(&mut q, text, doc + j);
             (shape, q)
         })
         .collect()
@@ -561,6 +579,28 @@ fn token_level_rows_all_validate_and_every_question_is_accounted_for() {
     );
     assert!(dropped("empty") > 0, "questions without text are counted");
 
+    // Every kept question has its short answer as reference, but those the model gave none;
+    // those rows are kept and counted.
+    let with: Vec<&Value> = got
+        .iter()
+        .filter(|r| r["outputs"].get("reference_answer").is_some())
+        .collect();
+    let without = got.len() - with.len();
+    assert!(
+        !with.is_empty() && without > 0,
+        "{} of {}",
+        with.len(),
+        got.len()
+    );
+    for r in &with {
+        let a = r["outputs"]["reference_answer"].as_str().unwrap();
+        assert!(!a.trim().is_empty() && a == a.trim(), "{r}");
+    }
+    assert_eq!(
+        summary["with_reference_answer"].as_u64(),
+        Some(with.len() as u64)
+    );
+
     // Not a terminal: one line per document, then the summary.
     let per_doc: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(per_doc.len(), ids.len(), "{err}");
@@ -572,6 +612,10 @@ fn token_level_rows_all_validate_and_every_question_is_accounted_for() {
     );
     assert!(
         last.contains("tokens") && last.contains("calls") && last.contains('$'),
+        "{last}"
+    );
+    assert!(
+        last.contains(&format!("; {without} without a reference answer;")),
         "{last}"
     );
 
@@ -613,6 +657,12 @@ fn chunk_level_rows_cite_only_chunks_of_the_chunker() {
         .collect();
     let got = rows(&out);
     assert!(!got.is_empty());
+    let with = got
+        .iter()
+        .filter(|r| r["outputs"]["reference_answer"].is_string())
+        .count();
+    assert!(with > 0, "chunk-level rows carry reference answers too");
+    assert_eq!(summary["with_reference_answer"].as_u64(), Some(with as u64));
     for r in &got {
         let cited = r["outputs"]["relevant_chunk_ids"].as_array().unwrap();
         assert!(!cited.is_empty(), "{r}");

@@ -81,7 +81,21 @@ fn the_macro_crate_knows_exactly_the_registered_metrics() {
     min_hit = 0.0,
     min_mrr = 0.0,
     min_ndcg = 0.0,
-    max_map = 1.0
+    max_map = 1.0,
+    min_bleu = 0.0,
+    min_chrf = 0.0,
+    min_rouge_1 = 0.0,
+    min_rouge_2 = 0.0,
+    min_rouge_l = 0.0,
+    min_rouge_1_precision = 0.0,
+    min_rouge_1_recall = 0.0,
+    min_rouge_2_precision = 0.0,
+    min_rouge_2_recall = 0.0,
+    min_rouge_l_precision = 0.0,
+    min_rouge_l_recall = 0.0,
+    min_exact_match = 0.0,
+    min_token_f1 = 0.0,
+    max_answer_similarity = 1.0
 )]
 fn every_bar() -> Bm25Retriever {
     Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
@@ -149,9 +163,13 @@ fn an_evaluation_reports_every_registered_metric_of_its_level() {
             .scores;
         let reported: Vec<&str> = r.metrics.names().map(base).collect();
         let want: Vec<&str> = registry::at_level(LevelKind::Token)
+            .filter(|m| !m.is_answer_metric())
             .map(|m| m.name)
             .collect();
-        assert_eq!(reported, want);
+        assert_eq!(
+            reported, want,
+            "every retrieval metric, and no answer metric"
+        );
         assert_eq!(r.mode, Some(mode));
         assert!(r.metrics.get("span_recall@4").is_some());
     }
@@ -181,9 +199,13 @@ fn an_evaluation_reports_every_registered_metric_of_its_level() {
     .scores;
     let reported: Vec<&str> = r.metrics.names().map(base).collect();
     let want: Vec<&str> = registry::at_level(LevelKind::Chunk)
+        .filter(|m| !m.is_answer_metric())
         .map(|m| m.name)
         .collect();
-    assert_eq!(reported, want);
+    assert_eq!(
+        reported, want,
+        "every retrieval metric, and no answer metric"
+    );
     assert_eq!(r.metrics.get("chunk_recall@2"), Some(1.0));
 }
 
@@ -372,4 +394,47 @@ fn precision_omega_follows_the_chunker_object_never_its_name() {
         None,
         "a name alone is not trusted to rebuild the chunker"
     );
+}
+
+#[test]
+fn scoring_answers_reports_every_registered_metric_of_its_level() {
+    use rag_eval::answers::{embed_answers, score_answers, Answers};
+    let (_, d) = example_data();
+    let lines: Vec<String> = d
+        .examples()
+        .iter()
+        .map(|e| format!(r#"{{"id":"{}","answer":"an answer","contexts":[]}}"#, e.id))
+        .collect();
+    let answers = Answers::parse(&lines.join("\n"), "a.jsonl".into()).unwrap();
+    // Every row gets a reference, so that every answer metric has a figure.
+    let mut rows = d.examples().to_vec();
+    for e in &mut rows {
+        e.reference_answers = vec!["a reference answer".into()];
+    }
+    let d = Dataset::new(rows).unwrap();
+    let pairs: Vec<(&str, &[String])> = d
+        .examples()
+        .iter()
+        .map(|e| ("an answer", e.reference_answers.as_slice()))
+        .collect();
+    let embeddings = pollster::block_on(embed_answers(HashingEmbedder::default(), &pairs)).unwrap();
+    let s = score_answers(
+        &d,
+        &answers,
+        &token_level_metrics(SpanMode::Standard, None),
+        &registry::answer_metrics(true),
+        Some(&embeddings),
+        4,
+        SpanMode::Standard,
+    )
+    .unwrap();
+    let reported: Vec<&str> = s.result.metrics.names().map(base).collect();
+    let want: Vec<&str> = registry::at_level(LevelKind::Token)
+        .filter(|m| !m.needs(registry::Need::ChunkerOutput))
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(reported, want);
+    for q in &s.result.per_query {
+        assert_eq!(q.metrics.0.len(), want.len(), "{}", q.id);
+    }
 }

@@ -1,4 +1,7 @@
-//! `rag-eval score`: retrieval output against a dataset, or a TREC run against qrels.
+//! `rag-eval score`: retrieval output or a RAG system's answers against a dataset, or a TREC
+//! run against qrels.
+
+mod answers;
 
 use super::output::Output;
 use super::render_table;
@@ -15,13 +18,22 @@ use std::collections::HashSet;
 
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels"]))]
+#[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
 pub(super) struct ScoreArgs {
     /// Dataset JSONL (token- or chunk-level).
-    #[arg(long, requires = "retrieved", conflicts_with_all = ["qrels", "run", "measures"])]
+    #[arg(long, requires = "output", conflicts_with_all = ["qrels", "run", "measures"])]
     dataset: Option<Utf8PathBuf>,
     /// Retrieval output JSONL: one line per query, `{"id","retrieved":[…]}`, ranked.
     #[arg(long, requires = "dataset")]
     retrieved: Option<Utf8PathBuf>,
+    /// Answers JSONL: one line per query, `{"id","answer","contexts":[…]}`; scores the answers
+    /// against the rows' reference answers, and the contexts as a retrieval.
+    #[arg(long, requires = "dataset")]
+    answers: Option<Utf8PathBuf>,
+    /// Embedder spec for `answer_similarity` (with --answers), e.g. `hashing` or
+    /// `openai:model=text-embedding-3-small`; without it the metric is left out.
+    #[arg(long, value_name = "SPEC", requires = "answers")]
+    embedder: Option<String>,
     /// TREC qrels file (`qid 0 docno rel`).
     #[arg(long, requires = "run")]
     qrels: Option<Utf8PathBuf>,
@@ -64,14 +76,17 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
         return score_trec(qrels, run, &a.k, &a.measures, a.json, out);
     }
-    let (Some(dataset_path), Some(retrieved)) = (&a.dataset, &a.retrieved) else {
-        bail!("give --dataset with --retrieved, or --qrels with --run");
-    };
     let k = match a.k.as_slice() {
         [] => 5,
         [0] => bail!("-k must be at least 1"),
         [k] => *k,
         _ => bail!("with --dataset, give one -k (got {})", a.k.len()),
+    };
+    if let (Some(dataset_path), Some(answers)) = (&a.dataset, &a.answers) {
+        return answers::run(&a, dataset_path, answers, k, out);
+    }
+    let (Some(dataset_path), Some(retrieved)) = (&a.dataset, &a.retrieved) else {
+        bail!("give --dataset with --retrieved or --answers, or --qrels with --run");
     };
     let corpus = a
         .corpus

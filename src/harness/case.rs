@@ -384,4 +384,24 @@ mod tests {
         }
         assert!(outcome.metrics.0[i].1 > 0.0);
     }
+
+    #[test]
+    fn an_answer_metric_bar_on_a_retrieval_case_says_there_are_no_answers() {
+        use crate::harness::private::{Bound, Threshold};
+        static BARS: &[Threshold] = &[Threshold {
+            metric: "rouge_l",
+            bound: Bound::Min,
+            value: 0.5,
+        }];
+        let e = prepare(&CaseSpec {
+            thresholds: BARS,
+            ..spec()
+        })
+        .err()
+        .expect("refused");
+        assert!(
+            e.starts_with("`rouge_l` scores answers, and this case returns retrieved chunks only"),
+            "{e}"
+        );
+    }
 }

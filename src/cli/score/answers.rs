@@ -1,0 +1,255 @@
+//! `rag-eval score --answers`: a RAG system's answers against a dataset's reference answers,
+//! and their contexts as a retrieval.
+
+use super::{with_truth, ScoreArgs};
+use crate::answers::{embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems};
+use crate::cli::output::Output;
+use crate::cli::render_table;
+use crate::corpus::Corpus;
+use crate::dataset::{self, AnyDataset, Dataset};
+use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
+use anyhow::{bail, Context as _, Result};
+use camino::Utf8Path;
+
+/// What `score --answers --json` prints: the shape of `score --json`, plus the count of queries
+/// the reference-needing metrics leave out.
+#[derive(serde::Serialize)]
+struct Card<'a> {
+    #[serde(flatten)]
+    result: &'a RunResult,
+    without_reference: usize,
+}
+
+pub(super) fn run(
+    a: &ScoreArgs,
+    dataset_path: &Utf8Path,
+    answers_path: &Utf8Path,
+    k: usize,
+    out: &mut Output,
+) -> Result<()> {
+    if a.chunks.is_some() {
+        bail!("--chunks (precision_omega) scores a chunker's whole output; with --answers there are only the contexts");
+    }
+    let answers = Answers::load(answers_path)?;
+    let corpus = a
+        .corpus
+        .as_ref()
+        .map(|c| Corpus::from_folder(c, Some(&a.glob)))
+        .transpose()?;
+    let (card, without_reference) = match dataset::load(dataset_path)? {
+        AnyDataset::Token(d) => {
+            let (d, _) = with_truth(d, a.skip_empty_truth)?;
+            if let Some(corpus) = &corpus {
+                let problems: Vec<String> = d
+                    .check_against(corpus)
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect();
+                if !problems.is_empty() {
+                    bail!(
+                        "{} span{} of the dataset disagree with the corpus:\n{}",
+                        problems.len(),
+                        if problems.len() == 1 { "" } else { "s" },
+                        problems.join("\n")
+                    );
+                }
+            }
+            let metrics = metrics::token_level_metrics(a.mode, None);
+            score(a, &d, &answers, corpus.as_ref(), &metrics, k, a.mode)?
+        }
+        AnyDataset::Chunk(d) => {
+            if a.mode != SpanMode::Standard {
+                bail!(
+                    "--mode {} scores character spans; `{dataset_path}` is a chunk-level dataset",
+                    a.mode
+                );
+            }
+            let (d, _) = with_truth(d, a.skip_empty_truth)?;
+            let metrics = metrics::chunk_level_metrics();
+            score(
+                a,
+                &d,
+                &answers,
+                corpus.as_ref(),
+                &metrics,
+                k,
+                SpanMode::Standard,
+            )?
+        }
+    };
+    if a.json {
+        out.json_line(&Card {
+            result: &card,
+            without_reference,
+        })?;
+    } else {
+        let mut text = render_table(&card.headline(), &card.metrics, &card.std);
+        if without_reference > 0 {
+            text.push_str(&format!(
+                "{without_reference} of {} queries have no reference answer: the metrics that compare with one leave them out\n",
+                card.queries
+            ));
+        }
+        text.push_str(&by_difficulty(&card));
+        out.text(&text)?;
+    }
+    Ok(())
+}
+
+/// Scores one level; returns the result and how many rows have no reference answer.
+fn score<L: ContextItems>(
+    a: &ScoreArgs,
+    d: &Dataset<L>,
+    answers: &Answers,
+    corpus: Option<&Corpus>,
+    retrieval: &[Box<dyn Metric<L>>],
+    k: usize,
+    mode: SpanMode,
+) -> Result<(RunResult, usize)> {
+    answers.check_ids(d)?;
+    if let Some(corpus) = corpus {
+        check_contexts(answers, corpus)?;
+    }
+    let missing: Vec<&str> = d
+        .examples()
+        .iter()
+        .filter(|e| answers.get(&e.id).is_none())
+        .map(|e| e.id.as_str())
+        .collect();
+    if !missing.is_empty() && !a.allow_missing {
+        let shown: Vec<&str> = missing.iter().take(5).copied().collect();
+        bail!(
+            "{} of {} dataset queries have no line in `{}` ({}{}); pass --allow-missing to score them as empty answers",
+            missing.len(),
+            d.len(),
+            answers.path(),
+            shown.join(", "),
+            if missing.len() > 5 { ", …" } else { "" }
+        );
+    }
+    let with_reference = d
+        .examples()
+        .iter()
+        .filter(|e| !e.reference_answers.is_empty())
+        .count();
+    let answer = if with_reference == 0 {
+        eprintln!(
+            "warning: no row of `{}` has a reference answer (`outputs.reference_answer`): only the retrieval metrics of the contexts are reported",
+            d.source()
+        );
+        Vec::new()
+    } else {
+        answer_metrics(a.embedder.is_some())
+    };
+    let embeddings: Option<Vec<AnswerEmbeddings>> = match &a.embedder {
+        Some(spec) if with_reference > 0 => {
+            let embedder = crate::spec::build_embedder(spec, &crate::spec::Context::new())?;
+            let pairs: Vec<(&str, &[String])> = d
+                .examples()
+                .iter()
+                .map(|e| {
+                    let answer = answers.get(&e.id).map_or("", |x| x.answer.as_str());
+                    (answer, e.reference_answers.as_slice())
+                })
+                .collect();
+            Some(
+                pollster::block_on(embed_answers(embedder, &pairs))
+                    .context("cannot embed the answers for answer_similarity")?,
+            )
+        }
+        _ => None,
+    };
+    let s = score_answers(
+        d,
+        answers,
+        retrieval,
+        &answer,
+        embeddings.as_deref(),
+        k,
+        mode,
+    )?;
+    if s.unanswered > 0 {
+        eprintln!(
+            "{} of {} queries have no answer in `{}` and are scored as empty answers (--allow-missing)",
+            s.unanswered,
+            d.len(),
+            answers.path()
+        );
+    }
+    Ok((s.result, s.without_reference))
+}
+
+/// Every context that is not a range of `corpus` or whose text is not the document's there.
+fn check_contexts(answers: &Answers, corpus: &Corpus) -> Result<()> {
+    let mut problems = Vec::new();
+    for (id, line) in answers.ids() {
+        let Some(answer) = answers.get(id) else {
+            continue;
+        };
+        for (i, c) in answer.contexts.iter().enumerate() {
+            let at = format!("{}:{line}: query `{id}`, `contexts[{i}]`", answers.path());
+            match corpus.get(c.chunk.span.doc.as_str()) {
+                None => problems.push(format!(
+                    "{at}: document `{}` is not in the corpus",
+                    c.chunk.span.doc
+                )),
+                Some(doc) => {
+                    if let Err(m) = c.check_text(Some(doc)) {
+                        problems.push(format!("{at}: {m}"));
+                    }
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "{} context{} of `{}` disagree with the corpus:\n{}",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" },
+            answers.path(),
+            problems.join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// Means per difficulty label of the headline answer metrics present (and of the first
+/// retrieval metric), in percent.
+fn by_difficulty(card: &RunResult) -> String {
+    let Some(groups) = &card.by_difficulty else {
+        return String::new();
+    };
+    let mut cols: Vec<&str> = card.metrics.names().take(1).collect();
+    cols.extend(
+        [
+            "bleu",
+            "rouge_l",
+            "token_f1",
+            "exact_match",
+            "answer_similarity",
+        ]
+        .into_iter()
+        .filter(|n| card.metrics.get(n).is_some()),
+    );
+    let label_w = groups.keys().map(String::len).max().unwrap_or(10).max(10);
+    let col_w = cols.iter().map(|c| c.len()).max().unwrap_or(8).max(8);
+    let mut s = format!(
+        "\nby difficulty (mean, %)\n{:<label_w$}  {:>7}",
+        "difficulty", "queries"
+    );
+    for c in &cols {
+        s.push_str(&format!("  {c:>col_w$}"));
+    }
+    s.push('\n');
+    for (label, g) in groups {
+        s.push_str(&format!("{label:<label_w$}  {:>7}", g.queries));
+        for c in &cols {
+            s.push_str(&format!(
+                "  {:>col_w$.1}",
+                g.metrics.get(c).unwrap_or(0.0) * 100.0
+            ));
+        }
+        s.push('\n');
+    }
+    s
+}
