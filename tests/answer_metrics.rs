@@ -284,3 +284,41 @@ proptest! {
         prop_assert!(x.rouge_1.f1 >= y.rouge_1.f1 && x.rouge_2.f1 >= y.rouge_2.f1 && x.rouge_l.f1 >= y.rouge_l.f1);
     }
 }
+
+/// The registry's answer metric `name` on one answer and its references.
+fn registered(name: &str, answer: &str, refs: &[String]) -> Option<f64> {
+    let info = rag_eval::metrics::registry::lookup(name).expect("registered");
+    let m = info.build_answer().expect("an answer metric");
+    m.compute(&rag_eval::metrics::answer::AnswerInput::new(answer, refs))
+}
+
+proptest! {
+    /// rouge-score's `score_multi` and the SQuAD script take, per metric, the reference with
+    /// the best F (ties: the first); a naive loop over single references gives the same.
+    #[test]
+    fn several_references_score_as_the_best_single_one(a in text(), refs in proptest::collection::vec(text(), 1..5)) {
+        for name in ["exact_match", "token_f1", "rouge_1", "rouge_2", "rouge_l"] {
+            let best = refs
+                .iter()
+                .map(|r| registered(name, &a, std::slice::from_ref(r)).unwrap())
+                .fold(f64::NEG_INFINITY, f64::max);
+            prop_assert_eq!(registered(name, &a, &refs), Some(best), "{}", name);
+        }
+        for (f1, p, r) in [
+            ("rouge_1", "rouge_1_precision", "rouge_1_recall"),
+            ("rouge_2", "rouge_2_precision", "rouge_2_recall"),
+            ("rouge_l", "rouge_l_precision", "rouge_l_recall"),
+        ] {
+            let single = |n: &str, x: &String| registered(n, &a, std::slice::from_ref(x)).unwrap();
+            let mut best = &refs[0];
+            for x in &refs[1..] {
+                if single(f1, x) > single(f1, best) {
+                    best = x;
+                }
+            }
+            prop_assert_eq!(registered(p, &a, &refs), Some(single(p, best)), "{}", p);
+            prop_assert_eq!(registered(r, &a, &refs), Some(single(r, best)), "{}", r);
+        }
+        prop_assert_eq!(registered("bleu", &a, &[]), None);
+    }
+}

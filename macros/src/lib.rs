@@ -38,7 +38,9 @@ use proc_macro::TokenStream;
 ///   `--include-ignored` (default false).
 /// - `min_<metric> = 0.8`, `max_<metric> = 0.3`: bars on the case's mean, in [0, 1], for the
 ///   metrics `chunk_recall chunk_precision chunk_f1 span_recall span_precision span_iou
-///   precision_omega precision recall f1 hit mrr ndcg map`.
+///   precision_omega precision recall f1 hit mrr ndcg map`, and for cases that answer the
+///   answer metrics `bleu chrf rouge_1 rouge_2 rouge_l rouge_{1,2,l}_{precision,recall}
+///   exact_match token_f1 answer_similarity`.
 ///
 /// The function is either a factory, `fn NAME() -> T` or `async fn NAME() -> T` with `T` a
 /// retriever at token level, chunk level or both (`impl Retriever<…>` included), or the

@@ -92,7 +92,7 @@ impl Lexical {
             "token_f1" => |a, r| token_f1(a, r),
             _ => return None,
         };
-        let name = super::super::registry::lookup(name)?.name;
+        let name = crate::metrics::registry::lookup(name)?.name;
         Some(Lexical { name, score })
     }
 }
