@@ -38,26 +38,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
 
-/// What a RAG system gave for one query: the answer, and the retrieved chunks it was written
-/// from, best first. Retrieval metrics are computed from `contexts`; answer metrics from
-/// `answer` (against the row's reference answers) and from both (judges).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RagAnswer {
-    /// The generated answer.
-    pub answer: String,
-    /// The chunks the answer was generated from, in rank order (best first).
-    pub contexts: Vec<RetrievedChunk>,
-}
-
-impl RagAnswer {
-    /// An answer with the chunks it was written from.
-    pub fn new(answer: impl Into<String>, contexts: Vec<RetrievedChunk>) -> Self {
-        RagAnswer {
-            answer: answer.into(),
-            contexts,
-        }
-    }
-}
+/// What a RAG system gave for one query: the answer and the retrieved chunks it was written
+/// from, best first. The same type the [generator](crate::generator) returns and the
+/// [judges](crate::judge) read.
+pub use crate::generator::RagAnswer;
 
 /// One context as written in an answers file.
 #[derive(Deserialize)]
@@ -284,7 +268,13 @@ mod tests {
             })
             .collect();
         assert_eq!(docs, [("b.md", 3, 8, 0.1), ("a.md", 0, 2, 0.9)]);
-        assert_eq!(a.get("q2").unwrap(), &RagAnswer::new("", vec![]));
+        assert_eq!(
+            a.get("q2").unwrap(),
+            &RagAnswer {
+                answer: String::new(),
+                contexts: vec![]
+            }
+        );
     }
 
     #[test]

@@ -92,7 +92,10 @@ pub fn score_answers<L: ContextItems>(
     mode: SpanMode,
 ) -> Result<AnswerScores> {
     answers.check_ids(dataset)?;
-    let empty = RagAnswer::new("", Vec::new());
+    let empty = RagAnswer {
+        answer: String::new(),
+        contexts: Vec::new(),
+    };
     let given: Vec<&RagAnswer> = dataset
         .examples()
         .iter()
