@@ -1,5 +1,5 @@
 //! Rank-metric speed: P@10, R@10, MRR, nDCG@10 and MAP over 100,000 queries × 100 results,
-//! `rag_eval::trec::evaluate` against ranx and pytrec_eval, all measured in the same run.
+//! `rag_eval::trec::evaluate_columns` against ranx and pytrec_eval, all measured in the same run.
 //!
 //! `cargo bench --bench rank_metrics` (optional: `-- --queries N --reps N --peer-reps N`, and
 //! `--no-peers` to time our side only). Under `cargo test --benches` (no `--bench` flag) it
@@ -14,7 +14,7 @@ use camino::Utf8Path;
 use rag_eval::metrics::{
     average_precision, ideal_grades, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank,
 };
-use rag_eval::trec::{evaluate, mean, Measure, PerQuery, Qrels, Run};
+use rag_eval::trec::{evaluate, evaluate_columns, Measure, PerQuery, Qrels, Run};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -199,13 +199,19 @@ fn main() {
     };
     let (load_time, _) = time(reps.min(3), load);
     let (qrels, run) = load();
-    let (eval_time, eval_fastest) = time(reps, || evaluate(&qrels, &run, &measures));
-    let ours = mean(&evaluate(&qrels, &run, &measures));
+    let (eval_time, eval_fastest) = time(reps, || evaluate_columns(&qrels, &run, &measures));
+    let (maps_time, _) = time(reps.min(3), || evaluate(&qrels, &run, &measures));
+    let scores = evaluate_columns(&qrels, &run, &measures);
+    assert_eq!(scores.to_per_query(), evaluate(&qrels, &run, &measures));
+    let ours: BTreeMap<String, f64> = scores.means().into_iter().collect();
     let ours_s = eval_time.as_secs_f64();
     println!(
-        "ours: evaluate {} (median of {reps}, fastest {}); reading both files {} (median of {})",
+        "ours: evaluate_columns {} (median of {reps}, fastest {}); evaluate (maps) {} \
+         (median of {}); reading both files {} (median of {})",
         fmt_s(ours_s),
         fmt_s(eval_fastest.as_secs_f64()),
+        fmt_s(maps_time.as_secs_f64()),
+        reps.min(3),
         fmt_s(load_time.as_secs_f64()),
         reps.min(3)
     );
@@ -244,8 +250,12 @@ fn main() {
     println!("| side | median | ours is faster by |");
     println!("|---|---|---|");
     println!(
-        "| ours, `trec::evaluate` (files already read) | {} | 1× |",
+        "| ours, `trec::evaluate_columns` (files already read) | {} | 1× |",
         fmt_s(ours_s)
+    );
+    println!(
+        "| ours, `trec::evaluate` (per-query maps) | {} | — |",
+        fmt_s(maps_time.as_secs_f64())
     );
     println!(
         "| ours, reading both files + `evaluate` | {} | — |",

@@ -1,7 +1,7 @@
 //! Scoring a run against qrels: every measure per query, and the run-level result.
 
 use super::parse::QueryTable;
-use super::{Measure, Qrels, Run};
+use super::{Measure, Qrels, Run, Scores};
 use crate::metrics::{Figures, Grade, QueryResult, ResultLevel, RunResult};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -12,8 +12,14 @@ pub type PerQuery = BTreeMap<String, BTreeMap<String, f64>>;
 /// Scores `run` against `qrels`: for every query of the run that has judgements, the value of
 /// every measure, keyed by query id then [`Measure::report_name`]. An empty `measures` means
 /// [`Measure::defaults`] with trec_eval's cut-offs. Large runs are scored on all available
-/// cores.
+/// cores. [`evaluate_columns`] gives the same figures without building the maps.
 pub fn evaluate(qrels: &Qrels, run: &Run, measures: &[Measure]) -> PerQuery {
+    evaluate_columns(qrels, run, measures).to_per_query()
+}
+
+/// Scores `run` against `qrels` as [`evaluate`] does, into columns: the query ids once and one
+/// vector per measure. Large runs are scored on all available cores.
+pub fn evaluate_columns<'r>(qrels: &Qrels, run: &'r Run, measures: &[Measure]) -> Scores<'r> {
     let defaults;
     let measures = if measures.is_empty() {
         defaults = Measure::defaults(&[]);
@@ -21,45 +27,58 @@ pub fn evaluate(qrels: &Qrels, run: &Run, measures: &[Measure]) -> PerQuery {
     } else {
         measures
     };
-    // One measure per report name, in the order of the names, so each query's map is a clone
-    // of this template with its values written in place.
+    // One measure per report name, in the order of the names.
     let mut unique: Vec<(String, Measure)> =
         measures.iter().map(|m| (m.report_name(), *m)).collect();
     unique.sort_by(|a, b| a.0.cmp(&b.0));
     unique.dedup_by(|a, b| a.0 == b.0);
-    let measures: Vec<Measure> = unique.iter().map(|(_, m)| *m).collect();
-    let template: BTreeMap<String, f64> = unique.into_iter().map(|(n, _)| (n, 0.0)).collect();
+    let (names, measures): (Vec<String>, Vec<Measure>) = unique.into_iter().unzip();
 
     // Pair the run's queries with the judged ones by walking both in id order: no hashing,
-    // and the figures come out in the order the result map keeps them.
+    // and the figures come out in id order.
     let pairs = paired_queries(&run.table, &qrels.table);
     let ctx = Scoring {
         qrels,
         run,
         measures: &measures,
-        template: &template,
     };
     // Below a few thousand queries a thread costs more than it saves.
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(pairs.len() / 2048)
         .max(1);
+    let mut columns: Vec<Vec<f64>> = vec![vec![0.0; pairs.len()]; measures.len()];
     if threads == 1 {
-        return ctx.score(&pairs).into_iter().collect();
-    }
-    let per_thread = pairs.len().div_ceil(threads);
-    let parts: Vec<Vec<(String, BTreeMap<String, f64>)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = pairs
-            .chunks(per_thread)
-            .map(|part| scope.spawn(|| ctx.score(part)))
+        let mut slices: Vec<&mut [f64]> = columns.iter_mut().map(|c| &mut c[..]).collect();
+        ctx.score(&pairs, &mut slices);
+    } else {
+        let per_thread = pairs.len().div_ceil(threads);
+        // Each worker writes its own rows of every column.
+        let mut parts: Vec<Vec<&mut [f64]>> = (0..pairs.len().div_ceil(per_thread))
+            .map(|_| Vec::with_capacity(measures.len()))
             .collect();
-        handles
-            .into_iter()
-            // a panic in a worker is a bug here, not bad input: pass it on
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    parts.into_iter().flatten().collect()
+        for column in &mut columns {
+            for (part, rows) in parts.iter_mut().zip(column.chunks_mut(per_thread)) {
+                part.push(rows);
+            }
+        }
+        std::thread::scope(|scope| {
+            for (rows, mut part) in pairs.chunks(per_thread).zip(parts) {
+                let ctx = &ctx;
+                scope.spawn(move || ctx.score(rows, &mut part));
+            }
+        });
+    }
+    let ids = pairs
+        .iter()
+        .map(|&(r, _)| &*run.table.qids[r as usize])
+        .collect();
+    Scores {
+        ids,
+        names,
+        measures,
+        columns,
+    }
 }
 
 /// `(run query, judged query)` for every id in both tables, in id order.
@@ -81,31 +100,26 @@ fn paired_queries(run: &QueryTable, qrels: &QueryTable) -> Vec<(u32, u32)> {
     pairs
 }
 
-/// What every worker of [`evaluate`] shares.
+/// What every worker of [`evaluate_columns`] shares.
 struct Scoring<'a> {
     qrels: &'a Qrels,
     run: &'a Run,
-    /// In the order of `template`'s keys.
     measures: &'a [Measure],
-    template: &'a BTreeMap<String, f64>,
 }
 
 impl Scoring<'_> {
-    fn score(&self, pairs: &[(u32, u32)]) -> Vec<(String, BTreeMap<String, f64>)> {
-        let mut out = Vec::with_capacity(pairs.len());
+    /// Writes row `i` of every column in `columns` (one per measure) for `pairs[i]`.
+    fn score(&self, pairs: &[(u32, u32)], columns: &mut [&mut [f64]]) {
         let mut grades: Vec<Grade> = Vec::new();
-        for &(r, q) in pairs {
+        for (i, &(r, q)) in pairs.iter().enumerate() {
             let judged = &self.qrels.queries[q as usize];
             self.run
                 .grades_into(r as usize, self.qrels, judged, &mut grades);
             let ideal = &self.qrels.ideal[judged.ideal.clone()];
-            let mut figures = self.template.clone();
-            for (slot, m) in figures.values_mut().zip(self.measures) {
-                *slot = m.value(&grades, judged.num_relevant, ideal);
+            for (column, m) in columns.iter_mut().zip(self.measures) {
+                column[i] = m.value(&grades, judged.num_relevant, ideal);
             }
-            out.push((self.run.table.qids[r as usize].to_string(), figures));
         }
-        out
     }
 }
 
@@ -160,18 +174,26 @@ pub fn score(qrels: &Qrels, run: &Run, measures: &[Measure]) -> RunResult {
         }
     }
     let measures = &unique[..];
-    let per_query = evaluate(qrels, run, measures);
+    let scores = evaluate_columns(qrels, run, measures);
     let order: Vec<String> = measures.iter().map(Measure::report_name).collect();
-    let per: Vec<QueryResult> = per_query
+    // Column of each name of `order` in `scores` (sorted by name).
+    let at: Vec<usize> = order
         .iter()
-        .map(|(id, q)| QueryResult {
-            id: id.clone(),
+        .map(|n| scores.names.binary_search(n).unwrap_or(usize::MAX))
+        .collect();
+    let per: Vec<QueryResult> = scores
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(q, id)| QueryResult {
+            id: (*id).to_owned(),
             query: None,
             difficulty: None,
             metrics: Figures(
                 order
                     .iter()
-                    .map(|n| (n.clone(), q.get(n).copied().unwrap_or(0.0)))
+                    .zip(&at)
+                    .map(|(n, &c)| (n.clone(), scores.columns.get(c).map_or(0.0, |v| v[q])))
                     .collect(),
             ),
         })

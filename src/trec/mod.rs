@@ -42,10 +42,12 @@
 mod eval;
 mod measure;
 mod parse;
+mod scores;
 
-pub use eval::{evaluate, mean, score, PerQuery};
+pub use eval::{evaluate, evaluate_columns, mean, score, PerQuery};
 pub use measure::Measure;
 pub use parse::{Qrels, Run};
+pub use scores::Scores;
 
 #[cfg(test)]
 mod tests;

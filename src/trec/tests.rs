@@ -4,6 +4,7 @@ use super::parse::NameKey;
 use super::*;
 use crate::error::{Error, Result};
 use camino::Utf8Path;
+use std::collections::BTreeMap;
 use std::fmt;
 
 fn ranked(run: &Run, qid: &str) -> Vec<String> {
@@ -361,4 +362,64 @@ fn a_measure_given_twice_is_scored_once() {
     assert_eq!(names(&r.metrics), ["precision@1", "ndcg"]);
     assert_eq!(names(&r.std), ["precision@1", "ndcg"]);
     assert_eq!(names(&r.per_query[0].metrics), ["precision@1", "ndcg"]);
+}
+
+#[test]
+fn columns_hold_each_query_alone_scored_across_threads() {
+    // Enough queries (4,500 > 2 × 2,048) for the scoring to split over threads, ids written
+    // out of order; every 7th query is checked against scoring it in a run of its own.
+    let (mut qrels_text, mut run_text) = (String::new(), String::new());
+    for q in 0..4500 {
+        let id = format!("q{:05}", (q * 7919) % 4500);
+        for d in 0..4 {
+            qrels_text += &format!("{id} 0 d{d} {}\n", (q + d) % 3);
+        }
+        for d in 0..6 {
+            run_text += &format!("{id} Q0 d{} {d} {}.{d} t\n", d * 2, (q * d) % 5);
+        }
+    }
+    let (qrels, run) = (
+        Qrels::parse(&qrels_text, "qrels").unwrap(),
+        Run::parse(&run_text, "run").unwrap(),
+    );
+    let mut ms = Measure::parse("P.2,5", &[]).unwrap();
+    ms.push(Measure::AveragePrecision);
+    ms.push(Measure::NdcgFull);
+    ms.push(Measure::ReciprocalRank);
+    let scores = evaluate_columns(&qrels, &run, &ms);
+    assert_eq!(scores.len(), 4500);
+    assert_eq!(
+        scores.names(),
+        ["map", "mrr", "ndcg", "precision@2", "precision@5"]
+    );
+    let ids = scores.query_ids();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids in byte order");
+    for (q, id) in ids.iter().enumerate().step_by(7) {
+        let mine = |text: &str| -> String {
+            text.lines()
+                .filter(|l| l.split(' ').next() == Some(*id))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        let alone = evaluate(
+            &Qrels::parse(&mine(&qrels_text), "qrels").unwrap(),
+            &Run::parse(&mine(&run_text), "run").unwrap(),
+            &ms,
+        );
+        for name in scores.names() {
+            assert_eq!(
+                scores.column(name).unwrap()[q],
+                alone[*id][name],
+                "{id} {name}"
+            );
+        }
+    }
+    let per_query = evaluate(&qrels, &run, &ms);
+    assert_eq!(scores.to_per_query(), per_query);
+    let means: BTreeMap<String, f64> = scores.means().into_iter().collect();
+    assert_eq!(means, mean(&per_query));
+    assert_eq!(scores.column("recall@2"), None);
+    let empty = Run::parse("", "run").unwrap();
+    let none = evaluate_columns(&qrels, &empty, &ms);
+    assert!(none.is_empty() && none.means().is_empty());
 }
