@@ -84,6 +84,24 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A run store cannot be used: a file that is not a SQLite database or belongs to
+    /// something else, a newer schema, a server that cannot be reached, or a failed read or
+    /// write.
+    #[error("run store `{location}`: {message}")]
+    RunStore {
+        /// The store's file or URL (without password).
+        location: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A run store holds no run by that id.
+    #[error("run store `{location}` has no run `{id}`")]
+    NoSuchRun {
+        /// The store's file or URL (without password).
+        location: String,
+        /// The id (or prefix) asked for.
+        id: String,
+    },
     /// A cache in replay mode was asked for something it does not hold.
     #[error("cache `{path}` (replay mode) has no {what} for provider `{provider}`, model `{model}`, input {input}")]
     CacheMiss {

@@ -46,9 +46,13 @@
 //! - `tiktoken` (default): cl100k_base token counting for `FixedTokenChunker` and token-length
 //!   recursive splitting.
 //! - `markdown` (default): `MarkdownChunker`.
-//! - `cli`: the `rag-eval` command-line tool (with `openai`, `cohere`, `chroma` and `cache`).
+//! - `cli`: the `rag-eval` command-line tool (with `openai`, `cohere`, `chroma`, `cache` and
+//!   `runs`).
 //! - `cache`: `cache::Cache`, a SQLite cache of embeddings and LLM responses with record and
 //!   replay modes, `cache::CachedEmbedder` and `cache::CachedLlm`.
+//! - `runs`: `runs::RunStore` and `runs::SqliteRunStore`, the SQLite store of run records
+//!   (`runs::RunRecord` itself needs no feature).
+//! - `postgres`: `runs::PostgresRunStore`, the same store in PostgreSQL (implies `runs`).
 //! - `chroma`: `store::ChromaStore`, a client of Chroma's HTTP API v2.
 //! - `onnx`: `embed::OnnxEmbedder`, sentence-transformers ONNX exports run through
 //!   onnxruntime, loaded at run time from `ORT_DYLIB_PATH`.
@@ -92,6 +96,7 @@ pub mod llm;
 pub mod metrics;
 pub mod rerank;
 pub mod retrieve;
+pub mod runs;
 pub mod span;
 pub mod spec;
 pub mod stats;

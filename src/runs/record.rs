@@ -1,0 +1,458 @@
+//! [`RunRecord`]: one run, everything needed to say what was measured, on what, and how it
+//! scored; and its JSON form, the interchange format of `rag-eval runs export`/`import`.
+
+use super::id::RunId;
+use super::provenance::GitInfo;
+use crate::error::{Error, Result};
+use crate::metrics::{Figures, ResultLevel, RunResult, SpanMode};
+use crate::spec::{Kind, Spec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The version of the JSON form this code writes and reads ([`RunRecord::format`]). Fields may
+/// be added without a new version (readers ignore fields they do not know); a field removed or
+/// changed in meaning makes a new version.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A run: its id and time, where it came from (command, git commit), its inputs (dataset and
+/// corpus fingerprints), its configuration, its [`RunResult`] (per-query figures of every
+/// metric, difficulty labels), timings and token usage.
+///
+/// The JSON form (serde) is a public contract, documented in the README's JSON section:
+///
+/// ```json
+/// {"format":1,"id":"01JDX3V8Q2M7R4K9N0T5W6Y1ZB","created":"2026-11-24T01:02:03.456Z",
+///  "origin":"eval","label":"recursive:size=400",
+///  "git":{"commit":"9fceb02…","dirty":false},
+///  "dataset":{"path":"golden/datasets/handbook.jsonl","hash":"5d41402abc4b2a76"},
+///  "corpus":{"path":"docs","documents":12,"fingerprint":"7c211433f0207158"},
+///  "config":{"retriever":"bm25:…","chunker":"recursive(…)","k":5,"mode":"standard"},
+///  "result":{"level":"token","k":5,"mode":"standard","queries":40,"metrics":{…},…},
+///  "timings_ms":{"index":12.5,"retrieve":3.1,"score":0.4},
+///  "usage":{"prompt_tokens":0,"completion_tokens":0,"embedding_tokens":1234}}
+/// ```
+///
+/// ```
+/// use rag_eval::metrics::{ResultLevel, RunResult};
+/// use rag_eval::runs::{RunRecord, FORMAT_VERSION};
+///
+/// let result = RunResult::from_queries(ResultLevel::Chunk, vec!["mrr".into()], Vec::new());
+/// let run = RunRecord::new("score", "golden/datasets/tiny.jsonl", result);
+/// assert_eq!(run.format, FORMAT_VERSION);
+/// let json = run.to_json();
+/// assert_eq!(RunRecord::from_json(&json)?, run);
+/// # Ok::<(), rag_eval::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The version of this JSON form: [`FORMAT_VERSION`].
+    pub format: u32,
+    /// Sortable by time of creation.
+    pub id: RunId,
+    /// When the run was recorded: RFC 3339, UTC, milliseconds.
+    pub created: String,
+    /// What made the run: `eval`, `score`, `harness`, or a name of the caller's choosing.
+    pub origin: String,
+    /// A short name within its origin: the chunker compared by `eval`, the harness case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The commit of the repository the run was made in, when it was made in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
+    /// The ground truth.
+    pub dataset: DatasetInfo,
+    /// The corpus retrieved from, when the run knows it (`score` without `--corpus` does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<CorpusInfo>,
+    /// What was evaluated, as specs.
+    pub config: RunSettings,
+    /// The figures: means, standard deviations, per-query values, per-difficulty means.
+    pub result: RunResult,
+    /// Wall-clock milliseconds per phase (`index`, `retrieve`, `score`, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub timings_ms: BTreeMap<String, f64>,
+    /// Tokens spent and their cost, where the providers reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// The dataset a run was scored against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetInfo {
+    /// The path as given (TREC scoring: the qrels file).
+    pub path: String,
+    /// The content hash ([`dataset_hash`](super::dataset_hash); TREC: of the qrels file), the
+    /// key that says two runs are comparable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+}
+
+/// The corpus a run retrieved from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorpusInfo {
+    /// The folder as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Number of documents.
+    pub documents: usize,
+    /// [`corpus_fingerprint`](super::corpus_fingerprint) over ids and contents.
+    pub fingerprint: String,
+}
+
+/// A run's configuration: every component as the spec that rebuilds it ([`crate::spec`]),
+/// and the settings of the scoring. Fields a run has no value for are left out of the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// The retriever's spec, its components included (or its name, for retrievers no spec
+    /// builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retriever: Option<String>,
+    /// The chunker's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunker: Option<String>,
+    /// The embedder's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
+    /// The vector store's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// The reranker's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranker: Option<String>,
+    /// The cut-off of the `@k` metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
+    /// How span metrics counted characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SpanMode>,
+    /// The answer generator's spec, for runs that generated answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    /// The models of the LLM judges that scored answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge_models: Vec<String>,
+    /// Anything else that shaped the run, by name (a cache mode, an input file).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl RunSettings {
+    /// Settings from a retriever spec: the spec itself, and its `chunker`, `embedder`, `store`
+    /// and `reranker` components when it has them. Text that is not a retriever spec (a
+    /// custom retriever's name) is kept as the retriever alone.
+    pub fn from_retriever_spec(spec: &str) -> RunSettings {
+        let mut s = RunSettings {
+            retriever: Some(spec.to_owned()),
+            ..RunSettings::default()
+        };
+        if let Ok(parsed) = Spec::parse(Kind::Retriever, spec) {
+            let part = |key: &str| parsed.nested(key).map(|n| n.to_string());
+            s.chunker = part("chunker");
+            s.embedder = part("embedder");
+            s.store = part("store");
+            s.reranker = part("reranker");
+        }
+        s
+    }
+}
+
+/// Tokens a run spent and their cost, as far as the providers reported them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens sent to chat models (generators, judges).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Tokens chat models answered with.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Tokens embedded.
+    #[serde(default)]
+    pub embedding_tokens: u64,
+    /// What it cost in US dollars, when prices were known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// What `rag-eval runs list` shows of a run: enough to pick one without reading per-query
+/// figures. Its JSON form is the `runs list --json` contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// The run's id.
+    pub id: RunId,
+    /// When it was recorded.
+    pub created: String,
+    /// What made it.
+    pub origin: String,
+    /// Its label, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The dataset's path.
+    pub dataset: String,
+    /// The dataset's hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_hash: Option<String>,
+    /// The retriever's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retriever: Option<String>,
+    /// The ground truth's level.
+    pub level: ResultLevel,
+    /// The cut-off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
+    /// Number of queries.
+    pub queries: usize,
+    /// The git commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
+    /// The mean of every metric.
+    pub metrics: Figures,
+}
+
+impl RunRecord {
+    /// A record made now ([`RunId::new`], the current time and git commit) of `result`, made by
+    /// `origin` against the dataset at `dataset_path`. The dataset hash, the cut-off and the
+    /// span mode are taken from the result, and the retriever's settings from its
+    /// [`RunConfig`](crate::metrics::RunConfig) when it has one.
+    pub fn new(origin: &str, dataset_path: &str, result: RunResult) -> RunRecord {
+        let mut config = match &result.config {
+            Some(c) => {
+                let spec = if c.spec.is_empty() {
+                    &c.retriever
+                } else {
+                    &c.spec
+                };
+                let mut s = RunSettings::from_retriever_spec(spec);
+                if s.chunker.is_none() {
+                    s.chunker.clone_from(&c.chunker);
+                }
+                s
+            }
+            None => RunSettings::default(),
+        };
+        config.k = result.k;
+        config.mode = result.mode;
+        let id = RunId::new();
+        RunRecord {
+            format: FORMAT_VERSION,
+            created: super::provenance::rfc3339_from_ms(id.timestamp_ms()),
+            id,
+            origin: origin.to_owned(),
+            label: None,
+            git: GitInfo::current(),
+            dataset: DatasetInfo {
+                path: dataset_path.to_owned(),
+                hash: result.dataset_hash.clone(),
+            },
+            corpus: None,
+            config,
+            result,
+            timings_ms: BTreeMap::new(),
+            usage: None,
+        }
+    }
+
+    /// The record as one line of JSON (no newline).
+    pub fn to_json(&self) -> String {
+        // Serialising plain data with string keys cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// A record from its JSON form. A `format` other than [`FORMAT_VERSION`] is refused with
+    /// an error that names both.
+    pub fn from_json(text: &str) -> Result<RunRecord> {
+        // Read straight from the text, never through `serde_json::Value`, whose maps would
+        // sort the metrics by name.
+        #[derive(Deserialize)]
+        struct Head {
+            format: Option<serde_json::Value>,
+        }
+        let head: Head = serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("a run record is not valid JSON: {e}")))?;
+        match head.format.as_ref().and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "run record format {v} is not the one this rag-eval reads ({FORMAT_VERSION}){}",
+                    if v > u64::from(FORMAT_VERSION) {
+                        "; upgrade rag-eval"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+            None => {
+                return Err(Error::Config(
+                    "not a run record: no numeric `format` field".into(),
+                ))
+            }
+        }
+        serde_json::from_str(text).map_err(|e| Error::Config(format!("invalid run record: {e}")))
+    }
+
+    /// What `runs list` shows of the run.
+    pub fn summary(&self) -> RunSummary {
+        RunSummary {
+            id: self.id.clone(),
+            created: self.created.clone(),
+            origin: self.origin.clone(),
+            label: self.label.clone(),
+            dataset: self.dataset.path.clone(),
+            dataset_hash: self.dataset.hash.clone(),
+            retriever: self.config.retriever.clone(),
+            level: self.result.level,
+            k: self.result.k,
+            queries: self.result.queries,
+            git: self.git.clone(),
+            metrics: self.result.metrics.clone(),
+        }
+    }
+}
+
+/// `url` without its password (`postgres://user:secret@host/db` → `postgres://user:***@host/db`),
+/// for messages and run store locations.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::QueryResult;
+
+    fn sample() -> RunRecord {
+        let q = |id: &str, d: Option<&str>, r: f64| QueryResult {
+            id: id.into(),
+            query: Some(format!("question {id}")),
+            difficulty: d.map(str::to_owned),
+            metrics: Figures(vec![("span_recall@5".into(), r), ("mrr".into(), 1.0 - r)]),
+        };
+        let mut result = RunResult::from_queries(
+            ResultLevel::Token,
+            vec!["span_recall@5".into(), "mrr".into()],
+            vec![q("q1", Some("hard"), 0.25), q("q2", None, 1.0)],
+        );
+        result.k = Some(5);
+        result.mode = Some(SpanMode::Standard);
+        result.group_by_difficulty();
+        result.dataset_hash = Some("0123456789abcdef".into());
+        result.config = Some(crate::metrics::RunConfig {
+            retriever: "bm25".into(),
+            spec: "dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory".into(),
+            chunker: Some("recursive(size=400)".into()),
+            dataset: "d.jsonl".into(),
+            corpus_documents: 2,
+        });
+        let mut run = RunRecord::new("eval", "d.jsonl", result);
+        run.id = RunId::from_parts(1_700_000_000_000, 42);
+        run.created = "2023-11-14T22:13:20.000Z".into();
+        run.git = Some(GitInfo {
+            commit: "a".repeat(40),
+            dirty: true,
+        });
+        run.label = Some("recursive:size=400".into());
+        run.corpus = Some(CorpusInfo {
+            path: Some("docs".into()),
+            documents: 2,
+            fingerprint: "fedcba9876543210".into(),
+        });
+        run.config.judge_models = vec!["gpt-4o-mini".into()];
+        run.timings_ms.insert("index".into(), 1.5);
+        run.usage = Some(Usage {
+            embedding_tokens: 10,
+            cost_usd: Some(0.25),
+            ..Usage::default()
+        });
+        run
+    }
+
+    #[test]
+    fn settings_come_from_the_retriever_spec() {
+        let run = sample();
+        let c = &run.config;
+        assert_eq!(c.chunker.as_deref(), Some("recursive:size=400"));
+        assert_eq!(c.embedder.as_deref(), Some("hashing:dim=64"));
+        assert_eq!(c.store.as_deref(), Some("memory"));
+        assert_eq!(c.reranker, None);
+        assert_eq!((c.k, c.mode), (Some(5), Some(SpanMode::Standard)));
+        assert_eq!(run.dataset.hash.as_deref(), Some("0123456789abcdef"));
+        let custom = RunSettings::from_retriever_spec("my search()");
+        assert_eq!(custom.retriever.as_deref(), Some("my search()"));
+        assert_eq!(custom.chunker, None);
+    }
+
+    #[test]
+    fn json_form_is_stable_and_round_trips() {
+        let run = sample();
+        let json = run.to_json();
+        assert!(
+            json.starts_with(
+                r#"{"format":1,"id":"01HF7YAT00000000000000001A","created":"2023-11-14T22:13:20.000Z","origin":"eval","label":"recursive:size=400","git":{"commit":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","dirty":true},"dataset":{"path":"d.jsonl","hash":"0123456789abcdef"},"corpus":{"path":"docs","documents":2,"fingerprint":"fedcba9876543210"},"config":{"retriever":"dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory","chunker":"recursive:size=400","embedder":"hashing:dim=64","store":"memory","k":5,"mode":"standard","judge_models":["gpt-4o-mini"]},"result":{"level":"token","k":5,"mode":"standard","queries":2,"#
+            ),
+            "{json}"
+        );
+        assert!(json.ends_with(
+            r#""timings_ms":{"index":1.5},"usage":{"prompt_tokens":0,"completion_tokens":0,"embedding_tokens":10,"cost_usd":0.25}}"#
+        ));
+        assert_eq!(RunRecord::from_json(&json).unwrap(), run);
+        // Fields a later version adds are ignored.
+        let extended = json.replacen("{\"format\":1,", "{\"format\":1,\"future\":[1],", 1);
+        assert_eq!(RunRecord::from_json(&extended).unwrap(), run);
+    }
+
+    #[test]
+    fn other_formats_and_broken_records_are_refused() {
+        let json = sample().to_json();
+        let newer = json.replacen("\"format\":1", "\"format\":2", 1);
+        let e = RunRecord::from_json(&newer).unwrap_err().to_string();
+        assert!(
+            e.contains("format 2 is not the one this rag-eval reads (1); upgrade"),
+            "{e}"
+        );
+        let e = RunRecord::from_json(r#"{"id":"x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no numeric `format`"), "{e}");
+        let e = RunRecord::from_json(r#"{"format":1,"id":"nope"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`nope` is not a run id"), "{e}");
+        assert!(RunRecord::from_json("{")
+            .unwrap_err()
+            .to_string()
+            .contains("not valid JSON"));
+    }
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact_url("postgres://u:s3cret@h:5432/db?sslmode=disable"),
+            "postgres://u:***@h:5432/db?sslmode=disable"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("postgres://h"), "postgres://h");
+        assert_eq!(redact_url("runs.sqlite"), "runs.sqlite");
+    }
+
+    #[test]
+    fn summary_has_the_means() {
+        let s = sample().summary();
+        assert_eq!(s.metrics.get("span_recall@5"), Some(0.625));
+        assert_eq!(s.queries, 2);
+        assert_eq!(s.dataset_hash.as_deref(), Some("0123456789abcdef"));
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<RunSummary>(&json).unwrap(), s);
+    }
+}
