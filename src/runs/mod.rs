@@ -3,16 +3,31 @@
 //! PostgreSQL.
 //!
 //! `rag-eval eval` and `rag-eval score` record every run in the store the environment names
+//! ([`open_from_env`]): `RAG_EVAL_RUNS` is a SQLite file's path, a `postgres://` URL, or `off`;
 //! unset, the file is [`DEFAULT_PATH`] under the current directory. `rag-eval runs
 //! list|show|delete|export|import` reads and edits the store; `export` writes records as JSON
 //! lines ([`RunRecord::to_json`]) that `import` reads back, on any machine.
 
 mod id;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod provenance;
 mod record;
+#[cfg(feature = "runs")]
+mod sqlite;
+#[cfg(feature = "runs")]
+mod store;
 
+#[cfg(feature = "postgres")]
+pub use self::postgres::PostgresRunStore;
 pub use id::{BadRunId, RunId};
 pub use provenance::{corpus_fingerprint, dataset_hash, now_rfc3339, rfc3339_from_ms, GitInfo};
 pub use record::{
     redact_url, CorpusInfo, DatasetInfo, RunRecord, RunSettings, RunSummary, Usage, FORMAT_VERSION,
+};
+#[cfg(feature = "runs")]
+pub use sqlite::SqliteRunStore;
+#[cfg(feature = "runs")]
+pub use store::{
+    open, open_from_env, RunStore, StoreChoice, DEFAULT_PATH, RUNS_ENV, SCHEMA_VERSION,
 };

@@ -309,7 +309,7 @@ impl RunRecord {
 }
 
 /// `url` without its password (`postgres://user:secret@host/db` → `postgres://user:***@host/db`),
-/// for messages and run store locations.
+/// for messages and the locations run stores report.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
