@@ -94,6 +94,10 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A run record (JSON) cannot be read: not JSON, another format version, a field missing
+    /// or of the wrong type.
+    #[error("{0}")]
+    RunRecord(String),
     /// A run store holds no run by that id.
     #[error("run store `{location}` has no run `{id}`")]
     NoSuchRun {

@@ -8,6 +8,7 @@ use crate::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::metrics::SpanMode;
 use crate::retrieve::Retriever;
+use crate::runs::{RunRecord, Usage};
 use crate::spec::{self, Context, Kind, Spec};
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
@@ -45,6 +46,9 @@ pub(super) struct EvalArgs {
     json: bool,
     #[command(flatten)]
     langsmith: super::langsmith::ExperimentArgs,
+    /// Do not record the runs in the run store (`RAG_EVAL_RUNS=off` does the same).
+    #[arg(long)]
+    no_record: bool,
 }
 
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
@@ -80,7 +84,9 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     let corpus = Arc::new(a.corpus.load()?);
     let dataset = dataset::load(&a.dataset)?;
     let mut results = Vec::new();
+    let mut records = Vec::new();
     for (label, chunker) in chunkers {
+        let spent_before = context.cache().map(|c| c.stats());
         let context = match retriever_spec.nested("chunker") {
             Some(_) => context.clone(),
             None => context.clone().with_chunker(Arc::clone(&chunker)),
@@ -110,6 +116,22 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 )?
             }
         };
+        let mut record = RunRecord::new("eval", a.dataset.as_str(), result.scores.clone())
+            .with_corpus(&corpus, Some(a.corpus.corpus.as_str()))
+            .with_timings(&result.timings);
+        record.label = Some(label.clone());
+        if let Some(cache) = &a.cache {
+            record.config.extra.insert("cache".into(), cache.clone());
+        }
+        if let (Some(before), Some(cache)) = (spent_before, context.cache()) {
+            let after = cache.stats();
+            record.usage = Some(Usage {
+                embedding_tokens: after.tokens.saturating_sub(before.tokens),
+                cost_usd: after.cost.map(|c| c - before.cost.unwrap_or(0.0)),
+                ..Usage::default()
+            });
+        }
+        records.push(record);
         if a.json {
             out.json_line(&result)?;
             // Each chunker's line as soon as it exists: a comparison can take minutes.
@@ -127,6 +149,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     if let Some(cache) = context.cache() {
         eprintln!("{}", cache.stats());
     }
+    super::runs::record(out, a.no_record, &records)?;
     if let Some(client) = langsmith {
         // The result is out before the upload starts: a failed upload never costs it.
         out.flush()?;

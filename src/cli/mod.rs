@@ -13,6 +13,7 @@ mod generate;
 mod langsmith;
 mod log;
 mod output;
+mod runs;
 mod score;
 
 use crate::corpus::Corpus;
@@ -61,6 +62,9 @@ enum Command {
     /// metric the difference with a bootstrap interval, a paired test corrected across
     /// metrics × runs, wins/ties/losses, the queries that changed most, per difficulty.
     Compare(compare::CompareArgs),
+    /// The stored runs (every `eval` and `score` records one): list, show, delete, export,
+    /// import.
+    Runs(runs::RunsArgs),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -115,6 +119,7 @@ pub fn main() -> ExitCode {
                 code = ExitCode::FAILURE;
             }
         }),
+        Command::Runs(a) => runs::run(a, &mut out),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),

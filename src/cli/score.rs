@@ -10,6 +10,7 @@ use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
 use crate::dataset::{self, AnyDataset, Dataset};
 use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::metrics::{self, Metric, RunResult, Scored, SpanMode};
+use crate::runs::{self, RunRecord};
 use crate::trec;
 use anyhow::{bail, Result};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -70,11 +71,14 @@ pub(super) struct ScoreArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Do not record the run in the run store (`RAG_EVAL_RUNS=off` does the same).
+    #[arg(long)]
+    no_record: bool,
 }
 
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
-        return score_trec(qrels, run, &a.k, &a.measures, a.json, out);
+        return score_trec(qrels, run, &a.k, &a.measures, a.json, a.no_record, out);
     }
     let k = match a.k.as_slice() {
         [] => 5,
@@ -93,9 +97,11 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
         .as_ref()
         .map(|c| Corpus::from_folder(c, Some(&a.glob)))
         .transpose()?;
+    let dataset_hash;
     let card = match dataset::load(dataset_path)? {
         AnyDataset::Token(d) => {
             let (d, left_out) = with_truth(d, a.skip_empty_truth)?;
+            dataset_hash = runs::dataset_hash(&d);
             let loaded = Retrieved::<TokenLevel>::load(retrieved)?;
             if let (Some(corpus), Some(corpus_path)) = (&corpus, &a.corpus) {
                 let mut problems: Vec<String> = d
@@ -142,6 +148,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
                 bail!("--chunks (precision_omega) needs a token-level dataset; `{dataset_path}` is chunk-level");
             }
             let (d, left_out) = with_truth(d, a.skip_empty_truth)?;
+            dataset_hash = runs::dataset_hash(&d);
             let metrics = metrics::chunk_level_metrics();
             score_dataset(
                 &d,
@@ -160,6 +167,16 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     } else {
         out.text(&render_table(&card.headline(), &card.metrics, &card.std))?;
     }
+    let mut record = RunRecord::new("score", dataset_path.as_str(), card);
+    record.dataset.hash = Some(dataset_hash);
+    record
+        .config
+        .extra
+        .insert("retrieved".into(), retrieved.to_string());
+    if let (Some(corpus), Some(path)) = (&corpus, &a.corpus) {
+        record = record.with_corpus(corpus, Some(path.as_str()));
+    }
+    super::runs::record(out, a.no_record, &[record])?;
     Ok(())
 }
 
@@ -241,6 +258,7 @@ fn score_trec(
     cutoffs: &[usize],
     names: &[String],
     json: bool,
+    no_record: bool,
     out: &mut Output,
 ) -> Result<()> {
     if cutoffs.contains(&0) {
@@ -275,6 +293,16 @@ fn score_trec(
             &result.std,
         ))?;
     }
+    let mut record = RunRecord::new("score", qrels_path.as_str(), result);
+    // The qrels are the ground truth: their bytes identify it.
+    record.dataset.hash = std::fs::read(qrels_path)
+        .ok()
+        .map(|b| crate::digest::short_sha256(&b));
+    record
+        .config
+        .extra
+        .insert("run".into(), run_path.to_string());
+    super::runs::record(out, no_record, &[record])?;
     Ok(())
 }
 

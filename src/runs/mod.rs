@@ -17,6 +17,7 @@ mod record;
 mod sqlite;
 #[cfg(feature = "runs")]
 mod store;
+mod text;
 
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresRunStore;
@@ -29,5 +30,6 @@ pub use record::{
 pub use sqlite::SqliteRunStore;
 #[cfg(feature = "runs")]
 pub use store::{
-    open, open_from_env, RunStore, StoreChoice, DEFAULT_PATH, RUNS_ENV, SCHEMA_VERSION,
+    open, open_from_env, record_runs, RunStore, StoreChoice, DEFAULT_PATH, RUNS_ENV, SCHEMA_VERSION,
 };
+pub use text::{describe, list_table, read_jsonl};

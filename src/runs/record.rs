@@ -251,6 +251,25 @@ impl RunRecord {
         }
     }
 
+    /// The record with what it knows of `corpus` (read from the folder `path`, if any): its
+    /// size and [fingerprint](super::corpus_fingerprint).
+    pub fn with_corpus(mut self, corpus: &crate::corpus::Corpus, path: Option<&str>) -> Self {
+        self.corpus = Some(CorpusInfo {
+            path: path.map(str::to_owned),
+            documents: corpus.len(),
+            fingerprint: super::corpus_fingerprint(corpus),
+        });
+        self
+    }
+
+    /// The record with an evaluation's timings (`index`, `retrieve`, `score`).
+    pub fn with_timings(mut self, t: &crate::eval::Timings) -> Self {
+        self.timings_ms.insert("index".into(), t.index_ms);
+        self.timings_ms.insert("retrieve".into(), t.retrieve_ms);
+        self.timings_ms.insert("score".into(), t.score_ms);
+        self
+    }
+
     /// The record as one line of JSON (no newline).
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail.
@@ -258,7 +277,7 @@ impl RunRecord {
     }
 
     /// A record from its JSON form. A `format` other than [`FORMAT_VERSION`] is refused with
-    /// an error that names both.
+    /// an error that names both ([`Error::RunRecord`]).
     pub fn from_json(text: &str) -> Result<RunRecord> {
         // Read straight from the text, never through `serde_json::Value`, whose maps would
         // sort the metrics by name.
@@ -267,11 +286,11 @@ impl RunRecord {
             format: Option<serde_json::Value>,
         }
         let head: Head = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("a run record is not valid JSON: {e}")))?;
+            .map_err(|e| Error::RunRecord(format!("a run record is not valid JSON: {e}")))?;
         match head.format.as_ref().and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(FORMAT_VERSION) => {}
             Some(v) => {
-                return Err(Error::Config(format!(
+                return Err(Error::RunRecord(format!(
                     "run record format {v} is not the one this rag-eval reads ({FORMAT_VERSION}){}",
                     if v > u64::from(FORMAT_VERSION) {
                         "; upgrade rag-eval"
@@ -281,12 +300,12 @@ impl RunRecord {
                 )))
             }
             None => {
-                return Err(Error::Config(
+                return Err(Error::RunRecord(
                     "not a run record: no numeric `format` field".into(),
                 ))
             }
         }
-        serde_json::from_str(text).map_err(|e| Error::Config(format!("invalid run record: {e}")))
+        serde_json::from_str(text).map_err(|e| Error::RunRecord(format!("invalid run record: {e}")))
     }
 
     /// What `runs list` shows of the run.

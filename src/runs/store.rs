@@ -150,3 +150,15 @@ pub fn open(choice: &StoreChoice) -> Result<Option<Box<dyn RunStore>>> {
 pub fn open_from_env() -> Result<Option<Box<dyn RunStore>>> {
     open(&StoreChoice::from_env()?)
 }
+
+/// Records `runs` in the store `RAG_EVAL_RUNS` names, each once. Returns the store's location,
+/// or `None` when recording is off.
+pub fn record_runs(runs: &[RunRecord]) -> Result<Option<String>> {
+    let Some(store) = open_from_env()? else {
+        return Ok(None);
+    };
+    for run in runs {
+        store.put(run)?;
+    }
+    Ok(Some(store.location()))
+}

@@ -1,0 +1,185 @@
+//! `rag-eval runs list|show|delete|export|import`, and the recording of every `eval` and
+//! `score` run in the store.
+
+use super::output::Output;
+use crate::runs::{self, RunRecord, RunStore, StoreChoice};
+use anyhow::{Context, Result};
+use camino::Utf8PathBuf;
+use clap::{Args, Subcommand};
+
+#[derive(Args)]
+pub(super) struct RunsArgs {
+    /// The store: a SQLite file, a `postgres://` URL (default: `RAG_EVAL_RUNS`, else
+    /// `.rag-eval/runs.sqlite`).
+    #[arg(long, global = true, value_name = "FILE|URL")]
+    store: Option<String>,
+    #[command(subcommand)]
+    command: RunsCommand,
+}
+
+#[derive(Subcommand)]
+enum RunsCommand {
+    /// List the stored runs, oldest first.
+    List {
+        /// One JSON object per run (JSONL) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a run: provenance, configuration, every metric and the means per difficulty.
+    Show {
+        /// A run id, a unique prefix of one, `latest` or `latest~N`.
+        run: String,
+        /// The whole run record as JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete runs.
+    Delete {
+        /// Run ids (or unique prefixes, `latest`, `latest~N`).
+        #[arg(required = true)]
+        runs: Vec<String>,
+    },
+    /// Write runs as JSON lines (every run when none is named), the format `import` reads.
+    Export {
+        /// Run ids (or unique prefixes, `latest`, `latest~N`).
+        runs: Vec<String>,
+        /// Write to this file (atomically) instead of standard output.
+        #[arg(short, long)]
+        output: Option<Utf8PathBuf>,
+    },
+    /// Add the runs of JSON-lines files (from `export`) to the store; runs already stored are
+    /// left as they are.
+    Import {
+        /// Files to read (`-` for standard input).
+        #[arg(required = true)]
+        files: Vec<Utf8PathBuf>,
+        /// Print `{"imported":N,"present":M}` instead of a sentence.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn open(store: Option<&str>) -> Result<Box<dyn RunStore>> {
+    let choice = match store {
+        Some(s) => StoreChoice::parse(Some(s)),
+        None => StoreChoice::from_env()?,
+    };
+    runs::open(&choice)?.context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")
+}
+
+pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
+    let store = open(a.store.as_deref())?;
+    match a.command {
+        RunsCommand::List { json } => {
+            let list = store.list()?;
+            if json {
+                for s in &list {
+                    out.json_line(s)?;
+                }
+            } else {
+                out.text(&runs::list_table(&list))?;
+            }
+        }
+        RunsCommand::Show { run, json } => {
+            let record = store.load(&run)?;
+            if json {
+                out.text(&record.to_json())?;
+                out.text("\n")?;
+            } else {
+                out.text(&runs::describe(&record))?;
+            }
+        }
+        RunsCommand::Delete { runs } => {
+            // Every name is resolved before anything is deleted: a typo deletes nothing.
+            let ids = runs
+                .iter()
+                .map(|r| store.resolve(r))
+                .collect::<crate::Result<Vec<_>>>()?;
+            for id in ids {
+                if store.delete(&id)? {
+                    out.text(&format!("deleted {id}\n"))?;
+                }
+            }
+        }
+        RunsCommand::Export { runs, output } => {
+            let records: Vec<RunRecord> = if runs.is_empty() {
+                store
+                    .list()?
+                    .iter()
+                    .map(|s| store.load(s.id.as_str()))
+                    .collect::<crate::Result<_>>()?
+            } else {
+                runs.iter()
+                    .map(|r| store.load(r))
+                    .collect::<crate::Result<_>>()?
+            };
+            let mut text = String::new();
+            for r in &records {
+                text.push_str(&r.to_json());
+                text.push('\n');
+            }
+            match output {
+                Some(path) => {
+                    crate::fs::write_atomic(&path, text.as_bytes())?;
+                    eprintln!("exported {} runs to `{path}`", records.len());
+                }
+                None => out.text(&text)?,
+            }
+        }
+        RunsCommand::Import { files, json } => {
+            let mut records = Vec::new();
+            for f in &files {
+                let text = if f == "-" {
+                    std::io::read_to_string(std::io::stdin()).context("read standard input")?
+                } else {
+                    std::fs::read_to_string(f).map_err(|e| crate::Error::io("read", f, e))?
+                };
+                records.extend(runs::read_jsonl(&text, f)?);
+            }
+            let mut imported = 0;
+            for r in &records {
+                imported += usize::from(store.put(r)?);
+            }
+            let present = records.len() - imported;
+            if json {
+                out.json_line(&serde_json::json!({"imported": imported, "present": present}))?;
+            } else {
+                out.text(&format!(
+                    "imported {imported} runs into `{}` ({present} already present)\n",
+                    store.location()
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records `runs` in the store the environment names, unless `skip` (`--no-record`).
+///
+/// The printed result comes first: it is flushed before the store is opened, and a run whose
+/// result could not be printed (a reader that went away, a full disk) is not recorded — the
+/// flush's error is returned as any write's would be. A store that cannot be written is a
+/// warning on stderr and never changes the exit code.
+pub(super) fn record(
+    out: &mut Output,
+    skip: bool,
+    runs: &[RunRecord],
+) -> Result<(), super::output::WriteError> {
+    if skip || runs.is_empty() {
+        return Ok(());
+    }
+    out.flush()?;
+    match runs::record_runs(runs) {
+        Ok(Some(location)) => {
+            let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+            eprintln!(
+                "recorded run{} {} in `{location}`",
+                if ids.len() == 1 { "" } else { "s" },
+                ids.join(", ")
+            );
+        }
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: run not recorded: {e}"),
+    }
+    Ok(())
+}

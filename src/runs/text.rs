@@ -1,0 +1,297 @@
+//! Runs as people read them (`rag-eval runs list` and `show`), and as JSON lines (`export`,
+//! `import`).
+
+use super::record::{RunRecord, RunSummary};
+use crate::error::{Error, Result};
+use camino::Utf8Path;
+use std::fmt::Write as _;
+
+/// A table of runs, one line each: id, time, origin, label (or retriever), dataset, level,
+/// cut-off, queries and commit (`*` when dirty).
+pub fn list_table(runs: &[RunSummary]) -> String {
+    let rows: Vec<[String; 8]> = runs
+        .iter()
+        .map(|r| {
+            let dataset = match &r.dataset_hash {
+                Some(h) => format!("{} ({h})", r.dataset),
+                None => r.dataset.clone(),
+            };
+            [
+                r.id.to_string(),
+                r.created.get(..19).unwrap_or(&r.created).replace('T', " "),
+                r.origin.clone(),
+                r.label
+                    .clone()
+                    .or_else(|| r.retriever.clone())
+                    .unwrap_or_else(|| "-".into()),
+                dataset,
+                r.k.map_or_else(|| r.level.to_string(), |k| format!("{} k={k}", r.level)),
+                r.queries.to_string(),
+                r.git.as_ref().map_or_else(
+                    || "-".into(),
+                    |g| {
+                        format!(
+                            "{}{}",
+                            &g.commit[..g.commit.len().min(10)],
+                            if g.dirty { "*" } else { "" }
+                        )
+                    },
+                ),
+            ]
+        })
+        .collect();
+    let header = [
+        "id",
+        "created (UTC)",
+        "origin",
+        "label",
+        "dataset",
+        "level",
+        "queries",
+        "commit",
+    ];
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut l = String::new();
+        for (i, c) in cells.enumerate() {
+            if i > 0 {
+                l.push_str("  ");
+            }
+            let pad = widths[i].saturating_sub(c.chars().count());
+            l.push_str(c);
+            l.extend(std::iter::repeat_n(' ', pad));
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in &rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    if runs.is_empty() {
+        out.push_str("(no runs)\n");
+    }
+    out
+}
+
+/// One run in full: where it came from, its configuration, every metric's mean and standard
+/// deviation, and the means per difficulty label.
+pub fn describe(run: &RunRecord) -> String {
+    let mut s = String::new();
+    let mut field = |name: &str, value: &str| {
+        let _ = writeln!(s, "{name:<10} {value}");
+    };
+    field("run", run.id.as_str());
+    field("created", &run.created);
+    field(
+        "origin",
+        &match &run.label {
+            Some(l) => format!("{} ({l})", run.origin),
+            None => run.origin.clone(),
+        },
+    );
+    if let Some(g) = &run.git {
+        field(
+            "commit",
+            &format!("{}{}", g.commit, if g.dirty { " (dirty)" } else { "" }),
+        );
+    }
+    field(
+        "dataset",
+        &match &run.dataset.hash {
+            Some(h) => format!("{} (hash {h})", run.dataset.path),
+            None => run.dataset.path.clone(),
+        },
+    );
+    if let Some(c) = &run.corpus {
+        field(
+            "corpus",
+            &format!(
+                "{}{} documents (fingerprint {})",
+                c.path.as_ref().map_or(String::new(), |p| format!("{p}, ")),
+                c.documents,
+                c.fingerprint
+            ),
+        );
+    }
+    let c = &run.config;
+    for (name, value) in [
+        ("retriever", &c.retriever),
+        ("chunker", &c.chunker),
+        ("embedder", &c.embedder),
+        ("store", &c.store),
+        ("reranker", &c.reranker),
+        ("generator", &c.generator),
+    ] {
+        if let Some(v) = value {
+            field(name, v);
+        }
+    }
+    if !c.judge_models.is_empty() {
+        field("judges", &c.judge_models.join(", "));
+    }
+    for (k, v) in &c.extra {
+        field(k, v);
+    }
+    if !run.timings_ms.is_empty() {
+        let t: Vec<String> = run
+            .timings_ms
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.1} ms"))
+            .collect();
+        field("timings", &t.join(", "));
+    }
+    if let Some(u) = &run.usage {
+        let mut t = format!(
+            "{} prompt, {} completion, {} embedding tokens",
+            u.prompt_tokens, u.completion_tokens, u.embedding_tokens
+        );
+        if let Some(cost) = u.cost_usd {
+            let _ = write!(t, ", ${cost:.4}");
+        }
+        field("usage", &t);
+    }
+    let r = &run.result;
+    let _ = write!(
+        s,
+        "\n{}\n{}",
+        r.headline(),
+        crate::eval::metric_table(&r.metrics, &r.std)
+    );
+    if let Some(groups) = r.by_difficulty.as_ref().filter(|g| !g.is_empty()) {
+        let names: Vec<&str> = r.metrics.names().collect();
+        let label_w = groups
+            .keys()
+            .map(|k| k.chars().count())
+            .chain(["difficulty".len()])
+            .max()
+            .unwrap_or(10);
+        let widths: Vec<usize> = names.iter().map(|n| n.len().max(6)).collect();
+        let _ = write!(
+            s,
+            "\nby difficulty\n{:<label_w$}  {:>7}",
+            "difficulty", "queries"
+        );
+        for (n, w) in names.iter().zip(&widths) {
+            let _ = write!(s, "  {n:>w$}");
+        }
+        s.push('\n');
+        for (label, g) in groups {
+            let _ = write!(s, "{label:<label_w$}  {:>7}", g.queries);
+            for (n, w) in names.iter().zip(&widths) {
+                match g.metrics.get(n) {
+                    Some(v) => {
+                        let _ = write!(s, "  {v:>w$.4}");
+                    }
+                    None => {
+                        let _ = write!(s, "  {:>w$}", "-");
+                    }
+                }
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// Run records from JSON lines (`rag-eval runs export`'s output): blank lines are skipped, and
+/// a line that is not a record is an error naming `source` and the line.
+pub fn read_jsonl(text: &str, source: &Utf8Path) -> Result<Vec<RunRecord>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            RunRecord::from_json(l).map_err(|e| Error::Parse {
+                path: source.to_owned(),
+                line: i + 1,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Figures, QueryResult, ResultLevel, RunResult};
+    use crate::runs::{GitInfo, RunId};
+
+    fn run() -> RunRecord {
+        let q = |id: &str, d: &str, v: f64| QueryResult {
+            id: id.into(),
+            query: None,
+            difficulty: Some(d.into()),
+            metrics: Figures(vec![("recall@5".into(), v), ("mrr".into(), v)]),
+        };
+        let mut result = RunResult::from_queries(
+            ResultLevel::Chunk,
+            vec!["recall@5".into(), "mrr".into()],
+            vec![
+                q("a", "easy", 1.0),
+                q("b", "hard", 0.0),
+                q("c", "hard", 0.5),
+            ],
+        );
+        result.k = Some(5);
+        result.group_by_difficulty();
+        let mut r = RunRecord::new("score", "d.jsonl", result);
+        r.id = RunId::from_parts(1_700_000_000_000, 7);
+        r.created = "2023-11-14T22:13:20.000Z".into();
+        r.git = Some(GitInfo {
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            dirty: true,
+        });
+        r
+    }
+
+    #[test]
+    fn list_table_by_hand() {
+        let t = list_table(&[run().summary()]);
+        assert_eq!(
+            t,
+            "id                          created (UTC)        origin  label  dataset  level      queries  commit\n\
+             01HF7YAT000000000000000007  2023-11-14 22:13:20  score   -      d.jsonl  chunk k=5  3        0123456789*\n"
+        );
+        assert!(list_table(&[]).ends_with("(no runs)\n"));
+    }
+
+    #[test]
+    fn describe_has_the_difficulty_breakdown() {
+        let t = describe(&run());
+        assert!(
+            t.starts_with("run        01HF7YAT000000000000000007\n"),
+            "{t}"
+        );
+        assert!(t.contains("commit     0123456789abcdef0123456789abcdef01234567 (dirty)\n"));
+        assert!(
+            t.contains(
+                "by difficulty\n\
+             difficulty  queries  recall@5     mrr\n\
+             easy              1    1.0000  1.0000\n\
+             hard              2    0.2500  0.2500\n"
+            ),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn jsonl_errors_name_the_line() {
+        let good = run().to_json();
+        let text = format!("{good}\n\n{{\"format\":1}}\n");
+        let e = read_jsonl(&text, Utf8Path::new("runs.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "runs.jsonl:3: invalid run record: missing field `id` at line 1 column 12"
+        );
+        let back = read_jsonl(&format!("{good}\n{good}\n"), Utf8Path::new("x")).unwrap();
+        assert_eq!(back, vec![run(), run()]);
+    }
+}
