@@ -1,0 +1,454 @@
+//! `rag-eval runs …` and the recording of `eval` and `score` runs, through the real binary.
+//! The JSON shapes are a public contract (README, "JSON output").
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// The binary in `cwd` with `RAG_EVAL_RUNS` set to `store` (unset for `None`).
+fn run_in(cwd: &Path, store: Option<&str>, args: &[&str]) -> Out {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rag-eval"));
+    c.args(args).current_dir(cwd);
+    match store {
+        Some(s) => c.env("RAG_EVAL_RUNS", s),
+        None => c.env_remove("RAG_EVAL_RUNS"),
+    };
+    let out = c.output().expect("the binary runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn ok(cwd: &Path, store: Option<&str>, args: &[&str]) -> Out {
+    let out = run_in(cwd, store, args);
+    assert_eq!(out.code, 0, "{args:?} failed: {}", out.stderr);
+    out
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn eval_args(chunkers: &[&'static str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "eval",
+        "--corpus",
+        root().join("examples/data/corpus").to_str().unwrap(),
+        "--dataset",
+        root()
+            .join("examples/data/questions.jsonl")
+            .to_str()
+            .unwrap(),
+        "-k",
+        "5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for c in chunkers {
+        a.push("--chunker".into());
+        a.push((*c).into());
+    }
+    a
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The top-level keys of a JSON object, in the order written.
+fn key_order(json: &str) -> Vec<String> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut k = Vec::new();
+                    while let Some((key, _)) = m.next_entry::<String, serde::de::IgnoredAny>()? {
+                        k.push(key);
+                    }
+                    Ok(Keys(k))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    serde_json::from_str::<Keys>(json).unwrap().0
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    v.as_object().unwrap().keys().cloned().collect()
+}
+
+fn lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn eval_records_each_chunker_and_runs_show_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let store = store.to_str().unwrap();
+    let mut args = eval_args(&["recursive:size=400", "recursive:size=200"]);
+    args.push("--json".into());
+    let out = ok(dir.path(), Some(store), &strs(&args));
+    let printed = lines(&out.stdout);
+    let listed_text = ok(dir.path(), Some(store), &["runs", "list", "--json"]).stdout;
+    let listed = lines(&listed_text);
+    assert_eq!(listed.len(), 2);
+    let ids: Vec<&str> = listed.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        out.stderr.lines().last().unwrap(),
+        format!("recorded runs {}, {} in `{store}`", ids[0], ids[1])
+    );
+    // The `runs list --json` contract.
+    assert_eq!(
+        key_order(listed_text.lines().next().unwrap()),
+        [
+            "id",
+            "created",
+            "origin",
+            "label",
+            "dataset",
+            "dataset_hash",
+            "retriever",
+            "level",
+            "k",
+            "queries",
+            "metrics"
+        ]
+    );
+    assert_eq!(listed[0]["origin"], "eval");
+    assert_eq!(listed[1]["label"], "recursive:size=200");
+    assert_eq!(listed[0]["metrics"], printed[0]["metrics"]);
+
+    let shown = ok(dir.path(), Some(store), &["runs", "show", ids[1], "--json"]).stdout;
+    let record: Value = serde_json::from_str(&shown).unwrap();
+    // The record's top-level keys (`git` is there only inside a repository).
+    let mut k = key_order(&shown);
+    k.retain(|k| k != "git");
+    assert_eq!(
+        k,
+        [
+            "format",
+            "id",
+            "created",
+            "origin",
+            "label",
+            "dataset",
+            "corpus",
+            "config",
+            "result",
+            "timings_ms"
+        ]
+    );
+    assert_eq!(record["format"], 1);
+    // What eval printed is what was recorded, per query and per difficulty.
+    let mut result = printed[1].clone();
+    result.as_object_mut().unwrap().remove("timings");
+    assert_eq!(record["result"], result);
+    assert_eq!(record["dataset"]["hash"], printed[1]["dataset_hash"]);
+    assert_eq!(record["corpus"]["documents"], 12);
+    assert_eq!(record["corpus"]["fingerprint"].as_str().unwrap().len(), 16);
+    assert_eq!(record["config"]["k"], 5);
+    assert_eq!(record["config"]["mode"], "standard");
+    assert!(record["config"]["retriever"]
+        .as_str()
+        .unwrap()
+        .starts_with("bm25:chunker=recursive(size=200"));
+    assert!(record["config"]["chunker"]
+        .as_str()
+        .unwrap()
+        .starts_with("recursive:size=200"));
+    assert_eq!(keys(&record["timings_ms"]), ["index", "retrieve", "score"]);
+
+    let text = ok(dir.path(), Some(store), &["runs", "show", "latest"]).stdout;
+    assert!(
+        text.starts_with(&format!("run        {}\n", ids[1])),
+        "{text}"
+    );
+    let by = text
+        .split_once("\nby difficulty\n")
+        .expect("a difficulty breakdown")
+        .1;
+    let header = by.lines().next().unwrap();
+    assert!(
+        header.starts_with("difficulty   queries  span_recall@5"),
+        "{header}"
+    );
+    assert_eq!(
+        by.lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect::<Vec<_>>(),
+        ["analytical", "factual", "inferential", "paraphrased"]
+    );
+    let table = ok(dir.path(), Some(store), &["runs", "list"]).stdout;
+    assert!(table.starts_with("id  "), "{table}");
+    assert_eq!(table.lines().count(), 3);
+}
+
+#[test]
+fn score_records_its_dataset_hash_and_trec_its_qrels() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let store = store.to_str().unwrap();
+    let mut args = eval_args(&["recursive:size=400"]);
+    args.extend(["--json".into(), "--no-record".into()]);
+    let eval: Value =
+        serde_json::from_str(&ok(dir.path(), Some(store), &strs(&args)).stdout).unwrap();
+    assert!(!Path::new(store).exists(), "--no-record writes nothing");
+
+    // Retrieval output from the chunk listing of the corpus, scored against the same dataset.
+    let d = root().join("examples/data/questions.jsonl");
+    let first: Value =
+        serde_json::from_str(std::fs::read_to_string(&d).unwrap().lines().next().unwrap()).unwrap();
+    let span = &first["outputs"]["relevant_spans"][0];
+    let retrieved = dir.path().join("r.jsonl");
+    std::fs::write(
+        &retrieved,
+        format!(
+            "{}\n",
+            serde_json::json!({"id": first["id"], "retrieved": [{"doc_id": span["doc_id"], "start": span["start"], "end": span["end"]}]})
+        ),
+    )
+    .unwrap();
+    let out = ok(
+        dir.path(),
+        Some(store),
+        &[
+            "score",
+            "--dataset",
+            d.to_str().unwrap(),
+            "--retrieved",
+            retrieved.to_str().unwrap(),
+            "--allow-missing",
+            "--json",
+        ],
+    );
+    assert!(out.stderr.starts_with("recorded run "), "{}", out.stderr);
+    let scored: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        scored.get("dataset_hash").is_none(),
+        "score --json is unchanged"
+    );
+    let record: Value = serde_json::from_str(
+        &ok(
+            dir.path(),
+            Some(store),
+            &["runs", "show", "latest", "--json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(record["origin"], "score");
+    assert_eq!(
+        record["dataset"]["hash"], eval["dataset_hash"],
+        "score and eval agree on the dataset"
+    );
+    assert_eq!(record["result"], scored);
+    assert_eq!(
+        record["config"]["extra"]["retrieved"],
+        retrieved.to_str().unwrap()
+    );
+
+    let qrels = root().join("tests/fixtures/trec/qrels.txt");
+    let trec_run = root().join("tests/fixtures/trec/run.txt");
+    ok(
+        dir.path(),
+        Some(store),
+        &[
+            "score",
+            "--qrels",
+            qrels.to_str().unwrap(),
+            "--run",
+            trec_run.to_str().unwrap(),
+        ],
+    );
+    let record: Value = serde_json::from_str(
+        &ok(
+            dir.path(),
+            Some(store),
+            &["runs", "show", "latest", "--json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(record["result"]["level"], "trec");
+    assert_eq!(record["dataset"]["path"], qrels.to_str().unwrap());
+    assert_eq!(record["dataset"]["hash"].as_str().unwrap().len(), 16);
+}
+
+#[test]
+fn opting_out_and_the_default_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = eval_args(&["recursive:size=400"]);
+    let out = ok(dir.path(), Some("off"), &strs(&args));
+    assert!(!out.stderr.contains("recorded"), "{}", out.stderr);
+    assert!(!dir.path().join(".rag-eval").exists());
+    let e = run_in(dir.path(), Some("off"), &["runs", "list"]);
+    assert_eq!(e.code, 1);
+    assert!(e.stderr.contains("the run store is off"), "{}", e.stderr);
+
+    // Unset: `.rag-eval/runs.sqlite` under the current directory.
+    let out = ok(dir.path(), None, &strs(&args));
+    assert!(
+        out.stderr.contains("in `.rag-eval/runs.sqlite`"),
+        "{}",
+        out.stderr
+    );
+    assert!(dir.path().join(".rag-eval/runs.sqlite").is_file());
+    assert_eq!(
+        lines(&ok(dir.path(), None, &["runs", "list", "--json"]).stdout).len(),
+        1
+    );
+}
+
+#[test]
+fn a_store_that_fails_is_a_warning_and_the_result_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("notes.txt");
+    std::fs::write(&bad, "these are notes, not a database\n".repeat(40)).unwrap();
+    let mut args = eval_args(&["recursive:size=400"]);
+    args.push("--json".into());
+    let out = run_in(dir.path(), Some(bad.to_str().unwrap()), &strs(&args));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(serde_json::from_str::<Value>(&out.stdout).unwrap()["metrics"].is_object());
+    assert_eq!(
+        out.stderr.lines().last().unwrap(),
+        format!(
+            "warning: run not recorded: run store `{}`: not a SQLite database (open the run store: file is not a database); choose another path",
+            bad.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&bad).unwrap(),
+        "these are notes, not a database\n".repeat(40)
+    );
+}
+
+#[test]
+fn export_import_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.sqlite");
+    let b = dir.path().join("b.sqlite");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    ok(
+        dir.path(),
+        Some(a),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let exported = ok(dir.path(), Some(a), &["runs", "export"]).stdout;
+    assert_eq!(exported.lines().count(), 2);
+    let file = dir.path().join("runs.jsonl");
+    let out = ok(
+        dir.path(),
+        Some(a),
+        &["runs", "export", "-o", file.to_str().unwrap()],
+    );
+    assert_eq!(
+        out.stderr,
+        format!("exported 2 runs to `{}`\n", file.display())
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), exported);
+
+    let imported = ok(
+        dir.path(),
+        None,
+        &[
+            "runs",
+            "--store",
+            b,
+            "import",
+            file.to_str().unwrap(),
+            "--json",
+        ],
+    )
+    .stdout;
+    assert_eq!(imported, "{\"imported\":2,\"present\":0}\n");
+    let again = ok(
+        dir.path(),
+        Some(b),
+        &["runs", "import", file.to_str().unwrap()],
+    )
+    .stdout;
+    assert_eq!(
+        again,
+        format!("imported 0 runs into `{b}` (2 already present)\n")
+    );
+    // Exported from the copy, the records are byte for byte the same.
+    assert_eq!(
+        ok(dir.path(), Some(b), &["runs", "export"]).stdout,
+        exported
+    );
+    let first: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    let id = first["id"].as_str().unwrap();
+    let one = ok(
+        dir.path(),
+        Some(b),
+        &["runs", "export", &id[..id.len() - 2]],
+    )
+    .stdout;
+    assert_eq!(one, format!("{}\n", exported.lines().next().unwrap()));
+
+    // A name that matches nothing deletes nothing, even with valid names beside it.
+    let e = run_in(dir.path(), Some(b), &["runs", "delete", id, "NOPE"]);
+    assert_eq!(e.code, 1);
+    assert_eq!(
+        e.stderr,
+        format!("error: run store `{b}` has no run `NOPE`\n")
+    );
+    assert_eq!(
+        lines(&ok(dir.path(), Some(b), &["runs", "list", "--json"]).stdout).len(),
+        2
+    );
+    let out = ok(dir.path(), Some(b), &["runs", "delete", id]).stdout;
+    assert_eq!(out, format!("deleted {id}\n"));
+    assert_eq!(
+        lines(&ok(dir.path(), Some(b), &["runs", "list", "--json"]).stdout).len(),
+        1
+    );
+
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!("{}\n{{\"format\":7}}\n", exported.lines().next().unwrap()),
+    )
+    .unwrap();
+    let e = run_in(
+        dir.path(),
+        Some(b),
+        &["runs", "import", bad.to_str().unwrap()],
+    );
+    assert_eq!(e.code, 1);
+    assert_eq!(
+        e.stderr,
+        format!(
+            "error: {}:2: run record format 7 is not the one this rag-eval reads (1); upgrade rag-eval\n",
+            bad.display()
+        )
+    );
+    // Nothing of a file with a bad line is imported.
+    assert_eq!(
+        lines(&ok(dir.path(), Some(b), &["runs", "list", "--json"]).stdout).len(),
+        1
+    );
+}
