@@ -258,21 +258,64 @@ fn compute(case: &Case, setup: &Setup) -> Result<Outcome, String> {
         }
     };
     let k = case.spec.k;
-    let result = match &setup.prepared {
+    let (result, corpus) = match &setup.prepared {
         Prepared::Token(eval) => {
             let r = retrievers.token.ok_or(
                 "the retriever does not implement `Retriever<TokenLevel>`, but the dataset is token-level",
             )?;
-            runtime.block_on(eval.run_reported(&*r, k))
+            (runtime.block_on(eval.run_reported(&*r, k)), eval.corpus())
         }
         Prepared::Chunk(eval) => {
             let r = retrievers.chunk.ok_or(
                 "the retriever does not implement `Retriever<ChunkLevel>`, but the dataset is chunk-level",
             )?;
-            runtime.block_on(eval.run_reported(&*r, k))
+            (runtime.block_on(eval.run_reported(&*r, k)), eval.corpus())
         }
     };
-    result.map(|r| r.scores).map_err(|e| e.to_string())
+    let result = result.map_err(|e| e.to_string())?;
+    #[cfg(feature = "runs")]
+    record_run(case, corpus, &result);
+    #[cfg(not(feature = "runs"))]
+    let _ = corpus;
+    Ok(result.scores)
+}
+
+/// Records the case's run in the store `RAG_EVAL_RUNS` names, when it names one: the harness
+/// records only when asked (a `cargo test` must not grow a file in the crate by default). A
+/// store that cannot be written is a warning; the trials' verdicts do not depend on it.
+#[cfg(feature = "runs")]
+fn record_run(case: &Case, corpus: &Corpus, result: &crate::eval::EvaluationResult) {
+    let Some(value) = std::env::var_os(crate::runs::RUNS_ENV) else {
+        return;
+    };
+    let choice = crate::runs::StoreChoice::parse(Some(&value.to_string_lossy()));
+    let run = case_record(case, corpus, result);
+    let stored = crate::runs::open(&choice)
+        .and_then(|s| s.map(|s| s.put(&run).map(|_| s.location())).transpose());
+    match stored {
+        Ok(Some(location)) => eprintln!(
+            "case `{}`: recorded run {} in `{location}`",
+            case.spec.name, run.id
+        ),
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: case `{}`: run not recorded: {e}", case.spec.name),
+    }
+}
+
+/// The run record of a case's evaluation: origin `harness`, the case's name as label.
+#[cfg(feature = "runs")]
+fn case_record(
+    case: &Case,
+    corpus: &Corpus,
+    result: &crate::eval::EvaluationResult,
+) -> crate::runs::RunRecord {
+    let mut run = crate::runs::RunRecord::new("harness", case.spec.dataset, result.scores.clone())
+        .with_timings(&result.timings);
+    if case.spec.corpus.is_some() {
+        run = run.with_corpus(corpus, case.spec.corpus);
+    }
+    run.label = Some(case.spec.name.to_owned());
+    run
 }
 
 /// An `async fn(&str) -> Vec<RetrievedChunk>` case: the function is the retriever.
@@ -350,6 +393,63 @@ mod tests {
                 })
             }),
         }
+    }
+
+    /// With `RAG_EVAL_RUNS` naming a store, computing a case's outcome records its run; the
+    /// parent test sets the variable for this process alone.
+    #[cfg(feature = "runs")]
+    #[test]
+    #[ignore = "worker process of a_case_records_its_run_when_asked"]
+    fn case_recording_worker() {
+        if std::env::var_os(crate::runs::RUNS_ENV).is_some() {
+            Case::new(spec()).outcome().unwrap();
+        }
+    }
+
+    #[cfg(feature = "runs")]
+    #[test]
+    fn a_case_records_its_run_when_asked() {
+        use crate::runs::RunStore;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "harness::case::tests::case_recording_worker",
+                "--ignored",
+                // Its stderr is what this test reads.
+                "--nocapture",
+            ])
+            .env(crate::runs::RUNS_ENV, &path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let store = crate::runs::SqliteRunStore::open(path.to_str().unwrap()).unwrap();
+        let runs = store.list().unwrap();
+        assert_eq!(runs.len(), 1, "{stderr}");
+        let run = store.get(&runs[0].id).unwrap().unwrap();
+        assert!(
+            stderr.contains(&format!(
+                "case `windows`: recorded run {} in `{}`",
+                run.id,
+                path.display()
+            )),
+            "{stderr}"
+        );
+        assert_eq!(
+            (run.origin.as_str(), run.label.as_deref()),
+            ("harness", Some("windows"))
+        );
+        assert_eq!(run.dataset.path, "examples/data/questions.jsonl");
+        assert_eq!(run.corpus.as_ref().unwrap().documents, 12);
+        assert_eq!(run.result, *Case::new(spec()).outcome().unwrap());
+        assert_eq!(run.config.k, Some(3));
+        assert_eq!(run.timings_ms.len(), 3);
     }
 
     #[test]

@@ -454,6 +454,18 @@ mod tests {
             .contains("not valid JSON"));
     }
 
+    proptest::proptest! {
+        /// Every figure reads back to the same bits (serde_json's `float_roundtrip`).
+        #[test]
+        fn figures_read_back_bit_for_bit(values in proptest::collection::vec(0.0f64..=1.0, 1..20)) {
+            let mut run = sample();
+            run.result.per_query[0].metrics.0[0].1 = values[0];
+            run.result.std.0 = values.iter().enumerate().map(|(i, v)| (format!("m{i}"), *v)).collect();
+            let back = RunRecord::from_json(&run.to_json()).unwrap();
+            proptest::prop_assert_eq!(back, run);
+        }
+    }
+
     #[test]
     fn passwords_never_show() {
         assert_eq!(
