@@ -1,12 +1,14 @@
 //! Runs that last: [`RunRecord`], one evaluation with its provenance and every figure, and
-//! (feature `runs`) the [`RunStore`] that keeps them, in SQLite or (feature `postgres`)
+//! (feature `runs`) the `RunStore` that keeps them, in SQLite or (feature `postgres`)
 //! PostgreSQL.
 //!
 //! `rag-eval eval` and `rag-eval score` record every run in the store the environment names
-//! ([`open_from_env`]): `RAG_EVAL_RUNS` is a SQLite file's path, a `postgres://` URL, or `off`;
-//! unset, the file is [`DEFAULT_PATH`] under the current directory. `rag-eval runs
-//! list|show|delete|export|import` reads and edits the store; `export` writes records as JSON
-//! lines ([`RunRecord::to_json`]) that `import` reads back, on any machine.
+//! (`open_from_env`): `RAG_EVAL_RUNS` is a SQLite file's path, a `postgres://` URL, or `off`;
+//! unset, the file is `DEFAULT_PATH` (`.rag-eval/runs.sqlite`) under the current directory.
+//! `rag-eval runs list|show|delete|export|import` reads and edits the store; `export` writes
+//! records as JSON lines ([`RunRecord::to_json`]) that `import` reads back, on any machine.
+//! The harness records each case's run too, when `RAG_EVAL_RUNS` is set and the `runs`
+//! feature is on.
 
 mod id;
 #[cfg(feature = "postgres")]
