@@ -817,6 +817,8 @@ fn eval_on_the_bundled_data_reproduces_the_committed_figures() {
 /// Runs `args` with standard output sent to `stdout`; returns the exit code and stderr.
 fn run_to(args: &[&str], stdout: impl Into<std::process::Stdio>) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        // Runs are recorded in tests/runs_cli.rs, never in the crate's own folder.
+        .env("RAG_EVAL_RUNS", "off")
         .args(args)
         .stdout(stdout)
         .stderr(std::process::Stdio::piped())

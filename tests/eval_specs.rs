@@ -22,6 +22,8 @@ fn eval(args: &[&str]) -> (Vec<Value>, String) {
     let corpus = root.join("examples/data/corpus");
     let dataset = root.join("examples/data/questions.jsonl");
     let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        // Runs are recorded in tests/runs_cli.rs, never in the crate's own folder.
+        .env("RAG_EVAL_RUNS", "off")
         .args([
             "eval",
             "--corpus",
