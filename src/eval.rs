@@ -39,8 +39,8 @@ use crate::error::{Error, Result};
 use crate::level::{ChunkLevel, Level, LevelKind, TokenLevel};
 use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::{
-    reported_metrics, scorecard, ChunkIndex, Figures, Metric, MetricContext, Need, Scored,
-    SpanMode, REGISTRY,
+    reported_metrics, scorecard, ChunkIndex, Figures, Metric, MetricContext, Need, Passage, Scored,
+    SpanMode, Truth, REGISTRY,
 };
 use crate::retrieve::Retriever;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -290,9 +290,20 @@ where
             })
             .collect();
         let mut scores = scorecard(&queries, metrics, k, self.mode, None);
-        for (q, e) in scores.per_query.iter_mut().zip(self.dataset.examples()) {
+        for ((q, e), r) in scores
+            .per_query
+            .iter_mut()
+            .zip(self.dataset.examples())
+            .zip(&retrieved)
+        {
             q.query = Some(e.query.clone());
             q.difficulty = e.difficulty().map(str::to_owned);
+            q.truth = Some(Truth::of(
+                L::truth_view(&e.truth),
+                &e.span_texts,
+                &self.corpus,
+            ));
+            q.retrieved = Some(r.iter().map(Passage::of_retrieved).collect());
         }
         scores.group_by_difficulty();
         scores.config = Some(RunConfig {

@@ -50,9 +50,20 @@ pub trait Level:
     const KIND: LevelKind;
     /// What the metrics see of a retrieved chunk at this level.
     fn item_of(chunk: &RetrievedChunk) -> Self::Item;
+    /// The truth as a value of one type for both levels, for code that records it.
+    fn truth_view(truth: &Self::Truth) -> TruthView<'_>;
     /// Whether `truth` holds nothing to find (no chunk id; no character), so every figure of
     /// the query would be 0 whatever was retrieved.
     fn truth_is_empty(truth: &Self::Truth) -> bool;
+}
+
+/// A query's ground truth, borrowed, whatever the level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TruthView<'a> {
+    /// Chunk level: the chunk ids to find.
+    ChunkIds(&'a [ChunkId]),
+    /// Token level: the character spans to find.
+    Spans(&'a [CharSpan]),
 }
 
 /// The levels as a value: what [`Level::KIND`] says, and what results record.
@@ -105,6 +116,9 @@ impl Level for ChunkLevel {
     type Item = ChunkId;
     const NAME: &'static str = "chunk";
     const KIND: LevelKind = LevelKind::Chunk;
+    fn truth_view(truth: &Vec<ChunkId>) -> TruthView<'_> {
+        TruthView::ChunkIds(truth)
+    }
     fn truth_is_empty(truth: &Vec<ChunkId>) -> bool {
         truth.is_empty()
     }
@@ -119,6 +133,9 @@ impl Level for TokenLevel {
     type Item = CharSpan;
     const NAME: &'static str = "token";
     const KIND: LevelKind = LevelKind::Token;
+    fn truth_view(truth: &Vec<CharSpan>) -> TruthView<'_> {
+        TruthView::Spans(truth)
+    }
     fn truth_is_empty(truth: &Vec<CharSpan>) -> bool {
         truth.iter().all(CharSpan::is_empty)
     }

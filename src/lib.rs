@@ -95,6 +95,7 @@ pub mod level;
 pub mod llm;
 pub mod metrics;
 pub mod rerank;
+pub mod report;
 pub mod retrieve;
 pub mod runs;
 pub mod span;

@@ -14,6 +14,7 @@ mod langsmith;
 mod log;
 mod output;
 mod runs;
+mod report;
 mod score;
 
 use crate::corpus::Corpus;
@@ -65,6 +66,9 @@ enum Command {
     /// The stored runs (every `eval` and `score` records one): list, show, delete, export,
     /// import.
     Runs(runs::RunsArgs),
+    /// Render runs as one self-contained HTML page (charts, per-query table with the ground
+    /// truth and the retrieved text), Markdown or JUnit XML.
+    Report(report::ReportArgs),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -120,6 +124,7 @@ pub fn main() -> ExitCode {
             }
         }),
         Command::Runs(a) => runs::run(a, &mut out),
+        Command::Report(a) => report::run(a, &mut out),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -5,7 +5,7 @@
 //! (fields a kind of run has no value for are left out) and read back from it, so a run can be
 //! stored and compared later.
 
-use super::{mean_std, SpanMode};
+use super::{mean_std, Passage, SpanMode, Truth};
 use crate::level::LevelKind;
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
@@ -104,7 +104,7 @@ impl fmt::Display for ResultLevel {
 }
 
 /// The figures of one query.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueryResult {
     /// The query's id.
     pub id: String,
@@ -116,6 +116,12 @@ pub struct QueryResult {
     pub difficulty: Option<String>,
     /// Metric values, by report name, in report order.
     pub metrics: Figures,
+    /// What the query should have found (evaluations fill it in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truth: Option<Truth>,
+    /// What was retrieved for it, best first (evaluations fill it in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieved: Option<Vec<Passage>>,
 }
 
 impl QueryResult {
@@ -300,6 +306,7 @@ mod tests {
             query: None,
             difficulty: difficulty.map(str::to_owned),
             metrics: Figures(values.iter().map(|(n, v)| ((*n).to_owned(), *v)).collect()),
+            ..QueryResult::default()
         }
     }
 

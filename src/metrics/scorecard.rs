@@ -49,6 +49,7 @@ pub fn scorecard<L: Level>(
                         .map(|(m, n)| (n.clone(), m.compute(&input)))
                         .collect(),
                 ),
+                ..QueryResult::default()
             }
         })
         .collect();

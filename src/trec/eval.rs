@@ -196,6 +196,7 @@ pub fn score(qrels: &Qrels, run: &Run, measures: &[Measure]) -> RunResult {
                     .map(|(n, &c)| (n.clone(), scores.columns.get(c).map_or(0.0, |v| v[q])))
                     .collect(),
             ),
+            ..QueryResult::default()
         })
         .collect();
     let mut cutoffs: Vec<usize> = measures.iter().filter_map(Measure::cutoff).collect();

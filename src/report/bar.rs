@@ -1,0 +1,138 @@
+//! Bars a run is held to: `span_recall=0.8` (a minimum) or a maximum, as the harness's
+//! `min_<metric>` and `max_<metric>` keys are.
+
+use crate::error::{Error, Result};
+use crate::metrics::Figures;
+use std::fmt;
+use std::str::FromStr;
+
+/// Which side of the bar passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The figure must be at least the bar.
+    Min,
+    /// The figure must be at most the bar.
+    Max,
+}
+
+/// A bar: a metric (base name such as `span_recall`, or a report name such as
+/// `span_recall@5`), a bound and a value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    /// The metric, as given.
+    pub metric: String,
+    /// Minimum or maximum.
+    pub bound: Bound,
+    /// The bar.
+    pub value: f64,
+}
+
+impl Bar {
+    /// A minimum bar.
+    pub fn min(metric: impl Into<String>, value: f64) -> Bar {
+        Bar {
+            metric: metric.into(),
+            bound: Bound::Min,
+            value,
+        }
+    }
+
+    /// A maximum bar.
+    pub fn max(metric: impl Into<String>, value: f64) -> Bar {
+        Bar {
+            metric: metric.into(),
+            bound: Bound::Max,
+            value,
+        }
+    }
+
+    /// Parses `METRIC=VALUE` as a bar with `bound`.
+    pub fn parse_with(text: &str, bound: Bound) -> Result<Bar> {
+        let bad = |why: &str| Error::Config(format!("bar `{text}`: {why}"));
+        let (metric, value) = text
+            .split_once('=')
+            .ok_or_else(|| bad("expected METRIC=VALUE, e.g. span_recall=0.8"))?;
+        let metric = metric.trim();
+        if metric.is_empty() {
+            return Err(bad("no metric name before `=`"));
+        }
+        let value: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| bad("the value after `=` is not a number"))?;
+        if !value.is_finite() {
+            return Err(bad("the value must be a finite number"));
+        }
+        Ok(Bar {
+            metric: metric.to_owned(),
+            bound,
+            value,
+        })
+    }
+
+    /// Position of the bar's metric among `figures`: by report name, or by base name
+    /// (`span_recall` finds `span_recall@5`).
+    pub fn index_in(&self, figures: &Figures) -> Option<usize> {
+        figures
+            .names()
+            .position(|n| n == self.metric)
+            .or_else(|| {
+                figures.names().position(|n| {
+                    n.split_once('@').is_some_and(|(base, _)| base == self.metric)
+                })
+            })
+    }
+
+    /// Whether `value` passes.
+    pub fn passes(&self, value: f64) -> bool {
+        match self.bound {
+            Bound::Min => value >= self.value,
+            Bound::Max => value <= self.value,
+        }
+    }
+
+    /// `>=` or `<=`.
+    pub fn operator(&self) -> &'static str {
+        match self.bound {
+            Bound::Min => ">=",
+            Bound::Max => "<=",
+        }
+    }
+}
+
+/// `METRIC=VALUE`, a minimum.
+impl FromStr for Bar {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Bar> {
+        Bar::parse_with(s, Bound::Min)
+    }
+}
+
+impl fmt::Display for Bar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.metric, self.operator(), self.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_finds_metrics_by_base_or_report_name() {
+        let bar: Bar = "span_recall = 0.8".parse().unwrap();
+        assert_eq!(bar, Bar::min("span_recall", 0.8));
+        let figures = Figures(vec![("span_iou@5".into(), 0.1), ("span_recall@5".into(), 0.9)]);
+        assert_eq!(bar.index_in(&figures), Some(1));
+        assert_eq!(Bar::min("span_recall@5", 0.8).index_in(&figures), Some(1));
+        assert_eq!(Bar::min("span_recall@10", 0.8).index_in(&figures), None);
+        assert!(bar.passes(0.8) && !bar.passes(0.79));
+        let max = Bar::parse_with("span_iou=0.2", Bound::Max).unwrap();
+        assert!(max.passes(0.2) && !max.passes(0.21));
+        assert_eq!(max.to_string(), "span_iou <= 0.2");
+        for bad in ["span_recall", "=0.5", "span_recall=high", "span_recall=NaN"] {
+            let e = bad.parse::<Bar>().unwrap_err().to_string();
+            assert!(e.contains(&format!("bar `{bad}`")), "{e}");
+        }
+    }
+}

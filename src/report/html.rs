@@ -1,0 +1,506 @@
+//! The HTML page: one file, nothing fetched. Styles and the script are inline; charts are SVG
+//! drawn in [`super::svg`]. Every string from a run is escaped.
+
+use super::escape::html as esc;
+use super::stats::{mean_interval, paired_difference};
+use super::svg::{self, Series};
+use super::{pairs, Report};
+use crate::metrics::{Passage, QueryResult, RunResult, Truth};
+use std::fmt::Write as _;
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:0 20px 60px;color:#1d1d1f;background:#fff}
+h1{font-size:24px;margin:24px 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}
+table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f4f4f6}td code{word-break:break-all}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+#query-table th{cursor:pointer;user-select:none}#query-table th:after{content:" \2195";color:#aaa}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
+.better{color:#1a7f37}.worse{color:#cf222e}.muted{color:#777}
+.pass{color:#1a7f37;font-weight:600}.fail{color:#cf222e;font-weight:600}
+svg.chart{max-width:100%;height:auto;margin:6px 12px 6px 0;font:11px system-ui,sans-serif}
+svg .tick{fill:#555}svg .legend{fill:#222}svg .caption{fill:#222;font-weight:600}svg .axis-label{fill:#222}
+.charts{display:flex;flex-wrap:wrap;align-items:flex-start}
+figure{margin:0}figure[hidden]{display:none}
+details{margin:4px 0}summary{cursor:pointer;color:#4269d0}
+.passage{border-left:3px solid #ccc;padding:2px 8px;margin:4px 0;white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace;background:#fafafa}
+.passage.hit{border-left-color:#3ca951}mark{background:#ffe58f;padding:0}
+.where{color:#666;font:11px system-ui,sans-serif}
+#query-table td:nth-child(3){min-width:380px}
+input[type=search]{font-size:14px;padding:4px 8px;width:320px}
+"#;
+
+const SCRIPT: &str = r#"
+(function () {
+  var search = document.getElementById('query-search');
+  var table = document.getElementById('query-table');
+  var rows = table ? Array.prototype.slice.call(table.tBodies[0].rows) : [];
+  var count = document.getElementById('query-count');
+  if (search) {
+    search.addEventListener('input', function () {
+      var q = search.value.toLowerCase();
+      var shown = 0;
+      rows.forEach(function (r) {
+        var hit = q === '' || r.textContent.toLowerCase().indexOf(q) >= 0;
+        r.hidden = !hit;
+        if (hit) { shown += 1; }
+      });
+      count.textContent = String(shown);
+    });
+  }
+  if (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      var ascending = true;
+      th.addEventListener('click', function () {
+        var key = function (r) {
+          var c = r.cells[i];
+          var v = c.getAttribute('data-v');
+          return v === null ? c.textContent.toLowerCase() : parseFloat(v);
+        };
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b);
+          var o = x < y ? -1 : x > y ? 1 : 0;
+          return ascending ? o : -o;
+        });
+        ascending = !ascending;
+        rows.forEach(function (r) { table.tBodies[0].appendChild(r); });
+      });
+    });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('[data-group]'), function (box) {
+    var selects = box.querySelectorAll('select[data-key]');
+    var figures = box.querySelectorAll('figure');
+    var update = function () {
+      Array.prototype.forEach.call(figures, function (f) {
+        var show = true;
+        Array.prototype.forEach.call(selects, function (s) {
+          if (f.getAttribute('data-' + s.getAttribute('data-key')) !== s.value) { show = false; }
+        });
+        f.hidden = !show;
+      });
+    };
+    Array.prototype.forEach.call(selects, function (s) { s.addEventListener('change', update); });
+    update();
+  });
+  document.body.setAttribute('data-ready', 'yes');
+})();
+"#;
+
+pub(crate) fn render(report: &Report) -> String {
+    let mut s = String::with_capacity(64 * 1024);
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
+        esc(&report.title),
+        esc(&report.title)
+    );
+    runs(&mut s, report);
+    metrics(&mut s, report);
+    if !report.bars.is_empty() {
+        bars(&mut s, report);
+    }
+    difficulty(&mut s, report);
+    if report.runs.len() > 1 {
+        scatters(&mut s, report);
+    }
+    histograms(&mut s, report);
+    queries(&mut s, report);
+    let _ = write!(s, "<script>{SCRIPT}</script>\n</body></html>\n");
+    s
+}
+
+fn swatch(i: usize) -> String {
+    format!(
+        r#"<span class="swatch" style="background:{}"></span>"#,
+        svg::colour(i)
+    )
+}
+
+fn runs(s: &mut String, report: &Report) {
+    s.push_str("<section id=\"runs\"><h2>Runs</h2><table><thead><tr><th>run</th><th>level</th><th>k</th><th>mode</th><th>queries</th><th>retriever</th><th>dataset</th><th>dataset hash</th></tr></thead><tbody>\n");
+    for (i, (label, r)) in report.runs.iter().enumerate() {
+        let config = r.config.as_ref();
+        let retriever = config
+            .map(|c| if c.spec.is_empty() { &c.retriever } else { &c.spec })
+            .map_or("—", String::as_str);
+        let _ = writeln!(
+            s,
+            "<tr><td>{}{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
+            swatch(i),
+            esc(label),
+            if i == 0 && report.runs.len() > 1 { " <span class=\"muted\">(baseline)</span>" } else { "" },
+            r.level,
+            r.k.map_or("—".into(), |k| k.to_string()),
+            r.mode.map_or("—".into(), |m| m.to_string()),
+            r.queries,
+            esc(retriever),
+            esc(config.map_or("—", |c| c.dataset.as_str())),
+            esc(r.dataset_hash.as_deref().unwrap_or("—"))
+        );
+    }
+    s.push_str("</tbody></table></section>\n");
+}
+
+/// Per-query values of `metric` in `run`, by query id.
+fn values(run: &RunResult, metric: &str) -> Vec<f64> {
+    run.per_query
+        .iter()
+        .filter_map(|q| q.metrics.get(metric))
+        .collect()
+}
+
+fn metrics(s: &mut String, report: &Report) {
+    let names = report.metric_names();
+    let (_, base) = &report.runs[0];
+    s.push_str("<section id=\"metrics\"><h2>Metrics</h2><p class=\"muted\">Mean ± standard deviation over queries");
+    if report.runs.len() > 1 {
+        s.push_str("; for the other runs, the difference from the baseline over the queries both scored, with its 95% interval (normal approximation; <code>rag-eval compare</code> tests significance)");
+    }
+    s.push_str(".</p><table id=\"metric-table\"><thead><tr><th>metric</th>");
+    for (i, (label, _)) in report.runs.iter().enumerate() {
+        let _ = write!(s, "<th>{}{}</th>", swatch(i), esc(label));
+    }
+    s.push_str("</tr></thead><tbody>\n");
+    for n in &names {
+        let _ = write!(s, "<tr><td>{}</td>", esc(n));
+        for (i, (_, r)) in report.runs.iter().enumerate() {
+            let (Some(m), Some(sd)) = (r.metrics.get(n), r.std.get(n)) else {
+                s.push_str("<td class=\"num muted\">—</td>");
+                continue;
+            };
+            let _ = write!(s, "<td class=\"num\">{m:.4} ± {sd:.4}");
+            if i > 0 && base.metrics.get(n).is_some() {
+                let (d, ci) = paired_difference(&pairs(base, r, n));
+                let class = match ci {
+                    Some(c) if c.lo > 0.0 => "better",
+                    Some(c) if c.hi < 0.0 => "worse",
+                    _ => "muted",
+                };
+                let _ = write!(s, "<br><span class=\"{class}\">Δ {d:+.4}");
+                if let Some(c) = ci {
+                    let _ = write!(s, " [{:+.4}, {:+.4}]", c.lo, c.hi);
+                }
+                s.push_str("</span>");
+            }
+            s.push_str("</td>");
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</tbody></table><div class=\"charts\">");
+    let head = report.headline_metrics();
+    let series: Vec<Series<'_>> = report
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, (label, r))| Series {
+            label,
+            colour: svg::colour(i),
+            values: head
+                .iter()
+                .map(|n| {
+                    r.metrics.get(n)?;
+                    let (m, ci) = mean_interval(&values(r, n));
+                    Some((m, ci))
+                })
+                .collect(),
+        })
+        .collect();
+    s.push_str(&svg::bars(
+        "Means with 95% intervals",
+        &head,
+        &series,
+    ));
+    if report.runs.len() > 1 {
+        let diffs: Vec<Series<'_>> = report.runs[1..]
+            .iter()
+            .enumerate()
+            .map(|(i, (label, r))| Series {
+                label,
+                colour: svg::colour(i + 1),
+                values: head
+                    .iter()
+                    .map(|n| {
+                        let p = pairs(base, r, n);
+                        (!p.is_empty()).then(|| paired_difference(&p))
+                    })
+                    .collect(),
+            })
+            .collect();
+        s.push_str(&svg::bars(
+            "Difference from the baseline with 95% intervals",
+            &head,
+            &diffs,
+        ));
+    }
+    s.push_str("</div></section>\n");
+}
+
+fn bars(s: &mut String, report: &Report) {
+    s.push_str("<section id=\"bars\"><h2>Bars</h2><table><thead><tr><th>bar</th><th>run</th><th>mean</th><th>verdict</th><th>queries below the bar</th></tr></thead><tbody>\n");
+    for bar in &report.bars {
+        for (label, r) in &report.runs {
+            let _ = write!(s, "<tr><td>{}</td><td>{}</td>", esc(&bar.to_string()), esc(label));
+            match bar.index_in(&r.metrics) {
+                None => s.push_str("<td class=\"num\">—</td><td class=\"fail\">not computed</td><td></td>"),
+                Some(i) => {
+                    let m = r.metrics.0[i].1;
+                    let missed = r
+                        .per_query
+                        .iter()
+                        .filter(|q| q.metrics.0.get(i).is_some_and(|f| !bar.passes(f.1)))
+                        .count();
+                    let _ = write!(
+                        s,
+                        "<td class=\"num\">{m:.4}</td><td class=\"{}\">{}</td><td class=\"num\">{missed} of {}</td>",
+                        if bar.passes(m) { "pass" } else { "fail" },
+                        if bar.passes(m) { "pass" } else { "fail" },
+                        r.per_query.len()
+                    );
+                }
+            }
+            s.push_str("</tr>\n");
+        }
+    }
+    s.push_str("</tbody></table></section>\n");
+}
+
+fn difficulty(s: &mut String, report: &Report) {
+    let head = report.headline_metrics();
+    s.push_str("<section id=\"difficulty\"><h2>By difficulty</h2>");
+    if report.runs.iter().all(|(_, r)| r.by_difficulty.is_none()) {
+        s.push_str("<p class=\"muted\">No run records difficulty labels (<code>rag-eval score</code> results have none).</p></section>\n");
+        return;
+    }
+    s.push_str("<table id=\"difficulty-table\"><thead><tr><th>difficulty</th><th>run</th><th>queries</th>");
+    for n in &head {
+        let _ = write!(s, "<th>{}</th>", esc(n));
+    }
+    s.push_str("</tr></thead><tbody>\n");
+    let mut labels: Vec<&String> = report
+        .runs
+        .iter()
+        .flat_map(|(_, r)| r.by_difficulty.iter().flat_map(|d| d.keys()))
+        .collect();
+    labels.sort();
+    labels.dedup();
+    for label in labels {
+        for (i, (run, r)) in report.runs.iter().enumerate() {
+            let Some(d) = r.by_difficulty.as_ref().and_then(|d| d.get(label)) else {
+                continue;
+            };
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}{}</td><td class=\"num\">{}</td>",
+                esc(label),
+                swatch(i),
+                esc(run),
+                d.queries
+            );
+            for n in &head {
+                match d.metrics.get(n) {
+                    Some(v) => {
+                        let _ = write!(s, "<td class=\"num\">{v:.4}</td>");
+                    }
+                    None => s.push_str("<td class=\"num muted\">—</td>"),
+                }
+            }
+            s.push_str("</tr>\n");
+        }
+    }
+    s.push_str("</tbody></table></section>\n");
+}
+
+fn select(s: &mut String, key: &str, label: &str, options: &[String]) {
+    let _ = write!(s, "<label>{} <select data-key=\"{}\">", esc(label), esc(key));
+    for o in options {
+        let _ = write!(s, "<option value=\"{}\">{}</option>", esc(o), esc(o));
+    }
+    s.push_str("</select></label> ");
+}
+
+fn scatters(s: &mut String, report: &Report) {
+    let head = report.headline_metrics();
+    let (base_label, base) = &report.runs[0];
+    let others: Vec<String> = report.runs[1..].iter().map(|(l, _)| l.clone()).collect();
+    s.push_str("<section id=\"scatter\" data-group=\"scatter\"><h2>Per query: baseline against another run</h2><p class=\"muted\">Each point is a query (sized by how many share it); above the diagonal the other run did better.</p><p>");
+    select(s, "metric", "metric", &head);
+    select(s, "run", "run", &others);
+    s.push_str("</p><div class=\"charts\">");
+    for (label, r) in &report.runs[1..] {
+        for n in &head {
+            let p = pairs(base, r, n);
+            let _ = write!(
+                s,
+                "<figure data-metric=\"{}\" data-run=\"{}\">{}</figure>",
+                esc(n),
+                esc(label),
+                svg::scatter(
+                    &format!("{n}: {base_label} against {label}"),
+                    &format!("{base_label} ({n})"),
+                    &format!("{label} ({n})"),
+                    &p
+                )
+            );
+        }
+    }
+    s.push_str("</div></section>\n");
+}
+
+fn histograms(s: &mut String, report: &Report) {
+    let names = report.metric_names();
+    s.push_str("<section id=\"histograms\" data-group=\"histograms\"><h2>Distribution of per-query figures</h2><p>");
+    select(s, "metric", "metric", &names);
+    s.push_str("</p><div class=\"charts\">");
+    for n in &names {
+        let all: Vec<Vec<f64>> = report.runs.iter().map(|(_, r)| values(r, n)).collect();
+        let lo = all.iter().flatten().copied().fold(0.0f64, f64::min);
+        let hi = all.iter().flatten().copied().fold(1.0f64, f64::max);
+        for (i, ((label, _), v)) in report.runs.iter().zip(&all).enumerate() {
+            if v.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                s,
+                "<figure data-metric=\"{}\">{}</figure>",
+                esc(n),
+                svg::histogram(&format!("{label}: {n}"), svg::colour(i), v, lo, hi)
+            );
+        }
+    }
+    s.push_str("</div></section>\n");
+}
+
+/// `text` with the `marks` character ranges wrapped in `<mark>`, everything escaped.
+fn highlighted(text: &str, marks: &[(usize, usize)]) -> String {
+    let mut out = String::with_capacity(text.len() + 16 * marks.len());
+    let chars: Vec<char> = text.chars().collect();
+    let mut at = 0;
+    for &(a, b) in marks {
+        let (a, b) = (a.min(chars.len()), b.min(chars.len()));
+        if a < at || a >= b {
+            continue;
+        }
+        out.push_str(&esc(&chars[at..a].iter().collect::<String>()));
+        out.push_str("<mark>");
+        out.push_str(&esc(&chars[a..b].iter().collect::<String>()));
+        out.push_str("</mark>");
+        at = b;
+    }
+    out.push_str(&esc(&chars[at..].iter().collect::<String>()));
+    out
+}
+
+fn passage(s: &mut String, p: &Passage, rank: Option<usize>, truth: Option<&Truth>) {
+    let marks = truth.map(|t| t.matched(p)).unwrap_or_default();
+    let hit = truth.is_some_and(|t| t.is_hit(p));
+    let _ = write!(
+        s,
+        "<div class=\"passage{}\"><span class=\"where\">{}{} {}–{}{}</span>\n{}</div>",
+        if hit { " hit" } else { "" },
+        rank.map(|r| format!("#{r} ")).unwrap_or_default(),
+        esc(&p.doc_id),
+        p.start,
+        p.end,
+        if hit { " · relevant" } else { "" },
+        p.text
+            .as_deref()
+            .map(|t| highlighted(t, &marks))
+            .unwrap_or_else(|| "<span class=\"muted\">(text not recorded)</span>".into())
+    );
+}
+
+fn detail(s: &mut String, report: &Report, row: &[Option<&QueryResult>]) {
+    let truth = row.iter().flatten().find_map(|q| q.truth.as_ref());
+    let any_retrieved = row.iter().flatten().any(|q| q.retrieved.is_some());
+    if truth.is_none() && !any_retrieved {
+        return;
+    }
+    s.push_str("<details><summary>ground truth and retrieved chunks</summary>");
+    match truth {
+        Some(Truth::Spans(spans)) => {
+            s.push_str("<h3>Ground truth</h3>");
+            for p in spans {
+                passage(s, p, None, None);
+            }
+        }
+        Some(Truth::ChunkIds(ids)) => {
+            s.push_str("<h3>Ground truth</h3><p>");
+            let list: Vec<String> = ids.iter().map(|i| format!("<code>{}</code>", esc(i))).collect();
+            s.push_str(&list.join(", "));
+            s.push_str("</p>");
+        }
+        None => {}
+    }
+    for (i, q) in row.iter().enumerate() {
+        let Some(retrieved) = q.and_then(|q| q.retrieved.as_ref()) else {
+            continue;
+        };
+        let _ = write!(s, "<h3>{}{}: retrieved</h3>", swatch(i), esc(&report.runs[i].0));
+        if retrieved.is_empty() {
+            s.push_str("<p class=\"muted\">nothing</p>");
+        }
+        for (rank, p) in retrieved.iter().enumerate() {
+            passage(s, p, Some(rank + 1), truth);
+        }
+    }
+    s.push_str("</details>");
+}
+
+fn queries(s: &mut String, report: &Report) {
+    let head: Vec<String> = report.headline_metrics().into_iter().take(3).collect();
+    let rows = report.queries();
+    let _ = write!(
+        s,
+        "<section id=\"queries\"><h2>Queries</h2><p><input type=\"search\" id=\"query-search\" placeholder=\"Search questions, ids, truth and retrieved text\" aria-label=\"search queries\"> <span id=\"query-count\">{}</span> of {} shown; click a column to sort.</p><table id=\"query-table\"><thead><tr><th>id</th><th>difficulty</th><th>question</th>",
+        rows.len(),
+        rows.len()
+    );
+    for (label, _) in &report.runs {
+        for n in &head {
+            let _ = write!(s, "<th>{}<br>{}</th>", esc(label), esc(n));
+        }
+    }
+    s.push_str("</tr></thead><tbody>\n");
+    for (id, row) in &rows {
+        let any = row.iter().flatten().next();
+        let question = any.and_then(|q| q.query.as_deref()).unwrap_or("");
+        let difficulty = any.and_then(|q| q.difficulty.as_deref()).unwrap_or("");
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}",
+            esc(id),
+            esc(difficulty),
+            esc(question)
+        );
+        detail(s, report, row);
+        s.push_str("</td>");
+        for q in row {
+            for n in &head {
+                match q.and_then(|q| q.metrics.get(n)) {
+                    Some(v) => {
+                        let _ = write!(s, "<td class=\"num\" data-v=\"{v}\">{v:.4}</td>");
+                    }
+                    None => s.push_str("<td class=\"num muted\" data-v=\"-1\">—</td>"),
+                }
+            }
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</tbody></table></section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn highlights_by_character_and_escapes_inside_and_out() {
+        assert_eq!(
+            highlighted("a<b>é&c", &[(1, 4), (5, 6)]),
+            "a<mark>&lt;b&gt;</mark>é<mark>&amp;</mark>c"
+        );
+        // Ranges past the end are clipped; overlapping or empty ones skipped.
+        assert_eq!(highlighted("abc", &[(2, 9), (1, 2)]), "ab<mark>c</mark>");
+        assert_eq!(highlighted("abc", &[]), "abc");
+    }
+}

@@ -1,0 +1,125 @@
+//! Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`: GitHub-flavoured tables only,
+//! every cell escaped.
+
+use super::escape::markdown_cell as cell;
+use super::stats::paired_difference;
+use super::Report;
+use std::fmt::Write as _;
+
+pub(crate) fn render(report: &Report) -> String {
+    let mut s = format!("## {}\n\n", cell(&report.title));
+    let (_, base) = &report.runs[0];
+    s.push_str("| run | level | k | mode | queries | retriever |\n|---|---|---:|---|---:|---|\n");
+    for (i, (label, r)) in report.runs.iter().enumerate() {
+        let retriever = r
+            .config
+            .as_ref()
+            .map(|c| if c.spec.is_empty() { c.retriever.clone() } else { c.spec.clone() })
+            .unwrap_or_else(|| "—".into());
+        let _ = writeln!(
+            s,
+            "| {}{} | {} | {} | {} | {} | {} |",
+            cell(label),
+            if i == 0 && report.runs.len() > 1 { " (baseline)" } else { "" },
+            r.level,
+            r.k.map_or("—".into(), |k| k.to_string()),
+            r.mode.map_or("—".into(), |m| m.to_string()),
+            r.queries,
+            cell(&retriever)
+        );
+    }
+    s.push_str("\n### Metrics\n\n");
+    if report.runs.len() > 1 {
+        s.push_str("Mean ± standard deviation; for the other runs, the difference from the baseline with its 95% interval (normal approximation).\n\n");
+    } else {
+        s.push_str("Mean ± standard deviation over queries.\n\n");
+    }
+    s.push_str("| metric |");
+    for (label, _) in &report.runs {
+        let _ = write!(s, " {} |", cell(label));
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---:|".repeat(report.runs.len()));
+    s.push('\n');
+    for n in report.metric_names() {
+        let _ = write!(s, "| {} |", cell(&n));
+        for (i, (_, r)) in report.runs.iter().enumerate() {
+            let (Some(m), Some(sd)) = (r.metrics.get(&n), r.std.get(&n)) else {
+                s.push_str(" — |");
+                continue;
+            };
+            let _ = write!(s, " {m:.4} ± {sd:.4}");
+            if i > 0 && base.metrics.get(&n).is_some() {
+                let pairs = super::pairs(base, r, &n);
+                let (d, ci) = paired_difference(&pairs);
+                let _ = write!(s, " (Δ {d:+.4}");
+                if let Some(c) = ci {
+                    let _ = write!(s, " [{:+.4}, {:+.4}]", c.lo, c.hi);
+                }
+                s.push(')');
+            }
+            s.push_str(" |");
+        }
+        s.push('\n');
+    }
+    if report.runs.iter().any(|(_, r)| r.by_difficulty.is_some()) {
+        let head = report.headline_metrics();
+        s.push_str("\n### By difficulty\n\nMeans over the queries with each label.\n\n| difficulty | run | queries |");
+        for n in &head {
+            let _ = write!(s, " {} |", cell(n));
+        }
+        s.push_str("\n|---|---|---:|");
+        s.push_str(&"---:|".repeat(head.len()));
+        s.push('\n');
+        let mut labels: Vec<&String> = report
+            .runs
+            .iter()
+            .flat_map(|(_, r)| r.by_difficulty.iter().flat_map(|d| d.keys()))
+            .collect();
+        labels.sort();
+        labels.dedup();
+        for label in labels {
+            for (run, r) in &report.runs {
+                let Some(d) = r.by_difficulty.as_ref().and_then(|d| d.get(label)) else {
+                    continue;
+                };
+                let _ = write!(s, "| {} | {} | {} |", cell(label), cell(run), d.queries);
+                for n in &head {
+                    match d.metrics.get(n) {
+                        Some(v) => {
+                            let _ = write!(s, " {v:.4} |");
+                        }
+                        None => s.push_str(" — |"),
+                    }
+                }
+                s.push('\n');
+            }
+        }
+    }
+    if !report.bars.is_empty() {
+        s.push_str("\n### Bars\n\n| bar | run | mean | verdict | queries missing it |\n|---|---|---:|---|---:|\n");
+        for bar in &report.bars {
+            for (label, r) in &report.runs {
+                let _ = write!(s, "| {} | {} |", cell(&bar.to_string()), cell(label));
+                match bar.index_in(&r.metrics) {
+                    None => s.push_str(" — | ❌ not computed | — |\n"),
+                    Some(i) => {
+                        let m = r.metrics.0[i].1;
+                        let missed = r
+                            .per_query
+                            .iter()
+                            .filter(|q| q.metrics.0.get(i).is_some_and(|f| !bar.passes(f.1)))
+                            .count();
+                        let _ = writeln!(
+                            s,
+                            " {m:.4} | {} | {missed} of {} |",
+                            if bar.passes(m) { "✅ pass" } else { "❌ fail" },
+                            r.per_query.len()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    s
+}

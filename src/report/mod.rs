@@ -1,0 +1,246 @@
+//! Reports people read: one or more runs rendered as a self-contained HTML page, a Markdown
+//! summary (a pull-request comment, `$GITHUB_STEP_SUMMARY`) or JUnit XML for CI dashboards.
+//!
+//! ```
+//! use rag_eval::metrics::{Figures, QueryResult, ResultLevel, RunResult};
+//! use rag_eval::report::{Bar, Report};
+//!
+//! let run = |v: f64| RunResult::from_queries(
+//!     ResultLevel::Token,
+//!     vec!["span_recall@5".into()],
+//!     vec![QueryResult {
+//!         id: "q1".into(),
+//!         query: Some("what is <b>?".into()),
+//!         metrics: Figures(vec![("span_recall@5".into(), v)]),
+//!         ..QueryResult::default()
+//!     }],
+//! );
+//! let report = Report::new(vec![("before".into(), run(0.5)), ("after".into(), run(0.75))])?
+//!     .with_bars(vec!["span_recall=0.6".parse()?]);
+//! let html = report.html();
+//! assert!(html.contains("what is &lt;b&gt;?"));
+//! assert!(report.markdown().contains("| span_recall@5 |"));
+//! assert!(report.junit().contains(r#"failures="1""#)); // `before` misses the bar
+//! # Ok::<(), rag_eval::Error>(())
+//! ```
+
+mod bar;
+mod escape;
+mod html;
+pub mod junit;
+mod markdown;
+mod stats;
+mod svg;
+
+pub use bar::{Bar, Bound};
+pub use stats::Interval;
+
+use crate::error::{Error, Result};
+use crate::metrics::{QueryResult, RunResult};
+use camino::Utf8Path;
+
+/// What `rag-eval report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One self-contained HTML page.
+    Html,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+    /// JUnit XML: one test case per query and bar.
+    Junit,
+}
+
+/// Runs to report on, the first the baseline the others are compared with, and the bars they
+/// are held to.
+#[derive(Debug, Clone)]
+pub struct Report {
+    runs: Vec<(String, RunResult)>,
+    bars: Vec<Bar>,
+    title: String,
+}
+
+impl Report {
+    /// A report of `runs` (label, result), the first the baseline. At least one run; labels
+    /// must differ, as they name the runs in every table.
+    pub fn new(runs: Vec<(String, RunResult)>) -> Result<Report> {
+        if runs.is_empty() {
+            return Err(Error::Config("a report needs at least one run".into()));
+        }
+        for (i, (label, _)) in runs.iter().enumerate() {
+            if runs[..i].iter().any(|(l, _)| l == label) {
+                return Err(Error::Config(format!(
+                    "two runs are labelled `{label}`; give them different labels"
+                )));
+            }
+        }
+        Ok(Report {
+            runs,
+            bars: Vec::new(),
+            title: "rag-eval report".into(),
+        })
+    }
+
+    /// The bars every run's means and every query's figures are held to.
+    pub fn with_bars(mut self, bars: Vec<Bar>) -> Report {
+        self.bars = bars;
+        self
+    }
+
+    /// The page's title (default `rag-eval report`).
+    pub fn with_title(mut self, title: impl Into<String>) -> Report {
+        self.title = title.into();
+        self
+    }
+
+    /// The runs, baseline first.
+    pub fn runs(&self) -> &[(String, RunResult)] {
+        &self.runs
+    }
+
+    /// The bars.
+    pub fn bars(&self) -> &[Bar] {
+        &self.bars
+    }
+
+    /// The report in `format`.
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Html => self.html(),
+            Format::Markdown => self.markdown(),
+            Format::Junit => self.junit(),
+        }
+    }
+
+    /// One self-contained HTML page: no network access, inline CSS, SVG and a little script
+    /// for searching and sorting.
+    pub fn html(&self) -> String {
+        html::render(self)
+    }
+
+    /// Markdown: the runs, the metric table (with differences from the baseline), the means
+    /// per difficulty and the bars.
+    pub fn markdown(&self) -> String {
+        markdown::render(self)
+    }
+
+    /// JUnit XML: a test suite per run, a test case per bar (the mean) and per query and bar,
+    /// failed where the bar is missed; without bars, a passing test case per query.
+    pub fn junit(&self) -> String {
+        junit::of_report(self)
+    }
+
+    /// Every metric of any run, in the order they first appear.
+    pub(crate) fn metric_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for (_, r) in &self.runs {
+            for n in r.metrics.names() {
+                if !names.iter().any(|m| m == n) {
+                    names.push(n.to_owned());
+                }
+            }
+        }
+        names
+    }
+
+    /// The metrics shown first where space is short (span, chunk, PrecisionΩ, nDCG), else all.
+    pub(crate) fn headline_metrics(&self) -> Vec<String> {
+        let all = self.metric_names();
+        let head: Vec<String> = all
+            .iter()
+            .filter(|n| {
+                n.starts_with("span_")
+                    || n.starts_with("chunk_")
+                    || *n == "precision_omega"
+                    || n.starts_with("ndcg")
+            })
+            .cloned()
+            .collect();
+        if head.is_empty() {
+            all
+        } else {
+            head
+        }
+    }
+
+    /// Each query id in the order first seen over the runs, with each run's result for it.
+    pub(crate) fn queries(&self) -> Vec<(&str, Vec<Option<&QueryResult>>)> {
+        let index: Vec<std::collections::HashMap<&str, &QueryResult>> = self
+            .runs
+            .iter()
+            .map(|(_, r)| r.per_query.iter().map(|q| (q.id.as_str(), q)).collect())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for (_, r) in &self.runs {
+            for q in &r.per_query {
+                if seen.insert(q.id.as_str()) {
+                    let row = index.iter().map(|m| m.get(q.id.as_str()).copied()).collect();
+                    out.push((q.id.as_str(), row));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads the runs in a JSON file written by `rag-eval score --json` or `rag-eval eval --json`
+/// (one object per line: `eval` with several chunkers writes several), labelled by the file's
+/// name, followed by the chunker's spec when the file holds several runs.
+pub fn load_runs(path: &Utf8Path) -> Result<Vec<(String, RunResult)>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))?;
+    let stem = path.file_stem().unwrap_or(path.as_str()).to_owned();
+    let mut runs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let run: RunResult = serde_json::from_str(line).map_err(|e| Error::Parse {
+            path: path.to_owned(),
+            line: i + 1,
+            message: format!(
+                "not a run as `rag-eval eval --json` or `score --json` writes it: {e}"
+            ),
+        })?;
+        runs.push(run);
+    }
+    if runs.is_empty() {
+        return Err(Error::Parse {
+            path: path.to_owned(),
+            line: 1,
+            message: "holds no run".into(),
+        });
+    }
+    let many = runs.len() > 1;
+    Ok(runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let label = if many {
+                let which = r
+                    .config
+                    .as_ref()
+                    .and_then(|c| c.chunker.clone())
+                    .unwrap_or_else(|| (i + 1).to_string());
+                format!("{stem} {which}")
+            } else {
+                stem.clone()
+            };
+            (label, r)
+        })
+        .collect())
+}
+
+/// Pairs of (baseline, other) values of `metric` over the queries both runs scored, in the
+/// baseline's order.
+pub(crate) fn pairs(base: &RunResult, other: &RunResult, metric: &str) -> Vec<(f64, f64)> {
+    let by_id: std::collections::HashMap<&str, &QueryResult> =
+        other.per_query.iter().map(|q| (q.id.as_str(), q)).collect();
+    base.per_query
+        .iter()
+        .filter_map(|q| {
+            let a = q.metrics.get(metric)?;
+            let b = by_id.get(q.id.as_str())?.metrics.get(metric)?;
+            Some((a, b))
+        })
+        .collect()
+}
