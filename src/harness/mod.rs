@@ -13,6 +13,7 @@
 
 mod case;
 pub(crate) mod golden;
+mod junit;
 pub(crate) mod private;
 
 use crate::metrics::RunResult as Outcome;
@@ -58,10 +59,26 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         trials.extend(trials_of(&case, &hook));
     }
     trials.sort_by(|a, b| a.name().cmp(b.name()));
-    let conclusion = libtest_mimic::run(&args, trials);
+    let ignored: Vec<String> = trials
+        .iter()
+        .filter(|t| t.has_ignored_flag())
+        .map(|t| t.name().to_owned())
+        .collect();
+    let listing = args.list;
+    let mut conclusion = libtest_mimic::run(&args, trials);
     // The tables come after every test's line, where a reader of the log looks last.
     for report in reports().lock().unwrap_or_else(|e| e.into_inner()).iter() {
         print!("{report}");
+    }
+    if !listing {
+        match junit::write_if_asked(&ignored) {
+            Some(Ok(path)) => println!("JUnit report: {}", path.display()),
+            Some(Err(e)) => {
+                eprintln!("error: cannot write the JUnit report ({}): {e}", junit::VAR);
+                conclusion.num_failed += 1;
+            }
+            None => {}
+        }
     }
     conclusion.exit_code()
 }
@@ -88,15 +105,21 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
         for (id, _) in &setup.queries {
             let (c, id_owned) = (case.clone(), id.clone());
             trials.push(
-                Trial::test(format!("{name}::{id}"), move || query_trial(&c, &id_owned))
-                    .with_ignored_flag(case.spec.ignore),
+                Trial::test(
+                    format!("{name}::{id}"),
+                    junit::recorded(format!("{name}::{id}"), move || query_trial(&c, &id_owned)),
+                )
+                .with_ignored_flag(case.spec.ignore),
             );
         }
     }
     let (c, h) = (case.clone(), hook.clone());
     trials.push(
-        Trial::test(format!("{name}::summary"), move || summary_trial(&c, &h))
-            .with_ignored_flag(case.spec.ignore),
+        Trial::test(
+            format!("{name}::summary"),
+            junit::recorded(format!("{name}::summary"), move || summary_trial(&c, &h)),
+        )
+        .with_ignored_flag(case.spec.ignore),
     );
     trials
 }

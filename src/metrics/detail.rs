@@ -151,7 +151,13 @@ mod tests {
     #[test]
     fn matched_ranges_are_relative_merged_and_per_document() {
         let chunk = p("a", 10, 30);
-        let truth = [p("a", 5, 12), p("a", 11, 15), p("b", 10, 30), p("a", 25, 40), p("a", 30, 35)];
+        let truth = [
+            p("a", 5, 12),
+            p("a", 11, 15),
+            p("b", 10, 30),
+            p("a", 25, 40),
+            p("a", 30, 35),
+        ];
         // 5..12 and 11..15 merge to 10..15 inside the chunk; 25..40 clips to 25..30; 30..35
         // only touches the end; the other document does not count.
         assert_eq!(chunk.matched(&truth), vec![(0, 5), (15, 20)]);

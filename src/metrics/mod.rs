@@ -58,6 +58,7 @@ mod span;
 
 // Re-exports of the built-in metrics go here, one line each.
 pub use chroma::{chroma_scores, precision_omega, ChromaScores, ChunkIndex, PrecisionOmega};
+pub use detail::{Passage, Truth};
 pub use mode::SpanMode;
 pub use rank::{
     average_precision, dcg_at_k, f1_at_k, hit_at_k, ideal_grades, is_relevant, ndcg_at_k,

@@ -73,14 +73,12 @@ impl Bar {
     /// Position of the bar's metric among `figures`: by report name, or by base name
     /// (`span_recall` finds `span_recall@5`).
     pub fn index_in(&self, figures: &Figures) -> Option<usize> {
-        figures
-            .names()
-            .position(|n| n == self.metric)
-            .or_else(|| {
-                figures.names().position(|n| {
-                    n.split_once('@').is_some_and(|(base, _)| base == self.metric)
-                })
+        figures.names().position(|n| n == self.metric).or_else(|| {
+            figures.names().position(|n| {
+                n.split_once('@')
+                    .is_some_and(|(base, _)| base == self.metric)
             })
+        })
     }
 
     /// Whether `value` passes.
@@ -122,7 +120,10 @@ mod tests {
     fn parses_and_finds_metrics_by_base_or_report_name() {
         let bar: Bar = "span_recall = 0.8".parse().unwrap();
         assert_eq!(bar, Bar::min("span_recall", 0.8));
-        let figures = Figures(vec![("span_iou@5".into(), 0.1), ("span_recall@5".into(), 0.9)]);
+        let figures = Figures(vec![
+            ("span_iou@5".into(), 0.1),
+            ("span_recall@5".into(), 0.9),
+        ]);
         assert_eq!(bar.index_in(&figures), Some(1));
         assert_eq!(Bar::min("span_recall@5", 0.8).index_in(&figures), Some(1));
         assert_eq!(Bar::min("span_recall@10", 0.8).index_in(&figures), None);

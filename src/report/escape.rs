@@ -40,8 +40,8 @@ pub(crate) fn xml(s: &str) -> String {
     out
 }
 
-/// Text safe in one cell of a Markdown table: pipes and markup escaped, line breaks as
-/// spaces (a table row is one line).
+/// Text safe in one cell of a Markdown table: pipes, code and link markup and the start of
+/// HTML tags escaped, line breaks as spaces (a table row is one line).
 pub(crate) fn markdown_cell(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -54,7 +54,6 @@ pub(crate) fn markdown_cell(s: &str) -> String {
                 out.push(c);
             }
             '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
             '\n' | '\r' | '\t' => out.push(' '),
             c if c.is_control() => {}
@@ -77,6 +76,6 @@ mod tests {
         let x = xml("a<b>\u{1}\u{0}c\"'\n\u{FFFF}");
         assert_eq!(x, "a&lt;b&gt;\u{FFFD}\u{FFFD}c&quot;&apos;&#10;\u{FFFD}");
         let m = markdown_cell("a | b\nc <b>`x`");
-        assert_eq!(m, "a \\| b c &lt;b&gt;\\`x\\`");
+        assert_eq!(m, "a \\| b c &lt;b>\\`x\\`");
     }
 }

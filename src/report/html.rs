@@ -121,7 +121,13 @@ fn runs(s: &mut String, report: &Report) {
     for (i, (label, r)) in report.runs.iter().enumerate() {
         let config = r.config.as_ref();
         let retriever = config
-            .map(|c| if c.spec.is_empty() { &c.retriever } else { &c.spec })
+            .map(|c| {
+                if c.spec.is_empty() {
+                    &c.retriever
+                } else {
+                    &c.spec
+                }
+            })
             .map_or("—", String::as_str);
         let _ = writeln!(
             s,
@@ -205,11 +211,7 @@ fn metrics(s: &mut String, report: &Report) {
                 .collect(),
         })
         .collect();
-    s.push_str(&svg::bars(
-        "Means with 95% intervals",
-        &head,
-        &series,
-    ));
+    s.push_str(&svg::bars("Means with 95% intervals", &head, &series));
     if report.runs.len() > 1 {
         let diffs: Vec<Series<'_>> = report.runs[1..]
             .iter()
@@ -239,9 +241,16 @@ fn bars(s: &mut String, report: &Report) {
     s.push_str("<section id=\"bars\"><h2>Bars</h2><table><thead><tr><th>bar</th><th>run</th><th>mean</th><th>verdict</th><th>queries below the bar</th></tr></thead><tbody>\n");
     for bar in &report.bars {
         for (label, r) in &report.runs {
-            let _ = write!(s, "<tr><td>{}</td><td>{}</td>", esc(&bar.to_string()), esc(label));
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td>",
+                esc(&bar.to_string()),
+                esc(label)
+            );
             match bar.index_in(&r.metrics) {
-                None => s.push_str("<td class=\"num\">—</td><td class=\"fail\">not computed</td><td></td>"),
+                None => s.push_str(
+                    "<td class=\"num\">—</td><td class=\"fail\">not computed</td><td></td>",
+                ),
                 Some(i) => {
                     let m = r.metrics.0[i].1;
                     let missed = r
@@ -271,7 +280,9 @@ fn difficulty(s: &mut String, report: &Report) {
         s.push_str("<p class=\"muted\">No run records difficulty labels (<code>rag-eval score</code> results have none).</p></section>\n");
         return;
     }
-    s.push_str("<table id=\"difficulty-table\"><thead><tr><th>difficulty</th><th>run</th><th>queries</th>");
+    s.push_str(
+        "<table id=\"difficulty-table\"><thead><tr><th>difficulty</th><th>run</th><th>queries</th>",
+    );
     for n in &head {
         let _ = write!(s, "<th>{}</th>", esc(n));
     }
@@ -311,7 +322,12 @@ fn difficulty(s: &mut String, report: &Report) {
 }
 
 fn select(s: &mut String, key: &str, label: &str, options: &[String]) {
-    let _ = write!(s, "<label>{} <select data-key=\"{}\">", esc(label), esc(key));
+    let _ = write!(
+        s,
+        "<label>{} <select data-key=\"{}\">",
+        esc(label),
+        esc(key)
+    );
     for o in options {
         let _ = write!(s, "<option value=\"{}\">{}</option>", esc(o), esc(o));
     }
@@ -425,7 +441,10 @@ fn detail(s: &mut String, report: &Report, row: &[Option<&QueryResult>]) {
         }
         Some(Truth::ChunkIds(ids)) => {
             s.push_str("<h3>Ground truth</h3><p>");
-            let list: Vec<String> = ids.iter().map(|i| format!("<code>{}</code>", esc(i))).collect();
+            let list: Vec<String> = ids
+                .iter()
+                .map(|i| format!("<code>{}</code>", esc(i)))
+                .collect();
             s.push_str(&list.join(", "));
             s.push_str("</p>");
         }
@@ -435,7 +454,12 @@ fn detail(s: &mut String, report: &Report, row: &[Option<&QueryResult>]) {
         let Some(retrieved) = q.and_then(|q| q.retrieved.as_ref()) else {
             continue;
         };
-        let _ = write!(s, "<h3>{}{}: retrieved</h3>", swatch(i), esc(&report.runs[i].0));
+        let _ = write!(
+            s,
+            "<h3>{}{}: retrieved</h3>",
+            swatch(i),
+            esc(&report.runs[i].0)
+        );
         if retrieved.is_empty() {
             s.push_str("<p class=\"muted\">nothing</p>");
         }

@@ -64,7 +64,12 @@ fn tally(cases: &[Case]) -> (usize, usize, usize, f64) {
         .iter()
         .filter(|c| c.outcome == Outcome::Skipped)
         .count();
-    (cases.len(), failures, skipped, cases.iter().map(|c| c.seconds).sum())
+    (
+        cases.len(),
+        failures,
+        skipped,
+        cases.iter().map(|c| c.seconds).sum(),
+    )
 }
 
 impl Suites {
@@ -137,9 +142,17 @@ pub(crate) fn of_report(report: &Report) -> String {
         };
         if report.bars.is_empty() {
             for q in &r.per_query {
-                let figures: Vec<String> =
-                    q.metrics.0.iter().map(|(n, v)| format!("{n} = {v:.4}")).collect();
-                cases.push(case(q.id.clone(), Outcome::Passed, Some(figures.join("\n"))));
+                let figures: Vec<String> = q
+                    .metrics
+                    .0
+                    .iter()
+                    .map(|(n, v)| format!("{n} = {v:.4}"))
+                    .collect();
+                cases.push(case(
+                    q.id.clone(),
+                    Outcome::Passed,
+                    Some(figures.join("\n")),
+                ));
             }
         }
         for bar in &report.bars {

@@ -14,13 +14,23 @@ pub(crate) fn render(report: &Report) -> String {
         let retriever = r
             .config
             .as_ref()
-            .map(|c| if c.spec.is_empty() { c.retriever.clone() } else { c.spec.clone() })
+            .map(|c| {
+                if c.spec.is_empty() {
+                    c.retriever.clone()
+                } else {
+                    c.spec.clone()
+                }
+            })
             .unwrap_or_else(|| "—".into());
         let _ = writeln!(
             s,
             "| {}{} | {} | {} | {} | {} | {} |",
             cell(label),
-            if i == 0 && report.runs.len() > 1 { " (baseline)" } else { "" },
+            if i == 0 && report.runs.len() > 1 {
+                " (baseline)"
+            } else {
+                ""
+            },
             r.level,
             r.k.map_or("—".into(), |k| k.to_string()),
             r.mode.map_or("—".into(), |m| m.to_string()),
@@ -113,7 +123,11 @@ pub(crate) fn render(report: &Report) -> String {
                         let _ = writeln!(
                             s,
                             " {m:.4} | {} | {missed} of {} |",
-                            if bar.passes(m) { "✅ pass" } else { "❌ fail" },
+                            if bar.passes(m) {
+                                "✅ pass"
+                            } else {
+                                "❌ fail"
+                            },
                             r.per_query.len()
                         );
                     }

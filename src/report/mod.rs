@@ -174,7 +174,10 @@ impl Report {
         for (_, r) in &self.runs {
             for q in &r.per_query {
                 if seen.insert(q.id.as_str()) {
-                    let row = index.iter().map(|m| m.get(q.id.as_str()).copied()).collect();
+                    let row = index
+                        .iter()
+                        .map(|m| m.get(q.id.as_str()).copied())
+                        .collect();
                     out.push((q.id.as_str(), row));
                 }
             }

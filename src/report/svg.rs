@@ -163,7 +163,11 @@ pub(crate) fn histogram(title: &str, colour: &str, values: &[f64], lo: f64, hi: 
     let span = if hi - lo < 1e-12 { 1.0 } else { hi - lo };
     for v in values {
         let i = (((v - lo) / span) * bins as f64).floor();
-        let i = if i.is_finite() { (i.max(0.0) as usize).min(bins - 1) } else { 0 };
+        let i = if i.is_finite() {
+            (i.max(0.0) as usize).min(bins - 1)
+        } else {
+            0
+        };
         counts[i] += 1;
     }
     let (left, top, w, h) = (36.0, 24.0, 220.0, 110.0);
@@ -177,7 +181,10 @@ pub(crate) fn histogram(title: &str, colour: &str, values: &[f64], lo: f64, hi: 
     let bw = w / bins as f64;
     for (i, c) in counts.iter().enumerate() {
         let bh = h * *c as f64 / max;
-        let (a, b) = (lo + span * i as f64 / bins as f64, lo + span * (i + 1) as f64 / bins as f64);
+        let (a, b) = (
+            lo + span * i as f64 / bins as f64,
+            lo + span * (i + 1) as f64 / bins as f64,
+        );
         let _ = write!(
             s,
             r#"<rect class="bin" x="{:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}" fill="{colour}"><title>{c} quer{} in [{a:.2}, {b:.2}{}</title></rect>"#,

@@ -1,0 +1,422 @@
+//! `rag-eval report`: the HTML page opened in headless Chromium, Markdown tables checked for
+//! shape, JUnit validated against its schema, and user text that tries to be markup shown as
+//! text everywhere.
+
+#[path = "support/junit_schema.rs"]
+mod junit_schema;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+const EVIL: &str =
+    r#"<script>document.title='pwned'</script><img src=x onerror="alert(1)"> | ` ]] > & "#;
+
+fn rag_eval(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(args)
+        .current_dir(REPO)
+        .output()
+        .expect("rag-eval runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Two evaluations of the bundled example (chunks of 400 and of 200 characters), the second
+/// with a query text, a document id and a chunk text that try to be markup.
+fn runs(dir: &Path) -> (PathBuf, PathBuf) {
+    let eval = |size: &str| {
+        let chunker = format!("recursive:size={size},overlap=0");
+        let (ok, out, err) = rag_eval(&[
+            "eval",
+            "--corpus",
+            "examples/data/corpus",
+            "--dataset",
+            "examples/data/questions.jsonl",
+            "--chunker",
+            &chunker,
+            "--json",
+        ]);
+        assert!(ok, "{err}");
+        out
+    };
+    let a = dir.join("chunks-400.json");
+    std::fs::write(&a, eval("400")).unwrap();
+    let mut b: Value = serde_json::from_str(&eval("200")).unwrap();
+    let q = &mut b["per_query"][0];
+    q["query"] = Value::from(EVIL);
+    q["retrieved"][0]["text"] = Value::from(format!("{EVIL} and more"));
+    q["retrieved"][0]["doc_id"] = Value::from(EVIL);
+    let b_path = dir.join("chunks-200.json");
+    std::fs::write(&b_path, serde_json::to_string(&b).unwrap()).unwrap();
+    (a, b_path)
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn report(args: &[&str]) -> String {
+    let (ok, out, err) = rag_eval(&[&["report"], args].concat());
+    assert!(ok, "{err}");
+    out
+}
+
+#[test]
+fn eval_json_carries_truth_and_retrieved_passages() {
+    let dir = temp();
+    let (a, _) = runs(dir.path());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(a).unwrap()).unwrap();
+    let q = &v["per_query"][0];
+    let truth = q["truth"]["spans"]
+        .as_array()
+        .expect("token-level truth spans");
+    assert!(!truth.is_empty());
+    assert!(truth[0]["text"].as_str().is_some_and(|t| !t.is_empty()));
+    let retrieved = q["retrieved"].as_array().unwrap();
+    assert_eq!(retrieved.len(), 5, "k = 5");
+    let first = &retrieved[0];
+    let (start, end) = (
+        first["start"].as_u64().unwrap(),
+        first["end"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        first["text"].as_str().unwrap().chars().count() as u64,
+        end - start
+    );
+    assert!(
+        first.get("score").is_none(),
+        "scores are not part of a result"
+    );
+}
+
+#[test]
+fn html_is_self_contained_and_user_text_stays_text() {
+    let dir = temp();
+    let (a, b) = runs(dir.path());
+    let out = dir.path().join("report.html");
+    let (ok, stdout, err) = rag_eval(&[
+        "report",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok && stdout.is_empty(), "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    // Nothing is fetched: no external scripts, styles, images or links.
+    for fetch in [
+        "src=\"http",
+        "href=\"http",
+        "url(",
+        "@import",
+        "<link",
+        "<img",
+    ] {
+        assert!(!html.contains(fetch), "{fetch} in the page");
+    }
+    assert_eq!(
+        html.matches("<script>").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(!html.contains("<script>document"));
+    assert!(!html.contains("onerror=\""));
+    assert!(html.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
+    for section in [
+        "id=\"runs\"",
+        "id=\"metrics\"",
+        "id=\"difficulty\"",
+        "id=\"scatter\"",
+        "id=\"histograms\"",
+        "id=\"queries\"",
+    ] {
+        assert!(html.contains(section), "{section}");
+    }
+}
+
+/// Chromium's path from `RAG_EVAL_CHROMIUM` (`.ci/chromium.sh` sets it).
+fn chromium() -> Option<String> {
+    let path = std::env::var("RAG_EVAL_CHROMIUM")
+        .ok()
+        .filter(|p| !p.is_empty());
+    if path.is_none() {
+        eprintln!("skipped: RAG_EVAL_CHROMIUM is not set (source .ci/chromium.sh)");
+    }
+    path
+}
+
+/// Runs headless Chromium on `page` with `extra` arguments: (stdout, stderr).
+fn headless(browser: &str, page: &Path, extra: &[&str]) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn html_renders_in_headless_chromium_without_console_errors() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let dir = temp();
+    let (a, b) = runs(dir.path());
+    let page = dir.path().join("report.html");
+    report(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--min",
+        "span_recall=0.5",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    let (dom, log) = headless(&browser, &page, &["--dump-dom"]);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    // The script ran to its end.
+    assert!(
+        dom.contains("data-ready=\"yes\""),
+        "{}",
+        &dom[..dom.len().min(2000)]
+    );
+    assert!(
+        dom.contains("<title>rag-eval report</title>"),
+        "the title was not rewritten"
+    );
+    for heading in [
+        "<h1>rag-eval report</h1>",
+        "<h2>Runs</h2>",
+        "<h2>Metrics</h2>",
+        "<h2>Bars</h2>",
+        "<h2>By difficulty</h2>",
+        "<h2>Per query: baseline against another run</h2>",
+        "<h2>Distribution of per-query figures</h2>",
+        "<h2>Queries</h2>",
+    ] {
+        assert!(dom.contains(heading), "{heading}");
+    }
+    // Two bar charts, a scatter per headline metric, two histograms per metric.
+    let charts = dom.matches("<svg class=\"chart\"").count();
+    assert!(charts >= 2 + 5 + 2 * 11, "{charts} charts");
+    assert!(dom.contains("class=\"whisker\""), "interval whiskers");
+    assert!(
+        dom.matches("class=\"point\"").count() >= 5,
+        "scatter points"
+    );
+    // Every query a row; the selects left one scatter shown.
+    let table = &dom[dom.find("id=\"query-table\"").unwrap()..];
+    let body = &table[table.find("<tbody>").unwrap()..table.find("</tbody>").unwrap()];
+    assert_eq!(body.matches("<tr>").count(), 40);
+    assert!(body.contains("<mark>"), "matched characters highlighted");
+    let scatter = &dom[dom.find("id=\"scatter\"").unwrap()..dom.find("id=\"histograms\"").unwrap()];
+    assert_eq!(
+        scatter.matches("<figure").count() - scatter.matches("hidden=\"\"").count(),
+        1,
+        "one scatter shown"
+    );
+    // The markup in the run stayed text: no element came from it.
+    assert!(!dom.contains("<img"), "an element from user text");
+    assert!(dom.contains("&lt;script&gt;document.title="));
+
+    // A screenshot for a person to look at.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reports");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    let arg = format!("--screenshot={}", shot.display());
+    headless(&browser, &page, &["--window-size=1280,2400", &arg]);
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{} bytes",
+        png.len()
+    );
+    eprintln!("screenshot: {}", shot.canonicalize().unwrap().display());
+}
+
+/// Cells of a Markdown table row: split at pipes not escaped with a backslash.
+fn cells(row: &str) -> usize {
+    let inner = row
+        .strip_prefix('|')
+        .and_then(|r| r.strip_suffix('|'))
+        .unwrap_or_else(|| panic!("a row starts and ends with a pipe: {row:?}"));
+    let mut n = 1;
+    let mut escaped = false;
+    for c in inner.chars() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '|' if !escaped => n += 1,
+            _ => escaped = false,
+        }
+    }
+    n
+}
+
+#[test]
+fn markdown_tables_are_well_formed() {
+    let dir = temp();
+    let (a, b) = runs(dir.path());
+    let md = report(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "markdown",
+        "--min",
+        "span_recall=0.5",
+        "--title",
+        "Retrieval | <b>nightly</b>",
+    ]);
+    assert!(
+        md.starts_with("## Retrieval \\| &lt;b>nightly&lt;/b>\n"),
+        "{md}"
+    );
+    let lines: Vec<&str> = md.lines().collect();
+    let mut tables = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].starts_with('|') {
+            i += 1;
+            continue;
+        }
+        tables += 1;
+        let width = cells(lines[i]);
+        let sep = lines[i + 1];
+        assert_eq!(cells(sep), width, "separator of {:?}", lines[i]);
+        assert!(
+            sep.trim_matches('|').split('|').all(|c| {
+                let c = c.trim();
+                c.trim_matches(':').chars().all(|x| x == '-') && c.contains('-')
+            }),
+            "{sep}"
+        );
+        assert!(
+            i == 0 || lines[i - 1].is_empty(),
+            "a blank line before a table"
+        );
+        i += 2;
+        let mut rows = 0;
+        while i < lines.len() && lines[i].starts_with('|') {
+            assert_eq!(cells(lines[i]), width, "{:?}", lines[i]);
+            rows += 1;
+            i += 1;
+        }
+        assert!(rows > 0);
+    }
+    assert_eq!(tables, 4, "runs, metrics, difficulty, bars: {md}");
+    assert!(md.contains("| span_recall@5 | 0.7288 ± 0.4164 |"), "{md}");
+    assert!(
+        md.contains("| span_recall >= 0.5 | chunks-400 | 0.7288 | ✅ pass | 11 of 40 |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn junit_has_a_case_per_query_and_bar_and_fits_the_schema() {
+    let dir = temp();
+    let (a, b) = runs(dir.path());
+    let xml_path = dir.path().join("report.xml");
+    report(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "junit",
+        "--min",
+        "span_recall=0.5",
+        "--max",
+        "span_iou@5=0.9",
+        "-o",
+        xml_path.to_str().unwrap(),
+    ]);
+    let xml = std::fs::read_to_string(&xml_path).unwrap();
+    // Per run and bar: the mean and 40 queries.
+    assert_eq!(xml.matches("<testcase ").count(), 2 * 2 * 41);
+    // Run a: 11 queries below 0.5 recall; run b's figures come from its own file.
+    let b_json: Value = serde_json::from_str(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    let b_below = b_json["per_query"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["metrics"]["span_recall@5"].as_f64().unwrap() < 0.5)
+        .count();
+    assert!(
+        xml.contains(r#"<testsuite name="chunks-400" tests="82" failures="11""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(&format!(
+            r#"<testsuite name="chunks-200" tests="82" failures="{b_below}""#
+        )),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<testcase name=\"q0001: span_recall@5 &gt;= 0.5\" classname=\"chunks-400\"")
+    );
+    assert!(!xml.contains("<script>"), "user text escaped");
+    match junit_schema::validate(&xml_path) {
+        Some(Ok(())) | None => {}
+        Some(Err(why)) => panic!("the report does not fit the JUnit schema: {why}"),
+    }
+    // The schema is not a formality: a broken document fails it.
+    let broken = dir.path().join("broken.xml");
+    std::fs::write(&broken, xml.replace(" classname=", " class=")).unwrap();
+    if let Some(result) = junit_schema::validate(&broken) {
+        assert!(
+            result.is_err(),
+            "a testcase without classname passed the schema"
+        );
+    }
+}
+
+#[test]
+fn bad_inputs_are_named() {
+    let dir = temp();
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"level\":\"token\"}\n").unwrap();
+    let (ok, _, err) = rag_eval(&["report", junk.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        err.contains("junk.json:1") && err.contains("not a run"),
+        "{err}"
+    );
+    let (a, _) = runs(dir.path());
+    let (ok, _, err) = rag_eval(&["report", a.to_str().unwrap(), "--min", "recall"]);
+    assert!(
+        !ok && err.contains("bar `recall`: expected METRIC=VALUE"),
+        "{err}"
+    );
+    let (ok, _, err) = rag_eval(&["report", "no/such/run.json"]);
+    assert!(!ok && err.contains("no/such/run.json"), "{err}");
+    // The same file twice still gets two names.
+    let md = report(&[
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--format",
+        "markdown",
+    ]);
+    assert!(md.contains("| chunks-400 (2) |"), "{md}");
+}
