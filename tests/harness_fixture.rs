@@ -7,6 +7,8 @@
 //! trybuild's project, so that rag-eval and its dependencies are built once for both; it is
 //! not the directory of the build running this test, so it never waits on that build's lock.
 
+#[path = "support/junit_schema.rs"]
+mod junit_schema;
 #[path = "fixtures/harness/variant.rs"]
 mod variant;
 
@@ -229,6 +231,18 @@ fn failed_cargo_test(output: &str) -> BTreeSet<String> {
 
 /// Test names reported as failed by nextest
 /// (`FAIL [   0.012s] ( 3/41) fx::scenarios case::q0001`: the name is the last word).
+/// Names of the failed test cases of a JUnit file.
+fn failed_junit(xml: &str) -> BTreeSet<String> {
+    xml.split("<testcase name=\"")
+        .skip(1)
+        .filter(|case| {
+            let end = case.find("</testcase>").unwrap_or(case.len());
+            case[..end].contains("<failure ")
+        })
+        .map(|case| case[..case.find('"').unwrap()].to_owned())
+        .collect()
+}
+
 fn failed_nextest(output: &str) -> BTreeSet<String> {
     output
         .lines()
@@ -356,9 +370,25 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         "the scenario must regress some queries: {expected:?}"
     );
     assert!(expected.contains("scenario::summary"), "{expected:?}");
-    let (code, out) = fx.cargo(&scenarios, &[("FIXTURE_VARIANT", "worse"), ("CI", "true")]);
+    let junit = fx.root.join("target-junit");
+    let (code, out) = fx.cargo(
+        &scenarios,
+        &[
+            ("FIXTURE_VARIANT", "worse"),
+            ("CI", "true"),
+            ("RAG_EVAL_JUNIT", junit.to_str().unwrap()),
+        ],
+    );
     assert_eq!(code, 101, "{out}");
     assert_eq!(failed_cargo_test(&out), expected, "{out}");
+    // The same verdicts in the binary's JUnit file, which fits the schema.
+    let xml_path = junit.join("scenarios.xml");
+    let xml = std::fs::read_to_string(&xml_path).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(failed_junit(&xml), expected, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 41, "{xml}");
+    if let Some(Err(why)) = junit_schema::validate(&xml_path) {
+        panic!("the harness's JUnit does not fit the schema: {why}\n{xml}");
+    }
     assert!(out.contains("regressed beyond the tolerance 0.01"), "{out}");
     assert!(
         out.contains("--- golden\n+++ this run"),

@@ -70,7 +70,8 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
     for report in reports().lock().unwrap_or_else(|e| e.into_inner()).iter() {
         print!("{report}");
     }
-    if !listing {
+    // Under nextest each process runs one test: nextest's own JUnit output covers the run.
+    if !listing && !one_test_per_process() {
         match junit::write_if_asked(&ignored) {
             Some(Ok(path)) => println!("JUnit report: {}", path.display()),
             Some(Err(e)) => {

@@ -53,6 +53,15 @@ pub(crate) fn bars(title: &str, groups: &[String], series: &[Series<'_>]) -> Str
     let mut s = open(title, width, height);
     axis(&mut s, left, top, plot_h, lo, hi, width - 70.0);
     legend(&mut s, left, series.iter().map(|x| (x.label, x.colour)));
+    if lo < 0.0 {
+        let _ = write!(
+            s,
+            r##"<line class="zero" x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#444"/>"##,
+            y(0.0),
+            width - 70.0,
+            y(0.0)
+        );
+    }
     for (g, name) in groups.iter().enumerate() {
         let x0 = left + gap / 2.0 + g as f64 * group_w;
         for (i, ser) in series.iter().enumerate() {
