@@ -33,8 +33,6 @@ mod stats;
 mod svg;
 
 pub use bar::{Bar, Bound};
-#[cfg(feature = "serve")]
-pub(crate) use escape::html as escape_html;
 pub use stats::Interval;
 
 use crate::error::{Error, Result};
