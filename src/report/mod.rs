@@ -20,7 +20,9 @@
 //! let html = report.html();
 //! assert!(html.contains("what is &lt;b&gt;?"));
 //! assert!(report.markdown().contains("| span_recall@5 |"));
-//! assert!(report.junit().contains(r#"failures="1""#)); // `before` misses the bar
+//! // `before` misses the bar: its mean and its one query fail.
+//! assert!(report.junit().contains(r#"<testsuite name="before" tests="2" failures="2""#));
+//! assert!(report.junit().contains(r#"<testsuite name="after" tests="2" failures="0""#));
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
