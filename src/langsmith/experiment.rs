@@ -473,6 +473,7 @@ pub async fn fetch_experiment(client: &LangSmith, name: &str) -> Result<RunResul
             query: r["inputs"]["query"].as_str().map(str::to_owned),
             difficulty: md["difficulty"].as_str().map(str::to_owned),
             metrics: Figures(figures),
+            ..QueryResult::default()
         });
     }
     let level = match meta["level"].as_str() {
