@@ -68,6 +68,7 @@ fn synthetic(n: usize) -> Vec<RunResult> {
                             })
                             .collect(),
                     ),
+                    ..QueryResult::default()
                 })
                 .collect();
             RunResult::from_queries(ResultLevel::Trec, names.clone(), per_query)

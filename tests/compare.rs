@@ -15,6 +15,7 @@ fn run(hash: &str, rows: &[(&str, [f64; 2])]) -> RunResult {
             query: Some(format!("question {i}?")),
             difficulty: (!difficulty.is_empty()).then(|| (*difficulty).to_owned()),
             metrics: Figures(vec![("recall@5".into(), v[0]), ("mrr".into(), v[1])]),
+            ..QueryResult::default()
         })
         .collect();
     let mut r = RunResult::from_queries(

@@ -134,6 +134,7 @@ pub struct Regression {
 ///             query: None,
 ///             difficulty: None,
 ///             metrics: Figures(vec![("recall@5".into(), *v)]),
+///             ..QueryResult::default()
 ///         })
 ///         .collect();
 ///     RunResult::from_queries(ResultLevel::Chunk, vec!["recall@5".into()], per_query)
