@@ -66,7 +66,6 @@ pub use rank::{
     F1, RELEVANCE_LEVEL,
 };
 pub use registry::{answer_metrics, reported_metrics, MetricContext, MetricInfo, Need, REGISTRY};
-pub use detail::{Passage, Truth};
 pub use result::{DifficultyScores, Figures, QueryResult, ResultLevel, RunConfig, RunResult};
 pub use scorecard::{scorecard, QueryScores, Scorecard, Scored};
 pub use set::{ChunkF1, ChunkPrecision, ChunkRecall};
