@@ -26,6 +26,7 @@ fn run(label: &str, recall: f64) -> RunRecord {
         query: Some(format!("what about {id}?")),
         difficulty: d.map(str::to_owned),
         metrics: Figures(vec![("span_recall@5".into(), v), ("mrr".into(), v / 2.0)]),
+        ..QueryResult::default()
     };
     let mut result = RunResult::from_queries(
         ResultLevel::Token,

@@ -13,8 +13,8 @@ mod generate;
 mod langsmith;
 mod log;
 mod output;
-mod runs;
 mod report;
+mod runs;
 mod score;
 
 use crate::corpus::Corpus;

@@ -357,6 +357,7 @@ mod tests {
             query: Some(format!("question {id}")),
             difficulty: d.map(str::to_owned),
             metrics: Figures(vec![("span_recall@5".into(), r), ("mrr".into(), 1.0 - r)]),
+            ..QueryResult::default()
         };
         let mut result = RunResult::from_queries(
             ResultLevel::Token,

@@ -228,6 +228,7 @@ mod tests {
             query: None,
             difficulty: Some(d.into()),
             metrics: Figures(vec![("recall@5".into(), v), ("mrr".into(), v)]),
+            ..QueryResult::default()
         };
         let mut result = RunResult::from_queries(
             ResultLevel::Chunk,
