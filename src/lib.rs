@@ -98,6 +98,8 @@ pub mod report;
 pub mod rerank;
 pub mod retrieve;
 pub mod runs;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod span;
 pub mod spec;
 pub mod stats;

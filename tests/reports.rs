@@ -14,8 +14,14 @@ const EVIL: &str =
     r#"<script>document.title='pwned'</script><img src=x onerror="alert(1)"> | ` ]] > & "#;
 
 fn rag_eval(args: &[&str]) -> (bool, String, String) {
+    rag_eval_with(args, "off")
+}
+
+/// `rag-eval` with `RAG_EVAL_RUNS` set to `runs` (`off`: nothing recorded).
+fn rag_eval_with(args: &[&str], runs: &str) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
         .args(args)
+        .env("RAG_EVAL_RUNS", runs)
         .current_dir(REPO)
         .output()
         .expect("rag-eval runs");
@@ -410,7 +416,11 @@ fn bad_inputs_are_named() {
         "{err}"
     );
     let (ok, _, err) = rag_eval(&["report", "no/such/run.json"]);
-    assert!(!ok && err.contains("no/such/run.json"), "{err}");
+    assert!(
+        !ok && err.contains("`no/such/run.json` is no file"),
+        "{err}"
+    );
+    assert!(err.contains("RAG_EVAL_RUNS=off"), "{err}");
     // The same file twice still gets two names.
     let md = report(&[
         a.to_str().unwrap(),
@@ -419,4 +429,44 @@ fn bad_inputs_are_named() {
         "markdown",
     ]);
     assert!(md.contains("| chunks-400 (2) |"), "{md}");
+}
+
+#[test]
+fn runs_come_from_the_store_by_id_and_from_exported_records() {
+    let dir = temp();
+    let store = dir.path().join("runs.sqlite");
+    let store = store.to_str().unwrap();
+    for size in ["400", "200"] {
+        let chunker = format!("recursive:size={size},overlap=0");
+        let (ok, _, err) = rag_eval_with(
+            &[
+                "eval",
+                "--corpus",
+                "examples/data/corpus",
+                "--dataset",
+                "examples/data/questions.jsonl",
+                "--chunker",
+                &chunker,
+            ],
+            store,
+        );
+        assert!(ok, "{err}");
+    }
+    let md = report(&[
+        "latest~1", "latest", "--store", store, "--format", "markdown",
+    ]);
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("| token | 5 |")).collect();
+    assert_eq!(rows.len(), 2, "{md}");
+    assert!(
+        rows[0].contains("(baseline)") && rows[0].contains("size=400"),
+        "{md}"
+    );
+    assert!(rows[1].contains("size=200"), "{md}");
+    // The same runs from an export file: records, labelled by their labels.
+    let export = dir.path().join("export.jsonl");
+    let (ok, _, err) = rag_eval_with(&["runs", "export", "-o", export.to_str().unwrap()], store);
+    assert!(ok, "{err}");
+    let from_file = report(&[export.to_str().unwrap(), "--format", "markdown"]);
+    let metrics = |m: &str| m[m.find("### Metrics").unwrap()..].to_owned();
+    assert_eq!(metrics(&from_file), metrics(&md));
 }

@@ -16,6 +16,7 @@ mod output;
 mod report;
 mod runs;
 mod score;
+mod serve;
 
 use crate::corpus::Corpus;
 use crate::metrics::{self, SpanMode};
@@ -69,6 +70,9 @@ enum Command {
     /// Render runs as one self-contained HTML page (charts, per-query table with the ground
     /// truth and the retrieved text), Markdown or JUnit XML.
     Report(report::ReportArgs),
+    /// Serve the stored runs read-only over HTTP on 127.0.0.1: `GET /runs`, `GET /runs/{id}`,
+    /// `POST /compare` and HTML reports.
+    Serve(serve::ServeArgs),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -125,6 +129,7 @@ pub fn main() -> ExitCode {
         }),
         Command::Runs(a) => runs::run(a, &mut out),
         Command::Report(a) => report::run(a, &mut out),
+        Command::Serve(a) => serve::run(a),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -1,17 +1,23 @@
 //! `rag-eval report`: runs rendered as HTML, Markdown or JUnit.
 
 use super::output::Output;
-use crate::report::{load_runs, Bar, Bound, Format, Report};
-use anyhow::Result;
+use crate::report::{load_runs, record_label, Bar, Bound, Format, Report};
+use crate::runs::{self, RunStore, StoreChoice};
+use anyhow::{Context, Result};
 use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 
 #[derive(Args)]
 pub(super) struct ReportArgs {
-    /// Runs: JSON files written by `rag-eval eval --json` or `rag-eval score --json` (a file
-    /// with several runs, one per line, brings them all). The first run is the baseline.
+    /// Runs: ids in the run store (a unique prefix, `latest`, `latest~N`), or JSON files
+    /// written by `rag-eval eval --json`, `score --json` or `runs export` (a file with several
+    /// runs, one per line, brings them all). The first run is the baseline.
     #[arg(required = true, value_name = "RUN")]
-    runs: Vec<Utf8PathBuf>,
+    runs: Vec<String>,
+    /// The store run ids are looked up in: a SQLite file, a `postgres://` URL (default:
+    /// `RAG_EVAL_RUNS`, else `.rag-eval/runs.sqlite`).
+    #[arg(long, value_name = "FILE|URL")]
+    store: Option<String>,
     /// Where to write the report (written atomically); standard output without it.
     #[arg(short, long, value_name = "FILE")]
     output: Option<Utf8PathBuf>,
@@ -49,8 +55,30 @@ pub(super) fn run(a: ReportArgs, out: &mut Output) -> Result<()> {
         bars.push(Bar::parse_with(m, Bound::Max)?);
     }
     let mut runs = Vec::new();
-    for path in &a.runs {
-        for (label, run) in load_runs(path)? {
+    let mut store: Option<Box<dyn RunStore>> = None;
+    for text in &a.runs {
+        let path = Utf8PathBuf::from(text);
+        let found = if path.is_file() {
+            load_runs(&path)?
+        } else {
+            if store.is_none() {
+                let choice = match a.store.as_deref() {
+                    Some(s) => StoreChoice::parse(Some(s)),
+                    None => StoreChoice::from_env()?,
+                };
+                store = Some(runs::open(&choice)?.with_context(|| {
+                    format!("`{text}` is no file, and the run store is off (RAG_EVAL_RUNS=off)")
+                })?);
+            }
+            let record = store
+                .as_deref()
+                .map(|s| s.load(text))
+                .transpose()
+                .with_context(|| format!("`{text}` is no file"))?
+                .context("the run store is open")?;
+            vec![(record_label(&record), record.result)]
+        };
+        for (label, run) in found {
             // The same file name twice (runs/a/x.json, runs/b/x.json) still needs two names.
             let mut unique = label.clone();
             let mut n = 2;

@@ -35,6 +35,10 @@ mod stats;
 mod svg;
 
 pub use bar::{Bar, Bound};
+#[cfg(feature = "serve")]
+pub(crate) use escape::html as escape_html;
+#[cfg(feature = "serve")]
+pub(crate) use stats::paired_difference;
 pub use stats::Interval;
 
 use crate::error::{Error, Result};
@@ -190,7 +194,8 @@ impl Report {
 
 /// Reads the runs in a JSON file written by `rag-eval score --json` or `rag-eval eval --json`
 /// (one object per line: `eval` with several chunkers writes several), labelled by the file's
-/// name, followed by the chunker's spec when the file holds several runs.
+/// name, followed by the chunker's spec when the file holds several runs; or the run records
+/// of `rag-eval runs export` (or `runs show --json`), labelled by their label or id.
 pub fn load_runs(path: &Utf8Path) -> Result<Vec<(String, RunResult)>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))?;
     let stem = path.file_stem().unwrap_or(path.as_str()).to_owned();
@@ -199,14 +204,22 @@ pub fn load_runs(path: &Utf8Path) -> Result<Vec<(String, RunResult)>> {
         if line.trim().is_empty() {
             continue;
         }
-        let run: RunResult = serde_json::from_str(line).map_err(|e| Error::Parse {
+        let at = |message: String| Error::Parse {
             path: path.to_owned(),
             line: i + 1,
-            message: format!(
-                "not a run as `rag-eval eval --json` or `score --json` writes it: {e}"
-            ),
+            message,
+        };
+        if is_record(line) {
+            let record = crate::runs::RunRecord::from_json(line).map_err(|e| at(e.to_string()))?;
+            runs.push((Some(record_label(&record)), record.result));
+            continue;
+        }
+        let run: RunResult = serde_json::from_str(line).map_err(|e| {
+            at(format!(
+                "not a run as `rag-eval eval --json`, `score --json` or `runs export` writes it: {e}"
+            ))
         })?;
-        runs.push(run);
+        runs.push((None, run));
     }
     if runs.is_empty() {
         return Err(Error::Parse {
@@ -219,7 +232,10 @@ pub fn load_runs(path: &Utf8Path) -> Result<Vec<(String, RunResult)>> {
     Ok(runs
         .into_iter()
         .enumerate()
-        .map(|(i, r)| {
+        .map(|(i, (label, r))| {
+            if let Some(label) = label {
+                return (label, r);
+            }
             let label = if many {
                 let which = r
                     .config
@@ -248,4 +264,24 @@ pub(crate) fn pairs(base: &RunResult, other: &RunResult, metric: &str) -> Vec<(f
             Some((a, b))
         })
         .collect()
+}
+
+/// Whether a line is a run record (`format` and `result` at its top level) rather than a bare
+/// result. Probed without building a `serde_json::Value`, which would reorder the metrics.
+fn is_record(line: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(line).is_ok_and(|p| p.format.is_some() && p.result.is_some())
+}
+
+/// How a report names a stored run: its label (the chunker `eval` compared, the harness case)
+/// and its id, or the id alone.
+pub fn record_label(record: &crate::runs::RunRecord) -> String {
+    match &record.label {
+        Some(l) => format!("{l} {}", record.id.as_str()),
+        None => record.id.as_str().to_owned(),
+    }
 }

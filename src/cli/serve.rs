@@ -1,0 +1,38 @@
+//! `rag-eval serve`: the read-only HTTP API over the run store.
+
+use crate::runs::{self, StoreChoice};
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::Write as _;
+use std::sync::Arc;
+
+#[derive(Args)]
+pub(super) struct ServeArgs {
+    /// The port on 127.0.0.1 (0: any free port; the address is printed).
+    #[arg(long, default_value_t = 8321)]
+    port: u16,
+    /// The store: a SQLite file, a `postgres://` URL (default: `RAG_EVAL_RUNS`, else
+    /// `.rag-eval/runs.sqlite`).
+    #[arg(long, value_name = "FILE|URL")]
+    store: Option<String>,
+}
+
+pub(super) fn run(a: ServeArgs) -> Result<()> {
+    let choice = match a.store.as_deref() {
+        Some(s) => StoreChoice::parse(Some(s)),
+        None => StoreChoice::from_env()?,
+    };
+    let store = runs::open(&choice)?
+        .context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")?;
+    let location = store.location();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(crate::serve::serve(Arc::from(store), a.port, |addr| {
+        // The first line tells a script (and a person) where to connect.
+        println!("listening on http://{addr} (runs from {location})");
+        let _ = std::io::stdout().flush();
+    }))?;
+    Ok(())
+}

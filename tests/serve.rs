@@ -1,0 +1,242 @@
+//! `rag-eval serve` over real HTTP: the API on a loopback port over a SQLite run store with 11
+//! runs; list, detail, comparisons of 2, 10 and 11 runs, unknown ids, bad bodies, and the HTML
+//! pages.
+
+use rag_eval::metrics::{Figures, QueryResult, ResultLevel, RunResult};
+use rag_eval::runs::{RunRecord, RunStore, SqliteRunStore};
+use serde_json::Value;
+use std::sync::Arc;
+
+fn result(shift: f64) -> RunResult {
+    let per_query = (0..6)
+        .map(|i| QueryResult {
+            id: format!("q{i}"),
+            query: Some(format!("question <{i}>")),
+            difficulty: Some(if i % 2 == 0 { "factual" } else { "analytical" }.into()),
+            metrics: Figures(vec![
+                ("span_recall@5".into(), ((i as f64) / 6.0 + shift).min(1.0)),
+                ("mrr".into(), 1.0 / (i + 1) as f64),
+            ]),
+            ..QueryResult::default()
+        })
+        .collect();
+    let mut r = RunResult::from_queries(
+        ResultLevel::Token,
+        vec!["span_recall@5".into(), "mrr".into()],
+        per_query,
+    );
+    r.k = Some(5);
+    r.group_by_difficulty();
+    r
+}
+
+struct Server {
+    base: String,
+    ids: Vec<String>,
+    _dir: tempfile::TempDir,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let path = camino::Utf8PathBuf::from_path_buf(dir.path().join("runs.sqlite")).unwrap();
+    let store = SqliteRunStore::open(path).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..11 {
+        let mut record = RunRecord::new(
+            "test",
+            "golden/datasets/tiny.jsonl",
+            result(i as f64 / 100.0),
+        );
+        record.label = Some(format!("run {i}"));
+        assert!(store.put(&record).unwrap());
+        ids.push(record.id.as_str().to_owned());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let store: Arc<dyn RunStore> = Arc::new(store);
+    runtime.spawn(async move {
+        rag_eval::serve::serve(store, 0, move |addr| tx.send(addr).unwrap())
+            .await
+            .unwrap();
+    });
+    let addr = rx.recv().unwrap();
+    Server {
+        base: format!("http://{addr}"),
+        ids,
+        _dir: dir,
+        _runtime: runtime,
+    }
+}
+
+/// A request over a fresh connection: (status, content type, body).
+fn request(method: &str, url: &str, body: Option<&str>) -> (u16, String, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        let mut req = client.request(method.parse().unwrap(), url);
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_owned());
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let kind = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (status, kind, resp.text().await.unwrap())
+    })
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn compare(s: &Server, ids: &[String]) -> (u16, Value) {
+    let body = serde_json::json!({ "run_ids": ids }).to_string();
+    let (status, kind, text) = request("POST", &format!("{}/compare", s.base), Some(&body));
+    assert!(kind.starts_with("application/json"), "{kind}");
+    (status, json(&text))
+}
+
+#[test]
+fn the_api_lists_shows_and_compares_runs() {
+    let s = server();
+    // List: every run, oldest first, as summaries.
+    let (status, kind, text) = request("GET", &format!("{}/runs", s.base), None);
+    assert_eq!(status, 200);
+    assert!(kind.starts_with("application/json"));
+    let list = json(&text);
+    let listed: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, s.ids.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(list[0]["metrics"]["span_recall@5"], 2.5 / 6.0);
+
+    // Detail: the record, by id or a unique prefix or `latest`.
+    let (status, _, text) = request("GET", &format!("{}/runs/{}", s.base, s.ids[3]), None);
+    assert_eq!(status, 200, "{text}");
+    let record = json(&text);
+    assert_eq!(record["id"], s.ids[3].as_str());
+    assert_eq!(record["label"], "run 3");
+    assert_eq!(record["result"]["per_query"].as_array().unwrap().len(), 6);
+    let (status, _, text) = request("GET", &format!("{}/runs/latest", s.base), None);
+    assert_eq!(
+        (status, json(&text)["id"].clone()),
+        (200, Value::from(s.ids[10].as_str()))
+    );
+
+    // Unknown ids: 404 with a JSON error naming the id; nothing panics on odd ids.
+    for bad in [
+        "01ZZZZZZZZZZZZZZZZZZZZZZZZ",
+        "nope",
+        "%E2%98%83",
+        "latest~99",
+    ] {
+        let (status, kind, text) = request("GET", &format!("{}/runs/{bad}", s.base), None);
+        assert_eq!(status, 404, "{bad}: {text}");
+        assert!(kind.starts_with("application/json"));
+        assert!(
+            json(&text)["error"]
+                .as_str()
+                .unwrap()
+                .contains("has no run"),
+            "{text}"
+        );
+    }
+
+    // Compare 2 and 10 runs; 11, 1 and 0 are refused; an unknown id is 404.
+    let (status, two) = compare(&s, &s.ids[..2]);
+    assert_eq!(status, 200, "{two}");
+    let (status, ten) = compare(&s, &s.ids[..10]);
+    assert_eq!(status, 200, "{ten}");
+    assert_ne!(two, ten);
+    for n in [11, 1, 0] {
+        let (status, err) = compare(&s, &s.ids[..n]);
+        assert_eq!(status, 400, "{n}: {err}");
+        assert!(
+            err["error"].as_str().unwrap().contains("2 to 10 runs"),
+            "{err}"
+        );
+    }
+    let (status, err) = compare(&s, &[s.ids[0].clone(), "01ZZZZZZZZZZZZZZZZZZZZZZZZ".into()]);
+    assert_eq!(status, 404, "{err}");
+    // Bodies that are not the request: 400 with a JSON error.
+    for body in ["not json", "{\"ids\": []}", "{\"run_ids\": 3}"] {
+        let (status, kind, text) = request("POST", &format!("{}/compare", s.base), Some(body));
+        assert_eq!(status, 400, "{body}: {text}");
+        assert!(kind.starts_with("application/json"), "{kind}");
+        assert!(json(&text)["error"].is_string());
+    }
+    let (status, _, text) = request("GET", &format!("{}/no/such/page", s.base), None);
+    assert_eq!(status, 404);
+    assert!(json(&text)["error"].is_string());
+
+    // The HTML pages.
+    let (status, kind, page) = request("GET", &format!("{}/", s.base), None);
+    assert_eq!(status, 200);
+    assert!(kind.starts_with("text/html"));
+    assert_eq!(page.matches("/report\">").count(), 11, "a link per run");
+    let (status, _, page) = request("GET", &format!("{}/runs/{}/report", s.base, s.ids[0]), None);
+    assert_eq!(status, 200);
+    assert!(page.contains("<h2>Queries</h2>") && page.contains("question &lt;3&gt;"));
+    let url = format!("{}/report?run_ids={},{}", s.base, s.ids[0], s.ids[1]);
+    let (status, _, page) = request("GET", &url, None);
+    assert_eq!(status, 200);
+    assert!(page.contains("Difference from the baseline"));
+}
+
+/// Kills the server process when the test ends, however it ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_command_prints_its_address_and_serves_the_store() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let utf8 = camino::Utf8PathBuf::from_path_buf(path.clone()).unwrap();
+    let store = SqliteRunStore::open(utf8).unwrap();
+    let record = RunRecord::new("test", "golden/datasets/tiny.jsonl", result(0.0));
+    store.put(&record).unwrap();
+    drop(store);
+    let mut child = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .args(["serve", "--port", "0", "--store", path.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .strip_prefix("listening on ")
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let (status, _, text) = request("GET", &format!("{url}/runs"), None);
+    assert_eq!(status, 200);
+    assert_eq!(json(&text)[0]["id"], record.id.as_str());
+}
