@@ -450,6 +450,7 @@ pub fn comparison_table(results: &[(String, EvaluationResult)]) -> String {
                 || n.starts_with("chunk_")
                 || *n == "precision_omega"
                 || n.starts_with("ndcg")
+                || *n == "faithfulness"
         })
         .collect();
     let name_w = results

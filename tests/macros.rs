@@ -108,7 +108,7 @@ mod cases {
 fn built(spec: &CaseSpec) -> Retrievers {
     match &spec.build {
         Build::Factory(factory) => pollster::block_on(factory()),
-        Build::Function(_) => panic!("`{}` is a query function", spec.name),
+        Build::Function(_) | Build::Answer(_) => panic!("`{}` is a query function", spec.name),
     }
 }
 

@@ -18,11 +18,30 @@ pub(crate) const TOLERANCE: &str = "tolerance";
 pub(crate) const MODE: &str = "mode";
 pub(crate) const PER_QUERY: &str = "per_query";
 pub(crate) const IGNORE: &str = "ignore";
+pub(crate) const JUDGE: &str = "judge";
+pub(crate) const JUDGE_SAMPLES: &str = "judge_samples";
+pub(crate) const MAX_INVALID_SHARE: &str = "max_invalid_share";
+pub(crate) const JUDGE_PER_QUERY: &str = "judge_per_query";
+pub(crate) const JUDGE_TOLERANCE: &str = "judge_tolerance";
 pub(crate) const MIN_PREFIX: &str = "min_";
 pub(crate) const MAX_PREFIX: &str = "max_";
 
 /// The keys other than the `min_…` / `max_…` bars, in the order the documentation lists them.
-pub(crate) const KEYS: &[&str] = &[DATASET, CORPUS, GLOB, K, TOLERANCE, MODE, PER_QUERY, IGNORE];
+pub(crate) const KEYS: &[&str] = &[
+    DATASET,
+    CORPUS,
+    GLOB,
+    K,
+    TOLERANCE,
+    MODE,
+    PER_QUERY,
+    IGNORE,
+    JUDGE,
+    JUDGE_SAMPLES,
+    MAX_INVALID_SHARE,
+    JUDGE_PER_QUERY,
+    JUDGE_TOLERANCE,
+];
 
 /// Metrics a bar can name: the names of the library's metric registry
 /// (`rag_eval::metrics::REGISTRY`), which this crate cannot depend on; the library's
@@ -56,6 +75,11 @@ pub(crate) const METRICS: &[&str] = &[
     "exact_match",
     "token_f1",
     "answer_similarity",
+    "faithfulness",
+    "answer_relevancy",
+    "llm_context_precision",
+    "llm_context_recall",
+    "answer_match",
 ];
 
 pub(crate) const MODE_STANDARD: &str = "standard";
@@ -66,6 +90,9 @@ const MODES: &[&str] = &[MODE_STANDARD, MODE_CHUNKING_EVALUATION, MODE_CHROMA];
 
 pub(crate) const DEFAULT_K: usize = 5;
 pub(crate) const DEFAULT_TOLERANCE: f64 = 0.01;
+/// Judges' verdicts drift more than retrieval figures between models and runs.
+pub(crate) const DEFAULT_JUDGE_TOLERANCE: f64 = 0.05;
+pub(crate) const DEFAULT_MAX_INVALID_SHARE: f64 = 0.05;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -86,6 +113,23 @@ pub(crate) struct Threshold {
     pub value: f64,
 }
 
+/// The path of the function returning a case's judge client.
+#[derive(Clone)]
+pub(crate) struct JudgePath(pub syn::Path);
+
+// syn's `extra-traits` would bring these for every syntax type; the path's text is enough.
+impl std::fmt::Debug for JudgePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.to_token_stream())
+    }
+}
+
+impl PartialEq for JudgePath {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_token_stream().to_string() == other.0.to_token_stream().to_string()
+    }
+}
+
 /// What the attribute says, with defaults for what it leaves out.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CaseArgs {
@@ -98,6 +142,11 @@ pub(crate) struct CaseArgs {
     pub per_query: bool,
     pub ignore: bool,
     pub thresholds: Vec<Threshold>,
+    pub judge: Option<JudgePath>,
+    pub judge_samples: u32,
+    pub max_invalid_share: f64,
+    pub judge_per_query: bool,
+    pub judge_tolerance: f64,
 }
 
 impl Default for CaseArgs {
@@ -112,6 +161,11 @@ impl Default for CaseArgs {
             per_query: true,
             ignore: false,
             thresholds: Vec::new(),
+            judge: None,
+            judge_samples: 1,
+            max_invalid_share: DEFAULT_MAX_INVALID_SHARE,
+            judge_per_query: false,
+            judge_tolerance: DEFAULT_JUDGE_TOLERANCE,
         }
     }
 }
@@ -161,6 +215,11 @@ enum Key {
     Mode,
     PerQuery,
     Ignore,
+    Judge,
+    JudgeSamples,
+    MaxInvalidShare,
+    JudgePerQuery,
+    JudgeTolerance,
     Bar(Bound, &'static str),
 }
 
@@ -183,6 +242,11 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         MODE => Key::Mode,
         PER_QUERY => Key::PerQuery,
         IGNORE => Key::Ignore,
+        JUDGE => Key::Judge,
+        JUDGE_SAMPLES => Key::JudgeSamples,
+        MAX_INVALID_SHARE => Key::MaxInvalidShare,
+        JUDGE_PER_QUERY => Key::JudgePerQuery,
+        JUDGE_TOLERANCE => Key::JudgeTolerance,
         _ => {
             let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
                 (Bound::Min, metric)
@@ -235,6 +299,11 @@ fn example(key: Key) -> String {
         Key::Mode => format!("{MODE} = \"{MODE_STANDARD}\""),
         Key::PerQuery => format!("{PER_QUERY} = true"),
         Key::Ignore => format!("{IGNORE} = true"),
+        Key::Judge => format!("{JUDGE} = my_judge_client"),
+        Key::JudgeSamples => format!("{JUDGE_SAMPLES} = 3"),
+        Key::MaxInvalidShare => format!("{MAX_INVALID_SHARE} = {DEFAULT_MAX_INVALID_SHARE}"),
+        Key::JudgePerQuery => format!("{JUDGE_PER_QUERY} = true"),
+        Key::JudgeTolerance => format!("{JUDGE_TOLERANCE} = {DEFAULT_JUDGE_TOLERANCE}"),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(bound)),
     }
 }
@@ -386,6 +455,56 @@ impl State<'_> {
                 }) => self.args.ignore = flag.value,
                 _ => self.error(value, format!("`{IGNORE}` must be `true` or `false`")),
             },
+            // `judge = my_judge`: a path to a `fn() -> impl LlmClient` (or an `Arc<dyn LlmClient>`)
+            // whose calls judge the case's answers.
+            Key::Judge => match value {
+                Expr::Path(path) if path.qself.is_none() => {
+                    self.args.judge = Some(JudgePath(path.path.clone()))
+                }
+                _ => self.error(
+                    value,
+                    format!(
+                        "`{JUDGE}` must name a function returning the judge's `LlmClient`, e.g. `{}`",
+                        example(key)
+                    ),
+                ),
+            },
+            // `judge_samples = 3`: an integer literal ≥ 1.
+            Key::JudgeSamples => {
+                let expected = format!("`{JUDGE_SAMPLES}` must be an integer literal ≥ 1");
+                match number(value) {
+                    Some(Number {
+                        integer: Some(n), ..
+                    }) if n >= 1 => match u32::try_from(n) {
+                        Ok(n) => self.args.judge_samples = n,
+                        Err(_) => self.error(value, format!("`{JUDGE_SAMPLES}` = {n} is too large")),
+                    },
+                    Some(Number { text, .. }) => {
+                        self.error(value, format!("{expected}, got {text}"));
+                    }
+                    None => self.error(value, expected),
+                }
+            }
+            // `max_invalid_share = 0.05`: a float or integer literal in [0, 1].
+            Key::MaxInvalidShare => {
+                if let Some(share) = self.fraction(value, MAX_INVALID_SHARE) {
+                    self.args.max_invalid_share = share;
+                }
+            }
+            // `judge_per_query = true`: judge figures in the snapshot per query, not only means.
+            Key::JudgePerQuery => match value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Bool(flag),
+                    ..
+                }) => self.args.judge_per_query = flag.value,
+                _ => self.error(value, format!("`{JUDGE_PER_QUERY}` must be `true` or `false`")),
+            },
+            // `judge_tolerance = 0.05`: a float or integer literal in [0, 1].
+            Key::JudgeTolerance => {
+                if let Some(tolerance) = self.fraction(value, JUDGE_TOLERANCE) {
+                    self.args.judge_tolerance = tolerance;
+                }
+            }
             // `min_<metric> = 0.8` / `max_<metric> = 0.3`: float or integer literals in [0, 1].
             Key::Bar(bound, metric) => {
                 if let Some(bar) = self.fraction(value, &name) {
@@ -624,6 +743,11 @@ mod tests {
             min_span_recall = 0.8,
             max_mrr = 1,
             r#min_ndcg = 0.25f32,
+            judge = judges::local,
+            judge_samples = 3,
+            max_invalid_share = 0.1,
+            judge_per_query = true,
+            judge_tolerance = 0.2,
         ));
         assert_eq!(
             args,
@@ -653,6 +777,11 @@ mod tests {
                         value: 0.25
                     },
                 ],
+                judge: Some(JudgePath(syn::parse_quote!(judges::local))),
+                judge_samples: 3,
+                max_invalid_share: 0.1,
+                judge_per_query: true,
+                judge_tolerance: 0.2,
             }
         );
     }
@@ -694,11 +823,13 @@ mod tests {
             [
                 "unknown key `tolerence`, did you mean `tolerance`?",
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
-                 per_query, ignore, min_<metric> and max_<metric>",
+                 per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
+                 judge_tolerance, min_<metric> and max_<metric>",
                 "unknown metric `span_recal` in `min_span_recal`, did you mean `span_recall`?",
                 "unknown metric `fast` in `max_fast`; metrics are chunk_recall, chunk_precision, \
                  chunk_f1, span_recall, span_precision, span_iou, precision_omega, precision, \
-                 recall, f1, hit, mrr, ndcg, map",
+                 recall, f1, hit, mrr, ndcg, map, faithfulness, answer_relevancy, \
+                 llm_context_precision, llm_context_recall, answer_match",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
                 "`k` is given twice",

@@ -120,6 +120,34 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             quote!(::rag_eval::__private::Levels::BOTH),
             function_build(ident, output),
         ),
+        Shape::Answer { output } => (
+            quote!(),
+            quote!(::rag_eval::__private::Levels::BOTH),
+            answer_build(ident, output),
+        ),
+    };
+    let judge = match &args.judge {
+        Some(args::JudgePath(path)) => {
+            let samples = args.judge_samples;
+            let share = Literal::f64_suffixed(args.max_invalid_share);
+            let per_query = args.judge_per_query;
+            let judge_tolerance = Literal::f64_suffixed(args.judge_tolerance);
+            // At the path: a function of the wrong type is reported there.
+            let client = quote_spanned!(first_span(path)=> {
+                let client = super::#path();
+                ::rag_eval::__private::judge_client(client)
+            });
+            quote! {
+                ::core::option::Option::Some(::rag_eval::__private::JudgeSpec {
+                    client: || #client,
+                    samples: #samples,
+                    max_invalid_share: #share,
+                    per_query_snapshot: #per_query,
+                    tolerance: #judge_tolerance,
+                })
+            }
+        }
+        None => quote!(::core::option::Option::None),
     };
     let body = quote! {
         #items
@@ -139,6 +167,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             thresholds: &[#(#thresholds),*],
             levels: #levels,
             build: #build,
+            judge: #judge,
         }
     };
     module(function, body, quote!())
@@ -259,6 +288,16 @@ fn function_build(ident: &Ident, output: &syn::Type) -> TokenStream {
     );
     quote! {
         ::rag_eval::__private::Build::Function(|query: ::std::string::String| #future)
+    }
+}
+
+/// Wraps the answering function: an owned query in, its answer and contexts out.
+fn answer_build(ident: &Ident, output: &syn::Type) -> TokenStream {
+    let future = quote_spanned!(first_span(output)=>
+        ::std::boxed::Box::pin(async move { super::#ident(&query).await })
+    );
+    quote! {
+        ::rag_eval::__private::Build::Answer(|query: ::std::string::String| #future)
     }
 }
 

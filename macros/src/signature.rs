@@ -21,6 +21,8 @@ pub(crate) enum Shape<'a> {
     Factory { output: &'a Type, is_async: bool },
     /// `async fn NAME(query: &str) -> Vec<RetrievedChunk>`: is the retriever.
     Function { output: &'a Type },
+    /// `async fn NAME(query: &str) -> RagAnswer`: answers, with the contexts it used.
+    Answer { output: &'a Type },
 }
 
 /// Which shape `sig` has, or an error at the part that fits neither.
@@ -61,10 +63,13 @@ pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
             if sig.asyncness.is_none() {
                 return fail(&sig.fn_token, "a function taking the query must be `async`");
             }
-            if !is_vec(output) {
+            if is_named(output, "RagAnswer") {
+                return Ok(Shape::Answer { output });
+            }
+            if !is_named(output, "Vec") {
                 return fail(
                     output,
-                    "a function taking the query must return `Vec<RetrievedChunk>`",
+                    "a function taking the query must return `Vec<RetrievedChunk>` or `RagAnswer`",
                 );
             }
             Ok(Shape::Function { output })
@@ -98,14 +103,15 @@ fn is_str_ref(ty: &Type) -> bool {
     }
 }
 
-fn is_vec(ty: &Type) -> bool {
+/// Whether the type's path ends in `name` (`Vec<…>`, `rag_eval::generator::RagAnswer`).
+fn is_named(ty: &Type, name: &str) -> bool {
     match ty {
         Type::Path(path) => path
             .path
             .segments
             .last()
-            .is_some_and(|segment| segment.ident == "Vec"),
-        Type::Group(group) => is_vec(&group.elem),
+            .is_some_and(|segment| segment.ident == name),
+        Type::Group(group) => is_named(&group.elem, name),
         _ => false,
     }
 }
@@ -174,6 +180,7 @@ mod tests {
                     output.to_token_stream()
                 ),
                 Shape::Function { output } => format!("function -> {}", output.to_token_stream()),
+                Shape::Answer { output } => format!("answer -> {}", output.to_token_stream()),
             })
             .map_err(|error| {
                 let why = error.to_string();
@@ -203,6 +210,13 @@ mod tests {
             ))
             .unwrap(),
             "function -> Vec < RetrievedChunk >"
+        );
+        assert_eq!(
+            shape_of(quote!(
+                async fn a(q: &str) -> rag_eval::generator::RagAnswer {}
+            ))
+            .unwrap(),
+            "answer -> rag_eval :: generator :: RagAnswer"
         );
         assert_eq!(
             shape_of(quote!(
@@ -272,7 +286,7 @@ mod tests {
             why(quote!(
                 async fn a(q: &str) -> Option<R> {}
             )),
-            "; a function taking the query must return `Vec<RetrievedChunk>`"
+            "; a function taking the query must return `Vec<RetrievedChunk>` or `RagAnswer`"
         );
         assert_eq!(
             why(quote!(

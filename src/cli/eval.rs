@@ -1,5 +1,6 @@
 //! `rag-eval eval`: retrieve every query of a dataset over a corpus and score it.
 
+use super::answering::{AnswerArgs, AnswerRun};
 use super::output::Output;
 use super::CorpusArgs;
 use crate::chunker::{parse_spec, PositionAwareChunker};
@@ -49,6 +50,8 @@ pub(super) struct EvalArgs {
     /// Do not record the runs in the run store (`RAG_EVAL_RUNS=off` does the same).
     #[arg(long)]
     no_record: bool,
+    #[command(flatten)]
+    answers: AnswerArgs,
 }
 
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
@@ -81,8 +84,17 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         Some(text) => with_cache(Context::new(), text)?,
     };
     let langsmith = a.langsmith.check()?;
+    let mut answering = if a.answers.answers {
+        Some(AnswerRun::new(&a.answers, context.cache())?)
+    } else {
+        None
+    };
     let corpus = Arc::new(a.corpus.load()?);
     let dataset = dataset::load(&a.dataset)?;
+    let queries = match &dataset {
+        AnyDataset::Token(d) => d.examples().len(),
+        AnyDataset::Chunk(d) => d.examples().len(),
+    };
     let mut results = Vec::new();
     let mut records = Vec::new();
     for (label, chunker) in chunkers {
@@ -98,9 +110,18 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 // retriever indexed.
                 let evaluation =
                     TokenLevelEvaluation::new(corpus.clone(), d.clone())?.with_mode(a.mode);
-                pollster::block_on(
-                    evaluation.run_reported(&*retriever as &dyn Retriever<TokenLevel>, a.k),
-                )?
+                let retriever = &*retriever as &dyn Retriever<TokenLevel>;
+                match &mut answering {
+                    None => pollster::block_on(evaluation.run_reported(retriever, a.k))?,
+                    Some(run) => {
+                        let answering = run.wrap(retriever, queries);
+                        let mut result =
+                            runtime()?.block_on(evaluation.run_reported(&answering, a.k))?;
+                        let summary = runtime()?.block_on(run.score(answering, &mut result.scores));
+                        run.summaries.extend(summary);
+                        result
+                    }
+                }
             }
             AnyDataset::Chunk(d) => {
                 if a.mode != SpanMode::Standard {
@@ -111,9 +132,18 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                     );
                 }
                 let evaluation = ChunkLevelEvaluation::new(corpus.clone(), d.clone())?;
-                pollster::block_on(
-                    evaluation.run_reported(&*retriever as &dyn Retriever<ChunkLevel>, a.k),
-                )?
+                let retriever = &*retriever as &dyn Retriever<ChunkLevel>;
+                match &mut answering {
+                    None => pollster::block_on(evaluation.run_reported(retriever, a.k))?,
+                    Some(run) => {
+                        let answering = run.wrap(retriever, queries);
+                        let mut result =
+                            runtime()?.block_on(evaluation.run_reported(&answering, a.k))?;
+                        let summary = runtime()?.block_on(run.score(answering, &mut result.scores));
+                        run.summaries.extend(summary);
+                        result
+                    }
+                }
             }
         };
         let mut record = RunRecord::new("eval", a.dataset.as_str(), result.scores.clone())
@@ -150,12 +180,32 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         eprintln!("{}", cache.stats());
     }
     super::runs::record(out, a.no_record, &records)?;
+    if let Some(run) = &answering {
+        eprint!("{}", run.usage_lines());
+        let failures = run.gate_failures();
+        if !failures.is_empty() {
+            bail!("{}", failures.join("\n"));
+        }
+    }
     if let Some(client) = langsmith {
         // The result is out before the upload starts: a failed upload never costs it.
         out.flush()?;
         a.langsmith.upload(&client, &results)?;
     }
     Ok(())
+}
+
+/// The runtime the HTTP clients of `--answers` run on (reqwest needs Tokio).
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    if let Some(r) = RUNTIME.get() {
+        return Ok(r);
+    }
+    let r = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    Ok(RUNTIME.get_or_init(|| r))
 }
 
 fn with_cache(context: Context, text: &str) -> Result<Context> {

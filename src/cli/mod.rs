@@ -5,6 +5,7 @@
 //! evaluation whose LangSmith upload failed after its result was printed exits with 3. Not a
 //! public API: the binary `src/bin/rag-eval.rs` calls [`main`].
 
+mod answering;
 mod chunk;
 mod compare;
 mod dataset;

@@ -1,6 +1,7 @@
 //! A case at run time: its checked inputs, and its outcome computed once per process (or once
 //! per nextest run, through a file cache).
 
+use super::answers::AnswerReport;
 use super::private::{Build, CaseSpec, Retrievers};
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
@@ -19,6 +20,13 @@ enum Prepared {
     Chunk(ChunkLevelEvaluation),
 }
 
+/// A case's figures and, when it answers, what the judge said.
+#[derive(Clone)]
+struct Computed {
+    outcome: Arc<Outcome>,
+    answers: Option<Arc<AnswerReport>>,
+}
+
 /// Inputs checked before any trial runs.
 pub(crate) struct Setup {
     prepared: Prepared,
@@ -31,7 +39,7 @@ pub(crate) struct Setup {
 pub(crate) struct Case {
     pub spec: CaseSpec,
     pub setup: Result<Setup, String>,
-    outcome: OnceLock<Result<Arc<Outcome>, String>>,
+    computed: OnceLock<Result<Computed, String>>,
     golden: OnceLock<Option<Arc<super::golden::Golden>>>,
 }
 
@@ -43,7 +51,7 @@ impl Case {
         Case {
             spec,
             setup,
-            outcome: OnceLock::new(),
+            computed: OnceLock::new(),
             golden: OnceLock::new(),
         }
     }
@@ -66,11 +74,23 @@ impl Case {
 
     /// The outcome, computed by the first trial that asks (others wait for it).
     pub fn outcome(&self) -> Result<Arc<Outcome>, String> {
-        self.outcome
+        self.computed().map(|c| c.outcome)
+    }
+
+    /// What the judge said about the answers, for a case that answers.
+    pub fn answers(&self) -> Result<Option<Arc<AnswerReport>>, String> {
+        self.computed().map(|c| c.answers)
+    }
+
+    fn computed(&self) -> Result<Computed, String> {
+        self.computed
             .get_or_init(|| {
                 let setup = self.setup.as_ref().map_err(Clone::clone)?;
                 cached(self, setup)
-                    .map(Arc::new)
+                    .map(|(outcome, answers)| Computed {
+                        outcome: Arc::new(outcome),
+                        answers: answers.map(Arc::new),
+                    })
                     .map_err(|e| format!("case `{}`: {e}", self.spec.name))
             })
             .clone()
@@ -97,19 +117,33 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
             level.type_name()
         ));
     }
-    // Thresholds may name any metric the registry reports at the dataset's level; a case that
-    // retrieves has no answers to score.
+    // Thresholds may name any metric the registry reports at the dataset's level.
+    let answers = matches!(spec.build, Build::Answer(_));
     let known: Vec<&str> = registry::at_level(level)
-        .filter(|m| !m.is_answer_metric())
+        .filter(|m| answers || !m.is_answer_metric())
         .map(|m| m.name)
         .collect();
     for t in spec.thresholds {
         if registry::lookup(t.metric).is_some_and(|m| m.is_answer_metric()) {
-            return Err(format!(
-                "`{}` scores answers, and this case returns retrieved chunks only (reported: {})",
-                t.metric,
-                known.join(", ")
-            ));
+            if !answers {
+                return Err(format!(
+                    "`{}` scores answers, and this case returns retrieved chunks only: make it an `async fn(&str) -> RagAnswer`",
+                    t.metric
+                ));
+            }
+            if !super::answers::JUDGES.contains(&t.metric) {
+                return Err(format!(
+                    "`{}` is not computed in cases yet (judged: {})",
+                    t.metric,
+                    super::answers::JUDGES.join(", ")
+                ));
+            }
+            if spec.judge.is_none() {
+                return Err(format!(
+                    "`{}` is an LLM judge's figure, but the case has no `judge = …`",
+                    t.metric
+                ));
+            }
         }
         if !known.contains(&t.metric) {
             return Err(format!(
@@ -177,7 +211,7 @@ fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<(String, String)> {
 /// Under nextest every trial is its own process: the first to get here computes the outcome
 /// and writes it to a file keyed by the run, the binary and the inputs; the others wait on a
 /// lock and read it. Outside nextest the outcome lives in memory only.
-fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
+fn cached(case: &Case, setup: &Setup) -> Result<(Outcome, Option<AnswerReport>), String> {
     let Some(dir) = cache_dir() else {
         return compute(case, setup);
     };
@@ -211,10 +245,14 @@ fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     if let Some(c) = stored.filter(|c| c.key == key) {
-        return Ok(c.outcome);
+        return Ok((c.outcome, c.answers));
     }
-    let outcome = compute(case, setup)?;
-    let entry = Cached { key, outcome };
+    let (outcome, answers) = compute(case, setup)?;
+    let entry = Cached {
+        key,
+        outcome,
+        answers,
+    };
     if let (Ok(bytes), Ok(utf8)) = (
         serde_json::to_vec(&entry),
         camino::Utf8PathBuf::try_from(file),
@@ -222,7 +260,7 @@ fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
         // A failed write only costs the next process a recomputation.
         let _ = crate::fs::write_atomic(&utf8, &bytes);
     }
-    Ok(entry.outcome)
+    Ok((entry.outcome, entry.answers))
 }
 
 /// A case's outcome with the key it was computed for.
@@ -230,6 +268,8 @@ fn cached(case: &Case, setup: &Setup) -> Result<Outcome, String> {
 struct Cached {
     key: String,
     outcome: Outcome,
+    #[serde(default)]
+    answers: Option<AnswerReport>,
 }
 
 /// `<target>/<profile>/rag-eval-harness`, when running under nextest.
@@ -242,9 +282,18 @@ fn cache_dir() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.join("rag-eval-harness"))
 }
 
-fn compute(case: &Case, setup: &Setup) -> Result<Outcome, String> {
+fn compute(case: &Case, setup: &Setup) -> Result<(Outcome, Option<AnswerReport>), String> {
     let runtime = super::runtime();
+    let mut answering = None;
     let retrievers = match &case.spec.build {
+        Build::Answer(f) => {
+            let r = Arc::new(super::answers::AnswerRetriever::new(*f));
+            answering = Some(r.clone());
+            Retrievers {
+                token: Some(r.clone()),
+                chunk: Some(r),
+            }
+        }
         Build::Factory(make) => runtime.block_on(make()),
         Build::Function(f) => {
             let r = Arc::new(FnRetriever {
@@ -277,7 +326,12 @@ fn compute(case: &Case, setup: &Setup) -> Result<Outcome, String> {
     record_run(case, corpus, &result);
     #[cfg(not(feature = "runs"))]
     let _ = corpus;
-    Ok(result.scores)
+    let mut outcome = result.scores;
+    let Some(answering) = answering else {
+        return Ok((outcome, None));
+    };
+    let report = runtime.block_on(super::answers::judge(case, &answering, &mut outcome))?;
+    Ok((outcome, report))
 }
 
 /// Records the case's run in the store `RAG_EVAL_RUNS` names, when it names one: the harness
@@ -383,6 +437,7 @@ mod tests {
             ignore: false,
             thresholds: &[],
             levels: Levels::BOTH,
+            judge: None,
             build: Build::Factory(|| {
                 Box::pin(async {
                     let r = Arc::new(Bm25Retriever::new(Windows));

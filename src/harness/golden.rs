@@ -76,15 +76,48 @@ pub(crate) fn rounded(figures: &Figures) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// How far a figure may move before it counts as a change: LLM judges' figures get their own,
+/// usually wider, allowance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Tolerance {
+    /// For retrieval and lexical figures.
+    pub figures: f64,
+    /// For the figures of LLM judges.
+    pub judged: f64,
+}
+
+impl Tolerance {
+    /// The allowance for the figure reported as `name`.
+    pub fn of(&self, name: &str) -> f64 {
+        let bare = name.split('@').next().unwrap_or(name);
+        if crate::metrics::registry::lookup(bare)
+            .is_some_and(|m| m.needs(crate::metrics::Need::Judge))
+        {
+            self.judged
+        } else {
+            self.figures
+        }
+    }
+}
+
+impl From<f64> for Tolerance {
+    fn from(t: f64) -> Self {
+        Tolerance {
+            figures: t,
+            judged: t,
+        }
+    }
+}
+
 /// Changes beyond the tolerance between two lists of figures of one scope.
 pub(crate) fn compare_scope(
     scope: &str,
     old: &[(String, f64)],
     new: &[(String, f64)],
-    tolerance: f64,
+    tolerance: impl Into<Tolerance>,
 ) -> Comparison {
     let mut out = Comparison::default();
-    compare_figures(scope, old, new, tolerance, &mut out);
+    compare_figures(scope, old, new, tolerance.into(), &mut out);
     out
 }
 
@@ -212,7 +245,8 @@ impl Comparison {
 
 /// Compares two snapshot bodies figure by figure. A figure changed when it differs by more
 /// than `tolerance` (with a little slack for the 4-decimal rounding).
-pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: f64) -> Comparison {
+pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: impl Into<Tolerance>) -> Comparison {
+    let tolerance = tolerance.into();
     let mut out = Comparison::default();
     let configuration = |h: &[(String, String)]| -> Vec<(String, String)> {
         h.iter().filter(|(k, _)| k != "queries").cloned().collect()
@@ -267,13 +301,13 @@ fn compare_figures(
     scope: &str,
     old: &[(String, f64)],
     new: &[(String, f64)],
-    tolerance: f64,
+    tolerance: Tolerance,
     out: &mut Comparison,
 ) {
     let slack = 0.5 * 10f64.powi(-(DECIMALS as i32)) + 1e-12;
     for (metric, value) in new {
         match old.iter().find(|(m, _)| m == metric) {
-            Some((_, before)) if (value - before).abs() > tolerance + slack => {
+            Some((_, before)) if (value - before).abs() > tolerance.of(metric) + slack => {
                 out.changes.push(Change {
                     scope: scope.to_owned(),
                     metric: metric.clone(),
@@ -329,13 +363,18 @@ pub(crate) fn figures_diff(old: &[(String, f64)], new: &[(String, f64)]) -> Stri
 /// tolerance. Bodies that are not in the harness's format compare as text.
 #[derive(Debug, Clone)]
 pub struct ToleranceComparator {
-    tolerance: f64,
+    tolerance: Tolerance,
 }
 
 impl ToleranceComparator {
-    /// A comparator with the given tolerance.
-    pub fn new(tolerance: f64) -> Self {
-        ToleranceComparator { tolerance }
+    /// A comparator with the given tolerance (`judged` for LLM judges' figures).
+    pub fn new(tolerance: f64, judged: f64) -> Self {
+        ToleranceComparator {
+            tolerance: Tolerance {
+                figures: tolerance,
+                judged,
+            },
+        }
     }
 }
 
@@ -427,6 +466,32 @@ mod tests {
             "a move of exactly the tolerance passes"
         );
         assert!(!compare(&old, &new, 0.005).is_match());
+    }
+
+    #[test]
+    fn judge_figures_have_their_own_tolerance() {
+        let with_judge = OLD.replace("summary:\n", "summary:\n  faithfulness: 0.8000\n");
+        let old = parse(&with_judge).unwrap();
+        let moved = |from: &str, to: &str| parse(&with_judge.replace(from, to)).unwrap();
+        let wide = Tolerance {
+            figures: 0.01,
+            judged: 0.05,
+        };
+        // A judge's mean moving by 0.04 is within its tolerance, not within the figures'.
+        let judge = moved("faithfulness: 0.8000", "faithfulness: 0.7600");
+        assert!(compare(&old, &judge, wide).is_match());
+        assert!(!compare(&old, &judge, 0.01).is_match());
+        let c = compare(
+            &old,
+            &moved("faithfulness: 0.8000", "faithfulness: 0.7400"),
+            wide,
+        );
+        assert_eq!(c.regressions().count(), 1);
+        // Retrieval figures keep the case's tolerance.
+        let recall = moved("  span_recall@5: 0.7500", "  span_recall@5: 0.7300");
+        assert!(!compare(&old, &recall, wide).is_match());
+        assert_eq!(wide.of("span_recall@5"), 0.01);
+        assert_eq!(wide.of("faithfulness"), 0.05);
     }
 
     #[test]

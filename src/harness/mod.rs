@@ -11,6 +11,7 @@
 //! such a drop of a mean, on a `min_…`/`max_…` bar, and when the snapshot is missing under
 //! `CI`. Improvements pass and are reported; `cargo insta review` takes the new baseline.
 
+mod answers;
 mod case;
 pub(crate) mod golden;
 mod junit;
@@ -188,6 +189,9 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     let Some(q) = outcome.per_query.iter().find(|q| q.id == id) else {
         return Ok(());
     };
+    if let Some(explained) = case.answers()?.and_then(|a| a.queries.get(id).cloned()) {
+        answer_bars(case, id, &explained)?;
+    }
     let old = if one_test_per_process() {
         read_golden_text(case).and_then(|t| golden::query_figures(&t, id))
     } else {
@@ -196,8 +200,8 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
     let Some(old) = old else {
         return Ok(()); // no baseline for this query: the summary reports it
     };
-    let new = golden::rounded(&q.metrics);
-    let comparison = golden::compare_scope(id, &old, &new, case.spec.tolerance);
+    let new = golden::rounded(&snapshot_figures(case, &q.metrics));
+    let comparison = golden::compare_scope(id, &old, &new, tolerance(case));
     let (regressed, improved): (Vec<&golden::Change>, Vec<&golden::Change>) =
         comparison.changes.iter().partition(|c| c.is_regression());
     if !improved.is_empty() {
@@ -237,8 +241,25 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         .unwrap_or_else(|e| e.into_inner())
         .push(report(case, &outcome));
     let mut problems = thresholds(case, &outcome);
+    if let Some(answers) = case.answers()? {
+        for s in answers.summaries.iter().filter(|s| s.gate_fails()) {
+            problems.push(format!(
+                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything",
+                s.metric,
+                s.invalid,
+                s.error,
+                s.samples,
+                100.0 * s.invalid_share(),
+                100.0 * s.max_invalid_share
+            ));
+        }
+    }
 
-    let contents = golden::render(&outcome);
+    let mut snapshot = (*outcome).clone();
+    for q in &mut snapshot.per_query {
+        q.metrics = snapshot_figures(case, &q.metrics);
+    }
+    let contents = golden::render(&snapshot);
     let old = golden_of(case);
     let new = golden::parse(&contents).expect("rendered snapshots parse");
     let request = SnapshotRequest {
@@ -254,6 +275,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         ),
         contents: contents.clone(),
         tolerance: case.spec.tolerance,
+        judge_tolerance: tolerance(case).judged,
     };
     // insta decides what to write (pending `.snap.new`, in place, nothing under CI) and
     // panics on a mismatch; the verdict below is the harness's own.
@@ -280,7 +302,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             case.golden_path().display()
         ),
         Some(old) => {
-            let comparison = golden::compare(old, &new, case.spec.tolerance);
+            let comparison = golden::compare(old, &new, tolerance(case));
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
             let improvements: Vec<&golden::Change> = comparison.improvements().collect();
             if let Some(what) = &comparison.configuration {
@@ -345,6 +367,72 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     } else {
         Err(format!("case `{}`:\n{}", case.spec.name, problems.join("\n")).into())
     }
+}
+
+/// The case's tolerances: `tolerance` for its figures, `judge_tolerance` for its judges'.
+fn tolerance(case: &Case) -> golden::Tolerance {
+    golden::Tolerance {
+        figures: case.spec.tolerance,
+        judged: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
+    }
+}
+
+/// A query's figures as its golden snapshot records them: judge figures only with
+/// `judge_per_query = true` (a judge's per-query verdicts drift more than their mean).
+fn snapshot_figures(case: &Case, figures: &crate::metrics::Figures) -> crate::metrics::Figures {
+    let keep_judged = case.spec.judge.is_some_and(|j| j.per_query_snapshot);
+    crate::metrics::Figures(
+        figures
+            .0
+            .iter()
+            .filter(|(name, _)| keep_judged || !answers::JUDGES.contains(&name.as_str()))
+            .cloned()
+            .collect(),
+    )
+}
+
+/// A query of a case that answers fails when one of its judge figures misses the case's bar;
+/// the message shows what a reader needs to see why.
+fn answer_bars(case: &Case, id: &str, e: &answers::Explained) -> Result<(), Failed> {
+    let mut missed = Vec::new();
+    for t in case.spec.thresholds {
+        let Some(&(_, v)) = e.figures.iter().find(|(n, _)| n == t.metric) else {
+            continue;
+        };
+        let (miss, word, key) = match t.bound {
+            Bound::Min => (v < t.value, "below", "min"),
+            Bound::Max => (v > t.value, "above", "max"),
+        };
+        if miss {
+            missed.push(format!(
+                "{} = {v:.4} is {word} the bar {:.4} ({key}_{})",
+                t.metric, t.value, t.metric
+            ));
+        }
+    }
+    if missed.is_empty() {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "the answer to query `{id}` of case `{}` misses its bars:\n  {}\nquestion: {}\nanswer: {}\n",
+        case.spec.name,
+        missed.join("\n  "),
+        e.question,
+        e.answer
+    );
+    if !e.unsupported.is_empty() {
+        msg.push_str("unsupported statements:\n");
+        for st in &e.unsupported {
+            let _ = writeln!(msg, "  - {st}");
+        }
+    }
+    match &e.reference {
+        Some(r) => {
+            let _ = writeln!(msg, "reference: {r}");
+        }
+        None => msg.push_str("reference: (the dataset has none)\n"),
+    }
+    Err(msg.into())
 }
 
 /// The retriever's description a case's result records.
@@ -424,7 +512,7 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
             .per_query
             .iter()
             .map(|q| {
-                let value = q.metrics.0.get(i).map_or(0.0, |f| f.1);
+                let value = q.metrics.get(name).unwrap_or(0.0);
                 (value, q.id.as_str(), q.query.as_deref().unwrap_or_default())
             })
             .collect();

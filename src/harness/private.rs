@@ -1,7 +1,9 @@
 //! What `#[rag_eval]` and `main!` expand to. Not a public API: names here change without notice.
 
 use crate::chunk::RetrievedChunk;
+use crate::generator::RagAnswer;
 use crate::level::{ChunkLevel, TokenLevel};
+use crate::llm::LlmClient;
 use crate::retrieve::Retriever;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -44,6 +46,28 @@ pub struct CaseSpec {
     pub levels: Levels,
     /// How to obtain the retriever.
     pub build: Build,
+    /// The LLM judge of a case that answers.
+    pub judge: Option<JudgeSpec>,
+}
+
+/// How a case's answers are judged (`judge = …`, `judge_samples = …`, `max_invalid_share = …`).
+#[derive(Debug, Clone, Copy)]
+pub struct JudgeSpec {
+    /// Builds the judge's client; every call goes through the harness's LLM cache.
+    pub client: fn() -> Arc<dyn LlmClient>,
+    /// Judgings per query.
+    pub samples: u32,
+    /// Share of `invalid`/`error` samples above which the case fails.
+    pub max_invalid_share: f64,
+    /// Whether judge figures appear per query in the golden snapshot (summary only by default).
+    pub per_query_snapshot: bool,
+    /// Allowed drift of a judge figure before it counts as a change.
+    pub tolerance: f64,
+}
+
+/// The judge client a case's `judge = f` names, whatever `LlmClient` `f` returns.
+pub fn judge_client<C: LlmClient + 'static>(client: C) -> Arc<dyn LlmClient> {
+    Arc::new(client)
 }
 
 /// Span scoring mode of a case: the library's own type, so nothing maps one to the other.
@@ -97,6 +121,8 @@ pub enum Build {
     Factory(fn() -> BoxFuture<Retrievers>),
     /// The case's function is the retriever.
     Function(fn(String) -> BoxFuture<Vec<RetrievedChunk>>),
+    /// The case's function answers: retrieval is scored on the contexts it used.
+    Answer(fn(String) -> BoxFuture<RagAnswer>),
 }
 
 impl std::fmt::Debug for Build {
@@ -104,6 +130,7 @@ impl std::fmt::Debug for Build {
         f.write_str(match self {
             Build::Factory(_) => "Factory",
             Build::Function(_) => "Function",
+            Build::Answer(_) => "Answer",
         })
     }
 }
@@ -212,6 +239,8 @@ pub struct SnapshotRequest {
     pub contents: String,
     /// Figures within this distance of the old ones count as equal.
     pub tolerance: f64,
+    /// The same for LLM judges' figures.
+    pub judge_tolerance: f64,
 }
 
 impl SnapshotRequest {
@@ -219,6 +248,7 @@ impl SnapshotRequest {
     pub fn comparator(&self) -> Box<dyn insta::Comparator> {
         Box::new(crate::harness::golden::ToleranceComparator::new(
             self.tolerance,
+            self.judge_tolerance,
         ))
     }
 }

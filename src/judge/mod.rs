@@ -41,6 +41,7 @@ mod answer_match;
 mod call;
 mod context;
 mod faithfulness;
+mod figures;
 mod outcome;
 mod relevancy;
 mod run;
@@ -48,6 +49,7 @@ mod run;
 pub use answer_match::{AnswerMatch, ANSWER_MATCH_PLACEHOLDERS};
 pub use context::{LlmContextPrecision, LlmContextRecall, CONTEXT_PLACEHOLDERS};
 pub use faithfulness::{Faithfulness, FAITHFULNESS_PLACEHOLDERS};
+pub use figures::add_to_result;
 pub use outcome::{
     Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample, JudgeStatus,
     JudgeUsage, QueryJudgement, Spread, Statement, Support,

@@ -33,6 +33,8 @@ pub enum Need {
     /// Embeddings of the answer and the references, from an
     /// [`Embedder`](crate::embed::Embedder) the caller supplies.
     Embedder,
+    /// An LLM judge (a case's `judge`, `--judge-model`).
+    Judge,
 }
 
 /// What building a metric may use: the evaluation's span mode and, when available, the
@@ -79,6 +81,8 @@ pub struct MetricInfo {
     token: Option<Build<TokenLevel>>,
     chunk: Option<Build<ChunkLevel>>,
     answer: Option<BuildAnswer>,
+    /// LLM judges are no `Metric<L>`: the harness and the CLI run them over the answers.
+    judge: bool,
 }
 
 impl std::fmt::Debug for MetricInfo {
@@ -108,7 +112,7 @@ impl MetricInfo {
 
     /// Whether the metric is reported at `level` (answer metrics: when there are answers).
     pub fn applies_to(&self, level: LevelKind) -> bool {
-        self.answer.is_some()
+        self.answer.is_some() || self.judge
             || match level {
                 LevelKind::Chunk => self.chunk.is_some(),
                 LevelKind::Token => self.token.is_some(),
@@ -191,6 +195,7 @@ const fn token(
         token: Some(build),
         chunk: None,
         answer: None,
+        judge: false,
     }
 }
 
@@ -209,6 +214,7 @@ const fn chunk(
         token: None,
         chunk: Some(build),
         answer: None,
+        judge: false,
     }
 }
 
@@ -228,6 +234,24 @@ const fn both(
         token: Some(token),
         chunk: Some(chunk),
         answer: None,
+        judge: false,
+    }
+}
+
+const JUDGED: &[Need] = &[Need::Answer, Need::Judge];
+const JUDGED_REFERENCE: &[Need] = &[Need::Answer, Need::Reference, Need::Judge];
+
+/// An LLM judge's entry (see [`crate::judge`]): reported at both levels, for cases that answer.
+const fn judge(name: &'static str, needs: &'static [Need], definition: &'static str) -> MetricInfo {
+    MetricInfo {
+        name,
+        at_k: false,
+        needs,
+        definition,
+        token: None,
+        chunk: None,
+        answer: None,
+        judge: true,
     }
 }
 
@@ -245,6 +269,7 @@ const fn answer(
         token: None,
         chunk: None,
         answer: Some(build),
+        judge: false,
     }
 }
 
@@ -287,6 +312,11 @@ pub static REGISTRY: &[MetricInfo] = &[
     answer("exact_match", REFERENCE, "1 when the SQuAD-normalised answer equals a normalised reference, else 0", lexical!("exact_match")),
     answer("token_f1", REFERENCE, "SQuAD token F1 between the normalised answer and reference, the best over the references", lexical!("token_f1")),
     answer("answer_similarity", EMBEDDED, "cosine between the answer's and a reference's embeddings (clamped at 0), the best over the references", || Box::new(AnswerSimilarity)),
+    judge("faithfulness", JUDGED, "LLM judge: share of the answer's statements its contexts support"),
+    judge("answer_relevancy", JUDGED, "LLM judge: mean cosine of questions generated back from the answer to the question, 0 when noncommittal"),
+    judge("llm_context_precision", JUDGED_REFERENCE, "LLM judge: average precision of the contexts useful for the reference answer"),
+    judge("llm_context_recall", JUDGED_REFERENCE, "LLM judge: share of the reference answer's statements the contexts hold"),
+    judge("answer_match", JUDGED_REFERENCE, "LLM judge: 1 when the answer answers the question as the reference does"),
 ];
 
 /// The registry entry named `name` (without cut-off).
