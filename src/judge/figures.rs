@@ -56,6 +56,7 @@ mod tests {
             query: None,
             difficulty: Some(difficulty.into()),
             metrics: Figures(vec![("mrr".into(), 1.0)]),
+            ..QueryResult::default()
         }
     }
 

@@ -112,7 +112,8 @@ impl MetricInfo {
 
     /// Whether the metric is reported at `level` (answer metrics: when there are answers).
     pub fn applies_to(&self, level: LevelKind) -> bool {
-        self.answer.is_some() || self.judge
+        self.answer.is_some()
+            || self.judge
             || match level {
                 LevelKind::Chunk => self.chunk.is_some(),
                 LevelKind::Token => self.token.is_some(),
