@@ -435,8 +435,9 @@ fn scoring_answers_reports_every_registered_metric_of_its_level() {
     )
     .unwrap();
     let reported: Vec<&str> = s.result.metrics.names().map(base).collect();
+    // Everything but the LLM judges, which need a judge model (`score_answers` takes none).
     let want: Vec<&str> = registry::at_level(LevelKind::Token)
-        .filter(|m| !m.needs(registry::Need::ChunkerOutput))
+        .filter(|m| !m.needs(registry::Need::ChunkerOutput) && !m.needs(registry::Need::Judge))
         .map(|m| m.name)
         .collect();
     assert_eq!(reported, want);

@@ -367,7 +367,11 @@ mod tests {
                     assert!(info.build::<TokenLevel>(&ctx).is_none());
                     assert!(info.build::<ChunkLevel>(&ctx).is_none());
                 }
-                None => assert!(!info.needs(Need::Answer), "`{}`", info.name),
+                None => assert!(
+                    !info.needs(Need::Answer) || (info.judge && info.needs(Need::Judge)),
+                    "`{}`",
+                    info.name
+                ),
             }
             if let Some(m) = info.build::<TokenLevel>(&ctx) {
                 assert_eq!((m.name(), m.at_k()), (info.name, info.at_k));
