@@ -452,3 +452,65 @@ fn export_import_delete() {
         1
     );
 }
+
+#[test]
+fn compare_and_report_take_stored_run_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let store = store.to_str().unwrap();
+    let mut args = eval_args(&["recursive:size=400", "recursive:size=200"]);
+    args.push("--json".into());
+    let printed = ok(dir.path(), Some(store), &strs(&args)).stdout;
+    let file = dir.path().join("eval.json");
+    std::fs::write(&file, &printed).unwrap();
+    let listed = lines(&ok(dir.path(), Some(store), &["runs", "list", "--json"]).stdout);
+    let ids: Vec<&str> = listed.iter().map(|l| l["id"].as_str().unwrap()).collect();
+
+    // By id (a full id, then `latest`) and from the printed file: the same figures.
+    let compare = |runs: &[&str]| {
+        let mut a = vec!["compare", "--json"];
+        a.extend_from_slice(runs);
+        let v: Value = serde_json::from_str(&ok(dir.path(), Some(store), &a).stdout).unwrap();
+        // The figures, not the labels (a stored run is labelled by its label and id).
+        let figures: Vec<(String, f64, f64)> = v["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let d = &m["vs_baseline"][0];
+                (
+                    m["metric"].as_str().unwrap().to_owned(),
+                    d["difference"].as_f64().unwrap(),
+                    d["p_value"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        figures
+    };
+    let by_id = compare(&[ids[0], "latest"]);
+    assert!(!by_id.is_empty());
+    assert!(by_id == compare(&[file.to_str().unwrap()]), "{by_id:?}");
+
+    let report = ok(
+        dir.path(),
+        Some(store),
+        &["report", "--format", "markdown", ids[0], ids[1]],
+    );
+    assert!(
+        report.stdout.contains("recursive:size=200"),
+        "{}",
+        report.stdout
+    );
+
+    // Neither a file nor a stored id: the store is named in the error.
+    let out = run_in(
+        dir.path(),
+        Some(store),
+        &["compare", ids[0], "nothing-like-this"],
+    );
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("nothing-like-this"), "{}", out.stderr);
+    let out = run_in(dir.path(), Some("off"), &["compare", ids[0], ids[1]]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("no run store"), "{}", out.stderr);
+}

@@ -4,17 +4,20 @@ use super::output::Output;
 use crate::compare::{CompareOptions, Comparison, PairedTest, MAX_RUNS};
 use crate::metrics::RunResult;
 use crate::stats::Correction;
-use anyhow::{bail, Context, Result};
-use camino::Utf8PathBuf;
+use anyhow::{bail, Result};
 use clap::Args;
 
 #[derive(Args)]
 pub(super) struct CompareArgs {
-    /// Runs as JSON files from `rag-eval eval --json` or `score --json` (a file of several
-    /// lines gives one run per line, labelled `FILE#1`, `FILE#2`, …). The first is the
-    /// baseline.
+    /// Runs: ids in the run store (a unique prefix, `latest`, `latest~N`), or JSON files
+    /// written by `rag-eval eval --json`, `score --json` or `runs export` (a file with several
+    /// runs, one per line, brings them all). The first is the baseline.
     #[arg(value_name = "RUN", required = true)]
-    runs: Vec<Utf8PathBuf>,
+    runs: Vec<String>,
+    /// The store run ids are looked up in: a SQLite file, a `postgres://` URL (default:
+    /// `RAG_EVAL_RUNS`, else `.rag-eval/runs.sqlite`).
+    #[arg(long, value_name = "FILE|URL")]
+    store: Option<String>,
     /// The paired test: Fisher's randomization test or the paired t-test.
     #[arg(long, default_value = "fisher", value_parser = ["fisher", "student"])]
     test: String,
@@ -51,32 +54,7 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
     if !(a.alpha > 0.0 && a.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1 (got {})", a.alpha);
     }
-    let mut runs: Vec<(String, RunResult)> = Vec::new();
-    for path in &a.runs {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| crate::Error::io("read", path.clone(), e))?;
-        let mut read = Vec::new();
-        for (i, value) in serde_json::Deserializer::from_str(&text)
-            .into_iter::<RunResult>()
-            .enumerate()
-        {
-            read.push(value.with_context(|| {
-                format!(
-                    "`{path}`: run {} is not a run of `rag-eval eval --json` or `score --json`",
-                    i + 1
-                )
-            })?);
-        }
-        match read.len() {
-            0 => bail!("`{path}` holds no run"),
-            1 => runs.push((path.to_string(), read.pop().expect("one run"))),
-            _ => runs.extend(
-                read.into_iter()
-                    .enumerate()
-                    .map(|(i, r)| (format!("{path}#{}", i + 1), r)),
-            ),
-        }
-    }
+    let runs = super::runs::load(&a.runs, a.store.as_deref())?;
     if !(2..=MAX_RUNS).contains(&runs.len()) {
         bail!(
             "compare takes 2 to {MAX_RUNS} runs (the first is the baseline), got {}",

@@ -1,9 +1,8 @@
 //! `rag-eval report`: runs rendered as HTML, Markdown or JUnit.
 
 use super::output::Output;
-use crate::report::{load_runs, record_label, Bar, Bound, Format, Report};
-use crate::runs::{self, RunStore, StoreChoice};
-use anyhow::{Context, Result};
+use crate::report::{Bar, Bound, Format, Report};
+use anyhow::Result;
 use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 
@@ -54,41 +53,7 @@ pub(super) fn run(a: ReportArgs, out: &mut Output) -> Result<()> {
     for m in &a.max {
         bars.push(Bar::parse_with(m, Bound::Max)?);
     }
-    let mut runs = Vec::new();
-    let mut store: Option<Box<dyn RunStore>> = None;
-    for text in &a.runs {
-        let path = Utf8PathBuf::from(text);
-        let found = if path.is_file() {
-            load_runs(&path)?
-        } else {
-            if store.is_none() {
-                let choice = match a.store.as_deref() {
-                    Some(s) => StoreChoice::parse(Some(s)),
-                    None => StoreChoice::from_env()?,
-                };
-                store = Some(runs::open(&choice)?.with_context(|| {
-                    format!("`{text}` is no file, and the run store is off (RAG_EVAL_RUNS=off)")
-                })?);
-            }
-            let record = store
-                .as_deref()
-                .map(|s| s.load(text))
-                .transpose()
-                .with_context(|| format!("`{text}` is no file"))?
-                .context("the run store is open")?;
-            vec![(record_label(&record), record.result)]
-        };
-        for (label, run) in found {
-            // The same file name twice (runs/a/x.json, runs/b/x.json) still needs two names.
-            let mut unique = label.clone();
-            let mut n = 2;
-            while runs.iter().any(|(l, _): &(String, _)| *l == unique) {
-                unique = format!("{label} ({n})");
-                n += 1;
-            }
-            runs.push((unique, run));
-        }
-    }
+    let runs = super::runs::load(&a.runs, a.store.as_deref())?;
     let format = match a.format {
         ReportFormat::Html => Format::Html,
         ReportFormat::Markdown => Format::Markdown,

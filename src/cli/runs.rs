@@ -2,6 +2,7 @@
 //! `score` run in the store.
 
 use super::output::Output;
+use crate::metrics::RunResult;
 use crate::runs::{self, RunRecord, RunStore, StoreChoice};
 use anyhow::{Context, Result};
 use camino::Utf8PathBuf;
@@ -65,6 +66,42 @@ fn open(store: Option<&str>) -> Result<Box<dyn RunStore>> {
         None => StoreChoice::from_env()?,
     };
     runs::open(&choice)?.context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")
+}
+
+/// The runs `compare` and `report` are given: a JSON file (`eval --json`, `score --json`,
+/// `runs export`; a file of several runs brings them all) or else an id in the run store (a
+/// unique prefix, `latest`, `latest~N`), labelled, with labels made unique.
+pub(super) fn load(texts: &[String], store: Option<&str>) -> Result<Vec<(String, RunResult)>> {
+    let mut runs: Vec<(String, RunResult)> = Vec::new();
+    let mut opened: Option<Box<dyn RunStore>> = None;
+    for text in texts {
+        let path = Utf8PathBuf::from(text);
+        let found = if path.is_file() {
+            crate::report::load_runs(&path)?
+        } else {
+            let s = match &opened {
+                Some(s) => s,
+                None => opened.insert(open(store).with_context(|| {
+                    format!("`{text}` is no file, and no run store to look it up in")
+                })?),
+            };
+            let record = s
+                .load(text)
+                .with_context(|| format!("`{text}` is no file"))?;
+            vec![(crate::report::record_label(&record), record.result)]
+        };
+        for (label, run) in found {
+            // The same file name twice (runs/a/x.json, runs/b/x.json) still needs two names.
+            let mut unique = label.clone();
+            let mut n = 2;
+            while runs.iter().any(|(l, _)| *l == unique) {
+                unique = format!("{label} ({n})");
+                n += 1;
+            }
+            runs.push((unique, run));
+        }
+    }
+    Ok(runs)
 }
 
 pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
