@@ -669,6 +669,56 @@ fn eval_prints_its_result_when_the_upload_fails_and_the_same_command_continues()
         .find(|f| f["key"] == "span_recall@5" && f["run_id"].is_null())
         .unwrap();
     assert!((summary["score"].as_f64().unwrap() - recall).abs() < 1e-12);
+
+    // `runs pull` brings the experiment back as a stored run with the same figures.
+    drop(s);
+    let store = dir.join("pulled.sqlite");
+    let (code, out, err) = rag_eval(
+        &fake,
+        &dir,
+        &["runs", "--store", store.as_str(), "pull", "cli-run"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("stored LangSmith experiment `cli-run` (40 queries) as run "));
+    let (code, shown, err) = rag_eval(
+        &fake,
+        &dir,
+        &[
+            "runs",
+            "--store",
+            store.as_str(),
+            "show",
+            "latest",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let shown: Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(shown["origin"], "langsmith");
+    assert_eq!(shown["label"], "cli-run");
+    let pulled = shown["result"]["metrics"].as_object().unwrap();
+    let printed = local["metrics"].as_object().unwrap();
+    assert_eq!(
+        pulled.keys().collect::<Vec<_>>(),
+        printed.keys().collect::<Vec<_>>()
+    );
+    for (name, v) in printed {
+        let back = pulled[name].as_f64().unwrap();
+        assert!(
+            (back - v.as_f64().unwrap()).abs() < 1e-12,
+            "{name}: {back} vs {v}"
+        );
+    }
+    let (code, _, err) = rag_eval(
+        &fake,
+        &dir,
+        &["runs", "--store", store.as_str(), "pull", "absent"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no LangSmith experiment named `absent`"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@ use super::CorpusArgs;
 use crate::dataset::{self, AnyDataset};
 use crate::eval::EvaluationResult;
 use crate::langsmith::{self, Experiment, LangSmith};
+use crate::runs::RunRecord;
 use anyhow::{bail, Context, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
@@ -114,6 +115,21 @@ pub(super) fn push(a: PushArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The LangSmith experiment `name` as a run record (origin `langsmith`, labelled by the name).
+pub(super) fn pull_experiment(name: &str) -> Result<RunRecord> {
+    let client = client()?;
+    let result = pollster::block_on(langsmith::fetch_experiment(&client, name))
+        .with_context(|| format!("cannot pull LangSmith experiment `{name}`"))?;
+    let dataset = result
+        .config
+        .as_ref()
+        .map(|c| c.dataset.clone())
+        .unwrap_or_default();
+    let mut record = RunRecord::new("langsmith", &dataset, result);
+    record.label = Some(name.to_owned());
+    Ok(record)
 }
 
 pub(super) fn pull(a: PullArgs, out: &mut Output) -> Result<()> {

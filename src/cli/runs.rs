@@ -48,6 +48,12 @@ enum RunsCommand {
         #[arg(short, long)]
         output: Option<Utf8PathBuf>,
     },
+    /// Store a LangSmith experiment as a run (its per-query feedback as figures), so that
+    /// `compare` and `report` work on it (`LANGSMITH_ENDPOINT`, `LANGSMITH_API_KEY`).
+    Pull {
+        /// The experiment's name.
+        experiment: String,
+    },
     /// Add the runs of JSON-lines files (from `export`) to the store; runs already stored are
     /// left as they are.
     Import {
@@ -162,6 +168,16 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
                 }
                 None => out.text(&text)?,
             }
+        }
+        RunsCommand::Pull { experiment } => {
+            let record = super::langsmith::pull_experiment(&experiment)?;
+            store.put(&record)?;
+            out.text(&format!(
+                "stored LangSmith experiment `{experiment}` ({} queries) as run {} in `{}`\n",
+                record.result.queries,
+                record.id,
+                store.location()
+            ))?;
         }
         RunsCommand::Import { files, json } => {
             let mut records = Vec::new();
