@@ -513,4 +513,18 @@ fn compare_and_report_take_stored_run_ids() {
     let out = run_in(dir.path(), Some("off"), &["compare", ids[0], ids[1]]);
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("no run store"), "{}", out.stderr);
+    // A lookup in a store that does not exist says so and creates none.
+    let absent = dir.path().join("absent.sqlite");
+    let out = run_in(
+        dir.path(),
+        Some(absent.to_str().unwrap()),
+        &["report", ids[0]],
+    );
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("there is no run store at"),
+        "{}",
+        out.stderr
+    );
+    assert!(!absent.exists());
 }

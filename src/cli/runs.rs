@@ -66,12 +66,30 @@ enum RunsCommand {
     },
 }
 
-fn open(store: Option<&str>) -> Result<Box<dyn RunStore>> {
-    let choice = match store {
+fn choose(store: Option<&str>) -> Result<StoreChoice> {
+    Ok(match store {
         Some(s) => StoreChoice::parse(Some(s)),
         None => StoreChoice::from_env()?,
-    };
-    runs::open(&choice)?.context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")
+    })
+}
+
+fn open(store: Option<&str>) -> Result<Box<dyn RunStore>> {
+    open_choice(&choose(store)?)
+}
+
+fn open_choice(choice: &StoreChoice) -> Result<Box<dyn RunStore>> {
+    runs::open(choice)?.context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")
+}
+
+/// The store a run id is looked up in: only one that exists (a lookup creates no file).
+fn open_for_lookup(store: Option<&str>) -> Result<Box<dyn RunStore>> {
+    let choice = choose(store)?;
+    if let StoreChoice::Sqlite(path) = &choice {
+        if !path.exists() {
+            anyhow::bail!("there is no run store at `{path}`");
+        }
+    }
+    open_choice(&choice)
 }
 
 /// The runs `compare` and `report` are given: a JSON file (`eval --json`, `score --json`,
@@ -87,7 +105,7 @@ pub(super) fn load(texts: &[String], store: Option<&str>) -> Result<Vec<(String,
         } else {
             let s = match &opened {
                 Some(s) => s,
-                None => opened.insert(open(store).with_context(|| {
+                None => opened.insert(open_for_lookup(store).with_context(|| {
                     format!("`{text}` is no file, and no run store to look it up in")
                 })?),
             };
