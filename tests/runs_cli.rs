@@ -528,3 +528,71 @@ fn compare_and_report_take_stored_run_ids() {
     );
     assert!(!absent.exists());
 }
+
+#[test]
+fn reading_commands_create_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    // The default store under the current directory, then one named by the environment.
+    for (store, shown) in [
+        (None, ".rag-eval/runs.sqlite".to_owned()),
+        (
+            Some(dir.path().join("absent/runs.sqlite")),
+            dir.path().join("absent/runs.sqlite").display().to_string(),
+        ),
+    ] {
+        let store = store.as_ref().map(|p| p.to_str().unwrap());
+        let list = ok(dir.path(), store, &["runs", "list"]);
+        assert_eq!(
+            list.stdout,
+            format!("no runs: there is no run store at `{shown}`\n")
+        );
+        // JSON lines of no runs: nothing at all, as from a store that holds none.
+        assert_eq!(
+            ok(dir.path(), store, &["runs", "list", "--json"]).stdout,
+            ""
+        );
+        for args in [
+            &["runs", "show", "latest"][..],
+            &["runs", "show", "01M85HTFC9GSQJXRSDE8P1MZS7", "--json"],
+            &["runs", "delete", "latest"],
+            &["runs", "export"],
+        ] {
+            let out = run_in(dir.path(), store, args);
+            assert_eq!(out.code, 1, "{args:?}");
+            assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+            assert!(
+                out.stderr
+                    .contains(&format!("there is no run store at `{shown}`")),
+                "{args:?}: {}",
+                out.stderr
+            );
+        }
+        assert!(
+            run_in(dir.path(), store, &["runs", "show", "latest"])
+                .stderr
+                .contains("no run `latest`"),
+            "the run asked for is named"
+        );
+        assert!(!dir.path().join(".rag-eval").exists());
+        assert!(!dir.path().join("absent").exists());
+    }
+    // An empty store that exists lists the same JSON: nothing.
+    let empty = dir.path().join("empty.sqlite");
+    let import = dir.path().join("none.jsonl");
+    std::fs::write(&import, "").unwrap();
+    ok(
+        dir.path(),
+        Some(empty.to_str().unwrap()),
+        &["runs", "import", import.to_str().unwrap()],
+    );
+    assert!(empty.is_file(), "import creates the store it writes to");
+    assert_eq!(
+        ok(
+            dir.path(),
+            Some(empty.to_str().unwrap()),
+            &["runs", "list", "--json"]
+        )
+        .stdout,
+        ""
+    );
+}

@@ -73,21 +73,23 @@ fn choose(store: Option<&str>) -> Result<StoreChoice> {
     })
 }
 
-fn open(store: Option<&str>) -> Result<Box<dyn RunStore>> {
-    open_choice(&choose(store)?)
-}
-
 fn open_choice(choice: &StoreChoice) -> Result<Box<dyn RunStore>> {
     runs::open(choice)?.context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")
+}
+
+/// The SQLite file `choice` names when it does not exist: reading from it would create it.
+fn missing_file(choice: &StoreChoice) -> Option<&camino::Utf8Path> {
+    match choice {
+        StoreChoice::Sqlite(path) if !path.exists() => Some(path),
+        _ => None,
+    }
 }
 
 /// The store a run id is looked up in: only one that exists (a lookup creates no file).
 fn open_for_lookup(store: Option<&str>) -> Result<Box<dyn RunStore>> {
     let choice = choose(store)?;
-    if let StoreChoice::Sqlite(path) = &choice {
-        if !path.exists() {
-            anyhow::bail!("there is no run store at `{path}`");
-        }
+    if let Some(path) = missing_file(&choice) {
+        anyhow::bail!("there is no run store at `{path}`");
     }
     open_choice(&choice)
 }
@@ -129,7 +131,29 @@ pub(super) fn load(texts: &[String], store: Option<&str>) -> Result<Vec<(String,
 }
 
 pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
-    let store = open(a.store.as_deref())?;
+    // Reading commands create no store: a missing file holds no runs.
+    let choice = choose(a.store.as_deref())?;
+    if let Some(path) = missing_file(&choice) {
+        match &a.command {
+            RunsCommand::List { json } => {
+                if !json {
+                    out.text(&format!("no runs: there is no run store at `{path}`\n"))?;
+                }
+                return Ok(());
+            }
+            RunsCommand::Show { run, .. } => {
+                anyhow::bail!("there is no run store at `{path}`, so no run `{run}` to show")
+            }
+            RunsCommand::Delete { .. } => {
+                anyhow::bail!("there is no run store at `{path}`: nothing to delete")
+            }
+            RunsCommand::Export { .. } => {
+                anyhow::bail!("there is no run store at `{path}`: nothing to export")
+            }
+            _ => {}
+        }
+    }
+    let store = open_choice(&choice)?;
     match a.command {
         RunsCommand::List { json } => {
             let list = store.list()?;
