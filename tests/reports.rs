@@ -470,3 +470,54 @@ fn runs_come_from_the_store_by_id_and_from_exported_records() {
     let metrics = |m: &str| m[m.find("### Metrics").unwrap()..].to_owned();
     assert_eq!(metrics(&from_file), metrics(&md));
 }
+
+/// The report's differences, intervals and corrected p-values are `rag-eval compare`'s, with
+/// the defaults and with other options alike.
+#[test]
+fn intervals_and_p_values_are_those_of_compare() {
+    let dir = temp();
+    let (a, b) = runs(dir.path());
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    for options in [&[][..], &["--seed", "7", "--correction", "bonferroni"]] {
+        let (ok, out, err) = rag_eval(&[&["compare", "--json", a, b], options].concat());
+        assert!(ok, "{err}");
+        let compared: Value = serde_json::from_str(&out).unwrap();
+        let md = report(&[&[a, b, "--format", "markdown"], options].concat());
+        let html = report(&[&[a, b], options].concat());
+        let metrics = compared["metrics"].as_array().unwrap();
+        assert!(metrics.len() >= 4, "{compared}");
+        let mut significant = 0;
+        for m in metrics {
+            let d = &m["vs_baseline"][0];
+            let f = |k: &str| d[k].as_f64().unwrap();
+            let (lo, hi) = (d["ci"][0].as_f64().unwrap(), d["ci"][1].as_f64().unwrap());
+            let p = f("corrected_p_value");
+            let star = p <= 0.05;
+            significant += usize::from(star);
+            let shown = format!("Δ {:+.4} [{lo:+.4}, {hi:+.4}]", f("difference"));
+            let row = md
+                .lines()
+                .find(|l| l.starts_with(&format!("| {} |", m["metric"].as_str().unwrap())))
+                .unwrap_or_else(|| panic!("no row for {}: {md}", m["metric"]));
+            let md_cell = format!("({shown}, p {p:.4}{}) |", if star { " \\*" } else { "" });
+            assert!(row.ends_with(&md_cell), "{row} lacks {md_cell}");
+            // The page carries the exact figures beside the rounded ones.
+            let html_cell = format!(
+                "data-ci=\"{lo} {hi}\" data-p=\"{p}\">{shown}<br>p {p:.4}{}</span>",
+                if star { " *" } else { "" }
+            );
+            assert!(html.contains(&html_cell), "the page lacks {html_cell}");
+        }
+        assert!(
+            significant > 0 && significant < metrics.len(),
+            "both kinds of cell are checked: {significant} of {}",
+            metrics.len()
+        );
+    }
+    // One run: the mean's bootstrap interval, and no comparison.
+    let md = report(&[a, "--format", "markdown"]);
+    assert!(!md.contains("Δ"), "{md}");
+    let html = report(&[a]);
+    assert!(html.contains("Means with 95% bootstrap intervals"));
+    assert!(!html.contains("Difference from the baseline"));
+}

@@ -240,3 +240,96 @@ fn the_command_prints_its_address_and_serves_the_store() {
     assert_eq!(status, 200);
     assert_eq!(json(&text)[0]["id"], record.id.as_str());
 }
+
+/// `rag-eval compare --json` on runs of the store the server serves.
+fn compare_cli(s: &Server, args: &[&str]) -> Value {
+    let store = s._dir.path().join("runs.sqlite");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["compare", "--json", "--store", store.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn compare_answers_what_the_command_prints() {
+    let s = server();
+    let post = |body: Value| {
+        let (status, kind, text) = request(
+            "POST",
+            &format!("{}/compare", s.base),
+            Some(&body.to_string()),
+        );
+        assert!(kind.starts_with("application/json"), "{kind}");
+        (status, json(&text))
+    };
+    // The defaults, over 2 and over 10 runs.
+    for n in [2, 10] {
+        let ids: Vec<&str> = s.ids[..n].iter().map(String::as_str).collect();
+        let (status, body) = post(serde_json::json!({ "run_ids": ids }));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body, compare_cli(&s, &ids), "{n} runs");
+        assert_eq!(body["test"], "fisher");
+        assert_eq!(body["seed"], 42);
+        assert_eq!(body["runs"][0]["label"], format!("run 0 {}", s.ids[0]));
+    }
+    // Every option, as the command's flags.
+    let ids = [s.ids[4].as_str(), s.ids[0].as_str(), s.ids[9].as_str()];
+    let (status, body) = post(serde_json::json!({
+        "run_ids": ids, "test": "student", "correction": "bonferroni", "alpha": 0.01,
+        "seed": 7, "permutations": 500, "resamples": 800, "allow_different_datasets": true
+    }));
+    assert_eq!(status, 200, "{body}");
+    let flags = [
+        "--test",
+        "student",
+        "--correction",
+        "bonferroni",
+        "--alpha",
+        "0.01",
+        "--seed",
+        "7",
+        "--permutations",
+        "500",
+        "--resamples",
+        "800",
+        "--allow-different-datasets",
+    ];
+    assert_eq!(body, compare_cli(&s, &[&flags[..], &ids[..]].concat()));
+    assert_eq!(
+        (&body["test"], &body["correction"], &body["resamples"]),
+        (
+            &Value::from("student"),
+            &Value::from("bonferroni"),
+            &Value::from(800)
+        )
+    );
+    // The same run twice gets two labels, as on the command line.
+    let twice = [s.ids[1].as_str(), s.ids[1].as_str()];
+    let (status, body) = post(serde_json::json!({ "run_ids": twice }));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, compare_cli(&s, &twice));
+    // Options the command would refuse: 400 with a JSON error naming them.
+    for (bad, named) in [
+        (serde_json::json!({"test": "welch"}), "welch"),
+        (serde_json::json!({"correction": "sidak"}), "sidak"),
+        (serde_json::json!({"alpha": 1.5}), "alpha"),
+        (serde_json::json!({"seed": -1}), "seed"),
+        (serde_json::json!({"colour": "red"}), "colour"),
+    ] {
+        let mut body = bad.clone();
+        body["run_ids"] = serde_json::json!([s.ids[0], s.ids[1]]);
+        let (status, err) = post(body);
+        assert_eq!(status, 400, "{bad}: {err}");
+        assert!(
+            err["error"].as_str().unwrap().contains(named),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -117,14 +117,7 @@ pub(super) fn load(texts: &[String], store: Option<&str>) -> Result<Vec<(String,
             vec![(crate::report::record_label(&record), record.result)]
         };
         for (label, run) in found {
-            // The same file name twice (runs/a/x.json, runs/b/x.json) still needs two names.
-            let mut unique = label.clone();
-            let mut n = 2;
-            while runs.iter().any(|(l, _)| *l == unique) {
-                unique = format!("{label} ({n})");
-                n += 1;
-            }
-            runs.push((unique, run));
+            crate::report::push_labelled(&mut runs, label, run);
         }
     }
     Ok(runs)

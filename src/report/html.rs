@@ -2,7 +2,7 @@
 //! drawn in [`super::svg`]. Every string from a run is escaped.
 
 use super::escape::html as esc;
-use super::stats::{mean_interval, paired_difference};
+use super::stats::Analysis;
 use super::svg::{self, Series};
 use super::{pairs, Report};
 use crate::metrics::{Passage, QueryResult, RunResult, Truth};
@@ -94,8 +94,9 @@ pub(crate) fn render(report: &Report) -> String {
         esc(&report.title),
         esc(&report.title)
     );
+    let analysis = Analysis::of(report);
     runs(&mut s, report);
-    metrics(&mut s, report);
+    metrics(&mut s, report, &analysis);
     if !report.bars.is_empty() {
         bars(&mut s, report);
     }
@@ -155,14 +156,54 @@ fn values(run: &RunResult, metric: &str) -> Vec<f64> {
         .collect()
 }
 
-fn metrics(s: &mut String, report: &Report) {
-    let names = report.metric_names();
-    let (_, base) = &report.runs[0];
-    s.push_str("<section id=\"metrics\"><h2>Metrics</h2><p class=\"muted\">Mean ± standard deviation over queries");
-    if report.runs.len() > 1 {
-        s.push_str("; for the other runs, the difference from the baseline over the queries both scored, with its 95% interval (normal approximation; <code>rag-eval compare</code> tests significance)");
+/// The note under a table's heading: where its intervals and p-values come from.
+/// `charts`: whether the page draws the means with their intervals.
+pub(super) fn method(report: &Report, analysis: &Analysis, charts: bool) -> String {
+    let o = report.options();
+    let level = o.confidence * 100.0;
+    let mut note = String::from("Mean ± standard deviation over queries");
+    if charts {
+        note.push_str(&format!(
+            "; charts: each mean with its {level:.0}% bootstrap interval ({} resamples, seed {})",
+            o.resamples, o.seed
+        ));
     }
-    s.push_str(".</p><table id=\"metric-table\"><thead><tr><th>metric</th>");
+    match (&analysis.comparison, &analysis.refused) {
+        (Some(c), _) => {
+            let test = match c.test {
+                crate::compare::PairedTest::Fisher => "Fisher randomization test",
+                crate::compare::PairedTest::Student => "paired t-test",
+            };
+            note.push_str(&format!(
+                ". For the other runs, as rag-eval compare gives it: Δ, the mean difference \
+                 from the baseline with its {level:.0}% paired bootstrap interval, and p, the \
+                 {test}'s p-value after {} correction across metrics × runs; * marks p ≤ {}",
+                c.correction,
+                report.alpha()
+            ));
+            if c.datasets_differ {
+                note.push_str(&format!(
+                    " (the runs differ in dataset or queries: compared on the {} query ids \
+                     they share)",
+                    c.queries
+                ));
+            }
+        }
+        (None, Some(why)) => note.push_str(&format!(". The runs are not compared: {why}")),
+        (None, None) => {}
+    }
+    note.push('.');
+    note
+}
+
+fn metrics(s: &mut String, report: &Report, analysis: &Analysis) {
+    let names = report.metric_names();
+    let alpha = report.alpha();
+    let _ = write!(
+        s,
+        "<section id=\"metrics\"><h2>Metrics</h2><p class=\"muted\">{}</p><table id=\"metric-table\"><thead><tr><th>metric</th>",
+        esc(&method(report, analysis, true))
+    );
     for (i, (label, _)) in report.runs.iter().enumerate() {
         let _ = write!(s, "<th>{}{}</th>", swatch(i), esc(label));
     }
@@ -175,18 +216,26 @@ fn metrics(s: &mut String, report: &Report) {
                 continue;
             };
             let _ = write!(s, "<td class=\"num\">{m:.4} ± {sd:.4}");
-            if i > 0 && base.metrics.get(n).is_some() {
-                let (d, ci) = paired_difference(&pairs(base, r, n));
-                let class = match ci {
-                    Some(c) if c.lo > 0.0 => "better",
-                    Some(c) if c.hi < 0.0 => "worse",
-                    _ => "muted",
+            if let Some(d) = analysis.difference(i, n) {
+                let class = if !d.significant(alpha) {
+                    "muted"
+                } else if d.difference > 0.0 {
+                    "better"
+                } else {
+                    "worse"
                 };
-                let _ = write!(s, "<br><span class=\"{class}\">Δ {d:+.4}");
-                if let Some(c) = ci {
-                    let _ = write!(s, " [{:+.4}, {:+.4}]", c.lo, c.hi);
-                }
-                s.push_str("</span>");
+                let _ = write!(
+                    s,
+                    "<br><span class=\"{class}\" data-ci=\"{} {}\" data-p=\"{}\">Δ {:+.4} [{:+.4}, {:+.4}]<br>p {:.4}{}</span>",
+                    d.ci[0],
+                    d.ci[1],
+                    d.corrected_p_value,
+                    d.difference,
+                    d.ci[0],
+                    d.ci[1],
+                    d.corrected_p_value,
+                    if d.significant(alpha) { " *" } else { "" }
+                );
             }
             s.push_str("</td>");
         }
@@ -203,33 +252,34 @@ fn metrics(s: &mut String, report: &Report) {
             colour: svg::colour(i),
             values: head
                 .iter()
-                .map(|n| {
-                    r.metrics.get(n)?;
-                    let (m, ci) = mean_interval(&values(r, n));
-                    Some((m, ci))
-                })
+                .map(|n| Some((r.metrics.get(n)?, analysis.mean_interval(i, n))))
                 .collect(),
         })
         .collect();
-    s.push_str(&svg::bars("Means with 95% intervals", &head, &series));
-    if report.runs.len() > 1 {
+    let level = report.options().confidence * 100.0;
+    s.push_str(&svg::bars(
+        &format!("Means with {level:.0}% bootstrap intervals"),
+        &head,
+        &series,
+    ));
+    if analysis.comparison.is_some() {
         let diffs: Vec<Series<'_>> = report.runs[1..]
             .iter()
             .enumerate()
-            .map(|(i, (label, r))| Series {
+            .map(|(i, (label, _))| Series {
                 label,
                 colour: svg::colour(i + 1),
                 values: head
                     .iter()
                     .map(|n| {
-                        let p = pairs(base, r, n);
-                        (!p.is_empty()).then(|| paired_difference(&p))
+                        let d = analysis.difference(i + 1, n)?;
+                        Some((d.difference, Some(d.interval())))
                     })
                     .collect(),
             })
             .collect();
         s.push_str(&svg::bars(
-            "Difference from the baseline with 95% intervals",
+            &format!("Difference from the baseline with {level:.0}% paired bootstrap intervals"),
             &head,
             &diffs,
         ));

@@ -2,13 +2,14 @@
 //! every cell escaped.
 
 use super::escape::markdown_cell as cell;
-use super::stats::paired_difference;
+use super::stats::Analysis;
 use super::Report;
 use std::fmt::Write as _;
 
 pub(crate) fn render(report: &Report) -> String {
     let mut s = format!("## {}\n\n", cell(&report.title));
-    let (_, base) = &report.runs[0];
+    let analysis = Analysis::of(report);
+    let alpha = report.alpha();
     s.push_str("| run | level | k | mode | queries | retriever |\n|---|---|---:|---|---:|---|\n");
     for (i, (label, r)) in report.runs.iter().enumerate() {
         let retriever = r
@@ -38,12 +39,11 @@ pub(crate) fn render(report: &Report) -> String {
             cell(&retriever)
         );
     }
-    s.push_str("\n### Metrics\n\n");
-    if report.runs.len() > 1 {
-        s.push_str("Mean ± standard deviation; for the other runs, the difference from the baseline with its 95% interval (normal approximation).\n\n");
-    } else {
-        s.push_str("Mean ± standard deviation over queries.\n\n");
-    }
+    let _ = write!(
+        s,
+        "\n### Metrics\n\n{}\n\n",
+        cell(&super::html::method(report, &analysis, false))
+    );
     s.push_str("| metric |");
     for (label, _) in &report.runs {
         let _ = write!(s, " {} |", cell(label));
@@ -59,14 +59,16 @@ pub(crate) fn render(report: &Report) -> String {
                 continue;
             };
             let _ = write!(s, " {m:.4} ± {sd:.4}");
-            if i > 0 && base.metrics.get(&n).is_some() {
-                let pairs = super::pairs(base, r, &n);
-                let (d, ci) = paired_difference(&pairs);
-                let _ = write!(s, " (Δ {d:+.4}");
-                if let Some(c) = ci {
-                    let _ = write!(s, " [{:+.4}, {:+.4}]", c.lo, c.hi);
-                }
-                s.push(')');
+            if let Some(d) = analysis.difference(i, &n) {
+                let _ = write!(
+                    s,
+                    " (Δ {:+.4} [{:+.4}, {:+.4}], p {:.4}{})",
+                    d.difference,
+                    d.ci[0],
+                    d.ci[1],
+                    d.corrected_p_value,
+                    if d.significant(alpha) { " \\*" } else { "" }
+                );
             }
             s.push_str(" |");
         }

@@ -37,13 +37,15 @@ mod svg;
 pub use bar::{Bar, Bound};
 #[cfg(feature = "serve")]
 pub(crate) use escape::html as escape_html;
-#[cfg(feature = "serve")]
-pub(crate) use stats::paired_difference;
 pub use stats::Interval;
 
+use crate::compare::CompareOptions;
 use crate::error::{Error, Result};
 use crate::metrics::{QueryResult, RunResult};
 use camino::Utf8Path;
+
+/// The significance level a report marks by default, as `rag-eval compare --alpha`'s default.
+pub const DEFAULT_ALPHA: f64 = 0.05;
 
 /// What `rag-eval report` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,11 +60,21 @@ pub enum Format {
 
 /// Runs to report on, the first the baseline the others are compared with, and the bars they
 /// are held to.
+///
+/// The intervals and p-values are the library's: each run's mean with its percentile bootstrap
+/// interval ([`bootstrap_ci`](crate::stats::bootstrap_ci)) and, for two or more runs, the
+/// [`Comparison`](crate::compare::Comparison) of them with the report's [`CompareOptions`]
+/// (differences from the baseline with paired bootstrap intervals, corrected p-values, `*` where
+/// the corrected p-value is at most [`Report::with_alpha`]'s level). Runs `rag-eval compare`
+/// refuses for their datasets or query sets are compared on their shared query ids, and the
+/// report says so.
 #[derive(Debug, Clone)]
 pub struct Report {
     runs: Vec<(String, RunResult)>,
     bars: Vec<Bar>,
     title: String,
+    options: CompareOptions,
+    alpha: f64,
 }
 
 impl Report {
@@ -83,7 +95,35 @@ impl Report {
             runs,
             bars: Vec::new(),
             title: "rag-eval report".into(),
+            options: CompareOptions {
+                allow_different_datasets: true,
+                ..CompareOptions::default()
+            },
+            alpha: DEFAULT_ALPHA,
         })
+    }
+
+    /// The settings of the comparison and of the bootstrap intervals (default: those of
+    /// `rag-eval compare`, different datasets allowed).
+    pub fn with_compare_options(mut self, options: CompareOptions) -> Report {
+        self.options = options;
+        self
+    }
+
+    /// The level at or below which a corrected p-value is marked significant (default 0.05).
+    pub fn with_alpha(mut self, alpha: f64) -> Report {
+        self.alpha = alpha;
+        self
+    }
+
+    /// The settings of the comparison and of the bootstrap intervals.
+    pub fn options(&self) -> &CompareOptions {
+        &self.options
+    }
+
+    /// The significance level of the `*` marker.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
     }
 
     /// The bars every run's means and every query's figures are held to.
@@ -275,6 +315,19 @@ fn is_record(line: &str) -> bool {
         result: Option<serde::de::IgnoredAny>,
     }
     serde_json::from_str::<Probe>(line).is_ok_and(|p| p.format.is_some() && p.result.is_some())
+}
+
+/// Adds `run` to `runs` under `label`, or under `label (2)`, `label (3)`, … when a run already
+/// has that label: the same file name in two folders, or one stored run given twice, still
+/// needs two names. `compare`, `report` and `serve` label runs alike through it.
+pub fn push_labelled(runs: &mut Vec<(String, RunResult)>, label: String, run: RunResult) {
+    let mut unique = label.clone();
+    let mut n = 2;
+    while runs.iter().any(|(l, _)| *l == unique) {
+        unique = format!("{label} ({n})");
+        n += 1;
+    }
+    runs.push((unique, run));
 }
 
 /// How a report names a stored run: its label (the chunker `eval` compared, the harness case)

@@ -1,6 +1,13 @@
-//! The intervals a report draws: 95% intervals of a mean and of a paired difference of means,
-//! by the normal approximation (mean ± 1.96 standard errors, sample standard deviation). A
-//! picture of the spread, not a test: `rag-eval compare` does the significance testing.
+//! The figures a report draws beside the means, from the library's statistics so that a report
+//! and `rag-eval compare` never disagree: each run's mean with its percentile bootstrap
+//! interval ([`bootstrap_ci`]), and for two or more runs their [`Comparison`] (differences from
+//! the baseline with paired bootstrap intervals, p-values before and after correction), all
+//! seeded by the report's [`CompareOptions`].
+
+use super::Report;
+use crate::compare::{CompareOptions, Comparison, Difference};
+use crate::stats::bootstrap_ci;
+use std::collections::HashMap;
 
 /// A closed interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -11,33 +18,94 @@ pub struct Interval {
     pub hi: f64,
 }
 
-const Z95: f64 = 1.959_963_984_540_054;
-
-/// Mean and 95% interval of `values`; no interval with fewer than two values.
-pub(crate) fn mean_interval(values: &[f64]) -> (f64, Option<Interval>) {
-    let n = values.len();
-    if n == 0 {
-        return (0.0, None);
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean, None);
-    }
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = Z95 * (var / n as f64).sqrt();
-    (
-        mean,
-        Some(Interval {
-            lo: mean - half,
-            hi: mean + half,
-        }),
-    )
+/// What a rendering shows besides the runs' own figures, computed once per rendering.
+pub(crate) struct Analysis {
+    /// The comparison of the runs; `None` for a single run or when it was refused.
+    pub comparison: Option<Comparison>,
+    /// Why two or more runs could not be compared.
+    pub refused: Option<String>,
+    /// Per run, per metric: the mean's bootstrap interval (at least two finite figures).
+    means: Vec<HashMap<String, Interval>>,
 }
 
-/// Mean of the differences `other − base` over paired values, with its 95% interval.
-pub(crate) fn paired_difference(pairs: &[(f64, f64)]) -> (f64, Option<Interval>) {
-    let diffs: Vec<f64> = pairs.iter().map(|(b, o)| o - b).collect();
-    mean_interval(&diffs)
+impl Analysis {
+    pub(crate) fn of(report: &Report) -> Analysis {
+        let options = report.options();
+        let (comparison, refused) = if report.runs.len() < 2 {
+            (None, None)
+        } else {
+            let runs: Vec<(&str, &crate::metrics::RunResult)> =
+                report.runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+            match Comparison::new(&runs, options) {
+                Ok(c) => (Some(c), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        };
+        let names = report.metric_names();
+        let means = report
+            .runs
+            .iter()
+            .map(|(_, r)| {
+                names
+                    .iter()
+                    .filter_map(|n| {
+                        let values: Vec<f64> = r
+                            .per_query
+                            .iter()
+                            .filter_map(|q| q.metrics.get(n))
+                            .filter(|v| v.is_finite())
+                            .collect();
+                        mean_interval(&values, options).map(|i| (n.clone(), i))
+                    })
+                    .collect()
+            })
+            .collect();
+        Analysis {
+            comparison,
+            refused,
+            means,
+        }
+    }
+
+    /// The interval of run `run`'s mean of `metric`.
+    pub(crate) fn mean_interval(&self, run: usize, metric: &str) -> Option<Interval> {
+        self.means.get(run)?.get(metric).copied()
+    }
+
+    /// Run `run` (1 or later) against the baseline on `metric`, as `rag-eval compare` gives it.
+    pub(crate) fn difference(&self, run: usize, metric: &str) -> Option<&Difference> {
+        let c = self.comparison.as_ref()?;
+        c.metrics
+            .iter()
+            .find(|m| m.metric == metric)?
+            .vs_baseline
+            .get(run.checked_sub(1)?)
+    }
+}
+
+/// The percentile bootstrap interval of the mean of `values` with the options' resamples, seed
+/// and confidence; none for fewer than two values.
+fn mean_interval(values: &[f64], options: &CompareOptions) -> Option<Interval> {
+    if values.len() < 2 {
+        return None;
+    }
+    let (lo, hi) = bootstrap_ci(values, options.resamples, options.seed, options.confidence);
+    Some(Interval { lo, hi })
+}
+
+impl Difference {
+    /// The interval as a report draws it.
+    pub(crate) fn interval(&self) -> Interval {
+        Interval {
+            lo: self.ci[0],
+            hi: self.ci[1],
+        }
+    }
+
+    /// Whether the corrected p-value is at most `alpha`.
+    pub(crate) fn significant(&self, alpha: f64) -> bool {
+        self.corrected_p_value <= alpha
+    }
 }
 
 #[cfg(test)]
@@ -45,18 +113,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn intervals_by_hand() {
-        // mean 2, sample variance 1, n 4: half-width 1.96 · 1/2.
-        let (m, ci) = mean_interval(&[1.0, 2.0, 3.0, 2.0]);
-        let ci = ci.unwrap();
-        assert_eq!(m, 2.0);
-        let sd = (2.0f64 / 3.0).sqrt();
-        assert!((ci.hi - (2.0 + Z95 * sd / 2.0)).abs() < 1e-12);
-        assert!((ci.lo - (2.0 - Z95 * sd / 2.0)).abs() < 1e-12);
-        assert_eq!(mean_interval(&[0.5]), (0.5, None));
-        assert_eq!(mean_interval(&[]), (0.0, None));
-        let (d, ci) = paired_difference(&[(0.0, 1.0), (0.5, 0.5), (1.0, 1.0)]);
-        assert!((d - 1.0 / 3.0).abs() < 1e-12);
-        assert!(ci.unwrap().lo < d && d < ci.unwrap().hi);
+    fn a_mean_interval_is_the_librarys_bootstrap() {
+        let values: Vec<f64> = (0..40).map(|i| f64::from(i % 7) / 6.0).collect();
+        let options = CompareOptions::default();
+        let i = mean_interval(&values, &options).unwrap();
+        assert_eq!(
+            (i.lo, i.hi),
+            bootstrap_ci(&values, options.resamples, options.seed, options.confidence)
+        );
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        assert!(i.lo < mean && mean < i.hi, "{i:?} {mean}");
+        // Another seed, another (reproducible) interval.
+        let other = CompareOptions {
+            seed: 7,
+            ..CompareOptions::default()
+        };
+        assert_ne!(mean_interval(&values, &other), Some(i));
+        assert_eq!(
+            mean_interval(&values, &other),
+            mean_interval(&values, &other)
+        );
+        assert_eq!(mean_interval(&[0.5], &options), None);
+        assert_eq!(mean_interval(&[], &options), None);
     }
 }

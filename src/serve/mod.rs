@@ -5,19 +5,27 @@
 //! |---|---|
 //! | `GET /runs` | every run's summary, oldest first (the objects `rag-eval runs list --json` prints, as an array) |
 //! | `GET /runs/{id}` | the run record (as `rag-eval runs show --json`); `{id}` may be a unique prefix or `latest` |
-//! | `POST /compare` `{"run_ids": [...]}` | 2 to 10 runs compared, the first the baseline |
+//! | `POST /compare` `{"run_ids": [...]}` | 2 to 10 runs compared, the first the baseline: the [`Comparison`] JSON `rag-eval compare --json` prints for the same runs |
 //! | `GET /` | an HTML page listing the runs |
 //! | `GET /runs/{id}/report` | the run's HTML report |
 //! | `GET /report?run_ids=A,B,…` | the HTML report of several runs |
 //!
+//! `POST /compare` takes the options of `rag-eval compare`, each optional with the command's
+//! default: `test` (`fisher`, `student`), `correction` (`none`, `bonferroni`, `holm`),
+//! `alpha` (checked as the command checks `--alpha`; it marks nothing in the JSON), `seed`,
+//! `permutations`, `resamples` and `allow_different_datasets`. Runs are labelled as the command
+//! labels stored runs (their label and id).
+//!
 //! Errors are JSON, `{"error": "…"}`, with a status code: 400 for a bad request (not JSON, too
-//! few or too many runs, an ambiguous id), 404 for a run the store does not hold, 500 when the
+//! few or too many runs, an ambiguous id, runs that cannot be compared), 404 for a run the store does not hold, 500 when the
 //! store fails. Store calls run on Tokio's blocking threads, so a slow store never stalls the
 //! server.
 
+use crate::compare::{CompareOptions, Comparison, PairedTest};
 use crate::error::Error;
 use crate::report::Report;
 use crate::runs::{RunRecord, RunStore};
+use crate::stats::Correction;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, StatusCode};
@@ -30,7 +38,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 /// The most runs one comparison takes.
-pub const MAX_COMPARED: usize = 10;
+pub const MAX_COMPARED: usize = crate::compare::MAX_RUNS;
 
 type Store = Arc<dyn RunStore>;
 
@@ -127,10 +135,47 @@ async fn show(State(store): State<Store>, Path(id): Path<String>) -> Result<Resp
         .into_response())
 }
 
+/// The body of `POST /compare`: the runs and `rag-eval compare`'s options.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CompareRequest {
     run_ids: Vec<String>,
+    #[serde(default)]
+    test: PairedTest,
+    #[serde(default)]
+    correction: Correction,
+    #[serde(default = "default_alpha")]
+    alpha: f64,
+    seed: Option<u64>,
+    permutations: Option<usize>,
+    resamples: Option<usize>,
+    #[serde(default)]
+    allow_different_datasets: bool,
+}
+
+fn default_alpha() -> f64 {
+    crate::report::DEFAULT_ALPHA
+}
+
+impl CompareRequest {
+    fn options(&self) -> Result<CompareOptions, ApiError> {
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("alpha must be between 0 and 1 (got {})", self.alpha),
+            ));
+        }
+        let d = CompareOptions::default();
+        Ok(CompareOptions {
+            test: self.test,
+            correction: self.correction,
+            seed: self.seed.unwrap_or(d.seed),
+            permutations: self.permutations.unwrap_or(d.permutations),
+            resamples: self.resamples.unwrap_or(d.resamples),
+            allow_different_datasets: self.allow_different_datasets,
+            ..d
+        })
+    }
 }
 
 /// The records `ids` name, in order: 2 to [`MAX_COMPARED`] of them.
@@ -155,24 +200,57 @@ async fn compare(
         ApiError(
             StatusCode::BAD_REQUEST,
             format!(
-                "the body must be {{\"run_ids\": [\"…\", …]}}: {}",
+                "the body must be {{\"run_ids\": [\"…\", …]}} with optional test, correction, \
+                 alpha, seed, permutations, resamples and allow_different_datasets: {}",
                 e.body_text()
             ),
         )
     })?;
+    let options = request.options()?;
     let records = load_many(&store, request.run_ids).await?;
-    let comparison =
-        comparison(&records).map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+    // Thousands of permutations per metric: off the async threads.
+    let comparison = tokio::task::spawn_blocking(move || {
+        let runs = labelled(records);
+        let refs: Vec<(&str, &crate::metrics::RunResult)> =
+            runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+        Comparison::new(&refs, &options)
+    })
+    .await
+    .map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the comparison failed: {e}"),
+        )
+    })?
+    .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
     Ok(Json(comparison).into_response())
 }
 
-fn html_report(records: &[RunRecord]) -> Result<Html<String>, ApiError> {
-    let runs = records
-        .iter()
-        .map(|r| (crate::report::record_label(r), r.result.clone()))
-        .collect();
-    let report = Report::new(runs).map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
-    Ok(Html(report.html()))
+/// The records' results labelled as `rag-eval compare` and `report` label stored runs.
+fn labelled(records: Vec<RunRecord>) -> Vec<(String, crate::metrics::RunResult)> {
+    let mut runs = Vec::with_capacity(records.len());
+    for r in records {
+        let label = crate::report::record_label(&r);
+        crate::report::push_labelled(&mut runs, label, r.result);
+    }
+    runs
+}
+
+/// The report's page; its comparison and bootstrap intervals are computed off the async
+/// threads.
+async fn html_report(records: Vec<RunRecord>) -> Result<Html<String>, ApiError> {
+    tokio::task::spawn_blocking(move || {
+        let report = Report::new(labelled(records))
+            .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+        Ok(Html(report.html()))
+    })
+    .await
+    .map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the report failed: {e}"),
+        )
+    })?
 }
 
 async fn run_report(
@@ -180,7 +258,7 @@ async fn run_report(
     Path(id): Path<String>,
 ) -> Result<Html<String>, ApiError> {
     let record = with_store(&store, move |s| s.load(&id)).await?;
-    html_report(&[record])
+    html_report(vec![record]).await
 }
 
 async fn report(
@@ -200,10 +278,10 @@ async fn report(
     if ids.len() == 1 {
         let id = ids[0].clone();
         let record = with_store(&store, move |s| s.load(&id)).await?;
-        return html_report(&[record]);
+        return html_report(vec![record]).await;
     }
     let records = load_many(&store, ids).await?;
-    html_report(&records)
+    html_report(records).await
 }
 
 async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
@@ -225,53 +303,4 @@ async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
     }
     page.push_str("</tbody></table></body></html>\n");
     Ok(Html(page))
-}
-
-/// Each metric's mean and standard deviation per run and, for every run after the first, the
-/// mean difference from it over the queries both scored with its 95% interval (normal
-/// approximation).
-fn comparison(records: &[RunRecord]) -> crate::Result<serde_json::Value> {
-    let runs: Vec<(String, crate::metrics::RunResult)> = records
-        .iter()
-        .map(|r| (r.id.as_str().to_owned(), r.result.clone()))
-        .collect();
-    let report = Report::new(runs)?;
-    let base = &report.runs()[0].1;
-    let metrics: Vec<serde_json::Value> = report
-        .metric_names()
-        .iter()
-        .map(|name| {
-            let per_run: Vec<serde_json::Value> = report
-                .runs()
-                .iter()
-                .enumerate()
-                .map(|(i, (id, r))| {
-                    let mut o = json!({
-                        "run": id,
-                        "mean": r.metrics.get(name),
-                        "std": r.std.get(name),
-                    });
-                    if i > 0 {
-                        let pairs = crate::report::pairs(base, r, name);
-                        let (d, ci) = crate::report::paired_difference(&pairs);
-                        o["queries_paired"] = json!(pairs.len());
-                        o["difference"] = json!(d);
-                        o["interval"] = json!(ci.map(|c| [c.lo, c.hi]));
-                    }
-                    o
-                })
-                .collect();
-            json!({ "metric": name, "runs": per_run })
-        })
-        .collect();
-    Ok(json!({
-        "baseline": records[0].id.as_str(),
-        "runs": records.iter().map(|r| json!({
-            "id": r.id.as_str(),
-            "label": r.label,
-            "dataset_hash": r.result.dataset_hash,
-            "queries": r.result.queries,
-        })).collect::<Vec<_>>(),
-        "metrics": metrics,
-    }))
 }
