@@ -5,7 +5,14 @@
 //! number and the file through the environment), releases them together and reads the file
 //! itself while they write. Run alone (`cargo test --features cache --test cache -- --ignored`),
 //! `worker` does one worker's part on a file of its own.
+//!
+//! With `openai`, the keys of cached OpenAI-compatible clients: recorded against a local
+//! server on one port, replayed against another port without a request, and caches recorded
+//! with the keys of before (the base URL in the key) still replayed.
 #![cfg(feature = "cache")]
+
+#[cfg(feature = "openai")]
+mod support;
 
 use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
 use rag_eval::embed::{Embedder, HashingEmbedder};
@@ -264,5 +271,221 @@ fn processes_share_one_cache_file_without_losing_writes() {
                 })
             );
         }
+    }
+}
+
+#[cfg(feature = "openai")]
+mod keys {
+    use super::support::{Reply, TestServer};
+    use rag_eval::cache::{Cache, CacheMode, CachedEmbedder, CachedLlm, EmbeddingEntry};
+    use rag_eval::embed::{Embedder, OpenAiEmbedder};
+    use rag_eval::http::ApiKey;
+    use rag_eval::llm::{
+        ChatMessage, ChatRequest, ChatResponse, LlmClient, OpenAiChat, TokenUsage,
+    };
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    const DIM: usize = 4;
+
+    fn vector_of(text: &str) -> Vec<f32> {
+        let n = text.len() as f32;
+        vec![n, n / 2.0, n / 4.0, 1.0]
+    }
+
+    /// An OpenAI-compatible server for embeddings and chat, counting the requests it got.
+    fn server(requests: Arc<AtomicUsize>) -> TestServer {
+        TestServer::start(move |request| {
+            requests.fetch_add(1, Ordering::SeqCst);
+            let body = request.json().unwrap_or_default();
+            match request.path() {
+                "/v1/embeddings" => {
+                    let data: Vec<_> = body["input"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| json!({"index": i, "embedding": vector_of(t.as_str().unwrap())}))
+                        .collect();
+                    Reply::json(
+                        200,
+                        &json!({"data": data, "model": body["model"],
+                        "usage": {"prompt_tokens": 3, "total_tokens": 3}}),
+                    )
+                }
+                "/v1/chat/completions" => {
+                    let last = body["messages"][0]["content"].as_str().unwrap_or_default();
+                    Reply::json(
+                        200,
+                        &json!({
+                            "model": body["model"],
+                            "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": last.to_uppercase()}}],
+                            "usage": {"prompt_tokens": 5, "completion_tokens": 2}
+                        }),
+                    )
+                }
+                _ => Reply::json(404, &json!({"error": {"message": "no such route"}})),
+            }
+        })
+    }
+
+    fn embedder(base: &str) -> OpenAiEmbedder {
+        OpenAiEmbedder::builder("local-embed")
+            .base_url(base)
+            .api_key(ApiKey::new("k"))
+            .expected_dimension(DIM)
+            .build()
+            .unwrap()
+    }
+
+    fn chat(base: &str) -> OpenAiChat {
+        OpenAiChat::builder("local-chat")
+            .base_url(base)
+            .api_key(ApiKey::new("k"))
+            .build()
+            .unwrap()
+    }
+
+    fn texts() -> Vec<String> {
+        ["a harbour", "the old lighthouse", "tides"]
+            .map(String::from)
+            .into()
+    }
+
+    fn question() -> ChatRequest {
+        ChatRequest::new(vec![ChatMessage::user("which port?")]).with_temperature(0.0)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn recorded_on_one_port_replays_on_another_without_a_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.sqlite");
+        let path = path.to_str().unwrap();
+        let (first_count, second_count) =
+            (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let first = server(Arc::clone(&first_count));
+        let second = server(Arc::clone(&second_count));
+        let (one, two) = (first.url("/v1"), second.url("/v1"));
+        assert_ne!(one, two, "two ports");
+
+        let record = Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap());
+        let e = CachedEmbedder::new(embedder(&one), Arc::clone(&record));
+        let vectors = e.embed(&texts()).await.unwrap();
+        let query = e.embed_query("where is it").await.unwrap();
+        let llm = CachedLlm::new(chat(&one), Arc::clone(&record));
+        let answer = llm.complete(&question()).await.unwrap();
+        assert_eq!(answer.content, "WHICH PORT?");
+        assert_eq!(
+            first_count.load(Ordering::SeqCst),
+            3,
+            "recorded from the first server"
+        );
+        record.checkpoint().unwrap();
+        drop((e, llm, record));
+
+        // Read-write, so a miss would call the second server: it gets nothing.
+        let again = Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap());
+        let e = CachedEmbedder::new(embedder(&two), Arc::clone(&again));
+        assert_eq!(e.embed(&texts()).await.unwrap(), vectors);
+        assert_eq!(e.embed_query("where is it").await.unwrap(), query);
+        assert_eq!((e.stats().hits, e.stats().misses), (4, 0));
+        let llm = CachedLlm::new(chat(&two), Arc::clone(&again));
+        assert_eq!(llm.complete(&question()).await.unwrap(), answer);
+        assert_eq!(
+            second_count.load(Ordering::SeqCst),
+            0,
+            "zero requests on the other port"
+        );
+        assert_eq!(first_count.load(Ordering::SeqCst), 3);
+        drop((e, llm, again));
+
+        // Replay with both servers gone, at a third address.
+        drop((first, second));
+        let replay = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
+        let elsewhere = "http://localhost:9/v1";
+        let e = CachedEmbedder::new(embedder(elsewhere), Arc::clone(&replay));
+        assert_eq!(e.embed(&texts()).await.unwrap(), vectors);
+        let llm = CachedLlm::new(chat(elsewhere), Arc::clone(&replay));
+        assert_eq!(llm.complete(&question()).await.unwrap(), answer);
+        // What defines the output still does: another model is a miss, not a wrong answer.
+        let other = OpenAiChat::builder("other-chat")
+            .base_url(elsewhere)
+            .build()
+            .unwrap();
+        let miss = CachedLlm::new(other, Arc::clone(&replay))
+            .complete(&question())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(miss.contains("replay"), "{miss}");
+    }
+
+    /// A cache recorded before the base URL left the key: entries stored under the whole name
+    /// (`openai(model=…,dimensions=…,base=…)`), written here through the cache's own calls with
+    /// that name spelled out, as the files recorded then hold them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn caches_keyed_by_the_whole_name_still_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let path = path.to_str().unwrap();
+        let base = "http://127.0.0.1:8080/v1";
+        let old = Cache::open(path, CacheMode::ReadWrite).unwrap();
+        let texts = texts();
+        let vectors: Vec<Vec<f32>> = texts.iter().map(|t| vector_of(t)).collect();
+        let entries: Vec<EmbeddingEntry<'_>> = texts
+            .iter()
+            .zip(&vectors)
+            .map(|(text, vector)| EmbeddingEntry {
+                text,
+                vector,
+                tokens: Some(2),
+            })
+            .collect();
+        old.put_embeddings(
+            "openai",
+            "openai(model=local-embed,base=http://127.0.0.1:8080/v1)",
+            &json!({"dimension": DIM, "input": "document"}),
+            &entries,
+        )
+        .unwrap();
+        let recorded = ChatResponse {
+            content: "RECORDED BEFORE".into(),
+            finish_reason: Some("stop".into()),
+            usage: TokenUsage {
+                prompt_tokens: 5,
+                completion_tokens: 2,
+            },
+            model: "local-chat".into(),
+        };
+        old.put_response(
+            "openai-chat",
+            "openai-chat(model=local-chat,base=http://127.0.0.1:8080/v1)",
+            &json!({"json_schema": null, "max_tokens": null, "temperature": 0.0}),
+            &question().messages,
+            &recorded,
+            Some(recorded.usage),
+        )
+        .unwrap();
+        old.checkpoint().unwrap();
+        drop(old);
+
+        // Replayed against the server they were recorded with: found under the old keys.
+        let replay = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
+        let e = CachedEmbedder::new(embedder(base), Arc::clone(&replay));
+        assert_eq!(e.embed(&texts).await.unwrap(), vectors);
+        assert_eq!(
+            (e.stats().hits, e.stats().misses),
+            (3, 0),
+            "each a hit, once"
+        );
+        assert_eq!(e.stats().saved_tokens, 6);
+        let llm = CachedLlm::new(chat(base), Arc::clone(&replay));
+        assert_eq!(llm.complete(&question()).await.unwrap(), recorded);
+        // The old keys held the address: elsewhere they are not found.
+        let moved = CachedEmbedder::new(embedder("http://127.0.0.1:8081/v1"), Arc::clone(&replay));
+        let miss = moved.embed(&texts).await.unwrap_err().to_string();
+        assert!(miss.contains("replay"), "{miss}");
     }
 }

@@ -16,10 +16,13 @@ type TokenCounter = dyn Fn(&str) -> u64 + Send + Sync;
 /// returns all vectors in input order. In [`CacheMode::Replay`] a text not found is an error
 /// ([`Error::CacheMiss`]) and the inner embedder is never called.
 ///
-/// Entries are keyed by the inner embedder's [`Embedder::name`] (its provider, model and
-/// parameters; the provider is the part before the first `(`), its dimension when the inner
+/// Entries are keyed by the inner embedder's [`Embedder::name`] without the server it reaches
+/// ([`model_identity`](super::model_identity): its provider, model and parameters, not its
+/// base URL; the provider is the part before the first `(`), its dimension when the inner
 /// embedder knows it up front, whether the text is a document or a query (models may encode the
-/// two differently) and the text.
+/// two differently) and the text. A text not found so is looked up under the whole name, base
+/// URL included, as caches were keyed before: those keep replaying against the server they were
+/// recorded with.
 ///
 /// A model of unknown size (an [`Embedder::dimension`] of 0 when wrapped, e.g. an
 /// [`OpenAiEmbedder`](crate::embed::OpenAiEmbedder) for a local model the crate has no table
@@ -59,7 +62,10 @@ pub struct CachedEmbedder<E> {
     inner: E,
     cache: Arc<Cache>,
     provider: String,
+    /// The model identity entries are keyed by.
     model: String,
+    /// The whole name, when it differs from `model`: the key's model part before.
+    legacy_model: Option<String>,
     document_params: String,
     query_params: String,
     /// The vector length: the inner embedder's when it knew it when wrapped, else learned from
@@ -77,7 +83,9 @@ enum Kind {
 impl<E: Embedder> CachedEmbedder<E> {
     /// Wraps `inner` with `cache`.
     pub fn new(inner: E, cache: Arc<Cache>) -> Self {
-        let model = inner.name();
+        let name = inner.name();
+        let model = super::model_identity(&name);
+        let legacy_model = (name != model).then_some(name);
         let provider = model
             .split_once('(')
             .map_or(model.as_str(), |(p, _)| p)
@@ -98,6 +106,7 @@ impl<E: Embedder> CachedEmbedder<E> {
             cache,
             provider,
             model,
+            legacy_model,
             token_counter: None,
         }
     }
@@ -158,9 +167,24 @@ impl<E: Embedder> CachedEmbedder<E> {
                 )
             })
             .collect();
-        let found = self
-            .cache
-            .lookup_vectors(&self.provider, &self.model, &keys)?;
+        let legacy = |i: usize| {
+            let model = self.legacy_model.as_deref().unwrap_or(&self.model);
+            CacheKey::from_parts(
+                Table::Embeddings,
+                &self.provider,
+                model,
+                params,
+                texts[i].as_bytes(),
+            )
+        };
+        let found = self.cache.lookup_vectors(
+            &self.provider,
+            &self.model,
+            &keys,
+            self.legacy_model
+                .as_ref()
+                .map(|_| &legacy as &dyn Fn(usize) -> CacheKey),
+        )?;
         let mut out: Vec<Option<Vec<f32>>> = Vec::with_capacity(texts.len());
         for (hit, key) in found.into_iter().zip(&keys) {
             if let Some((v, _)) = &hit {

@@ -102,6 +102,59 @@ impl fmt::Debug for CacheKey {
     }
 }
 
+/// The model identity entries are keyed by: a client's or embedder's name (`provider(k=v,…)`)
+/// without the server it reaches, its `base=` (or `base_url=`) parameter. The same model
+/// gives the same answers whichever port or host serves it, so a cache recorded against a
+/// server on one address replays against another. Everything else in the name (model,
+/// dimensions, an Azure deployment's `path`) defines the output and stays. Names without
+/// parameters are identities already.
+///
+/// ```
+/// use rag_eval::cache::model_identity;
+/// assert_eq!(
+///     model_identity("openai(model=nomic-embed-text,dimensions=256,base=http://127.0.0.1:8080/v1)"),
+///     "openai(model=nomic-embed-text,dimensions=256)"
+/// );
+/// assert_eq!(
+///     model_identity("openai-chat(model=m,base=https://x.example/v1,path=/deployments/d?v=1)"),
+///     "openai-chat(model=m,path=/deployments/d?v=1)"
+/// );
+/// assert_eq!(model_identity("hashing(dim=384,ngrams=2)"), "hashing(dim=384,ngrams=2)");
+/// assert_eq!(model_identity("echo"), "echo");
+/// ```
+pub fn model_identity(name: &str) -> String {
+    let Some((provider, rest)) = name.split_once('(') else {
+        return name.to_owned();
+    };
+    let Some(params) = rest.strip_suffix(')') else {
+        return name.to_owned();
+    };
+    // Parameters are split where a `key=` starts after a comma: a URL may hold commas itself.
+    let mut parts: Vec<&str> = Vec::new();
+    let mut start = 0;
+    for (i, _) in params.match_indices(',') {
+        if starts_with_key(&params[i + 1..]) {
+            parts.push(&params[start..i]);
+            start = i + 1;
+        }
+    }
+    parts.push(&params[start..]);
+    let kept: Vec<&str> = parts
+        .into_iter()
+        .filter(|p| !matches!(p.split_once('='), Some(("base" | "base_url", _))))
+        .collect();
+    format!("{provider}({})", kept.join(","))
+}
+
+/// Whether `s` starts with `identifier=`.
+fn starts_with_key(s: &str) -> bool {
+    let key_len = s
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    key_len > 0 && s.as_bytes().get(key_len) == Some(&b'=')
+}
+
 /// `value` as JSON with object keys sorted at every level and no whitespace, so that requests
 /// equal as JSON get the same [`CacheKey`] whatever order their fields were written in.
 ///

@@ -6,8 +6,10 @@ use crate::error::{Error, Result};
 use crate::llm::{ChatRequest, ChatResponse, LlmClient};
 use std::sync::Arc;
 
-/// Wraps an [`LlmClient`] with a [`Cache`]: a request answered before (same client name, model,
-/// parameters and messages) is answered from the cache with the usage recorded then; anything
+/// Wraps an [`LlmClient`] with a [`Cache`]: a request answered before (same client name without
+/// its server's base URL ([`model_identity`](super::model_identity)), model, parameters and
+/// messages; caches recorded before, keyed by the whole name, are still found) is answered from
+/// the cache with the usage recorded then; anything
 /// else goes to the inner client and is recorded. In [`CacheMode::Replay`](super::CacheMode) a
 /// request not found is an error ([`Error::CacheMiss`]) and the inner client is never called, so
 /// an offline CI run replays a generation or an LLM-judged evaluation exactly.
@@ -110,13 +112,25 @@ impl<C: LlmClient> LlmClient for CachedLlm<C> {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
-        // The client's name carries its default model; a request may name another.
-        let model = request.model.clone().unwrap_or_else(|| self.inner.name());
+        // The client's name carries its default model; a request may name another. The name's
+        // server is no part of the key, but caches recorded before keyed by the whole name.
+        let (model, legacy) = match &request.model {
+            Some(m) => (m.clone(), None),
+            None => {
+                let name = self.inner.name();
+                let model = super::model_identity(&name);
+                let legacy = (name != model).then_some(name);
+                (model, legacy)
+            }
+        };
         let params = Params::of(request);
-        if let Some(hit) =
-            self.cache
-                .get_response(&self.provider, &model, &params, &request.messages)?
-        {
+        if let Some(hit) = self.cache.lookup_response(
+            &self.provider,
+            &model,
+            legacy.as_deref(),
+            &params,
+            &request.messages,
+        )? {
             let mut response: ChatResponse =
                 serde_json::from_value(hit.response).map_err(|e| Error::Cache {
                     path: self.cache.path().to_owned(),

@@ -1,7 +1,11 @@
 //! A content-addressed cache of embeddings and LLM responses in one SQLite file.
 //!
 //! Every entry is found by a [`CacheKey`]: SHA-256 over the provider, the model, the request's
-//! parameters as canonical JSON ([`canonical_json`]) and the input. Vectors are stored as
+//! parameters as canonical JSON ([`canonical_json`]) and the input. [`CachedEmbedder`] and
+//! [`CachedLlm`] key by the model's identity ([`model_identity`]: the name without the server's
+//! base URL), so a cache recorded against a server on one port replays against another; an
+//! entry not found under it is looked up under the key caches were recorded with before, the
+//! whole name with its base URL, so those caches keep replaying. Vectors are stored as
 //! little-endian `f32` blobs, responses as JSON text, each with the token usage the provider
 //! reported when it was made, so a run can tell what it spent and what the cache saved it.
 //!
@@ -61,7 +65,7 @@ mod stats;
 mod store;
 
 pub use embedder::CachedEmbedder;
-pub use key::{canonical_json, CacheKey};
+pub use key::{canonical_json, model_identity, CacheKey};
 pub use llm::CachedLlm;
 pub use mode::{CacheMode, MODE_ENV};
 pub use stats::{CacheStats, Price};

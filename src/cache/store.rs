@@ -493,7 +493,7 @@ impl Cache {
                 )
             })
             .collect();
-        let found = self.lookup_vectors(provider, model, &keys)?;
+        let found = self.lookup_vectors(provider, model, &keys, None)?;
         if self.mode == CacheMode::Replay {
             let missing: Vec<usize> = (0..found.len()).filter(|&i| found[i].is_none()).collect();
             if let Some(&first) = missing.first() {
@@ -510,24 +510,39 @@ impl Cache {
     }
 
     /// Looks `keys` up in one read transaction, counting hits, misses and saved tokens;
-    /// each hit comes with the tokens it had cost.
+    /// each hit comes with the tokens it had cost. A key not found is looked up again under
+    /// `legacy(i)`, the key entry `i` had in caches recorded before, when given.
     pub(super) fn lookup_vectors(
         &self,
         provider: &str,
         model: &str,
         keys: &[CacheKey],
+        legacy: Option<&dyn Fn(usize) -> CacheKey>,
     ) -> Result<Vec<Option<Hit>>> {
         let Some(mut conn) = self.lock() else {
             self.tally(provider, model, |t| t.misses += keys.len() as u64);
             return Ok(vec![None; keys.len()]);
         };
-        let rows = if keys.len() == 1 {
-            fetch_vectors(&conn, keys)
+        let fetch = |conn: &Connection| -> rusqlite::Result<Vec<Option<VectorRow>>> {
+            let mut rows = fetch_vectors(conn, keys)?;
+            if let Some(legacy) = legacy {
+                let missing: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].is_none()).collect();
+                if !missing.is_empty() {
+                    let old: Vec<CacheKey> = missing.iter().map(|&i| legacy(i)).collect();
+                    for (i, row) in missing.into_iter().zip(fetch_vectors(conn, &old)?) {
+                        rows[i] = row;
+                    }
+                }
+            }
+            Ok(rows)
+        };
+        let rows = if keys.len() == 1 && legacy.is_none() {
+            fetch(&conn)
         } else {
             // One snapshot for a batch: cheaper than an implicit transaction per row.
             (|| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-                let rows = fetch_vectors(&tx, keys)?;
+                let rows = fetch(&tx)?;
                 tx.commit()?;
                 Ok(rows)
             })()
@@ -671,18 +686,29 @@ impl Cache {
         params: &impl Serialize,
         input: &impl Serialize,
     ) -> Result<Option<CachedResponse>> {
+        self.lookup_response(provider, model, None, params, input)
+    }
+
+    /// [`Cache::get_response`], looking a request not found under `model` up again under
+    /// `legacy_model`, the model part of the keys caches were recorded with before, when given.
+    pub(super) fn lookup_response(
+        &self,
+        provider: &str,
+        model: &str,
+        legacy_model: Option<&str>,
+        params: &impl Serialize,
+        input: &impl Serialize,
+    ) -> Result<Option<CachedResponse>> {
         let input = canonical_json(input)?;
-        let key = CacheKey::from_parts(
-            Table::Responses,
-            provider,
-            model,
-            &canonical_json(params)?,
-            input.as_bytes(),
-        );
+        let params = canonical_json(params)?;
+        let key_of = |model: &str| {
+            CacheKey::from_parts(Table::Responses, provider, model, &params, input.as_bytes())
+        };
+        let mut key = key_of(model);
         let row = match self.lock() {
             None => None,
             Some(conn) => {
-                let read = || -> rusqlite::Result<_> {
+                let read = |key: &CacheKey| -> rusqlite::Result<_> {
                     conn.prepare_cached(
                         "SELECT response, prompt_tokens, completion_tokens FROM responses \
                          WHERE key = ?1",
@@ -696,7 +722,13 @@ impl Cache {
                     })
                     .optional()
                 };
-                read().map_err(|e| sql_error(&self.path, "read a response", e))?
+                let mut row =
+                    read(&key).map_err(|e| sql_error(&self.path, "read a response", e))?;
+                if let (None, Some(old)) = (&row, legacy_model) {
+                    key = key_of(old);
+                    row = read(&key).map_err(|e| sql_error(&self.path, "read a response", e))?;
+                }
+                row
             }
         };
         let Some((text, prompt, completion)) = row else {

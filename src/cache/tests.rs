@@ -889,3 +889,35 @@ fn a_batch_of_writes_is_stored_whole_or_not_at_all() {
         .unwrap();
     assert_eq!(cache.entry_counts().unwrap().embeddings, 2);
 }
+
+#[test]
+fn the_model_identity_leaves_out_only_the_server() {
+    use crate::cache::model_identity;
+    for (name, identity) in [
+        (
+            "openai(model=m,base=http://127.0.0.1:8080/v1)",
+            "openai(model=m)",
+        ),
+        ("openai(base=http://h:1/v1,model=m)", "openai(model=m)"),
+        // A comma inside the URL is part of it, not a new parameter.
+        (
+            "openai(model=m,base=http://h:1/a,b/v1,dimensions=8)",
+            "openai(model=m,dimensions=8)",
+        ),
+        ("x(model=m,base_url=http://h:2)", "x(model=m)"),
+        // Names that only look alike are kept whole.
+        ("openai(model=m,database=d)", "openai(model=m,database=d)"),
+        ("openai(model=base=x)", "openai(model=base=x)"),
+        (
+            "broken(model=m,base=http://h",
+            "broken(model=m,base=http://h",
+        ),
+        ("plain", "plain"),
+    ] {
+        assert_eq!(model_identity(name), identity, "{name}");
+    }
+    assert_ne!(
+        model_identity("openai(model=a,base=http://h:1)"),
+        model_identity("openai(model=b,base=http://h:1)")
+    );
+}
