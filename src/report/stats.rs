@@ -136,4 +136,48 @@ mod tests {
         assert_eq!(mean_interval(&[0.5], &options), None);
         assert_eq!(mean_interval(&[], &options), None);
     }
+
+    fn run(figures: &[(&str, f64)]) -> crate::metrics::RunResult {
+        use crate::metrics::{Figures, QueryResult, ResultLevel, RunResult};
+        let per_query = figures
+            .iter()
+            .map(|(id, v)| QueryResult {
+                id: (*id).into(),
+                metrics: Figures(vec![("recall@5".into(), *v)]),
+                ..QueryResult::default()
+            })
+            .collect();
+        RunResult::from_queries(ResultLevel::Chunk, vec!["recall@5".into()], per_query)
+    }
+
+    #[test]
+    fn runs_compare_refuses_are_compared_on_shared_ids_or_left_uncompared_with_the_reason() {
+        let base = run(&[("q1", 1.0), ("q2", 0.5), ("q3", 0.0)]);
+        // Another query set: compared on the two shared ids, and said so.
+        let other = run(&[("q1", 0.0), ("q2", 0.5), ("q9", 1.0)]);
+        let report = Report::new(vec![("a".into(), base.clone()), ("b".into(), other)]).unwrap();
+        let analysis = Analysis::of(&report);
+        let d = analysis.difference(1, "recall@5").unwrap();
+        assert_eq!(d.difference, -0.5);
+        assert!(report
+            .markdown()
+            .contains("compared on the 2 query ids they share"));
+        assert!(
+            report.markdown().contains("(Δ -0.5000 ["),
+            "{}",
+            report.markdown()
+        );
+        // A figure that is not a number: no comparison, and why.
+        let nan = run(&[("q1", f64::NAN), ("q2", 0.5), ("q3", 0.0)]);
+        let report = Report::new(vec![("a".into(), base), ("b".into(), nan)]).unwrap();
+        assert!(Analysis::of(&report).comparison.is_none());
+        let md = report.markdown();
+        // Escaped as Markdown: the backticks of the reason are text.
+        assert!(
+            md.contains("The runs are not compared: run \\`b\\`, query \\`q1\\`: recall@5 is NaN"),
+            "{md}"
+        );
+        assert!(!md.contains("Δ"), "{md}");
+        assert!(!report.html().contains("Difference from the baseline"));
+    }
 }
