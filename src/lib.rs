@@ -130,6 +130,7 @@ pub mod prelude {
         ChunkLevelEvaluation, Evaluation, EvaluationResult, TokenLevelEvaluation,
     };
     pub use crate::generator::RagAnswer;
+    pub use crate::harness::Rag;
     pub use crate::level::{ChunkLevel, Level, TokenLevel};
     pub use crate::metrics::{
         chunk_level_metrics, token_level_metrics, ChunkIndex, Metric, MetricInput, SpanMode,

@@ -23,6 +23,8 @@ pub(crate) const JUDGE_SAMPLES: &str = "judge_samples";
 pub(crate) const MAX_INVALID_SHARE: &str = "max_invalid_share";
 pub(crate) const JUDGE_PER_QUERY: &str = "judge_per_query";
 pub(crate) const JUDGE_TOLERANCE: &str = "judge_tolerance";
+pub(crate) const EMBEDDER: &str = "embedder";
+pub(crate) const LANGSMITH_EXPERIMENT: &str = "langsmith_experiment";
 pub(crate) const MIN_PREFIX: &str = "min_";
 pub(crate) const MAX_PREFIX: &str = "max_";
 
@@ -41,6 +43,8 @@ pub(crate) const KEYS: &[&str] = &[
     MAX_INVALID_SHARE,
     JUDGE_PER_QUERY,
     JUDGE_TOLERANCE,
+    EMBEDDER,
+    LANGSMITH_EXPERIMENT,
 ];
 
 /// Metrics a bar can name: the names of the library's metric registry
@@ -147,6 +151,8 @@ pub(crate) struct CaseArgs {
     pub max_invalid_share: f64,
     pub judge_per_query: bool,
     pub judge_tolerance: f64,
+    pub embedder: Option<JudgePath>,
+    pub langsmith_experiment: Option<String>,
 }
 
 impl Default for CaseArgs {
@@ -166,6 +172,8 @@ impl Default for CaseArgs {
             max_invalid_share: DEFAULT_MAX_INVALID_SHARE,
             judge_per_query: false,
             judge_tolerance: DEFAULT_JUDGE_TOLERANCE,
+            embedder: None,
+            langsmith_experiment: None,
         }
     }
 }
@@ -181,6 +189,7 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         seen: Vec::new(),
         dataset_given: false,
         bars: Vec::new(),
+        embedder_at: None,
     };
     let parser = syn::meta::parser(|meta| state.entry(meta));
     let complete = match parser.parse2(tokens) {
@@ -201,6 +210,7 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         ));
     }
     state.check_bars();
+    state.check_judge_keys();
     state.args
 }
 
@@ -220,6 +230,8 @@ enum Key {
     MaxInvalidShare,
     JudgePerQuery,
     JudgeTolerance,
+    Embedder,
+    LangsmithExperiment,
     Bar(Bound, &'static str),
 }
 
@@ -247,6 +259,8 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         MAX_INVALID_SHARE => Key::MaxInvalidShare,
         JUDGE_PER_QUERY => Key::JudgePerQuery,
         JUDGE_TOLERANCE => Key::JudgeTolerance,
+        EMBEDDER => Key::Embedder,
+        LANGSMITH_EXPERIMENT => Key::LangsmithExperiment,
         _ => {
             let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
                 (Bound::Min, metric)
@@ -304,6 +318,8 @@ fn example(key: Key) -> String {
         Key::MaxInvalidShare => format!("{MAX_INVALID_SHARE} = {DEFAULT_MAX_INVALID_SHARE}"),
         Key::JudgePerQuery => format!("{JUDGE_PER_QUERY} = true"),
         Key::JudgeTolerance => format!("{JUDGE_TOLERANCE} = {DEFAULT_JUDGE_TOLERANCE}"),
+        Key::Embedder => format!("{EMBEDDER} = my_embedder"),
+        Key::LangsmithExperiment => format!("{LANGSMITH_EXPERIMENT} = \"bm25-k5\""),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(bound)),
     }
 }
@@ -323,6 +339,8 @@ struct State<'a> {
     dataset_given: bool,
     /// Each bar with its value's tokens and text, to compare a metric's min and max.
     bars: Vec<(Threshold, TokenStream, String)>,
+    /// Where `embedder` was given, for a message when there is no judge to use it.
+    embedder_at: Option<TokenStream>,
 }
 
 impl State<'_> {
@@ -505,6 +523,35 @@ impl State<'_> {
                     self.args.judge_tolerance = tolerance;
                 }
             }
+            // `embedder = my_embedder`: a path to a `fn() -> impl Embedder` for answer relevancy.
+            Key::Embedder => match value {
+                Expr::Path(path) if path.qself.is_none() => {
+                    self.embedder_at = Some(ident.to_token_stream());
+                    self.args.embedder = Some(JudgePath(path.path.clone()))
+                }
+                _ => self.error(
+                    value,
+                    format!(
+                        "`{EMBEDDER}` must name a function returning an `Embedder`, e.g. `{}`",
+                        example(key)
+                    ),
+                ),
+            },
+            // `langsmith_experiment = "NAME"`: a non-empty string literal.
+            Key::LangsmithExperiment => match string(value) {
+                Some(name) if name.value().trim().is_empty() => self.error(
+                    name,
+                    format!("`{LANGSMITH_EXPERIMENT}` is empty, e.g. `{}`", example(key)),
+                ),
+                Some(name) => self.args.langsmith_experiment = Some(name.value()),
+                None => self.error(
+                    value,
+                    format!(
+                        "`{LANGSMITH_EXPERIMENT}` must be a string literal naming the experiment, e.g. `{}`",
+                        example(key)
+                    ),
+                ),
+            },
             // `min_<metric> = 0.8` / `max_<metric> = 0.3`: float or integer literals in [0, 1].
             Key::Bar(bound, metric) => {
                 if let Some(bar) = self.fraction(value, &name) {
@@ -579,6 +626,37 @@ impl State<'_> {
             None => {
                 self.error(value, format!("`{key}` must be a number between 0 and 1"));
                 None
+            }
+        }
+    }
+
+    /// An embedder serves the judges, and answer relevancy needs one.
+    fn check_judge_keys(&mut self) {
+        if let (Some(at), None) = (&self.embedder_at, &self.args.judge) {
+            let at = at.clone();
+            self.error(
+                at,
+                format!(
+                    "`{EMBEDDER}` is the embedder of the `answer_relevancy` judge, and the case has no judge: add `{}`",
+                    example(Key::Judge)
+                ),
+            );
+        }
+        if self.args.embedder.is_none() {
+            let bars: Vec<TokenStream> = self
+                .bars
+                .iter()
+                .filter(|(t, _, _)| t.metric == "answer_relevancy")
+                .map(|(_, tokens, _)| tokens.clone())
+                .collect();
+            for tokens in bars {
+                self.error(
+                    tokens,
+                    format!(
+                        "`answer_relevancy` compares embeddings of questions: the case needs `{}` (a function returning an `Embedder`)",
+                        example(Key::Embedder)
+                    ),
+                );
             }
         }
     }
@@ -748,6 +826,8 @@ mod tests {
             max_invalid_share = 0.1,
             judge_per_query = true,
             judge_tolerance = 0.2,
+            embedder = embedders::hashing,
+            langsmith_experiment = "bm25 k=10",
         ));
         assert_eq!(
             args,
@@ -782,7 +862,40 @@ mod tests {
                 max_invalid_share: 0.1,
                 judge_per_query: true,
                 judge_tolerance: 0.2,
+                embedder: Some(JudgePath(syn::parse_quote!(embedders::hashing))),
+                langsmith_experiment: Some("bm25 k=10".into()),
             }
+        );
+    }
+
+    #[test]
+    fn an_embedder_needs_a_judge_and_answer_relevancy_needs_an_embedder() {
+        assert_eq!(
+            messages(quote!(dataset = "d", embedder = e)),
+            ["`embedder` is the embedder of the `answer_relevancy` judge, and the case has no judge: add `judge = my_judge_client`"]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d", judge = j, min_answer_relevancy = 0.7)),
+            ["`answer_relevancy` compares embeddings of questions: the case needs `embedder = my_embedder` (a function returning an `Embedder`)"]
+        );
+        let args = parse_ok(quote!(
+            dataset = "d",
+            judge = j,
+            embedder = e,
+            min_answer_relevancy = 0.7
+        ));
+        assert_eq!(args.embedder, Some(JudgePath(syn::parse_quote!(e))));
+    }
+
+    #[test]
+    fn a_langsmith_experiment_is_a_non_empty_string() {
+        assert_eq!(
+            messages(quote!(dataset = "d", langsmith_experiment = "  ")),
+            ["`langsmith_experiment` is empty, e.g. `langsmith_experiment = \"bm25-k5\"`"]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d", langsmith_experiment = bm25)),
+            ["`langsmith_experiment` must be a string literal naming the experiment, e.g. `langsmith_experiment = \"bm25-k5\"`"]
         );
     }
 
@@ -824,12 +937,15 @@ mod tests {
                 "unknown key `tolerence`, did you mean `tolerance`?",
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
                  per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
-                 judge_tolerance, min_<metric> and max_<metric>",
+                 judge_tolerance, embedder, langsmith_experiment, min_<metric> and max_<metric>",
                 "unknown metric `span_recal` in `min_span_recal`, did you mean `span_recall`?",
                 "unknown metric `fast` in `max_fast`; metrics are chunk_recall, chunk_precision, \
                  chunk_f1, span_recall, span_precision, span_iou, precision_omega, precision, \
-                 recall, f1, hit, mrr, ndcg, map, faithfulness, answer_relevancy, \
-                 llm_context_precision, llm_context_recall, answer_match",
+                 recall, f1, hit, mrr, ndcg, map, bleu, chrf, rouge_1, rouge_2, rouge_l, \
+                 rouge_1_precision, rouge_1_recall, rouge_2_precision, rouge_2_recall, \
+                 rouge_l_precision, rouge_l_recall, exact_match, token_f1, answer_similarity, \
+                 faithfulness, answer_relevancy, llm_context_precision, llm_context_recall, \
+                 answer_match",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
                 "`k` is given twice",

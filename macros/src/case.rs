@@ -125,6 +125,12 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             quote!(::rag_eval::__private::Levels::BOTH),
             answer_build(ident, output),
         ),
+        Shape::Rag { output, is_async } => (
+            retriever_check(),
+            // The retriever's type is one of the `Rag`'s parameters: the runtime asks the value.
+            quote!(::rag_eval::__private::Levels::UNKNOWN),
+            rag_build(ident, output, is_async),
+        ),
     };
     let judge = match &args.judge {
         Some(args::JudgePath(path)) => {
@@ -132,6 +138,16 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             let share = Literal::f64_suffixed(args.max_invalid_share);
             let per_query = args.judge_per_query;
             let judge_tolerance = Literal::f64_suffixed(args.judge_tolerance);
+            let embedder = match &args.embedder {
+                Some(args::JudgePath(path)) => {
+                    let build = quote_spanned!(first_span(path)=> {
+                        let embedder = super::#path();
+                        ::rag_eval::__private::judge_embedder(embedder)
+                    });
+                    quote!(::core::option::Option::Some(|| #build))
+                }
+                None => quote!(::core::option::Option::None),
+            };
             // At the path: a function of the wrong type is reported there.
             let client = quote_spanned!(first_span(path)=> {
                 let client = super::#path();
@@ -144,11 +160,13 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
                     max_invalid_share: #share,
                     per_query_snapshot: #per_query,
                     tolerance: #judge_tolerance,
+                    embedder: #embedder,
                 })
             }
         }
         None => quote!(::core::option::Option::None),
     };
+    let langsmith_experiment = option(args.langsmith_experiment.as_deref());
     let body = quote! {
         #items
         ::rag_eval::__private::CaseSpec {
@@ -168,6 +186,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             levels: #levels,
             build: #build,
             judge: #judge,
+            langsmith_experiment: #langsmith_experiment,
         }
     };
     module(function, body, quote!())
@@ -224,6 +243,44 @@ fn factory_build(ident: &Ident, output: &syn::Type, is_async: bool) -> TokenStre
             ::rag_eval::__private::Retrievers {
                 token: (&probe).token(),
                 chunk: (&probe).chunk(),
+            }
+        }))
+    }
+}
+
+/// Calls the function for its `Rag` and sees the retriever at both levels and the generator
+/// as a `Generator`; a field of the wrong type is a compile error at the return type.
+fn rag_build(ident: &Ident, output: &syn::Type, is_async: bool) -> TokenStream {
+    let call = if is_async {
+        quote_spanned!(ident.span()=> super::#ident().await)
+    } else {
+        quote_spanned!(ident.span()=> super::#ident())
+    };
+    let span = first_span(output);
+    let parts = quote_spanned!(span=>
+        let ::rag_eval::harness::Rag { retriever, generator } = #call;
+    );
+    let check = quote_spanned!(span=>
+        (&&&RagEvalCheck::of(&retriever)).retriever_at_some_level()
+    );
+    let generator = quote_spanned!(span=>
+        ::rag_eval::__private::CaseGenerator::shared(generator)
+    );
+    quote! {
+        ::rag_eval::__private::Build::Rag(|| ::std::boxed::Box::pin(async {
+            #[allow(unused_imports)]
+            use ::rag_eval::__private::{
+                ChunkFallback as _, ChunkImpl as _, TokenFallback as _, TokenImpl as _,
+            };
+            #parts
+            #check;
+            let probe = ::rag_eval::__private::Probe(::std::sync::Arc::new(retriever));
+            ::rag_eval::__private::RagParts {
+                retrievers: ::rag_eval::__private::Retrievers {
+                    token: (&probe).token(),
+                    chunk: (&probe).chunk(),
+                },
+                generator: #generator,
             }
         }))
     }
@@ -376,6 +433,35 @@ mod tests {
         assert!(out.contains("Levels :: BOTH"), "{out}");
         assert!(out.contains("Build :: Function"), "{out}");
         assert!(out.contains("super :: f (& query) . await"), "{out}");
+    }
+
+    #[test]
+    fn a_rag_case_builds_its_parts_and_names_its_keys() {
+        let out = expand_to_string(
+            quote!(
+                dataset = "d",
+                judge = j,
+                embedder = e::hashing,
+                langsmith_experiment = "x"
+            ),
+            quote!(
+                async fn f() -> Rag<Bm25Retriever, G> {
+                    x
+                }
+            ),
+        );
+        for part in [
+            "Build :: Rag",
+            "let :: rag_eval :: harness :: Rag { retriever , generator } = super :: f () . await ;",
+            "RagEvalCheck :: of (& retriever)",
+            "CaseGenerator :: shared (generator)",
+            "Levels :: UNKNOWN",
+            "super :: e :: hashing ()",
+            "langsmith_experiment : :: core :: option :: Option :: Some (\"x\")",
+        ] {
+            assert!(out.contains(part), "missing `{part}` in {out}");
+        }
+        assert!(!out.contains("compile_error"), "{out}");
     }
 
     #[test]

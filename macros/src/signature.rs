@@ -6,11 +6,11 @@ use syn::{FnArg, ReturnType, Signature, Type};
 
 macro_rules! shapes {
     () => {
-        "`fn() -> impl Retriever<…>` or `async fn(&str) -> Vec<RetrievedChunk>`"
+        "`fn() -> impl Retriever<…>`, `fn() -> Rag<R, G>` (a retriever and a generator), `async fn(&str) -> Vec<RetrievedChunk>` or `async fn(&str) -> RagAnswer`"
     };
 }
 
-/// The two shapes, for messages.
+/// The shapes, for messages.
 pub(crate) const SHAPES: &str = shapes!();
 
 /// The start of every message about a signature of neither shape.
@@ -23,6 +23,9 @@ pub(crate) enum Shape<'a> {
     Function { output: &'a Type },
     /// `async fn NAME(query: &str) -> RagAnswer`: answers, with the contexts it used.
     Answer { output: &'a Type },
+    /// `fn NAME() -> Rag<R, G>` / `async fn NAME() -> Rag<R, G>`: builds a retriever and a
+    /// generator.
+    Rag { output: &'a Type, is_async: bool },
 }
 
 /// Which shape `sig` has, or an error at the part that fits neither.
@@ -48,6 +51,10 @@ pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
         ReturnType::Default => return fail(&sig.ident, "this one returns nothing"),
     };
     match sig.inputs.len() {
+        0 if is_named(output, "Rag") => Ok(Shape::Rag {
+            output,
+            is_async: sig.asyncness.is_some(),
+        }),
         0 => Ok(Shape::Factory {
             output,
             is_async: sig.asyncness.is_some(),
@@ -65,6 +72,12 @@ pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
             }
             if is_named(output, "RagAnswer") {
                 return Ok(Shape::Answer { output });
+            }
+            if is_named(output, "Rag") {
+                return fail(
+                    &sig.inputs,
+                    "a function returning a `Rag` takes no parameters: the harness retrieves and generates for each query",
+                );
             }
             if !is_named(output, "Vec") {
                 return fail(
@@ -181,6 +194,11 @@ mod tests {
                 ),
                 Shape::Function { output } => format!("function -> {}", output.to_token_stream()),
                 Shape::Answer { output } => format!("answer -> {}", output.to_token_stream()),
+                Shape::Rag { output, is_async } => format!(
+                    "rag{} -> {}",
+                    if is_async { " (async)" } else { "" },
+                    output.to_token_stream()
+                ),
             })
             .map_err(|error| {
                 let why = error.to_string();
@@ -224,6 +242,20 @@ mod tests {
             ))
             .unwrap(),
             "function -> std :: vec :: Vec < R >"
+        );
+        assert_eq!(
+            shape_of(quote!(
+                fn a() -> Rag<Bm25Retriever, LlmGenerator<C>> {}
+            ))
+            .unwrap(),
+            "rag -> Rag < Bm25Retriever , LlmGenerator < C > >"
+        );
+        assert_eq!(
+            shape_of(quote!(
+                async fn a() -> rag_eval::harness::Rag<R, G> {}
+            ))
+            .unwrap(),
+            "rag (async) -> rag_eval :: harness :: Rag < R , G >"
         );
     }
 
@@ -287,6 +319,12 @@ mod tests {
                 async fn a(q: &str) -> Option<R> {}
             )),
             "; a function taking the query must return `Vec<RetrievedChunk>` or `RagAnswer`"
+        );
+        assert_eq!(
+            why(quote!(
+                async fn a(q: &str) -> Rag<R, G> {}
+            )),
+            "; a function returning a `Rag` takes no parameters: the harness retrieves and generates for each query"
         );
         assert_eq!(
             why(quote!(

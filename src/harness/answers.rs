@@ -3,45 +3,59 @@
 use super::case::Case;
 use super::private::BoxFuture;
 use crate::chunk::RetrievedChunk;
-use crate::generator::RagAnswer;
+use crate::chunker::PositionAwareChunker;
+use crate::corpus::Corpus;
+use crate::embed::Embedder;
+use crate::generator::{Generator, RagAnswer};
 use crate::judge::{
-    add_to_result, judge_all, AnswerMatch, Faithfulness, Judge, JudgeConfig, JudgeInput,
-    JudgeSummary, LlmContextPrecision, LlmContextRecall,
+    add_to_result, judge_all, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig,
+    JudgeInput, JudgeSummary, LlmContextPrecision, LlmContextRecall,
 };
 use crate::level::Level;
 use crate::llm::LlmClient;
 use crate::metrics::RunResult as Outcome;
 use crate::retrieve::Retriever;
+use crate::span::CharSpan;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// The judges a case runs; `faithfulness` always, the others when a bar names them.
+/// The judges a case runs: `faithfulness` always, `answer_relevancy` when the case has an
+/// embedder, the others when a bar names them.
 pub(crate) const JUDGES: &[&str] = &[
     "faithfulness",
+    "answer_relevancy",
     "llm_context_precision",
     "llm_context_recall",
     "answer_match",
 ];
 
+/// The answers of a case's queries, by question, kept while retrieval is scored.
+#[derive(Clone, Default)]
+pub(crate) struct AnswerLog(Arc<Mutex<HashMap<String, RagAnswer>>>);
+
+impl AnswerLog {
+    fn insert(&self, question: &str, answer: RagAnswer) {
+        let mut answers = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        answers.insert(question.to_owned(), answer);
+    }
+
+    fn get(&self, question: &str) -> Option<RagAnswer> {
+        let answers = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        answers.get(question).cloned()
+    }
+}
+
 /// An `async fn(&str) -> RagAnswer` case seen as a retriever: its contexts are the ranking,
 /// its answers are kept for the judge.
 pub(crate) struct AnswerRetriever {
     f: fn(String) -> BoxFuture<RagAnswer>,
-    answers: Mutex<HashMap<String, RagAnswer>>,
+    log: AnswerLog,
 }
 
 impl AnswerRetriever {
-    pub fn new(f: fn(String) -> BoxFuture<RagAnswer>) -> Self {
-        AnswerRetriever {
-            f,
-            answers: Mutex::default(),
-        }
-    }
-
-    fn answer(&self, query: &str) -> Option<RagAnswer> {
-        let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        answers.get(query).cloned()
+    pub fn new(f: fn(String) -> BoxFuture<RagAnswer>, log: AnswerLog) -> Self {
+        AnswerRetriever { f, log }
     }
 }
 
@@ -55,10 +69,63 @@ impl<L: Level> Retriever<L> for AnswerRetriever {
         let answer = (self.f)(query.to_owned()).await;
         let mut hits = answer.contexts.clone();
         hits.truncate(k);
-        self.answers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(query.to_owned(), answer);
+        self.log.insert(query, answer);
+        Ok(hits)
+    }
+}
+
+/// A case's `Rag` seen as a retriever: its retriever ranks (and is indexed, described and
+/// asked for its chunker as itself), its generator answers from the chunks ranked.
+pub(crate) struct RagRetriever<L: Level> {
+    inner: Arc<dyn Retriever<L>>,
+    generator: Arc<dyn Generator>,
+    log: AnswerLog,
+}
+
+impl<L: Level> RagRetriever<L> {
+    pub fn new(
+        inner: Arc<dyn Retriever<L>>,
+        generator: Arc<dyn Generator>,
+        log: AnswerLog,
+    ) -> Self {
+        RagRetriever {
+            inner,
+            generator,
+            log,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<L: Level> Retriever<L> for RagRetriever<L> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+    fn chunker(&self) -> Option<String> {
+        self.inner.chunker()
+    }
+    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+        self.inner.chunker_object()
+    }
+    fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
+        self.inner.indexed_spans()
+    }
+    async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {
+        self.inner.index(corpus).await
+    }
+
+    async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
+        let hits = self.inner.retrieve(query, k).await?;
+        let answer = self.generator.generate(query, &hits).await.map_err(|e| {
+            crate::Error::Config(format!(
+                "the generator {} failed on {query:?}: {e}",
+                self.generator.name()
+            ))
+        })?;
+        self.log.insert(query, answer);
         Ok(hits)
     }
 }
@@ -70,6 +137,9 @@ pub(crate) struct AnswerReport {
     pub summaries: Vec<JudgeSummary>,
     /// By query id.
     pub queries: BTreeMap<String, Explained>,
+    /// The models that judged (the judge client's name).
+    #[serde(default)]
+    pub judge_models: Vec<String>,
 }
 
 /// One query's answer, for the message of its failing test.
@@ -83,16 +153,20 @@ pub(crate) struct Explained {
     pub figures: Vec<(String, f64)>,
 }
 
-/// Judges the answers of `outcome`'s queries and adds the judge figures to it.
+/// Judges the answers of `outcome`'s queries and adds the judge figures to it. `references`
+/// holds each query's reference answers (none: the reference-based judges give it no figure).
 pub(crate) async fn judge(
     case: &Case,
-    answering: &AnswerRetriever,
+    log: &AnswerLog,
+    references: &HashMap<String, Vec<String>>,
     outcome: &mut Outcome,
 ) -> Result<Option<AnswerReport>, String> {
     let Some(spec) = case.spec.judge else {
         return Ok(None);
     };
-    let client = cached_client((spec.client)(), case)?;
+    let cache = cache_of(case)?;
+    let client = cached_client((spec.client)(), &cache);
+    let judge_models = vec![client.name()];
     let config = JudgeConfig {
         samples: spec.samples.max(1),
         max_invalid_share: spec.max_invalid_share,
@@ -100,6 +174,18 @@ pub(crate) async fn judge(
     };
     let mut judges: Vec<Box<dyn Judge>> = vec![Box::new(Faithfulness::new(client.clone()))];
     let named = |m: &str| case.spec.thresholds.iter().any(|t| t.metric == m);
+    match spec.embedder {
+        Some(embedder) => {
+            let embedder = cached_embedder(embedder(), &cache);
+            judges.push(Box::new(AnswerRelevancy::new(client.clone(), embedder)));
+        }
+        None if named("answer_relevancy") => {
+            return Err(
+                "`answer_relevancy` needs an embedder: add `embedder = my_embedder` (a function returning an `Embedder`) to the case".into(),
+            );
+        }
+        None => {}
+    }
     if named("llm_context_precision") {
         judges.push(Box::new(LlmContextPrecision::new(client.clone())));
     }
@@ -113,29 +199,30 @@ pub(crate) async fn judge(
     let mut owned = Vec::new();
     for q in &outcome.per_query {
         let question = q.query.clone().unwrap_or_default();
-        let answer = answering.answer(&question).unwrap_or(RagAnswer {
+        let answer = log.get(&question).unwrap_or(RagAnswer {
             answer: String::new(),
             contexts: Vec::new(),
         });
-        owned.push((q.id.clone(), question, answer));
+        let reference = reference_text(references.get(&q.id).map_or(&[][..], Vec::as_slice));
+        owned.push((q.id.clone(), question, answer, reference));
     }
     let inputs: Vec<JudgeInput<'_>> = owned
         .iter()
-        .map(|(id, question, answer)| JudgeInput {
+        .map(|(id, question, answer, reference)| JudgeInput {
             query_id: id,
             question,
             answer,
-            reference: None,
+            reference: reference.as_deref(),
         })
         .collect();
-    for (id, question, answer) in &owned {
+    for (id, question, answer, reference) in &owned {
         queries.insert(
             id.clone(),
             Explained {
                 question: question.clone(),
                 answer: answer.answer.clone(),
                 unsupported: Vec::new(),
-                reference: None,
+                reference: reference.clone(),
                 figures: Vec::new(),
             },
         );
@@ -161,24 +248,81 @@ pub(crate) async fn judge(
         add_to_result(outcome, &run);
         summaries.push(run.summary);
     }
-    Ok(Some(AnswerReport { summaries, queries }))
+    Ok(Some(AnswerReport {
+        summaries,
+        queries,
+        judge_models,
+    }))
 }
 
-/// The judge's client behind the harness's LLM cache: `golden/llm-cache.sqlite` (or
-/// `RAG_EVAL_CACHE_PATH`, mode from `RAG_EVAL_CACHE`), so a recorded run replays with no call.
+/// The reference the judges see: a row's one reference answer as written; several, one per
+/// line, so the judge takes any of them as the reference; none, `None`.
+fn reference_text(references: &[String]) -> Option<String> {
+    match references {
+        [] => None,
+        [one] => Some(one.clone()),
+        several => Some(several.join("\n")),
+    }
+}
+
+/// The harness's LLM cache: `golden/llm-cache.sqlite` (or `RAG_EVAL_CACHE_PATH`, mode from
+/// `RAG_EVAL_CACHE`), so a recorded run replays with no call.
 #[cfg(feature = "cache")]
-fn cached_client(client: Arc<dyn LlmClient>, case: &Case) -> Result<Arc<dyn LlmClient>, String> {
+fn cache_of(case: &Case) -> Result<Arc<crate::cache::Cache>, String> {
     let path = camino::Utf8PathBuf::try_from(case.golden_dir().join("llm-cache.sqlite"))
         .map_err(|e| format!("cache path is not UTF-8: {e}"))?;
     let cache = crate::cache::Cache::from_env_or(path).map_err(|e| e.to_string())?;
-    Ok(Arc::new(crate::cache::CachedLlm::new(
-        client,
-        Arc::new(cache),
-    )))
+    Ok(Arc::new(cache))
+}
+
+/// The judge's client behind the cache.
+#[cfg(feature = "cache")]
+fn cached_client(
+    client: Arc<dyn LlmClient>,
+    cache: &Arc<crate::cache::Cache>,
+) -> Arc<dyn LlmClient> {
+    Arc::new(crate::cache::CachedLlm::new(client, cache.clone()))
+}
+
+/// The relevancy judge's embedder behind the cache.
+#[cfg(feature = "cache")]
+fn cached_embedder(
+    embedder: Arc<dyn Embedder>,
+    cache: &Arc<crate::cache::Cache>,
+) -> Arc<dyn Embedder> {
+    Arc::new(crate::cache::CachedEmbedder::new(embedder, cache.clone()))
 }
 
 /// Without the `cache` feature the judge is called directly.
 #[cfg(not(feature = "cache"))]
-fn cached_client(client: Arc<dyn LlmClient>, _: &Case) -> Result<Arc<dyn LlmClient>, String> {
-    Ok(client)
+fn cache_of(_: &Case) -> Result<(), String> {
+    Ok(())
+}
+
+#[cfg(not(feature = "cache"))]
+fn cached_client(client: Arc<dyn LlmClient>, _: &()) -> Arc<dyn LlmClient> {
+    client
+}
+
+#[cfg(not(feature = "cache"))]
+fn cached_embedder(embedder: Arc<dyn Embedder>, _: &()) -> Arc<dyn Embedder> {
+    embedder
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judges_see_one_reference_as_written_several_one_per_line_and_none_as_none() {
+        assert_eq!(reference_text(&[]), None);
+        assert_eq!(
+            reference_text(&["In May.".into()]).as_deref(),
+            Some("In May.")
+        );
+        assert_eq!(
+            reference_text(&["In May.".into(), "May 2021.".into()]).as_deref(),
+            Some("In May.\nMay 2021.")
+        );
+    }
 }

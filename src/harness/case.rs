@@ -1,7 +1,7 @@
 //! A case at run time: its checked inputs, and its outcome computed once per process (or once
 //! per nextest run, through a file cache).
 
-use super::answers::AnswerReport;
+use super::answers::{AnswerLog, AnswerReport};
 use super::private::{Build, CaseSpec, Retrievers};
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
@@ -11,6 +11,7 @@ use crate::level::{Level, LevelKind};
 use crate::metrics::{registry, RunResult as Outcome};
 use crate::retrieve::Retriever;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -25,13 +26,27 @@ enum Prepared {
 struct Computed {
     outcome: Arc<Outcome>,
     answers: Option<Arc<AnswerReport>>,
+    /// The chunks retrieved per query (dataset order) and the timings, for an upload.
+    retrieved: Arc<Retrieved>,
 }
+
+/// What the evaluation retrieved and how long it took.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Retrieved {
+    pub chunks: Vec<Vec<RetrievedChunk>>,
+    pub timings: Option<crate::eval::Timings>,
+}
+
+/// Everything a case computes.
+type Computation = (Outcome, Option<AnswerReport>, Retrieved);
 
 /// Inputs checked before any trial runs.
 pub(crate) struct Setup {
     prepared: Prepared,
     /// Query ids and texts in dataset order.
     pub queries: Vec<(String, String)>,
+    /// The reference answers of the queries that have some, by id.
+    references: HashMap<String, Vec<String>>,
     cache_key: String,
 }
 
@@ -82,14 +97,30 @@ impl Case {
         self.computed().map(|c| c.answers)
     }
 
+    /// The evaluation with the judges' figures, as an upload takes it.
+    #[cfg_attr(not(feature = "langsmith"), allow(dead_code))]
+    pub fn evaluation(&self) -> Result<crate::eval::EvaluationResult, String> {
+        let c = self.computed()?;
+        Ok(crate::eval::EvaluationResult {
+            scores: (*c.outcome).clone(),
+            timings: c.retrieved.timings.clone().unwrap_or(crate::eval::Timings {
+                index_ms: 0.0,
+                retrieve_ms: 0.0,
+                score_ms: 0.0,
+            }),
+            retrieved: c.retrieved.chunks.clone(),
+        })
+    }
+
     fn computed(&self) -> Result<Computed, String> {
         self.computed
             .get_or_init(|| {
                 let setup = self.setup.as_ref().map_err(Clone::clone)?;
                 cached(self, setup)
-                    .map(|(outcome, answers)| Computed {
+                    .map(|(outcome, answers, retrieved)| Computed {
                         outcome: Arc::new(outcome),
                         answers: answers.map(Arc::new),
+                        retrieved: Arc::new(retrieved),
                     })
                     .map_err(|e| format!("case `{}`: {e}", self.spec.name))
             })
@@ -118,7 +149,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         ));
     }
     // Thresholds may name any metric the registry reports at the dataset's level.
-    let answers = matches!(spec.build, Build::Answer(_));
+    let answers = matches!(spec.build, Build::Answer(_) | Build::Rag(_));
     let known: Vec<&str> = registry::at_level(level)
         .filter(|m| answers || !m.is_answer_metric())
         .map(|m| m.name)
@@ -127,7 +158,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         if registry::lookup(t.metric).is_some_and(|m| m.is_answer_metric()) {
             if !answers {
                 return Err(format!(
-                    "`{}` scores answers, and this case returns retrieved chunks only: make it an `async fn(&str) -> RagAnswer`",
+                    "`{}` scores answers, and this case returns retrieved chunks only: make it an `async fn(&str) -> RagAnswer` or a function returning a `Rag` (a retriever and a generator)",
                     t.metric
                 ));
             }
@@ -143,6 +174,11 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
                     "`{}` is an LLM judge's figure, but the case has no `judge = …`",
                     t.metric
                 ));
+            }
+            if t.metric == "answer_relevancy" && spec.judge.is_some_and(|j| j.embedder.is_none()) {
+                return Err(
+                    "`answer_relevancy` compares embeddings, but the case has no `embedder = …` (a function returning an `Embedder`)".into(),
+                );
             }
         }
         if !known.contains(&t.metric) {
@@ -176,6 +212,10 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         key.update(doc.content().as_bytes());
         key.update([0]);
     }
+    let references = match &dataset {
+        AnyDataset::Token(d) => references_of(d.examples()),
+        AnyDataset::Chunk(d) => references_of(d.examples()),
+    };
     let (prepared, queries): (Prepared, Vec<(String, String)>) = match dataset {
         AnyDataset::Token(d) => {
             let queries = ids(d.examples());
@@ -197,8 +237,17 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
     Ok(Setup {
         prepared,
         queries,
+        references,
         cache_key,
     })
+}
+
+fn references_of<L: Level>(examples: &[dataset::Example<L>]) -> HashMap<String, Vec<String>> {
+    examples
+        .iter()
+        .filter(|e| !e.reference_answers().is_empty())
+        .map(|e| (e.id.clone(), e.reference_answers().to_vec()))
+        .collect()
 }
 
 fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<(String, String)> {
@@ -211,7 +260,7 @@ fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<(String, String)> {
 /// Under nextest every trial is its own process: the first to get here computes the outcome
 /// and writes it to a file keyed by the run, the binary and the inputs; the others wait on a
 /// lock and read it. Outside nextest the outcome lives in memory only.
-fn cached(case: &Case, setup: &Setup) -> Result<(Outcome, Option<AnswerReport>), String> {
+fn cached(case: &Case, setup: &Setup) -> Result<Computation, String> {
     let Some(dir) = cache_dir() else {
         return compute(case, setup);
     };
@@ -245,13 +294,14 @@ fn cached(case: &Case, setup: &Setup) -> Result<(Outcome, Option<AnswerReport>),
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     if let Some(c) = stored.filter(|c| c.key == key) {
-        return Ok((c.outcome, c.answers));
+        return Ok((c.outcome, c.answers, c.retrieved));
     }
-    let (outcome, answers) = compute(case, setup)?;
+    let (outcome, answers, retrieved) = compute(case, setup)?;
     let entry = Cached {
         key,
         outcome,
         answers,
+        retrieved,
     };
     if let (Ok(bytes), Ok(utf8)) = (
         serde_json::to_vec(&entry),
@@ -260,7 +310,7 @@ fn cached(case: &Case, setup: &Setup) -> Result<(Outcome, Option<AnswerReport>),
         // A failed write only costs the next process a recomputation.
         let _ = crate::fs::write_atomic(&utf8, &bytes);
     }
-    Ok((entry.outcome, entry.answers))
+    Ok((entry.outcome, entry.answers, entry.retrieved))
 }
 
 /// A case's outcome with the key it was computed for.
@@ -270,6 +320,8 @@ struct Cached {
     outcome: Outcome,
     #[serde(default)]
     answers: Option<AnswerReport>,
+    #[serde(default)]
+    retrieved: Retrieved,
 }
 
 /// `<target>/<profile>/rag-eval-harness`, when running under nextest.
@@ -282,16 +334,33 @@ fn cache_dir() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.join("rag-eval-harness"))
 }
 
-fn compute(case: &Case, setup: &Setup) -> Result<(Outcome, Option<AnswerReport>), String> {
+fn compute(case: &Case, setup: &Setup) -> Result<Computation, String> {
     let runtime = super::runtime();
-    let mut answering = None;
+    let log = AnswerLog::default();
+    let mut answering = false;
+    let mut generator = None;
     let retrievers = match &case.spec.build {
         Build::Answer(f) => {
-            let r = Arc::new(super::answers::AnswerRetriever::new(*f));
-            answering = Some(r.clone());
+            answering = true;
+            let r = Arc::new(super::answers::AnswerRetriever::new(*f, log.clone()));
             Retrievers {
                 token: Some(r.clone()),
                 chunk: Some(r),
+            }
+        }
+        Build::Rag(make) => {
+            answering = true;
+            let parts = runtime.block_on(make());
+            let g = parts.generator;
+            generator = Some(g.name());
+            use super::answers::RagRetriever;
+            Retrievers {
+                token: parts.retrievers.token.map(|r| {
+                    Arc::new(RagRetriever::new(r, g.clone(), log.clone())) as Arc<dyn Retriever<_>>
+                }),
+                chunk: parts.retrievers.chunk.map(|r| {
+                    Arc::new(RagRetriever::new(r, g.clone(), log.clone())) as Arc<dyn Retriever<_>>
+                }),
             }
         }
         Build::Factory(make) => runtime.block_on(make()),
@@ -321,29 +390,54 @@ fn compute(case: &Case, setup: &Setup) -> Result<(Outcome, Option<AnswerReport>)
             (runtime.block_on(eval.run_reported(&*r, k)), eval.corpus())
         }
     };
-    let result = result.map_err(|e| e.to_string())?;
-    #[cfg(feature = "runs")]
-    record_run(case, corpus, &result);
-    #[cfg(not(feature = "runs"))]
-    let _ = corpus;
-    let mut outcome = result.scores;
-    let Some(answering) = answering else {
-        return Ok((outcome, None));
+    let mut result = result.map_err(|e| e.to_string())?;
+    let report = if answering {
+        runtime.block_on(super::answers::judge(
+            case,
+            &log,
+            &setup.references,
+            &mut result.scores,
+        ))?
+    } else {
+        None
     };
-    let report = runtime.block_on(super::answers::judge(case, &answering, &mut outcome))?;
-    Ok((outcome, report))
+    #[cfg(feature = "runs")]
+    record_run(case, corpus, &result, report.as_ref(), generator);
+    #[cfg(not(feature = "runs"))]
+    let _ = (corpus, generator);
+    let retrieved = Retrieved {
+        chunks: std::mem::take(&mut result.retrieved),
+        timings: Some(result.timings.clone()),
+    };
+    Ok((result.scores, report, retrieved))
 }
 
 /// Records the case's run in the store `RAG_EVAL_RUNS` names, when it names one: the harness
 /// records only when asked (a `cargo test` must not grow a file in the crate by default). A
 /// store that cannot be written is a warning; the trials' verdicts do not depend on it.
 #[cfg(feature = "runs")]
-fn record_run(case: &Case, corpus: &Corpus, result: &crate::eval::EvaluationResult) {
+fn record_run(
+    case: &Case,
+    corpus: &Corpus,
+    result: &crate::eval::EvaluationResult,
+    answers: Option<&AnswerReport>,
+    generator: Option<String>,
+) {
     let Some(value) = std::env::var_os(crate::runs::RUNS_ENV) else {
         return;
     };
     let choice = crate::runs::StoreChoice::parse(Some(&value.to_string_lossy()));
-    let run = case_record(case, corpus, result);
+    let mut run = case_record(case, corpus, result);
+    if let Some(answers) = answers {
+        run.config.judge_models.clone_from(&answers.judge_models);
+        let mut usage = crate::runs::Usage::default();
+        for s in &answers.summaries {
+            usage.prompt_tokens += s.usage.prompt_tokens;
+            usage.completion_tokens += s.usage.completion_tokens;
+        }
+        run.usage = Some(usage);
+    }
+    run.config.generator = generator;
     let stored = crate::runs::open(&choice)
         .and_then(|s| s.map(|s| s.put(&run).map(|_| s.location())).transpose());
     match stored {
@@ -438,6 +532,7 @@ mod tests {
             thresholds: &[],
             levels: Levels::BOTH,
             judge: None,
+            langsmith_experiment: None,
             build: Build::Factory(|| {
                 Box::pin(async {
                     let r = Arc::new(Bm25Retriever::new(Windows));

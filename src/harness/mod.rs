@@ -15,7 +15,12 @@ mod answers;
 mod case;
 pub(crate) mod golden;
 mod junit;
+#[cfg(feature = "langsmith")]
+mod langsmith;
 pub(crate) mod private;
+mod rag;
+
+pub use rag::Rag;
 
 use crate::metrics::RunResult as Outcome;
 use case::Case;
@@ -114,6 +119,17 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
                 .with_ignored_flag(case.spec.ignore),
             );
         }
+    }
+    if let Some(experiment) = case.spec.langsmith_experiment {
+        let c = case.clone();
+        let name = format!("{name}::langsmith_upload");
+        trials.push(
+            Trial::test(
+                name.clone(),
+                junit::recorded(name, move || upload_trial(&c, experiment)),
+            )
+            .with_ignored_flag(case.spec.ignore),
+        );
     }
     let (c, h) = (case.clone(), hook.clone());
     trials.push(
@@ -232,6 +248,20 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
         golden::figures_diff(&old, &new)
     )
     .into())
+}
+
+/// Uploads the case's runs and feedback to its LangSmith experiment. Its own trial: a failed
+/// upload is seen as a failure without changing any metric test's verdict, and the local
+/// results (snapshots, the run store) do not depend on it.
+fn upload_trial(case: &Case, experiment: &str) -> Result<(), Failed> {
+    #[cfg(feature = "langsmith")]
+    return langsmith::upload(case, experiment).map_err(Failed::from);
+    #[cfg(not(feature = "langsmith"))]
+    return Err(format!(
+        "case `{}` names the LangSmith experiment `{experiment}`, but rag-eval is built without its `langsmith` feature: enable it in the dev-dependency",
+        case.spec.name
+    )
+    .into());
 }
 
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {

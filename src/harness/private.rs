@@ -1,7 +1,8 @@
 //! What `#[rag_eval]` and `main!` expand to. Not a public API: names here change without notice.
 
 use crate::chunk::RetrievedChunk;
-use crate::generator::RagAnswer;
+use crate::embed::Embedder;
+use crate::generator::{Generator, RagAnswer};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::llm::LlmClient;
 use crate::retrieve::Retriever;
@@ -48,6 +49,8 @@ pub struct CaseSpec {
     pub build: Build,
     /// The LLM judge of a case that answers.
     pub judge: Option<JudgeSpec>,
+    /// The LangSmith experiment the case's runs and feedback go to (`langsmith_experiment`).
+    pub langsmith_experiment: Option<&'static str>,
 }
 
 /// How a case's answers are judged (`judge = …`, `judge_samples = …`, `max_invalid_share = …`).
@@ -63,11 +66,37 @@ pub struct JudgeSpec {
     pub per_query_snapshot: bool,
     /// Allowed drift of a judge figure before it counts as a change.
     pub tolerance: f64,
+    /// Builds the embedder of `answer_relevancy` (`embedder = …`); every call goes through
+    /// the harness's embedding cache.
+    pub embedder: Option<fn() -> Arc<dyn Embedder>>,
 }
 
 /// The judge client a case's `judge = f` names, whatever `LlmClient` `f` returns.
 pub fn judge_client<C: LlmClient + 'static>(client: C) -> Arc<dyn LlmClient> {
     Arc::new(client)
+}
+
+/// The embedder a case's `embedder = f` names, whatever `Embedder` `f` returns.
+pub fn judge_embedder<E: Embedder + 'static>(embedder: E) -> Arc<dyn Embedder> {
+    Arc::new(embedder)
+}
+
+/// What a case's `generator` field must be: a [`Generator`]. Its own trait so that the
+/// compile error of a wrong type says what a case needs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a generator: the `generator` of a #[rag_eval] case's `Rag` implements `rag_eval::generator::Generator`",
+    label = "not a `Generator`",
+    note = "a function that retrieves and answers itself is a case too: `async fn(query: &str) -> RagAnswer`"
+)]
+pub trait CaseGenerator {
+    /// The generator, shared.
+    fn shared(self) -> Arc<dyn Generator>;
+}
+
+impl<G: Generator + 'static> CaseGenerator for G {
+    fn shared(self) -> Arc<dyn Generator> {
+        Arc::new(self)
+    }
 }
 
 /// Span scoring mode of a case: the library's own type, so nothing maps one to the other.
@@ -123,6 +152,18 @@ pub enum Build {
     Function(fn(String) -> BoxFuture<Vec<RetrievedChunk>>),
     /// The case's function answers: retrieval is scored on the contexts it used.
     Answer(fn(String) -> BoxFuture<RagAnswer>),
+    /// Calls the case's function for a retriever and a generator: the harness retrieves, then
+    /// generates from what was retrieved.
+    Rag(fn() -> BoxFuture<RagParts>),
+}
+
+/// A case's `Rag`, its retriever seen at the levels it implements.
+#[derive(Clone)]
+pub struct RagParts {
+    /// The retriever.
+    pub retrievers: Retrievers,
+    /// The generator.
+    pub generator: Arc<dyn Generator>,
 }
 
 impl std::fmt::Debug for Build {
@@ -131,6 +172,7 @@ impl std::fmt::Debug for Build {
             Build::Factory(_) => "Factory",
             Build::Function(_) => "Function",
             Build::Answer(_) => "Answer",
+            Build::Rag(_) => "Rag",
         })
     }
 }
