@@ -1,10 +1,18 @@
-//! Full-RAG cases as a downstream crate runs them: a fixture crate whose cases answer, judged by
-//! a scripted model, run through `cargo test` twice — recorded, then replayed from the harness's
-//! LLM cache with no judge call.
+//! Full-RAG cases as a downstream crate runs them: a fixture crate whose cases answer (an
+//! answering function, a retriever plus a generator, answers judged against reference
+//! answers), judged by a scripted model, run through `cargo test` — recorded, then replayed
+//! from the harness's LLM cache with no judge call, then uploaded to a fake LangSmith.
 //!
 //! Built in the target directory the macros' UI tests and `tests/harness_fixture.rs` use, with
 //! their flags, so that most dependencies are built once.
 
+#[path = "support/langsmith.rs"]
+mod fake;
+mod support;
+
+use fake::{FakeLangSmith, Fault};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -57,13 +65,16 @@ autotests = false
 [workspace]
 
 [dev-dependencies]
-rag-eval = {{ path = {REPO:?}, features = ["cache"] }}
+rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith"] }}
 async-trait = "0.1"
 serde_json = "1"
 
 [[test]]
 name = "rag"
 harness = false
+
+[[test]]
+name = "records"
 "#
         ),
     )
@@ -74,18 +85,64 @@ harness = false
         root.join("tests/rag.rs"),
     )
     .unwrap();
+    std::fs::write(root.join("tests/records.rs"), RECORDS).unwrap();
     copy_dir(
         &Path::new(REPO).join("examples/data"),
         &root.join("examples/data"),
     );
+    std::fs::write(root.join("examples/data/references.jsonl"), references()).unwrap();
+}
+
+/// Prints every run of the store `FX_RUNS` names, one `RUN <json>` line each.
+const RECORDS: &str = r#"
+use rag_eval::runs::{RunStore, SqliteRunStore};
+
+#[test]
+fn print_runs() {
+    let store = SqliteRunStore::open(&std::env::var("FX_RUNS").unwrap()).unwrap();
+    for run in store.list().unwrap() {
+        println!("RUN {}", store.get(&run.id).unwrap().unwrap().to_json());
+    }
+}
+"#;
+
+/// The first four questions of the example dataset with reference answers: one that the
+/// scripted judge matches (it holds `MATCH`), two of which the second matches, one it does not
+/// match, and none.
+fn references() -> String {
+    let questions =
+        std::fs::read_to_string(Path::new(REPO).join("examples/data/questions.jsonl")).unwrap();
+    let answers = [
+        Some(serde_json::json!("MATCH: kernel 4.18 or later.")),
+        Some(serde_json::json!([
+            "UID 10001.",
+            "MATCH: the user larkspur, UID 10001."
+        ])),
+        Some(serde_json::json!("Twenty-four hours.")),
+        None,
+    ];
+    let mut out = String::new();
+    for (line, answer) in questions.lines().zip(answers) {
+        let mut row: Value = serde_json::from_str(line).unwrap();
+        if let Some(answer) = answer {
+            row["outputs"]["reference_answer"] = answer;
+        }
+        out.push_str(&row.to_string());
+        out.push('\n');
+    }
+    out
 }
 
 fn cargo_test(root: &Path, env: &[(&str, &str)]) -> (i32, String) {
+    cargo_test_of(root, "rag", &[], env)
+}
+
+fn cargo_test_of(root: &Path, test: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     let flags =
         r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code", "--diagnostic-width=140"]"#;
     let host = host();
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["test", "--test", "rag", "--offline"])
+    cmd.args(["test", "--test", test, "--offline"])
         .arg(format!("--config=build.rustflags={flags}"))
         .arg(format!("--config=target.{host}.rustflags={flags}"))
         .args(["--target", &host])
@@ -100,7 +157,13 @@ fn cargo_test(root: &Path, env: &[(&str, &str)]) -> (i32, String) {
         .env_remove("INSTA_OUTPUT")
         .env_remove("RAG_EVAL_CACHE")
         .env_remove("RAG_EVAL_CACHE_PATH")
+        .env_remove("RAG_EVAL_RUNS")
+        .env_remove("LANGSMITH_API_KEY")
+        .env_remove("LANGSMITH_ENDPOINT")
         .env_remove("NEXTEST_RUN_ID");
+    if !args.is_empty() {
+        cmd.arg("--").args(args);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -136,34 +199,74 @@ fn calls(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
 
+/// Judge calls by judge (the log holds one judge name per call).
+fn calls_by_judge(path: &Path) -> BTreeMap<String, usize> {
+    let mut by = BTreeMap::new();
+    for l in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        *by.entry(l.to_owned()).or_default() += 1;
+    }
+    by
+}
+
+/// The `name: value` lines of a snapshot's `summary:` block.
+fn summary_figures(snap: &str) -> BTreeMap<String, String> {
+    let block = snap.split("\nsummary:\n").nth(1).expect("a summary block");
+    block
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.trim().split_once(": "))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// The lines of one query's block in a snapshot's `per_query:` section.
+fn query_block<'a>(snap: &'a str, id: &str) -> &'a str {
+    let start = snap
+        .find(&format!("\n  {id}:\n"))
+        .expect("the query is in the snapshot");
+    let rest = &snap[start + id.len() + 5..];
+    let end = rest.find("\n  q").unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The failure text libtest prints for `name`.
+fn failure_of<'a>(out: &'a str, name: &str) -> &'a str {
+    let text = out
+        .split(&format!("---- {name} ----"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{name}'s failure is printed:\n{out}"));
+    &text[..text.find("\n----").unwrap_or(text.len())]
+}
+
 #[test]
-fn a_grounded_case_passes_an_ungrounded_one_fails_faithfulness_and_a_rerun_replays() {
+fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("fx");
     fixture(&root);
     let log = dir.path().join("calls.log");
     let log_str = log.to_str().unwrap();
+    let runs = dir.path().join("runs.sqlite");
+    let runs_str = runs.to_str().unwrap();
 
-    let (code, out) = cargo_test(&root, &[("FX_JUDGE_CALLS", log_str)]);
+    let (code, out) = cargo_test(
+        &root,
+        &[("FX_JUDGE_CALLS", log_str), ("RAG_EVAL_RUNS", runs_str)],
+    );
     assert_eq!(code, 101, "the ungrounded case fails:\n{out}");
     let failures = failed(&out);
-    assert!(
-        failures.iter().all(|f| f.starts_with("ungrounded::")),
-        "only the ungrounded case fails: {failures:?}\n{out}"
-    );
-    // 40 questions, each answer failing its bar, and the summary.
-    assert_eq!(failures.len(), 41, "{failures:?}\n{out}");
-    assert!(failures.contains(&"ungrounded::summary".to_owned()));
+    // 40 questions of `ungrounded`, each answer failing its bar, its summary, and the one
+    // answer of `matched` that neither matches its reference nor commits to an answer.
+    let mut expected: Vec<String> = (1..=40).map(|i| format!("ungrounded::q{i:04}")).collect();
+    expected.push("ungrounded::summary".into());
+    expected.push("matched::q0003".into());
+    expected.sort();
+    assert_eq!(failures, expected, "{out}");
     assert!(
         out.contains("faithfulness = 0.0000 is below the bar 0.9000 (min_faithfulness)"),
         "{out}"
     );
     // The per-query failure shows the question, the answer and what the judge did not find.
-    let q1 = out
-        .split("---- ungrounded::q0001 ----")
-        .nth(1)
-        .expect("q0001's failure is printed");
-    let q1 = &q1[..q1.find("\n----").unwrap_or(q1.len())];
+    let q1 = failure_of(&out, "ungrounded::q0001");
     for part in [
         "question: Which Linux kernel version does a Larkspur host need at minimum?",
         "answer: Larkspur was written on the moon (11 words asked).",
@@ -172,21 +275,136 @@ fn a_grounded_case_passes_an_ungrounded_one_fails_faithfulness_and_a_rerun_repla
     ] {
         assert!(q1.contains(part), "`{part}` in:\n{q1}");
     }
-    // One faithfulness call per answer of both cases.
+    // The reference answer reached the judges and the failure message.
+    let q3 = failure_of(&out, "matched::q0003");
+    for part in [
+        "answer_match = 0.0000 is below the bar 0.5000 (min_answer_match)",
+        "answer_relevancy = 0.0000 is below the bar 0.7000 (min_answer_relevancy)",
+        "answer: I don't know.",
+        "reference: Twenty-four hours.",
+    ] {
+        assert!(q3.contains(part), "`{part}` in:\n{q3}");
+    }
+    // Without a key the upload is skipped, on one line, and its test passes.
+    assert_eq!(
+        out.matches("NOTE rag: LANGSMITH_API_KEY is not set; the LangSmith experiment `fx-rag` was not uploaded").count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("test rag::langsmith_upload ... ok"), "{out}");
+
+    // Faithfulness once per answer of the four cases (3 × 40 + 4); answer relevancy once per
+    // answer of `matched`; answer match once per answer with a reference (q0004 has none).
+    let by_judge = calls_by_judge(&log);
+    let want: BTreeMap<String, usize> = [
+        ("answer_match".to_owned(), 3),
+        ("answer_relevancy".to_owned(), 4),
+        ("faithfulness".to_owned(), 124),
+    ]
+    .into();
+    assert_eq!(by_judge, want, "{out}");
     let recorded = calls(&log);
-    assert_eq!(recorded, 80, "{out}");
     assert!(root.join("golden/llm-cache.sqlite").exists());
     // The grounded case's snapshot keeps the judge's mean, not its per-query verdicts.
     // A first run outside CI leaves the new baseline pending review.
-    let snap = std::fs::read_to_string(root.join("golden/grounded.snap.new")).unwrap();
-    assert!(snap.contains("  faithfulness: 1.0000\n"), "{snap}");
-    assert_eq!(snap.matches("faithfulness").count(), 1, "{snap}");
+    let grounded = std::fs::read_to_string(root.join("golden/grounded.snap.new")).unwrap();
+    assert!(grounded.contains("  faithfulness: 1.0000\n"), "{grounded}");
+    assert_eq!(grounded.matches("faithfulness").count(), 1, "{grounded}");
+
+    // The retriever plus generator gives `grounded`'s answers from the same BM25: the same
+    // figures, and precision_omega besides, since the harness sees its chunker.
+    let rag = std::fs::read_to_string(root.join("golden/rag.snap.new")).unwrap();
+    let (g, mut r) = (summary_figures(&grounded), summary_figures(&rag));
+    let omega: Vec<String> = r
+        .keys()
+        .filter(|k| k.starts_with("precision_omega"))
+        .cloned()
+        .collect();
+    assert_eq!(omega.len(), 1, "{rag}");
+    r.remove(&omega[0]);
+    assert!(
+        !g.keys().any(|k| k.starts_with("precision_omega")),
+        "{grounded}"
+    );
+    assert_eq!(g, r, "{grounded}\n{rag}");
+
+    // Reference answers: q0001 and q0002 match (q0002 by its second reference), q0003 does
+    // not, q0004 has none and so no figure; relevancy is 1 for an answer asked back as the
+    // question itself and 0 for the noncommittal one.
+    let matched = std::fs::read_to_string(root.join("golden/matched.snap.new")).unwrap();
+    let m = summary_figures(&matched);
+    assert_eq!(m["answer_match"], "0.6667", "{matched}");
+    assert_eq!(m["answer_relevancy"], "0.7500", "{matched}");
+    for (id, answer_match, relevancy) in [
+        ("q0001", Some("1.0000"), "1.0000"),
+        ("q0002", Some("1.0000"), "1.0000"),
+        ("q0003", Some("0.0000"), "0.0000"),
+        ("q0004", None, "1.0000"),
+    ] {
+        let block = query_block(&matched, id);
+        match answer_match {
+            Some(v) => assert!(
+                block.contains(&format!("answer_match: {v}")),
+                "{id}: {block}"
+            ),
+            None => assert!(!block.contains("answer_match"), "{id}: {block}"),
+        }
+        assert!(
+            block.contains(&format!("answer_relevancy: {relevancy}")),
+            "{id}: {block}"
+        );
+    }
+
+    // The recorded runs carry the judge figures per query and the judge's model.
+    let (code, printed) =
+        cargo_test_of(&root, "records", &["--nocapture"], &[("FX_RUNS", runs_str)]);
+    assert_eq!(code, 0, "{printed}");
+    let records: BTreeMap<String, Value> = printed
+        .lines()
+        .filter_map(|l| l.strip_prefix("RUN "))
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| (r["label"].as_str().unwrap().to_owned(), r))
+        .collect();
+    assert_eq!(
+        records.keys().collect::<Vec<_>>(),
+        ["grounded", "matched", "rag", "ungrounded"],
+        "{printed}"
+    );
+    let run = &records["rag"];
+    assert_eq!(
+        run["config"]["judge_models"],
+        serde_json::json!(["scripted-judge-rag"])
+    );
+    assert_eq!(run["config"]["generator"], "first-sentence");
+    // One faithfulness call of 100 + 20 tokens per query.
+    assert_eq!(run["usage"]["prompt_tokens"], 4000);
+    assert_eq!(run["usage"]["completion_tokens"], 800);
+    let per_query = run["result"]["per_query"].as_array().unwrap();
+    assert_eq!(per_query.len(), 40);
+    for q in per_query {
+        assert_eq!(q["metrics"]["faithfulness"], 1.0, "{q}");
+    }
+    assert_eq!(run["result"]["metrics"]["faithfulness"], 1.0);
+    let run = &records["matched"];
+    assert_eq!(
+        run["config"]["judge_models"],
+        serde_json::json!(["scripted-judge-ref"])
+    );
+    let q4 = &run["result"]["per_query"][3];
+    assert_eq!(
+        (q4["id"].as_str(), q4["metrics"].get("answer_match")),
+        (Some("q0004"), None)
+    );
+    assert_eq!(
+        q4["metrics"]["answer_relevancy"]
+            .as_f64()
+            .map(|v| (v * 1e4).round()),
+        Some(1e4)
+    );
 
     // Replayed: the same verdicts, and not one call (a miss would be an error in replay mode).
-    let (code, again) = cargo_test(
-        &root,
-        &[("FX_JUDGE_CALLS", log_str), ("RAG_EVAL_CACHE", "replay")],
-    );
+    let replay = [("FX_JUDGE_CALLS", log_str), ("RAG_EVAL_CACHE", "replay")];
+    let (code, again) = cargo_test(&root, &replay);
     assert_eq!(code, 101, "{again}");
     assert_eq!(failed(&again), failures, "{again}");
     assert_eq!(
@@ -194,4 +412,90 @@ fn a_grounded_case_passes_an_ungrounded_one_fails_faithfulness_and_a_rerun_repla
         recorded,
         "the replay called the judge:\n{again}"
     );
+
+    // An upload that fails is its own failing test; every other verdict stays as it was.
+    let fake = FakeLangSmith::start();
+    fake.require_key("fx-key");
+    let url = fake.url();
+    let langsmith = [
+        ("FX_JUDGE_CALLS", log_str),
+        ("RAG_EVAL_CACHE", "replay"),
+        ("LANGSMITH_API_KEY", "fx-key"),
+        ("LANGSMITH_ENDPOINT", url.as_str()),
+    ];
+    fake.inject("POST", "/runs/batch", 0, 1000, Fault::Status(400));
+    let (code, broken) = cargo_test(&root, &langsmith);
+    assert_eq!(code, 101, "{broken}");
+    let mut with_upload = failures.clone();
+    with_upload.push("rag::langsmith_upload".into());
+    with_upload.sort();
+    assert_eq!(failed(&broken), with_upload, "{broken}");
+    let upload = failure_of(&broken, "rag::langsmith_upload");
+    assert!(
+        upload.contains(
+            "uploading the LangSmith experiment `fx-rag` failed (the local results are complete"
+        ),
+        "{upload}"
+    );
+    assert!(fake.state().runs.is_empty());
+
+    // Healed, the next run continues the upload: one run per query with its answer, one
+    // feedback per query and figure, each delivered once.
+    fake.heal();
+    let (code, uploaded) = cargo_test(&root, &langsmith);
+    assert_eq!(code, 101, "{uploaded}");
+    assert_eq!(failed(&uploaded), failures, "{uploaded}");
+    {
+        let state = fake.state();
+        assert_eq!(state.sessions.len(), 1);
+        assert_eq!(state.sessions[0]["name"], "fx-rag");
+        let session = state.sessions[0]["id"].as_str().unwrap().to_owned();
+        let runs = state.runs_of(&session);
+        assert_eq!(runs.len(), 40);
+        let q1 = runs
+            .iter()
+            .find(|r| r["extra"]["metadata"]["query_id"] == "q0001")
+            .expect("q0001's run");
+        assert_eq!(
+            q1["inputs"]["query"],
+            "Which Linux kernel version does a Larkspur host need at minimum?"
+        );
+        assert!(
+            q1["outputs"]["answer"]
+                .as_str()
+                .is_some_and(|a| !a.is_empty()),
+            "{q1}"
+        );
+        let faithfulness = state
+            .feedback
+            .iter()
+            .filter(|f| f["key"] == "faithfulness" && f["run_id"].is_string())
+            .count();
+        assert_eq!(faithfulness, 40);
+        assert!(
+            state.deliveries.values().all(|&n| n == 1),
+            "{:?}",
+            state.deliveries
+        );
+    }
+    let sent = uploaded
+        .lines()
+        .find(|l| l.starts_with("LANGSMITH rag: experiment `fx-rag`: 40 runs and "))
+        .unwrap_or_else(|| panic!("the upload is reported:\n{uploaded}"));
+    assert!(sent.ends_with(" already there"), "{sent}");
+
+    // Run again: nothing is sent twice.
+    let (feedback, deliveries) = {
+        let state = fake.state();
+        (state.feedback.len(), state.deliveries.clone())
+    };
+    let (code, again) = cargo_test(&root, &langsmith);
+    assert_eq!(code, 101, "{again}");
+    assert!(
+        again.contains("LANGSMITH rag: experiment `fx-rag`: 0 runs and 0 feedback sent"),
+        "{again}"
+    );
+    assert_eq!(fake.state().feedback.len(), feedback);
+    assert_eq!(fake.state().deliveries, deliveries);
+    assert_eq!(calls(&log), recorded, "{again}");
 }

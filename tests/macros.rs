@@ -105,10 +105,35 @@ mod cases {
     }
 }
 
+/// Answers with the number of chunks it was given.
+struct Counting;
+
+#[async_trait::async_trait]
+impl rag_eval::generator::Generator for Counting {
+    fn name(&self) -> String {
+        "counting".into()
+    }
+    async fn generate(&self, _: &str, contexts: &[RetrievedChunk]) -> rag_eval::Result<RagAnswer> {
+        Ok(RagAnswer {
+            answer: format!("{} chunks", contexts.len()),
+            contexts: contexts.to_vec(),
+        })
+    }
+}
+
+#[rag_eval(dataset = "examples/data/questions.jsonl", k = 2)]
+async fn span_only_counting() -> Rag<SpanOnly, Counting> {
+    Rag {
+        retriever: SpanOnly,
+        generator: Counting,
+    }
+}
+
 fn built(spec: &CaseSpec) -> Retrievers {
     match &spec.build {
         Build::Factory(factory) => pollster::block_on(factory()),
         Build::Function(_) | Build::Answer(_) => panic!("`{}` is a query function", spec.name),
+        Build::Rag(_) => panic!("`{}` returns a retriever and a generator", spec.name),
     }
 }
 
@@ -188,6 +213,20 @@ fn impl_trait_levels_are_found_out_when_built() {
     assert_eq!(spec.levels, Levels::UNKNOWN);
     let retrievers = built(&spec);
     assert!(retrievers.token.is_some() && retrievers.chunk.is_none());
+}
+
+#[test]
+fn a_rag_case_hands_over_its_retriever_at_its_levels_and_its_generator() {
+    let spec = span_only_counting::__rag_eval_case();
+    assert_eq!(spec.levels, Levels::UNKNOWN);
+    let Build::Rag(make) = spec.build else {
+        panic!("`span_only_counting` returns a `Rag`");
+    };
+    let parts = pollster::block_on(make());
+    assert!(parts.retrievers.token.is_some() && parts.retrievers.chunk.is_none());
+    assert_eq!(parts.generator.name(), "counting");
+    let answer = pollster::block_on(parts.generator.generate("q", &[chunk("a"), chunk("b")]));
+    assert_eq!(answer.unwrap().answer, "2 chunks");
 }
 
 #[test]

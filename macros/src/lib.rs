@@ -40,11 +40,29 @@ use proc_macro::TokenStream;
 ///   metrics `chunk_recall chunk_precision chunk_f1 span_recall span_precision span_iou
 ///   precision_omega precision recall f1 hit mrr ndcg map`, and for cases that answer the
 ///   answer metrics `bleu chrf rouge_1 rouge_2 rouge_l rouge_{1,2,l}_{precision,recall}
-///   exact_match token_f1 answer_similarity`.
+///   exact_match token_f1 answer_similarity` and the judges' `faithfulness answer_relevancy
+///   llm_context_precision llm_context_recall answer_match`.
+/// - `judge = path::to_fn`: a `fn() -> impl LlmClient` whose model judges the case's answers
+///   (`faithfulness` always; the reference-based judges when a bar names them, against the
+///   rows' `outputs.reference_answer`).
+/// - `judge_samples = 3` (default 1), `max_invalid_share = 0.05`, `judge_per_query = true`
+///   (judge figures per query in the snapshot; default false), `judge_tolerance = 0.05`.
+/// - `embedder = path::to_fn`: a `fn() -> impl Embedder` for `answer_relevancy`, which runs
+///   when it is given; it needs `judge`, and a bar on `answer_relevancy` needs it.
+/// - `langsmith_experiment = "NAME"`: uploads the case's runs and feedback as a LangSmith
+///   experiment (rag-eval's `langsmith` feature, `LANGSMITH_API_KEY`), in the extra test
+///   `NAME::langsmith_upload`.
 ///
-/// The function is either a factory, `fn NAME() -> T` or `async fn NAME() -> T` with `T` a
-/// retriever at token level, chunk level or both (`impl Retriever<…>` included), or the
-/// retriever itself, `async fn NAME(query: &str) -> Vec<RetrievedChunk>`.
+/// The function is one of:
+///
+/// - a factory, `fn NAME() -> T` or `async fn NAME() -> T` with `T` a retriever at token
+///   level, chunk level or both (`impl Retriever<…>` included);
+/// - the retriever itself, `async fn NAME(query: &str) -> Vec<RetrievedChunk>`;
+/// - a function that answers, `async fn NAME(query: &str) -> RagAnswer` (the answer and the
+///   contexts it used, on which retrieval is scored);
+/// - a retriever plus a generator, `fn NAME() -> Rag<R, G>` or `async fn NAME() -> Rag<R, G>`
+///   (`rag_eval::harness::Rag`), with `R` a retriever and `G` a `Generator`: the harness
+///   retrieves, generates from what it retrieved, scores retrieval and judges the answers.
 ///
 /// The function is kept as written; next to it comes a hidden module of the same name that
 /// `main!` reads. Every problem of one attribute is reported in the same build, at its token.

@@ -121,7 +121,7 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
         let hits = self.inner.retrieve(query, k).await?;
         let answer = self.generator.generate(query, &hits).await.map_err(|e| {
             crate::Error::Config(format!(
-                "the generator {} failed on {query:?}: {e}",
+                "the generator `{}` failed: {e}",
                 self.generator.name()
             ))
         })?;

@@ -25,7 +25,7 @@ pub(super) fn upload(case: &Case, name: &str) -> Result<(), String> {
                 .collect()
         })
         .unwrap_or_default();
-    let journal = journal_path(name);
+    let journal = journal_path(case, name)?;
     let experiment = Experiment::new(name)
         .description(format!(
             "#[rag_eval] case `{}` over {}",
@@ -51,16 +51,12 @@ pub(super) fn upload(case: &Case, name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The upload's journal under the target directory (`<target>/<profile>/rag-eval-langsmith/`),
-/// beside the test binary, so that a later `cargo test` continues it and sends nothing twice.
-fn journal_path(name: &str) -> Utf8PathBuf {
+/// The upload's journal, `golden/langsmith/<experiment>.jsonl` beside the case's snapshots:
+/// a later `cargo test` continues an interrupted upload there and sends nothing twice.
+fn journal_path(case: &Case, name: &str) -> Result<Utf8PathBuf, String> {
     let default = Experiment::default_journal(name);
-    let profile = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
-        .and_then(|dir| Utf8PathBuf::try_from(dir).ok());
-    match (profile, default.file_name()) {
-        (Some(dir), Some(file)) => dir.join("rag-eval-langsmith").join(file),
-        _ => default,
-    }
+    let file = default.file_name().unwrap_or("experiment.jsonl");
+    let dir = Utf8PathBuf::try_from(case.golden_dir().join("langsmith"))
+        .map_err(|e| format!("the golden folder's path is not UTF-8: {e}"))?;
+    Ok(dir.join(file))
 }
