@@ -1,7 +1,10 @@
 //! The `cargo test` harness: each query of a case's dataset is a named test, plus a summary
 //! test per case that checks thresholds and the golden snapshot.
 //!
-//! Trials are named `case::<query id>` and `case::summary`, sorted. A case's retriever is built
+//! Trials are named `case::<query id>` and `case::summary` (and `case::langsmith_upload` for a
+//! case with `langsmith_experiment = "NAME"`: the upload of its runs and feedback, whose
+//! failure fails that trial alone), sorted. A case is a retriever, a function that ranks or
+//! answers, or a [`Rag`]: a retriever plus a generator. A case's retriever is built
 //! and run once per process, on the first trial that needs it; under `cargo nextest run`, where
 //! every trial is its own process, the results are shared through a file under the target
 //! directory keyed by the nextest run, the test binary and the inputs.
