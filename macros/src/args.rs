@@ -630,7 +630,7 @@ impl State<'_> {
         }
     }
 
-    /// An embedder serves the judges, and answer relevancy needs one.
+    /// An embedder serves the judges, and a judged answer relevancy needs one.
     fn check_judge_keys(&mut self) {
         if let (Some(at), None) = (&self.embedder_at, &self.args.judge) {
             let at = at.clone();
@@ -642,7 +642,8 @@ impl State<'_> {
                 ),
             );
         }
-        if self.args.embedder.is_none() {
+        // Without a judge, the run-time check names the judge first (as for every judged bar).
+        if self.args.judge.is_some() && self.args.embedder.is_none() {
             let bars: Vec<TokenStream> = self
                 .bars
                 .iter()
