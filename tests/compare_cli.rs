@@ -1,5 +1,5 @@
 //! `rag-eval compare` from the command line: JSON output, the regression gate's exit code,
-//! and the refusals.
+//! the refusals, and the README's "Track and compare runs" walkthrough, run as written.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -108,4 +108,228 @@ fn refusals_are_clear() {
     let out = rag_eval(&["compare", &a, bad.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("bad.json:1: not a run"), "{stderr}");
+}
+
+/// The README's section `title`: from its heading to the next `## ` heading.
+fn readme_section(title: &str) -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("README has no section {title:?}"));
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    rest[..end].to_owned()
+}
+
+/// One command of the walkthrough and, for a `$ `-prompted `text` block, the lines it shows
+/// (`…` stands for lines left out).
+struct Step {
+    command: String,
+    shown: Vec<String>,
+}
+
+/// The `rag-eval` commands of the section's code blocks in order: every line of a `sh` block
+/// that starts with `rag-eval `, and the `$ rag-eval …` line that opens a `text` block.
+fn walkthrough(section: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        let Some(lang) = line.strip_prefix("```") else {
+            continue;
+        };
+        let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        match lang {
+            "sh" => steps.extend(
+                block
+                    .iter()
+                    .filter(|l| l.starts_with("rag-eval "))
+                    .map(|l| Step {
+                        command: (*l).to_owned(),
+                        shown: Vec::new(),
+                    }),
+            ),
+            "text" => {
+                if let Some(cmd) = block.first().and_then(|l| l.strip_prefix("$ ")) {
+                    steps.push(Step {
+                        command: cmd.to_owned(),
+                        shown: block[1..].iter().map(|l| (*l).to_owned()).collect(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    steps
+}
+
+/// `text` with run ids (26 characters of Crockford's base 32) and `YYYY-MM-DD HH:MM:SS` times
+/// replaced by placeholders, the two things that differ from one run of the walkthrough to the
+/// next.
+fn masked(text: &str) -> String {
+    let is_id_char = |c: char| c.is_ascii_digit() || c.is_ascii_uppercase();
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let id_len = chars[i..].iter().take_while(|c| is_id_char(**c)).count();
+        let at_start = i == 0 || !is_id_char(chars[i - 1]);
+        if at_start && id_len == 26 {
+            out.push_str("<id>");
+            i += 26;
+            continue;
+        }
+        let time: String = chars[i..].iter().take(19).collect();
+        let shape = time
+            .chars()
+            .zip("dddd-dd-dd dd:dd:dd".chars())
+            .all(|(c, s)| if s == 'd' { c.is_ascii_digit() } else { c == s });
+        if time.chars().count() == 19 && shape {
+            out.push_str("<time>");
+            i += 19;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn readme_walkthrough_runs_as_written() {
+    let steps = walkthrough(&readme_section("Track and compare runs"));
+    let commands: Vec<&str> = steps.iter().map(|s| s.command.as_str()).collect();
+    let data = "--corpus examples/data/corpus --dataset examples/data/questions.jsonl";
+    assert_eq!(
+        commands,
+        [
+            format!("rag-eval eval {data} --chunker markdown:size=400").as_str(),
+            &format!("rag-eval eval {data} --chunker recursive:size=200,overlap=0"),
+            "rag-eval runs list",
+            "rag-eval compare latest~1 latest",
+            "rag-eval report latest~1 latest -o report.html",
+            "rag-eval report latest~1 latest --format markdown >> \"$GITHUB_STEP_SUMMARY\"",
+            "rag-eval compare latest~1 latest --fail-on-regression",
+        ],
+        "the walkthrough's commands"
+    );
+
+    // The bundled data at the paths the README uses, in a directory of its own, with the
+    // default store.
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
+    let data_dir = dir.path().join("examples/data");
+    std::fs::create_dir_all(data_dir.join("corpus")).unwrap();
+    std::fs::copy(
+        root.join("questions.jsonl"),
+        data_dir.join("questions.jsonl"),
+    )
+    .unwrap();
+    for entry in walk(&root.join("corpus")) {
+        let to = data_dir
+            .join("corpus")
+            .join(entry.strip_prefix(root.join("corpus")).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, to).unwrap();
+    }
+    let summary = dir.path().join("summary.md");
+
+    let mut outputs = Vec::new();
+    for step in &steps {
+        let (line, to_summary) = match step.command.strip_suffix(" >> \"$GITHUB_STEP_SUMMARY\"") {
+            Some(line) => (line, true),
+            None => (step.command.as_str(), false),
+        };
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env_remove("RAG_EVAL_RUNS")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let expected = if line.contains("--fail-on-regression") {
+            1
+        } else {
+            0
+        };
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{line}\n{stdout}\n{stderr}"
+        );
+        if to_summary {
+            std::fs::write(&summary, &stdout).unwrap();
+        }
+        // What the README shows of the output, in order, each line whole (ids and times
+        // aside).
+        let got: Vec<String> = masked(&format!("{stdout}{stderr}"))
+            .lines()
+            .map(|l| l.trim_end().to_owned())
+            .collect();
+        let mut from = 0;
+        for want in step.shown.iter().filter(|l| l.as_str() != "…") {
+            let want = masked(want);
+            match got[from..].iter().position(|l| *l == want) {
+                Some(i) => from += i + 1,
+                None => panic!(
+                    "`{line}` printed no line\n{want}\nin order; it printed\n{}",
+                    got.join("\n")
+                ),
+            }
+        }
+        outputs.push((stdout, stderr));
+    }
+
+    // The claims of the prose around the blocks.
+    for (_, stderr) in &outputs[..2] {
+        assert!(
+            stderr.contains("recorded run ") && stderr.contains(" in `.rag-eval/runs.sqlite`"),
+            "{stderr}"
+        );
+    }
+    assert!(dir.path().join(".rag-eval/runs.sqlite").is_file());
+    let listed: Vec<&str> = outputs[2].0.lines().skip(1).collect();
+    assert_eq!(listed.len(), 2, "two runs listed: {listed:?}");
+    assert!(listed[0].contains("markdown:size=400") && listed[1].contains("recursive:size=200"));
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    for heading in [
+        "<h2>Runs</h2>",
+        "<h2>Metrics</h2>",
+        "<h2>By difficulty</h2>",
+        "<h2>Queries</h2>",
+    ] {
+        assert!(html.contains(heading), "report.html lacks {heading}");
+    }
+    assert!(html.contains("What is the default value of the server request_timeout option?"));
+    let markdown = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        markdown.contains(
+            "| span_recall@5 | 0.7806 ± 0.3834 | 0.5732 ± 0.4487 (Δ -0.2074 [-0.3253, -0.0972], p 0.0030 \\*) |"
+        ),
+        "{markdown}"
+    );
+    let gate = &outputs[6].1;
+    assert_eq!(
+        gate.lines()
+            .filter(|l| l.starts_with("regression: "))
+            .count(),
+        1,
+        "only span_recall@5 is a significant loss: {gate}"
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
