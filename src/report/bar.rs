@@ -2,7 +2,7 @@
 //! `min_<metric>` and `max_<metric>` keys are.
 
 use crate::error::{Error, Result};
-use crate::metrics::Figures;
+use crate::metrics::{Figures, RunResult};
 use std::fmt;
 use std::str::FromStr;
 
@@ -89,6 +89,18 @@ impl Bar {
         }
     }
 
+    /// `run`'s mean of the bar's metric and how many of its queries miss the bar; `None`
+    /// when the run did not compute the metric.
+    pub(crate) fn mean_and_missed(&self, run: &RunResult) -> Option<(f64, usize)> {
+        let i = self.index_in(&run.metrics)?;
+        let missed = run
+            .per_query
+            .iter()
+            .filter(|q| q.metrics.0.get(i).is_some_and(|f| !self.passes(f.1)))
+            .count();
+        Some((run.metrics.0[i].1, missed))
+    }
+
     /// `>=` or `<=`.
     pub fn operator(&self) -> &'static str {
         match self.bound {
@@ -135,5 +147,25 @@ mod tests {
             let e = bad.parse::<Bar>().unwrap_err().to_string();
             assert!(e.contains(&format!("bar `{bad}`")), "{e}");
         }
+    }
+
+    #[test]
+    fn mean_and_queries_missing_the_bar() {
+        use crate::metrics::{QueryResult, ResultLevel};
+        let query = |id: &str, v: f64| QueryResult {
+            id: id.into(),
+            metrics: Figures(vec![("span_recall@5".into(), v)]),
+            ..QueryResult::default()
+        };
+        let run = RunResult::from_queries(
+            ResultLevel::Token,
+            vec!["span_recall@5".into()],
+            vec![query("a", 0.2), query("b", 0.6), query("c", 1.0)],
+        );
+        let (mean, missed) = Bar::min("span_recall", 0.5).mean_and_missed(&run).unwrap();
+        assert!((mean - 0.6).abs() < 1e-12 && missed == 1, "{mean} {missed}");
+        let max = Bar::parse_with("span_recall=0.6", Bound::Max).unwrap();
+        assert_eq!(max.mean_and_missed(&run).map(|m| m.1), Some(1));
+        assert_eq!(Bar::min("ndcg", 0.5).mean_and_missed(&run), None);
     }
 }

@@ -1,66 +1,69 @@
 //! Escaping for the three output languages. Everything a run carries (query text, document
 //! ids, chunk text, labels) is user input and passes through here.
 
-/// Text safe inside HTML elements and quoted attribute values.
-pub(crate) fn html(s: &str) -> String {
+/// `s` with each character that `replacement` names replaced by what it returns (possibly
+/// nothing); the others kept.
+fn replaced(s: &str, replacement: impl Fn(char) -> Option<&'static str>) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+        match replacement(c) {
+            Some(r) => out.push_str(r),
+            None => out.push(c),
         }
     }
     out
+}
+
+/// The entities of the markup characters HTML and XML share; the apostrophe differs.
+fn markup(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        _ => None,
+    }
+}
+
+/// Text safe inside HTML elements and quoted attribute values.
+pub(crate) fn html(s: &str) -> String {
+    replaced(s, |c| match c {
+        '\'' => Some("&#39;"),
+        c => markup(c),
+    })
 }
 
 /// Text safe inside XML 1.0 elements and quoted attributes: markup escaped, and the characters
 /// XML 1.0 cannot hold at all (most control characters, U+FFFE, U+FFFF) replaced by U+FFFD.
 pub(crate) fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Kept as references so attribute values keep them (parsers normalise literal
-            // whitespace in attributes to spaces).
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' => out.push_str("&#9;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
+    replaced(s, |c| match c {
+        '\'' => Some("&apos;"),
+        // Kept as references so attribute values keep them (parsers normalise literal
+        // whitespace in attributes to spaces).
+        '\n' => Some("&#10;"),
+        '\r' => Some("&#13;"),
+        '\t' => Some("&#9;"),
+        c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => Some("\u{FFFD}"),
+        c => markup(c),
+    })
 }
 
 /// Text safe in one cell of a Markdown table: pipes, code and link markup and the start of
 /// HTML tags escaped, line breaks as spaces (a table row is one line).
 pub(crate) fn markdown_cell(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '\\' => out.push_str("\\\\"),
-            '`' => out.push_str("\\`"),
-            '*' | '[' | ']' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '<' => out.push_str("&lt;"),
-            '&' => out.push_str("&amp;"),
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    replaced(s, |c| match c {
+        '|' => Some("\\|"),
+        '\\' => Some("\\\\"),
+        '`' => Some("\\`"),
+        '*' => Some("\\*"),
+        '[' => Some("\\["),
+        ']' => Some("\\]"),
+        '<' => Some("&lt;"),
+        '&' => Some("&amp;"),
+        '\n' | '\r' | '\t' => Some(" "),
+        c if c.is_control() => Some(""),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

@@ -297,17 +297,11 @@ fn bars(s: &mut String, report: &Report) {
                 esc(&bar.to_string()),
                 esc(label)
             );
-            match bar.index_in(&r.metrics) {
+            match bar.mean_and_missed(r) {
                 None => s.push_str(
                     "<td class=\"num\">—</td><td class=\"fail\">not computed</td><td></td>",
                 ),
-                Some(i) => {
-                    let m = r.metrics.0[i].1;
-                    let missed = r
-                        .per_query
-                        .iter()
-                        .filter(|q| q.metrics.0.get(i).is_some_and(|f| !bar.passes(f.1)))
-                        .count();
+                Some((m, missed)) => {
                     let _ = write!(
                         s,
                         "<td class=\"num\">{m:.4}</td><td class=\"{}\">{}</td><td class=\"num\">{missed} of {}</td>",
@@ -337,14 +331,7 @@ fn difficulty(s: &mut String, report: &Report) {
         let _ = write!(s, "<th>{}</th>", esc(n));
     }
     s.push_str("</tr></thead><tbody>\n");
-    let mut labels: Vec<&String> = report
-        .runs
-        .iter()
-        .flat_map(|(_, r)| r.by_difficulty.iter().flat_map(|d| d.keys()))
-        .collect();
-    labels.sort();
-    labels.dedup();
-    for label in labels {
+    for label in report.difficulty_labels() {
         for (i, (run, r)) in report.runs.iter().enumerate() {
             let Some(d) = r.by_difficulty.as_ref().and_then(|d| d.get(label)) else {
                 continue;

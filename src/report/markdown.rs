@@ -83,14 +83,7 @@ pub(crate) fn render(report: &Report) -> String {
         s.push_str("\n|---|---|---:|");
         s.push_str(&"---:|".repeat(head.len()));
         s.push('\n');
-        let mut labels: Vec<&String> = report
-            .runs
-            .iter()
-            .flat_map(|(_, r)| r.by_difficulty.iter().flat_map(|d| d.keys()))
-            .collect();
-        labels.sort();
-        labels.dedup();
-        for label in labels {
+        for label in report.difficulty_labels() {
             for (run, r) in &report.runs {
                 let Some(d) = r.by_difficulty.as_ref().and_then(|d| d.get(label)) else {
                     continue;
@@ -113,15 +106,9 @@ pub(crate) fn render(report: &Report) -> String {
         for bar in &report.bars {
             for (label, r) in &report.runs {
                 let _ = write!(s, "| {} | {} |", cell(&bar.to_string()), cell(label));
-                match bar.index_in(&r.metrics) {
+                match bar.mean_and_missed(r) {
                     None => s.push_str(" — | ❌ not computed | — |\n"),
-                    Some(i) => {
-                        let m = r.metrics.0[i].1;
-                        let missed = r
-                            .per_query
-                            .iter()
-                            .filter(|q| q.metrics.0.get(i).is_some_and(|f| !bar.passes(f.1)))
-                            .count();
+                    Some((m, missed)) => {
                         let _ = writeln!(
                             s,
                             " {m:.4} | {} | {missed} of {} |",

@@ -208,6 +208,18 @@ impl Report {
         }
     }
 
+    /// Every difficulty label of any run, sorted.
+    pub(crate) fn difficulty_labels(&self) -> Vec<&String> {
+        let mut labels: Vec<&String> = self
+            .runs
+            .iter()
+            .flat_map(|(_, r)| r.by_difficulty.iter().flat_map(|d| d.keys()))
+            .collect();
+        labels.sort();
+        labels.dedup();
+        labels
+    }
+
     /// Each query id in the order first seen over the runs, with each run's result for it.
     pub(crate) fn queries(&self) -> Vec<(&str, Vec<Option<&QueryResult>>)> {
         let index: Vec<std::collections::HashMap<&str, &QueryResult>> = self
