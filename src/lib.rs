@@ -69,6 +69,7 @@
 pub mod answers;
 #[cfg(feature = "cache")]
 pub mod cache;
+mod calendar;
 pub mod chunk;
 pub mod chunker;
 #[cfg(feature = "cli")]

@@ -1,6 +1,7 @@
 //! The identifiers and timestamps LangSmith expects: UUIDs in their hyphenated form and
 //! RFC 3339 times in UTC, plus the `dotted_order` that places a run in its trace.
 
+use crate::calendar::civil_from_days;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -107,21 +108,6 @@ impl Timestamp {
 /// The `dotted_order` of a root run: its start time and id; a child appends `.` and its own.
 pub fn root_dotted_order(start: &Timestamp, run_id: &str) -> String {
     format!("{}{run_id}", start.compact())
-}
-
-/// Year, month and day of the `days`-th day after 1970-01-01 (proleptic Gregorian calendar;
-/// the era arithmetic of Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Where a run came from: the time, the git commit, and fingerprints of the corpus and the
 //! dataset, so two runs can be told to be on the same inputs.
 
+use crate::calendar::civil_from_days;
 use crate::corpus::Corpus;
 use crate::dataset::{Dataset, Example, ToRow};
 use crate::level::Level;
@@ -117,21 +118,6 @@ pub fn rfc3339_from_ms(ms: u64) -> String {
         rem % 60,
         ms % 1000
     )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, a published algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
