@@ -4,7 +4,7 @@
 mod cli_support;
 mod shared_data;
 
-use cli_support::{fails, ok, run, s, write};
+use cli_support::{bundled_copy, fails, ok, run, s, walk, write};
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -587,34 +587,6 @@ fn key_order_reads_the_written_order() {
         key_order(r#"{"b":1,"a":{"z":[1,"}"]},"c":"\"a\":"}"#),
         ["b", "a", "c"]
     );
-}
-
-/// Copies the bundled corpus into `dir`, returning the corpus folder and the dataset path.
-fn bundled_copy(dir: &Path) -> (PathBuf, PathBuf) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
-    let corpus = dir.join("corpus");
-    for entry in walk(&src.join("corpus")) {
-        let rel = entry.strip_prefix(src.join("corpus")).unwrap();
-        let to = corpus.join(rel);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, &to).unwrap();
-    }
-    let dataset = dir.join("questions.jsonl");
-    std::fs::copy(src.join("questions.jsonl"), &dataset).unwrap();
-    (corpus, dataset)
-}
-
-fn walk(p: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(p).unwrap() {
-        let path = e.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! `rag-eval compare` from the command line: JSON output, the regression gate's exit code,
 //! the refusals, and the README's "Track and compare runs" walkthrough, run as written.
 
+#[path = "support/cli.rs"]
+mod cli_support;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -217,21 +220,7 @@ fn readme_walkthrough_runs_as_written() {
     // The bundled data at the paths the README uses, in a directory of its own, with the
     // default store.
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
-    let data_dir = dir.path().join("examples/data");
-    std::fs::create_dir_all(data_dir.join("corpus")).unwrap();
-    std::fs::copy(
-        root.join("questions.jsonl"),
-        data_dir.join("questions.jsonl"),
-    )
-    .unwrap();
-    for entry in walk(&root.join("corpus")) {
-        let to = data_dir
-            .join("corpus")
-            .join(entry.strip_prefix(root.join("corpus")).unwrap());
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, to).unwrap();
-    }
+    cli_support::bundled_copy(&dir.path().join("examples/data"));
     let summary = dir.path().join("summary.md");
 
     let mut outputs = Vec::new();
@@ -318,18 +307,4 @@ fn readme_walkthrough_runs_as_written() {
         1,
         "only span_recall@5 is a significant loss: {gate}"
     );
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }

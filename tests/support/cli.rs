@@ -59,3 +59,32 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// Copies the bundled corpus into `dir`, returning the corpus folder and the dataset path.
+pub fn bundled_copy(dir: &Path) -> (PathBuf, PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
+    let corpus = dir.join("corpus");
+    for entry in walk(&src.join("corpus")) {
+        let rel = entry.strip_prefix(src.join("corpus")).unwrap();
+        let to = corpus.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    let dataset = dir.join("questions.jsonl");
+    std::fs::copy(src.join("questions.jsonl"), &dataset).unwrap();
+    (corpus, dataset)
+}
+
+/// Every file under `p`.
+pub fn walk(p: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(p).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
