@@ -4,9 +4,11 @@
 //!
 //! Then `MarkdownChunker` on large synthetic inputs (prose, a one-line data URI, a line without
 //! spaces) against `text-splitter`'s `MarkdownSplitter` handed the whole text at once, which is
-//! what `MarkdownChunker` did before it split in windows (`-- --markdown-only` runs just this).
+//! what `MarkdownChunker` did before it split in windows (`-- --markdown-only` runs just this,
+//! `-- --recursive-only` everything else).
 //!
-//! `cargo bench --bench chunking` (optional: `-- --reps N`). The Python side runs
+//! `cargo bench --bench chunking` (optional: `-- --reps N --rounds R`: R rounds, default 5, of
+//! N runs of ours, default 31, each followed by 3 of LangChain's). The Python side runs
 //! `benches/scripts/langchain_chunking.py` with `benches/scripts/.venv`, and is skipped with a
 //! notice when that venv is missing. Under `cargo test --benches` it chunks once, unmeasured,
 //! as a smoke test.
@@ -28,17 +30,21 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
-/// Median wall time of `reps` runs of `f`, after one warm-up run.
-fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> Duration {
+/// Wall times of `reps` runs of `f`, after one warm-up run.
+fn samples<T>(reps: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
     black_box(f());
-    let runs = (0..reps)
+    (0..reps)
         .map(|_| {
             let t = Instant::now();
             black_box(f());
             t.elapsed()
         })
-        .collect();
-    median(runs)
+        .collect()
+}
+
+/// Median wall time of `reps` runs of `f`, after one warm-up run.
+fn time<T>(reps: usize, f: impl FnMut() -> T) -> Duration {
+    median(samples(reps, f))
 }
 
 fn ms(d: Duration) -> String {
@@ -52,9 +58,10 @@ fn main() {
         .position(|a| a == "--reps")
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
-        .unwrap_or(31usize);
+        .unwrap_or(31usize)
+        .max(1);
 
-    if args.iter().any(|a| a == "--bench") {
+    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--recursive-only") {
         markdown(reps.min(3));
         if args.iter().any(|a| a == "--markdown-only") {
             return;
@@ -87,98 +94,138 @@ fn main() {
         );
         return;
     }
+    let rounds = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5usize)
+        .max(1);
+    let python = root.join("benches/scripts/.venv/bin/python");
+    let peer = python.exists();
+    if !peer {
+        println!(
+            "skipping the LangChain side: {} is missing (run benches/scripts/setup.sh)",
+            python.display()
+        );
+    }
+    // The machine is shared: ours and the peer take turns, round after round, so that both
+    // see the same load; the figures are medians over every run of every round.
+    let py_reps = 3usize;
     println!(
-        "{} over {} documents, {} chars ({bytes} bytes), median of {reps} runs",
+        "{} over {} documents, {} chars ({bytes} bytes); {rounds} rounds, each {reps} runs of ours \
+         then {py_reps} of LangChain's; medians over all runs",
         PositionAwareChunker::name(&chunker),
         corpus.len(),
         corpus.char_len(),
     );
 
     let chunks = chunker.chunk_corpus(&corpus).len();
-    let ours = time(reps, || chunker.chunk_corpus(&corpus));
-    let plain = time(reps, || {
-        corpus
-            .documents()
-            .iter()
-            .map(|d| Chunker::chunk(&chunker, d.content()).len())
-            .sum::<usize>()
-    });
+    let all = chunker.chunk_corpus(&corpus);
+    let (mut ours, mut with_ids, mut ids, mut plain) = (vec![], vec![], vec![], vec![]);
+    let (mut theirs, mut their_split) = (vec![], vec![]);
+    let mut tool = String::new();
+    for _ in 0..rounds {
+        ours.extend(samples(reps, || chunker.chunk_corpus(&corpus)));
+        // Where ids are used (indexes, the harness, chunk-level paths), every one is read: the
+        // chunking plus SHA-256 of every chunk.
+        with_ids.extend(samples(reps, || {
+            let chunks = chunker.chunk_corpus(&corpus);
+            for c in &chunks {
+                black_box(c.id.as_str());
+            }
+            chunks
+        }));
+        ids.extend(samples(reps, || {
+            all.iter()
+                .map(|c| PaChunkId::new(c.doc_id(), c.start(), c.end(), &c.content))
+                .collect::<Vec<_>>()
+        }));
+        plain.extend(samples(reps, || {
+            corpus
+                .documents()
+                .iter()
+                .map(|d| Chunker::chunk(&chunker, d.content()).len())
+                .sum::<usize>()
+        }));
+        if !peer {
+            continue;
+        }
+        let out = Command::new(&python)
+            .arg(root.join("benches/scripts/langchain_chunking.py"))
+            .arg(corpora.as_str())
+            .args([
+                "--size",
+                &SIZE.to_string(),
+                "--overlap",
+                &OVERLAP.to_string(),
+            ])
+            .args(["--reps", &py_reps.to_string()])
+            .output()
+            .expect("run the LangChain benchmark script");
+        if !out.status.success() {
+            println!(
+                "the LangChain side failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("the script prints one JSON object");
+        let seconds = |key: &str| -> Vec<Duration> {
+            report[key]
+                .as_array()
+                .unwrap_or_else(|| panic!("{key}"))
+                .iter()
+                .map(|t| Duration::from_secs_f64(t.as_f64().expect("seconds")))
+                .collect()
+        };
+        theirs.extend(seconds("times_s"));
+        their_split.extend(seconds("split_text_times_s"));
+        let their_chunks = report["chunks"].as_u64().expect("chunks");
+        assert_eq!(
+            their_chunks as usize, chunks,
+            "both sides must produce the same chunks"
+        );
+        tool = report["tool"].as_str().unwrap_or("?").to_owned();
+    }
+    let (ours, with_ids, ids, plain) = (median(ours), median(with_ids), median(ids), median(plain));
     println!(
-        "rag-eval  chunk_corpus (chunks with offsets and ids): {:>12}  ({chunks} chunks, {:.0} MB/s)",
+        "rag-eval  chunk_corpus (chunks with offsets and ids): {:>12}  ({chunks} chunks, {:.0} MB/s; ids computed on first read)",
         ms(ours),
         bytes as f64 / ours.as_secs_f64() / 1e6
     );
-    // The share of the position-aware run spent on SHA-256 chunk ids alone.
-    let all = chunker.chunk_corpus(&corpus);
-    let ids = time(reps, || {
-        all.iter()
-            .map(|c| PaChunkId::new(c.doc_id(), c.start(), c.end(), &c.content))
-            .collect::<Vec<_>>()
-    });
     println!(
-        "rag-eval    of which PaChunkId::new (SHA-256 ids):    {:>12}",
+        "rag-eval  chunk_corpus, then every id read:            {:>12}",
+        ms(with_ids)
+    );
+    println!(
+        "rag-eval    PaChunkId::new alone (SHA-256 ids):        {:>12}",
         ms(ids)
     );
     println!(
         "rag-eval  Chunker::chunk (texts only):                {:>12}",
         ms(plain)
     );
-
-    let python = root.join("benches/scripts/.venv/bin/python");
-    if !python.exists() {
-        println!(
-            "skipping the LangChain side: {} is missing (run benches/scripts/setup.sh)",
-            python.display()
-        );
+    if !peer {
         return;
     }
-    let py_reps = reps.min(11).to_string();
-    let out = Command::new(&python)
-        .arg(root.join("benches/scripts/langchain_chunking.py"))
-        .arg(corpora.as_str())
-        .args([
-            "--size",
-            &SIZE.to_string(),
-            "--overlap",
-            &OVERLAP.to_string(),
-        ])
-        .args(["--reps", &py_reps])
-        .output()
-        .expect("run the LangChain benchmark script");
-    if !out.status.success() {
-        println!(
-            "the LangChain side failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return;
-    }
-    let report: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("the script prints one JSON object");
-    let theirs = Duration::from_secs_f64(report["median_s"].as_f64().expect("median_s"));
-    let their_split = Duration::from_secs_f64(
-        report["split_text_median_s"]
-            .as_f64()
-            .expect("split_text_median_s"),
-    );
-    let their_chunks = report["chunks"].as_u64().expect("chunks");
+    let runs = theirs.len();
+    let (theirs, their_split) = (median(theirs), median(their_split));
     println!(
-        "LangChain create_documents(add_start_index=True):     {:>12}  ({their_chunks} chunks, median of {py_reps}, {})",
+        "LangChain create_documents(add_start_index=True):     {:>12}  ({chunks} chunks, median of {runs}, {tool})",
         ms(theirs),
-        report["tool"].as_str().unwrap_or("?")
     );
     println!(
         "LangChain split_text (texts only):                    {:>12}",
         ms(their_split)
     );
-    assert_eq!(
-        their_chunks as usize, chunks,
-        "both sides must produce the same chunks"
-    );
     println!(
         "speed-up: {:.0}x (chunks with offsets: chunk_corpus vs create_documents), \
-         {:.0}x (texts only: Chunker::chunk vs split_text)",
+         {:.0}x (the same with every id read), {:.0}x (texts only: Chunker::chunk vs split_text)",
         theirs.as_secs_f64() / ours.as_secs_f64(),
+        theirs.as_secs_f64() / with_ids.as_secs_f64(),
         their_split.as_secs_f64() / plain.as_secs_f64()
     );
 }

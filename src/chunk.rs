@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 /// `prefix` followed by the first 12 hex digits of the digest, in one allocation.
 fn prefixed_hex12(prefix: &str, hasher: Sha256) -> String {
@@ -79,9 +81,35 @@ impl fmt::Debug for ChunkId {
 }
 
 /// Position-aware chunk id, e.g. `pa_chunk_7d9e4f2a1b3c`.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct PaChunkId(String);
+///
+/// The id is the documented SHA-256 (see the [module docs](self)) whenever it is read. Chunks
+/// that built-in chunkers make carry what the id is computed from and hash it the first time it
+/// is read (`as_str`, comparison, hashing, serialisation): chunking alone, as span metrics use
+/// it, never pays for SHA-256 over the whole corpus. A clone made after the first read keeps the
+/// computed id. Until then such an id shares its document's text (one copy per chunked document),
+/// so holding any of its chunks keeps that copy alive.
+#[derive(Clone)]
+pub struct PaChunkId(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Ready(String),
+    /// Computed from `source` when first read.
+    Deferred {
+        id: OnceLock<String>,
+        source: IdSource,
+    },
+}
+
+/// A chunk's place and its document's text, enough to compute its id later.
+#[derive(Clone)]
+struct IdSource {
+    doc: DocId,
+    start: usize,
+    end: usize,
+    text: Arc<str>,
+    bytes: Range<usize>,
+}
 
 impl PaChunkId {
     /// Prefix of every position-aware chunk id.
@@ -89,6 +117,31 @@ impl PaChunkId {
 
     /// The id of `content` found at `start..end` (chars) of document `doc`.
     pub fn new(doc: &DocId, start: usize, end: usize, content: &str) -> Self {
+        PaChunkId(Repr::Ready(Self::compute(doc, start, end, content)))
+    }
+
+    /// The id of the chunk at `start..end` (chars) of document `doc`, whose text is
+    /// `text[bytes]`, computed when first read.
+    pub(crate) fn deferred(
+        doc: DocId,
+        start: usize,
+        end: usize,
+        text: Arc<str>,
+        bytes: Range<usize>,
+    ) -> Self {
+        PaChunkId(Repr::Deferred {
+            id: OnceLock::new(),
+            source: IdSource {
+                doc,
+                start,
+                end,
+                text,
+                bytes,
+            },
+        })
+    }
+
+    fn compute(doc: &DocId, start: usize, end: usize, content: &str) -> String {
         let mut h = Sha256::new();
         // The document id ends with a NUL and the offsets have a fixed width, so no two
         // (doc, start, end, content) tuples hash the same bytes.
@@ -97,24 +150,67 @@ impl PaChunkId {
         h.update((start as u64).to_le_bytes());
         h.update((end as u64).to_le_bytes());
         h.update(content.as_bytes());
-        PaChunkId(prefixed_hex12(Self::PREFIX, h))
+        prefixed_hex12(Self::PREFIX, h)
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            Repr::Ready(id) => id,
+            Repr::Deferred { id, source: s } => id.get_or_init(|| {
+                Self::compute(&s.doc, s.start, s.end, &s.text[s.bytes.clone()])
+            }),
+        }
+    }
+}
+
+impl PartialEq for PaChunkId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for PaChunkId {}
+
+impl PartialOrd for PaChunkId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for PaChunkId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for PaChunkId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl Serialize for PaChunkId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for PaChunkId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(PaChunkId(Repr::Ready(String::deserialize(deserializer)?)))
     }
 }
 
 impl fmt::Display for PaChunkId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for PaChunkId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -174,6 +270,23 @@ impl PositionAwareChunk {
             id: PaChunkId::new(&doc, start, end, &content),
             content,
             span: CharSpan::new(doc, start, end),
+            metadata: Metadata::new(),
+        }
+    }
+
+    /// The chunk at `start..end` (chars) of document `doc`, whose text is `text[bytes]`; its
+    /// id is computed when first read.
+    pub(crate) fn in_shared_text(
+        doc: DocId,
+        start: usize,
+        end: usize,
+        text: &Arc<str>,
+        bytes: Range<usize>,
+    ) -> Self {
+        PositionAwareChunk {
+            content: text[bytes.clone()].to_owned(),
+            span: CharSpan::new(doc.clone(), start, end),
+            id: PaChunkId::deferred(doc, start, end, Arc::clone(text), bytes),
             metadata: Metadata::new(),
         }
     }
@@ -410,6 +523,51 @@ mod tests {
         assert_ne!(a, b, "same text at two places has two ids");
         assert!(a.as_str().starts_with("pa_chunk_") && a.as_str().len() == 9 + 12);
         assert_eq!(a, PaChunkId::new(&doc, 0, 4, "same"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ids_computed_on_first_read_are_the_documented_ids(
+            text in "(\\PC|\n){0,300}",
+            size in 1usize..60,
+        ) {
+            use crate::chunker::{PositionAdapter, PositionAwareChunker, RecursiveCharacterChunker};
+            let doc = Document::new("dir/ö.md", text);
+            let recursive = RecursiveCharacterChunker::new(size, 0);
+            let adapted = PositionAdapter::new(RecursiveCharacterChunker::new(size, 0));
+            for chunks in [
+                recursive.chunk_with_positions(&doc),
+                adapted.chunk_with_positions(&doc),
+            ] {
+                for c in &chunks {
+                    let documented = PaChunkId::new(c.doc_id(), c.start(), c.end(), &c.content);
+                    // A clone made before the first read computes the same id on its own.
+                    let early = c.clone();
+                    proptest::prop_assert_eq!(c.id.as_str(), documented.as_str());
+                    proptest::prop_assert_eq!(&early.id, &documented);
+                    proptest::prop_assert_eq!(&c.clone(), &early);
+                    let json = serde_json::to_string(&early).unwrap();
+                    let back: PositionAwareChunk = serde_json::from_str(&json).unwrap();
+                    proptest::prop_assert_eq!(back.id.as_str(), documented.as_str());
+                    proptest::prop_assert_eq!(&back, c);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_deferred_id_hashes_and_orders_as_the_documented_one() {
+        use std::collections::HashSet;
+        let text: Arc<str> = Arc::from("ab Größe cd");
+        let doc = DocId::new("x.md");
+        let deferred = PaChunkId::deferred(doc.clone(), 3, 8, Arc::clone(&text), 3..10);
+        let documented = PaChunkId::new(&doc, 3, 8, "Größe");
+        assert_eq!(format!("{deferred}"), documented.as_str());
+        assert_eq!(format!("{deferred:?}"), format!("{documented:?}"));
+        let set: HashSet<PaChunkId> = [documented.clone()].into();
+        assert!(set.contains(&deferred));
+        let other = PaChunkId::new(&doc, 0, 2, "ab");
+        assert_eq!(deferred.cmp(&other), documented.cmp(&other));
     }
 
     #[test]

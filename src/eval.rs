@@ -42,8 +42,7 @@ use crate::metrics::{
     reported_metrics, scorecard, ChunkIndex, Figures, Metric, MetricContext, Need, Passage, Scored,
     SpanMode, Truth, REGISTRY,
 };
-use crate::retrieve::Retriever;
-use futures_util::stream::{self, StreamExt, TryStreamExt};
+use crate::retrieve::{BatchError, Retriever};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -257,19 +256,24 @@ where
         let metrics = metrics(retriever);
         let metrics = metrics.as_ref();
         let indexed = Instant::now();
-        let retrieved: Vec<Vec<RetrievedChunk>> = stream::iter(self.dataset.examples())
-            .map(|e| async move {
-                retriever
-                    .retrieve(&e.query, k)
-                    .await
-                    .map_err(|err| Error::Retrieval {
-                        query: e.id.clone(),
-                        source: Box::new(err),
-                    })
-            })
-            .buffered(self.concurrency)
-            .try_collect()
-            .await?;
+        let queries: Vec<&str> = self
+            .dataset
+            .examples()
+            .iter()
+            .map(|e| e.query.as_str())
+            .collect();
+        let retrieved = retriever
+            .retrieve_many(&queries, k, self.concurrency)
+            .await
+            .map_err(|failure| self.retrieval_error(failure))?;
+        if retrieved.len() != queries.len() {
+            return Err(Error::Config(format!(
+                "retriever `{}` answered {} of {} queries",
+                retriever.name(),
+                retrieved.len(),
+                queries.len()
+            )));
+        }
         if L::NAME == crate::level::TokenLevel::NAME {
             self.check_retrieved_text(&retrieved)?;
         }
@@ -335,6 +339,28 @@ where
         metrics: &[Box<dyn Metric<L>>],
     ) -> Result<EvaluationResult> {
         pollster::block_on(self.run(retriever, k, metrics))
+    }
+
+    /// A failure of [`Retriever::retrieve_many`] as an [`Error::Retrieval`] naming the query by
+    /// id, or the first and last of a batch that failed as a whole.
+    fn retrieval_error(&self, failure: BatchError) -> Error {
+        let examples = self.dataset.examples();
+        let id = |i: usize| examples.get(i).map_or_else(|| format!("#{i}"), |e| e.id.clone());
+        let (first, n) = (failure.queries.start, failure.queries.len());
+        let query = if n <= 1 {
+            id(first)
+        } else {
+            format!(
+                "{} (with the {} after it through {}, retrieved together)",
+                id(first),
+                n - 1,
+                id(failure.queries.end - 1)
+            )
+        };
+        Error::Retrieval {
+            query,
+            source: Box::new(failure.error),
+        }
     }
 
     /// Retrieved chunks whose text contradicts their offsets would be scored at the wrong

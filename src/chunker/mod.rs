@@ -80,6 +80,8 @@ pub(crate) fn chunks_from_byte_ranges(
     ranges: impl IntoIterator<Item = Range<usize>>,
 ) -> Vec<PositionAwareChunk> {
     let text = doc.content();
+    // One shared copy of the text lets every chunk compute its id when first read.
+    let shared: std::sync::Arc<str> = std::sync::Arc::from(text);
     ranges
         .into_iter()
         .filter(|r| r.start < r.end)
@@ -90,7 +92,7 @@ pub(crate) fn chunks_from_byte_ranges(
             let end = doc
                 .byte_to_char(r.end)
                 .expect("chunker produced a byte offset off a char boundary");
-            PositionAwareChunk::new(doc.id().clone(), start, end, &text[r])
+            PositionAwareChunk::in_shared_text(doc.id().clone(), start, end, &shared, r)
         })
         .collect()
 }

@@ -10,6 +10,7 @@ use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
 use crate::error::{Error, Result};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// How [`RecursiveCharacterChunker`] measures a piece of text against its chunk size and
 /// overlap.
@@ -210,6 +211,8 @@ impl PositionAwareChunker for RecursiveCharacterChunker {
         // Chunk starts come in document order, so one cursor walking forward converts them
         // all in a single pass over the text (a binary search per offset misses the cache).
         let mut cursor = CharCursor::default();
+        // One shared copy of the text lets every chunk compute its id when first read.
+        let shared: Arc<str> = Arc::from(text);
         ranges
             .into_iter()
             .map(|r| {
@@ -219,7 +222,7 @@ impl PositionAwareChunker for RecursiveCharacterChunker {
                     let start = cursor.seek(text, r.start);
                     (start, start + char_count(&text[r.clone()]))
                 };
-                PositionAwareChunk::new(doc.id().clone(), start, end, &text[r])
+                PositionAwareChunk::in_shared_text(doc.id().clone(), start, end, &shared, r)
             })
             .collect()
     }

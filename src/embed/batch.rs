@@ -49,7 +49,7 @@ pub struct BatchStats {
     pub texts_requested: usize,
     /// Texts the inner embedder was asked to embed.
     pub texts_embedded: usize,
-    /// Calls made to the inner embedder (batches of documents plus single queries).
+    /// Calls made to the inner embedder (batches of documents, batches of queries).
     pub calls: usize,
 }
 
@@ -191,15 +191,14 @@ impl<E: Embedder> BatchingEmbedder<E> {
         // Claims not yet published stay in `claims` so that an error or a dropped future
         // releases them.
         let texts = claims.texts.clone();
-        let size = match claims.kind {
-            Kind::Document => self.batch_size,
-            Kind::Query => 1,
-        };
+        let size = self.batch_size;
         let batch_count = texts.len().div_ceil(size);
         for (b, batch) in texts.chunks(size).enumerate() {
-            let vectors = match claims.kind {
-                Kind::Document => self.inner.embed(batch).await?,
-                Kind::Query => vec![self.inner.embed_query(&batch[0]).await?],
+            let vectors = match (claims.kind, batch) {
+                (Kind::Document, _) => self.inner.embed(batch).await?,
+                // One query goes through `embed_query`, as it did before queries were batched.
+                (Kind::Query, [query]) => vec![self.inner.embed_query(query).await?],
+                (Kind::Query, _) => self.inner.embed_queries(batch).await?,
             };
             let expected = self.inner.dimension();
             let what = || match claims.kind {
@@ -209,7 +208,15 @@ impl<E: Embedder> BatchingEmbedder<E> {
                     b + 1,
                     batch.len()
                 ),
-                Kind::Query => format!("{}: query {:?}", self.inner.name(), batch[0]),
+                Kind::Query if batch.len() == 1 => {
+                    format!("{}: query {:?}", self.inner.name(), batch[0])
+                }
+                Kind::Query => format!(
+                    "{}: batch {} of {batch_count} ({} queries)",
+                    self.inner.name(),
+                    b + 1,
+                    batch.len()
+                ),
             };
             if vectors.len() != batch.len() {
                 return Err(Error::Embed(format!(
@@ -335,6 +342,9 @@ impl<E: Embedder> Embedder for BatchingEmbedder<E> {
     async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.resolve(Kind::Query, &[query.to_owned()]).await?;
         Ok(v.pop().unwrap_or_default())
+    }
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.resolve(Kind::Query, queries).await
     }
 }
 

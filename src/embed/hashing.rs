@@ -107,6 +107,11 @@ impl Embedder for HashingEmbedder {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
     }
+
+    /// A query is embedded as a document is.
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed(queries).await
+    }
 }
 
 #[cfg(test)]

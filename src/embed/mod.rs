@@ -43,6 +43,16 @@ pub trait Embedder: Send + Sync {
         v.pop()
             .ok_or_else(|| crate::Error::Embed(format!("{} returned no vector", self.name())))
     }
+    /// Embeds queries, one vector per query, in order: what [`Embedder::embed_query`] returns
+    /// for each. The default asks `embed_query` one query at a time; embedders whose query
+    /// encoding is their document encoding override it with one batched [`Embedder::embed`].
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        let mut vectors = Vec::with_capacity(queries.len());
+        for q in queries {
+            vectors.push(self.embed_query(q).await?);
+        }
+        Ok(vectors)
+    }
 }
 
 // Shared and boxed embedders are embedders, so wrappers such as
@@ -65,6 +75,9 @@ impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
     async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         (**self).embed_query(query).await
     }
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        (**self).embed_queries(queries).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -83,6 +96,9 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     }
     async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         (**self).embed_query(query).await
+    }
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        (**self).embed_queries(queries).await
     }
 }
 

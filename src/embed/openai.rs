@@ -388,6 +388,11 @@ impl Embedder for OpenAiEmbedder {
                 .await?;
         Ok(answers.into_iter().flatten().collect())
     }
+
+    /// A query is embedded as a document is, so many go in one request.
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed(queries).await
+    }
 }
 
 impl fmt::Debug for OpenAiEmbedder {

@@ -11,12 +11,17 @@ use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::level::Level;
-use crate::retrieve::Retriever;
+use crate::retrieve::{BatchError, Retriever};
 use crate::span::CharSpan;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, PoisonError, RwLock};
+
+/// Below this many queries per thread, [`Bm25Retriever::search_many`] stays on fewer threads:
+/// a query takes tens of microseconds, about what starting a thread costs.
+const QUERIES_PER_THREAD: usize = 16;
 
 /// The `bm25` crate's English tokenization: Unicode folded to ASCII (unknown characters become
 /// `[?]`), lower-cased, split into UAX #29 words, NLTK English stop words dropped, Snowball
@@ -183,14 +188,65 @@ impl Bm25Retriever {
     /// The best `k` chunks for `query`, best first; what [`Retriever::retrieve`] does, without
     /// `async`. An [`Error::Config`] before any corpus is indexed.
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
-        let index = self.current().ok_or_else(|| {
+        Ok(self.search_in(&*self.indexed()?, query, k))
+    }
+
+    /// [`Bm25Retriever::search`] for every query, spread over the cores: `result[i]` answers
+    /// `queries[i]`, with the chunks and scores `search` gives it alone. What
+    /// [`Retriever::retrieve_many`] does, without `async`.
+    pub fn search_many(&self, queries: &[&str], k: usize) -> Result<Vec<Vec<RetrievedChunk>>> {
+        let index = self.indexed()?;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(queries.len().div_ceil(QUERIES_PER_THREAD));
+        if threads <= 1 {
+            return Ok(queries
+                .iter()
+                .map(|q| self.search_in(&index, q, k))
+                .collect());
+        }
+        // Threads take the next query as they finish one, so a thread slowed by other work on
+        // its core does not hold the rest up; each answer goes back to its query's place.
+        let next = AtomicUsize::new(0);
+        let answered: Vec<Vec<(usize, Vec<RetrievedChunk>)>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                            let Some(q) = queries.get(i) else {
+                                return mine;
+                            };
+                            mine.push((i, self.search_in(&index, q, k)));
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        let mut results = vec![Vec::new(); queries.len()];
+        for (i, hits) in answered.into_iter().flatten() {
+            results[i] = hits;
+        }
+        Ok(results)
+    }
+
+    fn indexed(&self) -> Result<Arc<Index>> {
+        self.current().ok_or_else(|| {
             Error::Config(format!(
                 "`{}` has no index yet: call `index` with the corpus before `retrieve`",
                 self.describe()
             ))
-        })?;
+        })
+    }
+
+    fn search_in(&self, index: &Index, query: &str, k: usize) -> Vec<RetrievedChunk> {
         if k == 0 {
-            return Ok(Vec::new());
+            return Vec::new();
         }
         let tokens = self.tokenizer.tokenize(query);
         let mut scored = index.score(&tokens);
@@ -203,7 +259,7 @@ impl Bm25Retriever {
             .into_iter()
             .map(|(score, c)| RetrievedChunk::new(index.chunks[c as usize].clone(), score))
             .collect();
-        Ok(rank(hits, k))
+        rank(hits, k)
     }
 
     fn describe(&self) -> String {
@@ -272,6 +328,20 @@ impl<L: Level> Retriever<L> for Bm25Retriever {
 
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
         self.search(query, k)
+    }
+
+    /// [`Bm25Retriever::search_many`]: the queries scored on every core.
+    async fn retrieve_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        _concurrency: usize,
+    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.search_many(queries, k)
+            .map_err(|e| BatchError::new(0..queries.len(), e))
     }
 }
 

@@ -6,10 +6,12 @@
 //! `Retriever<ChunkLevel>`.
 
 mod bm25;
+mod many;
 mod pipeline;
 
 // Re-exports of the built-in retrievers go here.
 pub use self::bm25::Bm25Retriever;
+pub use many::BatchError;
 pub use pipeline::Pipeline;
 
 use crate::chunk::RetrievedChunk;
@@ -65,6 +67,20 @@ pub trait Retriever<L: Level>: Send + Sync {
 
     /// The best `k` chunks for `query`, best first.
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>>;
+
+    /// The best `k` chunks for each query, best first: `result[i]` answers `queries[i]`, and
+    /// is what [`Retriever::retrieve`] returns for it. Retrievers that gain from seeing every
+    /// query at once override it (the built-ins embed the queries in batches or score them on
+    /// every core); the default calls [`Retriever::retrieve`] for each query, up to
+    /// `concurrency` at a time. A failure names the queries it belongs to by position.
+    async fn retrieve_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        concurrency: usize,
+    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+        many::one_by_one(self, queries, k, concurrency).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -90,6 +106,14 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Box<R> {
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
         (**self).retrieve(query, k).await
     }
+    async fn retrieve_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        concurrency: usize,
+    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+        (**self).retrieve_many(queries, k, concurrency).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -114,5 +138,13 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Arc<R> {
     }
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
         (**self).retrieve(query, k).await
+    }
+    async fn retrieve_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        concurrency: usize,
+    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+        (**self).retrieve_many(queries, k, concurrency).await
     }
 }

@@ -1,4 +1,4 @@
-use super::Retriever;
+use super::{BatchError, Retriever};
 use crate::chunk::RetrievedChunk;
 use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
@@ -9,6 +9,7 @@ use crate::rerank::Reranker;
 use crate::span::CharSpan;
 use crate::store::{InMemoryStore, VectorStore};
 use futures_util::lock::Mutex;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
 use std::fmt;
 use std::sync::Arc;
 
@@ -154,12 +155,17 @@ impl Pipeline {
         Ok(())
     }
 
-    async fn search(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
+    async fn check_indexed(&self) -> Result<()> {
         if self.indexed.lock().await.is_none() {
             return Err(Error::Config(
                 "the pipeline has no index yet: call `index` with the corpus first".into(),
             ));
         }
+        Ok(())
+    }
+
+    async fn search(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
+        self.check_indexed().await?;
         let q = self.embedder.embed_query(query).await?;
         match &self.reranker {
             None => self.store.search(&q, k).await,
@@ -168,6 +174,70 @@ impl Pipeline {
                 r.rerank(query, candidates, k).await
             }
         }
+    }
+}
+
+impl Pipeline {
+    /// Every query at once: embedded in the embedder's batches (up to `concurrency` batches in
+    /// flight), searched in one call to the store, then reranked query by query. Each query
+    /// gets the vector and the store's answer it gets alone, so the results are
+    /// [`Pipeline::search`]'s.
+    async fn search_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        concurrency: usize,
+    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+        let all = 0..queries.len();
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.check_indexed()
+            .await
+            .map_err(|e| BatchError::new(all.clone(), e))?;
+        let size = self.embedder.batch_size();
+        let texts: Vec<String> = queries.iter().map(|q| (*q).to_owned()).collect();
+        // Positions rather than borrowed items go through the streams: closures taking
+        // borrowed items do not satisfy the `Send` bound of `async_trait`'s futures.
+        let texts = &texts;
+        let batches: Vec<Vec<Vec<f32>>> = stream::iter(0..texts.len().div_ceil(size))
+            .map(|b| {
+                let at = b * size..texts.len().min(b * size + size);
+                async move {
+                    self.embedder
+                        .embed_queries(&texts[at.clone()])
+                        .await
+                        .map_err(|e| BatchError::new(at, e))
+                }
+            })
+            .buffered(concurrency.max(1))
+            .try_collect()
+            .await?;
+        let vectors: Vec<Vec<f32>> = batches.into_iter().flatten().collect();
+        let wanted = match self.reranker {
+            None => k,
+            Some(_) => self.candidates.max(k),
+        };
+        let found = self
+            .store
+            .search_many(&vectors, wanted)
+            .await
+            .map_err(|e| BatchError::new(all, e))?;
+        let Some(r) = &self.reranker else {
+            return Ok(found);
+        };
+        stream::iter(found.into_iter().enumerate())
+            .map(|(i, candidates)| {
+                let q = queries[i];
+                async move {
+                    r.rerank(q, candidates, k)
+                        .await
+                        .map_err(|e| BatchError::new(i..i + 1, e))
+                }
+            })
+            .buffered(concurrency.max(1))
+            .try_collect()
+            .await
     }
 }
 
@@ -198,6 +268,14 @@ macro_rules! impl_retriever {
             }
             async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
                 self.search(query, k).await
+            }
+            async fn retrieve_many(
+                &self,
+                queries: &[&str],
+                k: usize,
+                concurrency: usize,
+            ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+                self.search_many(queries, k, concurrency).await
             }
         }
     };

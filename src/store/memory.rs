@@ -507,6 +507,15 @@ impl VectorStore for InMemoryStore {
         Ok(self.search_many(&[embedding], k)?.pop().unwrap_or_default())
     }
 
+    /// [`InMemoryStore::search_many`]: the embeddings in blocks of matrix products.
+    async fn search_many(
+        &self,
+        embeddings: &[Vec<f32>],
+        k: usize,
+    ) -> Result<Vec<Vec<RetrievedChunk>>> {
+        InMemoryStore::search_many(self, embeddings, k)
+    }
+
     async fn clear(&self) -> Result<()> {
         *self.write() = Inner::default();
         Ok(())

@@ -30,6 +30,20 @@ pub trait VectorStore: Send + Sync {
     /// The `k` chunks most similar to `embedding`, best first, scores as cosine similarity;
     /// ties break by chunk id.
     async fn search(&self, embedding: &[f32], k: usize) -> Result<Vec<RetrievedChunk>>;
+    /// The `k` chunks most similar to each embedding: `result[i]` is what
+    /// [`VectorStore::search`] returns for `embeddings[i]`. The default searches one embedding
+    /// after the other; stores that answer many at once override it.
+    async fn search_many(
+        &self,
+        embeddings: &[Vec<f32>],
+        k: usize,
+    ) -> Result<Vec<Vec<RetrievedChunk>>> {
+        let mut hits = Vec::with_capacity(embeddings.len());
+        for e in embeddings {
+            hits.push(self.search(e, k).await?);
+        }
+        Ok(hits)
+    }
     /// Removes everything.
     async fn clear(&self) -> Result<()>;
     /// Number of chunks stored.
@@ -55,6 +69,13 @@ impl<S: VectorStore + ?Sized> VectorStore for std::sync::Arc<S> {
     }
     async fn search(&self, embedding: &[f32], k: usize) -> Result<Vec<RetrievedChunk>> {
         (**self).search(embedding, k).await
+    }
+    async fn search_many(
+        &self,
+        embeddings: &[Vec<f32>],
+        k: usize,
+    ) -> Result<Vec<Vec<RetrievedChunk>>> {
+        (**self).search_many(embeddings, k).await
     }
     async fn clear(&self) -> Result<()> {
         (**self).clear().await
