@@ -30,21 +30,57 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
-/// Wall times of `reps` runs of `f`, after one warm-up run.
-fn samples<T>(reps: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
-    black_box(f());
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
+/// Wall and CPU times of runs; CPU time is the thread's time on a core, which a busy machine
+/// inflates far less than wall time (empty where the system does not report it).
+#[derive(Default)]
+struct Times {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+}
+
+impl Times {
+    /// Adds `reps` runs of `f`, after one warm-up run.
+    fn add<T>(&mut self, reps: usize, mut f: impl FnMut() -> T) {
+        black_box(f());
+        for _ in 0..reps {
+            let (t, c) = (Instant::now(), thread_cpu());
             black_box(f());
-            t.elapsed()
-        })
-        .collect()
+            self.wall.push(t.elapsed());
+            if let (Some(c0), Some(c1)) = (c, thread_cpu()) {
+                self.cpu.push(c1.saturating_sub(c0));
+            }
+        }
+    }
+
+    fn medians(self) -> (Duration, Option<Duration>) {
+        let cpu = (!self.cpu.is_empty()).then(|| median(self.cpu));
+        (median(self.wall), cpu)
+    }
+}
+
+/// The calling thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`, what Python's
+/// `time.thread_time` reads).
+#[cfg(unix)]
+fn thread_cpu() -> Option<Duration> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec for the duration of the call.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    ok.then(|| Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
+}
+
+#[cfg(not(unix))]
+fn thread_cpu() -> Option<Duration> {
+    None
 }
 
 /// Median wall time of `reps` runs of `f`, after one warm-up run.
 fn time<T>(reps: usize, f: impl FnMut() -> T) -> Duration {
-    median(samples(reps, f))
+    let mut times = Times::default();
+    times.add(reps, f);
+    times.medians().0
 }
 
 fn ms(d: Duration) -> String {
@@ -122,32 +158,35 @@ fn main() {
 
     let chunks = chunker.chunk_corpus(&corpus).len();
     let all = chunker.chunk_corpus(&corpus);
-    let (mut ours, mut with_ids, mut ids, mut plain) = (vec![], vec![], vec![], vec![]);
-    let (mut theirs, mut their_split) = (vec![], vec![]);
+    let mut ours = Times::default();
+    let mut with_ids = Times::default();
+    let mut ids = Times::default();
+    let mut plain = Times::default();
+    let (mut theirs, mut their_split) = (Times::default(), Times::default());
     let mut tool = String::new();
     for _ in 0..rounds {
-        ours.extend(samples(reps, || chunker.chunk_corpus(&corpus)));
+        ours.add(reps, || chunker.chunk_corpus(&corpus));
         // Where ids are used (indexes, the harness, chunk-level paths), every one is read: the
         // chunking plus SHA-256 of every chunk.
-        with_ids.extend(samples(reps, || {
+        with_ids.add(reps, || {
             let chunks = chunker.chunk_corpus(&corpus);
             for c in &chunks {
                 black_box(c.id.as_str());
             }
             chunks
-        }));
-        ids.extend(samples(reps, || {
+        });
+        ids.add(reps, || {
             all.iter()
                 .map(|c| PaChunkId::new(c.doc_id(), c.start(), c.end(), &c.content))
                 .collect::<Vec<_>>()
-        }));
-        plain.extend(samples(reps, || {
+        });
+        plain.add(reps, || {
             corpus
                 .documents()
                 .iter()
                 .map(|d| Chunker::chunk(&chunker, d.content()).len())
                 .sum::<usize>()
-        }));
+        });
         if !peer {
             continue;
         }
@@ -181,8 +220,10 @@ fn main() {
                 .map(|t| Duration::from_secs_f64(t.as_f64().expect("seconds")))
                 .collect()
         };
-        theirs.extend(seconds("times_s"));
-        their_split.extend(seconds("split_text_times_s"));
+        theirs.wall.extend(seconds("times_s"));
+        theirs.cpu.extend(seconds("cpu_times_s"));
+        their_split.wall.extend(seconds("split_text_times_s"));
+        their_split.cpu.extend(seconds("split_text_cpu_times_s"));
         let their_chunks = report["chunks"].as_u64().expect("chunks");
         assert_eq!(
             their_chunks as usize, chunks,
@@ -190,44 +231,56 @@ fn main() {
         );
         tool = report["tool"].as_str().unwrap_or("?").to_owned();
     }
-    let (ours, with_ids, ids, plain) = (median(ours), median(with_ids), median(ids), median(plain));
+    let runs = theirs.wall.len();
+    let rows = [
+        (
+            "rag-eval  chunk_corpus (chunks with offsets and ids; ids computed on first read)",
+            ours.medians(),
+        ),
+        (
+            "rag-eval  chunk_corpus, then every id read",
+            with_ids.medians(),
+        ),
+        (
+            "rag-eval    PaChunkId::new alone (SHA-256 ids)",
+            ids.medians(),
+        ),
+        ("rag-eval  Chunker::chunk (texts only)", plain.medians()),
+        (
+            "LangChain create_documents(add_start_index=True)",
+            theirs.medians(),
+        ),
+        ("LangChain split_text (texts only)", their_split.medians()),
+    ];
+    let cpu = |c: Option<Duration>| c.map_or_else(|| "-".to_owned(), ms);
+    println!("{:<82} {:>12} {:>12}", "", "wall", "CPU");
+    for (label, (wall, c)) in &rows[..if peer { 6 } else { 4 }] {
+        println!("{label:<82} {:>12} {:>12}", ms(*wall), cpu(*c));
+    }
     println!(
-        "rag-eval  chunk_corpus (chunks with offsets and ids): {:>12}  ({chunks} chunks, {:.0} MB/s; ids computed on first read)",
-        ms(ours),
-        bytes as f64 / ours.as_secs_f64() / 1e6
-    );
-    println!(
-        "rag-eval  chunk_corpus, then every id read:            {:>12}",
-        ms(with_ids)
-    );
-    println!(
-        "rag-eval    PaChunkId::new alone (SHA-256 ids):        {:>12}",
-        ms(ids)
-    );
-    println!(
-        "rag-eval  Chunker::chunk (texts only):                {:>12}",
-        ms(plain)
+        "{chunks} chunks; ours {:.0} MB/s (wall)",
+        bytes as f64 / rows[0].1 .0.as_secs_f64() / 1e6
     );
     if !peer {
         return;
     }
-    let runs = theirs.len();
-    let (theirs, their_split) = (median(theirs), median(their_split));
-    println!(
-        "LangChain create_documents(add_start_index=True):     {:>12}  ({chunks} chunks, median of {runs}, {tool})",
-        ms(theirs),
-    );
-    println!(
-        "LangChain split_text (texts only):                    {:>12}",
-        ms(their_split)
-    );
-    println!(
-        "speed-up: {:.0}x (chunks with offsets: chunk_corpus vs create_documents), \
-         {:.0}x (the same with every id read), {:.0}x (texts only: Chunker::chunk vs split_text)",
-        theirs.as_secs_f64() / ours.as_secs_f64(),
-        theirs.as_secs_f64() / with_ids.as_secs_f64(),
-        their_split.as_secs_f64() / plain.as_secs_f64()
-    );
+    println!("LangChain: {tool}, {runs} runs");
+    let ratio = |a: usize, b: usize, cpu: bool| -> String {
+        let pick = |r: (Duration, Option<Duration>)| if cpu { r.1 } else { Some(r.0) };
+        match (pick(rows[a].1), pick(rows[b].1)) {
+            (Some(x), Some(y)) => format!("{:.0}x", x.as_secs_f64() / y.as_secs_f64()),
+            _ => "-".to_owned(),
+        }
+    };
+    for (what, cpu) in [("wall", false), ("CPU", true)] {
+        println!(
+            "speed-up ({what}): {} (chunks with offsets: chunk_corpus vs create_documents), \
+             {} (the same with every id read), {} (texts only: Chunker::chunk vs split_text)",
+            ratio(4, 0, cpu),
+            ratio(4, 1, cpu),
+            ratio(5, 3, cpu)
+        );
+    }
 }
 
 /// `MarkdownChunker` against the unwindowed splitter on inputs where the latter's work per chunk

@@ -63,7 +63,9 @@ fn timed<R: Retriever<TokenLevel>>(
 ) -> (Duration, Duration, Vec<Vec<RetrievedChunk>>) {
     pollster::block_on(retriever.index(eval.corpus())).expect("indexing");
     let started = Instant::now();
-    let result = eval.run_blocking(retriever, K, metrics).expect("evaluation");
+    let result = eval
+        .run_blocking(retriever, K, metrics)
+        .expect("evaluation");
     let total = started.elapsed();
     let retrieve = Duration::from_secs_f64(result.timings.retrieve_ms / 1e3);
     (total, retrieve, result.retrieved)
@@ -124,7 +126,11 @@ fn main() {
     let mut runs: [(Vec<Duration>, Vec<Duration>); 4] = Default::default();
     for rep in 0..reps {
         // Alternate which side goes first, so that neither always runs on a warmer cache.
-        let order: [usize; 4] = if rep % 2 == 0 { [0, 1, 2, 3] } else { [1, 0, 3, 2] };
+        let order: [usize; 4] = if rep % 2 == 0 {
+            [0, 1, 2, 3]
+        } else {
+            [1, 0, 3, 2]
+        };
         let mut seen: [Option<Vec<Vec<RetrievedChunk>>>; 4] = Default::default();
         for side in order {
             let (total, retrieve, hits) = match side {
@@ -137,8 +143,14 @@ fn main() {
             runs[side].1.push(retrieve);
             seen[side] = Some(hits);
         }
-        assert_eq!(seen[0], seen[1], "BM25: batched must retrieve what per-query does");
-        assert_eq!(seen[2], seen[3], "dense: batched must retrieve what per-query does");
+        assert_eq!(
+            seen[0], seen[1],
+            "BM25: batched must retrieve what per-query does"
+        );
+        assert_eq!(
+            seen[2], seen[3],
+            "dense: batched must retrieve what per-query does"
+        );
     }
     let labels = [
         "bm25 over recursive 400/0, per query",

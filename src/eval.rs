@@ -151,7 +151,10 @@ where
         }
     }
 
-    /// How many queries may be in flight at once (default 8, at least 1).
+    /// How many queries may be in flight at once (default 8, at least 1), for retrievers that
+    /// answer one query at a time; retrievers that take every query at once
+    /// ([`Retriever::retrieve_many`]) apply it to their own requests (the dense pipeline to its
+    /// embedding batches).
     pub fn with_concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
         self
@@ -181,8 +184,10 @@ where
         &self.dataset
     }
 
-    /// Indexes the corpus with `retriever`, retrieves the top `k` for every query (up to the
-    /// configured concurrency, results kept in dataset order) and scores them with `metrics`.
+    /// Indexes the corpus with `retriever`, retrieves the top `k` for every query in one
+    /// [`Retriever::retrieve_many`] call (up to the configured concurrency, results kept in
+    /// dataset order) and scores them with `metrics`. A failure names the query by id, or the
+    /// first and last of a batch of queries that failed together.
     ///
     /// A chunk-level dataset evaluated with a retriever whose chunker differs from the one
     /// recorded in the dataset is an error naming both: its chunk ids would not match. So is a
@@ -345,7 +350,11 @@ where
     /// id, or the first and last of a batch that failed as a whole.
     fn retrieval_error(&self, failure: BatchError) -> Error {
         let examples = self.dataset.examples();
-        let id = |i: usize| examples.get(i).map_or_else(|| format!("#{i}"), |e| e.id.clone());
+        let id = |i: usize| {
+            examples
+                .get(i)
+                .map_or_else(|| format!("#{i}"), |e| e.id.clone())
+        };
         let (first, n) = (failure.queries.start, failure.queries.len());
         let query = if n <= 1 {
             id(first)

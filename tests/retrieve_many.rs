@@ -35,7 +35,11 @@ fn corpus(docs: &[Vec<usize>]) -> Arc<Corpus> {
     )
 }
 
-fn one_by_one<R: Retriever<TokenLevel>>(r: &R, queries: &[&str], k: usize) -> Vec<Vec<RetrievedChunk>> {
+fn one_by_one<R: Retriever<TokenLevel>>(
+    r: &R,
+    queries: &[&str],
+    k: usize,
+) -> Vec<Vec<RetrievedChunk>> {
     queries
         .iter()
         .map(|q| pollster::block_on(r.retrieve(q, k)).unwrap())
@@ -102,12 +106,18 @@ proptest! {
 #[test]
 fn the_pipeline_embeds_queries_in_batches() {
     let c = corpus(&[(0..60).collect(), (20..90).collect()]);
-    let p = Pipeline::new(RecursiveCharacterChunker::new(40, 0), HashingEmbedder::default());
+    let p = Pipeline::new(
+        RecursiveCharacterChunker::new(40, 0),
+        HashingEmbedder::default(),
+    );
     pollster::block_on(Retriever::<TokenLevel>::index(&p, &c)).unwrap();
     let before = p.embedder().stats();
     let queries: Vec<String> = (0..150).map(|i| text(&[i, i + 3, i * 7])).collect();
     let qs: Vec<&str> = queries.iter().map(String::as_str).collect();
-    let distinct = queries.iter().collect::<std::collections::HashSet<_>>().len();
+    let distinct = queries
+        .iter()
+        .collect::<std::collections::HashSet<_>>()
+        .len();
     pollster::block_on(Retriever::<TokenLevel>::retrieve_many(&p, &qs, 3, 1)).unwrap();
     let after = p.embedder().stats();
     assert_eq!(after.texts_embedded - before.texts_embedded, distinct);
@@ -132,7 +142,10 @@ impl Embedder for FailsOn {
     }
     async fn embed(&self, texts: &[String]) -> rag_eval::Result<Vec<Vec<f32>>> {
         if texts.iter().any(|t| t.contains("fail")) {
-            return Err(rag_eval::Error::Embed(format!("{} texts refused", texts.len())));
+            return Err(rag_eval::Error::Embed(format!(
+                "{} texts refused",
+                texts.len()
+            )));
         }
         self.0.embed(texts).await
     }
@@ -191,18 +204,35 @@ fn a_failed_batch_names_its_queries_by_position_and_the_evaluation_by_id() {
 #[test]
 fn retrieving_many_before_indexing_fails_for_every_query() {
     let bm25 = Bm25Retriever::new(RecursiveCharacterChunker::new(40, 0));
-    let failure =
-        pollster::block_on(Retriever::<TokenLevel>::retrieve_many(&bm25, &["a", "b", "c"], 3, 1))
-            .unwrap_err();
+    let failure = pollster::block_on(Retriever::<TokenLevel>::retrieve_many(
+        &bm25,
+        &["a", "b", "c"],
+        3,
+        1,
+    ))
+    .unwrap_err();
     assert_eq!(failure.queries, 0..3);
-    assert!(failure.error.to_string().contains("no index yet"), "{}", failure.error);
-    let p = Pipeline::new(RecursiveCharacterChunker::new(40, 0), HashingEmbedder::default());
-    let failure =
-        pollster::block_on(Retriever::<TokenLevel>::retrieve_many(&p, &["a", "b"], 3, 1))
-            .unwrap_err();
+    assert!(
+        failure.error.to_string().contains("no index yet"),
+        "{}",
+        failure.error
+    );
+    let p = Pipeline::new(
+        RecursiveCharacterChunker::new(40, 0),
+        HashingEmbedder::default(),
+    );
+    let failure = pollster::block_on(Retriever::<TokenLevel>::retrieve_many(
+        &p,
+        &["a", "b"],
+        3,
+        1,
+    ))
+    .unwrap_err();
     assert_eq!(failure.queries, 0..2);
     // No queries, nothing to fail.
-    assert!(pollster::block_on(Retriever::<TokenLevel>::retrieve_many(&bm25, &[], 3, 1))
-        .unwrap()
-        .is_empty());
+    assert!(
+        pollster::block_on(Retriever::<TokenLevel>::retrieve_many(&bm25, &[], 3, 1))
+            .unwrap()
+            .is_empty()
+    );
 }

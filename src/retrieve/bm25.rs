@@ -225,7 +225,10 @@ impl Bm25Retriever {
                 .collect();
             workers
                 .into_iter()
-                .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .map(|w| {
+                    w.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
                 .collect()
         });
         let mut results = vec![Vec::new(); queries.len()];
