@@ -1,34 +1,16 @@
 //! LLM context precision and recall: the retrieved chunks judged against a reference answer
 //! (named `llm_…` so that they are not confused with the span metrics).
 
-use super::call::ask;
-use super::outcome::{
-    Attribution, ContextVerdict, JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage,
-};
-use super::{context_number, failed, unscored, Judge, JudgeConfig, JudgeInput};
-use crate::generator::{numbered_contexts, PromptTemplate};
+use super::context_number;
+use super::driver::{LlmJudge, Rubric, Sample, Sealed};
+use super::outcome::{Attribution, ContextVerdict, JudgeDetails, JudgeSample, JudgeStatus};
+use crate::generator::numbered_contexts;
 use crate::llm::LlmClient;
 use serde::Deserialize;
 use serde_json::json;
 
-const PRECISION_PROMPT: &str = include_str!("prompts/llm_context_precision.md");
-const RECALL_PROMPT: &str = include_str!("prompts/llm_context_recall.md");
-
 /// Placeholders the context precision and recall prompts may use.
 pub const CONTEXT_PLACEHOLDERS: &[&str] = &["question", "reference", "contexts"];
-
-/// The reference answer, or the sample saying it is missing.
-fn reference<'a>(input: &JudgeInput<'a>, sample: u32) -> Result<&'a str, JudgeSample> {
-    match input.reference.map(str::trim) {
-        Some(r) if !r.is_empty() => Ok(r),
-        _ => Err(unscored(
-            sample,
-            JudgeStatus::Undetermined,
-            "the query has no reference answer",
-            JudgeUsage::default(),
-        )),
-    }
-}
 
 /// Average precision of binary verdicts in rank order: the mean of precision@i over the
 /// ranks i of useful chunks; 0 when none is useful.
@@ -51,10 +33,7 @@ fn average_precision(useful: &[bool]) -> f64 {
 /// every retrieved chunk whether it was useful in arriving at the reference answer, and the
 /// score is the average precision of those verdicts in rank order. All verdicts come from one
 /// request. No reference answer or no contexts: `undetermined`.
-pub struct LlmContextPrecision<C> {
-    llm: C,
-    prompt: PromptTemplate,
-}
+pub type LlmContextPrecision<C> = LlmJudge<C, LlmContextPrecisionRubric>;
 
 impl<C> LlmContextPrecision<C> {
     /// Average precision of verdicts in rank order: the mean of precision@i over the ranks i
@@ -74,26 +53,20 @@ impl<C> LlmContextPrecision<C> {
 impl<C: LlmClient> LlmContextPrecision<C> {
     /// The judge with the built-in prompt.
     pub fn new(llm: C) -> Self {
-        LlmContextPrecision {
-            llm,
-            prompt: Self::builtin_prompt(),
-        }
+        LlmJudge::asking(llm, LlmContextPrecisionRubric)
     }
+}
 
-    /// The prompt shipped with the library (`src/judge/prompts/llm_context_precision.md`).
-    pub fn builtin_prompt() -> PromptTemplate {
-        PromptTemplate::builtin(
-            PRECISION_PROMPT,
-            "llm_context_precision.md",
-            CONTEXT_PLACEHOLDERS,
-        )
-    }
+/// What [`LlmContextPrecision`] asks.
+pub struct LlmContextPrecisionRubric;
 
-    /// Uses `prompt` instead (placeholders [`CONTEXT_PLACEHOLDERS`]).
-    pub fn with_prompt(mut self, prompt: PromptTemplate) -> Self {
-        self.prompt = prompt;
-        self
-    }
+/// The question, the reference answer and the numbered contexts, for either prompt.
+fn values<'a>(s: &Sample<'a>, contexts: &'a str) -> [(&'static str, &'a str); 3] {
+    [
+        ("question", s.input.question),
+        ("reference", s.reference),
+        ("contexts", contexts),
+    ]
 }
 
 #[derive(Deserialize)]
@@ -109,36 +82,21 @@ struct RawVerdict {
     reason: String,
 }
 
+impl Sealed for LlmContextPrecisionRubric {}
+
 #[async_trait::async_trait]
-impl<C: LlmClient> Judge for LlmContextPrecision<C> {
-    fn name(&self) -> &'static str {
-        "llm_context_precision"
-    }
+impl Rubric for LlmContextPrecisionRubric {
+    const NAME: &'static str = "llm_context_precision";
+    const PLACEHOLDERS: &'static [&'static str] = CONTEXT_PLACEHOLDERS;
+    const NEEDS_REFERENCE: bool = true;
+    const PROMPT: &'static str = include_str!("prompts/llm_context_precision.md");
 
-    fn prompt_version(&self) -> String {
-        format!("llm_context_precision/{}", self.prompt.version)
-    }
-
-    async fn judge(
-        &self,
-        input: &JudgeInput<'_>,
-        sample: u32,
-        config: &JudgeConfig,
-    ) -> JudgeSample {
-        let reference = match reference(input, sample) {
-            Ok(r) => r,
-            Err(s) => return s,
-        };
-        let contexts = &input.answer.contexts;
-        let mut usage = JudgeUsage::default();
+    async fn sample(&self, s: Sample<'_>) -> JudgeSample {
+        let contexts = &s.input.answer.contexts;
         if contexts.is_empty() {
-            return unscored(sample, JudgeStatus::Undetermined, "no contexts", usage);
+            return s.unscored(JudgeStatus::Undetermined, "no contexts", Default::default());
         }
-        let text = self.prompt.render(&[
-            ("question", input.question),
-            ("reference", reference),
-            ("contexts", &numbered_contexts(contexts)),
-        ]);
+        let numbered = numbered_contexts(contexts);
         let schema = json!({
             "type": "object",
             "properties": {"verdicts": {"type": "array", "items": {
@@ -154,91 +112,57 @@ impl<C: LlmClient> Judge for LlmContextPrecision<C> {
             "required": ["verdicts"],
             "additionalProperties": false
         });
-        let request = config.request(
-            text,
-            self.prompt_version(),
-            sample,
-            "llm_context_precision",
-            schema,
-        );
         let n = contexts.len();
-        let reply = ask(
-            &self.llm,
-            request,
-            config.repairs,
-            &mut usage,
-            |r: PrecisionReply| {
-                let mut slots: Vec<Option<(bool, String)>> = vec![None; n];
-                for v in r.verdicts {
-                    let i = context_number(v.context, n, false)?.unwrap_or_default();
-                    if slots[i].is_some() {
-                        return Err(format!("context {} has two verdicts", i + 1));
-                    }
-                    slots[i] = Some((v.useful, v.reason));
+        let filled = values(&s, &numbered);
+        let reply = s.ask(&filled, schema, |r: PrecisionReply| {
+            let mut slots: Vec<Option<(bool, String)>> = vec![None; n];
+            for v in r.verdicts {
+                let i = context_number(v.context, n, false)?.unwrap_or_default();
+                if slots[i].is_some() {
+                    return Err(format!("context {} has two verdicts", i + 1));
                 }
-                slots
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, s)| s.ok_or_else(|| format!("context {} has no verdict", i + 1)))
-                    .collect::<Result<Vec<_>, String>>()
-            },
-        )
-        .await;
-        let verdicts = match failed(reply, sample, usage) {
+                slots[i] = Some((v.useful, v.reason));
+            }
+            slots
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| s.ok_or_else(|| format!("context {} has no verdict", i + 1)))
+                .collect::<Result<Vec<_>, String>>()
+        });
+        let (verdicts, usage) = match reply.await {
             Ok(v) => v,
-            Err(s) => return s,
+            Err(failed) => return failed,
         };
         let useful: Vec<bool> = verdicts.iter().map(|(u, _)| *u).collect();
-        JudgeSample {
-            sample,
-            status: JudgeStatus::Ok,
-            score: Some(average_precision(&useful)),
-            details: JudgeDetails::ContextPrecision {
-                verdicts: verdicts
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (useful, reason))| ContextVerdict {
-                        context: i,
-                        chunk_id: contexts[i].chunk.id.clone(),
-                        useful,
-                        reason,
-                    })
-                    .collect(),
-            },
-            message: None,
-            usage,
-        }
+        let verdicts = verdicts
+            .into_iter()
+            .enumerate()
+            .map(|(i, (useful, reason))| ContextVerdict {
+                context: i,
+                chunk_id: contexts[i].chunk.id.clone(),
+                useful,
+                reason,
+            })
+            .collect();
+        let details = JudgeDetails::ContextPrecision { verdicts };
+        s.scored(average_precision(&useful), details, usage)
     }
 }
 
 /// `llm_context_recall` (ragas' `LLMContextRecall`): the reference answer broken into
 /// statements, each attributed or not to the retrieved chunks; score = attributed /
 /// statements. No reference answer, or no statement in it: `undetermined`.
-pub struct LlmContextRecall<C> {
-    llm: C,
-    prompt: PromptTemplate,
-}
+pub type LlmContextRecall<C> = LlmJudge<C, LlmContextRecallRubric>;
 
 impl<C: LlmClient> LlmContextRecall<C> {
     /// The judge with the built-in prompt.
     pub fn new(llm: C) -> Self {
-        LlmContextRecall {
-            llm,
-            prompt: Self::builtin_prompt(),
-        }
-    }
-
-    /// The prompt shipped with the library (`src/judge/prompts/llm_context_recall.md`).
-    pub fn builtin_prompt() -> PromptTemplate {
-        PromptTemplate::builtin(RECALL_PROMPT, "llm_context_recall.md", CONTEXT_PLACEHOLDERS)
-    }
-
-    /// Uses `prompt` instead (placeholders [`CONTEXT_PLACEHOLDERS`]).
-    pub fn with_prompt(mut self, prompt: PromptTemplate) -> Self {
-        self.prompt = prompt;
-        self
+        LlmJudge::asking(llm, LlmContextRecallRubric)
     }
 }
+
+/// What [`LlmContextRecall`] asks.
+pub struct LlmContextRecallRubric;
 
 #[derive(Deserialize)]
 struct RecallReply {
@@ -254,33 +178,18 @@ struct RawAttribution {
     reason: String,
 }
 
+impl Sealed for LlmContextRecallRubric {}
+
 #[async_trait::async_trait]
-impl<C: LlmClient> Judge for LlmContextRecall<C> {
-    fn name(&self) -> &'static str {
-        "llm_context_recall"
-    }
+impl Rubric for LlmContextRecallRubric {
+    const NAME: &'static str = "llm_context_recall";
+    const PLACEHOLDERS: &'static [&'static str] = CONTEXT_PLACEHOLDERS;
+    const NEEDS_REFERENCE: bool = true;
+    const PROMPT: &'static str = include_str!("prompts/llm_context_recall.md");
 
-    fn prompt_version(&self) -> String {
-        format!("llm_context_recall/{}", self.prompt.version)
-    }
-
-    async fn judge(
-        &self,
-        input: &JudgeInput<'_>,
-        sample: u32,
-        config: &JudgeConfig,
-    ) -> JudgeSample {
-        let reference = match reference(input, sample) {
-            Ok(r) => r,
-            Err(s) => return s,
-        };
-        let contexts = &input.answer.contexts;
-        let mut usage = JudgeUsage::default();
-        let text = self.prompt.render(&[
-            ("question", input.question),
-            ("reference", reference),
-            ("contexts", &numbered_contexts(contexts)),
-        ]);
+    async fn sample(&self, s: Sample<'_>) -> JudgeSample {
+        let contexts = &s.input.answer.contexts;
+        let numbered = numbered_contexts(contexts);
         let schema = json!({
             "type": "object",
             "properties": {"statements": {"type": "array", "items": {
@@ -297,60 +206,38 @@ impl<C: LlmClient> Judge for LlmContextRecall<C> {
             "required": ["statements"],
             "additionalProperties": false
         });
-        let request = config.request(
-            text,
-            self.prompt_version(),
-            sample,
-            "llm_context_recall",
-            schema,
-        );
         let n = contexts.len();
-        let reply = ask(
-            &self.llm,
-            request,
-            config.repairs,
-            &mut usage,
-            |r: RecallReply| {
-                r.statements
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, s)| {
-                        if s.statement.trim().is_empty() {
-                            return Err(format!("statement {}: the statement is empty", i + 1));
-                        }
-                        Ok(Attribution {
-                            context: context_number(s.context, n, true)
-                                .map_err(|m| format!("statement {}: {m}", i + 1))?,
-                            text: s.statement.trim().to_owned(),
-                            attributed: s.attributed,
-                            reason: s.reason,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, String>>()
-            },
-        )
-        .await;
-        let statements = match failed(reply, sample, usage) {
+        let attribution = |(i, a): (usize, RawAttribution)| {
+            let at = |m: String| format!("statement {}: {m}", i + 1);
+            if a.statement.trim().is_empty() {
+                return Err(at("the statement is empty".into()));
+            }
+            Ok(Attribution {
+                context: context_number(a.context, n, true).map_err(at)?,
+                text: a.statement.trim().to_owned(),
+                attributed: a.attributed,
+                reason: a.reason,
+            })
+        };
+        let filled = values(&s, &numbered);
+        let reply = s.ask(&filled, schema, |r: RecallReply| {
+            r.statements
+                .into_iter()
+                .enumerate()
+                .map(attribution)
+                .collect()
+        });
+        let (statements, usage): (Vec<Attribution>, _) = match reply.await {
             Ok(v) => v,
-            Err(s) => return s,
+            Err(failed) => return failed,
         };
         if statements.is_empty() {
-            return unscored(
-                sample,
-                JudgeStatus::Undetermined,
-                "the judge found no statement in the reference answer",
-                usage,
-            );
+            let why = "the judge found no statement in the reference answer";
+            return s.unscored(JudgeStatus::Undetermined, why, usage);
         }
         let attributed = statements.iter().filter(|s| s.attributed).count();
-        JudgeSample {
-            sample,
-            status: JudgeStatus::Ok,
-            score: Some(attributed as f64 / statements.len() as f64),
-            details: JudgeDetails::ContextRecall { statements },
-            message: None,
-            usage,
-        }
+        let score = attributed as f64 / statements.len() as f64;
+        s.scored(score, JudgeDetails::ContextRecall { statements }, usage)
     }
 }
 

@@ -1,18 +1,16 @@
 //! Faithfulness: the share of an answer's statements that its contexts support, each
 //! supported statement located in the chunk that supports it.
 
-use super::call::ask;
+use super::context_number;
+use super::driver::{LlmJudge, Rubric, Sample, Sealed};
 use super::outcome::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Statement, Support};
-use super::{context_number, failed, unscored, Judge, JudgeConfig, JudgeInput};
 use crate::chunk::RetrievedChunk;
 use crate::generate::locate::Locator;
-use crate::generator::{numbered_contexts, PromptTemplate};
+use crate::generator::numbered_contexts;
 use crate::llm::LlmClient;
 use crate::span::CharSpan;
 use serde::Deserialize;
 use serde_json::json;
-
-const PROMPT: &str = include_str!("prompts/faithfulness.md");
 
 /// Placeholders the faithfulness prompt may use.
 pub const FAITHFULNESS_PLACEHOLDERS: &[&str] = &["question", "answer", "contexts"];
@@ -55,31 +53,17 @@ pub const FAITHFULNESS_PLACEHOLDERS: &[&str] = &["question", "answer", "contexts
 /// let span = &statements[0].support.as_ref().unwrap().span;
 /// assert_eq!((span.doc.as_str(), span.start, span.end), ("guide.md", 110, 124));
 /// ```
-pub struct Faithfulness<C> {
-    llm: C,
-    prompt: PromptTemplate,
-}
+pub type Faithfulness<C> = LlmJudge<C, FaithfulnessRubric>;
 
 impl<C: LlmClient> Faithfulness<C> {
     /// The judge with the built-in prompt.
     pub fn new(llm: C) -> Self {
-        Faithfulness {
-            llm,
-            prompt: Self::builtin_prompt(),
-        }
-    }
-
-    /// The prompt shipped with the library (`src/judge/prompts/faithfulness.md`).
-    pub fn builtin_prompt() -> PromptTemplate {
-        PromptTemplate::builtin(PROMPT, "faithfulness.md", FAITHFULNESS_PLACEHOLDERS)
-    }
-
-    /// Uses `prompt` instead (placeholders [`FAITHFULNESS_PLACEHOLDERS`]).
-    pub fn with_prompt(mut self, prompt: PromptTemplate) -> Self {
-        self.prompt = prompt;
-        self
+        LlmJudge::asking(llm, FaithfulnessRubric)
     }
 }
+
+/// What [`Faithfulness`] asks.
+pub struct FaithfulnessRubric;
 
 fn schema() -> serde_json::Value {
     json!({
@@ -191,70 +175,40 @@ pub(crate) fn locate_support(
     None
 }
 
+impl Sealed for FaithfulnessRubric {}
+
 #[async_trait::async_trait]
-impl<C: LlmClient> Judge for Faithfulness<C> {
-    fn name(&self) -> &'static str {
-        "faithfulness"
-    }
+impl Rubric for FaithfulnessRubric {
+    const NAME: &'static str = "faithfulness";
+    const PLACEHOLDERS: &'static [&'static str] = FAITHFULNESS_PLACEHOLDERS;
+    const PROMPT: &'static str = include_str!("prompts/faithfulness.md");
 
-    fn prompt_version(&self) -> String {
-        format!("faithfulness/{}", self.prompt.version)
-    }
-
-    async fn judge(
-        &self,
-        input: &JudgeInput<'_>,
-        sample: u32,
-        config: &JudgeConfig,
-    ) -> JudgeSample {
-        let mut usage = JudgeUsage::default();
-        let answer = input.answer.answer.trim();
+    async fn sample(&self, s: Sample<'_>) -> JudgeSample {
+        let answer = s.input.answer.answer.trim();
         if answer.is_empty() {
-            return unscored(
-                sample,
-                JudgeStatus::Undetermined,
-                "the answer is empty",
-                usage,
-            );
+            let none = JudgeUsage::default();
+            return s.unscored(JudgeStatus::Undetermined, "the answer is empty", none);
         }
-        let contexts = &input.answer.contexts;
-        let text = self.prompt.render(&[
-            ("question", input.question),
+        let contexts = &s.input.answer.contexts;
+        let values = [
+            ("question", s.input.question),
             ("answer", answer),
             ("contexts", &numbered_contexts(contexts)),
-        ]);
-        let request = config.request(
-            text,
-            self.prompt_version(),
-            sample,
-            "faithfulness",
-            schema(),
-        );
-        let reply = ask(
-            &self.llm,
-            request,
-            config.repairs,
-            &mut usage,
-            |r: Reply| check(r, contexts.len()),
-        )
-        .await;
-        let checked = match failed(reply, sample, usage) {
+        ];
+        let (checked, usage) = match s.ask(&values, schema(), |r| check(r, contexts.len())).await {
             Ok(v) => v,
-            Err(s) => return s,
+            Err(failed) => return failed,
         };
         if checked.is_empty() {
-            return unscored(
-                sample,
-                JudgeStatus::Undetermined,
-                "the judge found no statement in the answer",
-                usage,
-            );
+            let why = "the judge found no statement in the answer";
+            return s.unscored(JudgeStatus::Undetermined, why, usage);
         }
+        let threshold = s.config.locate_threshold;
         let statements: Vec<Statement> = checked
             .into_iter()
             .map(|(text, supported, context, evidence, reason)| Statement {
                 support: if supported {
-                    locate_support(&evidence, context, contexts, config.locate_threshold)
+                    locate_support(&evidence, context, contexts, threshold)
                 } else {
                     None
                 },
@@ -265,13 +219,7 @@ impl<C: LlmClient> Judge for Faithfulness<C> {
             })
             .collect();
         let supported = statements.iter().filter(|s| s.supported).count();
-        JudgeSample {
-            sample,
-            status: JudgeStatus::Ok,
-            score: Some(supported as f64 / statements.len() as f64),
-            details: JudgeDetails::Faithfulness { statements },
-            message: None,
-            usage,
-        }
+        let score = supported as f64 / statements.len() as f64;
+        s.scored(score, JudgeDetails::Faithfulness { statements }, usage)
     }
 }

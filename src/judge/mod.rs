@@ -38,23 +38,27 @@
 //! calls.
 
 mod answer_match;
-mod call;
 mod context;
+mod driver;
 mod faithfulness;
 mod figures;
 mod outcome;
 mod relevancy;
 mod run;
 
-pub use answer_match::{AnswerMatch, ANSWER_MATCH_PLACEHOLDERS};
-pub use context::{LlmContextPrecision, LlmContextRecall, CONTEXT_PLACEHOLDERS};
-pub use faithfulness::{Faithfulness, FAITHFULNESS_PLACEHOLDERS};
+pub use answer_match::{AnswerMatch, AnswerMatchRubric, ANSWER_MATCH_PLACEHOLDERS};
+pub use context::{
+    LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
+    CONTEXT_PLACEHOLDERS,
+};
+pub use driver::{LlmJudge, Rubric};
+pub use faithfulness::{Faithfulness, FaithfulnessRubric, FAITHFULNESS_PLACEHOLDERS};
 pub use figures::add_to_result;
 pub use outcome::{
     Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample, JudgeStatus,
     JudgeUsage, QueryJudgement, Spread, Statement, Support,
 };
-pub use relevancy::{AnswerRelevancy, ANSWER_RELEVANCY_PLACEHOLDERS};
+pub use relevancy::{AnswerRelevancy, AnswerRelevancyRubric, ANSWER_RELEVANCY_PLACEHOLDERS};
 pub use run::{judge_all, judge_query, pass_hat, JudgeRun, JudgeSummary};
 
 use crate::generator::RagAnswer;
@@ -144,36 +148,6 @@ pub trait Judge: Send + Sync {
     /// `invalid` or `error`.
     async fn judge(&self, input: &JudgeInput<'_>, sample: u32, config: &JudgeConfig)
         -> JudgeSample;
-}
-
-/// A sample with no score.
-pub(crate) fn unscored(
-    sample: u32,
-    status: JudgeStatus,
-    message: impl Into<String>,
-    usage: JudgeUsage,
-) -> JudgeSample {
-    JudgeSample {
-        sample,
-        status,
-        score: None,
-        details: JudgeDetails::None,
-        message: Some(message.into()),
-        usage,
-    }
-}
-
-/// The sample for a judge question that did not come back valid, or `None` when it did.
-pub(crate) fn failed<T>(
-    answer: call::Answer<T>,
-    sample: u32,
-    usage: JudgeUsage,
-) -> Result<T, JudgeSample> {
-    match answer {
-        call::Answer::Valid(v) => Ok(v),
-        call::Answer::Invalid(m) => Err(unscored(sample, JudgeStatus::Invalid, m, usage)),
-        call::Answer::Failed(m) => Err(unscored(sample, JudgeStatus::Error, m, usage)),
-    }
 }
 
 /// Checks a 1-based context number from a judge answer; 0 means "none" where `allow_none`.
