@@ -1,9 +1,10 @@
 //! `rag-eval eval --answers`: answers generated over the retrieved chunks, then judged.
 
+use super::judging::{joined_references, JudgeArgs, Judging};
 use crate::cache::{Cache, CachedLlm};
 use crate::chunk::RetrievedChunk;
 use crate::generator::{Generator, LlmGenerator, RagAnswer};
-use crate::judge::{add_to_result, judge_all, Faithfulness, JudgeConfig, JudgeInput, JudgeSummary};
+use crate::judge::{JudgeInput, JudgeSummary};
 use crate::level::Level;
 use crate::llm::{LlmClient, OpenAiChat};
 use crate::metrics::RunResult;
@@ -28,21 +29,12 @@ pub(super) struct AnswerArgs {
     /// Environment variable holding the API key (local servers need none).
     #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
     api_key_env: String,
-    /// The judge's model: with it, the answers' faithfulness is judged.
-    #[arg(long, requires = "answers")]
-    judge_model: Option<String>,
-    /// Base URL of the judge's server (default: the generator's).
-    #[arg(long, requires = "judge_model")]
-    judge_url: Option<String>,
-    /// Judgings per answer.
-    #[arg(long, default_value_t = 1, requires = "judge_model")]
-    judge_samples: u32,
-    /// Share of judge answers that may be invalid or failed before the run fails.
-    #[arg(long, default_value_t = 0.05, requires = "judge_model")]
-    max_invalid_share: f64,
+    #[command(flatten)]
+    judge: JudgeArgs,
 }
 
-fn client(
+/// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one.
+pub(super) fn client(
     model: &str,
     url: &str,
     key_env: &str,
@@ -112,12 +104,21 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Answering<'_, R> {
     }
 }
 
-/// The generator and judge of one `eval --answers` run.
+impl<R: ?Sized> Answering<'_, R> {
+    /// The answers, by question, once every query is answered.
+    pub fn finish(self) -> HashMap<String, RagAnswer> {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        self.answers.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The generator and judges of one `eval --answers` run.
 pub(super) struct AnswerRun {
     generator: LlmGenerator<Arc<dyn LlmClient>>,
-    judge: Option<(Arc<dyn LlmClient>, JudgeConfig)>,
-    /// The judges' summaries, for the closing lines.
-    pub summaries: Vec<JudgeSummary>,
+    /// The judges, with a judge model.
+    pub judging: Option<Judging>,
 }
 
 impl AnswerRun {
@@ -126,33 +127,23 @@ impl AnswerRun {
         let Some(model) = &a.model else {
             bail!("--answers needs --model (the generator's model)");
         };
-        if !(0.0..=1.0).contains(&a.max_invalid_share) {
-            bail!(
-                "--max-invalid-share must be between 0 and 1, got {}",
-                a.max_invalid_share
-            );
-        }
-        if a.judge_samples == 0 {
-            bail!("--judge-samples must be at least 1");
-        }
         let generator = LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache)?);
-        let judge = match &a.judge_model {
+        let judging = match &a.judge.judge_model {
             Some(m) => {
-                let url = a.judge_url.as_deref().unwrap_or(&a.base_url);
-                let config = JudgeConfig {
-                    samples: a.judge_samples,
-                    max_invalid_share: a.max_invalid_share,
-                    ..JudgeConfig::default()
-                };
-                Some((client(m, url, &a.api_key_env, cache)?, config))
+                let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
+                let judge = client(m, url, &a.api_key_env, cache)?;
+                Some(Judging::new(
+                    &a.judge,
+                    m,
+                    judge,
+                    None,
+                    &["faithfulness"],
+                    "eval --answers takes none; score --answers --embedder SPEC does",
+                )?)
             }
             None => None,
         };
-        Ok(AnswerRun {
-            generator,
-            judge,
-            summaries: Vec::new(),
-        })
+        Ok(AnswerRun { generator, judging })
     }
 
     /// `retriever` answering too, with a progress bar over `queries` on a terminal.
@@ -176,41 +167,40 @@ impl AnswerRun {
         }
     }
 
-    /// Judges the answers `answering` kept and adds the figures to `result`.
-    pub async fn score<R: ?Sized>(
-        &self,
-        answering: Answering<'_, R>,
+    /// Judges `answers` (by question, as [`Answering::finish`] gives them), against the rows' reference answers
+    /// (`references`, by query id), and adds the figures to `result`; the judges' summaries.
+    pub async fn score(
+        &mut self,
+        answers: HashMap<String, RagAnswer>,
+        references: &HashMap<String, Vec<String>>,
         result: &mut RunResult,
-    ) -> Option<JudgeSummary> {
-        if let Some(bar) = &answering.bar {
-            bar.finish_and_clear();
-        }
-        let (client, config) = self.judge.as_ref()?;
-        let answers = answering
-            .answers
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner());
+    ) -> Vec<JudgeSummary> {
+        let Some(judging) = &mut self.judging else {
+            return Vec::new();
+        };
         let empty = RagAnswer {
             answer: String::new(),
             contexts: Vec::new(),
         };
-        let inputs: Vec<JudgeInput<'_>> = result
+        // Owned, since the figures go into `result` while the inputs are alive.
+        let rows: Vec<(String, String, Option<String>)> = result
             .per_query
             .iter()
             .map(|q| {
-                let question = q.query.as_deref().unwrap_or_default();
-                JudgeInput {
-                    query_id: &q.id,
-                    question,
-                    answer: answers.get(question).unwrap_or(&empty),
-                    reference: None,
-                }
+                let reference = references.get(&q.id).and_then(|r| joined_references(r));
+                (q.id.clone(), q.query.clone().unwrap_or_default(), reference)
             })
             .collect();
-        let run = judge_all(&Faithfulness::new(client.clone()), &inputs, config).await;
-        drop(inputs);
-        add_to_result(result, &run);
-        Some(run.summary)
+        let inputs: Vec<JudgeInput<'_>> = rows
+            .iter()
+            .map(|(id, question, reference)| JudgeInput {
+                query_id: id,
+                question,
+                answer: answers.get(question).unwrap_or(&empty),
+                reference: reference.as_deref(),
+            })
+            .collect();
+        judging.judge(&inputs, result).await
     }
 
     /// Tokens and judge counts, one line each, for stderr.
@@ -222,36 +212,17 @@ impl AnswerRun {
             u.prompt_tokens,
             u.completion_tokens
         );
-        for j in &self.summaries {
-            s.push_str(&format!(
-                "{}: {} calls ({} repairs), {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed\n",
-                j.metric,
-                j.usage.calls,
-                j.usage.repairs,
-                j.usage.tokens(),
-                j.ok,
-                j.samples,
-                j.undetermined,
-                j.invalid,
-                j.error
-            ));
+        if let Some(j) = &self.judging {
+            s.push_str(&j.usage_lines());
         }
         s
     }
 
     /// The judges whose invalid or failed answers exceed the allowed share.
     pub fn gate_failures(&self) -> Vec<String> {
-        self.summaries
-            .iter()
-            .filter(|s| s.gate_fails())
-            .map(|s| {
-                format!(
-                    "{}: {:.1}% of the judge's answers were invalid or failed, above --max-invalid-share {:.1}%",
-                    s.metric,
-                    100.0 * s.invalid_share(),
-                    100.0 * s.max_invalid_share
-                )
-            })
-            .collect()
+        self.judging
+            .as_ref()
+            .map(Judging::gate_failures)
+            .unwrap_or_default()
     }
 }

@@ -95,6 +95,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         AnyDataset::Token(d) => d.examples().len(),
         AnyDataset::Chunk(d) => d.examples().len(),
     };
+    // The rows' reference answers, for the judges that compare with one.
+    let references: std::collections::HashMap<String, Vec<String>> = match &dataset {
+        AnyDataset::Token(d) => reference_answers(d),
+        AnyDataset::Chunk(d) => reference_answers(d),
+    };
     let mut results = Vec::new();
     let mut records = Vec::new();
     for (label, chunker) in chunkers {
@@ -104,6 +109,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             None => context.clone().with_chunker(Arc::clone(&chunker)),
         };
         let retriever = spec::build_retriever(&a.retriever, &context)?;
+        let mut judged = Vec::new();
         let result = match &dataset {
             AnyDataset::Token(d) => {
                 // Every registered metric in the chosen mode; PrecisionΩ from the chunks the
@@ -117,8 +123,12 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                         let answering = run.wrap(retriever, queries);
                         let mut result =
                             runtime()?.block_on(evaluation.run_reported(&answering, a.k))?;
-                        let summary = runtime()?.block_on(run.score(answering, &mut result.scores));
-                        run.summaries.extend(summary);
+                        let answers = answering.finish();
+                        judged = runtime()?.block_on(run.score(
+                            answers,
+                            &references,
+                            &mut result.scores,
+                        ));
                         result
                     }
                 }
@@ -139,8 +149,12 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                         let answering = run.wrap(retriever, queries);
                         let mut result =
                             runtime()?.block_on(evaluation.run_reported(&answering, a.k))?;
-                        let summary = runtime()?.block_on(run.score(answering, &mut result.scores));
-                        run.summaries.extend(summary);
+                        let answers = answering.finish();
+                        judged = runtime()?.block_on(run.score(
+                            answers,
+                            &references,
+                            &mut result.scores,
+                        ));
                         result
                     }
                 }
@@ -160,6 +174,9 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 cost_usd: after.cost.map(|c| c - before.cost.unwrap_or(0.0)),
                 ..Usage::default()
             });
+        }
+        if let Some(judging) = answering.as_ref().and_then(|r| r.judging.as_ref()) {
+            judging.fill(&mut record, &judged);
         }
         records.push(record);
         if a.json {
@@ -195,8 +212,18 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     Ok(())
 }
 
-/// The runtime the HTTP clients of `--answers` run on (reqwest needs Tokio).
-fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+/// The reference answers of every row of `d`, by query id.
+fn reference_answers<L: crate::level::Level>(
+    d: &crate::dataset::Dataset<L>,
+) -> std::collections::HashMap<String, Vec<String>> {
+    d.examples()
+        .iter()
+        .map(|e| (e.id.clone(), e.reference_answers.clone()))
+        .collect()
+}
+
+/// The runtime the HTTP clients of `--answers` and the judges run on (reqwest needs Tokio).
+pub(super) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
     if let Some(r) = RUNTIME.get() {
         return Ok(r);
@@ -208,7 +235,8 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     Ok(RUNTIME.get_or_init(|| r))
 }
 
-fn with_cache(context: Context, text: &str) -> Result<Context> {
+/// `context` with the cache `text` names (none for `off`).
+pub(super) fn with_cache(context: Context, text: &str) -> Result<Context> {
     let cache = spec::open_cache(text)?;
     Ok(match cache.mode() {
         crate::cache::CacheMode::Off => context,

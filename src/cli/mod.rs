@@ -11,6 +11,7 @@ mod compare;
 mod dataset;
 mod eval;
 mod generate;
+mod judging;
 mod langsmith;
 mod log;
 mod output;

@@ -31,10 +31,25 @@ pub(super) struct ScoreArgs {
     /// against the rows' reference answers, and the contexts as a retrieval.
     #[arg(long, requires = "dataset")]
     answers: Option<Utf8PathBuf>,
-    /// Embedder spec for `answer_similarity` (with --answers), e.g. `hashing` or
-    /// `openai:model=text-embedding-3-small`; without it the metric is left out.
+    /// Embedder spec for `answer_similarity` and the `answer_relevancy` judge (with
+    /// --answers), e.g. `hashing` or `openai:model=text-embedding-3-small`; without it they
+    /// are left out.
     #[arg(long, value_name = "SPEC", requires = "answers")]
     embedder: Option<String>,
+    #[command(flatten)]
+    judge: super::judging::JudgeArgs,
+    /// Environment variable holding the judge's API key (local servers need none).
+    #[arg(
+        long,
+        value_name = "VAR",
+        default_value = "OPENAI_API_KEY",
+        requires = "judge_model"
+    )]
+    api_key_env: String,
+    /// Cache of judge calls and embeddings (with --answers): `rw`, `replay` (offline: a miss
+    /// is an error) or `off`, with `:path=FILE` (default `target/rag-eval-cache.sqlite`).
+    #[arg(long, value_name = "MODE[:path=FILE]", requires = "answers")]
+    cache: Option<String>,
     /// TREC qrels file (`qid 0 docno rel`).
     #[arg(long, requires = "run")]
     qrels: Option<Utf8PathBuf>,

@@ -131,6 +131,13 @@ pub struct RunSettings {
     /// The models of the LLM judges that scored answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge_models: Vec<String>,
+    /// Judgings per answer, for runs whose answers were judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_samples: Option<u32>,
+    /// The judges' prompt versions (`faithfulness/1`, …): a judge figure is comparable only
+    /// with one made with the same prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge_prompts: Vec<String>,
     /// Anything else that shaped the run, by name (a cache mode, an input file).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, String>,

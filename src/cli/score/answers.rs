@@ -3,20 +3,38 @@
 
 use super::{with_truth, ScoreArgs};
 use crate::answers::{embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems};
+use crate::cli::answering::client;
+use crate::cli::eval::{runtime, with_cache};
+use crate::cli::judging::{joined_references, Judging, JUDGES};
 use crate::cli::output::Output;
 use crate::cli::render_table;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset, Dataset};
+use crate::embed::Embedder;
+use crate::generator::RagAnswer;
+use crate::judge::{JudgeInput, JudgeSummary};
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
+use crate::runs::{self, RunRecord};
+use crate::spec::Context;
 use anyhow::{bail, Context as _, Result};
 use camino::Utf8Path;
+use std::sync::Arc;
 
 /// What `score --answers --json` prints: the shape of `score --json`, plus the count of queries
-/// the reference-needing metrics leave out.
+/// the reference-needing metrics leave out and, with a judge, each judge's summary.
 #[derive(serde::Serialize)]
 struct Card<'a> {
     #[serde(flatten)]
     result: &'a RunResult,
+    without_reference: usize,
+    #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
+    judges: &'a [JudgeSummary],
+}
+
+/// What scoring one level gives: the figures (the judges' included) and the rows without a
+/// reference answer.
+struct Scored {
+    result: RunResult,
     without_reference: usize,
 }
 
@@ -31,14 +49,46 @@ pub(super) fn run(
         bail!("--chunks (precision_omega) scores a chunker's whole output; with --answers there are only the contexts");
     }
     let answers = Answers::load(answers_path)?;
+    let context = match &a.cache {
+        None => Context::new(),
+        Some(text) => with_cache(Context::new(), text)?,
+    };
+    let embedder = a
+        .embedder
+        .as_deref()
+        .map(|spec| crate::spec::build_embedder(spec, &context))
+        .transpose()?;
+    let mut judging = match &a.judge.judge_model {
+        Some(model) => {
+            let url = a
+                .judge
+                .judge_url
+                .as_deref()
+                .unwrap_or(crate::http::OPENAI_BASE_URL);
+            let llm = client(model, url, &a.api_key_env, context.cache())?;
+            Some(Judging::new(
+                &a.judge,
+                model,
+                llm,
+                embedder.clone(),
+                JUDGES,
+                "give --embedder SPEC",
+            )?)
+        }
+        None => None,
+    };
     let corpus = a
         .corpus
         .as_ref()
         .map(|c| Corpus::from_folder(c, Some(&a.glob)))
         .transpose()?;
-    let (card, without_reference) = match dataset::load(dataset_path)? {
+    let j = judging.as_mut();
+    let e = embedder.as_ref();
+    let dataset_hash;
+    let scored = match dataset::load(dataset_path)? {
         AnyDataset::Token(d) => {
             let (d, _) = with_truth(d, a.skip_empty_truth)?;
+            dataset_hash = runs::dataset_hash(&d);
             if let Some(corpus) = &corpus {
                 let problems: Vec<String> = d
                     .check_against(corpus)
@@ -55,7 +105,7 @@ pub(super) fn run(
                 }
             }
             let metrics = metrics::token_level_metrics(a.mode, None);
-            score(a, &d, &answers, corpus.as_ref(), &metrics, k, a.mode)?
+            score(a, &d, &answers, corpus.as_ref(), &metrics, k, a.mode, e, j)?
         }
         AnyDataset::Chunk(d) => {
             if a.mode != SpanMode::Standard {
@@ -65,6 +115,7 @@ pub(super) fn run(
                 );
             }
             let (d, _) = with_truth(d, a.skip_empty_truth)?;
+            dataset_hash = runs::dataset_hash(&d);
             let metrics = metrics::chunk_level_metrics();
             score(
                 a,
@@ -74,13 +125,24 @@ pub(super) fn run(
                 &metrics,
                 k,
                 SpanMode::Standard,
+                e,
+                j,
             )?
         }
     };
+    let Scored {
+        result: card,
+        without_reference,
+    } = scored;
+    let summaries = judging
+        .as_ref()
+        .map(|j| j.summaries.clone())
+        .unwrap_or_default();
     if a.json {
         out.json_line(&Card {
             result: &card,
             without_reference,
+            judges: &summaries,
         })?;
     } else {
         let mut text = render_table(&card.headline(), &card.metrics, &card.std);
@@ -93,10 +155,37 @@ pub(super) fn run(
         text.push_str(&by_difficulty(&card));
         out.text(&text)?;
     }
+    if let Some(cache) = context.cache() {
+        eprintln!("{}", cache.stats());
+    }
+    let mut record = RunRecord::new("score", dataset_path.as_str(), card);
+    record.dataset.hash = Some(dataset_hash);
+    record
+        .config
+        .extra
+        .insert("answers".into(), answers_path.to_string());
+    if let Some(spec) = &a.embedder {
+        record.config.embedder = Some(spec.clone());
+    }
+    if let (Some(corpus), Some(path)) = (&corpus, &a.corpus) {
+        record = record.with_corpus(corpus, Some(path.as_str()));
+    }
+    if let Some(j) = &judging {
+        j.fill(&mut record, &summaries);
+    }
+    crate::cli::runs::record(out, a.no_record, &[record])?;
+    if let Some(j) = &judging {
+        eprint!("{}", j.usage_lines());
+        let failures = j.gate_failures();
+        if !failures.is_empty() {
+            bail!("{}", failures.join("\n"));
+        }
+    }
     Ok(())
 }
 
-/// Scores one level; returns the result and how many rows have no reference answer.
+/// Scores one level, the judges' figures included when there are judges.
+#[allow(clippy::too_many_arguments)]
 fn score<L: ContextItems>(
     a: &ScoreArgs,
     d: &Dataset<L>,
@@ -105,7 +194,9 @@ fn score<L: ContextItems>(
     retrieval: &[Box<dyn Metric<L>>],
     k: usize,
     mode: SpanMode,
-) -> Result<(RunResult, usize)> {
+    embedder: Option<&Arc<dyn Embedder>>,
+    judging: Option<&mut Judging>,
+) -> Result<Scored> {
     answers.check_ids(d)?;
     if let Some(corpus) = corpus {
         check_contexts(answers, corpus)?;
@@ -141,9 +232,8 @@ fn score<L: ContextItems>(
     } else {
         answer_metrics(a.embedder.is_some())
     };
-    let embeddings: Option<Vec<AnswerEmbeddings>> = match &a.embedder {
-        Some(spec) if with_reference > 0 => {
-            let embedder = crate::spec::build_embedder(spec, &crate::spec::Context::new())?;
+    let embeddings: Option<Vec<AnswerEmbeddings>> = match embedder {
+        Some(embedder) if with_reference > 0 => {
             let pairs: Vec<(&str, &[String])> = d
                 .examples()
                 .iter()
@@ -153,13 +243,14 @@ fn score<L: ContextItems>(
                 })
                 .collect();
             Some(
-                pollster::block_on(embed_answers(embedder, &pairs))
+                runtime()?
+                    .block_on(embed_answers(embedder.clone(), &pairs))
                     .context("cannot embed the answers for answer_similarity")?,
             )
         }
         _ => None,
     };
-    let s = score_answers(
+    let mut s = score_answers(
         d,
         answers,
         retrieval,
@@ -176,7 +267,33 @@ fn score<L: ContextItems>(
             answers.path()
         );
     }
-    Ok((s.result, s.without_reference))
+    if let Some(judging) = judging {
+        let empty = RagAnswer {
+            answer: String::new(),
+            contexts: Vec::new(),
+        };
+        let references: Vec<Option<String>> = d
+            .examples()
+            .iter()
+            .map(|e| joined_references(&e.reference_answers))
+            .collect();
+        let inputs: Vec<JudgeInput<'_>> = d
+            .examples()
+            .iter()
+            .zip(&references)
+            .map(|(e, reference)| JudgeInput {
+                query_id: &e.id,
+                question: &e.query,
+                answer: answers.get(&e.id).unwrap_or(&empty),
+                reference: reference.as_deref(),
+            })
+            .collect();
+        runtime()?.block_on(judging.judge(&inputs, &mut s.result));
+    }
+    Ok(Scored {
+        result: s.result,
+        without_reference: s.without_reference,
+    })
 }
 
 /// Every context that is not a range of `corpus` or whose text is not the document's there.
@@ -229,6 +346,7 @@ fn by_difficulty(card: &RunResult) -> String {
             "answer_similarity",
         ]
         .into_iter()
+        .chain(JUDGES.iter().copied())
         .filter(|n| card.metrics.get(n).is_some()),
     );
     let label_w = groups.keys().map(String::len).max().unwrap_or(10).max(10);

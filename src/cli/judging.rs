@@ -1,0 +1,262 @@
+//! The LLM judges of `eval --answers` and `score --answers`: their options, the judges they
+//! pick, the figures they add, and what a run record keeps of them.
+
+use crate::embed::Embedder;
+use crate::judge::{
+    add_to_result, judge_all, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig,
+    JudgeInput, JudgeSample, JudgeSummary, LlmContextPrecision, LlmContextRecall,
+};
+use crate::llm::LlmClient;
+use crate::metrics::RunResult;
+use crate::runs::{RunRecord, Usage};
+use anyhow::{bail, Result};
+use clap::Args;
+use std::sync::Arc;
+
+/// Every judge, in the order they are run and reported.
+pub(super) const JUDGES: &[&str] = &[
+    "faithfulness",
+    "answer_relevancy",
+    "llm_context_precision",
+    "llm_context_recall",
+    "answer_match",
+];
+
+/// The judge options `eval --answers` and `score --answers` share.
+#[derive(Args, Clone)]
+pub(super) struct JudgeArgs {
+    /// The judge's model: with it, the answers are judged.
+    #[arg(long, requires = "answers")]
+    pub judge_model: Option<String>,
+    /// Base URL of the judge's OpenAI-compatible server (eval: default the generator's).
+    #[arg(long, requires = "judge_model")]
+    pub judge_url: Option<String>,
+    /// Judgings per answer.
+    #[arg(long, default_value_t = 1, requires = "judge_model")]
+    pub judge_samples: u32,
+    /// The judges, comma-separated: faithfulness, answer_relevancy, llm_context_precision,
+    /// llm_context_recall, answer_match (score: every one; eval: faithfulness).
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        requires = "judge_model"
+    )]
+    pub judges: Vec<String>,
+    /// Share of judge answers that may be invalid or failed before the run fails.
+    #[arg(long, default_value_t = 0.05, requires = "judge_model")]
+    pub max_invalid_share: f64,
+}
+
+/// The judges of one run: the model, the settings, the judges picked, and their summaries.
+pub(super) struct Judging {
+    model: String,
+    config: JudgeConfig,
+    judges: Vec<Box<dyn Judge>>,
+    /// One per judge run, for the closing lines, the gate and the record.
+    pub summaries: Vec<JudgeSummary>,
+}
+
+impl Judging {
+    /// The judges `a` asks for (`default` when it names none) through `client`. Without an
+    /// `embedder`, answer_relevancy is an error when asked for by name and left out with a
+    /// notice when it is only a default.
+    pub fn new(
+        a: &JudgeArgs,
+        model: &str,
+        client: Arc<dyn LlmClient>,
+        embedder: Option<Arc<dyn Embedder>>,
+        default: &[&str],
+        no_embedder: &str,
+    ) -> Result<Self> {
+        if !(0.0..=1.0).contains(&a.max_invalid_share) {
+            bail!(
+                "--max-invalid-share must be between 0 and 1, got {}",
+                a.max_invalid_share
+            );
+        }
+        if a.judge_samples == 0 {
+            bail!("--judge-samples must be at least 1");
+        }
+        let explicit = !a.judges.is_empty();
+        let mut names: Vec<&str> = if explicit {
+            a.judges.iter().map(|n| n.trim()).collect()
+        } else {
+            default.to_vec()
+        };
+        if let Some(bad) = names.iter().find(|n| !JUDGES.contains(n)) {
+            bail!(
+                "--judges: unknown judge `{bad}` (known: {})",
+                JUDGES.join(", ")
+            );
+        }
+        names.sort_by_key(|n| JUDGES.iter().position(|j| j == n));
+        names.dedup();
+        let mut judges: Vec<Box<dyn Judge>> = Vec::new();
+        for name in names {
+            let c = client.clone();
+            judges.push(match (name, &embedder) {
+                ("faithfulness", _) => Box::new(Faithfulness::new(c)),
+                ("answer_relevancy", Some(e)) => Box::new(AnswerRelevancy::new(c, e.clone())),
+                ("answer_relevancy", None) if explicit => {
+                    bail!("--judges answer_relevancy needs an embedder: {no_embedder}")
+                }
+                ("answer_relevancy", None) => {
+                    eprintln!("answer_relevancy is left out: it needs an embedder ({no_embedder})");
+                    continue;
+                }
+                ("llm_context_precision", _) => Box::new(LlmContextPrecision::new(c)),
+                ("llm_context_recall", _) => Box::new(LlmContextRecall::new(c)),
+                _ => Box::new(AnswerMatch::new(c)),
+            });
+        }
+        Ok(Judging {
+            model: model.to_owned(),
+            config: JudgeConfig {
+                samples: a.judge_samples,
+                max_invalid_share: a.max_invalid_share,
+                ..JudgeConfig::default()
+            },
+            judges,
+            summaries: Vec::new(),
+        })
+    }
+
+    /// Runs every judge over `inputs` (one per query of `result`, by id) and adds the figures
+    /// to `result`, with a progress bar over judged answers on a terminal. The summaries of
+    /// this call; [`Judging::summaries`] keeps every call's.
+    pub async fn judge(
+        &mut self,
+        inputs: &[JudgeInput<'_>],
+        result: &mut RunResult,
+    ) -> Vec<JudgeSummary> {
+        let first = self.summaries.len();
+        let bar =
+            progress((inputs.len() * self.judges.len()) as u64 * u64::from(self.config.samples));
+        for judge in &self.judges {
+            let counted = Counted {
+                inner: judge.as_ref(),
+                bar: bar.as_ref(),
+            };
+            let run = judge_all(&counted, inputs, &self.config).await;
+            add_to_result(result, &run);
+            self.summaries.push(run.summary);
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        self.summaries[first..].to_vec()
+    }
+
+    /// Calls, tokens and judge counts, one line per judge, for stderr.
+    pub fn usage_lines(&self) -> String {
+        self.summaries
+            .iter()
+            .map(|j| {
+                format!(
+                    "{}: {} calls ({} repairs), {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed\n",
+                    j.metric,
+                    j.usage.calls,
+                    j.usage.repairs,
+                    j.usage.tokens(),
+                    j.ok,
+                    j.samples,
+                    j.undetermined,
+                    j.invalid,
+                    j.error
+                )
+            })
+            .collect()
+    }
+
+    /// The judges whose invalid or failed answers exceed the allowed share.
+    pub fn gate_failures(&self) -> Vec<String> {
+        self.summaries
+            .iter()
+            .filter(|s| s.gate_fails())
+            .map(|s| {
+                format!(
+                    "{}: {:.1}% of the judge's answers were invalid or failed, above --max-invalid-share {:.1}%",
+                    s.metric,
+                    100.0 * s.invalid_share(),
+                    100.0 * s.max_invalid_share
+                )
+            })
+            .collect()
+    }
+
+    /// Puts the judges in `record`: the model (never its URL), the samples, the prompt
+    /// versions, and the tokens of `summaries` (the run's) under the run's usage.
+    pub fn fill(&self, record: &mut RunRecord, summaries: &[JudgeSummary]) {
+        let c = &mut record.config;
+        if !c.judge_models.contains(&self.model) {
+            c.judge_models.push(self.model.clone());
+        }
+        c.judge_samples = Some(self.config.samples);
+        for j in &self.judges {
+            let v = j.prompt_version();
+            if !c.judge_prompts.contains(&v) {
+                c.judge_prompts.push(v);
+            }
+        }
+        let usage = record.usage.get_or_insert_with(Usage::default);
+        for s in summaries {
+            usage.prompt_tokens += s.usage.prompt_tokens;
+            usage.completion_tokens += s.usage.completion_tokens;
+        }
+    }
+}
+
+/// The query's reference answers as one text: several are given one per paragraph.
+pub(super) fn joined_references(references: &[String]) -> Option<String> {
+    let kept: Vec<&str> = references
+        .iter()
+        .map(|r| r.trim())
+        .filter(|r| !r.is_empty())
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("\n\n"))
+}
+
+fn progress(len: u64) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(len);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} answers judged, {elapsed} elapsed, eta {eta}",
+            )
+            .expect("the template is valid"),
+        );
+        bar
+    })
+}
+
+/// A judge that moves a progress bar by one per judged sample.
+struct Counted<'a> {
+    inner: &'a dyn Judge,
+    bar: Option<&'a indicatif::ProgressBar>,
+}
+
+#[async_trait::async_trait]
+impl Judge for Counted<'_> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn prompt_version(&self) -> String {
+        self.inner.prompt_version()
+    }
+
+    async fn judge(
+        &self,
+        input: &JudgeInput<'_>,
+        sample: u32,
+        config: &JudgeConfig,
+    ) -> JudgeSample {
+        let s = self.inner.judge(input, sample, config).await;
+        if let Some(bar) = self.bar {
+            bar.inc(1);
+        }
+        s
+    }
+}
