@@ -1,0 +1,377 @@
+//! `score --answers` with LLM judges, end to end through the binary against a scripted
+//! OpenAI-compatible server: the figures, the JSON and table, rows without a reference
+//! answer, answer relevancy without an embedder, the invalid-share gate, and the run records
+//! that `compare` reads.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use support::{Reply, Request, TestServer};
+
+const DATASET: &str = concat!(
+    r#"{"id":"q1","inputs":{"query":"first"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":10,"end":20}],"reference_answer":"The cat sat on the mat."},"metadata":{"difficulty":"factual"}}"#,
+    "\n",
+    r#"{"id":"q2","inputs":{"query":"second"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":40,"end":45}],"reference_answer":["Paris","the capital, Paris"]},"metadata":{"difficulty":"factual"}}"#,
+    "\n",
+    r#"{"id":"q3","inputs":{"query":"third"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5}]},"metadata":{"difficulty":"inferential"}}"#,
+    "\n"
+);
+
+const ANSWERS: &str = concat!(
+    r#"{"id":"q1","answer":"the cat sat","contexts":[{"doc_id":"a.md","start":10,"end":20,"text":"0123456789","score":0.9}]}"#,
+    "\n",
+    r#"{"id":"q2","answer":"Paris!","contexts":[]}"#,
+    "\n",
+    r#"{"id":"q3","answer":"no idea","contexts":[{"doc_id":"a.md","start":0,"end":5,"text":"abcde"}]}"#,
+    "\n"
+);
+
+/// How the scripted judge behaves.
+#[derive(Default)]
+struct Script {
+    /// Every answer is prose, never JSON.
+    broken: AtomicBool,
+    /// The faithfulness verdict on q1's answer.
+    q1_unsupported: AtomicBool,
+    /// The user messages received.
+    seen: Mutex<Vec<String>>,
+}
+
+fn reply_for(schema: &str, prompt: &str, script: &Script) -> String {
+    let answer_is = |a: &str| prompt.contains(&format!("Answer: {a}\n"));
+    match schema {
+        "faithfulness" if answer_is("the cat sat") => {
+            let verdict = if script.q1_unsupported.load(Ordering::SeqCst) {
+                "not_supported"
+            } else {
+                "supported"
+            };
+            json!({"statements": [{"statement": "The cat sat.", "verdict": verdict,
+                "context": 0, "evidence": "", "reason": "r"}]})
+        }
+        "faithfulness" if answer_is("Paris!") => {
+            json!({"statements": [
+                {"statement": "It is Paris.", "verdict": "not_supported", "context": 0, "evidence": "", "reason": "r"},
+                {"statement": "Paris is a city.", "verdict": "not_supported", "context": 0, "evidence": "", "reason": "r"}]})
+        }
+        // "no idea" holds no statement: undetermined.
+        "faithfulness" => json!({"statements": []}),
+        "answer_relevancy" => json!({"questions": ["first", "second", "third"], "noncommittal": false}),
+        "llm_context_precision" => {
+            json!({"verdicts": [{"context": 1, "useful": true, "reason": "r"}]})
+        }
+        "llm_context_recall" => {
+            json!({"statements": [{"statement": "s", "attributed": true, "context": 0, "reason": "r"}]})
+        }
+        "answer_match" => json!({"reason": "same", "matches": true}),
+        other => panic!("unexpected schema {other}"),
+    }
+    .to_string()
+}
+
+fn judge_server(script: Arc<Script>) -> TestServer {
+    TestServer::start(move |r: Request| {
+        if r.method != "POST" || r.path() != "/v1/chat/completions" {
+            return Reply::json(404, &json!({"error": {"message": "no such route"}}));
+        }
+        let body = r.json().expect("a JSON body");
+        let prompt = body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let schema = body["response_format"]["json_schema"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        script.seen.lock().unwrap().push(prompt.clone());
+        let content = if script.broken.load(Ordering::SeqCst) {
+            "I think the answer is fine.".to_owned()
+        } else {
+            reply_for(&schema, &prompt, &script)
+        };
+        Reply::json(
+            200,
+            &json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1_760_000_000,
+                "model": "judge-m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48},
+            }),
+        )
+    })
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_in(cwd: &Path, store: &str, args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(args)
+        .current_dir(cwd)
+        .env("RAG_EVAL_RUNS", store)
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("the binary runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn ok(cwd: &Path, store: &str, args: &[&str]) -> Out {
+    let out = run_in(cwd, store, args);
+    assert_eq!(out.code, 0, "{args:?} failed: {}", out.stderr);
+    out
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    store: String,
+    url: String,
+    script: Arc<Script>,
+    _server: TestServer,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("d.jsonl"), DATASET).unwrap();
+        std::fs::write(dir.path().join("a.jsonl"), ANSWERS).unwrap();
+        let store = dir.path().join("runs.sqlite").to_str().unwrap().to_owned();
+        let script = Arc::new(Script::default());
+        let server = judge_server(Arc::clone(&script));
+        Setup {
+            url: server.url("/v1"),
+            dir,
+            store,
+            script,
+            _server: server,
+        }
+    }
+
+    fn score(&self, extra: &[&str]) -> Out {
+        let mut args = vec![
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            &self.url,
+        ];
+        args.extend_from_slice(extra);
+        run_in(self.dir.path(), &self.store, &args)
+    }
+}
+
+fn figure(v: &Value, metric: &str) -> Option<f64> {
+    v.get(metric).and_then(Value::as_f64)
+}
+
+#[test]
+fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the_run_is_recorded() {
+    let s = Setup::new();
+    let out = s.score(&["--embedder", "hashing", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let m = &v["metrics"];
+    // q1 1 of 1 statements supported, q2 0 of 2, q3 none: undetermined, out of the mean.
+    assert_eq!(figure(m, "faithfulness"), Some(0.5));
+    assert_eq!(figure(&v["std"], "faithfulness"), Some(0.5));
+    // Only q1 and q2 have a reference answer; both match.
+    assert_eq!(figure(m, "answer_match"), Some(1.0));
+    assert_eq!(figure(m, "llm_context_recall"), Some(1.0));
+    // q2 has no contexts: undetermined; q1's one useful chunk gives 1.
+    assert_eq!(figure(m, "llm_context_precision"), Some(1.0));
+    assert!(figure(m, "answer_relevancy").is_some(), "{m}");
+    let q = |id: &str| {
+        v["per_query"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["id"] == id)
+            .unwrap()["metrics"]
+            .clone()
+    };
+    assert_eq!(figure(&q("q1"), "faithfulness"), Some(1.0));
+    assert_eq!(figure(&q("q2"), "faithfulness"), Some(0.0));
+    assert_eq!(figure(&q("q3"), "faithfulness"), None);
+    assert_eq!(figure(&q("q3"), "answer_match"), None, "no reference: no 0");
+    assert!(figure(&q("q3"), "answer_relevancy").is_some());
+    assert_eq!(v["without_reference"], 1);
+    // The judges' summaries: counts and tokens.
+    let judges = v["judges"].as_array().unwrap();
+    let names: Vec<&str> = judges
+        .iter()
+        .map(|j| j["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "faithfulness",
+            "answer_relevancy",
+            "llm_context_precision",
+            "llm_context_recall",
+            "answer_match"
+        ]
+    );
+    let f = &judges[0];
+    assert_eq!(
+        (f["ok"].as_u64(), f["undetermined"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (f["invalid"].as_u64(), f["error"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(f["usage"]["calls"], 3);
+    assert_eq!(f["usage"]["prompt_tokens"], 120);
+    let by = &v["by_difficulty"];
+    assert_eq!(figure(&by["factual"]["metrics"], "faithfulness"), Some(0.5));
+    assert_eq!(figure(&by["inferential"]["metrics"], "faithfulness"), None);
+    // Several reference answers reach the judge one per paragraph.
+    let seen = s.script.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .any(|p| p.contains("Paris\n\nthe capital, Paris")),
+        "{seen:?}"
+    );
+    assert!(out.stderr.contains("faithfulness: 3 calls (0 repairs), 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed"), "{}", out.stderr);
+
+    // The recorded run carries the judges, their figures per query, and their tokens.
+    let shown = ok(
+        s.dir.path(),
+        &s.store,
+        &["runs", "show", "latest", "--json"],
+    )
+    .stdout;
+    let run: Value = serde_json::from_str(shown.trim()).unwrap();
+    let c = &run["config"];
+    assert_eq!(c["judge_models"], json!(["judge-m"]));
+    assert_eq!(c["judge_samples"], 1);
+    let prompts: Vec<&str> = c["judge_prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(prompts.len(), 5, "{prompts:?}");
+    assert!(prompts[0].starts_with("faithfulness/"), "{prompts:?}");
+    assert!(!shown.contains(&s.url), "the judge's URL is not recorded");
+    let calls: u64 = judges
+        .iter()
+        .map(|j| j["usage"]["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(run["usage"]["prompt_tokens"].as_u64(), Some(40 * calls));
+    assert_eq!(run["usage"]["completion_tokens"].as_u64(), Some(8 * calls));
+    let q1 = &run["result"]["per_query"][0];
+    assert_eq!(q1["id"], "q1");
+    assert_eq!(figure(&q1["metrics"], "faithfulness"), Some(1.0));
+
+    // Two runs over rows that all have a reference answer and statements (compare wants every
+    // compared figure of every query), the second with q1's statement no longer supported:
+    // compare reports faithfulness.
+    let rows = |text: &str| text.lines().take(2).collect::<Vec<_>>().join("\n") + "\n";
+    std::fs::write(s.dir.path().join("d.jsonl"), rows(DATASET)).unwrap();
+    std::fs::write(s.dir.path().join("a.jsonl"), rows(ANSWERS)).unwrap();
+    let before = s.score(&["--judges", "faithfulness,answer_match"]);
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    s.script.q1_unsupported.store(true, Ordering::SeqCst);
+    let after = s.score(&["--judges", "faithfulness,answer_match"]);
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    assert!(after.stdout.contains("faithfulness"), "{}", after.stdout);
+    let listed = ok(s.dir.path(), &s.store, &["runs", "list", "--json"]).stdout;
+    let ids: Vec<String> = listed
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let compared = ok(
+        s.dir.path(),
+        &s.store,
+        &["compare", "--json", &ids[1], &ids[2]],
+    )
+    .stdout;
+    let c: Value = serde_json::from_str(compared.trim()).unwrap();
+    let faithfulness = c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "faithfulness")
+        .unwrap_or_else(|| panic!("compare reports faithfulness: {compared}"));
+    let d = faithfulness["vs_baseline"][0]["difference"]
+        .as_f64()
+        .unwrap();
+    assert!((d.abs() - 0.5).abs() < 1e-12, "{faithfulness}");
+}
+
+#[test]
+fn answer_relevancy_needs_an_embedder_only_when_asked_for() {
+    let s = Setup::new();
+    // Left out of the default set, with a notice.
+    let out = s.score(&["--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("answer_relevancy is left out: it needs an embedder (give --embedder SPEC)"),
+        "{}",
+        out.stderr
+    );
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert!(v["metrics"].get("answer_relevancy").is_none());
+    assert!(v["metrics"].get("faithfulness").is_some());
+    // Asked for by name: an error before any call.
+    let calls = s.script.seen.lock().unwrap().len();
+    let out = s.score(&["--judges", "faithfulness,answer_relevancy"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("--judges answer_relevancy needs an embedder: give --embedder SPEC"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(s.script.seen.lock().unwrap().len(), calls);
+    let out = s.score(&["--judges", "faithfulness,relevance"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("unknown judge `relevance`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn too_many_invalid_judge_answers_fail_the_command_after_the_figures() {
+    let s = Setup::new();
+    s.script.broken.store(true, Ordering::SeqCst);
+    let out = s.score(&["--judges", "faithfulness"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("faithfulness: 100.0% of the judge's answers were invalid or failed, above --max-invalid-share 5.0%"),
+        "{}",
+        out.stderr
+    );
+    // The table is still printed, and each answer got the two repair turns.
+    assert!(out.stdout.contains("bleu"), "{}", out.stdout);
+    assert_eq!(s.script.seen.lock().unwrap().len(), 9);
+    // A share the run stays under passes.
+    let out = s.score(&["--judges", "faithfulness", "--max-invalid-share", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("3 invalid"), "{}", out.stderr);
+}
