@@ -88,7 +88,10 @@ fn judge_server(script: Arc<Script>) -> TestServer {
             .unwrap_or_default()
             .to_owned();
         script.seen.lock().unwrap().push(prompt.clone());
-        let content = if script.broken.load(Ordering::SeqCst) {
+        let content = if schema.is_empty() {
+            // The generator of `eval --answers`.
+            "the cat sat".to_owned()
+        } else if script.broken.load(Ordering::SeqCst) {
             "I think the answer is fine.".to_owned()
         } else {
             reply_for(&schema, &prompt, &script)
@@ -374,4 +377,62 @@ fn too_many_invalid_judge_answers_fail_the_command_after_the_figures() {
     let out = s.score(&["--judges", "faithfulness", "--max-invalid-share", "1"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("3 invalid"), "{}", out.stderr);
+}
+
+#[test]
+fn eval_answers_records_the_judges_with_the_run() {
+    let s = Setup::new();
+    let docs = s.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("a.md"),
+        "0123456789abcdefghijABCDEFGHIJklmnopqrstKLMNOPQRST",
+    )
+    .unwrap();
+    let out = ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            "d.jsonl",
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            &s.url,
+            "--judge-model",
+            "judge-m",
+            "--judges",
+            "faithfulness,answer_match",
+        ],
+    );
+    assert!(out.stdout.contains("faithfulness"), "{}", out.stdout);
+    let shown = ok(
+        s.dir.path(),
+        &s.store,
+        &["runs", "show", "latest", "--json"],
+    )
+    .stdout;
+    let run: Value = serde_json::from_str(shown.trim()).unwrap();
+    let c = &run["config"];
+    assert_eq!(c["judge_models"], json!(["judge-m"]));
+    assert_eq!(c["judge_samples"], 1);
+    assert_eq!(c["judge_prompts"].as_array().unwrap().len(), 2, "{c}");
+    // Every generated answer is "the cat sat": one supported statement each.
+    assert_eq!(figure(&run["result"]["metrics"], "faithfulness"), Some(1.0));
+    // q3 has no reference answer: no answer_match figure for it, 1 for the others.
+    let per_query = run["result"]["per_query"].as_array().unwrap();
+    let q3 = per_query.iter().find(|q| q["id"] == "q3").unwrap();
+    assert_eq!(figure(&q3["metrics"], "answer_match"), None);
+    assert_eq!(figure(&q3["metrics"], "faithfulness"), Some(1.0));
+    assert_eq!(figure(&run["result"]["metrics"], "answer_match"), Some(1.0));
+    // Judge tokens: faithfulness on 3 answers and answer_match on the 2 with a reference, at
+    // 40 + 8 tokens a call.
+    assert_eq!(run["usage"]["prompt_tokens"], 5 * 40, "{}", run["usage"]);
+    assert_eq!(run["usage"]["completion_tokens"], 5 * 8, "{}", run["usage"]);
 }
