@@ -12,23 +12,61 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use support::{Reply, Request, TestServer};
 
-const DATASET: &str = concat!(
-    r#"{"id":"q1","inputs":{"query":"first"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":10,"end":20}],"reference_answer":"The cat sat on the mat."},"metadata":{"difficulty":"factual"}}"#,
-    "\n",
-    r#"{"id":"q2","inputs":{"query":"second"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":40,"end":45}],"reference_answer":["Paris","the capital, Paris"]},"metadata":{"difficulty":"factual"}}"#,
-    "\n",
-    r#"{"id":"q3","inputs":{"query":"third"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5}]},"metadata":{"difficulty":"inferential"}}"#,
-    "\n"
-);
+/// Three rows: q1 with one reference answer, q2 with two, q3 with none.
+fn dataset() -> String {
+    let row = |id: &str, query: &str, start: u32, end: u32, reference: Value, difficulty: &str| {
+        let mut outputs =
+            json!({"relevant_spans": [{"doc_id": "a.md", "start": start, "end": end}]});
+        if !reference.is_null() {
+            outputs["reference_answer"] = reference;
+        }
+        json!({"id": id, "inputs": {"query": query}, "outputs": outputs,
+               "metadata": {"difficulty": difficulty}})
+        .to_string()
+            + "\n"
+    };
+    [
+        row(
+            "q1",
+            "first",
+            10,
+            20,
+            json!("The cat sat on the mat."),
+            "factual",
+        ),
+        row(
+            "q2",
+            "second",
+            40,
+            45,
+            json!(["Paris", "the capital, Paris"]),
+            "factual",
+        ),
+        row("q3", "third", 0, 5, Value::Null, "inferential"),
+    ]
+    .concat()
+}
 
-const ANSWERS: &str = concat!(
-    r#"{"id":"q1","answer":"the cat sat","contexts":[{"doc_id":"a.md","start":10,"end":20,"text":"0123456789","score":0.9}]}"#,
-    "\n",
-    r#"{"id":"q2","answer":"Paris!","contexts":[]}"#,
-    "\n",
-    r#"{"id":"q3","answer":"no idea","contexts":[{"doc_id":"a.md","start":0,"end":5,"text":"abcde"}]}"#,
-    "\n"
-);
+/// An answer per row: q2's without contexts.
+fn answers() -> String {
+    let line = |id: &str, answer: &str, contexts: Value| {
+        json!({"id": id, "answer": answer, "contexts": contexts}).to_string() + "\n"
+    };
+    [
+        line(
+            "q1",
+            "the cat sat",
+            json!([{"doc_id": "a.md", "start": 10, "end": 20, "text": "0123456789", "score": 0.9}]),
+        ),
+        line("q2", "Paris!", json!([])),
+        line(
+            "q3",
+            "no idea",
+            json!([{"doc_id": "a.md", "start": 0, "end": 5, "text": "abcde"}]),
+        ),
+    ]
+    .concat()
+}
 
 /// How the scripted judge behaves.
 #[derive(Default)]
@@ -147,8 +185,8 @@ struct Setup {
 impl Setup {
     fn new() -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("d.jsonl"), DATASET).unwrap();
-        std::fs::write(dir.path().join("a.jsonl"), ANSWERS).unwrap();
+        std::fs::write(dir.path().join("d.jsonl"), dataset()).unwrap();
+        std::fs::write(dir.path().join("a.jsonl"), answers()).unwrap();
         let store = dir.path().join("runs.sqlite").to_str().unwrap().to_owned();
         let script = Arc::new(Script::default());
         let server = judge_server(Arc::clone(&script));
@@ -176,6 +214,29 @@ impl Setup {
         args.extend_from_slice(extra);
         run_in(self.dir.path(), &self.store, &args)
     }
+}
+
+/// The latest recorded run, checked to carry the judge model (and not its URL), one sample
+/// and `prompts` prompt versions, faithfulness's first.
+fn latest_run_with_judges(s: &Setup, prompts: usize) -> Value {
+    let shown = ok(
+        s.dir.path(),
+        &s.store,
+        &["runs", "show", "latest", "--json"],
+    )
+    .stdout;
+    assert!(!shown.contains(&s.url), "the judge's URL is not recorded");
+    let run: Value = serde_json::from_str(shown.trim()).unwrap();
+    let c = &run["config"];
+    assert_eq!(c["judge_models"], json!(["judge-m"]));
+    assert_eq!(c["judge_samples"], 1);
+    let versions = c["judge_prompts"].as_array().unwrap();
+    assert_eq!(versions.len(), prompts, "{c}");
+    assert!(
+        versions[0].as_str().unwrap().starts_with("faithfulness/"),
+        "{c}"
+    );
+    run
 }
 
 fn figure(v: &Value, metric: &str) -> Option<f64> {
@@ -253,25 +314,7 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
     assert!(out.stderr.contains("faithfulness: 3 calls (0 repairs), 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed"), "{}", out.stderr);
 
     // The recorded run carries the judges, their figures per query, and their tokens.
-    let shown = ok(
-        s.dir.path(),
-        &s.store,
-        &["runs", "show", "latest", "--json"],
-    )
-    .stdout;
-    let run: Value = serde_json::from_str(shown.trim()).unwrap();
-    let c = &run["config"];
-    assert_eq!(c["judge_models"], json!(["judge-m"]));
-    assert_eq!(c["judge_samples"], 1);
-    let prompts: Vec<&str> = c["judge_prompts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
-    assert_eq!(prompts.len(), 5, "{prompts:?}");
-    assert!(prompts[0].starts_with("faithfulness/"), "{prompts:?}");
-    assert!(!shown.contains(&s.url), "the judge's URL is not recorded");
+    let run = latest_run_with_judges(&s, 5);
     let calls: u64 = judges
         .iter()
         .map(|j| j["usage"]["calls"].as_u64().unwrap())
@@ -286,8 +329,8 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
     // compared figure of every query), the second with q1's statement no longer supported:
     // compare reports faithfulness.
     let rows = |text: &str| text.lines().take(2).collect::<Vec<_>>().join("\n") + "\n";
-    std::fs::write(s.dir.path().join("d.jsonl"), rows(DATASET)).unwrap();
-    std::fs::write(s.dir.path().join("a.jsonl"), rows(ANSWERS)).unwrap();
+    std::fs::write(s.dir.path().join("d.jsonl"), rows(&dataset())).unwrap();
+    std::fs::write(s.dir.path().join("a.jsonl"), rows(&answers())).unwrap();
     let before = s.score(&["--judges", "faithfulness,answer_match"]);
     assert_eq!(before.code, 0, "{}", before.stderr);
     s.script.q1_unsupported.store(true, Ordering::SeqCst);
@@ -412,17 +455,7 @@ fn eval_answers_records_the_judges_with_the_run() {
         ],
     );
     assert!(out.stdout.contains("faithfulness"), "{}", out.stdout);
-    let shown = ok(
-        s.dir.path(),
-        &s.store,
-        &["runs", "show", "latest", "--json"],
-    )
-    .stdout;
-    let run: Value = serde_json::from_str(shown.trim()).unwrap();
-    let c = &run["config"];
-    assert_eq!(c["judge_models"], json!(["judge-m"]));
-    assert_eq!(c["judge_samples"], 1);
-    assert_eq!(c["judge_prompts"].as_array().unwrap().len(), 2, "{c}");
+    let run = latest_run_with_judges(&s, 2);
     // Every generated answer is "the cat sat": one supported statement each.
     assert_eq!(figure(&run["result"]["metrics"], "faithfulness"), Some(1.0));
     // q3 has no reference answer: no answer_match figure for it, 1 for the others.

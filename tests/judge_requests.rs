@@ -91,29 +91,31 @@ impl Embedder for Vectors {
     }
 }
 
+/// Two chunks of `doc.md` (document offsets, text), a quote and a placeholder-like `{{…}}` in
+/// the answer, and non-ASCII text: what the prompts must carry through unchanged.
 fn answer() -> RagAnswer {
+    let chunks = [
+        (
+            40,
+            95,
+            "The server keeps every flag in memory. Restarts: 2 s.",
+            0.9,
+        ),
+        (
+            200,
+            249,
+            "Größe der Regeln: SDKs download the whole set.",
+            0.8,
+        ),
+    ];
     RagAnswer {
         answer: "Flags live in memory; the \"SDKs\" download {{all}} of them.".into(),
-        contexts: vec![
-            RetrievedChunk::new(
-                PositionAwareChunk::new(
-                    "doc.md",
-                    40,
-                    95,
-                    "The server keeps every flag in memory. Restarts: 2 s.",
-                ),
-                0.9,
-            ),
-            RetrievedChunk::new(
-                PositionAwareChunk::new(
-                    "doc.md",
-                    200,
-                    249,
-                    "Größe der Regeln: SDKs download the whole set.",
-                ),
-                0.8,
-            ),
-        ],
+        contexts: chunks
+            .iter()
+            .map(|&(start, end, text, score)| {
+                RetrievedChunk::new(PositionAwareChunk::new("doc.md", start, end, text), score)
+            })
+            .collect(),
     }
 }
 

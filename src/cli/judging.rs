@@ -3,8 +3,8 @@
 
 use crate::embed::Embedder;
 use crate::judge::{
-    add_to_result, judge_all, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig,
-    JudgeInput, JudgeSample, JudgeSummary, LlmContextPrecision, LlmContextRecall,
+    add_to_result, judge_all_reporting, AnswerMatch, AnswerRelevancy, Faithfulness, Judge,
+    JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision, LlmContextRecall,
 };
 use crate::llm::LlmClient;
 use crate::metrics::RunResult;
@@ -131,14 +131,14 @@ impl Judging {
         result: &mut RunResult,
     ) -> Vec<JudgeSummary> {
         let first = self.summaries.len();
-        let bar =
-            progress((inputs.len() * self.judges.len()) as u64 * u64::from(self.config.samples));
+        let bar = progress((inputs.len() * self.judges.len()) as u64);
+        let done = || {
+            if let Some(bar) = &bar {
+                bar.inc(1);
+            }
+        };
         for judge in &self.judges {
-            let counted = Counted {
-                inner: judge.as_ref(),
-                bar: bar.as_ref(),
-            };
-            let run = judge_all(&counted, inputs, &self.config).await;
+            let run = judge_all_reporting(judge.as_ref(), inputs, &self.config, &done).await;
             add_to_result(result, &run);
             self.summaries.push(run.summary);
         }
@@ -229,34 +229,4 @@ fn progress(len: u64) -> Option<indicatif::ProgressBar> {
         );
         bar
     })
-}
-
-/// A judge that moves a progress bar by one per judged sample.
-struct Counted<'a> {
-    inner: &'a dyn Judge,
-    bar: Option<&'a indicatif::ProgressBar>,
-}
-
-#[async_trait::async_trait]
-impl Judge for Counted<'_> {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn prompt_version(&self) -> String {
-        self.inner.prompt_version()
-    }
-
-    async fn judge(
-        &self,
-        input: &JudgeInput<'_>,
-        sample: u32,
-        config: &JudgeConfig,
-    ) -> JudgeSample {
-        let s = self.inner.judge(input, sample, config).await;
-        if let Some(bar) = self.bar {
-            bar.inc(1);
-        }
-        s
-    }
 }

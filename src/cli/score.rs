@@ -182,17 +182,36 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     } else {
         out.text(&render_table(&card.headline(), &card.metrics, &card.std))?;
     }
+    let record = dataset_record(
+        dataset_path,
+        card,
+        dataset_hash,
+        ("retrieved", retrieved),
+        corpus.as_ref().zip(a.corpus.as_deref()),
+    );
+    super::runs::record(out, a.no_record, &[record])?;
+    Ok(())
+}
+
+/// The record of a `score` run against the dataset at `dataset_path`: its hash, the scored
+/// file (`input`: the option's name and the path), and the corpus when one was checked.
+fn dataset_record(
+    dataset_path: &Utf8Path,
+    card: RunResult,
+    dataset_hash: String,
+    input: (&str, &Utf8Path),
+    corpus: Option<(&Corpus, &Utf8Path)>,
+) -> RunRecord {
     let mut record = RunRecord::new("score", dataset_path.as_str(), card);
     record.dataset.hash = Some(dataset_hash);
     record
         .config
         .extra
-        .insert("retrieved".into(), retrieved.to_string());
-    if let (Some(corpus), Some(path)) = (&corpus, &a.corpus) {
-        record = record.with_corpus(corpus, Some(path.as_str()));
+        .insert(input.0.into(), input.1.to_string());
+    match corpus {
+        Some((corpus, path)) => record.with_corpus(corpus, Some(path.as_str())),
+        None => record,
     }
-    super::runs::record(out, a.no_record, &[record])?;
-    Ok(())
 }
 
 /// The dataset without rows that have nothing to find when asked to skip them (saying how

@@ -59,7 +59,7 @@ pub use outcome::{
     JudgeUsage, QueryJudgement, Spread, Statement, Support,
 };
 pub use relevancy::{AnswerRelevancy, AnswerRelevancyRubric, ANSWER_RELEVANCY_PLACEHOLDERS};
-pub use run::{judge_all, judge_query, pass_hat, JudgeRun, JudgeSummary};
+pub use run::{judge_all, judge_all_reporting, judge_query, pass_hat, JudgeRun, JudgeSummary};
 
 use crate::generator::RagAnswer;
 use crate::llm::{ChatMessage, ChatRequest};

@@ -37,8 +37,22 @@ pub async fn judge_all(
     inputs: &[JudgeInput<'_>],
     config: &JudgeConfig,
 ) -> JudgeRun {
+    judge_all_reporting(judge, inputs, config, &|| {}).await
+}
+
+/// [`judge_all`], calling `done` as each query's judging ends (for a progress bar).
+pub async fn judge_all_reporting(
+    judge: &dyn Judge,
+    inputs: &[JudgeInput<'_>],
+    config: &JudgeConfig,
+    done: &(dyn Fn() + Sync),
+) -> JudgeRun {
     let judgements: Vec<QueryJudgement> = stream::iter(inputs)
-        .map(|input| judge_query(judge, input, config))
+        .map(|input| async move {
+            let j = judge_query(judge, input, config).await;
+            done();
+            j
+        })
         .buffered(config.concurrency.max(1))
         .collect()
         .await;

@@ -1,7 +1,7 @@
 //! `rag-eval score --answers`: a RAG system's answers against a dataset's reference answers,
 //! and their contexts as a retrieval.
 
-use super::{with_truth, ScoreArgs};
+use super::{dataset_record, with_truth, ScoreArgs};
 use crate::answers::{embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems};
 use crate::cli::answering::client;
 use crate::cli::eval::{runtime, with_cache};
@@ -14,7 +14,7 @@ use crate::embed::Embedder;
 use crate::generator::RagAnswer;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
-use crate::runs::{self, RunRecord};
+use crate::runs;
 use crate::spec::Context;
 use anyhow::{bail, Context as _, Result};
 use camino::Utf8Path;
@@ -158,18 +158,14 @@ pub(super) fn run(
     if let Some(cache) = context.cache() {
         eprintln!("{}", cache.stats());
     }
-    let mut record = RunRecord::new("score", dataset_path.as_str(), card);
-    record.dataset.hash = Some(dataset_hash);
-    record
-        .config
-        .extra
-        .insert("answers".into(), answers_path.to_string());
-    if let Some(spec) = &a.embedder {
-        record.config.embedder = Some(spec.clone());
-    }
-    if let (Some(corpus), Some(path)) = (&corpus, &a.corpus) {
-        record = record.with_corpus(corpus, Some(path.as_str()));
-    }
+    let mut record = dataset_record(
+        dataset_path,
+        card,
+        dataset_hash,
+        ("answers", answers_path),
+        corpus.as_ref().zip(a.corpus.as_deref()),
+    );
+    record.config.embedder.clone_from(&a.embedder);
     if let Some(j) = &judging {
         j.fill(&mut record, &summaries);
     }
