@@ -4,7 +4,7 @@
 //! judge cache miss; when it is meant, rewrite the file with `RAG_EVAL_BLESS=1` and say so.
 
 use rag_eval::chunk::{PositionAwareChunk, RetrievedChunk};
-use rag_eval::embed::Embedder;
+use rag_eval::embed::HashingEmbedder;
 use rag_eval::generator::{PromptTemplate, RagAnswer};
 use rag_eval::judge::{
     judge_query, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig, JudgeInput,
@@ -70,27 +70,6 @@ impl LlmClient for Recorder {
     }
 }
 
-struct Vectors;
-
-#[async_trait::async_trait]
-impl Embedder for Vectors {
-    fn name(&self) -> String {
-        "vectors".into()
-    }
-    fn dimension(&self) -> usize {
-        2
-    }
-    async fn embed(&self, texts: &[String]) -> rag_eval::Result<Vec<Vec<f32>>> {
-        Ok(texts
-            .iter()
-            .map(|t| match t.as_str() {
-                "close" => vec![0.6, 0.8],
-                _ => vec![1.0, 0.0],
-            })
-            .collect())
-    }
-}
-
 /// Two chunks of `doc.md` (document offsets, text), a quote and a placeholder-like `{{…}}` in
 /// the answer, and non-ASCII text: what the prompts must carry through unchanged.
 fn answer() -> RagAnswer {
@@ -130,7 +109,7 @@ fn sent_by_every_judge() -> Vec<String> {
     let judges: Vec<Box<dyn Judge + '_>> = vec![
         Box::new(Faithfulness::new(&llm)),
         Box::new(Faithfulness::new(&llm).with_prompt(custom)),
-        Box::new(AnswerRelevancy::new(&llm, Vectors).with_questions(2)),
+        Box::new(AnswerRelevancy::new(&llm, HashingEmbedder::new(64, 2)).with_questions(2)),
         Box::new(LlmContextPrecision::new(&llm)),
         Box::new(LlmContextRecall::new(&llm)),
         Box::new(AnswerMatch::new(&llm)),
