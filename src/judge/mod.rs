@@ -36,6 +36,10 @@
 //!
 //! Wrap the client in a `CachedLlm` (feature `cache`) to record a run and replay it with no
 //! calls.
+//!
+//! The five judges are one type, [`LlmJudge`], with a different [`Rubric`] each (what is
+//! asked, the schema, how the answer is checked and scored): every judge's request, parsing,
+//! repairs and `invalid`/`error` outcomes go through the same code.
 
 mod answer_match;
 mod context;
