@@ -7,7 +7,7 @@
 //!
 //! 1. Throughput: 1,000-character chunks (consecutive windows of the chunking-eval-general
 //!    corpora, or of a fixed text when the data is absent), embedded in batches of 32 on 2
-//!    onnxruntime threads, against `benches/scripts/onnx_peer.py` (onnxruntime + tokenizers +
+//!    onnxruntime threads (`--threads`), against `benches/scripts/onnx_peer.py` (onnxruntime + tokenizers +
 //!    NumPy, same batch size, threads, truncation and pooling) run as a subprocess in the same
 //!    run. Full passes alternate between the sides so that both see the same machine load; the
 //!    peer times its own passes and prints its median. Both report texts/s; the first two
@@ -15,27 +15,38 @@
 //!    `.ci/.venv-onnx` is missing.
 //! 2. Evaluation: `Pipeline` (chunker → `OnnxEmbedder` → `InMemoryStore`) over the five corpora
 //!    and 472 questions of `../shared/data/chunking-eval-general`, k = 5, Chroma-mode metrics,
-//!    under a Tokio runtime; one run per chunker, with its wall time split into indexing,
-//!    retrieval and scoring. Skipped with a notice when the data is absent.
+//!    under a Tokio runtime, per chunker (`--chunker SPEC`, default two), with the wall time
+//!    taken apart: loading, chunking, tokenisation, input tensors, inference (chunks and
+//!    queries), pooling, embedding overhead, store add and search, scoring. The embedder's calls
+//!    are recorded on the way (texts per call). With the `cache` feature the embedder sits
+//!    behind a `CachedEmbedder` on a fresh SQLite file, and the evaluation is then run again
+//!    from that cache (`--reps` times, model loading included): the warm rerun.
+//! 3. Replay: the recorded calls embedded again by our side and by the Python peer (given the
+//!    same calls, it forms the same batches: sorted by token length per call, cut at 32),
+//!    alternating, `--replay-reps` passes each (default 3, 0 skips); each side times its
+//!    stages, so our whole pass is set against onnxruntime's own inference time for the same
+//!    batches. Skipped with a notice when the data is absent.
 //!
 //! Options after `--`: `--texts N` (default 320), `--reps N` (default 5), `--skip-eval`,
-//! `--skip-throughput`. Under `cargo test --benches` (no `--bench` flag) it embeds a few texts
-//! once, untimed, as a smoke test.
+//! `--skip-throughput`, `--threads N` (onnxruntime intra-op threads on both sides, default 2),
+//! `--spinning on|off` (intra-op spinning on both sides; default onnxruntime's, on),
+//! `--chunker SPEC`, `--replay-reps N`, `--call-size N` (texts per embedder call in the
+//! evaluation, instead of the embedder's preference; 64 was the size before there was one). Under `cargo test --benches` (no `--bench` flag) it
+//! embeds a few texts once, untimed, as a smoke test.
 
-use rag_eval::chunker::{parse_spec, PositionAwareChunker, RecursiveCharacterChunker};
+use rag_eval::chunker::{parse_spec, PositionAwareChunker};
 use rag_eval::corpus::Corpus;
 use rag_eval::dataset::import::chroma_csv;
-use rag_eval::embed::{cosine, Embedder, OnnxConfig, OnnxEmbedder};
+use rag_eval::embed::{cosine, Embedder, OnnxConfig, OnnxEmbedder, OnnxProfile};
 use rag_eval::eval::TokenLevelEvaluation;
 use rag_eval::metrics::{token_level_metrics, ChunkIndex, SpanMode};
 use rag_eval::retrieve::Pipeline;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-const THREADS: usize = 2;
 const BATCH: usize = 32;
 const CHUNK_CHARS: usize = 1_000;
 
@@ -45,6 +56,11 @@ struct Options {
     reps: usize,
     eval: bool,
     throughput: bool,
+    threads: usize,
+    spinning: Option<bool>,
+    chunker: Option<String>,
+    replay_reps: usize,
+    call_size: Option<usize>,
 }
 
 fn options() -> Options {
@@ -56,12 +72,27 @@ fn options() -> Options {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
+    let text = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     Options {
         bench: args.iter().any(|a| a == "--bench"),
         texts: value("--texts", 320).max(1),
         reps: value("--reps", 5).max(1),
         eval: !args.iter().any(|a| a == "--skip-eval"),
         throughput: !args.iter().any(|a| a == "--skip-throughput"),
+        threads: value("--threads", 2).max(1),
+        spinning: text("--spinning").and_then(|v| match v.as_str() {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => None,
+        }),
+        chunker: text("--chunker"),
+        replay_reps: value("--replay-reps", 3),
+        call_size: text("--call-size").and_then(|v| v.parse().ok()),
     }
 }
 
@@ -127,6 +158,7 @@ impl Peer {
         model_dir: &Path,
         texts_file: &Path,
         max_len: usize,
+        opts: &Options,
     ) -> Result<Peer, String> {
         let python = root.join(".ci/.venv-onnx/bin/python");
         if !python.exists() {
@@ -142,8 +174,13 @@ impl Peer {
             .arg("--texts")
             .arg(texts_file)
             .args(["--batch", &BATCH.to_string()])
-            .args(["--threads", &THREADS.to_string()])
+            .args(["--threads", &opts.threads.to_string()])
             .args(["--max-len", &max_len.to_string()])
+            .args(match opts.spinning {
+                Some(true) => &["--spinning", "on"][..],
+                Some(false) => &["--spinning", "off"][..],
+                None => &[][..],
+            })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -178,6 +215,22 @@ impl Peer {
             .ok_or_else(|| "no pass_s".to_owned())
     }
 
+    /// One timed pass on the Python side; returns its own timings: the whole pass, then
+    /// tokenisation, input tensors, inference and pooling.
+    fn stages(&mut self) -> Result<[f64; 5], String> {
+        writeln!(self.stdin, "pass").map_err(|e| e.to_string())?;
+        self.stdin.flush().map_err(|e| e.to_string())?;
+        let v = self.read()?;
+        let mut out = [0.0; 5];
+        for (o, key) in
+            out.iter_mut()
+                .zip(["pass_s", "tokenize_s", "tensors_s", "inference_s", "pool_s"])
+        {
+            *o = v[key].as_f64().ok_or_else(|| format!("no {key} in {v}"))?;
+        }
+        Ok(out)
+    }
+
     /// Closes stdin and returns the peer's own median of its passes.
     fn finish(self) -> Result<f64, String> {
         let Peer {
@@ -201,20 +254,17 @@ impl Peer {
 
 fn throughput(root: &Path, model_dir: &Path, data: &Path, opts: &Options) {
     let (texts, source) = chunks(data, opts.texts);
-    let e = OnnxEmbedder::with_config(
-        model_dir,
-        OnnxConfig::new().threads(THREADS).batch_size(BATCH),
-    )
-    .expect("load the ONNX model");
+    let e = OnnxEmbedder::with_config(model_dir, config(opts)).expect("load the ONNX model");
     let tokens: Vec<usize> = texts.iter().map(|t| e.token_count(t).unwrap()).collect();
     let in_order: Vec<usize> = (0..texts.len()).collect();
     let mut by_length = in_order.clone();
     by_length.sort_by_key(|&i| std::cmp::Reverse(tokens[i]));
     println!(
-        "throughput: {} texts of {CHUNK_CHARS} chars from {source}; {:.0} tokens on average after truncation at {}; batch {BATCH}, {THREADS} threads",
+        "throughput: {} texts of {CHUNK_CHARS} chars from {source}; {:.0} tokens on average after truncation at {}; batch {BATCH}, {} threads",
         texts.len(),
         tokens.iter().sum::<usize>() as f64 / tokens.len() as f64,
-        e.max_len()
+        e.max_len(),
+        opts.threads
     );
     println!(
         "  token slots per pass incl. padding: ours (batches sorted by length) {}, python (input order) {}",
@@ -224,7 +274,7 @@ fn throughput(root: &Path, model_dir: &Path, data: &Path, opts: &Options) {
     let ours_vectors = e.embed_blocking(&texts).expect("embed"); // warm-up
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), serde_json::to_string(&texts).unwrap()).expect("write texts");
-    let mut peer = match Peer::start(root, model_dir, file.path(), e.max_len()) {
+    let mut peer = match Peer::start(root, model_dir, file.path(), e.max_len(), opts) {
         Ok(p) => Some(p),
         Err(err) => {
             println!("  python: skipped, {err}");
@@ -295,7 +345,81 @@ fn fmt_times(times: &[f64]) -> String {
         .join(", ")
 }
 
-fn evaluation(model_dir: &Path, data: &Path) {
+/// An embedder that passes every call on to an [`OnnxEmbedder`] and keeps the texts of each
+/// call, its wall time and the embedder's profile for it, documents and queries apart.
+struct Recorder {
+    inner: Arc<OnnxEmbedder>,
+    /// Texts per call asked of batching wrappers, instead of the embedder's own preference.
+    call_size: Option<usize>,
+    log: Mutex<Log>,
+}
+
+#[derive(Default)]
+struct Log {
+    calls: Vec<Vec<String>>,
+    documents: Part,
+    queries: Part,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Part {
+    wall: Duration,
+    profile: OnnxProfile,
+}
+
+impl Recorder {
+    fn note(&self, texts: &[String], query: bool, wall: Duration, before: OnnxProfile) {
+        let profile = self.inner.profile().since(&before);
+        let mut log = self.log.lock().unwrap();
+        log.calls.push(texts.to_vec());
+        let part = if query {
+            &mut log.queries
+        } else {
+            &mut log.documents
+        };
+        part.wall += wall;
+        part.profile += profile;
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for Recorder {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    fn preferred_batch_size(&self) -> Option<usize> {
+        self.call_size.or(self.inner.preferred_batch_size())
+    }
+    async fn embed(&self, texts: &[String]) -> rag_eval::Result<Vec<Vec<f32>>> {
+        let (before, t) = (self.inner.profile(), Instant::now());
+        let v = self.inner.embed(texts).await?;
+        self.note(texts, false, t.elapsed(), before);
+        Ok(v)
+    }
+    async fn embed_query(&self, query: &str) -> rag_eval::Result<Vec<f32>> {
+        let (before, t) = (self.inner.profile(), Instant::now());
+        let v = self.inner.embed_query(query).await?;
+        self.note(&[query.to_owned()], true, t.elapsed(), before);
+        Ok(v)
+    }
+}
+
+fn config(opts: &Options) -> OnnxConfig {
+    let mut c = OnnxConfig::new().threads(opts.threads).batch_size(BATCH);
+    if let Some(on) = opts.spinning {
+        c = c.intra_op_spinning(on);
+    }
+    c
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn evaluation(root: &Path, model_dir: &Path, data: &Path, opts: &Options) {
     let corpus = match Corpus::from_folder(data.join("corpora").to_str().unwrap_or_default(), None)
     {
         Ok(c) => Arc::new(c),
@@ -310,55 +434,68 @@ fn evaluation(model_dir: &Path, data: &Path) {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let chunkers: Vec<(String, Arc<dyn PositionAwareChunker>)> = vec![
-        (
-            "RecursiveCharacterChunker::new(400, 0)".into(),
-            Arc::new(RecursiveCharacterChunker::new(400, 0)),
-        ),
-        (
-            "recursive:size=250,overlap=0,length=tokens,separators=chroma (published row: 78.5±39.5 / 5.4±4.9 / 26.7±18.3 / 5.4±4.9)".into(),
-            Arc::from(
-                parse_spec("recursive:size=250,overlap=0,length=tokens,separators=chroma")
-                    .expect("spec"),
-            ),
-        ),
-    ];
-    for (label, chunker) in chunkers {
+    let specs = match &opts.chunker {
+        Some(spec) => vec![spec.clone()],
+        None => vec![
+            "recursive:size=400,overlap=0".to_owned(),
+            "recursive:size=250,overlap=0,length=tokens,separators=chroma".to_owned(),
+        ],
+    };
+    for spec in specs {
+        let chunker: Arc<dyn PositionAwareChunker> =
+            Arc::from(parse_spec(&spec).expect("chunker spec"));
+        let cache_dir = tempfile::tempdir().expect("temp dir");
+        let cache_path = cache_dir.path().join("embeddings.sqlite");
         let start = Instant::now();
-        let embedder = OnnxEmbedder::from_dir(model_dir).expect("load the ONNX model");
-        let loaded = start.elapsed().as_secs_f64();
+        let onnx = Arc::new(
+            OnnxEmbedder::with_config(model_dir, config(opts)).expect("load the ONNX model"),
+        );
+        let loaded = start.elapsed();
+        let recorder = Arc::new(Recorder {
+            inner: Arc::clone(&onnx),
+            call_size: opts.call_size,
+            log: Mutex::default(),
+        });
+        let embedder = cached(Arc::clone(&recorder) as Arc<dyn Embedder>, &cache_path);
+        let chunking = Instant::now();
         let spans: Vec<_> = chunker
             .chunk_corpus(&corpus)
             .into_iter()
             .map(|c| c.span)
             .collect();
+        let chunking = chunking.elapsed();
         let chunk_count = spans.len();
         let metrics =
             token_level_metrics(SpanMode::ChunkingEvaluation, Some(ChunkIndex::new(&spans)));
-        let pipeline = Pipeline::from_arc(Arc::clone(&chunker), Arc::new(embedder));
+        let pipeline = Pipeline::from_arc(Arc::clone(&chunker), embedder);
         let eval = TokenLevelEvaluation::new(Arc::clone(&corpus), dataset.clone())
             .expect("evaluation")
             .with_mode(SpanMode::ChunkingEvaluation);
+        let evaluating = Instant::now();
         let result = runtime
             .block_on(eval.run(&pipeline, 5, &metrics))
             .expect("run");
-        let total = start.elapsed().as_secs_f64();
+        let total = loaded + chunking + evaluating.elapsed();
         let pct = |name: &str| {
             let mean = result.scores.metrics.get(name).unwrap_or(f64::NAN) * 100.0;
             let std = result.scores.std.get(name).unwrap_or(f64::NAN) * 100.0;
             format!("{mean:.1}±{std:.1}")
         };
-        println!("evaluation: {label}");
+        let (calls, docs, queries) = {
+            let log = recorder.log.lock().unwrap();
+            (log.calls.clone(), log.documents, log.queries)
+        };
+        let t = &result.timings;
+        let index = Duration::from_secs_f64(t.index_ms / 1e3);
+        let retrieve = Duration::from_secs_f64(t.retrieve_ms / 1e3);
+        println!("evaluation: {spec}");
         println!(
-            "  {chunk_count} chunks, {} questions, k = 5, chroma mode; embedder {}",
+            "  {chunk_count} chunks, {} questions, k = 5, chroma mode; embedder {}, calls of up to {} texts, {} threads, spinning {}",
             result.scores.queries,
-            pipeline.embedder().name()
-        );
-        println!(
-            "  total {total:.1} s = load {loaded:.1} s + index {:.1} s + retrieve {:.1} s + score {:.3} s",
-            result.timings.index_ms / 1e3,
-            result.timings.retrieve_ms / 1e3,
-            result.timings.score_ms / 1e3
+            pipeline.embedder().name(),
+            pipeline.embedder().batch_size(),
+            opts.threads,
+            opts.spinning.map_or("default".to_owned(), |s| s.to_string())
         );
         println!(
             "  recall {} / precision {} / precisionΩ {} / IoU {}",
@@ -367,7 +504,236 @@ fn evaluation(model_dir: &Path, data: &Path) {
             pct("precision_omega"),
             pct("span_iou@5")
         );
+        println!("  documents: {}", docs.profile);
+        println!("  queries:   {}", queries.profile);
+        let both = |f: fn(&OnnxProfile) -> Duration| secs(f(&docs.profile) + f(&queries.profile));
+        let other = |p: &Part| secs(p.wall.saturating_sub(p.profile.total()));
+        println!("  | stage | s |");
+        println!("  |---|---|");
+        println!("  | load the model | {:.2} |", secs(loaded));
+        println!(
+            "  | chunking (timed apart; inside index too) | {:.2} |",
+            secs(chunking)
+        );
+        println!("  | tokenisation | {:.2} |", both(|p| p.tokenize));
+        println!("  | input tensors | {:.3} |", both(|p| p.tensors));
+        println!(
+            "  | inference: chunks ({} texts, {} batches) | {:.2} |",
+            docs.profile.texts,
+            docs.profile.batches,
+            secs(docs.profile.inference)
+        );
+        println!(
+            "  | inference: queries ({} texts, {} batches) | {:.2} |",
+            queries.profile.texts,
+            queries.profile.batches,
+            secs(queries.profile.inference)
+        );
+        println!("  | pooling | {:.3} |", both(|p| p.pool));
+        println!(
+            "  | embedding outside the model (blocking pool, cache, copies) | {:.2} |",
+            other(&docs) + other(&queries)
+        );
+        println!(
+            "  | store: add (index − chunking − chunk embedding) | {:.2} |",
+            secs(index.saturating_sub(chunking + docs.wall))
+        );
+        println!(
+            "  | store: search (retrieve − query embedding) | {:.2} |",
+            secs(retrieve.saturating_sub(queries.wall))
+        );
+        println!("  | scoring | {:.3} |", t.score_ms / 1e3);
+        println!("  | total | {:.2} |", secs(total));
+        warm_rerun(
+            model_dir,
+            &cache_path,
+            &chunker,
+            &corpus,
+            &dataset,
+            &runtime,
+            opts,
+        );
+        replay(root, model_dir, &calls, &onnx, opts);
     }
+}
+
+/// `embedder` behind a cache at `path` when the `cache` feature is on.
+fn cached(embedder: Arc<dyn Embedder>, path: &Path) -> Arc<dyn Embedder> {
+    #[cfg(feature = "cache")]
+    {
+        use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
+        let cache = Cache::open(path.to_str().unwrap(), CacheMode::ReadWrite).expect("cache");
+        Arc::new(CachedEmbedder::new(embedder, Arc::new(cache)))
+    }
+    #[cfg(not(feature = "cache"))]
+    {
+        let _ = path;
+        embedder
+    }
+}
+
+/// The same evaluation again from the cache the first run filled: a fresh process would load
+/// the model, open the cache, chunk, look every text up, search and score.
+fn warm_rerun(
+    model_dir: &Path,
+    cache_path: &Path,
+    chunker: &Arc<dyn PositionAwareChunker>,
+    corpus: &Arc<Corpus>,
+    dataset: &rag_eval::dataset::TokenDataset,
+    runtime: &tokio::runtime::Runtime,
+    opts: &Options,
+) {
+    #[cfg(feature = "cache")]
+    {
+        use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
+        let mut times = Vec::new();
+        let mut last = None;
+        for _ in 0..opts.reps {
+            let start = Instant::now();
+            let onnx =
+                OnnxEmbedder::with_config(model_dir, config(opts)).expect("load the ONNX model");
+            let loaded = start.elapsed();
+            let cache = Arc::new(
+                Cache::open(cache_path.to_str().unwrap(), CacheMode::ReadWrite).expect("cache"),
+            );
+            let embedder = Arc::new(CachedEmbedder::new(onnx, Arc::clone(&cache)));
+            let spans: Vec<_> = chunker
+                .chunk_corpus(corpus)
+                .into_iter()
+                .map(|c| c.span)
+                .collect();
+            let metrics =
+                token_level_metrics(SpanMode::ChunkingEvaluation, Some(ChunkIndex::new(&spans)));
+            let pipeline = Pipeline::from_arc(Arc::clone(chunker), embedder.clone());
+            let eval = TokenLevelEvaluation::new(Arc::clone(corpus), dataset.clone())
+                .expect("evaluation")
+                .with_mode(SpanMode::ChunkingEvaluation);
+            let result = runtime
+                .block_on(eval.run(&pipeline, 5, &metrics))
+                .expect("run");
+            times.push(start.elapsed().as_secs_f64());
+            last = Some((loaded, result.timings, embedder.stats()));
+        }
+        if let Some((loaded, t, stats)) = last {
+            println!(
+                "  warm rerun from the cache: median {:.2} s (runs: {}); last run: load {:.2} s, index {:.2} s, retrieve {:.2} s, score {:.3} s; {stats}",
+                median(times.clone()),
+                fmt_times(&times),
+                secs(loaded),
+                t.index_ms / 1e3,
+                t.retrieve_ms / 1e3,
+                t.score_ms / 1e3
+            );
+        }
+    }
+    #[cfg(not(feature = "cache"))]
+    {
+        let _ = (
+            model_dir, cache_path, chunker, corpus, dataset, runtime, opts,
+        );
+        println!("  warm rerun: skipped, build with --features onnx,cache");
+    }
+}
+
+/// The evaluation's embedder calls again, on our side and on the Python peer's in turn, with
+/// each side's time split by stage.
+fn replay(
+    root: &Path,
+    model_dir: &Path,
+    calls: &[Vec<String>],
+    onnx: &OnnxEmbedder,
+    opts: &Options,
+) {
+    if opts.replay_reps == 0 {
+        return;
+    }
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(
+        file.path(),
+        serde_json::json!({ "calls": calls }).to_string(),
+    )
+    .expect("write calls");
+    let mut peer = match Peer::start(root, model_dir, file.path(), onnx.max_len(), opts) {
+        Ok(p) => Some(p),
+        Err(err) => {
+            println!("  replay: python skipped, {err}");
+            None
+        }
+    };
+    let mut ours: Vec<[f64; 5]> = Vec::new();
+    let mut theirs: Vec<[f64; 5]> = Vec::new();
+    for _ in 0..opts.replay_reps {
+        let before = onnx.profile();
+        let t = Instant::now();
+        for call in calls {
+            std::hint::black_box(onnx.embed_blocking(call).expect("embed"));
+        }
+        let wall = secs(t.elapsed());
+        let p = onnx.profile().since(&before);
+        ours.push([
+            wall,
+            secs(p.tokenize),
+            secs(p.tensors),
+            secs(p.inference),
+            secs(p.pool),
+        ]);
+        if let Some(pr) = peer.as_mut() {
+            match pr.stages() {
+                Ok(s) => theirs.push(s),
+                Err(err) => {
+                    println!("  replay: python failed: {err}");
+                    peer = None;
+                }
+            }
+        }
+    }
+    if let Some(p) = peer {
+        let _ = p.finish();
+    }
+    let column = |rows: &[[f64; 5]], i: usize| median(rows.iter().map(|r| r[i]).collect());
+    println!(
+        "  replay of the {} embedder calls, {} passes each side, alternating; medians in s:",
+        calls.len(),
+        opts.replay_reps
+    );
+    println!("  | stage | ours | python |");
+    println!("  |---|---|---|");
+    for (i, stage) in [
+        "whole pass",
+        "tokenisation",
+        "input tensors",
+        "inference",
+        "pooling",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let py = if theirs.is_empty() {
+            "–".to_owned()
+        } else {
+            format!("{:.3}", column(&theirs, i))
+        };
+        println!("  | {stage} | {:.3} | {py} |", column(&ours, i));
+    }
+    println!("  ours per pass: {}", fmt_rows(&ours));
+    if !theirs.is_empty() {
+        println!("  python per pass: {}", fmt_rows(&theirs));
+        let ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(o, p)| o[0] / p[3]).collect();
+        let infer: Vec<f64> = ours.iter().zip(&theirs).map(|(o, p)| o[3] / p[3]).collect();
+        println!(
+            "  ours' whole pass / python's inference, pass by pass: median {:.3} ({}); ours' inference / python's: median {:.3}",
+            median(ratios.clone()),
+            fmt_times(&ratios),
+            median(infer)
+        );
+    }
+}
+
+fn fmt_rows(rows: &[[f64; 5]]) -> String {
+    rows.iter()
+        .map(|r| format!("{:.2}/{:.2}", r[0], r[3]))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn main() {
@@ -397,6 +763,6 @@ fn main() {
         throughput(&root, &model_dir, &data, &opts);
     }
     if opts.eval {
-        evaluation(&model_dir, &data);
+        evaluation(&root, &model_dir, &data, &opts);
     }
 }

@@ -3,7 +3,7 @@
 //! (`. .ci/onnx.sh` sets both) and skip with a notice without them; the error tests need
 //! neither.
 
-use rag_eval::embed::{cosine, Embedder, OnnxConfig, OnnxEmbedder};
+use rag_eval::embed::{cosine, BatchingEmbedder, Embedder, OnnxConfig, OnnxEmbedder};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -109,6 +109,40 @@ fn name_and_dimension_come_from_the_folder_and_the_model() {
     assert_eq!(e.name(), format!("onnx(model={folder},max_len=256)"));
     assert_eq!(e.dimension(), 384);
     assert_eq!(e.batch_size(), 32);
+}
+
+#[test]
+fn the_profile_counts_texts_tokens_and_padding_of_batches_sorted_by_length() {
+    let Some(_) = embedder() else { return };
+    let e =
+        OnnxEmbedder::with_config(model_dir().unwrap(), OnnxConfig::new().batch_size(2)).unwrap();
+    let texts = [
+        "one",
+        "a somewhat longer text than the others",
+        "two words",
+        "",
+    ];
+    let tokens: Vec<usize> = texts.iter().map(|t| e.token_count(t).unwrap()).collect();
+    let before = e.profile();
+    e.embed_blocking(&texts).unwrap();
+    let p = e.profile().since(&before);
+    assert_eq!((p.calls, p.texts, p.batches), (1, 4, 2));
+    assert_eq!(p.tokens, tokens.iter().sum::<usize>() as u64);
+    // Longest first: the two longest texts share a batch, the two shortest the other, each
+    // padded to its own longest.
+    let mut sorted = tokens.clone();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(p.token_slots, (2 * sorted[0] + 2 * sorted[2]) as u64);
+    assert!(p.inference > std::time::Duration::ZERO);
+    assert_eq!(
+        p.total(),
+        p.tokenize + p.tensors + p.inference + p.pool,
+        "{p}"
+    );
+    // Batching wrappers send calls of 32 model batches, so that sorting has room to work.
+    assert_eq!(e.preferred_batch_size(), Some(64));
+    let wrapped = BatchingEmbedder::new(std::sync::Arc::new(e));
+    assert_eq!(wrapped.batch_size(), 64);
 }
 
 #[test]

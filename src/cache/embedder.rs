@@ -329,6 +329,11 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         }
     }
 
+    /// The inner embedder's: only the texts the cache lacks reach it, in one call.
+    fn preferred_batch_size(&self) -> Option<usize> {
+        self.inner.preferred_batch_size()
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         self.resolve(Kind::Document, &texts).await

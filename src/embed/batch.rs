@@ -86,11 +86,13 @@ enum Slot {
 }
 
 impl<E: Embedder> BatchingEmbedder<E> {
-    /// Wraps `inner`, sending at most 64 texts per call.
+    /// Wraps `inner`, sending at most [`Embedder::preferred_batch_size`] texts per call, or 64
+    /// when `inner` has no preference.
     pub fn new(inner: E) -> Self {
+        let batch_size = inner.preferred_batch_size().unwrap_or(64).max(1);
         BatchingEmbedder {
             inner,
-            batch_size: 64,
+            batch_size,
             state: Mutex::new(State::default()),
         }
     }
@@ -364,6 +366,7 @@ mod tests {
         queries: Mutex<Vec<String>>,
         yield_once: bool,
         fail: Mutex<usize>,
+        preferred: Option<usize>,
     }
 
     fn vector(text: &str, sign: f32) -> Vec<f32> {
@@ -398,6 +401,9 @@ mod tests {
         fn dimension(&self) -> usize {
             3
         }
+        fn preferred_batch_size(&self) -> Option<usize> {
+            self.preferred
+        }
         async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
             self.calls.lock().unwrap().push(texts.to_vec());
             if self.yield_once {
@@ -420,6 +426,36 @@ mod tests {
 
     fn strings(texts: &[&str]) -> Vec<String> {
         texts.iter().map(|t| (*t).to_owned()).collect()
+    }
+
+    #[test]
+    fn calls_are_as_large_as_the_inner_embedder_prefers_unless_set() {
+        let texts = strings(&["a", "b", "c", "d", "e"]);
+        let inner = Counting {
+            preferred: Some(2),
+            ..Counting::default()
+        };
+        let e = BatchingEmbedder::new(inner);
+        assert_eq!(e.batch_size(), 2);
+        block_on(e.embed(&texts)).unwrap();
+        let sizes: Vec<usize> = e
+            .inner()
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(sizes, [2, 2, 1]);
+        let inner = Counting {
+            preferred: Some(2),
+            ..Counting::default()
+        };
+        assert_eq!(
+            BatchingEmbedder::new(inner).with_batch_size(3).batch_size(),
+            3
+        );
+        assert_eq!(BatchingEmbedder::new(Counting::default()).batch_size(), 64);
     }
 
     #[test]

@@ -4,6 +4,8 @@ mod batch;
 mod hashing;
 #[cfg(feature = "onnx")]
 mod onnx;
+#[cfg(feature = "onnx")]
+mod onnx_profile;
 #[cfg(feature = "openai")]
 mod openai;
 
@@ -13,6 +15,8 @@ pub use batch::{BatchStats, BatchingEmbedder};
 pub use hashing::HashingEmbedder;
 #[cfg(feature = "onnx")]
 pub use onnx::{OnnxConfig, OnnxEmbedder, ORT_DYLIB_PATH};
+#[cfg(feature = "onnx")]
+pub use onnx_profile::OnnxProfile;
 #[cfg(feature = "openai")]
 pub use openai::{EmbeddingUsage, OpenAiEmbedder, OpenAiEmbedderBuilder};
 
@@ -35,6 +39,12 @@ pub trait Embedder: Send + Sync {
     }
     /// Length of every vector this embedder returns.
     fn dimension(&self) -> usize;
+    /// How many texts this embedder would rather get per [`Embedder::embed`] call, if it has a
+    /// preference; wrappers that batch ([`BatchingEmbedder`]) then send calls of that size.
+    /// `None` (the default) leaves the size to the wrapper.
+    fn preferred_batch_size(&self) -> Option<usize> {
+        None
+    }
     /// Embeds documents or chunks, one vector per text, in order.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
     /// Embeds a query. Models with separate query encodings override this.
@@ -69,6 +79,9 @@ impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
     fn dimension(&self) -> usize {
         (**self).dimension()
     }
+    fn preferred_batch_size(&self) -> Option<usize> {
+        (**self).preferred_batch_size()
+    }
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         (**self).embed(texts).await
     }
@@ -90,6 +103,9 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     }
     fn dimension(&self) -> usize {
         (**self).dimension()
+    }
+    fn preferred_batch_size(&self) -> Option<usize> {
+        (**self).preferred_batch_size()
     }
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         (**self).embed(texts).await

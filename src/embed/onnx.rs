@@ -1,13 +1,15 @@
 //! Local sentence-transformers models exported to ONNX, run by onnxruntime.
 
-use super::Embedder;
+use super::{Embedder, OnnxProfile};
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use ort::session::Session;
-use ort::value::Tensor;
+use ort::session::SessionInputValue;
+use ort::value::TensorRef;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 use tokenizers::{
     PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
 };
@@ -31,6 +33,7 @@ pub struct OnnxConfig {
     batch_size: Option<usize>,
     max_len: Option<usize>,
     threads: Option<usize>,
+    spinning: Option<bool>,
     runtime: Option<PathBuf>,
 }
 
@@ -59,6 +62,14 @@ impl OnnxConfig {
     /// onnxruntime intra-op threads (default: the available parallelism; at least 1).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n.max(1));
+        self
+    }
+
+    /// Whether onnxruntime's intra-op threads spin while waiting for work (default: onnxruntime's
+    /// own default, on). Spinning saves the wake-up between a batch's operators; turning it
+    /// off leaves idle cores to other processes.
+    pub fn intra_op_spinning(mut self, on: bool) -> Self {
+        self.spinning = Some(on);
         self
     }
 
@@ -110,7 +121,8 @@ pub struct OnnxEmbedder {
 }
 
 struct Model {
-    session: Mutex<Session>,
+    engine: Mutex<Engine>,
+    profile: Mutex<OnnxProfile>,
     tokenizer: Tokenizer,
     /// Whether the graph takes `token_type_ids` (BERT exports do, others may not).
     token_type_ids: bool,
@@ -192,10 +204,16 @@ impl OnnxEmbedder {
         let session_error = |e: &dyn fmt::Display| {
             Error::Embed(format!("cannot load ONNX model `{model_path}`: {e}"))
         };
-        let session = Session::builder(&environment)
+        let mut builder = Session::builder(&environment)
             .map_err(|e| session_error(&e))?
             .with_intra_threads(threads)
-            .map_err(|e| session_error(&e))?
+            .map_err(|e| session_error(&e))?;
+        if let Some(on) = config.spinning {
+            builder = builder
+                .with_intra_op_spinning(on)
+                .map_err(|e| session_error(&e))?;
+        }
+        let session = builder
             .commit_from_file(&model_path)
             .map_err(|e| session_error(&e))?;
 
@@ -244,7 +262,13 @@ impl OnnxEmbedder {
             })
             .unwrap_or_else(|| dir.to_string());
         let model = Arc::new(Model {
-            session: Mutex::new(session),
+            engine: Mutex::new(Engine {
+                session,
+                ids: Vec::new(),
+                mask: Vec::new(),
+                types: Vec::new(),
+            }),
+            profile: Mutex::new(OnnxProfile::default()),
             tokenizer,
             token_type_ids,
             output,
@@ -276,6 +300,12 @@ impl OnnxEmbedder {
         self.model.batch_size
     }
 
+    /// Counts and times by stage (tokenising, input tensors, inference, pooling) accumulated
+    /// since the embedder was made; see [`OnnxProfile`].
+    pub fn profile(&self) -> OnnxProfile {
+        *self.model.profile.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// How many tokens of `text` the model sees: special tokens included, after truncation.
     pub fn token_count(&self, text: &str) -> Result<usize> {
         self.model
@@ -292,53 +322,101 @@ impl OnnxEmbedder {
     }
 }
 
+/// The session and the input buffers it is fed from, reused from batch to batch.
+struct Engine {
+    session: Session,
+    ids: Vec<i64>,
+    mask: Vec<i64>,
+    types: Vec<i64>,
+}
+
+/// A text's tokens, kept apart from the rest of its `Encoding` (offsets, token strings) so that
+/// a large call holds a few bytes per token.
+struct Tokens {
+    ids: Vec<u32>,
+    types: Vec<u32>,
+    mask: Vec<u32>,
+}
+
+/// Model batches per call that [`Embedder::preferred_batch_size`] asks batching wrappers for.
+const CALL_BATCHES: usize = 32;
+
+/// Texts tokenised at a time: bounds the memory of full `Encoding`s in a large call.
+const TOKENIZE_CHUNK: usize = 256;
+
 impl Model {
-    fn session(&self) -> MutexGuard<'_, Session> {
-        // A failed run leaves the session as it was.
-        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        // A failed run leaves the session as it was, and the buffers are rewritten per batch.
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| Error::Embed(format!("cannot tokenize for `{}`: {e}", self.model_path)))?;
+        let started = Instant::now();
+        let mut tokens: Vec<Tokens> = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(TOKENIZE_CHUNK) {
+            let encodings = self
+                .tokenizer
+                .encode_batch_fast(chunk.to_vec(), true)
+                .map_err(|e| {
+                    Error::Embed(format!("cannot tokenize for `{}`: {e}", self.model_path))
+                })?;
+            tokens.extend(encodings.into_iter().map(|e| Tokens {
+                ids: e.get_ids().to_vec(),
+                types: e.get_type_ids().to_vec(),
+                mask: e.get_attention_mask().to_vec(),
+            }));
+        }
         // Longest first, as sentence-transformers does, so that texts of similar length share
-        // a batch and little of it is padding.
+        // a batch and little of it is padding. The sort is stable: equal lengths keep input order.
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
+        order.sort_by_key(|&i| std::cmp::Reverse(tokens[i].ids.len()));
+        let mut profile = OnnxProfile {
+            calls: 1,
+            texts: texts.len() as u64,
+            tokens: tokens.iter().map(|t| t.ids.len() as u64).sum(),
+            tokenize: started.elapsed(),
+            ..OnnxProfile::default()
+        };
         let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(self.batch_size) {
-            let rows: Vec<&tokenizers::Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
-            for (&i, v) in batch.iter().zip(self.run(&rows)?) {
+        let result = order.chunks(self.batch_size).try_for_each(|batch| {
+            let rows: Vec<&Tokens> = batch.iter().map(|&i| &tokens[i]).collect();
+            let pooled = self.run(&rows, &mut profile)?;
+            let placing = Instant::now();
+            for (&i, v) in batch.iter().zip(pooled) {
                 vectors[i] = v;
             }
-        }
-        Ok(vectors)
+            profile.pool += placing.elapsed();
+            Ok(())
+        });
+        *self.profile.lock().unwrap_or_else(|e| e.into_inner()) += profile;
+        result.map(|()| vectors)
     }
 
     /// One model call: pads `rows` to the longest, runs the graph, pools and normalises.
-    fn run(&self, rows: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>> {
-        let width = rows.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
-        let cells = rows.len() * width;
-        let mut ids = vec![self.pad_id; cells];
-        let mut mask = vec![0i64; cells];
-        let mut types = vec![self.pad_type_id; cells];
-        for (r, e) in rows.iter().enumerate() {
-            let at = r * width;
-            let n = e.len();
-            for (dst, &src) in ids[at..at + n].iter_mut().zip(e.get_ids()) {
-                *dst = i64::from(src);
-            }
-            for (dst, &src) in mask[at..at + n].iter_mut().zip(e.get_attention_mask()) {
-                *dst = i64::from(src);
-            }
-            for (dst, &src) in types[at..at + n].iter_mut().zip(e.get_type_ids()) {
-                *dst = i64::from(src);
-            }
+    fn run(&self, rows: &[&Tokens], profile: &mut OnnxProfile) -> Result<Vec<Vec<f32>>> {
+        let waiting = Instant::now();
+        let mut guard = self.engine();
+        let waited = waiting.elapsed();
+        let filling = Instant::now();
+        let engine = &mut *guard;
+        let width = rows.iter().map(|t| t.ids.len()).max().unwrap_or(0).max(1);
+        fill(
+            &mut engine.ids,
+            width,
+            self.pad_id,
+            rows.iter().map(|t| &t.ids[..]),
+        );
+        fill(&mut engine.mask, width, 0, rows.iter().map(|t| &t.mask[..]));
+        if self.token_type_ids {
+            fill(
+                &mut engine.types,
+                width,
+                self.pad_type_id,
+                rows.iter().map(|t| &t.types[..]),
+            );
         }
         let shape = [rows.len(), width];
         let failed = |e: &dyn fmt::Display| {
@@ -348,16 +426,28 @@ impl Model {
                 rows.len()
             ))
         };
-        let tensor = |data: Vec<i64>| Tensor::from_array((shape, data)).map_err(|e| failed(&e));
+        // Views of the reused buffers: onnxruntime reads them in place.
         let mut feeds = vec![
-            ("input_ids", tensor(ids)?),
-            ("attention_mask", tensor(mask.clone())?),
+            (
+                "input_ids",
+                view(shape, &engine.ids).map_err(|e| failed(&e))?,
+            ),
+            (
+                "attention_mask",
+                view(shape, &engine.mask).map_err(|e| failed(&e))?,
+            ),
         ];
         if self.token_type_ids {
-            feeds.push(("token_type_ids", tensor(types)?));
+            feeds.push((
+                "token_type_ids",
+                view(shape, &engine.types).map_err(|e| failed(&e))?,
+            ));
         }
-        let mut session = self.session();
-        let outputs = session.run(feeds).map_err(|e| failed(&e))?;
+        profile.tensors += filling.elapsed();
+        let inferring = Instant::now();
+        let outputs = engine.session.run(feeds).map_err(|e| failed(&e))?;
+        profile.inference += waited + inferring.elapsed();
+        let pooling = Instant::now();
         let value = outputs
             .get(&self.output)
             .ok_or_else(|| failed(&format_args!("no output `{}`", self.output)))?;
@@ -372,12 +462,32 @@ impl Model {
                 )))
             }
         };
-        Ok((0..rows.len())
+        let mask = &engine.mask;
+        let vectors = (0..rows.len())
             .map(|r| {
                 let tokens = &hidden[r * width * dim..(r + 1) * width * dim];
                 mean_pool_normalised(tokens, &mask[r * width..(r + 1) * width], dim)
             })
-            .collect())
+            .collect();
+        profile.pool += pooling.elapsed();
+        profile.batches += 1;
+        profile.token_slots += (rows.len() * width) as u64;
+        Ok(vectors)
+    }
+}
+
+/// A tensor of `shape` over `data`, without copying it.
+fn view(shape: [usize; 2], data: &[i64]) -> ort::Result<SessionInputValue<'_>> {
+    TensorRef::from_array_view((shape, data)).map(SessionInputValue::from)
+}
+
+/// Refills `buffer` with one row of `width` cells per text: its values widened to `i64`, then
+/// `pad`.
+fn fill<'a>(buffer: &mut Vec<i64>, width: usize, pad: i64, rows: impl Iterator<Item = &'a [u32]>) {
+    buffer.clear();
+    for values in rows {
+        buffer.extend(values.iter().map(|&v| i64::from(v)));
+        buffer.extend(std::iter::repeat_n(pad, width - values.len()));
     }
 }
 
@@ -533,6 +643,12 @@ impl Embedder for OnnxEmbedder {
 
     fn dimension(&self) -> usize {
         self.dimension
+    }
+
+    /// [`OnnxEmbedder::batch_size`] × 32: each call is sorted by token length before it is cut
+    /// into model batches, so the more texts a call holds, the less of each batch is padding.
+    fn preferred_batch_size(&self) -> Option<usize> {
+        Some(self.model.batch_size.saturating_mul(CALL_BATCHES))
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
