@@ -397,9 +397,7 @@ impl Model {
 
     /// One model call: pads `rows` to the longest, runs the graph, pools and normalises.
     fn run(&self, rows: &[&Tokens], profile: &mut OnnxProfile) -> Result<Vec<Vec<f32>>> {
-        let waiting = Instant::now();
         let mut guard = self.engine();
-        let waited = waiting.elapsed();
         let filling = Instant::now();
         let engine = &mut *guard;
         let width = rows.iter().map(|t| t.ids.len()).max().unwrap_or(0).max(1);
@@ -446,7 +444,7 @@ impl Model {
         profile.tensors += filling.elapsed();
         let inferring = Instant::now();
         let outputs = engine.session.run(feeds).map_err(|e| failed(&e))?;
-        profile.inference += waited + inferring.elapsed();
+        profile.inference += inferring.elapsed();
         let pooling = Instant::now();
         let value = outputs
             .get(&self.output)

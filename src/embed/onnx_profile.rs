@@ -8,7 +8,8 @@ use std::time::Duration;
 /// and after some work and take the difference with [`OnnxProfile::since`].
 ///
 /// The stages are timed once per model call, so keeping the profile costs a few clock reads
-/// per batch.
+/// per batch. Concurrent calls take turns at the model; the time one waits for another's batch
+/// is in no stage, so the stages of concurrent calls add up to no more than the wall time.
 ///
 /// ```
 /// use rag_eval::embed::OnnxProfile;
@@ -36,7 +37,7 @@ pub struct OnnxProfile {
     pub tokenize: Duration,
     /// Writing token ids, masks and type ids into the input tensors.
     pub tensors: Duration,
-    /// onnxruntime running the graph (`Session::run`), waiting for the session included.
+    /// onnxruntime running the graph (`Session::run`).
     pub inference: Duration,
     /// Mean pooling and normalisation of the output, and putting vectors back in input order.
     pub pool: Duration,
