@@ -5,7 +5,7 @@
 //! ```sh
 //! bash benches/scripts/ragas_setup.sh       # once: benches/scripts/.venv-ragas
 //! RAG_EVAL_LLM_URL=http://127.0.0.1:PORT/v1 RAG_EVAL_EMBED_URL=http://127.0.0.1:PORT2/v1 \
-//!   cargo bench --features openai --bench judges -- [--reps 3] [--concurrency 2] [--limit N] [--ours-only]
+//!   cargo bench --features openai --bench judges -- [--reps 3] [--concurrency 2] [--limit N] [--max-tokens 1024] [--ours-only]
 //! ```
 //!
 //! Both sides talk to the servers through `benches/scripts/llm_proxy.py` (one proxy for chat,
@@ -244,6 +244,7 @@ async fn judge_rows<C, E>(
     llm: C,
     embedder: E,
     concurrency: usize,
+    max_tokens: u32,
 ) -> (JudgeRun, JudgeRun)
 where
     C: LlmClient + Clone,
@@ -262,6 +263,7 @@ where
         .collect();
     let config = JudgeConfig {
         concurrency,
+        max_tokens,
         ..JudgeConfig::default()
     };
     let faithfulness = judge_all(&Faithfulness::new(llm.clone()), &inputs, &config).await;
@@ -324,13 +326,17 @@ impl Proxy {
         self.call("POST", "/__reset");
     }
 
-    /// (requests, failed, prompt tokens, completion tokens, inputs, n>1 requests) summed over
-    /// the proxy's paths.
-    fn counts(&self) -> Counts {
+    /// The counts of the paths ending in `endpoint` (`/chat/completions`, `/embeddings`);
+    /// other paths are the clients' liveness probes of the base URL, not model calls.
+    fn counts(&self, endpoint: &str) -> Counts {
         let v = self.call("GET", "/__stats");
         let mut c = Counts::default();
-        for (_, e) in v.as_object().into_iter().flatten() {
+        for (path, e) in v.as_object().into_iter().flatten() {
             let f = |k: &str| e.get(k).and_then(Value::as_u64).unwrap_or(0);
+            if !path.ends_with(endpoint) {
+                c.other += f("requests");
+                continue;
+            }
             c.requests += f("requests");
             c.failed += f("failed");
             c.prompt_tokens += f("prompt_tokens");
@@ -357,6 +363,7 @@ struct Counts {
     completion_tokens: u64,
     inputs: u64,
     multi_choice: u64,
+    other: u64,
 }
 
 /// One side's figures for one repetition.
@@ -382,19 +389,25 @@ fn describe(s: &JudgeSummary) -> String {
     )
 }
 
-fn ours(rows: &[Row], chat_proxy: &Proxy, embed_proxy: &Proxy, c: usize) -> Measured {
+fn ours(
+    rows: &[Row],
+    chat_proxy: &Proxy,
+    embed_proxy: &Proxy,
+    c: usize,
+    max_tokens: u32,
+) -> Measured {
     chat_proxy.reset();
     embed_proxy.reset();
     let started = Instant::now();
     let llm = chat(&chat_proxy.url());
     let embed = embedder(&embed_proxy.url());
-    let (f, r) = runtime().block_on(judge_rows(rows, llm, embed, c));
+    let (f, r) = runtime().block_on(judge_rows(rows, llm, embed, c, max_tokens));
     let seconds = started.elapsed().as_secs_f64();
     Measured {
         seconds,
         process_seconds: None,
-        chat: chat_proxy.counts(),
-        embed: embed_proxy.counts(),
+        chat: chat_proxy.counts("/chat/completions"),
+        embed: embed_proxy.counts("/embeddings"),
         failures: format!("{}; {}", describe(&f.summary), describe(&r.summary)),
     }
 }
@@ -406,6 +419,7 @@ fn ragas(
     chat_proxy: &Proxy,
     embed_proxy: &Proxy,
     c: usize,
+    max_tokens: u32,
 ) -> Result<Measured, String> {
     chat_proxy.reset();
     embed_proxy.reset();
@@ -423,6 +437,7 @@ fn ragas(
         .args(["--model", &model(), "--concurrency", &c.to_string()])
         .args(["--strictness", &QUESTIONS.to_string()])
         .args(["--limit", &limit.to_string()])
+        .args(["--max-tokens", &max_tokens.to_string()])
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("{}: {e}", python.display()))?;
@@ -437,8 +452,8 @@ fn ragas(
     Ok(Measured {
         seconds: v["seconds"].as_f64().unwrap_or(f64::NAN),
         process_seconds: Some(process_seconds),
-        chat: chat_proxy.counts(),
-        embed: embed_proxy.counts(),
+        chat: chat_proxy.counts("/chat/completions"),
+        embed: embed_proxy.counts("/embeddings"),
         failures: v["failures"].to_string(),
     })
 }
@@ -516,6 +531,7 @@ fn smoke(rows: &[Row]) {
         llm.clone(),
         HashingEmbedder::new(64, 3),
         2,
+        1024,
     ));
     let n = rows.len();
     assert_eq!((f.summary.ok, r.summary.ok), (n, n), "{f:?} {r:?}");
@@ -561,6 +577,10 @@ fn main() {
     let limit: usize = arg_value(&args, "--limit").unwrap_or(rows.len());
     let rows = &rows[..limit.min(rows.len())];
     let c: usize = arg_value(&args, "--concurrency").unwrap_or(2);
+    // Longest judge answer on both sides: ours sends it with every request, ragas' ChatOpenAI
+    // gets it as `max_tokens` (default: `JudgeConfig`'s).
+    let max_tokens: u32 =
+        arg_value(&args, "--max-tokens").unwrap_or(JudgeConfig::default().max_tokens);
     let python = root().join("benches/scripts/.venv-ragas/bin/python");
     let with_ragas = !args.iter().any(|a| a == "--ours-only") && python.exists();
     if !with_ragas {
@@ -578,9 +598,17 @@ fn main() {
             let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
             let load = load.split_whitespace().next().unwrap_or("?").to_owned();
             let m = match side {
-                "ours" => ours(rows, &chat_proxy, &embed_proxy, c),
+                "ours" => ours(rows, &chat_proxy, &embed_proxy, c, max_tokens),
                 _ if !with_ragas => continue,
-                _ => match ragas(&python, &fixture, rows.len(), &chat_proxy, &embed_proxy, c) {
+                _ => match ragas(
+                    &python,
+                    &fixture,
+                    rows.len(),
+                    &chat_proxy,
+                    &embed_proxy,
+                    c,
+                    max_tokens,
+                ) {
                     Ok(m) => m,
                     Err(e) => {
                         eprintln!("ragas: {e}");
@@ -590,7 +618,7 @@ fn main() {
             };
             println!(
                 "rep {} {side} (load {load}): {:.1} s{}; chat {} requests ({} failed, {} with n>1), \
-                 {} + {} tokens; embeddings {} requests ({} texts); {}",
+                 {} + {} tokens; embeddings {} requests ({} texts); {} liveness probes; {}",
                 rep + 1,
                 m.seconds,
                 m.process_seconds
@@ -602,6 +630,7 @@ fn main() {
                 m.chat.completion_tokens,
                 m.embed.requests,
                 m.embed.inputs,
+                m.chat.other + m.embed.other,
                 m.failures
             );
             match side {
@@ -611,7 +640,7 @@ fn main() {
         }
     }
     let n = rows.len();
-    println!("\n{n} answers, concurrency {c}, medians of {reps} repetitions; per judged answer:");
+    println!("\n{n} answers, concurrency {c}, max_tokens {max_tokens}, medians of {reps} repetitions; per judged answer:");
     println!("| side | chat calls | prompt tokens | completion tokens | embedding requests | wall s (judging) | wall s (process) |");
     println!("|---|---|---|---|---|---|---|");
     report("rag-eval", &our_runs, n);

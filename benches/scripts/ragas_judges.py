@@ -49,6 +49,7 @@ def main() -> int:
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--strictness", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=1024, help="longest judge answer")
     ap.add_argument("--limit", type=int, default=None, help="judge the first N answers only")
     args = ap.parse_args()
 
@@ -75,7 +76,12 @@ def main() -> int:
         ]
     )
     llm = LangchainLLMWrapper(
-        ChatOpenAI(model=args.model, base_url=args.llm_url, api_key="no-key")
+        ChatOpenAI(
+            model=args.model,
+            base_url=args.llm_url,
+            api_key="no-key",
+            max_tokens=args.max_tokens,
+        )
     )
     # check_embedding_ctx_length=False: send the texts as they are (the default tokenizes them
     # with tiktoken's cl100k first, which a local model does not use).
