@@ -24,6 +24,8 @@ struct Scripted {
     script: Script,
     calls: AtomicUsize,
     requests: Mutex<Vec<ChatRequest>>,
+    /// The `finish_reason` of every answer: `stop`, or `length` for a model the token limit cuts off.
+    finish_reason: &'static str,
 }
 
 impl Scripted {
@@ -34,6 +36,7 @@ impl Scripted {
             script: Box::new(script),
             calls: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
+            finish_reason: "stop",
         }
     }
 
@@ -68,7 +71,7 @@ impl LlmClient for Scripted {
         match (self.script)(request, n) {
             Ok(content) => Ok(ChatResponse {
                 content,
-                finish_reason: Some("stop".into()),
+                finish_reason: Some(self.finish_reason.into()),
                 usage: TokenUsage {
                     prompt_tokens: 100,
                     completion_tokens: 10,
@@ -274,6 +277,27 @@ fn an_answer_broken_after_every_repair_is_invalid_not_zero_and_a_transport_error
         .as_deref()
         .unwrap()
         .contains("connection refused"));
+}
+
+#[test]
+fn an_answer_cut_off_by_the_token_limit_is_invalid_at_once() {
+    // A repair would run under the same limit, so it is not attempted.
+    let mut llm = Scripted::replies(&[r#"{"statements": [{"statement": "The server keeps"#]);
+    llm.finish_reason = "length";
+    let answer = rag("The server keeps flags in memory.");
+    let j = judge_once(&Faithfulness::new(&llm), &answer, None);
+    assert_eq!(j.status(), JudgeStatus::Invalid);
+    assert_eq!(j.score(), None);
+    assert_eq!(llm.calls(), 1, "no repair turn");
+    assert_eq!(j.samples[0].usage.repairs, 0);
+    let message = j.samples[0].message.as_deref().unwrap();
+    assert!(message.contains("cut off by the token limit"), "{message}");
+
+    // The same broken answer, not cut off, is sent back for repair.
+    let llm = Scripted::replies(&[r#"{"statements": [{"statement": "The server keeps"#]);
+    let j = judge_once(&Faithfulness::new(&llm), &answer, None);
+    assert_eq!(j.status(), JudgeStatus::Invalid);
+    assert_eq!(llm.calls(), 3, "one call and two repairs");
 }
 
 #[test]

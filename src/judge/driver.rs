@@ -163,7 +163,9 @@ impl Sample<'_> {
                 .and_then(&check);
             match parsed {
                 Ok(v) => return Ok((v, usage)),
-                Err(message) if attempt >= self.config.repairs => {
+                // A repair runs under the same token limit, so an answer the limit cut off
+                // would be cut off again: it is invalid at once, at no further call.
+                Err(message) if attempt >= self.config.repairs || response.is_truncated() => {
                     return Err(self.unscored(JudgeStatus::Invalid, message, usage))
                 }
                 Err(message) => {

@@ -28,7 +28,8 @@
 //! configured temperature, every request carrying its sample index so a cache records and
 //! replays each sample on its own ([`ChatRequest::with_sample`]); the prompt version goes into
 //! the key too. An answer that is not JSON of the schema's shape, or names a context that does
-//! not exist, is sent back with the error up to `repairs` times and then counted `invalid`; a
+//! not exist, is sent back with the error up to `repairs` times and then counted `invalid` (at
+//! once when the token limit cut it off: a repair would run under the same limit); a
 //! client error (after the client's own retries) is `error`. Neither enters the mean; the
 //! [`JudgeSummary`] counts them and says the gate fails when their share of all samples exceeds
 //! `max_invalid_share` (default 5%). pass^n ([`pass_hat`]) is the share of queries whose
@@ -93,7 +94,8 @@ pub struct JudgeConfig {
     pub max_tokens: u32,
     /// Judgings per query (default 1; at least 1).
     pub samples: u32,
-    /// Repair turns for an answer that breaks its schema (default 2).
+    /// Repair turns for an answer that breaks its schema (default 2); none for an answer the
+    /// token limit cut off, which would be cut off again.
     pub repairs: u32,
     /// Share of samples that may be `invalid` or `error` before the gate fails (default 0.05).
     pub max_invalid_share: f64,
