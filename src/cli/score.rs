@@ -300,24 +300,30 @@ fn score_trec(
     }
     let qrels_path = qrels;
     let run_path = run;
-    let qrels = trec::Qrels::from_file(qrels_path)?;
-    let run = trec::Run::from_file(run_path)?;
-    check_run_matches_qrels(&qrels, &run, qrels_path, run_path)?;
     let measures = if names.is_empty() {
-        trec::Measure::defaults(cutoffs)
+        Ok(trec::Measure::defaults(cutoffs))
     } else {
         // A measure named twice (`-m P.5 -m P_5`) is reported once, where it first appears.
         let mut all: Vec<trec::Measure> = Vec::new();
-        for n in names {
-            for m in trec::Measure::parse(n, cutoffs)? {
-                if !all.contains(&m) {
-                    all.push(m);
+        names
+            .iter()
+            .try_for_each(|n| {
+                for m in trec::Measure::parse(n, cutoffs)? {
+                    if !all.contains(&m) {
+                        all.push(m);
+                    }
                 }
-            }
-        }
-        all
+                Ok::<_, crate::Error>(())
+            })
+            .map(|()| all)
     };
-    let result = trec::score(&qrels, &run, &measures);
+    let qrels = trec::Qrels::from_file(qrels_path)?;
+    // The run is scored while it is read, never held whole; the files' own errors come before
+    // a measure's, so an unknown measure still lets the run be read (with the defaults).
+    let scored = trec::score_run_file(&qrels, run_path, measures.as_deref().unwrap_or_default())?;
+    check_run_matches_qrels(&qrels, &scored.query_ids, qrels_path, run_path)?;
+    measures?;
+    let result = scored.result;
     if json {
         out.json_line(&result)?;
     } else {
@@ -346,11 +352,11 @@ fn score_trec(
 /// how many.
 fn check_run_matches_qrels(
     qrels: &trec::Qrels,
-    run: &trec::Run,
+    run_queries: &[String],
     qrels_path: &Utf8Path,
     run_path: &Utf8Path,
 ) -> Result<()> {
-    let ids: Vec<&str> = run.query_ids().collect();
+    let ids: Vec<&str> = run_queries.iter().map(String::as_str).collect();
     let unjudged: Vec<&str> = ids
         .iter()
         .copied()

@@ -158,21 +158,7 @@ pub fn mean(per_query: &PerQuery) -> BTreeMap<String, f64> {
 /// # Ok::<(), rag_eval::Error>(())
 /// ```
 pub fn score(qrels: &Qrels, run: &Run, measures: &[Measure]) -> RunResult {
-    let defaults;
-    let measures = if measures.is_empty() {
-        defaults = Measure::defaults(&[]);
-        &defaults[..]
-    } else {
-        measures
-    };
-    // A measure asked for twice is reported once, where it first appears: the figures are a
-    // map by name, and a repeated key would make the JSON ambiguous.
-    let mut unique: Vec<Measure> = Vec::with_capacity(measures.len());
-    for m in measures {
-        if !unique.contains(m) {
-            unique.push(*m);
-        }
-    }
+    let unique = reported_measures(measures);
     let measures = &unique[..];
     let scores = evaluate_columns(qrels, run, measures);
     let order: Vec<String> = measures.iter().map(Measure::report_name).collect();
@@ -199,6 +185,36 @@ pub fn score(qrels: &Qrels, run: &Run, measures: &[Measure]) -> RunResult {
             ..QueryResult::default()
         })
         .collect();
+    run_result(measures, order, per)
+}
+
+/// The measures [`score`] reports for `measures`: [`Measure::defaults`] with trec_eval's
+/// cut-offs when empty, and each once, where it first appears.
+pub(super) fn reported_measures(measures: &[Measure]) -> Vec<Measure> {
+    let defaults;
+    let measures = if measures.is_empty() {
+        defaults = Measure::defaults(&[]);
+        &defaults[..]
+    } else {
+        measures
+    };
+    // A measure asked for twice is reported once, where it first appears: the figures are a
+    // map by name, and a repeated key would make the JSON ambiguous.
+    let mut unique: Vec<Measure> = Vec::with_capacity(measures.len());
+    for m in measures {
+        if !unique.contains(m) {
+            unique.push(*m);
+        }
+    }
+    unique
+}
+
+/// The run-level result of per-query figures named `order` (the report names of `measures`).
+pub(super) fn run_result(
+    measures: &[Measure],
+    order: Vec<String>,
+    per: Vec<QueryResult>,
+) -> RunResult {
     let mut cutoffs: Vec<usize> = measures.iter().filter_map(Measure::cutoff).collect();
     cutoffs.sort_unstable();
     cutoffs.dedup();

@@ -43,11 +43,15 @@ mod eval;
 mod measure;
 mod parse;
 mod scores;
+mod stream;
 
 pub use eval::{evaluate, evaluate_columns, mean, score, PerQuery};
 pub use measure::Measure;
 pub use parse::{Qrels, Run};
 pub use scores::Scores;
+pub use stream::{score_run_file, ScoredRun};
 
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;

@@ -24,7 +24,7 @@ fn read_text(path: &Utf8Path) -> Result<String> {
     })
 }
 
-fn parse_error(path: &Utf8Path, line: usize, message: impl Into<String>) -> Error {
+pub(super) fn parse_error(path: &Utf8Path, line: usize, message: impl Into<String>) -> Error {
     Error::Parse {
         path: path.to_owned(),
         line,
@@ -115,6 +115,12 @@ impl NameKey {
         }
     }
 
+    /// The key's parts as the flat arrays of [`Qrels`] and [`Run`] keep them.
+    #[inline]
+    pub(super) fn parts(self) -> (u64, u8) {
+        (self.prefix, self.len as u8)
+    }
+
     /// The order of the names, or `None` when only their bytes can tell.
     #[inline]
     pub(super) fn cmp(self, other: NameKey) -> Option<Ordering> {
@@ -131,7 +137,7 @@ impl NameKey {
 /// FxHash-style hashing for the query-id maps: one multiply per eight bytes instead of
 /// SipHash's rounds. Query ids come from the user's own files, so flooding is no concern here.
 #[derive(Default, Clone, Copy)]
-struct QidHasher(u64);
+pub(super) struct QidHasher(u64);
 
 impl std::hash::Hasher for QidHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -166,7 +172,7 @@ impl std::hash::Hasher for QidHasher {
     }
 }
 
-type QidMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<QidHasher>>;
+pub(super) type QidMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<QidHasher>>;
 
 /// Interns query ids while reading a file.
 struct QueryIds<'t> {
@@ -241,7 +247,7 @@ impl QueryTable {
         }
     }
 
-    fn get(&self, qid: &str) -> Option<usize> {
+    pub(super) fn get(&self, qid: &str) -> Option<usize> {
         self.index.get(qid).map(|&q| q as usize)
     }
 }
@@ -437,10 +443,63 @@ impl Qrels {
             .map(|i| self.grades[q.docs.start + i])
     }
 
+    /// Merges one query's retrieved documents, sorted by docno and given as the parts of their
+    /// [`NameKey`]s (`prefixes`, `lens`) and their names (`name(i)`, read only when the keys
+    /// cannot tell), with the documents judged for it, as trec_eval does: `found(i, grade)` for
+    /// every retrieved document `i` that is judged.
+    #[inline]
+    pub(super) fn merge<'n>(
+        &self,
+        judged: &JudgedQuery,
+        prefixes: &[u64],
+        lens: &[u8],
+        name: impl Fn(usize) -> &'n [u8],
+        mut found: impl FnMut(usize, Grade),
+    ) {
+        let theirs = &self.prefixes[judged.docs.clone()];
+        let (mut i, mut j) = (0, 0);
+        // Branch-free steps: which list advances is arithmetic on the comparison, and only
+        // equal prefixes (mostly a match) take the slower path.
+        while i < prefixes.len() && j < theirs.len() {
+            let mut order = theirs[j].cmp(&prefixes[i]);
+            if order == Ordering::Equal {
+                let b = judged.docs.start + j;
+                let key = |prefix, len: u8| NameKey {
+                    prefix,
+                    len: u32::from(len),
+                };
+                order = key(theirs[j], self.lens[b])
+                    .cmp(key(prefixes[i], lens[i]))
+                    .unwrap_or_else(|| self.names.bytes(&self.docnos[b]).cmp(name(i)));
+                if order == Ordering::Equal {
+                    found(i, self.grades[b]);
+                }
+            }
+            i += usize::from(order != Ordering::Less);
+            j += usize::from(order != Ordering::Greater);
+        }
+    }
+
     /// Number of relevant judged documents of `qid`, if the query is judged at all.
     pub fn num_relevant(&self, qid: &str) -> Option<usize> {
         self.table.get(qid).map(|q| self.queries[q].num_relevant)
     }
+}
+
+/// One line of a run file as `(qid, docno, score, tag)`; `number` names it in errors.
+pub(super) fn run_line<'t>(
+    line: &'t str,
+    path: &Utf8Path,
+    number: usize,
+) -> Result<(&'t str, &'t str, f64, &'t str)> {
+    let [qid, _q0, docno, _rank, score, tag] =
+        fields::<6>(line, path, number, "qid Q0 docno rank score tag")?;
+    let score: f64 = score
+        .parse()
+        .ok()
+        .filter(|s: &f64| !s.is_nan())
+        .ok_or_else(|| parse_error(path, number, format!("score `{score}` is not a number")))?;
+    Ok((qid, docno, score, tag))
 }
 
 /// Ranked retrieval output read from a TREC run file (`qid Q0 docno rank score tag` per
@@ -479,15 +538,7 @@ impl Run {
             qids,
             mut rows,
         } = read_rows(text, &path, |line, number| {
-            let [qid, _q0, docno, _rank, score, run_tag] =
-                fields::<6>(line, &path, number, "qid Q0 docno rank score tag")?;
-            let score: f64 = score
-                .parse()
-                .ok()
-                .filter(|s: &f64| !s.is_nan())
-                .ok_or_else(|| {
-                    parse_error(&path, number, format!("score `{score}` is not a number"))
-                })?;
+            let (qid, docno, score, run_tag) = run_line(line, &path, number)?;
             if tag.is_none() {
                 tag = Some(run_tag.to_owned());
             }
@@ -594,32 +645,16 @@ impl Run {
         let range = self.ranges[q].clone();
         grades.clear();
         grades.resize(range.len(), NOT_JUDGED);
-        let ours = &self.sorted_prefixes[range.clone()];
-        let theirs = &qrels.prefixes[judged.docs.clone()];
-        let (mut i, mut j) = (0, 0);
-        // Branch-free steps: which list advances is arithmetic on the comparison, and only
-        // equal prefixes (mostly a match) take the slower path.
-        while i < ours.len() && j < theirs.len() {
-            let mut order = theirs[j].cmp(&ours[i]);
-            if order == Ordering::Equal {
-                let (a, b) = (range.start + i, judged.docs.start + j);
-                let key = |prefix, len: u8| NameKey {
-                    prefix,
-                    len: u32::from(len),
-                };
-                order = key(theirs[j], qrels.lens[b])
-                    .cmp(key(ours[i], self.sorted_lens[a]))
-                    .unwrap_or_else(|| {
-                        let rank = self.sorted_ranks[a] as usize;
-                        let name = self.names.bytes(&self.docnos[range.start + rank]);
-                        qrels.names.bytes(&qrels.docnos[b]).cmp(name)
-                    });
-                if order == Ordering::Equal {
-                    grades[self.sorted_ranks[a] as usize] = qrels.grades[b];
-                }
-            }
-            i += usize::from(order != Ordering::Less);
-            j += usize::from(order != Ordering::Greater);
-        }
+        let ranks = &self.sorted_ranks[range.clone()];
+        qrels.merge(
+            judged,
+            &self.sorted_prefixes[range.clone()],
+            &self.sorted_lens[range.clone()],
+            |i| {
+                self.names
+                    .bytes(&self.docnos[range.start + ranks[i] as usize])
+            },
+            |i, grade| grades[ranks[i] as usize] = grade,
+        );
     }
 }

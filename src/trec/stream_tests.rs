@@ -1,0 +1,218 @@
+//! Scoring run files as streams, against reading them whole with `Run`.
+
+use super::*;
+use crate::error::Error;
+use camino::{Utf8Path, Utf8PathBuf};
+use proptest::prelude::*;
+
+fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> Utf8PathBuf {
+    let path = Utf8Path::from_path(dir.path()).unwrap().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// `score_run_file` on `text` written to a file, and `score` on `Run::from_file` of it.
+fn both(
+    qrels: &Qrels,
+    text: &[u8],
+    measures: &[Measure],
+) -> (Result<ScoredRun>, Result<RunResult>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "run.txt", text);
+    let streamed = score_run_file(qrels, &path, measures);
+    let whole = Run::from_file(&path).map(|run| score(qrels, &run, measures));
+    (streamed, whole)
+}
+
+fn same_error(a: &Error, b: &Error) -> bool {
+    match (a, b) {
+        (
+            Error::Parse {
+                path: p,
+                line: l,
+                message: m,
+            },
+            Error::Parse {
+                path: q,
+                line: k,
+                message: n,
+            },
+        ) => p == q && l == k && m == n,
+        (Error::NotUtf8 { path: p, offset: o }, Error::NotUtf8 { path: q, offset: f }) => {
+            p == q && o == f
+        }
+        _ => false,
+    }
+}
+
+use crate::error::Result;
+use crate::metrics::RunResult;
+
+/// A run of `queries` (query, [(doc, score)]) as lines, each query's lines together.
+fn grouped_lines(queries: &[(u8, Vec<(u8, u8)>)]) -> Vec<String> {
+    queries
+        .iter()
+        .flat_map(|(q, docs)| {
+            docs.iter()
+                .enumerate()
+                .map(move |(i, (d, s))| format!("q{q} Q0 doc{d} {} 0.{s} t", i + 1))
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Grouped or shuffled, a run file scores exactly as `Run` read whole scores it, and lists
+    /// the run's query ids in order of first appearance.
+    #[test]
+    fn streaming_scores_as_reading_whole(
+        queries in prop::collection::vec(
+            (0u8..12, prop::collection::vec((0u8..30, 0u8..4), 1..15)),
+            0..10,
+        ),
+        judged in prop::collection::vec((0u8..14, 0u8..30, -1i32..4), 1..80),
+        shuffle in prop::collection::vec(any::<u32>(), 0..200),
+    ) {
+        // Distinct queries with distinct docnos, so the run is valid.
+        let mut queries = queries;
+        queries.sort_by_key(|(q, _)| *q);
+        queries.dedup_by_key(|(q, _)| *q);
+        for (_, docs) in &mut queries {
+            docs.sort_by_key(|(d, _)| *d);
+            docs.dedup_by_key(|(d, _)| *d);
+        }
+        queries.reverse(); // ids not in byte order in the file
+        let mut qrels_text = String::new();
+        let mut seen = std::collections::HashSet::new();
+        for (q, d, g) in judged {
+            if seen.insert((q, d)) {
+                qrels_text += &format!("q{q} 0 doc{d} {g}\n");
+            }
+        }
+        let qrels = Qrels::parse(&qrels_text, "qrels").unwrap();
+        let measures = Measure::defaults(&[1, 3, 10]);
+        let mut lines = grouped_lines(&queries);
+        let firsts = |lines: &[String]| -> Vec<String> {
+            let mut ids: Vec<String> = Vec::new();
+            for l in lines {
+                let q = l.split(' ').next().unwrap().to_owned();
+                if !ids.contains(&q) {
+                    ids.push(q);
+                }
+            }
+            ids
+        };
+        for round in 0..2 {
+            if round == 1 {
+                // a fixed permutation from the drawn numbers
+                for (i, r) in shuffle.iter().enumerate() {
+                    let n = lines.len();
+                    if n > 0 {
+                        lines.swap(i % n, *r as usize % n);
+                    }
+                }
+            }
+            let text = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+            let (streamed, whole) = both(&qrels, text.as_bytes(), &measures);
+            let streamed = streamed.unwrap();
+            prop_assert_eq!(&streamed.result, &whole.unwrap());
+            prop_assert_eq!(streamed.query_ids, firsts(&lines));
+        }
+    }
+}
+
+#[test]
+fn grouped_and_ungrouped_files_score_alike_by_hand() {
+    let qrels = Qrels::parse("q1 0 a 2\nq1 0 b 0\nq2 0 c 1\nq2 0 d 3\n", "qrels").unwrap();
+    let grouped =
+        "q2 Q0 x 1 0.9 t\nq2 Q0 d 2 0.5 t\nq2 Q0 c 3 0.5 t\nq1 Q0 a 1 0.1 t\nq9 Q0 a 1 1 t\n";
+    let apart =
+        "q2 Q0 x 1 0.9 t\nq1 Q0 a 1 0.1 t\nq2 Q0 d 2 0.5 t\nq9 Q0 a 1 1 t\nq2 Q0 c 3 0.5 t\n";
+    let ms = [Measure::ReciprocalRank, Measure::Precision(2)];
+    for text in [grouped, apart] {
+        let (streamed, _) = both(&qrels, text.as_bytes(), &ms);
+        let streamed = streamed.unwrap();
+        // q1: a at rank 1 → 1, P@2 = 1/2; q2: x, d (tie with c, d ranks first), c → 1/2, 1/2
+        let r = &streamed.result;
+        assert_eq!(r.queries, 2);
+        assert_eq!(r.per_query[0].id, "q1");
+        assert_eq!(r.per_query[0].metrics.get("mrr"), Some(1.0));
+        assert_eq!(r.per_query[1].metrics.get("mrr"), Some(0.5));
+        assert_eq!(r.per_query[1].metrics.get("precision@2"), Some(0.5));
+        assert_eq!(r.metrics.get("mrr"), Some(0.75));
+        let mut ids = streamed.query_ids.clone();
+        ids.sort();
+        assert_eq!(ids, ["q1", "q2", "q9"]);
+    }
+}
+
+#[test]
+fn errors_name_the_same_line_as_reading_whole() {
+    let qrels = Qrels::parse("q1 0 a 1\nq2 0 b 1\n", "qrels").unwrap();
+    let cases: [&[u8]; 8] = [
+        // a docno twice in one query, grouped and apart, and three times
+        b"q1 Q0 a 1 1 t\nq1 Q0 b 2 1 t\nq1 Q0 a 3 1 t\nq2 Q0 b 1 1 t\n",
+        b"q1 Q0 a 1 1 t\nq2 Q0 b 1 1 t\n\nq1 Q0 a 3 1 t\n",
+        b"q3 Q0 z 1 1 t\nq3 Q0 z 2 1 t\n",
+        // bad fields and scores, after blank lines
+        b"q1 Q0 a 1 1 t\n\n  \nq1 Q0 b 2 t\n",
+        b"q1 Q0 a 1 1 t\nq2 Q0 b 1 1 t\nq1 Q0 c 1 NaN t\n",
+        b"q1 Q0 a 1 1 t\r\nq1 Q0 c 1 high t\r\n",
+        // not UTF-8 on the second line, grouped and apart
+        b"q1 Q0 a 1 1 t\nq1 Q0 \xff 2 1 t\n",
+        b"q1 Q0 a 1 1 t\nq2 Q0 b 1 1 t\nq1 Q0 c\xc3 2 1 t\n",
+    ];
+    for text in cases {
+        let (streamed, whole) = both(&qrels, text, &[]);
+        let (s, w) = (streamed.unwrap_err(), whole.unwrap_err());
+        assert!(
+            same_error(&s, &w),
+            "{}: {s} vs {w}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    let (streamed, _) = both(&qrels, cases[0], &[]);
+    assert!(streamed
+        .unwrap_err()
+        .to_string()
+        .contains("document `a` is retrieved twice for query `q1` (first on line 1)"));
+    let missing = score_run_file(&qrels, Utf8Path::new("/nonexistent/run.txt"), &[]);
+    assert!(missing
+        .unwrap_err()
+        .to_string()
+        .contains("/nonexistent/run.txt"));
+}
+
+#[test]
+fn byte_order_marks_line_endings_and_long_lines() {
+    let qrels = Qrels::parse("q1 0 a 1\n", "qrels").unwrap();
+    // a docno longer than the read buffer, a BOM, CRLF and no final newline
+    let long = "x".repeat(3 << 20);
+    let text = format!("\u{feff}q1 Q0 {long} 1 2 t\r\n\r\nq1 Q0 a 2 1 t");
+    let (streamed, whole) = both(&qrels, text.as_bytes(), &[Measure::ReciprocalRank]);
+    let streamed = streamed.unwrap();
+    assert_eq!(streamed.result, whole.unwrap());
+    assert_eq!(streamed.query_ids, ["q1"]);
+    assert_eq!(streamed.result.metrics.get("mrr"), Some(0.5));
+    let (empty, whole) = both(&qrels, b"", &[]);
+    assert_eq!(empty.unwrap().result, whole.unwrap());
+}
+
+#[test]
+fn newlines_are_found_in_every_position() {
+    for len in 0..40 {
+        for at in 0..len {
+            let mut bytes = vec![b'a'; len];
+            bytes[at] = b'\n';
+            if at + 3 < len {
+                bytes[at + 3] = b'\n';
+            }
+            assert_eq!(stream::find_newline(&bytes), Some(at), "{len} {at}");
+        }
+        let mut bytes = vec![0x8a_u8; len]; // high bytes that differ from '\n' by one bit
+        assert_eq!(stream::find_newline(&bytes), None);
+        bytes.push(b'\n');
+        assert_eq!(stream::find_newline(&bytes), Some(len));
+    }
+}
