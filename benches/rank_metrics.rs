@@ -1,8 +1,9 @@
 //! Rank-metric speed: P@10, R@10, MRR, nDCG@10 and MAP over 100,000 queries × 100 results,
 //! `rag_eval::trec::evaluate_columns` against ranx and pytrec_eval, all measured in the same run.
 //!
-//! `cargo bench --bench rank_metrics` (optional: `-- --queries N --reps N --peer-reps N`, and
-//! `--no-peers` to time our side only). Under `cargo test --benches` (no `--bench` flag) it
+//! `cargo bench --bench rank_metrics` (optional: `-- --queries N --reps N --rounds N
+//! --peer-reps N`, `--no-ranx`, and `--no-peers` to time our side only). Ours and pytrec_eval
+//! are timed in alternation, one call each per round, so both see the same load. Under `cargo test --benches` (no `--bench` flag) it
 //! scores 500 queries once, unmeasured, and checks every figure against the grades read back
 //! through `Qrels::grade` and `Run::ranking`.
 //! The data is synthetic and seeded; it is written as TREC qrels and run files to a temporary
@@ -107,6 +108,57 @@ fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (Duration, Duration) {
     (median(runs), fastest)
 }
 
+fn median_f(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Times `ours` and pytrec_eval's evaluation in alternation, `rounds` times: pytrec_eval runs in
+/// `rank_peers.py --serve`, which reads the files and builds its evaluator once, then evaluates
+/// on each `go`. Returns both sides' times and pytrec_eval's means.
+fn interleaved(
+    python: &Path,
+    script: &Path,
+    files: [&str; 2],
+    rounds: usize,
+    mut ours: impl FnMut(),
+) -> (Vec<Duration>, Vec<Duration>, serde_json::Value) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(python)
+        .arg(script)
+        .args(files)
+        .arg("--serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start rank_peers.py --serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next = || {
+        lines
+            .next()
+            .expect("a line from rank_peers.py")
+            .expect("read")
+    };
+    assert_eq!(next(), "ready");
+    ours(); // warm-up
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        ours();
+        mine.push(t.elapsed());
+        writeln!(stdin, "go").expect("write");
+        stdin.flush().expect("flush");
+        let s: f64 = next().parse().expect("seconds");
+        theirs.push(Duration::from_secs_f64(s));
+    }
+    drop(stdin);
+    let last = next();
+    child.wait().expect("rank_peers.py");
+    let out: serde_json::Value = serde_json::from_str(&last).expect("peer JSON");
+    (mine, theirs, out["pytrec_eval"]["means"].clone())
+}
+
 fn arg(args: &[String], name: &str, default: usize) -> usize {
     args.iter()
         .position(|a| a == name)
@@ -158,6 +210,7 @@ fn main() {
     let queries = arg(&args, "--queries", if bench { 100_000 } else { 500 });
     let reps = arg(&args, "--reps", 7);
     let peer_reps = arg(&args, "--peer-reps", 3);
+    let rounds = arg(&args, "--rounds", 7);
 
     let (qrels_text, run_text) = synthetic(queries);
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -228,59 +281,84 @@ fn main() {
         );
         return;
     }
-    let out = Command::new(&python)
-        .arg(manifest.join("benches/scripts/rank_peers.py"))
-        .args([qrels_path.as_str(), run_path.as_str()])
-        .args(["--reps", &peer_reps.to_string()])
-        .output()
-        .expect("run rank_peers.py");
-    if !out.status.success() {
-        println!(
-            "rank_peers.py failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return;
+    let script = manifest.join("benches/scripts/rank_peers.py");
+    let (ours_rounds, pytrec_rounds, pytrec_means) = interleaved(
+        &python,
+        &script,
+        [qrels_path.as_str(), run_path.as_str()],
+        rounds,
+        || {
+            black_box(evaluate_columns(&qrels, &run, &measures));
+        },
+    );
+    let mut peers = serde_json::json!({ "pytrec_eval": { "means": pytrec_means } });
+    if !args.iter().any(|a| a == "--no-ranx") {
+        let out = Command::new(&python)
+            .arg(&script)
+            .args([qrels_path.as_str(), run_path.as_str(), "--only", "ranx"])
+            .args(["--reps", &peer_reps.to_string()])
+            .output()
+            .expect("run rank_peers.py");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match serde_json::from_str::<serde_json::Value>(stdout.lines().last().unwrap_or_default()) {
+            Ok(v) if out.status.success() => peers["ranx"] = v["ranx"].clone(),
+            _ => println!(
+                "rank_peers.py --only ranx failed ({}):\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().last().unwrap_or_default();
-    let peers: serde_json::Value = serde_json::from_str(last).expect("peer JSON");
 
+    let ratios: Vec<f64> = ours_rounds
+        .iter()
+        .zip(&pytrec_rounds)
+        .map(|(o, p)| p.as_secs_f64() / o.as_secs_f64())
+        .collect();
+    let ours_s = median(ours_rounds).as_secs_f64();
+    let pytrec_s = median(pytrec_rounds).as_secs_f64();
     println!();
     println!("| side | median | ours is faster by |");
     println!("|---|---|---|");
     println!(
-        "| ours, `trec::evaluate_columns` (files already read) | {} | 1× |",
+        "| ours, `trec::evaluate_columns` (files already read), {rounds} rounds | {} | 1× |",
         fmt_s(ours_s)
+    );
+    println!(
+        "| pytrec_eval `RelevanceEvaluator.evaluate`, the same {rounds} rounds | {} | {:.1}× |",
+        fmt_s(pytrec_s),
+        pytrec_s / ours_s
     );
     println!(
         "| ours, `trec::evaluate` (per-query maps) | {} | — |",
         fmt_s(maps_time.as_secs_f64())
     );
     println!(
-        "| ours, reading both files + `evaluate` | {} | — |",
+        "| ours, reading both files + `evaluate_columns` | {} | — |",
         fmt_s(ours_s + load_time.as_secs_f64())
     );
-    for (name, what) in [
-        ("ranx", "ranx `evaluate` (after its numba compilation)"),
-        ("pytrec_eval", "pytrec_eval `RelevanceEvaluator.evaluate`"),
-    ] {
-        let side = &peers[name];
-        let s = side["median_s"].as_f64().expect("median");
+    if let Some(s) = peers["ranx"]["median_s"].as_f64() {
         println!(
-            "| {what}, median of {} | {} | {:.1}× |",
-            side["reps"],
+            "| ranx `evaluate` (after its numba compilation), median of {} | {} | {:.1}× |",
+            peers["ranx"]["reps"],
             fmt_s(s),
             s / ours_s
         );
-    }
-    if let Some(first) = peers["ranx"]["first_call_s"].as_f64() {
         println!(
             "ranx: first call (numba compilation) {}; building its Qrels/Run {}",
-            fmt_s(first),
+            fmt_s(peers["ranx"]["first_call_s"].as_f64().unwrap_or(f64::NAN)),
             fmt_s(peers["ranx"]["build_s"].as_f64().unwrap_or(f64::NAN))
         );
     }
+    println!(
+        "pytrec_eval / ours per round: {}; median {:.1}×",
+        ratios
+            .iter()
+            .map(|r| format!("{r:.1}×"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        median_f(ratios.clone())
+    );
 
     println!();
     let names: Vec<String> = measures.iter().map(Measure::report_name).collect();
@@ -290,6 +368,9 @@ fn main() {
         let mut line = format!("{name:>13}: ours {o:.12}");
         for peer in ["pytrec_eval", "ranx"] {
             let p = peers[peer]["means"][name].as_f64().unwrap_or(f64::NAN);
+            if p.is_nan() {
+                continue;
+            }
             let e = worst.entry(peer).or_insert(0.0);
             *e = e.max((o - p).abs());
             write!(line, "  {peer} {p:.12}").unwrap();
@@ -299,7 +380,7 @@ fn main() {
     let pytrec = worst["pytrec_eval"];
     println!(
         "largest difference of a mean: pytrec_eval {pytrec:.1e}, ranx {:.1e}",
-        worst["ranx"]
+        worst.get("ranx").copied().unwrap_or(f64::NAN)
     );
     assert!(pytrec <= 1e-9, "means differ from pytrec_eval by {pytrec}");
 }
