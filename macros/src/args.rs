@@ -86,6 +86,26 @@ pub(crate) const METRICS: &[&str] = &[
     "answer_match",
 ];
 
+/// The metrics of [`METRICS`] that score answers (from `bleu` on): a bar on one needs a case
+/// that answers.
+pub(crate) const FIRST_ANSWER_METRIC: &str = "bleu";
+
+/// The LLM judges' figures: a bar on one needs `judge`.
+pub(crate) const JUDGED: &[&str] = &[
+    "faithfulness",
+    "answer_relevancy",
+    "llm_context_precision",
+    "llm_context_recall",
+    "answer_match",
+];
+
+/// Whether `metric` scores answers rather than retrieval.
+pub(crate) fn is_answer_metric(metric: &str) -> bool {
+    let first = METRICS.iter().position(|m| *m == FIRST_ANSWER_METRIC);
+    let at = METRICS.iter().position(|m| *m == metric);
+    matches!((first, at), (Some(first), Some(at)) if at >= first)
+}
+
 pub(crate) const MODE_STANDARD: &str = "standard";
 pub(crate) const MODE_CHUNKING_EVALUATION: &str = "chunking_evaluation";
 /// The older name of `chunking_evaluation`, still accepted.
@@ -179,17 +199,23 @@ impl Default for CaseArgs {
 }
 
 /// Parses the attribute's arguments. Paths are checked against `root` (the crate root) when it
-/// is known. Every problem goes to `errors`; the returned arguments mean something only when
-/// none was found.
-pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Errors) -> CaseArgs {
+/// is known; `answers` says whether the case answers (or its shape is not known), which bars on
+/// answer metrics need. Every problem goes to `errors`; the returned arguments mean something
+/// only when none was found.
+pub(crate) fn parse(
+    tokens: TokenStream,
+    root: Option<&Path>,
+    answers: bool,
+    errors: &mut Errors,
+) -> CaseArgs {
     let mut state = State {
         root,
+        answers,
         errors,
         args: CaseArgs::default(),
         seen: Vec::new(),
         dataset_given: false,
         bars: Vec::new(),
-        embedder_at: None,
     };
     let parser = syn::meta::parser(|meta| state.entry(meta));
     let complete = match parser.parse2(tokens) {
@@ -333,14 +359,14 @@ fn prefix(bound: Bound) -> &'static str {
 
 struct State<'a> {
     root: Option<&'a Path>,
+    /// Whether the case answers (or its shape is unknown).
+    answers: bool,
     errors: &'a mut Errors,
     args: CaseArgs,
     seen: Vec<Key>,
     dataset_given: bool,
     /// Each bar with its value's tokens and text, to compare a metric's min and max.
     bars: Vec<(Threshold, TokenStream, String)>,
-    /// Where `embedder` was given, for a message when there is no judge to use it.
-    embedder_at: Option<TokenStream>,
 }
 
 impl State<'_> {
@@ -523,10 +549,10 @@ impl State<'_> {
                     self.args.judge_tolerance = tolerance;
                 }
             }
-            // `embedder = my_embedder`: a path to a `fn() -> impl Embedder` for answer relevancy.
+            // `embedder = my_embedder`: a path to a `fn() -> impl Embedder` for answer
+            // similarity and answer relevancy.
             Key::Embedder => match value {
                 Expr::Path(path) if path.qself.is_none() => {
-                    self.embedder_at = Some(ident.to_token_stream());
                     self.args.embedder = Some(JudgePath(path.path.clone()))
                 }
                 _ => self.error(
@@ -630,35 +656,38 @@ impl State<'_> {
         }
     }
 
-    /// An embedder serves the judges, and a judged answer relevancy needs one.
+    /// Bars on answer metrics need a case that answers; the judges' bars need a judge; the
+    /// figures comparing embeddings need an embedder.
     fn check_judge_keys(&mut self) {
-        if let (Some(at), None) = (&self.embedder_at, &self.args.judge) {
-            let at = at.clone();
-            self.error(
-                at,
+        let mut problems = Vec::new();
+        for (t, tokens, _) in &self.bars {
+            let metric = t.metric;
+            let message = if !self.answers && is_answer_metric(metric) {
                 format!(
-                    "`{EMBEDDER}` is the embedder of the `answer_relevancy` judge, and the case has no judge: add `{}`",
+                    "`{metric}` scores answers, and this case returns retrieved chunks only: make it an `async fn(&str) -> RagAnswer` or a function returning a `Rag` (a retriever and a generator)"
+                )
+            } else if JUDGED.contains(&metric) && self.args.judge.is_none() {
+                format!(
+                    "`{metric}` is an LLM judge's figure: the case needs `{}` (a function returning an `LlmClient`)",
                     example(Key::Judge)
-                ),
-            );
+                )
+            } else if self.args.embedder.is_none() && metric == "answer_relevancy" {
+                format!(
+                    "`answer_relevancy` compares embeddings of questions: the case needs `{}` (a function returning an `Embedder`)",
+                    example(Key::Embedder)
+                )
+            } else if self.args.embedder.is_none() && metric == "answer_similarity" {
+                format!(
+                    "`answer_similarity` compares embeddings of the answer and its reference answers: the case needs `{}` (a function returning an `Embedder`)",
+                    example(Key::Embedder)
+                )
+            } else {
+                continue;
+            };
+            problems.push((tokens.clone(), message));
         }
-        // Without a judge, the run-time check names the judge first (as for every judged bar).
-        if self.args.judge.is_some() && self.args.embedder.is_none() {
-            let bars: Vec<TokenStream> = self
-                .bars
-                .iter()
-                .filter(|(t, _, _)| t.metric == "answer_relevancy")
-                .map(|(_, tokens, _)| tokens.clone())
-                .collect();
-            for tokens in bars {
-                self.error(
-                    tokens,
-                    format!(
-                        "`answer_relevancy` compares embeddings of questions: the case needs `{}` (a function returning an `Embedder`)",
-                        example(Key::Embedder)
-                    ),
-                );
-            }
+        for (tokens, message) in problems {
+            self.error(tokens, message);
         }
     }
 
@@ -784,14 +813,14 @@ mod tests {
 
     fn parse_ok(tokens: TokenStream) -> CaseArgs {
         let mut errors = Errors::default();
-        let args = parse(tokens, None, &mut errors);
+        let args = parse(tokens, None, true, &mut errors);
         assert_eq!(errors.messages(), Vec::<String>::new());
         args
     }
 
     fn messages(tokens: TokenStream) -> Vec<String> {
         let mut errors = Errors::default();
-        parse(tokens, None, &mut errors);
+        parse(tokens, None, true, &mut errors);
         errors.messages()
     }
 
@@ -870,14 +899,25 @@ mod tests {
     }
 
     #[test]
-    fn an_embedder_needs_a_judge_and_answer_relevancy_needs_an_embedder() {
+    fn judged_bars_need_a_judge_and_embedding_figures_an_embedder() {
+        // An embedder alone serves `answer_similarity`.
+        let args = parse_ok(quote!(
+            dataset = "d",
+            embedder = e,
+            min_answer_similarity = 0.5
+        ));
+        assert_eq!(args.embedder, Some(JudgePath(syn::parse_quote!(e))));
         assert_eq!(
-            messages(quote!(dataset = "d", embedder = e)),
-            ["`embedder` is the embedder of the `answer_relevancy` judge, and the case has no judge: add `judge = my_judge_client`"]
+            messages(quote!(dataset = "d", embedder = e, min_answer_relevancy = 0.7)),
+            ["`answer_relevancy` is an LLM judge's figure: the case needs `judge = my_judge_client` (a function returning an `LlmClient`)"]
         );
         assert_eq!(
             messages(quote!(dataset = "d", judge = j, min_answer_relevancy = 0.7)),
             ["`answer_relevancy` compares embeddings of questions: the case needs `embedder = my_embedder` (a function returning an `Embedder`)"]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d", judge = j, max_answer_similarity = 0.9)),
+            ["`answer_similarity` compares embeddings of the answer and its reference answers: the case needs `embedder = my_embedder` (a function returning an `Embedder`)"]
         );
         let args = parse_ok(quote!(
             dataset = "d",
@@ -886,6 +926,37 @@ mod tests {
             min_answer_relevancy = 0.7
         ));
         assert_eq!(args.embedder, Some(JudgePath(syn::parse_quote!(e))));
+        // Lexical bars need neither.
+        parse_ok(quote!(
+            dataset = "d",
+            min_bleu = 0.3,
+            max_rouge_l_recall = 0.9
+        ));
+    }
+
+    #[test]
+    fn answer_bars_on_a_case_that_only_retrieves_are_refused() {
+        let mut errors = Errors::default();
+        parse(
+            quote!(
+                dataset = "d",
+                min_exact_match = 0.5,
+                min_mrr = 0.5,
+                min_faithfulness = 0.9
+            ),
+            None,
+            false,
+            &mut errors,
+        );
+        let want = |m: &str| {
+            format!("`{m}` scores answers, and this case returns retrieved chunks only: make it an `async fn(&str) -> RagAnswer` or a function returning a `Rag` (a retriever and a generator)")
+        };
+        assert_eq!(
+            errors.messages(),
+            [want("exact_match"), want("faithfulness")]
+        );
+        assert!(is_answer_metric("bleu") && is_answer_metric("answer_match"));
+        assert!(!is_answer_metric("map") && !is_answer_metric("rouge"));
     }
 
     #[test]
@@ -1068,7 +1139,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let check = |tokens: TokenStream| {
             let mut errors = Errors::default();
-            let args = parse(tokens, Some(root), &mut errors);
+            let args = parse(tokens, Some(root), true, &mut errors);
             (args, errors.messages())
         };
         let (args, problems) = check(quote!(dataset = "Cargo.toml", corpus = "src"));

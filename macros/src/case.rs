@@ -15,8 +15,16 @@ pub(crate) const CASE_FN: &str = "__rag_eval_case";
 /// Expands the attribute; its paths are checked against `root`, the crate root, when known.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) -> TokenStream {
     let mut errors = Errors::default();
-    let args = args::parse(attr, root, &mut errors);
-    let Ok(function) = syn::parse2::<ItemFn>(item.clone()) else {
+    let function = syn::parse2::<ItemFn>(item.clone());
+    // A shape not known answers as far as the bars are concerned: its own error is enough.
+    let answers = !function.as_ref().is_ok_and(|f| {
+        matches!(
+            signature::classify(&f.sig),
+            Ok(Shape::Factory { .. } | Shape::Function { .. })
+        )
+    });
+    let args = args::parse(attr, root, answers, &mut errors);
+    let Ok(function) = function else {
         errors.push(syn::Error::new(
             Span::call_site(),
             format!("#[rag_eval] goes on a function: {}", signature::SHAPES),
@@ -132,22 +140,22 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             rag_build(ident, output, is_async),
         ),
     };
+    let embedder = match &args.embedder {
+        Some(args::JudgePath(path)) => {
+            let build = quote_spanned!(first_span(path)=> {
+                let embedder = super::#path();
+                ::rag_eval::__private::case_embedder(embedder)
+            });
+            quote!(::core::option::Option::Some(|| #build))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let judge = match &args.judge {
         Some(args::JudgePath(path)) => {
             let samples = args.judge_samples;
             let share = Literal::f64_suffixed(args.max_invalid_share);
             let per_query = args.judge_per_query;
             let judge_tolerance = Literal::f64_suffixed(args.judge_tolerance);
-            let embedder = match &args.embedder {
-                Some(args::JudgePath(path)) => {
-                    let build = quote_spanned!(first_span(path)=> {
-                        let embedder = super::#path();
-                        ::rag_eval::__private::judge_embedder(embedder)
-                    });
-                    quote!(::core::option::Option::Some(|| #build))
-                }
-                None => quote!(::core::option::Option::None),
-            };
             // At the path: a function of the wrong type is reported there.
             let client = quote_spanned!(first_span(path)=> {
                 let client = super::#path();
@@ -160,7 +168,6 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
                     max_invalid_share: #share,
                     per_query_snapshot: #per_query,
                     tolerance: #judge_tolerance,
-                    embedder: #embedder,
                 })
             }
         }
@@ -186,6 +193,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             levels: #levels,
             build: #build,
             judge: #judge,
+            embedder: #embedder,
             langsmith_experiment: #langsmith_experiment,
         }
     };

@@ -1,4 +1,5 @@
-//! Cases that answer: the answers kept while retrieval is scored on their contexts, then judged.
+//! Cases that answer: the answers kept while retrieval is scored on their contexts, then
+//! scored against the reference answers and judged.
 
 use super::case::Case;
 use super::private::BoxFuture;
@@ -13,6 +14,7 @@ use crate::judge::{
 };
 use crate::level::Level;
 use crate::llm::LlmClient;
+use crate::metrics::answer::AnswerInput;
 use crate::metrics::RunResult as Outcome;
 use crate::retrieve::Retriever;
 use crate::span::CharSpan;
@@ -130,7 +132,7 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
     }
 }
 
-/// What the judge said about a case's answers.
+/// A case's answers: what the lexical metrics and the judge said about each.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AnswerReport {
     /// One per judge run.
@@ -149,24 +151,165 @@ pub(crate) struct Explained {
     pub answer: String,
     pub unsupported: Vec<String>,
     pub reference: Option<String>,
-    /// Judge figures of this query (queries a judge could not score have none).
+    /// Answer and judge figures of this query (queries without a reference answer, and
+    /// queries a judge could not score, have none for the metrics concerned).
     pub figures: Vec<(String, f64)>,
 }
 
-/// Judges the answers of `outcome`'s queries and adds the judge figures to it. `references`
-/// holds each query's reference answers (none: the reference-based judges give it no figure).
-pub(crate) async fn judge(
+/// Scores the answers of `outcome`'s queries and adds the figures to it: the lexical metrics
+/// (and `answer_similarity` with the case's embedder) against each row's reference answers,
+/// then the judges' figures when the case has a judge. `references` holds each query's
+/// reference answers (none: the metrics that need one give it no figure).
+pub(crate) async fn score(
     case: &Case,
     log: &AnswerLog,
     references: &HashMap<String, Vec<String>>,
     outcome: &mut Outcome,
-) -> Result<Option<AnswerReport>, String> {
-    let Some(spec) = case.spec.judge else {
-        return Ok(None);
+) -> Result<AnswerReport, String> {
+    let mut owned = Vec::new();
+    for q in &outcome.per_query {
+        let question = q.query.clone().unwrap_or_default();
+        let answer = log.get(&question).unwrap_or(RagAnswer {
+            answer: String::new(),
+            contexts: Vec::new(),
+        });
+        let refs = references.get(&q.id).cloned().unwrap_or_default();
+        owned.push((q.id.clone(), question, answer, refs));
+    }
+    let mut queries: BTreeMap<String, Explained> = owned
+        .iter()
+        .map(|(id, question, answer, refs)| {
+            let explained = Explained {
+                question: question.clone(),
+                answer: answer.answer.clone(),
+                unsupported: Vec::new(),
+                reference: reference_text(refs),
+                figures: Vec::new(),
+            };
+            (id.clone(), explained)
+        })
+        .collect();
+    // Opened only when something calls a model: a case without judge or embedder writes no
+    // cache file.
+    let cache = if case.spec.judge.is_some() || case.spec.embedder.is_some() {
+        Some(cache_of(case)?)
+    } else {
+        None
     };
-    let cache = cache_of(case)?;
-    let client = cached_client((spec.client)(), &cache);
-    let judge_models = vec![client.name()];
+    let embedder = match (case.spec.embedder, &cache) {
+        (Some(build), Some(cache)) => Some(cached_embedder(build(), cache)),
+        _ => None,
+    };
+    lexical(&owned, embedder.clone(), &mut queries, outcome).await?;
+    let (summaries, judge_models) = match (case.spec.judge, &cache) {
+        (Some(spec), Some(cache)) => {
+            let client = cached_client((spec.client)(), cache);
+            let models = vec![client.name()];
+            let summaries =
+                judge(case, spec, client, embedder, &owned, &mut queries, outcome).await?;
+            (summaries, models)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    Ok(AnswerReport {
+        summaries,
+        queries,
+        judge_models,
+    })
+}
+
+/// One query's id, question, answer and reference answers.
+type Answered = (String, String, RagAnswer, Vec<String>);
+
+/// The registry's answer metrics for every answer, per query into `queries` and `outcome`,
+/// with their means over the queries that have a figure.
+async fn lexical(
+    owned: &[Answered],
+    embedder: Option<Arc<dyn Embedder>>,
+    queries: &mut BTreeMap<String, Explained>,
+    outcome: &mut Outcome,
+) -> Result<(), String> {
+    let metrics = crate::metrics::answer_metrics(embedder.is_some());
+    let embeddings = match embedder {
+        Some(embedder) => {
+            let pairs: Vec<(&str, &[String])> = owned
+                .iter()
+                .map(|(_, _, a, refs)| (a.answer.as_str(), refs.as_slice()))
+                .collect();
+            let vectors = crate::answers::embed_answers(embedder, &pairs)
+                .await
+                .map_err(|e| format!("`answer_similarity`: embedding the answers failed: {e}"))?;
+            Some(vectors)
+        }
+        None => None,
+    };
+    for (i, (id, _, answer, refs)) in owned.iter().enumerate() {
+        let mut input = AnswerInput::new(&answer.answer, refs);
+        if let Some(v) = embeddings.as_ref().and_then(|all| all.get(i)) {
+            input = input.with_embeddings(&v.answer, &v.references);
+        }
+        for m in &metrics {
+            let Some(value) = m.compute(&input) else {
+                continue;
+            };
+            if let Some(q) = outcome.per_query.iter_mut().find(|q| &q.id == id) {
+                q.metrics.0.push((m.name().to_owned(), value));
+            }
+            if let Some(e) = queries.get_mut(id) {
+                e.figures.push((m.name().to_owned(), value));
+            }
+        }
+    }
+    // A metric no query could be scored on has no mean rather than a mean of 0.
+    let names: Vec<String> = metrics
+        .iter()
+        .map(|m| m.name().to_owned())
+        .filter(|n| outcome.per_query.iter().any(|q| q.metrics.get(n).is_some()))
+        .collect();
+    add_means(outcome, names);
+    Ok(())
+}
+
+/// Appends the means, standard deviations and per-difficulty means of `names`, figures the
+/// queries already hold, computed as every answers run computes them.
+fn add_means(outcome: &mut Outcome, names: Vec<String>) {
+    let mut fresh = Outcome::from_queries(outcome.level, names, outcome.per_query.clone());
+    outcome.metrics.0.append(&mut fresh.metrics.0);
+    outcome.std.0.append(&mut fresh.std.0);
+    if let Some(groups) = &mut outcome.by_difficulty {
+        fresh.group_by_difficulty();
+        for (label, group) in fresh.by_difficulty.into_iter().flatten() {
+            if let Some(g) = groups.get_mut(&label) {
+                // A group none of whose queries has a figure gets no mean, as for the judges.
+                let had: Vec<(String, f64)> = group
+                    .metrics
+                    .0
+                    .into_iter()
+                    .filter(|(n, _)| {
+                        fresh
+                            .per_query
+                            .iter()
+                            .filter(|q| q.difficulty.as_deref().unwrap_or("unlabelled") == label)
+                            .any(|q| q.metrics.get(n).is_some())
+                    })
+                    .collect();
+                g.metrics.0.extend(had);
+            }
+        }
+    }
+}
+
+/// Runs the case's judges over the answers and adds their figures.
+#[allow(clippy::too_many_arguments)]
+async fn judge(
+    case: &Case,
+    spec: super::private::JudgeSpec,
+    client: Arc<dyn LlmClient>,
+    embedder: Option<Arc<dyn Embedder>>,
+    owned: &[Answered],
+    queries: &mut BTreeMap<String, Explained>,
+    outcome: &mut Outcome,
+) -> Result<Vec<JudgeSummary>, String> {
     let config = JudgeConfig {
         samples: spec.samples.max(1),
         max_invalid_share: spec.max_invalid_share,
@@ -174,9 +317,8 @@ pub(crate) async fn judge(
     };
     let mut judges: Vec<Box<dyn Judge>> = vec![Box::new(Faithfulness::new(client.clone()))];
     let named = |m: &str| case.spec.thresholds.iter().any(|t| t.metric == m);
-    match spec.embedder {
+    match embedder {
         Some(embedder) => {
-            let embedder = cached_embedder(embedder(), &cache);
             judges.push(Box::new(AnswerRelevancy::new(client.clone(), embedder)));
         }
         None if named("answer_relevancy") => {
@@ -195,38 +337,20 @@ pub(crate) async fn judge(
     if named("answer_match") {
         judges.push(Box::new(AnswerMatch::new(client.clone())));
     }
-    let mut queries = BTreeMap::new();
-    let mut owned = Vec::new();
-    for q in &outcome.per_query {
-        let question = q.query.clone().unwrap_or_default();
-        let answer = log.get(&question).unwrap_or(RagAnswer {
-            answer: String::new(),
-            contexts: Vec::new(),
-        });
-        let reference = reference_text(references.get(&q.id).map_or(&[][..], Vec::as_slice));
-        owned.push((q.id.clone(), question, answer, reference));
-    }
+    let texts: Vec<Option<String>> = owned
+        .iter()
+        .map(|(.., refs)| reference_text(refs))
+        .collect();
     let inputs: Vec<JudgeInput<'_>> = owned
         .iter()
-        .map(|(id, question, answer, reference)| JudgeInput {
+        .zip(&texts)
+        .map(|((id, question, answer, _), reference)| JudgeInput {
             query_id: id,
             question,
             answer,
             reference: reference.as_deref(),
         })
         .collect();
-    for (id, question, answer, reference) in &owned {
-        queries.insert(
-            id.clone(),
-            Explained {
-                question: question.clone(),
-                answer: answer.answer.clone(),
-                unsupported: Vec::new(),
-                reference: reference.clone(),
-                figures: Vec::new(),
-            },
-        );
-    }
     let mut summaries = Vec::new();
     for judge in &judges {
         let run = judge_all(judge.as_ref(), &inputs, &config).await;
@@ -248,11 +372,7 @@ pub(crate) async fn judge(
         add_to_result(outcome, &run);
         summaries.push(run.summary);
     }
-    Ok(Some(AnswerReport {
-        summaries,
-        queries,
-        judge_models,
-    }))
+    Ok(summaries)
 }
 
 /// The reference the judges see: a row's one reference answer as written; several, one per

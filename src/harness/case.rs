@@ -162,23 +162,20 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
                     t.metric
                 ));
             }
-            if !super::answers::JUDGES.contains(&t.metric) {
-                return Err(format!(
-                    "`{}` is not computed in cases yet (judged: {})",
-                    t.metric,
-                    super::answers::JUDGES.join(", ")
-                ));
-            }
-            if spec.judge.is_none() {
+            let judged = super::answers::JUDGES.contains(&t.metric);
+            if judged && spec.judge.is_none() {
                 return Err(format!(
                     "`{}` is an LLM judge's figure, but the case has no `judge = …`",
                     t.metric
                 ));
             }
-            if t.metric == "answer_relevancy" && spec.judge.is_some_and(|j| j.embedder.is_none()) {
-                return Err(
-                    "`answer_relevancy` compares embeddings, but the case has no `embedder = …` (a function returning an `Embedder`)".into(),
-                );
+            if matches!(t.metric, "answer_relevancy" | "answer_similarity")
+                && spec.embedder.is_none()
+            {
+                return Err(format!(
+                    "`{}` compares embeddings, but the case has no `embedder = …` (a function returning an `Embedder`)",
+                    t.metric
+                ));
             }
         }
         if !known.contains(&t.metric) {
@@ -392,12 +389,12 @@ fn compute(case: &Case, setup: &Setup) -> Result<Computation, String> {
     };
     let mut result = result.map_err(|e| e.to_string())?;
     let report = if answering {
-        runtime.block_on(super::answers::judge(
+        Some(runtime.block_on(super::answers::score(
             case,
             &log,
             &setup.references,
             &mut result.scores,
-        ))?
+        ))?)
     } else {
         None
     };
@@ -428,7 +425,7 @@ fn record_run(
     };
     let choice = crate::runs::StoreChoice::parse(Some(&value.to_string_lossy()));
     let mut run = case_record(case, corpus, result);
-    if let Some(answers) = answers {
+    if let Some(answers) = answers.filter(|a| !a.summaries.is_empty()) {
         run.config.judge_models.clone_from(&answers.judge_models);
         let mut usage = crate::runs::Usage::default();
         for s in &answers.summaries {
@@ -532,6 +529,7 @@ mod tests {
             thresholds: &[],
             levels: Levels::BOTH,
             judge: None,
+            embedder: None,
             langsmith_experiment: None,
             build: Build::Factory(|| {
                 Box::pin(async {

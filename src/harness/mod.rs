@@ -519,16 +519,37 @@ fn report(case: &Case, o: &Outcome) -> String {
             s.push('\n');
         }
     }
+    // A bar on an answer metric judges only the queries with a reference answer: say which
+    // have none, also when the bar holds.
+    let mut named: Vec<&str> = Vec::new();
+    for t in case.spec.thresholds {
+        if needs_reference(t.metric) && !named.contains(&t.metric) {
+            named.push(t.metric);
+            let line = without_figure(o, t.metric);
+            if !line.is_empty() {
+                let _ = writeln!(s, "{}:{line}", t.metric);
+            }
+        }
+    }
     s
 }
 
-/// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric.
+/// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric and
+/// the queries left out of its mean.
 fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
     let mut problems = Vec::new();
     for t in case.spec.thresholds {
         let Some(i) = o.metric_index(t.metric) else {
+            let why = if needs_reference(t.metric) {
+                format!(
+                    "no query of the dataset has a reference answer (`outputs.reference_answer`){}",
+                    without_figure(o, t.metric)
+                )
+            } else {
+                "precision_omega needs a corpus and a retriever that exposes its chunker, `Retriever::chunker_object`".to_owned()
+            };
             problems.push(format!(
-                "`{}` has a bar but was not computed (precision_omega needs a corpus and a retriever that exposes its chunker, `Retriever::chunker_object`)",
+                "`{}` has a bar but was not computed ({why})",
                 t.metric
             ));
             continue;
@@ -544,9 +565,9 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
         let mut worst: Vec<(f64, &str, &str)> = o
             .per_query
             .iter()
-            .map(|q| {
-                let value = q.metrics.get(name).unwrap_or(0.0);
-                (value, q.id.as_str(), q.query.as_deref().unwrap_or_default())
+            .filter_map(|q| {
+                let value = q.metrics.get(name)?;
+                Some((value, q.id.as_str(), q.query.as_deref().unwrap_or_default()))
             })
             .collect();
         worst.sort_by(|a, b| match t.bound {
@@ -560,7 +581,50 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
         for (v, id, q) in worst.iter().take(5) {
             let _ = write!(msg, "\n  {id} {v:.4} {q:?}");
         }
+        msg.push_str(&without_figure(o, name));
         problems.push(msg);
     }
     problems
+}
+
+/// Whether a query without a reference answer gets no figure of `metric`.
+fn needs_reference(metric: &str) -> bool {
+    crate::metrics::registry::lookup(metric)
+        .is_some_and(|m| m.needs(crate::metrics::Need::Reference))
+}
+
+/// The queries with no figure of `name`, left out of its mean: `\n` and a line naming them
+/// (the reason for answer metrics: the row has no reference answer), empty when every query has
+/// one.
+fn without_figure(o: &Outcome, name: &str) -> String {
+    let missing: Vec<&str> = o
+        .per_query
+        .iter()
+        .filter(|q| q.metrics.get(name).is_none())
+        .map(|q| q.id.as_str())
+        .collect();
+    if missing.is_empty() {
+        return String::new();
+    }
+    let bare = name.split('@').next().unwrap_or(name);
+    let why = if needs_reference(bare) {
+        "without a reference answer"
+    } else {
+        "without a figure"
+    };
+    const SHOWN: usize = 10;
+    let mut line = format!(
+        "\n  {} {} {why} (left out of the mean): {}",
+        missing.len(),
+        if missing.len() == 1 {
+            "query"
+        } else {
+            "queries"
+        },
+        missing[..missing.len().min(SHOWN)].join(", ")
+    );
+    if missing.len() > SHOWN {
+        let _ = write!(line, ", … and {} more", missing.len() - SHOWN);
+    }
+    line
 }

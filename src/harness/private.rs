@@ -49,6 +49,9 @@ pub struct CaseSpec {
     pub build: Build,
     /// The LLM judge of a case that answers.
     pub judge: Option<JudgeSpec>,
+    /// Builds the embedder of `answer_similarity` and `answer_relevancy` (`embedder = …`);
+    /// every call goes through the harness's embedding cache.
+    pub embedder: Option<fn() -> Arc<dyn Embedder>>,
     /// The LangSmith experiment the case's runs and feedback go to (`langsmith_experiment`).
     pub langsmith_experiment: Option<&'static str>,
 }
@@ -66,9 +69,6 @@ pub struct JudgeSpec {
     pub per_query_snapshot: bool,
     /// Allowed drift of a judge figure before it counts as a change.
     pub tolerance: f64,
-    /// Builds the embedder of `answer_relevancy` (`embedder = …`); every call goes through
-    /// the harness's embedding cache.
-    pub embedder: Option<fn() -> Arc<dyn Embedder>>,
 }
 
 /// The judge client a case's `judge = f` names, whatever `LlmClient` `f` returns.
@@ -77,7 +77,7 @@ pub fn judge_client<C: LlmClient + 'static>(client: C) -> Arc<dyn LlmClient> {
 }
 
 /// The embedder a case's `embedder = f` names, whatever `Embedder` `f` returns.
-pub fn judge_embedder<E: Embedder + 'static>(embedder: E) -> Arc<dyn Embedder> {
+pub fn case_embedder<E: Embedder + 'static>(embedder: E) -> Arc<dyn Embedder> {
     Arc::new(embedder)
 }
 
