@@ -91,6 +91,11 @@ name = "records"
         &root.join("examples/data"),
     );
     std::fs::write(root.join("examples/data/references.jsonl"), references()).unwrap();
+    std::fs::write(
+        root.join("examples/data/lexical.jsonl"),
+        lexical_references(),
+    )
+    .unwrap();
 }
 
 /// Prints every run of the store `FX_RUNS` names, one `RUN <json>` line each.
@@ -117,6 +122,33 @@ fn references() -> String {
         Some(serde_json::json!([
             "UID 10001.",
             "MATCH: the user larkspur, UID 10001."
+        ])),
+        Some(serde_json::json!("Twenty-four hours.")),
+        None,
+    ];
+    let mut out = String::new();
+    for (line, answer) in questions.lines().zip(answers) {
+        let mut row: Value = serde_json::from_str(line).unwrap();
+        if let Some(answer) = answer {
+            row["outputs"]["reference_answer"] = answer;
+        }
+        out.push_str(&row.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// The first four questions of the example dataset with reference answers for the lexical
+/// metrics: the fixture's canned answers equal the first two (the second by its second
+/// reference), overlap the third in part, and the fourth row has none.
+fn lexical_references() -> String {
+    let questions =
+        std::fs::read_to_string(Path::new(REPO).join("examples/data/questions.jsonl")).unwrap();
+    let answers = [
+        Some(serde_json::json!("Kernel 4.18 or later.")),
+        Some(serde_json::json!([
+            "UID 10001.",
+            "The user larkspur, UID 10001."
         ])),
         Some(serde_json::json!("Twenty-four hours.")),
         None,
@@ -259,6 +291,10 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
     let mut expected: Vec<String> = (1..=40).map(|i| format!("ungrounded::q{i:04}")).collect();
     expected.push("ungrounded::summary".into());
     expected.push("matched::q0003".into());
+    // Exact match: 2 of the 3 answers with a reference, below the bar of 0.9; q0003's answer
+    // is not its reference.
+    expected.push("lexical::summary".into());
+    expected.push("lexical::q0003".into());
     expected.sort();
     assert_eq!(failures, expected, "{out}");
     assert!(
@@ -355,6 +391,123 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
         );
     }
 
+    // The lexical metrics, by hand: q0001 and q0002 answer with a reference (q0002 with its
+    // second), so every figure is 1; q0003 answers "Twenty-four hours at most." to
+    // "Twenty-four hours.": SQuAD tokens {twentyfour, hours, at, most} against {twentyfour,
+    // hours} give F1 2·(1/2·1)/(3/2) = 2/3; rouge-score's tokens {twenti, four, hour, at, most}
+    // against {twenti, four, hour} give ROUGE-1 and ROUGE-L F1 2·(3/5·1)/(8/5) = 3/4 and ROUGE-2
+    // F1 2/3 (recall 1); q0004 has no reference and no figure. The means are over 3 queries.
+    let lexical = std::fs::read_to_string(root.join("golden/lexical.snap.new")).unwrap();
+    let l = summary_figures(&lexical);
+    for (metric, mean) in [
+        ("exact_match", "0.6667"),
+        ("token_f1", "0.8889"),
+        ("rouge_1", "0.9167"),
+        ("rouge_l", "0.9167"),
+        ("rouge_2", "0.8889"),
+        ("rouge_2_recall", "1.0000"),
+    ] {
+        assert_eq!(l[metric], mean, "{metric}: {lexical}");
+    }
+    for id in ["q0001", "q0002"] {
+        let block = query_block(&lexical, id);
+        for metric in [
+            "exact_match",
+            "token_f1",
+            "bleu",
+            "chrf",
+            "rouge_1",
+            "rouge_2",
+            "rouge_l",
+            "answer_similarity",
+        ] {
+            let line = format!("{metric}: 1.0000");
+            assert!(
+                block.lines().any(|l| l.trim() == line),
+                "{id} {metric}: {block}"
+            );
+        }
+    }
+    let q3 = query_block(&lexical, "q0003");
+    for figure in [
+        "exact_match: 0.0000",
+        "token_f1: 0.6667",
+        "rouge_1: 0.7500",
+        "rouge_1_precision: 0.6000",
+        "rouge_1_recall: 1.0000",
+        "rouge_2: 0.6667",
+        "rouge_l: 0.7500",
+    ] {
+        assert!(q3.contains(figure), "`{figure}` in q0003: {q3}");
+    }
+    let bleu: f64 = q3
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("bleu: "))
+        .and_then(|v| v.parse().ok())
+        .expect("q0003 has a BLEU figure");
+    assert!(bleu > 0.0 && bleu < 1.0, "{q3}");
+    let q4 = query_block(&lexical, "q0004");
+    for metric in [
+        "exact_match",
+        "bleu",
+        "chrf",
+        "rouge",
+        "token_f1",
+        "answer_similarity",
+    ] {
+        assert!(!q4.contains(metric), "q0004 has no reference: {q4}");
+    }
+    // The summary's failure names the query left out; the query's shows its answer and reference.
+    let summary = failure_of(&out, "lexical::summary");
+    for part in [
+        "exact_match = 0.6667 is below the bar 0.9000 (min_exact_match); worst queries:\n  q0003 0.0000",
+        "1 query without a reference answer (left out of the mean): q0004",
+    ] {
+        assert!(summary.contains(part), "`{part}` in:\n{summary}");
+    }
+    assert!(!summary.contains("token_f1"), "{summary}");
+    let q3 = failure_of(&out, "lexical::q0003");
+    for part in [
+        "exact_match = 0.0000 is below the bar 0.9000 (min_exact_match)",
+        "question: How long is the bootstrap admin token valid after the first start?",
+        "answer: Twenty-four hours at most.",
+        "reference: Twenty-four hours.",
+    ] {
+        assert!(q3.contains(part), "`{part}` in:\n{q3}");
+    }
+    // The same answers from a retriever and a generator: the same answer figures, and the
+    // queries its bars leave out printed though the bars hold.
+    let lexical_rag = std::fs::read_to_string(root.join("golden/lexical_rag.snap.new")).unwrap();
+    let lr = summary_figures(&lexical_rag);
+    let answer_figures = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+        m.iter()
+            .filter(|(k, _)| {
+                ["bleu", "chrf", "rouge", "exact_match", "token_f1"]
+                    .iter()
+                    .any(|p| k.starts_with(p))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(answer_figures(&l).len(), 13, "{lexical}");
+    assert_eq!(
+        answer_figures(&l),
+        answer_figures(&lr),
+        "{lexical}\n{lexical_rag}"
+    );
+    assert!(
+        !lr.contains_key("answer_similarity"),
+        "no embedder: {lexical_rag}"
+    );
+    for metric in ["rouge_l", "rouge_2_recall"] {
+        assert!(
+            out.contains(&format!(
+                "{metric}:\n  1 query without a reference answer (left out of the mean): q0004"
+            )),
+            "{metric}: {out}"
+        );
+    }
+
     // The recorded runs carry the judge figures per query and the judge's model.
     let (code, printed) =
         cargo_test_of(&root, "records", &["--nocapture"], &[("FX_RUNS", runs_str)]);
@@ -367,9 +520,26 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
         .collect();
     assert_eq!(
         records.keys().collect::<Vec<_>>(),
-        ["grounded", "matched", "rag", "ungrounded"],
+        [
+            "grounded",
+            "lexical",
+            "lexical_rag",
+            "matched",
+            "rag",
+            "ungrounded"
+        ],
         "{printed}"
     );
+    // The lexical figures are recorded per query and as means, with no judge behind them.
+    let run = &records["lexical"];
+    let per_query = run["result"]["per_query"].as_array().unwrap();
+    assert_eq!(per_query[0]["metrics"]["exact_match"], 1.0, "{run}");
+    assert_eq!(per_query[2]["metrics"]["exact_match"], 0.0, "{run}");
+    assert_eq!(per_query[3]["metrics"].get("exact_match"), None, "{run}");
+    let mean = run["result"]["metrics"]["exact_match"].as_f64().unwrap();
+    assert!((mean - 2.0 / 3.0).abs() < 1e-12, "{run}");
+    assert!(run.get("usage").is_none_or(Value::is_null), "{run}");
+    assert_eq!(records["lexical_rag"]["config"]["generator"], "canned");
     let run = &records["rag"];
     assert_eq!(
         run["config"]["judge_models"],
