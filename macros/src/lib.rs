@@ -41,14 +41,17 @@ use proc_macro::TokenStream;
 ///   precision_omega precision recall f1 hit mrr ndcg map`, and for cases that answer the
 ///   answer metrics `bleu chrf rouge_1 rouge_2 rouge_l rouge_{1,2,l}_{precision,recall}
 ///   exact_match token_f1 answer_similarity` and the judges' `faithfulness answer_relevancy
-///   llm_context_precision llm_context_recall answer_match`.
+///   llm_context_precision llm_context_recall answer_match`. The answer metrics are computed
+///   for every answer against the row's `outputs.reference_answer`, with no judge (a row
+///   without one has no figure and stays out of the mean); a bar on one in a case that only
+///   retrieves, or on a judge's figure without `judge`, is a compile error.
 /// - `judge = path::to_fn`: a `fn() -> impl LlmClient` whose model judges the case's answers
 ///   (`faithfulness` always; the reference-based judges when a bar names them, against the
 ///   rows' `outputs.reference_answer`).
 /// - `judge_samples = 3` (default 1), `max_invalid_share = 0.05`, `judge_per_query = true`
 ///   (judge figures per query in the snapshot; default false), `judge_tolerance = 0.05`.
-/// - `embedder = path::to_fn`: a `fn() -> impl Embedder` for `answer_relevancy`, which runs
-///   when it is given; it needs `judge`, and a bar on `answer_relevancy` needs it.
+/// - `embedder = path::to_fn`: a `fn() -> impl Embedder` for `answer_similarity` and, with a
+///   `judge`, `answer_relevancy`, both computed when it is given; a bar on either needs it.
 /// - `langsmith_experiment = "NAME"`: uploads the case's runs and feedback as a LangSmith
 ///   experiment (rag-eval's `langsmith` feature, `LANGSMITH_API_KEY`), in the extra test
 ///   `NAME::langsmith_upload`.
