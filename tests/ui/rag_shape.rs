@@ -1,5 +1,6 @@
 // A case returning a retriever and a generator: the generator must be a `Generator`, the
-// retriever a retriever, and the function takes no query.
+// retriever a retriever, and the function takes no query. Answer bars need a case that
+// answers, the judges' bars a judge, the embeddings' bars an embedder.
 use rag_eval::prelude::*;
 use rag_eval::rag_eval;
 
@@ -37,6 +38,18 @@ async fn relevancy_without_embedder(query: &str) -> RagAnswer {
     unimplemented!()
 }
 
+#[rag_eval(dataset = "examples/data/questions.jsonl", min_exact_match = 0.5, min_mrr = 0.5)]
+async fn lexical_without_answers(query: &str) -> Vec<RetrievedChunk> {
+    let _ = query;
+    unimplemented!()
+}
+
+#[rag_eval(dataset = "examples/data/questions.jsonl", min_bleu = 0.3, min_answer_similarity = 0.5)]
+async fn similarity_without_embedder(query: &str) -> RagAnswer {
+    let _ = query;
+    unimplemented!()
+}
+
 fn embedder() -> HashingEmbedder {
     HashingEmbedder::new(64, 1)
 }
@@ -46,5 +59,7 @@ rag_eval::main!(
     no_retriever,
     per_query,
     relevancy_without_judge,
-    relevancy_without_embedder
+    relevancy_without_embedder,
+    lexical_without_answers,
+    similarity_without_embedder
 );
