@@ -64,10 +64,13 @@ fn the_macro_crate_knows_exactly_the_registered_metrics() {
 }
 
 // Every registered metric as a bar: the attribute rejects unknown metrics at compile time, so
-// this file compiling is the proof that each name is accepted.
+// this file compiling is the proof that each name is accepted. The answer metrics need a case
+// that answers, the judges' a judge, the embeddings' an embedder.
 #[rag_eval(
     dataset = "examples/data/questions.jsonl",
     mode = "chunking_evaluation",
+    judge = judge,
+    embedder = embedder,
     min_chunk_recall = 0.0,
     min_chunk_precision = 0.0,
     min_chunk_f1 = 0.0,
@@ -102,8 +105,20 @@ fn the_macro_crate_knows_exactly_the_registered_metrics() {
     min_llm_context_recall = 0.0,
     min_answer_match = 0.0
 )]
-fn every_bar() -> Bm25Retriever {
-    Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
+async fn every_bar(query: &str) -> RagAnswer {
+    RagAnswer {
+        answer: query.to_owned(),
+        contexts: Vec::new(),
+    }
+}
+
+/// The case above is only inspected, never run: its judge is never built.
+fn judge() -> std::sync::Arc<dyn rag_eval::llm::LlmClient> {
+    unreachable!("`every_bar` is not run")
+}
+
+fn embedder() -> HashingEmbedder {
+    HashingEmbedder::new(64, 1)
 }
 
 #[test]
