@@ -290,3 +290,190 @@ fn json_contract() {
     let back: Comparison = serde_json::from_value(v).unwrap();
     assert_eq!(back, c);
 }
+
+/// A run over `q0…q4` (`q0`, `q1` easy, the rest hard) with the figures given, `None` where the
+/// query has no figure for the metric.
+fn sparse(metrics: &[(&str, [Option<f64>; 5])]) -> RunResult {
+    let per_query = (0..5)
+        .map(|i| QueryResult {
+            id: format!("q{i}"),
+            query: Some(format!("question {i}?")),
+            difficulty: Some(if i < 2 { "easy" } else { "hard" }.into()),
+            metrics: Figures(
+                metrics
+                    .iter()
+                    .filter_map(|(name, v)| v[i].map(|x| ((*name).to_owned(), x)))
+                    .collect(),
+            ),
+            ..QueryResult::default()
+        })
+        .collect();
+    let mut r = RunResult::from_queries(
+        ResultLevel::Token,
+        metrics.iter().map(|(n, _)| (*n).to_owned()).collect(),
+        per_query,
+    );
+    r.dataset_hash = Some("aaaa".into());
+    r
+}
+
+#[test]
+fn missing_figures_leave_queries_out_of_that_metric_only() {
+    let (n, s) = (None, Some);
+    let a = sparse(&[
+        ("recall@5", [s(1.0), s(1.0), s(0.5), s(1.0), s(0.5)]),
+        ("faithfulness", [s(1.0), s(0.5), n, s(1.0), s(0.0)]),
+        ("answer_match", [s(1.0), n, n, n, s(0.0)]),
+    ]);
+    let b = sparse(&[
+        ("recall@5", [s(0.5), s(1.0), s(0.5), s(0.5), s(1.0)]),
+        ("faithfulness", [s(0.5), n, s(0.5), s(1.0), s(1.0)]),
+        ("answer_match", [n, n, n, s(1.0), s(0.0)]),
+    ]);
+    let c = Comparison::new(&[("a", &a), ("b", &b)], &CompareOptions::default()).unwrap();
+    // The run-level count is unchanged: every query is in both runs.
+    assert_eq!(c.queries, 5);
+    assert_eq!((c.runs[0].queries, c.runs[1].queries), (5, 5));
+    assert_eq!(c.metrics.len(), 2);
+
+    // recall@5 has every figure: all five queries, d = (−.5, 0, 0, −.5, +.5).
+    let r = &c.metrics[0];
+    assert_eq!((r.metric.as_str(), r.queries), ("recall@5", 5));
+    assert_eq!((r.runs[0].missing, r.runs[1].missing), (0, 0));
+    let rd = &r.vs_baseline[0];
+    assert!((rd.difference + 0.1).abs() < 1e-12);
+    assert_eq!(
+        (rd.outcome.wins, rd.outcome.ties, rd.outcome.losses),
+        (1, 2, 2)
+    );
+
+    // faithfulness: a lacks q2, b lacks q1, so the pairs are q0, q3, q4:
+    // a = (1, 1, 0), mean 2/3, std √(2/9); b = (.5, 1, 1), mean 5/6, std √(1/18);
+    // d = (−.5, 0, +1), mean 1/6; one win, one tie, one loss; every sign pattern of
+    // (±.5, ±0, ±1) is at least as far from 0 as the observed .5, so p = 1.
+    let f = &c.metrics[1];
+    assert_eq!((f.metric.as_str(), f.queries), ("faithfulness", 3));
+    assert_eq!((f.runs[0].missing, f.runs[1].missing), (1, 1));
+    assert!((f.runs[0].mean - 2.0 / 3.0).abs() < 1e-12);
+    assert!((f.runs[0].std - (2.0f64 / 9.0).sqrt()).abs() < 1e-12);
+    assert!((f.runs[1].mean - 5.0 / 6.0).abs() < 1e-12);
+    assert!((f.runs[1].std - (1.0f64 / 18.0).sqrt()).abs() < 1e-12);
+    let fd = &f.vs_baseline[0];
+    assert!((fd.difference - 1.0 / 6.0).abs() < 1e-12);
+    assert_eq!(
+        (fd.outcome.wins, fd.outcome.ties, fd.outcome.losses),
+        (1, 1, 1)
+    );
+    assert!(fd.exact);
+    assert_eq!(fd.p_value, 1.0);
+    assert_eq!(fd.p_value, exact_test(&[-0.5, 0.0, 1.0]).p_value);
+    let ids = |q: &[rag_eval::compare::QueryChange]| -> Vec<String> {
+        q.iter().map(|c| c.id.clone()).collect()
+    };
+    assert_eq!(ids(&fd.most_worse), ["q0"]);
+    assert_eq!(ids(&fd.most_better), ["q4"]);
+    assert_eq!(
+        (fd.most_better[0].baseline, fd.most_better[0].run),
+        (0.0, 1.0)
+    );
+
+    // Holm over the two tested metrics only.
+    let holm = Correction::Holm.apply(&[rd.p_value, fd.p_value]);
+    assert_eq!(
+        [rd.corrected_p_value, fd.corrected_p_value],
+        [holm[0], holm[1]]
+    );
+
+    // answer_match: only q4 has a figure in both runs: no test, named with the reason.
+    assert_eq!(c.metrics_untested.len(), 1);
+    let u = &c.metrics_untested[0];
+    assert_eq!((u.metric.as_str(), u.queries), ("answer_match", 1));
+    assert_eq!(u.missing, [3, 3]);
+    assert_eq!(
+        u.reason,
+        "1 of 5 queries have a figure in every run; a test needs 2"
+    );
+
+    // Per difficulty, the same pairing within the label: easy has faithfulness for q0 only.
+    let easy = &c.by_difficulty[0];
+    assert_eq!((easy.difficulty.as_str(), easy.queries), ("easy", 2));
+    let names: Vec<&str> = easy.metrics.iter().map(|m| m.metric.as_str()).collect();
+    assert_eq!(names, ["recall@5"]);
+    let untested: Vec<(&str, usize)> = easy
+        .metrics_untested
+        .iter()
+        .map(|u| (u.metric.as_str(), u.queries))
+        .collect();
+    assert_eq!(untested, [("faithfulness", 1), ("answer_match", 0)]);
+    let hard = &c.by_difficulty[1];
+    let hf = hard
+        .metrics
+        .iter()
+        .find(|m| m.metric == "faithfulness")
+        .unwrap();
+    // q3 and q4: d = (0, +1).
+    assert_eq!(hf.queries, 2);
+    assert_eq!((hf.runs[0].missing, hf.runs[1].missing), (1, 0));
+    assert!((hf.vs_baseline[0].difference - 0.5).abs() < 1e-12);
+
+    // Each metric's figures are those of a comparison of its paired queries alone.
+    let only = |run: &RunResult, metric: &str, keep: &[usize]| -> RunResult {
+        let mut r = run.clone();
+        r.per_query = keep.iter().map(|&i| run.per_query[i].clone()).collect();
+        for q in &mut r.per_query {
+            q.metrics.0.retain(|(n, _)| n == metric);
+        }
+        r.metrics.0.retain(|(n, _)| n == metric);
+        r.std.0.retain(|(n, _)| n == metric);
+        r
+    };
+    let no_correction = CompareOptions {
+        correction: Correction::None,
+        ..CompareOptions::default()
+    };
+    let mixed = Comparison::new(&[("a", &a), ("b", &b)], &no_correction).unwrap();
+    for (metric, keep) in [
+        ("recall@5", &[0, 1, 2, 3, 4][..]),
+        ("faithfulness", &[0, 3, 4]),
+    ] {
+        let alone = Comparison::new(
+            &[
+                ("a", &only(&a, metric, keep)),
+                ("b", &only(&b, metric, keep)),
+            ],
+            &no_correction,
+        )
+        .unwrap();
+        let m = mixed.metrics.iter().find(|m| m.metric == metric).unwrap();
+        assert_eq!(m.vs_baseline, alone.metrics[0].vs_baseline, "{metric}");
+        let means = |m: &rag_eval::compare::MetricComparison| -> Vec<(f64, f64)> {
+            m.runs.iter().map(|r| (r.mean, r.std)).collect()
+        };
+        assert_eq!(means(m), means(&alone.metrics[0]), "{metric}");
+    }
+
+    // The gate never names an untested metric, and the text says what was left out.
+    assert!(c
+        .regressions(1.0)
+        .iter()
+        .all(|r| r.metric != "answer_match"));
+    let text = c.to_text(0.05);
+    assert!(
+        text.contains("faithfulness: over the 3 of 5 queries with a figure in every run (left out for a missing figure: a 1, b 1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("answer_match: no test: 1 of 5 queries have a figure in every run; a test needs 2 (left out for a missing figure: a 3, b 3)"),
+        "{text}"
+    );
+
+    // The JSON carries the counts, and reads back as it was.
+    let v = serde_json::to_value(&c).unwrap();
+    assert_eq!(v["metrics"][1]["queries"], 3);
+    assert_eq!(v["metrics"][1]["runs"][1]["missing"], 1);
+    assert_eq!(v["metrics"][0]["queries"], 5);
+    assert!(v["metrics"][0]["runs"][0].get("missing").is_none());
+    assert_eq!(v["metrics_untested"][0]["metric"], "answer_match");
+    let back: Comparison = serde_json::from_value(v).unwrap();
+    assert_eq!(back, c);
+}

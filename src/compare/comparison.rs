@@ -28,10 +28,17 @@ pub struct ComparedRun {
 pub struct RunFigure {
     /// The run's label.
     pub label: String,
-    /// Mean over the compared queries.
+    /// Mean over the metric's paired queries.
     pub mean: f64,
     /// Population standard deviation over them.
     pub std: f64,
+    /// Compared queries left out of this metric because this run has no figure for them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub missing: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A query whose figure changed, with what it asked.
@@ -82,10 +89,27 @@ pub struct Difference {
 pub struct MetricComparison {
     /// The metric's report name.
     pub metric: String,
+    /// How many compared queries have a figure for it in every run: the paired queries all its
+    /// figures are over (fewer than the comparison's `queries` when some run has no figure).
+    #[serde(default)]
+    pub queries: usize,
     /// Each run's mean and standard deviation, baseline first.
     pub runs: Vec<RunFigure>,
     /// Each run after the first against the baseline.
     pub vs_baseline: Vec<Difference>,
+}
+
+/// A shared metric that got no test: fewer than 2 queries have a figure for it in every run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UntestedMetric {
+    /// The metric's report name.
+    pub metric: String,
+    /// How many queries have a figure for it in every run (0 or 1).
+    pub queries: usize,
+    /// Per run, baseline first: the compared queries it has no figure for.
+    pub missing: Vec<usize>,
+    /// Why, in words.
+    pub reason: String,
 }
 
 /// The comparison restricted to the queries with one difficulty label.
@@ -97,6 +121,9 @@ pub struct DifficultyComparison {
     pub queries: usize,
     /// Per metric, as in [`Comparison::metrics`]; p-values corrected within the label.
     pub metrics: Vec<MetricComparison>,
+    /// As [`Comparison::metrics_untested`], within the label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_untested: Vec<UntestedMetric>,
 }
 
 /// A metric on which a run is significantly worse than the baseline.
@@ -172,17 +199,22 @@ pub struct Comparison {
     pub confidence: f64,
     /// Metrics left out because some run lacks them.
     pub metrics_not_shared: Vec<String>,
-    /// Per metric, in the baseline's order.
+    /// Per metric, in the baseline's order, each over its paired queries.
     pub metrics: Vec<MetricComparison>,
+    /// Shared metrics that got no test because missing figures left fewer than 2 paired
+    /// queries; not in `metrics`, not in the correction, never a regression.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_untested: Vec<UntestedMetric>,
     /// The same per difficulty label, labels sorted; empty when no compared query has one.
     pub by_difficulty: Vec<DifficultyComparison>,
 }
 
-/// Each run's figures for the compared queries and metrics: `values[run][metric][query]`.
+/// Each run's figures for the compared queries and metrics: `values[run][metric][query]`, none
+/// where the run has no figure.
 struct Aligned<'a> {
     labels: Vec<&'a str>,
     metrics: Vec<String>,
-    values: Vec<Vec<Vec<f64>>>,
+    values: Vec<Vec<Vec<Option<f64>>>>,
     ids: Vec<&'a str>,
     text: Vec<Option<&'a str>>,
     difficulty: Vec<Option<&'a str>>,
@@ -193,8 +225,14 @@ impl Comparison {
     ///
     /// Refuses fewer than 2 or more than [`MAX_RUNS`] runs, runs whose dataset hashes differ or
     /// that scored different query ids (unless `allow_different_datasets`, which compares the
-    /// ids every run has), a query id repeated in a run, and a compared figure that is missing
-    /// or not finite.
+    /// ids every run has), a query id repeated in a run, and a figure that is not finite.
+    ///
+    /// A query without a figure for a metric in some run (an `undetermined` or `invalid` judge
+    /// figure, a reference-based metric on a row without a reference) is left out of that
+    /// metric only: each metric is compared over its paired queries, those with a figure in
+    /// every run ([`MetricComparison::queries`], [`RunFigure::missing`]). A metric that missing
+    /// figures leave with fewer than 2 paired queries gets no test and is listed in
+    /// [`Comparison::metrics_untested`] with the reason.
     pub fn new(
         runs: &[(&str, &RunResult)],
         options: &CompareOptions,
@@ -210,7 +248,7 @@ impl Comparison {
         }
         let (aligned, datasets_differ, not_shared) = align(runs, options)?;
         let all: Vec<usize> = (0..aligned.ids.len()).collect();
-        let metrics = compare_rows(&aligned, &all, options);
+        let (metrics, metrics_untested) = compare_rows(&aligned, &all, options);
         let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
         if aligned.difficulty.iter().any(Option::is_some) {
             let mut by_label: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -225,10 +263,14 @@ impl Comparison {
         }
         let by_difficulty = groups
             .into_iter()
-            .map(|(label, rows)| DifficultyComparison {
-                difficulty: label.to_owned(),
-                queries: rows.len(),
-                metrics: compare_rows(&aligned, &rows, options),
+            .map(|(label, rows)| {
+                let (metrics, metrics_untested) = compare_rows(&aligned, &rows, options);
+                DifficultyComparison {
+                    difficulty: label.to_owned(),
+                    queries: rows.len(),
+                    metrics,
+                    metrics_untested,
+                }
             })
             .collect();
         Ok(Comparison {
@@ -251,6 +293,7 @@ impl Comparison {
             confidence: options.confidence,
             metrics_not_shared: not_shared,
             metrics,
+            metrics_untested,
             by_difficulty,
         })
     }
@@ -387,7 +430,7 @@ fn align<'a>(
                     .and_then(|p| q.metrics.0.get(p).filter(|(n, _)| n == m).map(|(_, v)| *v))
                     .or_else(|| q.metrics.get(m));
                 let problem = match value {
-                    None => Some("missing"),
+                    None => None,
                     Some(v) if v.is_nan() => Some("NaN"),
                     Some(v) if v.is_infinite() => Some("infinite"),
                     Some(_) => None,
@@ -400,7 +443,7 @@ fn align<'a>(
                         problem,
                     });
                 }
-                column.push(value.unwrap_or_default());
+                column.push(value);
             }
             per_metric.push(column);
         }
@@ -429,66 +472,127 @@ fn align<'a>(
     ))
 }
 
-/// Every metric of every run against the baseline over the queries `rows`.
+/// Every metric of every run against the baseline over the queries `rows`, each metric over
+/// those of `rows` every run has a figure for; the metrics left with fewer than 2 such queries
+/// by missing figures come back untested.
 fn compare_rows(
     a: &Aligned<'_>,
     rows: &[usize],
     options: &CompareOptions,
-) -> Vec<MetricComparison> {
+) -> (Vec<MetricComparison>, Vec<UntestedMetric>) {
     let others = a.labels.len() - 1;
-    let pick = |run: usize, metric: usize| -> Vec<f64> {
-        rows.iter().map(|&i| a.values[run][metric][i]).collect()
-    };
-    // Columns in metric-major order: (metric 0, run 1), (metric 0, run 2), …
-    let mut columns = Vec::with_capacity(a.metrics.len() * others);
-    for m in 0..a.metrics.len() {
-        let base = pick(0, m);
-        for r in 1..=others {
-            let run = pick(r, m);
-            columns.push(
-                run.iter()
-                    .zip(&base)
-                    .map(|(x, b)| x - b)
-                    .collect::<Vec<f64>>(),
-            );
+    let mut untested = Vec::new();
+    // Metrics over the same paired queries are tested together, so that with no figure missing
+    // every metric is in one group and the figures are those of one call, as they always were.
+    let mut groups: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    let mut missing_of = vec![Vec::new(); a.metrics.len()];
+    for (m, name) in a.metrics.iter().enumerate() {
+        let paired: Vec<usize> = rows
+            .iter()
+            .copied()
+            .filter(|&i| a.values.iter().all(|run| run[m][i].is_some()))
+            .collect();
+        let missing: Vec<usize> = a
+            .values
+            .iter()
+            .map(|run| rows.iter().filter(|&&i| run[m][i].is_none()).count())
+            .collect();
+        if paired.len() < 2 && paired.len() < rows.len() {
+            untested.push(UntestedMetric {
+                metric: name.clone(),
+                queries: paired.len(),
+                reason: format!(
+                    "{} of {} queries have a figure in every run; a test needs 2",
+                    paired.len(),
+                    rows.len()
+                ),
+                missing,
+            });
+            continue;
+        }
+        missing_of[m] = missing;
+        match groups.iter_mut().find(|(p, _)| *p == paired) {
+            Some((_, ms)) => ms.push(m),
+            None => groups.push((paired, vec![m])),
         }
     }
-    let refs: Vec<&[f64]> = columns.iter().map(Vec::as_slice).collect();
-    let tests: Vec<(f64, bool)> = match options.test {
-        PairedTest::Fisher => randomization_tests(&refs, options.permutations, options.seed)
-            .into_iter()
-            .map(|r| (r.p_value, r.exact))
-            .collect(),
-        PairedTest::Student => refs
-            .iter()
-            .map(|c| (paired_t_test(c).p_value, false))
-            .collect(),
-    };
-    let raw: Vec<f64> = tests.iter().map(|t| t.0).collect();
+    let value = |run: usize, m: usize, i: usize| a.values[run][m][i].unwrap_or_default();
+    // Per tested metric: its paired rows, its difference columns, and per run its test and
+    // interval.
+    let mut tested: Vec<(
+        usize,
+        Vec<usize>,
+        Vec<Vec<f64>>,
+        Vec<(f64, bool)>,
+        Vec<(f64, f64)>,
+    )> = Vec::new();
+    for (paired, ms) in &groups {
+        // Columns in metric-major order: (metric 0, run 1), (metric 0, run 2), …
+        let mut columns = Vec::with_capacity(ms.len() * others);
+        for &m in ms {
+            for r in 1..=others {
+                columns.push(
+                    paired
+                        .iter()
+                        .map(|&i| value(r, m, i) - value(0, m, i))
+                        .collect::<Vec<f64>>(),
+                );
+            }
+        }
+        let refs: Vec<&[f64]> = columns.iter().map(Vec::as_slice).collect();
+        let tests: Vec<(f64, bool)> = match options.test {
+            PairedTest::Fisher => randomization_tests(&refs, options.permutations, options.seed)
+                .into_iter()
+                .map(|r| (r.p_value, r.exact))
+                .collect(),
+            PairedTest::Student => refs
+                .iter()
+                .map(|c| (paired_t_test(c).p_value, false))
+                .collect(),
+        };
+        let cis = bootstrap_cis(&refs, options.resamples, options.seed, options.confidence);
+        let mut columns = columns.into_iter();
+        for (k, &m) in ms.iter().enumerate() {
+            let span = k * others..(k + 1) * others;
+            tested.push((
+                m,
+                paired.clone(),
+                columns.by_ref().take(others).collect(),
+                tests[span.clone()].to_vec(),
+                cis[span].to_vec(),
+            ));
+        }
+    }
+    // Back in the metrics' order, so that the correction sees the p-values as it always did.
+    tested.sort_by_key(|t| t.0);
+    let raw: Vec<f64> = tested
+        .iter()
+        .flat_map(|t| t.3.iter().map(|p| p.0))
+        .collect();
     let corrected = options.correction.apply(&raw);
-    let cis = bootstrap_cis(&refs, options.resamples, options.seed, options.confidence);
-    let mut out = Vec::with_capacity(a.metrics.len());
-    for (m, name) in a.metrics.iter().enumerate() {
+    let mut out = Vec::with_capacity(tested.len());
+    for (k, (m, paired, columns, tests, cis)) in tested.into_iter().enumerate() {
         let runs = (0..=others)
             .map(|r| {
-                let (mean, std) = mean_std(&pick(r, m));
+                let figures: Vec<f64> = paired.iter().map(|&i| value(r, m, i)).collect();
+                let (mean, std) = mean_std(&figures);
                 RunFigure {
                     label: a.labels[r].to_owned(),
                     mean,
                     std,
+                    missing: missing_of[m][r],
                 }
             })
             .collect();
         let vs_baseline = (1..=others)
             .map(|r| {
-                let c = m * others + r - 1;
-                let d = &columns[c];
+                let d = &columns[r - 1];
                 let change = |j: usize| QueryChange {
-                    id: a.ids[rows[j]].to_owned(),
-                    query: a.text[rows[j]].map(str::to_owned),
-                    difficulty: a.difficulty[rows[j]].map(str::to_owned),
-                    baseline: a.values[0][m][rows[j]],
-                    run: a.values[r][m][rows[j]],
+                    id: a.ids[paired[j]].to_owned(),
+                    query: a.text[paired[j]].map(str::to_owned),
+                    difficulty: a.difficulty[paired[j]].map(str::to_owned),
+                    baseline: value(0, m, paired[j]),
+                    run: value(r, m, paired[j]),
                     difference: d[j],
                 };
                 let mut order: Vec<usize> = (0..d.len()).collect();
@@ -510,10 +614,10 @@ fn compare_rows(
                 Difference {
                     label: a.labels[r].to_owned(),
                     difference: mean_std(d).0,
-                    ci: [cis[c].0, cis[c].1],
-                    p_value: tests[c].0,
-                    exact: tests[c].1,
-                    corrected_p_value: corrected[c],
+                    ci: [cis[r - 1].0, cis[r - 1].1],
+                    p_value: tests[r - 1].0,
+                    exact: tests[r - 1].1,
+                    corrected_p_value: corrected[k * others + r - 1],
                     outcome: WinTieLoss::count(d),
                     most_worse,
                     most_better,
@@ -521,10 +625,11 @@ fn compare_rows(
             })
             .collect();
         out.push(MetricComparison {
-            metric: name.clone(),
+            metric: a.metrics[m].clone(),
+            queries: paired.len(),
             runs,
             vs_baseline,
         });
     }
-    out
+    (out, untested)
 }

@@ -60,7 +60,7 @@ pub enum CompareError {
         /// The repeated id.
         query: String,
     },
-    /// A query has no figure, or a figure that is not a finite number, for a compared metric.
+    /// A query has a figure that is not a finite number for a compared metric.
     #[error("run `{run}`, query `{query}`: {metric} is {problem}")]
     BadFigure {
         /// The run's label.
@@ -69,7 +69,7 @@ pub enum CompareError {
         query: String,
         /// The metric.
         metric: String,
-        /// `missing`, `NaN` or `infinite`.
+        /// `NaN` or `infinite`.
         problem: &'static str,
     },
     /// An option is out of range.

@@ -1,15 +1,17 @@
 //! The text report of a [`Comparison`], as `rag-eval compare` prints it.
 
-use super::{Comparison, MetricComparison};
+use super::{Comparison, MetricComparison, UntestedMetric};
 use std::fmt::Write;
 
 impl Comparison {
     /// A plain-text report: the settings, one table of every metric and run (mean ± std,
     /// difference from the baseline with its interval, p-value before and after correction,
     /// wins/ties/losses; `*` marks a corrected p-value at most `alpha`), the queries that got
-    /// most worse where a run is significantly worse, and a table per difficulty label.
+    /// most worse where a run is significantly worse, and a table per difficulty label; below a
+    /// table, the metrics compared over fewer queries for missing figures and those untested.
     pub fn to_text(&self, alpha: f64) -> String {
         let mut s = String::new();
+        let labels: Vec<&str> = self.runs.iter().map(|r| r.label.as_str()).collect();
         let test = match self.test {
             super::PairedTest::Fisher => format!(
                 "Fisher randomization test ({} permutations; exact up to {} queries)",
@@ -42,6 +44,12 @@ impl Comparison {
         }
         s.push('\n');
         s.push_str(&table(&self.metrics, alpha));
+        s.push_str(&partial(
+            &self.metrics,
+            &self.metrics_untested,
+            self.queries,
+            &labels,
+        ));
         for m in &self.metrics {
             for d in &m.vs_baseline {
                 if d.difference < 0.0 && d.corrected_p_value <= alpha && !d.most_worse.is_empty() {
@@ -70,6 +78,12 @@ impl Comparison {
         for g in &self.by_difficulty {
             let _ = writeln!(s, "\ndifficulty {}: {} queries", g.difficulty, g.queries);
             s.push_str(&table(&g.metrics, alpha));
+            s.push_str(&partial(
+                &g.metrics,
+                &g.metrics_untested,
+                g.queries,
+                &labels,
+            ));
         }
         s
     }
@@ -132,6 +146,44 @@ fn table(metrics: &[MetricComparison], alpha: f64) -> String {
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
         let _ = writeln!(s, "{}", line.join("  ").trim_end());
+    }
+    s
+}
+
+/// The metrics some run lacks figures for: how many queries each is over and how many each run
+/// left out; then the metrics left untested, with the reason. Empty when no figure is missing.
+fn partial(
+    metrics: &[MetricComparison],
+    untested: &[UntestedMetric],
+    queries: usize,
+    labels: &[&str],
+) -> String {
+    let mut s = String::new();
+    let left_out = |labels: &mut dyn Iterator<Item = (&str, usize)>| -> String {
+        labels
+            .map(|(l, n)| format!("{l} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for m in metrics
+        .iter()
+        .filter(|m| m.runs.iter().any(|r| r.missing > 0))
+    {
+        let _ = writeln!(
+            s,
+            "{}: over the {} of {queries} queries with a figure in every run (left out for a missing figure: {})",
+            m.metric,
+            m.queries,
+            left_out(&mut m.runs.iter().map(|r| (r.label.as_str(), r.missing)))
+        );
+    }
+    for u in untested {
+        let missing = left_out(&mut labels.iter().copied().zip(u.missing.iter().copied()));
+        let _ = writeln!(
+            s,
+            "{}: no test: {} (left out for a missing figure: {missing})",
+            u.metric, u.reason
+        );
     }
     s
 }
