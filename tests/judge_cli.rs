@@ -75,6 +75,8 @@ struct Script {
     broken: AtomicBool,
     /// The faithfulness verdict on q1's answer.
     q1_unsupported: AtomicBool,
+    /// q3's answer holds a supported statement (else none: undetermined).
+    q3_statement: AtomicBool,
     /// The user messages received.
     seen: Mutex<Vec<String>>,
 }
@@ -95,6 +97,10 @@ fn reply_for(schema: &str, prompt: &str, script: &Script) -> String {
             json!({"statements": [
                 {"statement": "It is Paris.", "verdict": "not_supported", "context": 0, "evidence": "", "reason": "r"},
                 {"statement": "Paris is a city.", "verdict": "not_supported", "context": 0, "evidence": "", "reason": "r"}]})
+        }
+        "faithfulness" if answer_is("no idea") && script.q3_statement.load(Ordering::SeqCst) => {
+            json!({"statements": [{"statement": "No idea.", "verdict": "supported",
+                "context": 0, "evidence": "", "reason": "r"}]})
         }
         // "no idea" holds no statement: undetermined.
         "faithfulness" => json!({"statements": []}),
@@ -325,9 +331,8 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
     assert_eq!(q1["id"], "q1");
     assert_eq!(figure(&q1["metrics"], "faithfulness"), Some(1.0));
 
-    // Two runs over rows that all have a reference answer and statements (compare wants every
-    // compared figure of every query), the second with q1's statement no longer supported:
-    // compare reports faithfulness.
+    // Two runs over rows that all have a reference answer and statements, the second with q1's
+    // statement no longer supported: compare reports faithfulness.
     let rows = |text: &str| text.lines().take(2).collect::<Vec<_>>().join("\n") + "\n";
     std::fs::write(s.dir.path().join("d.jsonl"), rows(&dataset())).unwrap();
     std::fs::write(s.dir.path().join("a.jsonl"), rows(&answers())).unwrap();
@@ -365,6 +370,66 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
         .as_f64()
         .unwrap();
     assert!((d.abs() - 0.5).abs() < 1e-12, "{faithfulness}");
+
+    // Two runs over all three rows: in the first q3's faithfulness is undetermined, in the
+    // second q3 has a supported statement and q1's is no longer supported. q3 has no reference
+    // answer, so neither run has answer_match for it. Each metric is compared over q1 and q2.
+    std::fs::write(s.dir.path().join("d.jsonl"), dataset()).unwrap();
+    std::fs::write(s.dir.path().join("a.jsonl"), answers()).unwrap();
+    s.script.q1_unsupported.store(false, Ordering::SeqCst);
+    let before = s.score(&["--judges", "faithfulness,answer_match"]);
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    s.script.q1_unsupported.store(true, Ordering::SeqCst);
+    s.script.q3_statement.store(true, Ordering::SeqCst);
+    let after = s.score(&["--judges", "faithfulness,answer_match"]);
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    let compared = ok(
+        s.dir.path(),
+        &s.store,
+        &["compare", "--json", "latest~1", "latest"],
+    )
+    .stdout;
+    let c: Value = serde_json::from_str(compared.trim()).unwrap();
+    assert_eq!(c["queries"], 3, "{compared}");
+    let metric = |name: &str| -> Value {
+        c["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == name)
+            .unwrap_or_else(|| panic!("compare reports {name}: {compared}"))
+            .clone()
+    };
+    let f = metric("faithfulness");
+    assert_eq!(f["queries"], 2, "{f}");
+    // The baseline lacks q3; the later run has it, left out all the same.
+    assert_eq!(f["runs"][0]["missing"], 1, "{f}");
+    assert!(f["runs"][1].get("missing").is_none(), "{f}");
+    // q1 1 → 0, q2 0 → 0: a mean difference of −1/2 over the pairs (not −1/3 over three).
+    assert_eq!(f["runs"][0]["mean"].as_f64(), Some(0.5), "{f}");
+    assert_eq!(f["runs"][1]["mean"].as_f64(), Some(0.0), "{f}");
+    let d = &f["vs_baseline"][0];
+    assert_eq!(d["difference"].as_f64(), Some(-0.5), "{f}");
+    assert_eq!(
+        (d["wins"].as_u64(), d["ties"].as_u64(), d["losses"].as_u64()),
+        (Some(0), Some(1), Some(1))
+    );
+    assert_eq!(d["most_worse"][0]["id"], "q1", "{f}");
+    let m = metric("answer_match");
+    assert_eq!(m["queries"], 2, "{m}");
+    assert_eq!(
+        (
+            m["runs"][0]["missing"].as_u64(),
+            m["runs"][1]["missing"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    // The text says how many queries each metric is over and what each run left out.
+    let text = ok(s.dir.path(), &s.store, &["compare", "latest~1", "latest"]).stdout;
+    assert!(
+        text.contains("faithfulness: over the 2 of 3 queries with a figure in every run (left out for a missing figure: "),
+        "{text}"
+    );
 }
 
 #[test]
