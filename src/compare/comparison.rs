@@ -472,6 +472,16 @@ fn align<'a>(
     ))
 }
 
+/// A tested metric: its paired rows, and per run after the baseline its difference column, its
+/// test (p-value, exact) and its interval.
+struct Tested {
+    metric: usize,
+    paired: Vec<usize>,
+    columns: Vec<Vec<f64>>,
+    tests: Vec<(f64, bool)>,
+    cis: Vec<(f64, f64)>,
+}
+
 /// Every metric of every run against the baseline over the queries `rows`, each metric over
 /// those of `rows` every run has a figure for; the metrics left with fewer than 2 such queries
 /// by missing figures come back untested.
@@ -519,13 +529,7 @@ fn compare_rows(
     let value = |run: usize, m: usize, i: usize| a.values[run][m][i].unwrap_or_default();
     // Per tested metric: its paired rows, its difference columns, and per run its test and
     // interval.
-    let mut tested: Vec<(
-        usize,
-        Vec<usize>,
-        Vec<Vec<f64>>,
-        Vec<(f64, bool)>,
-        Vec<(f64, f64)>,
-    )> = Vec::new();
+    let mut tested: Vec<Tested> = Vec::new();
     for (paired, ms) in &groups {
         // Columns in metric-major order: (metric 0, run 1), (metric 0, run 2), …
         let mut columns = Vec::with_capacity(ms.len() * others);
@@ -554,24 +558,31 @@ fn compare_rows(
         let mut columns = columns.into_iter();
         for (k, &m) in ms.iter().enumerate() {
             let span = k * others..(k + 1) * others;
-            tested.push((
-                m,
-                paired.clone(),
-                columns.by_ref().take(others).collect(),
-                tests[span.clone()].to_vec(),
-                cis[span].to_vec(),
-            ));
+            tested.push(Tested {
+                metric: m,
+                paired: paired.clone(),
+                columns: columns.by_ref().take(others).collect(),
+                tests: tests[span.clone()].to_vec(),
+                cis: cis[span].to_vec(),
+            });
         }
     }
     // Back in the metrics' order, so that the correction sees the p-values as it always did.
-    tested.sort_by_key(|t| t.0);
+    tested.sort_by_key(|t| t.metric);
     let raw: Vec<f64> = tested
         .iter()
-        .flat_map(|t| t.3.iter().map(|p| p.0))
+        .flat_map(|t| t.tests.iter().map(|p| p.0))
         .collect();
     let corrected = options.correction.apply(&raw);
     let mut out = Vec::with_capacity(tested.len());
-    for (k, (m, paired, columns, tests, cis)) in tested.into_iter().enumerate() {
+    for (k, t) in tested.into_iter().enumerate() {
+        let Tested {
+            metric: m,
+            paired,
+            columns,
+            tests,
+            cis,
+        } = t;
         let runs = (0..=others)
             .map(|r| {
                 let figures: Vec<f64> = paired.iter().map(|&i| value(r, m, i)).collect();
