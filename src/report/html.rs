@@ -188,6 +188,21 @@ pub(super) fn method(report: &Report, analysis: &Analysis, charts: bool) -> Stri
                     c.queries
                 ));
             }
+            let partial: Vec<String> = c
+                .metrics
+                .iter()
+                .filter(|m| m.queries < c.queries)
+                .map(|m| format!("{} on {}", m.metric, m.queries))
+                .collect();
+            if !partial.is_empty() {
+                note.push_str(&format!(
+                    "; where some run has no figure for a query, a metric is compared on the                      queries with a figure in every run: {}",
+                    partial.join(", ")
+                ));
+            }
+            for u in &c.metrics_untested {
+                note.push_str(&format!("; {} is not tested: {}", u.metric, u.reason));
+            }
         }
         (None, Some(why)) => note.push_str(&format!(". The runs are not compared: {why}")),
         (None, None) => {}

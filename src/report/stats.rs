@@ -180,4 +180,47 @@ mod tests {
         assert!(!md.contains("Δ"), "{md}");
         assert!(!report.html().contains("Difference from the baseline"));
     }
+
+    #[test]
+    fn metrics_with_missing_figures_say_on_how_many_queries_they_are_compared_or_why_not() {
+        use crate::metrics::{Figures, QueryResult, ResultLevel, RunResult};
+        // faithfulness: q2 has no figure in `a`, so it is compared on q1 and q3;
+        // answer_match: only q1 has a figure in both runs, too few for a test.
+        let make = |rows: &[(&str, &[(&str, f64)])]| {
+            let per_query = rows
+                .iter()
+                .map(|(id, figures)| QueryResult {
+                    id: (*id).into(),
+                    metrics: Figures(figures.iter().map(|(m, v)| ((*m).into(), *v)).collect()),
+                    ..QueryResult::default()
+                })
+                .collect();
+            let names = vec!["faithfulness".into(), "answer_match".into()];
+            RunResult::from_queries(ResultLevel::Chunk, names, per_query)
+        };
+        let a = make(&[
+            ("q1", &[("faithfulness", 1.0), ("answer_match", 1.0)]),
+            ("q2", &[]),
+            ("q3", &[("faithfulness", 0.5)]),
+        ]);
+        let b = make(&[
+            ("q1", &[("faithfulness", 0.0), ("answer_match", 0.0)]),
+            ("q2", &[("faithfulness", 1.0), ("answer_match", 1.0)]),
+            ("q3", &[("faithfulness", 0.5)]),
+        ]);
+        let report = Report::new(vec![("a".into(), a), ("b".into(), b)]).unwrap();
+        let analysis = Analysis::of(&report);
+        assert_eq!(
+            analysis.difference(1, "faithfulness").unwrap().difference,
+            -0.5
+        );
+        assert!(analysis.difference(1, "answer_match").is_none());
+        let md = report.markdown();
+        assert!(
+            md.contains("queries with a figure in every run: faithfulness on 2"),
+            "{md}"
+        );
+        assert!(md.contains("answer_match is not tested: "), "{md}");
+        assert!(report.html().contains("answer_match is not tested: "));
+    }
 }
