@@ -18,6 +18,23 @@ pub(super) struct CompareArgs {
     /// `RAG_EVAL_RUNS`, else `.rag-eval/runs.sqlite`).
     #[arg(long, value_name = "FILE|URL")]
     store: Option<String>,
+    #[command(flatten)]
+    stats: StatsArgs,
+    /// Exit with code 1 when a run is significantly worse than the baseline on a metric
+    /// (corrected p-value at most --alpha).
+    #[arg(long)]
+    fail_on_regression: bool,
+    /// Compare runs of different datasets (or query sets) on their shared query ids.
+    #[arg(long)]
+    allow_different_datasets: bool,
+    /// Print the comparison as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The statistics options `compare` and `report` share.
+#[derive(Args)]
+pub(super) struct StatsArgs {
     /// The paired test: Fisher's randomization test or the paired t-test.
     #[arg(long, default_value = "fisher", value_parser = ["fisher", "student"])]
     test: String,
@@ -34,26 +51,38 @@ pub(super) struct CompareArgs {
     /// Correction of the p-values across metrics × runs.
     #[arg(long, default_value = "holm", value_parser = ["none", "bonferroni", "holm"])]
     correction: String,
-    /// Significance level of `*` in the table and of --fail-on-regression.
-    #[arg(long, default_value_t = 0.05)]
-    alpha: f64,
-    /// Exit with code 1 when a run is significantly worse than the baseline on a metric
-    /// (corrected p-value at most --alpha).
-    #[arg(long)]
-    fail_on_regression: bool,
-    /// Compare runs of different datasets (or query sets) on their shared query ids.
-    #[arg(long)]
-    allow_different_datasets: bool,
-    /// Print the comparison as JSON instead of tables.
-    #[arg(long)]
-    json: bool,
+    /// Significance level: `*` marks a corrected p-value at most this (and, for compare,
+    /// --fail-on-regression gates on it).
+    #[arg(long, default_value_t = crate::report::DEFAULT_ALPHA)]
+    pub(super) alpha: f64,
+}
+
+impl StatsArgs {
+    /// The library's options, after checking --alpha.
+    pub(super) fn options(&self, allow_different_datasets: bool) -> Result<CompareOptions> {
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            bail!("--alpha must be between 0 and 1 (got {})", self.alpha);
+        }
+        Ok(CompareOptions {
+            test: self
+                .test
+                .parse::<PairedTest>()
+                .map_err(anyhow::Error::msg)?,
+            permutations: self.permutations,
+            resamples: self.resamples,
+            seed: self.seed,
+            correction: self
+                .correction
+                .parse::<Correction>()
+                .map_err(anyhow::Error::msg)?,
+            allow_different_datasets,
+            ..CompareOptions::default()
+        })
+    }
 }
 
 /// Prints the comparison; returns whether --fail-on-regression found a regression.
 pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
-    if !(a.alpha > 0.0 && a.alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1 (got {})", a.alpha);
-    }
     let runs = super::runs::load(&a.runs, a.store.as_deref())?;
     if !(2..=MAX_RUNS).contains(&runs.len()) {
         bail!(
@@ -61,32 +90,21 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
             runs.len()
         );
     }
-    let options = CompareOptions {
-        test: a.test.parse::<PairedTest>().map_err(anyhow::Error::msg)?,
-        permutations: a.permutations,
-        resamples: a.resamples,
-        seed: a.seed,
-        correction: a
-            .correction
-            .parse::<Correction>()
-            .map_err(anyhow::Error::msg)?,
-        allow_different_datasets: a.allow_different_datasets,
-        ..CompareOptions::default()
-    };
+    let options = a.stats.options(a.allow_different_datasets)?;
     let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let comparison = Comparison::new(&labelled, &options)?;
     if a.json {
         out.json_line(&comparison)?;
     } else {
-        out.text(&comparison.to_text(a.alpha))?;
+        out.text(&comparison.to_text(a.stats.alpha))?;
     }
-    let regressions = comparison.regressions(a.alpha);
+    let regressions = comparison.regressions(a.stats.alpha);
     if a.fail_on_regression && !regressions.is_empty() {
         out.flush()?;
         for r in &regressions {
             eprintln!(
                 "regression: {} on {}: {:+.4} (corrected p = {:.4} ≤ {})",
-                r.run, r.metric, r.difference, r.corrected_p_value, a.alpha
+                r.run, r.metric, r.difference, r.corrected_p_value, a.stats.alpha
             );
         }
         return Ok(true);

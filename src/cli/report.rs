@@ -1,9 +1,8 @@
 //! `rag-eval report`: runs rendered as HTML, Markdown or JUnit.
 
+use super::compare::StatsArgs;
 use super::output::Output;
-use crate::compare::{CompareOptions, PairedTest};
 use crate::report::{Bar, Bound, Format, Report};
-use crate::stats::Correction;
 use anyhow::Result;
 use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
@@ -35,24 +34,8 @@ pub(super) struct ReportArgs {
     /// The report's title.
     #[arg(long, default_value = "rag-eval report")]
     title: String,
-    /// The paired test of the differences from the baseline (as `rag-eval compare --test`).
-    #[arg(long, default_value = "fisher", value_parser = ["fisher", "student"])]
-    test: String,
-    /// Random sign patterns of the randomization test.
-    #[arg(long, default_value_t = crate::stats::DEFAULT_PERMUTATIONS)]
-    permutations: usize,
-    /// Bootstrap resamples of every interval.
-    #[arg(long, default_value_t = crate::stats::DEFAULT_RESAMPLES)]
-    resamples: usize,
-    /// Seed of the permutations and resamples.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    /// Correction of the p-values across metrics × runs.
-    #[arg(long, default_value = "holm", value_parser = ["none", "bonferroni", "holm"])]
-    correction: String,
-    /// Significance level of the `*` beside a corrected p-value.
-    #[arg(long, default_value_t = crate::report::DEFAULT_ALPHA)]
-    alpha: f64,
+    #[command(flatten)]
+    stats: StatsArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -66,22 +49,8 @@ enum ReportFormat {
 }
 
 pub(super) fn run(a: ReportArgs, out: &mut Output) -> Result<()> {
-    if !(a.alpha > 0.0 && a.alpha < 1.0) {
-        anyhow::bail!("--alpha must be between 0 and 1 (got {})", a.alpha);
-    }
-    let options = CompareOptions {
-        test: a.test.parse::<PairedTest>().map_err(anyhow::Error::msg)?,
-        permutations: a.permutations,
-        resamples: a.resamples,
-        seed: a.seed,
-        correction: a
-            .correction
-            .parse::<Correction>()
-            .map_err(anyhow::Error::msg)?,
-        // A report shows runs of different datasets too, on their shared query ids, and says so.
-        allow_different_datasets: true,
-        ..CompareOptions::default()
-    };
+    // A report shows runs of different datasets too, on their shared query ids, and says so.
+    let options = a.stats.options(true)?;
     let mut bars = Vec::new();
     for m in &a.min {
         bars.push(Bar::parse_with(m, Bound::Min)?);
@@ -99,7 +68,7 @@ pub(super) fn run(a: ReportArgs, out: &mut Output) -> Result<()> {
         .with_bars(bars)
         .with_title(a.title)
         .with_compare_options(options)
-        .with_alpha(a.alpha)
+        .with_alpha(a.stats.alpha)
         .render(format);
     match &a.output {
         Some(path) => crate::fs::write_atomic(path, text.as_bytes())?,
