@@ -12,7 +12,8 @@ use std::sync::Arc;
 type TokenCounter = dyn Fn(&str) -> u64 + Send + Sync;
 
 /// Wraps an [`Embedder`] with a [`Cache`]: each call looks every text up, sends the texts not
-/// found to the inner embedder in one call (each distinct text once), stores their vectors and
+/// found to the inner embedder in one call (each distinct text once; queries of an
+/// [`Embedder::embed_queries`] call likewise), stores their vectors and
 /// returns all vectors in input order. In [`CacheMode::Replay`] a text not found is an error
 /// ([`Error::CacheMiss`]) and the inner embedder is never called.
 ///
@@ -234,8 +235,15 @@ impl<E: Embedder> CachedEmbedder<E> {
                 let batch: Vec<String> = unique.iter().map(|&i| texts[i].to_owned()).collect();
                 self.inner.embed(&batch).await?
             }
-            // Queries come one at a time through `embed_query`.
-            Kind::Query => vec![self.inner.embed_query(texts[unique[0]]).await?],
+            // A single query goes through `embed_query`, as it did before queries came in
+            // batches; several go in one `embed_queries` call.
+            Kind::Query if unique.len() == 1 => {
+                vec![self.inner.embed_query(texts[unique[0]]).await?]
+            }
+            Kind::Query => {
+                let batch: Vec<String> = unique.iter().map(|&i| texts[i].to_owned()).collect();
+                self.inner.embed_queries(&batch).await?
+            }
         };
         let what = || {
             format!(
@@ -343,5 +351,13 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         let mut v = self.resolve(Kind::Query, &[query]).await?;
         v.pop()
             .ok_or_else(|| Error::Embed(format!("{} returned no vector", self.model)))
+    }
+
+    /// One cache lookup for all the queries; the distinct ones not found go to the inner
+    /// embedder in one [`Embedder::embed_queries`] call and are stored. The vectors are those
+    /// [`CachedEmbedder::embed_query`] returns for each query.
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+        self.resolve(Kind::Query, &queries).await
     }
 }

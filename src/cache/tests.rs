@@ -29,6 +29,7 @@ fn rw(path: &Utf8Path) -> Cache {
 struct Counting {
     calls: Mutex<Vec<Vec<String>>>,
     queries: Mutex<Vec<String>>,
+    query_batches: Mutex<Vec<Vec<String>>>,
 }
 
 fn vector(text: &str, sign: f32) -> Vec<f32> {
@@ -54,6 +55,10 @@ impl Embedder for Counting {
     async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         self.queries.lock().unwrap().push(query.to_owned());
         Ok(vector(query, -1.0))
+    }
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.query_batches.lock().unwrap().push(queries.to_vec());
+        Ok(queries.iter().map(|q| vector(q, -1.0)).collect())
     }
 }
 
@@ -686,6 +691,58 @@ fn cached_embedder_embeds_only_misses_in_one_call_and_keeps_input_order() {
             .unwrap(),
         Some(vector("e", 1.0))
     );
+}
+
+#[test]
+fn cached_embedder_embeds_the_queries_it_lacks_in_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_path(&dir, "c.sqlite");
+    let e = CachedEmbedder::new(Counting::default(), Arc::new(rw(&path)));
+    // "aa" is cached as a query, "b" only as a document: a query must not find it.
+    block_on(e.embed_query("aa")).unwrap();
+    block_on(e.embed(&strings(&["b"]))).unwrap();
+    let asked = strings(&["b", "aa", "ccc", "b", "dddd"]);
+    let got = block_on(e.embed_queries(&asked)).unwrap();
+    let one_by_one: Vec<Vec<f32>> = asked.iter().map(|q| vector(q, -1.0)).collect();
+    assert_eq!(got, one_by_one);
+    // The misses, each once and in order of first appearance, in one call; "aa" from the cache.
+    assert_eq!(
+        *e.inner().query_batches.lock().unwrap(),
+        [strings(&["b", "ccc", "dddd"])]
+    );
+    assert_eq!(*e.inner().queries.lock().unwrap(), ["aa"]);
+    let s = e.stats();
+    // Before: 1 query miss, 1 document miss. Then 1 hit and 4 misses, counted per text.
+    assert_eq!((s.hits, s.misses), (1, 6));
+
+    // All hits now: no call at all, the same vectors as asking one query at a time.
+    let again = block_on(e.embed_queries(&asked)).unwrap();
+    assert_eq!(again, one_by_one);
+    for q in &asked {
+        assert_eq!(block_on(e.embed_query(q)).unwrap(), vector(q, -1.0));
+    }
+    assert_eq!(e.inner().query_batches.lock().unwrap().len(), 1);
+    assert_eq!(e.inner().queries.lock().unwrap().len(), 1);
+    let s = e.stats();
+    assert_eq!((s.hits, s.misses), (1 + 5 + 5, 6));
+    assert!(block_on(e.embed_queries(&[])).unwrap().is_empty());
+
+    // A fresh wrapper over the same file, in replay: the batch is answered from the file, and
+    // a batch with one query never recorded names it and calls nothing.
+    let replay = CachedEmbedder::new(
+        Counting::default(),
+        Arc::new(Cache::open(&path, CacheMode::Replay).unwrap()),
+    );
+    assert_eq!(block_on(replay.embed_queries(&asked)).unwrap(), one_by_one);
+    let err = block_on(replay.embed_queries(&strings(&["aa", "zz"])))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no query embedding") && err.contains("\"zz\""),
+        "{err}"
+    );
+    assert!(replay.inner().query_batches.lock().unwrap().is_empty());
+    assert!(replay.inner().queries.lock().unwrap().is_empty());
 }
 
 #[test]
