@@ -124,9 +124,12 @@ fn the_profile_counts_texts_tokens_and_padding_of_batches_sorted_by_length() {
     ];
     let tokens: Vec<usize> = texts.iter().map(|t| e.token_count(t).unwrap()).collect();
     let before = e.profile();
+    // Made and asked for tokens, but not yet for vectors: the model is not loaded.
+    assert_eq!(before, rag_eval::embed::OnnxProfile::default());
     e.embed_blocking(&texts).unwrap();
     let p = e.profile().since(&before);
-    assert_eq!((p.calls, p.texts, p.batches), (1, 4, 2));
+    assert_eq!((p.calls, p.texts, p.batches, p.sessions), (1, 4, 2, 1));
+    assert!(p.load > std::time::Duration::ZERO);
     assert_eq!(p.tokens, tokens.iter().sum::<usize>() as u64);
     // Longest first: the two longest texts share a batch, the two shortest the other, each
     // padded to its own longest.
@@ -136,9 +139,12 @@ fn the_profile_counts_texts_tokens_and_padding_of_batches_sorted_by_length() {
     assert!(p.inference > std::time::Duration::ZERO);
     assert_eq!(
         p.total(),
-        p.tokenize + p.tensors + p.inference + p.pool,
+        p.load + p.tokenize + p.tensors + p.inference + p.pool,
         "{p}"
     );
+    // Loaded once: the next call reuses the session.
+    e.embed_blocking(&["one"]).unwrap();
+    assert_eq!(e.profile().sessions, 1);
     // Batching wrappers send calls of 32 model batches, so that sorting has room to work.
     assert_eq!(e.preferred_batch_size(), Some(64));
     let wrapped = BatchingEmbedder::new(std::sync::Arc::new(e));
@@ -274,6 +280,104 @@ fn a_file_that_is_no_model_and_a_second_runtime_are_refused() {
         "{msg}"
     );
     assert!(msg.contains("libother.so"), "{msg}");
+}
+
+/// A warm cache answers every call, so an embedder behind it never loads its model; the
+/// vectors are those the model gave when the cache was filled.
+#[cfg(feature = "cache")]
+#[test]
+fn behind_a_warm_cache_the_model_is_never_loaded() {
+    use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
+    use std::sync::Arc;
+    let Some(dir) = model_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("c.sqlite");
+    let path = path.to_str().unwrap();
+    let docs: Vec<String> = ["a cat sat on the mat", "stocks fell sharply"]
+        .map(String::from)
+        .into();
+    let queries: Vec<String> = ["where is the cat", "what did stocks do", "where is the cat"]
+        .map(String::from)
+        .into();
+
+    let cold = CachedEmbedder::new(
+        OnnxEmbedder::from_dir(&dir).unwrap(),
+        Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap()),
+    );
+    let doc_vectors = pollster::block_on(cold.embed(&docs)).unwrap();
+    let query_vectors = pollster::block_on(cold.embed_queries(&queries)).unwrap();
+    assert_eq!(cold.inner().profile().sessions, 1);
+    assert_eq!(query_vectors[0], query_vectors[2]);
+    drop(cold);
+
+    let onnx = OnnxEmbedder::from_dir(&dir).unwrap();
+    let warm = CachedEmbedder::new(
+        onnx,
+        Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap()),
+    );
+    assert_eq!(pollster::block_on(warm.embed(&docs)).unwrap(), doc_vectors);
+    assert_eq!(
+        pollster::block_on(warm.embed_queries(&queries)).unwrap(),
+        query_vectors
+    );
+    assert_eq!(
+        pollster::block_on(warm.embed_query(&queries[1])).unwrap(),
+        query_vectors[1]
+    );
+    assert_eq!(
+        warm.inner().profile(),
+        rag_eval::embed::OnnxProfile::default(),
+        "no session, no call"
+    );
+    let s = warm.stats();
+    assert_eq!((s.hits, s.misses), (6, 0));
+    // The first text the cache lacks loads the model.
+    pollster::block_on(warm.embed_query("something new")).unwrap();
+    assert_eq!(warm.inner().profile().sessions, 1);
+}
+
+/// A `model.onnx` that onnxruntime refuses, in a folder whose `config.json` gives the vector
+/// length: the embedder is made without loading it, and each call that needs it says which file
+/// it could not load. A graph whose vectors differ from that length is refused too.
+#[test]
+fn a_bad_model_is_reported_with_its_path_by_the_first_call_that_needs_it() {
+    let Some(model) = model_dir() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("model.onnx"), b"not a model").unwrap();
+    for f in ["tokenizer.json", "config.json"] {
+        std::fs::copy(model.join(f), dir.path().join(f)).unwrap();
+    }
+    let e = OnnxEmbedder::from_dir(dir.path()).unwrap();
+    assert_eq!(e.dimension(), 384);
+    assert!(e.token_count("no model needed").unwrap() > 2);
+    for _ in 0..2 {
+        let msg = e
+            .embed_blocking(&["needs the model"])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("cannot load ONNX model `"), "{msg}");
+        assert!(
+            msg.contains(&format!("{}", dir.path().join("model.onnx").display())),
+            "{msg}"
+        );
+    }
+    assert_eq!(e.profile().sessions, 0);
+
+    // The real graph, but a config that promises another length.
+    std::fs::remove_file(dir.path().join("model.onnx")).unwrap();
+    std::fs::copy(model.join("model.onnx"), dir.path().join("model.onnx")).unwrap();
+    let config = std::fs::read_to_string(model.join("config.json")).unwrap();
+    let mut config: serde_json::Value = serde_json::from_str(&config).unwrap();
+    config["hidden_size"] = serde_json::json!(100);
+    std::fs::write(dir.path().join("config.json"), config.to_string()).unwrap();
+    let e = OnnxEmbedder::from_dir(dir.path()).unwrap();
+    assert_eq!(e.dimension(), 100);
+    let msg = e.embed_blocking(&["a cat"]).unwrap_err().to_string();
+    assert!(
+        msg.contains("gives vectors of 384 dimensions") && msg.contains("hidden_size 100"),
+        "{msg}"
+    );
+    assert!(msg.contains("model.onnx`"), "{msg}");
 }
 
 /// A folder with the two files present, whatever they hold: enough to get to the runtime.

@@ -89,7 +89,16 @@ impl OnnxConfig {
 /// folder), run locally through onnxruntime: token vectors averaged over the attention mask,
 /// then L2-normalised, as sentence-transformers computes them.
 ///
-/// The onnxruntime shared library (1.31 or newer) is loaded when the first embedder is made,
+/// The model is loaded on the first call that needs inference, not when the embedder is made:
+/// an embedder behind a cache that has every vector (a
+/// [`CachedEmbedder`](crate::embed::CachedEmbedder) on a warm file) never loads it. Making the
+/// embedder checks what it can cheaply: the folder, `model.onnx` and `tokenizer.json` are
+/// there, the tokenizer and the configs parse, the runtime library's path exists; a
+/// `model.onnx` that onnxruntime refuses is reported, with its path, by the first call that
+/// needs it (and by every later one). The vector length comes from `hidden_size` in the
+/// folder's `config.json`; a folder without it has the model loaded at once, to ask the graph.
+///
+/// The onnxruntime shared library (1.31 or newer) is loaded with the first model,
 /// from [`OnnxConfig::runtime`] or else the `ORT_DYLIB_PATH` environment variable (for the
 /// `onnxruntime` Python wheel: `site-packages/onnxruntime/capi/libonnxruntime.so.1.*`), or else
 /// by name (`libonnxruntime.so`) from the system library path. Nothing is downloaded, at build
@@ -121,12 +130,15 @@ pub struct OnnxEmbedder {
 }
 
 struct Model {
-    engine: Mutex<Engine>,
+    /// `None` until the first call that needs the model.
+    engine: Mutex<Option<Engine>>,
     profile: Mutex<OnnxProfile>,
     tokenizer: Tokenizer,
-    /// Whether the graph takes `token_type_ids` (BERT exports do, others may not).
-    token_type_ids: bool,
-    output: String,
+    /// What loading the model takes.
+    session: SessionSettings,
+    /// The vector length the folder's `config.json` declares, which the graph must give; 0
+    /// when the folder does not say (the length is then the graph's).
+    expected_dimension: usize,
     max_len: usize,
     batch_size: usize,
     pad_id: i64,
@@ -197,60 +209,13 @@ impl OnnxEmbedder {
         };
         tokenizer.with_padding(None);
 
-        let environment = runtime(config.runtime.as_deref())?;
+        // Cheap checks now (the library's path exists, no other runtime is loaded); the
+        // library and the model are loaded by the first call that needs them.
+        let runtime = requested_runtime(config.runtime.as_deref())?;
         let threads = config.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
-        let session_error = |e: &dyn fmt::Display| {
-            Error::Embed(format!("cannot load ONNX model `{model_path}`: {e}"))
-        };
-        let mut builder = Session::builder(&environment)
-            .map_err(|e| session_error(&e))?
-            .with_intra_threads(threads)
-            .map_err(|e| session_error(&e))?;
-        if let Some(on) = config.spinning {
-            builder = builder
-                .with_intra_op_spinning(on)
-                .map_err(|e| session_error(&e))?;
-        }
-        let session = builder
-            .commit_from_file(&model_path)
-            .map_err(|e| session_error(&e))?;
-
-        let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
-        for required in ["input_ids", "attention_mask"] {
-            if !inputs.contains(&required) {
-                return Err(Error::Embed(format!(
-                    "`{model_path}` has no input `{required}` (inputs: {inputs:?}); expected a sentence-transformers export"
-                )));
-            }
-        }
-        if let Some(other) = inputs
-            .iter()
-            .find(|n| !["input_ids", "attention_mask", "token_type_ids"].contains(n))
-        {
-            return Err(Error::Embed(format!(
-                "`{model_path}` takes input `{other}`, which a text embedder cannot fill"
-            )));
-        }
-        let token_type_ids = inputs.contains(&"token_type_ids");
-        let outlet = session
-            .outputs()
-            .iter()
-            .find(|o| matches!(o.name(), "last_hidden_state" | "token_embeddings"))
-            .or_else(|| session.outputs().first())
-            .ok_or_else(|| Error::Embed(format!("`{model_path}` has no output")))?;
-        let output = outlet.name().to_owned();
-        let shape = outlet.dtype().tensor_shape().map(|s| s.to_vec());
-        let declared = match shape.as_deref() {
-            Some([_, _, d]) => *d,
-            _ => {
-                return Err(Error::Embed(format!(
-                    "output `{output}` of `{model_path}` is {:?}, not a tensor of token vectors (batch × tokens × dimension)",
-                    outlet.dtype()
-                )))
-            }
-        };
+        let hidden = hidden_size(&dir)?;
         // The folder's name as given; `.` and `..` have none, so theirs is looked up.
         let name_of_model = dir
             .file_name()
@@ -262,26 +227,37 @@ impl OnnxEmbedder {
             })
             .unwrap_or_else(|| dir.to_string());
         let model = Arc::new(Model {
-            engine: Mutex::new(Engine {
-                session,
-                ids: Vec::new(),
-                mask: Vec::new(),
-                types: Vec::new(),
-            }),
+            engine: Mutex::new(None),
             profile: Mutex::new(OnnxProfile::default()),
             tokenizer,
-            token_type_ids,
-            output,
+            session: SessionSettings {
+                runtime,
+                threads,
+                spinning: config.spinning,
+            },
+            expected_dimension: hidden.unwrap_or(0),
             max_len,
             batch_size: config.get_batch_size(),
             pad_id,
             pad_type_id,
             model_path,
         });
-        // A dynamic last axis says nothing until the model has run once.
-        let dimension = match usize::try_from(declared) {
-            Ok(d) if d > 0 => d,
-            _ => model.embed(&[""])?.first().map_or(0, Vec::len),
+        let dimension = match hidden {
+            Some(d) => d,
+            None => {
+                // Without `hidden_size` the graph is asked, so the model is loaded now.
+                let mut profile = OnnxProfile::default();
+                let declared = model
+                    .engine(&mut profile)?
+                    .as_ref()
+                    .map_or(0, |e| e.declared);
+                *model.profile.lock().unwrap_or_else(|e| e.into_inner()) += profile;
+                // A dynamic last axis says nothing until the model has run once.
+                match usize::try_from(declared) {
+                    Ok(d) if d > 0 => d,
+                    _ => model.embed(&[""])?.first().map_or(0, Vec::len),
+                }
+            }
         };
         Ok(OnnxEmbedder {
             name: format!("onnx(model={name_of_model},max_len={max_len})"),
@@ -325,9 +301,21 @@ impl OnnxEmbedder {
 /// The session and the input buffers it is fed from, reused from batch to batch.
 struct Engine {
     session: Session,
+    /// Whether the graph takes `token_type_ids` (BERT exports do, others may not).
+    token_type_ids: bool,
+    output: String,
+    /// The last axis of the output as the graph declares it (≤ 0: dynamic).
+    declared: i64,
     ids: Vec<i64>,
     mask: Vec<i64>,
     types: Vec<i64>,
+}
+
+/// How the session is made when it is first needed.
+struct SessionSettings {
+    runtime: Option<RuntimeRequest>,
+    threads: usize,
+    spinning: Option<bool>,
 }
 
 /// A text's tokens, kept apart from the rest of its `Encoding` (offsets, token strings) so that
@@ -345,9 +333,100 @@ const CALL_BATCHES: usize = 32;
 const TOKENIZE_CHUNK: usize = 256;
 
 impl Model {
-    fn engine(&self) -> MutexGuard<'_, Engine> {
+    /// The engine, made first if this is the first call that needs it (the time in
+    /// `profile.load`). A failed load leaves none, so the next call tries again.
+    fn engine(&self, profile: &mut OnnxProfile) -> Result<MutexGuard<'_, Option<Engine>>> {
         // A failed run leaves the session as it was, and the buffers are rewritten per batch.
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+        let mut guard = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            let loading = Instant::now();
+            *guard = Some(self.load()?);
+            profile.load += loading.elapsed();
+            profile.sessions += 1;
+        }
+        Ok(guard)
+    }
+
+    /// Loads the runtime (once per process) and the model, and checks that the graph is a
+    /// sentence-transformers export of the expected size.
+    fn load(&self) -> Result<Engine> {
+        let model_path = &self.model_path;
+        let environment = runtime(self.session.runtime.as_ref())?;
+        let session_error = |e: &dyn fmt::Display| {
+            Error::Embed(format!("cannot load ONNX model `{model_path}`: {e}"))
+        };
+        let mut builder = Session::builder(&environment)
+            .map_err(|e| session_error(&e))?
+            .with_intra_threads(self.session.threads)
+            .map_err(|e| session_error(&e))?;
+        if let Some(on) = self.session.spinning {
+            builder = builder
+                .with_intra_op_spinning(on)
+                .map_err(|e| session_error(&e))?;
+        }
+        let session = builder
+            .commit_from_file(model_path)
+            .map_err(|e| session_error(&e))?;
+
+        let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
+        for required in ["input_ids", "attention_mask"] {
+            if !inputs.contains(&required) {
+                return Err(Error::Embed(format!(
+                    "`{model_path}` has no input `{required}` (inputs: {inputs:?}); expected a sentence-transformers export"
+                )));
+            }
+        }
+        if let Some(other) = inputs
+            .iter()
+            .find(|n| !["input_ids", "attention_mask", "token_type_ids"].contains(n))
+        {
+            return Err(Error::Embed(format!(
+                "`{model_path}` takes input `{other}`, which a text embedder cannot fill"
+            )));
+        }
+        let token_type_ids = inputs.contains(&"token_type_ids");
+        let outlet = session
+            .outputs()
+            .iter()
+            .find(|o| matches!(o.name(), "last_hidden_state" | "token_embeddings"))
+            .or_else(|| session.outputs().first())
+            .ok_or_else(|| Error::Embed(format!("`{model_path}` has no output")))?;
+        let output = outlet.name().to_owned();
+        let shape = outlet.dtype().tensor_shape().map(|s| s.to_vec());
+        let declared = match shape.as_deref() {
+            Some([_, _, d]) => *d,
+            _ => {
+                return Err(Error::Embed(format!(
+                    "output `{output}` of `{model_path}` is {:?}, not a tensor of token vectors (batch × tokens × dimension)",
+                    outlet.dtype()
+                )))
+            }
+        };
+        if let Some(d) = usize::try_from(declared).ok().filter(|&d| d > 0) {
+            self.check_dimension(d)?;
+        }
+        Ok(Engine {
+            session,
+            token_type_ids,
+            output,
+            declared,
+            ids: Vec::new(),
+            mask: Vec::new(),
+            types: Vec::new(),
+        })
+    }
+
+    /// Vectors of length `d` must be what the folder's `config.json` promised: caches key
+    /// entries by that length before the model has run.
+    fn check_dimension(&self, d: usize) -> Result<()> {
+        match self.expected_dimension {
+            0 => Ok(()),
+            want if want == d => Ok(()),
+            want => Err(Error::Embed(format!(
+                "`{}` gives vectors of {d} dimensions, but `config.json` beside it has hidden_size {want}",
+                self.model_path
+            ))),
+        }
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
@@ -397,9 +476,11 @@ impl Model {
 
     /// One model call: pads `rows` to the longest, runs the graph, pools and normalises.
     fn run(&self, rows: &[&Tokens], profile: &mut OnnxProfile) -> Result<Vec<Vec<f32>>> {
-        let mut guard = self.engine();
+        let mut guard = self.engine(profile)?;
         let filling = Instant::now();
-        let engine = &mut *guard;
+        let Some(engine) = guard.as_mut() else {
+            unreachable!("`Model::engine` returns a loaded engine")
+        };
         let width = rows.iter().map(|t| t.ids.len()).max().unwrap_or(0).max(1);
         fill(
             &mut engine.ids,
@@ -408,7 +489,7 @@ impl Model {
             rows.iter().map(|t| &t.ids[..]),
         );
         fill(&mut engine.mask, width, 0, rows.iter().map(|t| &t.mask[..]));
-        if self.token_type_ids {
+        if engine.token_type_ids {
             fill(
                 &mut engine.types,
                 width,
@@ -435,7 +516,7 @@ impl Model {
                 view(shape, &engine.mask).map_err(|e| failed(&e))?,
             ),
         ];
-        if self.token_type_ids {
+        if engine.token_type_ids {
             feeds.push((
                 "token_type_ids",
                 view(shape, &engine.types).map_err(|e| failed(&e))?,
@@ -447,19 +528,20 @@ impl Model {
         profile.inference += inferring.elapsed();
         let pooling = Instant::now();
         let value = outputs
-            .get(&self.output)
-            .ok_or_else(|| failed(&format_args!("no output `{}`", self.output)))?;
+            .get(&engine.output)
+            .ok_or_else(|| failed(&format_args!("no output `{}`", engine.output)))?;
         let (out_shape, hidden) = value.try_extract_tensor::<f32>().map_err(|e| failed(&e))?;
         let dim = match **out_shape {
             [b, t, d] if b == rows.len() as i64 && t == width as i64 && d > 0 => d as usize,
             _ => {
                 return Err(failed(&format_args!(
                     "output `{}` has shape {out_shape}, expected [{}, {width}, dimension]",
-                    self.output,
+                    engine.output,
                     rows.len()
                 )))
             }
         };
+        self.check_dimension(dim)?;
         let mask = &engine.mask;
         let vectors = (0..rows.len())
             .map(|r| {
@@ -540,6 +622,63 @@ fn max_position_embeddings(dir: &Utf8Path) -> Result<Option<usize>> {
         .and_then(|n| usize::try_from(n).ok()))
 }
 
+/// The vector length of the transformer, when the folder carries its Hugging Face config.
+fn hidden_size(dir: &Utf8Path) -> Result<Option<usize>> {
+    let path = dir.join("config.json");
+    Ok(read_json(&path)?
+        .and_then(|v| v.get("hidden_size")?.as_u64())
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n > 0))
+}
+
+/// The onnxruntime library an embedder names, and where the name came from (for errors).
+struct RuntimeRequest {
+    library: PathBuf,
+    source: String,
+}
+
+/// The library named by `requested` or else `ORT_DYLIB_PATH`, checked without loading it: a
+/// path must exist, and must be the library already loaded if there is one. `None` when
+/// neither names one: the loaded runtime, or else the system's, will do.
+fn requested_runtime(requested: Option<&Path>) -> Result<Option<RuntimeRequest>> {
+    let from_env = std::env::var_os(ORT_DYLIB_PATH).filter(|v| !v.is_empty());
+    let (library, source) = match (requested, from_env) {
+        (Some(path), _) => (path.to_path_buf(), "OnnxConfig::runtime".to_owned()),
+        (None, Some(path)) => (PathBuf::from(path), ORT_DYLIB_PATH.to_owned()),
+        (None, None) => return Ok(None),
+    };
+    let library = canonical_library(library, &source)?;
+    let loaded = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(runtime) = loaded.as_ref() {
+        if runtime.library != library {
+            return Err(already_loaded(&runtime.library, &library, &source));
+        }
+    }
+    Ok(Some(RuntimeRequest { library, source }))
+}
+
+/// A bare file name is for the dynamic loader to search; a path is checked here so that the
+/// error says plainly that the file is missing.
+fn canonical_library(library: PathBuf, source: &str) -> Result<PathBuf> {
+    if library.components().count() <= 1 {
+        return Ok(library);
+    }
+    std::fs::canonicalize(&library).map_err(|e| {
+        Error::Embed(format!(
+            "onnxruntime library `{}` (from {source}): {e}; set {ORT_DYLIB_PATH} to the onnxruntime 1.31+ shared library",
+            library.display()
+        ))
+    })
+}
+
+fn already_loaded(loaded: &Path, library: &Path, source: &str) -> Error {
+    Error::Embed(format!(
+        "onnxruntime is already loaded from `{}` in this process; cannot also load `{}` (from {source})",
+        loaded.display(),
+        library.display()
+    ))
+}
+
 /// The process's onnxruntime: the library it was loaded from and the environment made on it.
 struct Runtime {
     library: PathBuf,
@@ -549,52 +688,25 @@ struct Runtime {
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
 
 /// Loads onnxruntime once per process (`ort` allows one library and one environment) and
-/// returns its environment.
-fn runtime(requested: Option<&Path>) -> Result<ort::environment::Environment> {
-    let from_env = std::env::var_os(ORT_DYLIB_PATH).filter(|v| !v.is_empty());
-    let (library, source) = match (requested, from_env) {
-        (Some(path), _) => (path.to_path_buf(), "OnnxConfig::runtime".to_owned()),
-        (None, Some(path)) => (PathBuf::from(path), ORT_DYLIB_PATH.to_owned()),
-        (None, None) => {
-            // Nothing asked for: whatever runtime the process already has will do.
-            let loaded = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(runtime) = loaded.as_ref() {
-                return Ok(runtime.environment.clone());
-            }
-            (
-                PathBuf::from(format!(
-                    "{}onnxruntime{}",
-                    std::env::consts::DLL_PREFIX,
-                    std::env::consts::DLL_SUFFIX
-                )),
-                format!("the system library path, as {ORT_DYLIB_PATH} is not set"),
-            )
-        }
-    };
-    // A bare file name is for the dynamic loader to search; a path is checked here so that
-    // the error says plainly that the file is missing.
-    let is_path = library.components().count() > 1;
-    let library = if is_path {
-        std::fs::canonicalize(&library).map_err(|e| {
-            Error::Embed(format!(
-                "onnxruntime library `{}` (from {source}): {e}; set {ORT_DYLIB_PATH} to the onnxruntime 1.31+ shared library",
-                library.display()
-            ))
-        })?
-    } else {
-        library
-    };
+/// returns its environment: the library `request` names, or when it names none the one loaded,
+/// or else the system's.
+fn runtime(request: Option<&RuntimeRequest>) -> Result<ort::environment::Environment> {
     let mut loaded = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(runtime) = loaded.as_ref() {
-        if runtime.library != library {
-            return Err(Error::Embed(format!(
-                "onnxruntime is already loaded from `{}` in this process; cannot also load `{}` (from {source})",
-                runtime.library.display(),
-                library.display()
-            )));
+    let (library, source) = match (request, loaded.as_ref()) {
+        (Some(r), Some(runtime)) if runtime.library != r.library => {
+            return Err(already_loaded(&runtime.library, &r.library, &r.source))
         }
-        return Ok(runtime.environment.clone());
-    }
+        (_, Some(runtime)) => return Ok(runtime.environment.clone()),
+        (Some(r), None) => (r.library.clone(), r.source.clone()),
+        (None, None) => (
+            PathBuf::from(format!(
+                "{}onnxruntime{}",
+                std::env::consts::DLL_PREFIX,
+                std::env::consts::DLL_SUFFIX
+            )),
+            format!("the system library path, as {ORT_DYLIB_PATH} is not set"),
+        ),
+    };
     let environment = ort::init_from(&library)
         .map_err(|e| {
             Error::Embed(format!(
@@ -750,9 +862,15 @@ mod tests {
             r#"{"max_seq_length": 200}"#,
         )
         .unwrap();
-        std::fs::write(d.join("config.json"), r#"{"max_position_embeddings": 512}"#).unwrap();
+        assert_eq!(hidden_size(d).unwrap(), None);
+        std::fs::write(
+            d.join("config.json"),
+            r#"{"max_position_embeddings": 512, "hidden_size": 384}"#,
+        )
+        .unwrap();
         assert_eq!(max_seq_length(d).unwrap(), Some(200));
         assert_eq!(max_position_embeddings(d).unwrap(), Some(512));
+        assert_eq!(hidden_size(d).unwrap(), Some(384));
         std::fs::write(d.join("config.json"), "{").unwrap();
         let msg = max_position_embeddings(d).unwrap_err().to_string();
         assert!(msg.contains("config.json` is not valid JSON"), "{msg}");

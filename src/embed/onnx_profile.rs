@@ -41,6 +41,11 @@ pub struct OnnxProfile {
     pub inference: Duration,
     /// Mean pooling and normalisation of the output, and putting vectors back in input order.
     pub pool: Duration,
+    /// Sessions made: the model is loaded by the first call that needs it, so 1 after that
+    /// call and 0 for an embedder whose every vector came from elsewhere (a cache).
+    pub sessions: u64,
+    /// Loading the runtime library and the model into a session.
+    pub load: Duration,
 }
 
 impl OnnxProfile {
@@ -56,12 +61,14 @@ impl OnnxProfile {
             tensors: self.tensors.saturating_sub(earlier.tensors),
             inference: self.inference.saturating_sub(earlier.inference),
             pool: self.pool.saturating_sub(earlier.pool),
+            sessions: self.sessions.saturating_sub(earlier.sessions),
+            load: self.load.saturating_sub(earlier.load),
         }
     }
 
-    /// The time of all stages together.
+    /// The time of all stages together, loading the model included.
     pub fn total(&self) -> Duration {
-        self.tokenize + self.tensors + self.inference + self.pool
+        self.load + self.tokenize + self.tensors + self.inference + self.pool
     }
 }
 
@@ -76,6 +83,8 @@ impl std::ops::AddAssign for OnnxProfile {
         self.tensors += other.tensors;
         self.inference += other.inference;
         self.pool += other.pool;
+        self.sessions += other.sessions;
+        self.load += other.load;
     }
 }
 
@@ -84,11 +93,13 @@ impl fmt::Display for OnnxProfile {
         let s = |d: Duration| d.as_secs_f64();
         write!(
             f,
-            "{} texts in {} batches, {} tokens in {} slots; tokenize {:.3} s, tensors {:.3} s, inference {:.3} s, pool {:.3} s",
+            "{} texts in {} batches, {} tokens in {} slots; load {:.3} s ({} sessions), tokenize {:.3} s, tensors {:.3} s, inference {:.3} s, pool {:.3} s",
             self.texts,
             self.batches,
             self.tokens,
             self.token_slots,
+            s(self.load),
+            self.sessions,
             s(self.tokenize),
             s(self.tensors),
             s(self.inference),
@@ -114,6 +125,8 @@ mod tests {
             tensors: ms(2),
             inference: ms(30),
             pool: ms(3),
+            sessions: 1,
+            load: ms(200),
         };
         let after = OnnxProfile {
             calls: 3,
@@ -125,6 +138,8 @@ mod tests {
             tensors: ms(4),
             inference: ms(100),
             pool: ms(5),
+            sessions: 1,
+            load: ms(200),
         };
         let d = after.since(&before);
         assert_eq!(
@@ -139,9 +154,12 @@ mod tests {
                 tensors: ms(2),
                 inference: ms(70),
                 pool: ms(2),
+                sessions: 0,
+                load: ms(0),
             }
         );
         assert_eq!(d.total(), ms(77));
+        assert_eq!(before.total(), ms(236), "loading counts");
         let mut sum = before;
         sum += d;
         assert_eq!(sum, after);
