@@ -8,45 +8,17 @@
 
 #[path = "support/langsmith.rs"]
 mod fake;
+#[path = "support/fixture_crate.rs"]
+mod fixture_crate;
 mod support;
 
 use fake::{FakeLangSmith, Fault};
+use fixture_crate::{cargo, copy_dir};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-
-fn shared_target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("the temporary folder is inside the target folder")
-        .join("tests/trybuild")
-}
-
-fn host() -> String {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = Command::new(rustc).arg("-vV").output().expect("rustc runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .expect("rustc -vV names the host")
-        .to_owned()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn fixture(root: &Path) {
     std::fs::create_dir_all(root.join("src")).unwrap();
@@ -170,42 +142,12 @@ fn cargo_test(root: &Path, env: &[(&str, &str)]) -> (i32, String) {
 }
 
 fn cargo_test_of(root: &Path, test: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
-    let flags =
-        r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code", "--diagnostic-width=140"]"#;
-    let host = host();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["test", "--test", test, "--offline"])
-        .arg(format!("--config=build.rustflags={flags}"))
-        .arg(format!("--config=target.{host}.rustflags={flags}"))
-        .args(["--target", &host])
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", shared_target())
-        .env("CARGO_INCREMENTAL", "0")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CI")
-        .env_remove("TF_BUILD")
-        .env_remove("INSTA_UPDATE")
-        .env_remove("INSTA_FORCE_PASS")
-        .env_remove("INSTA_OUTPUT")
-        .env_remove("RAG_EVAL_CACHE")
-        .env_remove("RAG_EVAL_CACHE_PATH")
-        .env_remove("RAG_EVAL_RUNS")
-        .env_remove("LANGSMITH_API_KEY")
-        .env_remove("LANGSMITH_ENDPOINT")
-        .env_remove("NEXTEST_RUN_ID");
+    let mut all = vec!["test", "--test", test];
     if !args.is_empty() {
-        cmd.arg("--").args(args);
+        all.push("--");
+        all.extend_from_slice(args);
     }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("cargo runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    cargo(root, &all, env)
 }
 
 /// Names libtest lists after `failures:`.

@@ -7,6 +7,9 @@
 //! trybuild's project, so that rag-eval and its dependencies are built once for both; it is
 //! not the directory of the build running this test, so it never waits on that build's lock.
 
+#[path = "support/fixture_crate.rs"]
+mod fixture_crate;
+use fixture_crate::copy_dir;
 #[path = "support/junit_schema.rs"]
 mod junit_schema;
 #[path = "fixtures/harness/variant.rs"]
@@ -20,26 +23,6 @@ use std::sync::Arc;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 const TOLERANCE: f64 = 0.01;
-
-/// The target directory trybuild uses for this workspace.
-fn shared_target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("the temporary folder is inside the target folder")
-        .join("tests/trybuild")
-}
-
-/// The host's target triple: trybuild passes `--target` explicitly, and so must the fixture
-/// for its artifacts to be the same.
-fn host() -> String {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = Command::new(rustc).arg("-vV").output().expect("rustc runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .expect("rustc -vV names the host")
-        .to_owned()
-}
 
 /// rag-eval's own dev-dependencies, which trybuild's project depends on too: the same
 /// dependency graph resolves the same features, so the builds are shared.
@@ -78,19 +61,6 @@ fn readme_gate_example() -> String {
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 impl Fixture {
@@ -159,45 +129,9 @@ harness = false
         Fixture { _dir: dir, root }
     }
 
-    /// Runs cargo in the fixture with the given environment; CI and insta variables from the
-    /// outer run are cleared so that each scenario sets exactly what it tests.
+    /// Runs cargo in the fixture with the given environment.
     fn cargo(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
-        // `--offline` goes with cargo's own options, before any `--` for the test binary.
-        let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-        // The flags of trybuild's build of the UI tests (`--cfg trybuild --verbose -A dead_code
-        // --diagnostic-width=140`), so that its artifacts are reused; a different trybuild
-        // only costs a second build, never a failure.
-        let flags =
-            r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code", "--diagnostic-width=140"]"#;
-        let host = host();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(&args[..split])
-            .arg("--offline")
-            .arg(format!("--config=build.rustflags={flags}"))
-            .arg(format!("--config=target.{host}.rustflags={flags}"))
-            .args(["--target", &host])
-            .args(&args[split..])
-            .current_dir(&self.root)
-            .env("CARGO_TARGET_DIR", shared_target())
-            .env("CARGO_INCREMENTAL", "0")
-            .env_remove("RUSTFLAGS")
-            .env_remove("INSTA_OUTPUT")
-            .env_remove("CI")
-            .env_remove("TF_BUILD")
-            .env_remove("INSTA_UPDATE")
-            .env_remove("INSTA_FORCE_PASS")
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("NEXTEST_RUN_ID");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().expect("cargo runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.code().unwrap_or(-1), text)
+        fixture_crate::cargo(&self.root, args, env)
     }
 
     fn snapshot(&self) -> Option<String> {

@@ -1,0 +1,91 @@
+//! Fixture crates that use rag-eval as a downstream crate does, built in the target directory of
+//! the macros' UI tests (`target/tests/trybuild`) with trybuild's flags and target, so that
+//! rag-eval and its dependencies are built once for all of them. It is not the directory of the
+//! build running the test, so a fixture never waits on that build's lock.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The target directory trybuild uses for this workspace.
+pub fn shared_target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the temporary folder is inside the target folder")
+        .join("tests/trybuild")
+}
+
+/// The host's target triple: trybuild passes `--target` explicitly, and so must a fixture for
+/// its artifacts to be the same.
+pub fn host() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc).arg("-vV").output().expect("rustc runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_owned()
+}
+
+/// Copies the folder `from` to `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Runs `cargo ARGS` offline in the fixture at `root` and returns its exit code and its
+/// standard output and error. The outer run's CI, insta, backtrace, rag-eval and LangSmith
+/// variables are cleared, so each scenario sets exactly what it tests through `env`.
+pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    // `--offline` goes with cargo's own options, before any `--` for the test binary.
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    // The flags of trybuild's build of the UI tests, so that its artifacts are reused; a
+    // different trybuild only costs a second build, never a failure.
+    let flags =
+        r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code", "--diagnostic-width=140"]"#;
+    let host = host();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(&args[..split])
+        .arg("--offline")
+        .arg(format!("--config=build.rustflags={flags}"))
+        .arg(format!("--config=target.{host}.rustflags={flags}"))
+        .args(["--target", &host])
+        .args(&args[split..])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", shared_target())
+        .env("CARGO_INCREMENTAL", "0");
+    for var in [
+        "RUSTFLAGS",
+        "RUST_BACKTRACE",
+        "CI",
+        "TF_BUILD",
+        "NEXTEST_RUN_ID",
+        "INSTA_OUTPUT",
+        "INSTA_UPDATE",
+        "INSTA_FORCE_PASS",
+        "RAG_EVAL_CACHE",
+        "RAG_EVAL_CACHE_PATH",
+        "RAG_EVAL_RUNS",
+        "LANGSMITH_API_KEY",
+        "LANGSMITH_ENDPOINT",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("cargo runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
