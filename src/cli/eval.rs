@@ -4,9 +4,12 @@ use super::answering::{AnswerArgs, AnswerRun};
 use super::output::Output;
 use super::CorpusArgs;
 use crate::chunker::{parse_spec, PositionAwareChunker};
+use crate::dataset::ToRow;
 use crate::dataset::{self, AnyDataset};
-use crate::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
+use crate::eval::{ChunkLevelEvaluation, Evaluation, EvaluationResult, TokenLevelEvaluation};
+use crate::judge::JudgeSummary;
 use crate::level::{ChunkLevel, TokenLevel};
+use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::SpanMode;
 use crate::retrieve::Retriever;
 use crate::runs::{RunRecord, Usage};
@@ -14,6 +17,7 @@ use crate::spec::{self, Context, Kind, Spec};
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 #[derive(Args)]
@@ -96,7 +100,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         AnyDataset::Chunk(d) => d.examples().len(),
     };
     // The rows' reference answers, for the judges that compare with one.
-    let references: std::collections::HashMap<String, Vec<String>> = match &dataset {
+    let references: HashMap<String, Vec<String>> = match &dataset {
         AnyDataset::Token(d) => reference_answers(d),
         AnyDataset::Chunk(d) => reference_answers(d),
     };
@@ -117,21 +121,15 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 let evaluation =
                     TokenLevelEvaluation::new(corpus.clone(), d.clone())?.with_mode(a.mode);
                 let retriever = &*retriever as &dyn Retriever<TokenLevel>;
-                match &mut answering {
-                    None => pollster::block_on(evaluation.run_reported(retriever, a.k))?,
-                    Some(run) => {
-                        let answering = run.wrap(retriever, queries);
-                        let mut result =
-                            runtime()?.block_on(evaluation.run_reported(&answering, a.k))?;
-                        let answers = answering.finish();
-                        judged = runtime()?.block_on(run.score(
-                            answers,
-                            &references,
-                            &mut result.scores,
-                        ));
-                        result
-                    }
-                }
+                evaluate(
+                    &evaluation,
+                    retriever,
+                    a.k,
+                    &mut answering,
+                    queries,
+                    &references,
+                    &mut judged,
+                )?
             }
             AnyDataset::Chunk(d) => {
                 if a.mode != SpanMode::Standard {
@@ -143,21 +141,15 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 }
                 let evaluation = ChunkLevelEvaluation::new(corpus.clone(), d.clone())?;
                 let retriever = &*retriever as &dyn Retriever<ChunkLevel>;
-                match &mut answering {
-                    None => pollster::block_on(evaluation.run_reported(retriever, a.k))?,
-                    Some(run) => {
-                        let answering = run.wrap(retriever, queries);
-                        let mut result =
-                            runtime()?.block_on(evaluation.run_reported(&answering, a.k))?;
-                        let answers = answering.finish();
-                        judged = runtime()?.block_on(run.score(
-                            answers,
-                            &references,
-                            &mut result.scores,
-                        ));
-                        result
-                    }
-                }
+                evaluate(
+                    &evaluation,
+                    retriever,
+                    a.k,
+                    &mut answering,
+                    queries,
+                    &references,
+                    &mut judged,
+                )?
             }
         };
         let mut record = RunRecord::new("eval", a.dataset.as_str(), result.scores.clone())
@@ -215,7 +207,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
 /// The reference answers of every row of `d`, by query id.
 fn reference_answers<L: crate::level::Level>(
     d: &crate::dataset::Dataset<L>,
-) -> std::collections::HashMap<String, Vec<String>> {
+) -> HashMap<String, Vec<String>> {
     d.examples()
         .iter()
         .map(|e| (e.id.clone(), e.reference_answers.clone()))
@@ -242,4 +234,28 @@ pub(super) fn with_cache(context: Context, text: &str) -> Result<Context> {
         crate::cache::CacheMode::Off => context,
         _ => context.with_cache(Arc::new(cache)),
     })
+}
+
+/// Runs `evaluation` over `retriever`; with `answering`, each query is also answered over its
+/// chunks and the answers are judged against `references`, the judges' summaries in `judged`.
+fn evaluate<L: RegisteredLevel>(
+    evaluation: &Evaluation<L>,
+    retriever: &dyn Retriever<L>,
+    k: usize,
+    answering: &mut Option<AnswerRun>,
+    queries: usize,
+    references: &HashMap<String, Vec<String>>,
+    judged: &mut Vec<JudgeSummary>,
+) -> Result<EvaluationResult>
+where
+    crate::dataset::Example<L>: ToRow,
+{
+    let Some(run) = answering else {
+        return Ok(pollster::block_on(evaluation.run_reported(retriever, k))?);
+    };
+    let wrapped = run.wrap(retriever, queries);
+    let mut result = runtime()?.block_on(evaluation.run_reported(&wrapped, k))?;
+    let answers = wrapped.finish();
+    *judged = runtime()?.block_on(run.score(answers, references, &mut result.scores));
+    Ok(result)
 }
