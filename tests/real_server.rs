@@ -92,10 +92,9 @@ fn llama_server_embeddings_record_then_replay() {
     assert_eq!(second.dimension(), dimension, "learned from the cache");
     drop(second);
 
-    // Replay: the inner embedder is never asked (the entries are keyed by its name, which
-    // holds the base URL, so the URL stays; the fake-server tests in tests/providers.rs
-    // replay with their server gone).
-    let gone = embedder(&url);
+    // Replay through an embedder at another address where no server listens: the entries are
+    // keyed by the model, not the server's address, and the inner embedder is never asked.
+    let gone = embedder("http://127.0.0.1:9/v1");
     let replay = CachedEmbedder::new(Arc::clone(&gone), cache(&path, CacheMode::Replay));
     assert_eq!(pollster::block_on(replay.embed(&texts)).unwrap(), vectors);
     let err = pollster::block_on(replay.embed(&["never recorded".to_owned()]))
