@@ -46,8 +46,9 @@ chroma_install() {
 }
 
 # `chroma run` at port $1. No telemetry: the tests must not depend on the network.
+# `exec`: the server takes the background job's process, so server_stop's kill reaches it.
 chroma_launch() {
-    ANONYMIZED_TELEMETRY=False "$CHROMA_VENV/bin/chroma" run --host 127.0.0.1 --port "$1" \
+    exec env ANONYMIZED_TELEMETRY=False "$CHROMA_VENV/bin/chroma" run --host 127.0.0.1 --port "$1" \
         --path "$CHROMA_DIR/data"
 }
 

@@ -113,10 +113,11 @@ llama_model() {
 }
 
 # llama-server at port $1; the rest are its arguments, the binary first. Loopback only; no web UI.
+# `exec`: the server takes the background job's process, so server_stop's kill reaches it.
 llama_launch() {
     local port=$1 bin=$2
     shift 2
-    "$bin" --host 127.0.0.1 --port "$port" --no-webui "$@"
+    exec "$bin" --host 127.0.0.1 --port "$port" --no-webui "$@"
 }
 
 # Starts llama-server and sets LLAMA_URL to its base URL (`http://127.0.0.1:PORT`).

@@ -6,7 +6,8 @@
 #   server_dir GROUP                     a temporary folder (SERVER_DIR), removed with the
 #                                        group's servers
 #   server_start GROUP NAME LOG WAIT HEALTH LAUNCH [ARG...]
-#       runs `LAUNCH PORT ARG...` in the background at a free port of 127.0.0.1 until GET
+#       runs `LAUNCH PORT ARG...` in the background at a free port of 127.0.0.1 (a LAUNCH
+#       function must `exec` its server, so that the job's pid is the server's) until GET
 #       http://127.0.0.1:PORT$HEALTH answers 200 (bounded by WAIT seconds), with its output in
 #       LOG; sets SERVER_URL and SERVER_PID. A server that exits before answering is retried on
 #       a new port (the free port may have been taken meanwhile), three times in all.
