@@ -165,6 +165,24 @@ fn push_and_pull_round_trip_both_levels_through_the_cli() {
         assert!(out.contains("valid against"), "{out}");
         assert_same_dataset(&file, &back);
     }
+    // A pull never writes into the corpus it is checked against.
+    let inside = format!("{}/pulled.jsonl", corpus_dir());
+    let (code, _, err) = rag_eval(
+        &fake,
+        &dir,
+        &[
+            "dataset",
+            "pull",
+            "handbook-token",
+            "-o",
+            &inside,
+            "--corpus",
+            &corpus_dir(),
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("lies inside the corpus"), "{err}");
+    assert!(!Utf8Path::new(&inside).exists());
     let s = fake.state();
     assert!(
         s.keys.iter().all(|k| k == KEY),

@@ -421,6 +421,14 @@ fn bad_inputs_are_named() {
         "{err}"
     );
     assert!(err.contains("RAG_EVAL_RUNS=off"), "{err}");
+    // A report never writes over a run it was made from.
+    let before = std::fs::read(&a).unwrap();
+    let (ok, _, err) = rag_eval(&["report", a.to_str().unwrap(), "-o", a.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("is the input") && err.contains("chunks-400.json"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&a).unwrap(), before, "the run is intact");
     // The same file twice still gets two names.
     let md = report(&[
         a.to_str().unwrap(),

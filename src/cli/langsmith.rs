@@ -133,6 +133,7 @@ pub(super) fn pull_experiment(name: &str) -> Result<RunRecord> {
 }
 
 pub(super) fn pull(a: PullArgs, out: &mut Output) -> Result<()> {
+    crate::dataset::destination::check_output(&a.output, &[], Some(&a.corpus.corpus))?;
     let corpus = a.corpus.load()?;
     let client = client()?;
     let pulled = pollster::block_on(langsmith::pull(&client, &a.name))

@@ -58,6 +58,16 @@ pub(super) fn run(a: ReportArgs, out: &mut Output) -> Result<()> {
     for m in &a.max {
         bars.push(Bar::parse_with(m, Bound::Max)?);
     }
+    if let Some(path) = &a.output {
+        // The runs given as files must survive the report.
+        let files: Vec<&camino::Utf8Path> = a
+            .runs
+            .iter()
+            .map(camino::Utf8Path::new)
+            .filter(|p| p.is_file())
+            .collect();
+        crate::dataset::destination::check_output(path, &files, None)?;
+    }
     let runs = super::runs::load(&a.runs, a.store.as_deref())?;
     let format = match a.format {
         ReportFormat::Html => Format::Html,

@@ -35,7 +35,7 @@ pub fn check_output(
     if let Some(m) = &existing {
         if !m.is_file() {
             return Err(Error::Config(format!(
-                "output `{output}` is not a regular file; a dataset is written to a file of its own"
+                "output `{output}` is not a regular file; the output is written to a file of its own"
             )));
         }
         for input in inputs {
@@ -50,7 +50,7 @@ pub fn check_output(
         if let Ok(root_resolved) = std::fs::canonicalize(root) {
             if resolved.starts_with(&root_resolved) {
                 return Err(Error::Config(format!(
-                    "output `{output}` lies inside the corpus `{root}`; write the dataset outside it"
+                    "output `{output}` lies inside the corpus `{root}`; write it outside the corpus"
                 )));
             }
         }
