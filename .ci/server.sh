@@ -16,6 +16,12 @@
 #
 # Messages go to stderr as `GROUP: …`. Needs PYTHON (default python3) for the port and the probe.
 
+# Sourced by each server script into the same shell: a second source keeps the servers the
+# first one recorded (resetting the lists here left Chroma running after .ci/run).
+if [[ -n "${SERVER_SH_LOADED:-}" ]]; then
+    return 0
+fi
+SERVER_SH_LOADED=1
 SERVER_PIDS=()
 SERVER_PID_GROUPS=()
 SERVER_DIRS=()
