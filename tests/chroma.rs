@@ -5,6 +5,7 @@
 //! without it the server tests print a notice and pass without checking anything.
 
 mod shared_data;
+mod support;
 
 use pollster::block_on;
 use rag_eval::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
@@ -21,7 +22,7 @@ use rag_eval::store::{ChromaStore, InMemoryStore, VectorStore};
 use rag_eval::Error;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Scores closer than this count as tied: the two stores round differently.
@@ -439,6 +440,15 @@ fn collections_not_made_for_cosine_or_by_this_store_are_refused() {
         "{msg}"
     );
     assert!(msg.contains(&format!("{id}/query")), "{msg}");
+    // Searched with others, the failure names the query it answers and the collection.
+    let err = block_on(foreign.search_many(&[vec![1.0, 0.0], vec![0.0, 1.0]], 1)).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("chroma collection `{}`", foreign.collection()))
+            && msg.contains("query 0: record `x1`")
+            && msg.contains("not written by ChromaStore"),
+        "{msg}"
+    );
 }
 
 /// Needs no server: nothing listens on port 1.
@@ -577,4 +587,325 @@ fn benchmark_corpus_agrees_with_exact_search() {
         got.timings.retrieve_ms,
     );
     assert!(found * 100 >= total * 98, "{found} of {total}");
+}
+
+/// A proxy in front of the Chroma server: it records how many query embeddings each query
+/// request carries and can refuse one query request, as Chroma refuses a bad one (400).
+struct Proxy {
+    server: support::TestServer,
+    queries: Arc<Mutex<Vec<usize>>>,
+}
+
+impl Proxy {
+    /// Forwards everything to `url`; the query request numbered `fail` (from 0), if any, is
+    /// answered with a 400 instead.
+    fn new(url: &str, fail: Option<usize>) -> Proxy {
+        let upstream = url
+            .trim_end_matches('/')
+            .trim_start_matches("http://")
+            .to_owned();
+        let queries = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&queries);
+        let server = support::TestServer::start(move |request| {
+            if request.method == "POST" && request.path().ends_with("/query") {
+                let body = request.json().expect("a JSON query");
+                let n = body["query_embeddings"].as_array().map_or(0, Vec::len);
+                let mut log = log.lock().unwrap();
+                log.push(n);
+                if fail == Some(log.len() - 1) {
+                    return support::Reply::json(
+                        400,
+                        &json!({"error": "InvalidArgumentError", "message": "refused on purpose"}),
+                    );
+                }
+            }
+            forward(&upstream, &request)
+        });
+        Proxy { server, queries }
+    }
+
+    fn url(&self) -> String {
+        self.server.url("")
+    }
+
+    /// Query requests so far.
+    fn count(&self) -> usize {
+        self.queries.lock().unwrap().len()
+    }
+
+    /// The query embeddings of each query request since the last call.
+    fn take(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.queries.lock().unwrap())
+    }
+}
+
+/// `request` sent to `upstream` (`host:port`) on a connection of its own, its answer returned.
+fn forward(upstream: &str, request: &support::Request) -> support::Reply {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(upstream).expect("connect to Chroma");
+    let head = format!(
+        "{} {} HTTP/1.1\r\nhost: {upstream}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        request.method,
+        request.target,
+        request.body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("send to Chroma");
+    stream.write_all(&request.body).expect("send to Chroma");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("Chroma's answer");
+    let end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP answer");
+    let head = String::from_utf8_lossy(&answer[..end]);
+    assert!(
+        !head.to_ascii_lowercase().contains("transfer-encoding"),
+        "a chunked answer: {head}"
+    );
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    support::Reply::raw(status, answer[end + 4..].to_vec())
+}
+
+/// The requests `search_many` should make in batches of `size`, given how many requests each
+/// query took alone: per batch, one request per round, holding the queries not yet complete.
+fn expected_requests(rounds: &[usize], size: usize) -> Vec<usize> {
+    let mut requests = Vec::new();
+    for batch in rounds.chunks(size) {
+        let most = batch.iter().copied().max().unwrap_or(0);
+        for round in 0..most {
+            requests.push(batch.iter().filter(|&&r| r > round).count());
+        }
+    }
+    requests
+}
+
+/// Each query searched alone, with the query requests it took.
+fn one_by_one(
+    store: &ChromaStore,
+    proxy: &Proxy,
+    queries: &[Vec<f32>],
+    k: usize,
+) -> (Vec<Vec<RetrievedChunk>>, Vec<usize>) {
+    let mut hits = Vec::new();
+    let mut rounds = Vec::new();
+    for q in queries {
+        let before = proxy.count();
+        hits.push(block_on(store.search(q, k)).unwrap());
+        rounds.push(proxy.count() - before);
+    }
+    proxy.take();
+    (hits, rounds)
+}
+
+#[test]
+fn search_many_is_search_for_each_query_in_one_request_per_batch() {
+    let Some(url) = server() else { return };
+    let proxy = Proxy::new(&url, None);
+    let store = ChromaStore::new(proxy.url(), unique("many"))
+        .unwrap()
+        .with_query_batch_size(3);
+    let _cleanup = Cleanup(&store);
+    // Twenty copies of one vector (ties beyond the first request for some queries), a better
+    // chunk, a zero vector and a few others: 25 chunks.
+    let mut chunks: Vec<PositionAwareChunk> = (0..20)
+        .map(|i| chunk("copies.md", i * 10, "same text"))
+        .collect();
+    let mut vectors = vec![vec![0.5, 0.5, 0.0]; 20];
+    for (i, v) in [
+        [1.0, 0.2, 0.0],
+        [0.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.2, 0.1, 0.9],
+        [0.7, -0.7, 0.1],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        chunks.push(chunk("other.md", i * 10, &format!("other {i}")));
+        vectors.push(v.to_vec());
+    }
+    block_on(store.add(&chunks, &vectors)).unwrap();
+    let queries: Vec<Vec<f32>> = [
+        [1.0, 0.3, 0.0],
+        [0.0, 0.0, 1.0],
+        [0.5, 0.5, 0.0],
+        [1.0, 0.0, 0.0],
+        [-1.0, 0.2, 0.1],
+        [0.2, 1.0, 0.0],
+        [3.0, 0.9, 0.0],
+        [0.0, 0.0, 0.0],
+    ]
+    .iter()
+    .map(|q| q.to_vec())
+    .collect();
+    proxy.take();
+
+    for k in [1, 3, 8, 25, 40] {
+        let (want, rounds) = one_by_one(&store, &proxy, &queries, k);
+        let have = block_on(store.search_many(&queries, k)).unwrap();
+        assert_eq!(have, want, "k = {k}");
+        assert_eq!(proxy.take(), expected_requests(&rounds, 3), "k = {k}");
+        if k >= chunks.len() {
+            // Everything in the first answer: one request per batch of three.
+            assert_eq!(rounds, [1; 8], "k = {k}");
+        }
+    }
+    // Ties at the cut made some queries ask again: the comparison above covered that case.
+    let (_, rounds) = one_by_one(&store, &proxy, &queries, 3);
+    assert!(rounds.iter().any(|&r| r > 1), "{rounds:?}");
+    let have = block_on(store.search_many(&queries, 40)).unwrap();
+    assert_eq!(have.iter().map(Vec::len).collect::<Vec<_>>(), [25; 8]);
+    assert_eq!(proxy.take(), [3, 3, 2]);
+
+    // Nothing to search: nothing sent.
+    assert!(block_on(store.search_many(&[], 5)).unwrap().is_empty());
+    let none = block_on(store.search_many(&queries, 0)).unwrap();
+    assert_eq!(none, vec![Vec::new(); 8]);
+    assert_eq!(proxy.take(), Vec::<usize>::new());
+
+    // A bad query fails before any request, named by its position.
+    let mut bad = queries.clone();
+    bad[5] = vec![1.0, 0.0];
+    let err = block_on(store.search_many(&bad, 3))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("query 5 has dimension 2, expected 3") && err.contains(store.collection()),
+        "{err}"
+    );
+    bad[5] = vec![f32::NAN, 0.0, 0.0];
+    let err = block_on(store.search_many(&bad, 3))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("query 5 has a non-finite component"), "{err}");
+    assert_eq!(proxy.take(), Vec::<usize>::new());
+}
+
+#[test]
+fn a_collection_without_a_dimension_gets_one_request_per_dimension() {
+    let Some(url) = server() else { return };
+    let proxy = Proxy::new(&url, None);
+    let store = ChromaStore::new(proxy.url(), unique("dimless")).unwrap();
+    let _cleanup = Cleanup(&store);
+    // Empty, so any query goes; Chroma refuses a request mixing dimensions.
+    let queries = [
+        vec![1.0, 0.0],
+        vec![0.0, 1.0],
+        vec![1.0, 0.0, 0.0],
+        vec![0.5, 0.5],
+    ];
+    let hits = block_on(store.search_many(&queries, 2)).unwrap();
+    assert_eq!(hits, vec![Vec::new(); 4]);
+    assert_eq!(proxy.take(), [2, 1, 1]);
+}
+
+#[test]
+fn a_failing_batch_names_its_queries_and_stops_the_search() {
+    let Some(url) = server() else { return };
+    // The second query request fails.
+    let proxy = Proxy::new(&url, Some(1));
+    let store = ChromaStore::new(proxy.url(), unique("fault"))
+        .unwrap()
+        .with_query_batch_size(2);
+    let _cleanup = Cleanup(&store);
+    let chunks = [chunk("a.md", 0, "cats"), chunk("a.md", 5, "dogs")];
+    block_on(store.add(&chunks, &[vec![1.0, 0.0], vec![0.0, 1.0]])).unwrap();
+    let queries: Vec<Vec<f32>> = (0..5).map(|i| vec![1.0, i as f32]).collect();
+    let err = block_on(store.search_many(&queries, 1)).unwrap_err();
+    let Error::Http {
+        endpoint,
+        status,
+        message,
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(*status, Some(400), "{err}");
+    assert!(endpoint.ends_with("/query"), "{endpoint}");
+    assert!(
+        message.contains(&format!("chroma collection `{}`", store.collection()))
+            && message.contains("queries 2..4 (searched together)")
+            && message.contains("refused on purpose"),
+        "{message}"
+    );
+    // The third batch was never sent.
+    assert_eq!(proxy.take(), [2, 2]);
+
+    // Through an evaluation, the failure reaches the retrieval error.
+    let proxy = Proxy::new(&url, Some(0));
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+    let corpus = Arc::new(Corpus::from_folder(format!("{root}/corpus"), None).unwrap());
+    let AnyDataset::Token(questions) = dataset::load(format!("{root}/questions.jsonl")).unwrap()
+    else {
+        panic!("the bundled dataset is token-level")
+    };
+    let eval = TokenLevelEvaluation::new(corpus, questions).unwrap();
+    let store = Arc::new(
+        ChromaStore::new(proxy.url(), unique("fault-eval"))
+            .unwrap()
+            .with_query_batch_size(16),
+    );
+    let _cleanup = Cleanup(&store);
+    let pipeline = Pipeline::new(
+        RecursiveCharacterChunker::new(400, 0),
+        HashingEmbedder::default(),
+    )
+    .with_store(Arc::clone(&store));
+    let metrics = token_level_metrics(SpanMode::Standard, None);
+    let err = eval
+        .run_blocking(&pipeline, 5, &metrics)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("queries 0..16 (searched together)") && err.contains("refused on purpose"),
+        "{err}"
+    );
+    assert_eq!(proxy.take(), [16]);
+}
+
+/// An evaluation of a dense pipeline on a Chroma store retrieves through `search_many`: its
+/// query requests are batches, and each query gets what a search of it alone gets.
+#[test]
+fn an_evaluation_searches_chroma_in_batches() {
+    let Some(url) = server() else { return };
+    let proxy = Proxy::new(&url, None);
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+    let corpus = Arc::new(Corpus::from_folder(format!("{root}/corpus"), None).unwrap());
+    let AnyDataset::Token(questions) = dataset::load(format!("{root}/questions.jsonl")).unwrap()
+    else {
+        panic!("the bundled dataset is token-level")
+    };
+    let eval = TokenLevelEvaluation::new(corpus, questions).unwrap();
+    let size = 16;
+    let store = Arc::new(
+        ChromaStore::new(proxy.url(), unique("eval-many"))
+            .unwrap()
+            .with_query_batch_size(size),
+    );
+    let _cleanup = Cleanup(&store);
+    let pipeline = Pipeline::new(
+        RecursiveCharacterChunker::new(400, 0),
+        HashingEmbedder::default(),
+    )
+    .with_store(Arc::clone(&store));
+    let metrics = token_level_metrics(SpanMode::Standard, None);
+    let k = 5;
+    let got = eval.run_blocking(&pipeline, k, &metrics).unwrap();
+    let requests = proxy.take();
+
+    let embedder = HashingEmbedder::default();
+    let queries: Vec<Vec<f32>> = eval
+        .dataset()
+        .examples()
+        .iter()
+        .map(|e| embedder.embed_one(&e.query))
+        .collect();
+    let (want, rounds) = one_by_one(&store, &proxy, &queries, k);
+    assert_eq!(got.retrieved, want);
+    assert_eq!(requests, expected_requests(&rounds, size));
+    assert!(requests.len() < queries.len() / 2, "{requests:?}");
 }

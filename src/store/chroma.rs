@@ -41,6 +41,9 @@ const END_KEY: &str = "end";
 const METADATA_KEY: &str = "chunk_metadata";
 /// Records per write when the server does not say (it does in `/api/v2/pre-flight-checks`).
 const DEFAULT_BATCH: usize = 1000;
+/// Query embeddings per search request of [`VectorStore::search_many`] unless set: the answer
+/// holds `k` records (with their text) per query, so a bounded batch keeps it small.
+const DEFAULT_QUERY_BATCH: usize = 100;
 /// Results asked for beyond `k`, so that chunks tied at the cut usually come back in one
 /// query and can be ordered by id.
 const TIE_MARGIN: usize = 4;
@@ -64,6 +67,9 @@ const MAX_RESULTS: usize = i32::MAX as usize;
 /// ties broken by [`PaChunkId`] ascending (more results than `k` are asked for, and more again
 /// while the last one still ties with the `k`-th, so the tie-break sees every tied chunk); and
 /// [`VectorStore::clear`] deletes the collection, which is created again on next use.
+/// [`VectorStore::search_many`] sends the queries in batches, one request each
+/// ([`ChromaStore::with_query_batch_size`]), and answers each query as
+/// [`VectorStore::search`] does.
 /// Chroma's index is approximate (HNSW): on large collections a search can miss a neighbour
 /// the exact search finds, the more so for sparse vectors such as
 /// [`crate::embed::HashingEmbedder`]'s. [`ChromaStore::with_ef_search`] and
@@ -100,6 +106,7 @@ pub struct ChromaStore {
     collection: String,
     hnsw: Map<String, Value>,
     batch_size: Option<usize>,
+    query_batch_size: usize,
     state: Mutex<Option<Collection>>,
     max_batch: Mutex<Option<usize>>,
 }
@@ -146,6 +153,7 @@ impl ChromaStore {
             collection,
             hnsw: Map::new(),
             batch_size: None,
+            query_batch_size: DEFAULT_QUERY_BATCH,
             state: Mutex::new(None),
             max_batch: Mutex::new(None),
         })
@@ -192,6 +200,14 @@ impl ChromaStore {
     /// keeps request bodies small for large embeddings.
     pub fn with_batch_size(mut self, records: usize) -> Self {
         self.batch_size = Some(records.max(1));
+        self
+    }
+
+    /// Queries per search request of [`VectorStore::search_many`] (at least 1; default 100).
+    /// Each query's answer is the one [`VectorStore::search`] gives it; a smaller value keeps
+    /// answers small for large `k`, a larger one saves round trips.
+    pub fn with_query_batch_size(mut self, queries: usize) -> Self {
+        self.query_batch_size = queries.max(1);
         self
     }
 
@@ -364,19 +380,22 @@ impl ChromaStore {
         }
     }
 
+    /// One query request for every embedding of `queries` (`n` results each): the records
+    /// found, per query in the order sent, scored `1 - distance`. A record this store cannot
+    /// read fails the query it answers: `Err` at its position, the message naming the record.
     async fn query(
         &self,
         collection_id: &str,
-        embedding: &[f32],
+        queries: &[&[f32]],
         n: usize,
-    ) -> Result<Vec<RetrievedChunk>> {
+    ) -> Result<Vec<std::result::Result<Vec<RetrievedChunk>, Error>>> {
         let path = self.records_path(collection_id, "query");
         let answer: QueryAnswer = self
             .http
             .post_json(
                 &path,
                 &json!({
-                    "query_embeddings": [embedding],
+                    "query_embeddings": queries,
                     "n_results": n,
                     "include": ["distances", "metadatas", "documents"],
                 }),
@@ -387,33 +406,53 @@ impl ChromaStore {
             status: None,
             message,
         };
-        let ids = answer.ids.into_iter().next().unwrap_or_default();
-        let distances = first(answer.distances);
-        let documents = first(answer.documents);
-        let metadatas = first(answer.metadatas);
-        if distances.len() != ids.len()
-            || documents.len() != ids.len()
-            || metadatas.len() != ids.len()
-        {
+        let lists = queries.len();
+        if answer.ids.len() != lists {
             return Err(bad(format!(
-                "the answer has {} ids but {} distances, {} documents and {} metadatas",
-                ids.len(),
-                distances.len(),
-                documents.len(),
-                metadatas.len()
+                "the answer has {} lists of ids, expected one per query ({lists})",
+                answer.ids.len()
             )));
         }
-        ids.into_iter()
-            .zip(distances)
-            .zip(documents.into_iter().zip(metadatas))
-            .map(|((id, distance), (document, metadata))| {
-                let distance = distance
-                    .ok_or_else(|| bad(format!("record `{id}` came back without a distance")))?;
-                let chunk = record_to_chunk(&id, document, metadata).map_err(bad)?;
-                // `+ 0.0` turns a score of -0.0 into 0.0.
-                Ok(RetrievedChunk::new(chunk, (1.0 - distance) + 0.0))
+        let mut distances = per_query(answer.distances, lists);
+        let mut documents = per_query(answer.documents, lists);
+        let mut metadatas = per_query(answer.metadatas, lists);
+        Ok(answer
+            .ids
+            .into_iter()
+            .map(|ids| {
+                let (distances, documents, metadatas) =
+                    (distances.next(), documents.next(), metadatas.next());
+                let (distances, documents, metadatas) = (
+                    distances.unwrap_or_default(),
+                    documents.unwrap_or_default(),
+                    metadatas.unwrap_or_default(),
+                );
+                if distances.len() != ids.len()
+                    || documents.len() != ids.len()
+                    || metadatas.len() != ids.len()
+                {
+                    return Err(bad(format!(
+                        "the answer has {} ids but {} distances, {} documents and {} metadatas",
+                        ids.len(),
+                        distances.len(),
+                        documents.len(),
+                        metadatas.len()
+                    )));
+                }
+                ids.into_iter()
+                    .zip(distances)
+                    .zip(documents.into_iter().zip(metadatas))
+                    .map(|((id, distance), (document, metadata))| {
+                        let distance = distance.ok_or_else(|| {
+                            bad(format!("record `{id}` came back without a distance"))
+                        })?;
+                        let chunk = record_to_chunk(&id, document, metadata).map_err(bad)?;
+                        // `+ 0.0` turns a score of -0.0 into 0.0.
+                        Ok(RetrievedChunk::new(chunk, (1.0 - distance) + 0.0))
+                    })
+                    .collect()
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -447,6 +486,36 @@ impl VectorStore for ChromaStore {
 
     async fn search(&self, embedding: &[f32], k: usize) -> Result<Vec<RetrievedChunk>> {
         on_collection!(self, |c| self.search_in(&c, embedding, k).await)
+    }
+
+    /// One query request per batch of up to [`ChromaStore::with_query_batch_size`] queries
+    /// (again only for queries whose cut may hide a tie, as [`VectorStore::search`] does).
+    /// Every query is checked before the first request; a failure names the collection and
+    /// the query, or the queries of the batch that failed together.
+    async fn search_many(
+        &self,
+        embeddings: &[Vec<f32>],
+        k: usize,
+    ) -> Result<Vec<Vec<RetrievedChunk>>> {
+        if embeddings.is_empty() {
+            return Ok(Vec::new());
+        }
+        let c = self.collection_state().await?;
+        self.check_queries(&c, embeddings)?;
+        let queries: Vec<Vec<f32>> = embeddings.iter().map(|e| normalised(e)).collect();
+        let mut hits = Vec::with_capacity(queries.len());
+        let mut start = 0;
+        while start < queries.len() {
+            // A collection that knows no dimension yet lets queries of several through; each
+            // request holds one dimension, so each query meets the answer it meets alone.
+            let dimension = queries[start].len();
+            let end = (start + 1..queries.len())
+                .find(|&i| queries[i].len() != dimension || i - start == self.query_batch_size)
+                .unwrap_or(queries.len());
+            hits.extend(self.search_run(&queries, start..end, k).await?);
+            start = end;
+        }
+        Ok(hits)
     }
 
     async fn clear(&self) -> Result<()> {
@@ -534,23 +603,112 @@ impl ChromaStore {
             "query".to_owned()
         })
         .map_err(|e| self.config(e))?;
+        self.search_batch(c, &[normalised(embedding)], k)
+            .await?
+            .pop()
+            .unwrap_or_else(|| Ok(Vec::new()))
+    }
+
+    /// The `k` best of each of `queries` (normalised, of one dimension), all in one request,
+    /// then once more for those whose cut may hide a tie, with more results, until each is
+    /// complete. `result[i]` answers `queries[i]`: a query's results do not depend on the
+    /// others asked with it, so each gets what a search of it alone gets. The outer `Err` is
+    /// a failed request; an inner one a query whose answer could not be read.
+    async fn search_batch(
+        &self,
+        c: &Collection,
+        queries: &[Vec<f32>],
+        k: usize,
+    ) -> Result<Vec<std::result::Result<Vec<RetrievedChunk>, Error>>> {
+        let mut found: Vec<std::result::Result<Vec<RetrievedChunk>, Error>> =
+            (0..queries.len()).map(|_| Ok(Vec::new())).collect();
         if k == 0 {
-            return Ok(Vec::new());
+            return Ok(found);
         }
-        let query = normalised(embedding);
+        let mut pending: Vec<usize> = (0..queries.len()).collect();
         let mut n = k.saturating_add(TIE_MARGIN).min(MAX_RESULTS);
-        loop {
-            let hits = rank(self.query(&c.id, &query, n).await?, usize::MAX);
-            // Fewer than asked: that was everything. Otherwise a chunk not returned could
-            // tie with the k-th and win on id, unless the last returned already scores lower.
-            let complete = hits.len() < n
-                || hits.len() <= k
-                || n == MAX_RESULTS
-                || hits[hits.len() - 1].score < hits[k - 1].score;
-            if complete {
-                return Ok(rank(hits, k));
+        while !pending.is_empty() {
+            let asked: Vec<&[f32]> = pending.iter().map(|&i| queries[i].as_slice()).collect();
+            let answers = self.query(&c.id, &asked, n).await?;
+            let mut again = Vec::new();
+            for (i, answer) in pending.into_iter().zip(answers) {
+                let hits = match answer {
+                    Ok(hits) => rank(hits, usize::MAX),
+                    Err(e) => {
+                        found[i] = Err(e);
+                        continue;
+                    }
+                };
+                // Fewer than asked: that was everything. Otherwise a chunk not returned could
+                // tie with the k-th and win on id, unless the last returned already scores
+                // lower.
+                let complete = hits.len() < n
+                    || hits.len() <= k
+                    || n == MAX_RESULTS
+                    || hits[hits.len() - 1].score < hits[k - 1].score;
+                if complete {
+                    found[i] = Ok(rank(hits, k));
+                } else {
+                    again.push(i);
+                }
             }
+            pending = again;
             n = n.saturating_mul(2).min(MAX_RESULTS);
+        }
+        Ok(found)
+    }
+
+    /// [`VectorStore::search_many`] for the queries at `at` (checked, normalised, of one
+    /// dimension): one request (more for ties), errors naming the collection and the queries.
+    async fn search_run(
+        &self,
+        queries: &[Vec<f32>],
+        at: std::ops::Range<usize>,
+        k: usize,
+    ) -> Result<Vec<Vec<RetrievedChunk>>> {
+        let batch = &queries[at.clone()];
+        let answers =
+            on_collection!(self, |c| self.search_batch(&c, batch, k).await).map_err(|e| {
+                let what = if at.len() == 1 {
+                    format!("query {}", at.start)
+                } else {
+                    format!("queries {}..{} (searched together)", at.start, at.end)
+                };
+                self.about(e, &what)
+            })?;
+        answers
+            .into_iter()
+            .zip(at)
+            .map(|(hits, i)| hits.map_err(|e| self.about(e, &format!("query {i}"))))
+            .collect()
+    }
+
+    /// Refuses a query of another dimension than the collection's, or with a NaN or infinite
+    /// component, naming it by position.
+    fn check_queries(&self, c: &Collection, queries: &[Vec<f32>]) -> Result<()> {
+        for (i, q) in queries.iter().enumerate() {
+            check_vector(q, c.dimension.unwrap_or(q.len()), || format!("query {i}"))
+                .map_err(|e| self.config(e))?;
+        }
+        Ok(())
+    }
+
+    /// `e` with the collection and `what` (the queries it concerns) in front of its message.
+    fn about(&self, e: Error, what: &str) -> Error {
+        match e {
+            Error::Http {
+                endpoint,
+                status,
+                message,
+            } => Error::Http {
+                endpoint,
+                status,
+                message: format!(
+                    "chroma collection `{}` ({}/{}), {what}: {message}",
+                    self.collection, self.tenant, self.database
+                ),
+            },
+            other => other,
         }
     }
 
@@ -649,11 +807,12 @@ fn record_to_chunk(
     Ok(chunk)
 }
 
-/// The only query's results, or none when the server left the field out.
-fn first<T>(field: Option<Vec<Vec<T>>>) -> Vec<T> {
+/// A field of a query answer as one list per query, `lists` of them; a field the server left
+/// out is an empty list for every query.
+fn per_query<T>(field: Option<Vec<Vec<T>>>, lists: usize) -> std::vec::IntoIter<Vec<T>> {
     field
-        .and_then(|lists| lists.into_iter().next())
-        .unwrap_or_default()
+        .unwrap_or_else(|| (0..lists).map(|_| Vec::new()).collect())
+        .into_iter()
 }
 
 #[derive(Serialize)]
