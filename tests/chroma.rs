@@ -305,6 +305,12 @@ fn a_collection_deleted_by_another_client_is_created_again() {
     assert!(block_on(b.search(&[1.0, 0.0], 1)).unwrap().is_empty());
     let second = block_on(b.connect()).unwrap();
     assert_ne!(first, second);
+    // Again for `search_many`.
+    block_on(a.clear()).unwrap();
+    let hits = block_on(b.search_many(&[vec![1.0, 0.0], vec![0.0, 1.0]], 1)).unwrap();
+    assert_eq!(hits, vec![Vec::new(); 2]);
+    let second = block_on(b.connect()).unwrap();
+    assert_ne!(first, second);
     block_on(b.add(std::slice::from_ref(&dogs), &[vec![0.0, 1.0]])).unwrap();
     assert_eq!(block_on(a.len()).unwrap(), 1);
     let hits = block_on(a.search(&[0.0, 1.0], 5)).unwrap();
