@@ -323,17 +323,22 @@ fn score_trec(
     let scored = trec::score_run_file(&qrels, run_path, measures.as_deref().unwrap_or_default())?;
     check_run_matches_qrels(&qrels, &scored.query_ids, qrels_path, run_path)?;
     measures?;
-    let result = scored.result;
+    // Written straight from the table: a `RunResult` repeats every measure's name in every
+    // query, and is built only for the record.
+    let scores = scored.scores;
     if json {
-        out.json_line(&result)?;
+        out.json_line(&scores)?;
     } else {
         out.text(&render_table(
-            &result.headline(),
-            &result.metrics,
-            &result.std,
+            &scores.headline(),
+            scores.metrics(),
+            scores.std(),
         ))?;
     }
-    let mut record = RunRecord::new("score", qrels_path.as_str(), result);
+    if no_record {
+        return Ok(());
+    }
+    let mut record = RunRecord::new("score", qrels_path.as_str(), scores.to_result());
     // The qrels are the ground truth: their bytes identify it.
     record.dataset.hash = std::fs::read(qrels_path)
         .ok()

@@ -39,17 +39,20 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
+mod blocks;
 mod eval;
 mod measure;
 mod parse;
 mod scores;
 mod stream;
+mod table;
 
 pub use eval::{evaluate, evaluate_columns, mean, score, PerQuery};
 pub use measure::Measure;
 pub use parse::{Qrels, Run};
 pub use scores::Scores;
 pub use stream::{score_run_file, ScoredRun};
+pub use table::RunScores;
 
 #[cfg(test)]
 mod stream_tests;

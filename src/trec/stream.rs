@@ -1,26 +1,31 @@
 //! Scoring a run file while reading it, without holding the file or its lines in memory.
 //!
 //! Run files are usually grouped by query (every line of a query together), and then each
-//! query is scored as soon as its last line is read: memory holds one query's lines and the
-//! figures. A file not grouped by query is read twice more: once to count each query's lines
-//! and bytes, once to place every line in a compact array laid out by query (its docno's
-//! bytes, their end and its score: no line numbers, no per-line allocation), after which the
-//! queries are scored one by one in the same way.
+//! query is scored as soon as its last line is read: the file is cut into blocks of whole
+//! queries ([`blocks`](super::blocks)), parsed and scored on every core, and the blocks'
+//! figures are taken in file order; memory holds the blocks in flight and the figures. A file
+//! not grouped by query is read twice more: once to count each query's lines and bytes, once
+//! to place every line in a compact array laid out by query (its docno's bytes, their end and
+//! its score: no line numbers, no per-line allocation), after which the queries are scored one
+//! by one in the same way.
 
-use super::eval::{reported_measures, run_result};
+use super::blocks::{each_line, in_parallel, renumber, Block, BLOCK_BYTES};
+use super::eval::reported_measures;
 use super::parse::{parse_error, run_line, JudgedQuery, NameKey, QidMap, NOT_JUDGED};
-use super::{Measure, Qrels};
+use super::{Measure, Qrels, RunScores};
 use crate::error::{Error, Result};
-use crate::metrics::{Figures, Grade, QueryResult, RunResult};
+use crate::metrics::Grade;
 use camino::Utf8Path;
 use std::cmp::Ordering;
 use std::io::Read;
+use std::ops::Range;
 
 /// What [`score_run_file`] gives: the figures and the run's query ids.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScoredRun {
-    /// The same result as [`score`](super::score) gives for the same qrels and run.
-    pub result: RunResult,
+    /// The same figures as [`score`](super::score) gives for the same qrels and run, as a
+    /// table ([`RunScores::to_result`] is that [`RunResult`](crate::metrics::RunResult)).
+    pub scores: RunScores,
     /// Every query id of the run, judged or not, in order of first appearance.
     pub query_ids: Vec<String>,
 }
@@ -28,8 +33,8 @@ pub struct ScoredRun {
 /// Scores the run file at `path` against `qrels` as [`score`](super::score) scores a
 /// [`Run`](super::Run) read from it (the same figures, the same errors with their lines),
 /// reading the file as a stream: a run grouped by query is scored query by query as it is
-/// read, and memory holds one query's lines; any other run is kept in a compact form, laid out
-/// by query, while it is scored.
+/// read, on every core, and memory holds a few blocks of lines; any other run is kept in a
+/// compact form, laid out by query, while it is scored.
 ///
 /// ```
 /// use rag_eval::trec::{score_run_file, Measure, Qrels};
@@ -39,98 +44,360 @@ pub struct ScoredRun {
 /// std::fs::write(&path, "q1 Q0 d1 1 0.9 r\nq2 Q0 d9 1 0.9 r\nq2 Q0 d2 2 0.5 r\nq3 Q0 d1 1 1 r\n").unwrap();
 /// let qrels = Qrels::parse("q1 0 d1 1\nq2 0 d2 1\n", "qrels.txt")?;
 /// let scored = score_run_file(&qrels, &path, &[Measure::ReciprocalRank])?;
-/// assert_eq!(scored.result.metrics.get("mrr"), Some(0.75)); // q3 is not judged
+/// assert_eq!(scored.scores.metrics().get("mrr"), Some(0.75)); // q3 is not judged
 /// assert_eq!(scored.query_ids, ["q1", "q2", "q3"]);
 /// # Ok::<(), rag_eval::Error>(())
 /// ```
 pub fn score_run_file(qrels: &Qrels, path: &Utf8Path, measures: &[Measure]) -> Result<ScoredRun> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    score_run_file_with(qrels, path, measures, threads, BLOCK_BYTES)
+}
+
+/// [`score_run_file`] with `threads` threads parsing and scoring blocks of about
+/// `block_bytes` bytes.
+pub(super) fn score_run_file_with(
+    qrels: &Qrels,
+    path: &Utf8Path,
+    measures: &[Measure],
+    threads: usize,
+    block_bytes: usize,
+) -> Result<ScoredRun> {
     let measures = reported_measures(measures);
-    let mut scorer = Scorer::new(qrels, &measures, path);
-    let (query_ids, scored) = match grouped(&mut scorer)? {
-        Some(ids) => (ids, scorer.scored),
-        None => {
-            let mut scorer = Scorer::new(qrels, &measures, path);
-            let ids = compact(&mut scorer)?;
-            (ids, scorer.scored)
-        }
+    let (query_ids, scored) = match grouped(qrels, &measures, path, threads, block_bytes)? {
+        Some(done) => done,
+        None => compact(qrels, &measures, path, threads, block_bytes)?,
     };
-    let order: Vec<String> = measures.iter().map(Measure::report_name).collect();
-    let Scored { ids, values } = scored;
-    let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
-    by_id.sort_unstable_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
-    let per: Vec<QueryResult> = by_id
-        .iter()
-        .map(|&q| {
-            let row = &values[q as usize * order.len()..][..order.len()];
-            QueryResult {
-                id: ids[q as usize].to_string(),
-                query: None,
-                difficulty: None,
-                metrics: Figures(order.iter().cloned().zip(row.iter().copied()).collect()),
-                ..QueryResult::default()
-            }
-        })
-        .collect();
     Ok(ScoredRun {
-        result: run_result(&measures, order, per),
+        scores: RunScores::new(&measures, scored.ids, scored.values),
         query_ids: query_ids.into_iter().map(String::from).collect(),
     })
 }
 
-/// Reads the run assuming it is grouped by query, scoring each query when the next begins.
-/// `None` when a query's lines turn out to be apart (nothing is kept to score them from).
-fn grouped(scorer: &mut Scorer<'_>) -> Result<Option<Vec<Box<str>>>> {
-    let mut seen: QidMap<Box<str>, ()> = QidMap::default();
-    let mut ids: Vec<Box<str>> = Vec::new();
-    let mut lines = QueryLines::default();
-    let mut current: Option<Box<str>> = None;
+/// What a block of a run grouped by query gives.
+#[derive(Default)]
+struct BlockScores {
+    /// Lines in the block, blank ones included.
+    lines: usize,
+    /// The query of each stretch of lines of one query, in order.
+    queries: Vec<Box<str>>,
+    /// The figures of the judged queries among them.
+    scored: Scored,
+    /// Why the block was left before its end.
+    stop: Option<Stop>,
+    /// The error scoring the last query raised: it is raised after the next block's first
+    /// line is read, as a reader going line by line would.
+    last: Option<Error>,
+}
+
+/// Why a block was left before its end.
+enum Stop {
+    /// An error reading a line, numbered within the block.
+    Line(Error),
+    /// An error scoring a query, once the first line of the next was read.
+    Query(Error),
+    /// A query's lines come again after another query's: the run is not grouped.
+    Again,
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Line(e)
+    }
+}
+
+/// Parses and scores one block of a run taken to be grouped by query.
+fn score_block(scorer: &mut Scorer<'_>, block: &Block) -> BlockScores {
     let path = scorer.path;
-    let complete = for_each_line(path, |number, line| {
-        let (qid, docno, score, _) = run_line(line, path, number)?;
-        if current.as_deref() != Some(qid) {
-            if let Some(done) = &current {
-                scorer.query(done, lines.view())?;
+    let mut out = BlockScores::default();
+    let mut lines = QueryLines::default();
+    let mut current: Option<&str> = None;
+    let mut seen: QidMap<&str, ()> = QidMap::default();
+    let read = each_line(block, path, |number, line| {
+        let (qid, docno, score, _) = run_line(line, path, number).map_err(Stop::Line)?;
+        if current != Some(qid) {
+            if let Some(done) = current {
+                scorer.query(done, lines.view()).map_err(Stop::Query)?;
                 lines.clear();
             }
-            if seen.contains_key(qid) {
-                return Ok(false);
+            if seen.insert(qid, ()).is_some() {
+                return Err(Stop::Again);
             }
-            let id: Box<str> = qid.into();
-            seen.insert(id.clone(), ());
-            ids.push(id.clone());
-            current = Some(id);
+            out.queries.push(qid.into());
+            current = Some(qid);
         }
         lines.push(docno.as_bytes(), score);
         Ok(true)
-    })?;
-    if !complete {
+    });
+    match read {
+        Ok(Some(n)) => {
+            out.lines = n;
+            if let Some(done) = current {
+                out.last = scorer.query(done, lines.view()).err();
+            }
+        }
+        Ok(None) => unreachable!("the callback never stops without an error"),
+        Err(stop) => out.stop = Some(stop),
+    }
+    out.scored = std::mem::take(&mut scorer.scored);
+    out
+}
+
+/// What the blocks' results add up to, taken in file order.
+#[derive(Default)]
+struct InOrder {
+    seen: QidMap<Box<str>, ()>,
+    ids: Vec<Box<str>>,
+    scored: Scored,
+    /// Lines before the next block.
+    lines: usize,
+    /// The last query's scoring error, raised unless the next line is an error itself.
+    pending: Option<Error>,
+}
+
+impl InOrder {
+    /// Takes the next block's result: `Ok(false)` when the run turns out not to be grouped.
+    fn take(&mut self, block: BlockScores) -> Result<bool> {
+        if let Some(pending) = self.pending.take() {
+            return match (block.queries.is_empty(), block.stop) {
+                // Blank lines only: the next line is further on.
+                (true, None) => {
+                    self.pending = Some(pending);
+                    self.lines += block.lines;
+                    Ok(true)
+                }
+                (true, Some(Stop::Line(e))) => Err(renumber(e, self.lines)),
+                _ => Err(pending),
+            };
+        }
+        for q in block.queries {
+            if self.seen.insert(q.clone(), ()).is_some() {
+                return Ok(false);
+            }
+            self.ids.push(q);
+        }
+        self.scored.ids.extend(block.scored.ids);
+        self.scored.values.extend(block.scored.values);
+        match block.stop {
+            Some(Stop::Line(e)) => Err(renumber(e, self.lines)),
+            Some(Stop::Query(e)) => Err(e),
+            Some(Stop::Again) => Ok(false),
+            None => {
+                self.pending = block.last;
+                self.lines += block.lines;
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// Reads the run assuming it is grouped by query, in blocks of whole queries parsed and
+/// scored by `threads` threads. Gives the query ids in order of first appearance and the
+/// figures, or `None` when a query's lines turn out to be apart.
+fn grouped(
+    qrels: &Qrels,
+    measures: &[Measure],
+    path: &Utf8Path,
+    threads: usize,
+    block_bytes: usize,
+) -> Result<Option<(Vec<Box<str>>, Scored)>> {
+    let mut in_order = InOrder::default();
+    let whole = in_parallel(
+        path,
+        threads,
+        block_bytes,
+        || Scorer::new(qrels, measures, path),
+        score_block,
+        |block| in_order.take(block),
+    )?;
+    if !whole {
         return Ok(None);
     }
-    if let Some(done) = &current {
-        scorer.query(done, lines.view())?;
+    if let Some(e) = in_order.pending.take() {
+        return Err(e);
     }
-    Ok(Some(ids))
+    Ok(Some((in_order.ids, in_order.scored)))
 }
+
+/// How many lines and docno bytes each query has in one block.
+#[derive(Default)]
+struct BlockCounts {
+    /// Lines in the block, blank ones included.
+    lines: usize,
+    /// The block's query ids end to end, in order of first appearance in the block.
+    qids: String,
+    /// Per query: where its id ends in `qids`, its lines and its docno bytes.
+    queries: Vec<(usize, usize, usize)>,
+    /// Each line's query, as a position in `queries` (blank lines have none).
+    of_line: Vec<u32>,
+    /// The first line that could not be read, numbered within the block.
+    error: Option<Error>,
+}
+
+fn count_block(block: &Block, path: &Utf8Path) -> BlockCounts {
+    let mut out = BlockCounts::default();
+    let mut index: QidMap<&str, u32> = QidMap::default();
+    let read = each_line(block, path, |number, line| {
+        let (qid, docno, _, _) = run_line(line, path, number)?;
+        let i = *index.entry(qid).or_insert_with(|| {
+            out.qids.push_str(qid);
+            out.queries.push((out.qids.len(), 0, 0));
+            (out.queries.len() - 1) as u32
+        });
+        out.of_line.push(i);
+        let query = &mut out.queries[i as usize];
+        query.1 += 1;
+        query.2 += docno.len();
+        Ok::<_, Error>(true)
+    });
+    match read {
+        Ok(n) => out.lines = n.unwrap_or_default(),
+        Err(e) => out.error = Some(e),
+    }
+    out
+}
+
+/// One block's lines, parsed: each one's query number, docno and score.
+#[derive(Default)]
+struct BlockLines {
+    queries: Vec<u32>,
+    lines: QueryLines,
+    /// The first line that could not be placed, numbered within the block.
+    error: Option<Error>,
+    /// Lines in the block, blank ones included.
+    count: usize,
+}
+
+/// Parses the lines of `block` whose query (in `of_line`, from its first line on) is one of
+/// `keep`; the other lines are only counted.
+fn parse_block(block: &Block, path: &Utf8Path, of_line: &[u32], keep: Range<u32>) -> BlockLines {
+    let mut out = BlockLines::default();
+    let mut k = 0;
+    let read = each_line(block, path, |number, line| {
+        let q = *of_line
+            .get(k)
+            .ok_or_else(|| parse_error(path, number, CHANGED))?;
+        k += 1;
+        if keep.contains(&q) {
+            let (_, docno, score, _) = run_line(line, path, number)?;
+            out.queries.push(q);
+            out.lines.push(docno.as_bytes(), score);
+        }
+        Ok::<_, Error>(true)
+    });
+    match read {
+        Ok(n) if k == of_line.len() => out.count = n.unwrap_or_default(),
+        Ok(n) => out.error = Some(parse_error(path, n.unwrap_or_default(), CHANGED)),
+        Err(e) => out.error = Some(e),
+    }
+    out
+}
+
+const CHANGED: &str = "the file changed while it was read";
 
 /// Reads a run not grouped by query: a first pass numbers the queries and counts each one's
 /// lines and docno bytes, a second places every line in [`QueryLines`]-shaped arrays laid out
-/// by query; then each query is scored. Returns the query ids in order of first appearance.
-fn compact(scorer: &mut Scorer<'_>) -> Result<Vec<Box<str>>> {
-    let path = scorer.path;
-    let mut numbers = Numbering::default();
+/// by query (both passes parse on `threads` threads); then the queries are scored, on as many.
+/// Returns the query ids in order of first appearance and the figures.
+fn compact(
+    qrels: &Qrels,
+    measures: &[Measure],
+    path: &Utf8Path,
+    threads: usize,
+    block_bytes: usize,
+) -> Result<(Vec<Box<str>>, Scored)> {
+    let mut numbers: QidMap<Box<str>, u32> = QidMap::default();
+    let mut ids: Vec<Box<str>> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
     let mut bytes: Vec<usize> = Vec::new();
-    for_each_line(path, |number, line| {
-        let (qid, docno, _, _) = run_line(line, path, number)?;
-        let q = numbers.number(qid);
-        if q == counts.len() {
-            counts.push(0);
-            bytes.push(0);
+    // Each line's query (blank lines left out), and where each block's lines begin in it:
+    // the later passes read the same blocks, and parse only the lines they place.
+    let mut of_line: Vec<u32> = Vec::new();
+    let mut block_starts: Vec<usize> = vec![0];
+    let mut local: Vec<u32> = Vec::new();
+    let mut before = 0;
+    in_parallel(
+        path,
+        threads,
+        block_bytes,
+        || (),
+        |(), block| count_block(block, path),
+        |block| {
+            let mut start = 0;
+            local.clear();
+            for &(end, lines, docnos) in &block.queries {
+                let qid = &block.qids[start..end];
+                start = end;
+                let q = match numbers.get(qid) {
+                    Some(&q) => q as usize,
+                    None => {
+                        let q = ids.len();
+                        numbers.insert(qid.into(), q as u32);
+                        ids.push(qid.into());
+                        counts.push(0);
+                        bytes.push(0);
+                        q
+                    }
+                };
+                counts[q] += lines;
+                bytes[q] += docnos;
+                local.push(q as u32);
+            }
+            of_line.extend(block.of_line.iter().map(|&i| local[i as usize]));
+            block_starts.push(of_line.len());
+            if let Some(e) = block.error {
+                return Err(renumber(e, before));
+            }
+            before += block.lines;
+            Ok(true)
+        },
+    )?;
+    drop((numbers, local));
+    let total_bytes: usize = (0..ids.len()).map(|q| bytes[q] + counts[q] * 12).sum();
+    // The lines are placed and scored a range of queries at a time, each range's arrays at
+    // most `budget` bytes, so that memory stays well below the file's size; each round reads
+    // the file again (in parallel), which costs less than the memory it saves.
+    let need = |q: usize| bytes[q] + counts[q] * (4 + 8);
+    let budget = (total_bytes / ROUND_SHARE).max(MIN_ROUND_BYTES);
+    let mut scored = Scored::default();
+    let mut lo = 0;
+    while lo < ids.len() {
+        let mut hi = lo + 1;
+        let mut size = need(lo);
+        while hi < ids.len() && size + need(hi) <= budget {
+            size += need(hi);
+            hi += 1;
         }
-        counts[q] += 1;
-        bytes[q] += docno.len();
-        Ok(true)
-    })?;
+        let part = place_and_score(
+            qrels,
+            measures,
+            path,
+            (threads, block_bytes),
+            (&of_line, &block_starts, &ids[lo..hi], lo),
+            (&counts[lo..hi], &bytes[lo..hi]),
+        )?;
+        scored.ids.extend(part.ids);
+        scored.values.extend(part.values);
+        lo = hi;
+    }
+    Ok((ids, scored))
+}
+
+/// A run file is read again for each range of queries whose arrays take this share of it.
+const ROUND_SHARE: usize = 4;
+/// ... but not for less than this many bytes of arrays.
+const MIN_ROUND_BYTES: usize = 16 << 20;
+
+/// Reads the run again to place the lines of queries `first..first + ids.len()` (of
+/// `counts` lines and `bytes` docno bytes each) in [`QueryLines`]-shaped arrays laid out by
+/// query, then scores those queries on `threads` threads.
+fn place_and_score(
+    qrels: &Qrels,
+    measures: &[Measure],
+    path: &Utf8Path,
+    (threads, block_bytes): (usize, usize),
+    (of_line, block_starts, ids, first): (&[u32], &[usize], &[Box<str>], usize),
+    (counts, bytes): (&[usize], &[usize]),
+) -> Result<Scored> {
     // Where each query's lines and bytes begin; then, while placing, where the next goes.
     let starts = |sizes: &[usize]| -> Vec<usize> {
         let mut at = 0;
@@ -142,72 +409,89 @@ fn compact(scorer: &mut Scorer<'_>) -> Result<Vec<Box<str>>> {
             })
             .collect()
     };
-    let (line_starts, byte_starts) = (starts(&counts), starts(&bytes));
+    let (line_starts, byte_starts) = (starts(counts), starts(bytes));
     let (mut next_line, mut next_byte) = (line_starts.clone(), byte_starts.clone());
-    let total_lines: usize = counts.iter().sum();
     let mut names = vec![0u8; bytes.iter().sum()];
+    let total_lines: usize = counts.iter().sum();
     let mut ends = vec![0u32; total_lines];
     let mut scores = vec![0f64; total_lines];
-    for_each_line(path, |number, line| {
-        let (qid, docno, score, _) = run_line(line, path, number)?;
-        let changed = || parse_error(path, number, "the file changed while it was read");
-        let q = numbers.get(qid).ok_or_else(changed)?;
-        let (l, b) = (next_line[q], next_byte[q]);
-        if l == line_starts[q] + counts[q] || b + docno.len() > byte_starts[q] + bytes[q] {
-            return Err(changed());
-        }
-        names[b..b + docno.len()].copy_from_slice(docno.as_bytes());
-        ends[l] = u32::try_from(b + docno.len() - byte_starts[q])
-            .map_err(|_| parse_error(path, number, "a query's docnos exceed 4 GB"))?;
-        scores[l] = score;
-        next_line[q] = l + 1;
-        next_byte[q] = b + docno.len();
-        Ok(true)
-    })?;
-    for (q, id) in numbers.ids.iter().enumerate() {
-        let lines = QueryView {
-            names: &names[byte_starts[q]..][..bytes[q]],
-            ends: &ends[line_starts[q]..][..counts[q]],
-            scores: &scores[line_starts[q]..][..counts[q]],
-        };
-        scorer.query(id, lines)?;
-    }
-    Ok(numbers.ids)
-}
-
-/// Numbers query ids in order of first appearance.
-#[derive(Default)]
-struct Numbering {
-    index: QidMap<Box<str>, u32>,
-    ids: Vec<Box<str>>,
-    /// The previous line's query: lines of one query often come together.
-    last: Option<usize>,
-}
-
-impl Numbering {
-    /// The number of `qid`, numbering it if it is new.
-    fn number(&mut self, qid: &str) -> usize {
-        if let Some(q) = self.get(qid) {
-            return q;
-        }
-        let q = self.ids.len();
-        self.index.insert(qid.into(), q as u32);
-        self.ids.push(qid.into());
-        self.last = Some(q);
-        q
-    }
-
-    /// The number of `qid`, if it has one.
-    fn get(&mut self, qid: &str) -> Option<usize> {
-        if let Some(q) = self.last {
-            if &*self.ids[q] == qid {
-                return Some(q);
+    let range = first as u32..(first + ids.len()) as u32;
+    let mut before = 0;
+    in_parallel(
+        path,
+        threads,
+        block_bytes,
+        || (),
+        |(), block| {
+            let lines = block_starts
+                .get(block.index..block.index + 2)
+                .map_or(&[][..], |b| &of_line[b[0]..b[1]]);
+            parse_block(block, path, lines, range.clone())
+        },
+        |block| {
+            let changed = || parse_error(path, before + 1, CHANGED);
+            let lines = block.lines.view();
+            for (i, &q) in block.queries.iter().enumerate() {
+                let q = (q - range.start) as usize;
+                let docno = lines.name(i);
+                let (l, b) = (next_line[q], next_byte[q]);
+                if l == line_starts[q] + counts[q] || b + docno.len() > byte_starts[q] + bytes[q] {
+                    return Err(changed());
+                }
+                names[b..b + docno.len()].copy_from_slice(docno);
+                ends[l] = u32::try_from(b + docno.len() - byte_starts[q])
+                    .map_err(|_| parse_error(path, before + 1, "a query's docnos exceed 4 GB"))?;
+                scores[l] = lines.scores[i];
+                next_line[q] = l + 1;
+                next_byte[q] = b + docno.len();
             }
-        }
-        let q = *self.index.get(qid)? as usize;
-        self.last = Some(q);
-        Some(q)
+            if let Some(e) = block.error {
+                return Err(renumber(e, before));
+            }
+            before += block.count;
+            Ok(true)
+        },
+    )?;
+    let placed = next_line.iter().zip(&line_starts).map(|(n, s)| n - s);
+    if !placed.eq(counts.iter().copied()) {
+        return Err(parse_error(path, before, CHANGED));
     }
+    drop((next_line, next_byte));
+    let view = |q: usize| QueryView {
+        names: &names[byte_starts[q]..][..bytes[q]],
+        ends: &ends[line_starts[q]..][..counts[q]],
+        scores: &scores[line_starts[q]..][..counts[q]],
+    };
+    // Contiguous ranges of queries, one per thread: the first error of the first range that
+    // has one is the error scoring them in order would raise.
+    let per_thread = ids.len().div_ceil(threads.max(1)).max(1);
+    let parts: Vec<Result<Scored>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = ids
+            .chunks(per_thread)
+            .enumerate()
+            .map(|(part, chunk)| {
+                let view = &view;
+                scope.spawn(move || {
+                    let mut scorer = Scorer::new(qrels, measures, path);
+                    for (i, id) in chunk.iter().enumerate() {
+                        scorer.query(id, view(part * per_thread + i))?;
+                    }
+                    Ok(scorer.scored)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("scoring does not panic"))
+            .collect()
+    });
+    let mut scored = Scored::default();
+    for part in parts {
+        let part = part?;
+        scored.ids.extend(part.ids);
+        scored.values.extend(part.values);
+    }
+    Ok(scored)
 }
 
 /// One query's lines: its docnos' bytes end to end, where each ends, and the scores.

@@ -116,7 +116,7 @@ proptest! {
             let text = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
             let (streamed, whole) = both(&qrels, text.as_bytes(), &measures);
             let streamed = streamed.unwrap();
-            prop_assert_eq!(&streamed.result, &whole.unwrap());
+            prop_assert_eq!(&streamed.scores.to_result(), &whole.unwrap());
             prop_assert_eq!(streamed.query_ids, firsts(&lines));
         }
     }
@@ -134,7 +134,7 @@ fn grouped_and_ungrouped_files_score_alike_by_hand() {
         let (streamed, _) = both(&qrels, text.as_bytes(), &ms);
         let streamed = streamed.unwrap();
         // q1: a at rank 1 → 1, P@2 = 1/2; q2: x, d (tie with c, d ranks first), c → 1/2, 1/2
-        let r = &streamed.result;
+        let r = &streamed.scores.to_result();
         assert_eq!(r.queries, 2);
         assert_eq!(r.per_query[0].id, "q1");
         assert_eq!(r.per_query[0].metrics.get("mrr"), Some(1.0));
@@ -192,11 +192,11 @@ fn byte_order_marks_line_endings_and_long_lines() {
     let text = format!("\u{feff}q1 Q0 {long} 1 2 t\r\n\r\nq1 Q0 a 2 1 t");
     let (streamed, whole) = both(&qrels, text.as_bytes(), &[Measure::ReciprocalRank]);
     let streamed = streamed.unwrap();
-    assert_eq!(streamed.result, whole.unwrap());
+    assert_eq!(streamed.scores.to_result(), whole.unwrap());
     assert_eq!(streamed.query_ids, ["q1"]);
-    assert_eq!(streamed.result.metrics.get("mrr"), Some(0.5));
+    assert_eq!(streamed.scores.metrics().get("mrr"), Some(0.5));
     let (empty, whole) = both(&qrels, b"", &[]);
-    assert_eq!(empty.unwrap().result, whole.unwrap());
+    assert_eq!(empty.unwrap().scores.to_result(), whole.unwrap());
 }
 
 #[test]
@@ -215,4 +215,148 @@ fn newlines_are_found_in_every_position() {
         bytes.push(b'\n');
         assert_eq!(stream::find_newline(&bytes), Some(len));
     }
+}
+
+/// `score_run_file` with `threads` threads and blocks of `block` bytes on `text` written to a
+/// file, and `score` on `Run::from_file` of it.
+fn blocks(
+    qrels: &Qrels,
+    text: &[u8],
+    measures: &[Measure],
+    threads: usize,
+    block: usize,
+) -> (Result<ScoredRun>, Result<RunResult>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "run.txt", text);
+    let streamed = stream::score_run_file_with(qrels, &path, measures, threads, block);
+    let whole = Run::from_file(&path).map(|run| score(qrels, &run, measures));
+    (streamed, whole)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// Whatever the blocks and threads, a run scores as `Run` read whole scores it (ties,
+    /// queries not judged, judged queries not run), grouped or shuffled, its JSON is the
+    /// `RunResult`'s byte for byte, and a bad line or a docno listed twice anywhere gives the
+    /// same error, on the same line.
+    #[test]
+    fn blocks_and_threads_score_as_reading_whole(
+        queries in prop::collection::vec(
+            (0u8..12, prop::collection::vec((0u8..30, 0u8..4), 1..15)),
+            0..10,
+        ),
+        judged in prop::collection::vec((0u8..14, 0u8..30, -1i32..4), 1..80),
+        shuffle in prop::collection::vec(any::<u32>(), 0..200),
+        threads in 1usize..4,
+        block in 1usize..200,
+        fault in prop::option::of((any::<prop::sample::Index>(), 0u8..4)),
+    ) {
+        let mut queries = queries;
+        queries.sort_by_key(|(q, _)| *q);
+        queries.dedup_by_key(|(q, _)| *q);
+        for (_, docs) in &mut queries {
+            docs.sort_by_key(|(d, _)| *d);
+            docs.dedup_by_key(|(d, _)| *d);
+        }
+        let mut qrels_text = String::new();
+        let mut seen = std::collections::HashSet::new();
+        for (q, d, g) in judged {
+            if seen.insert((q, d)) {
+                qrels_text += &format!("q{q} 0 doc{d} {g}\n");
+            }
+        }
+        let qrels = Qrels::parse(&qrels_text, "qrels").unwrap();
+        let measures = Measure::defaults(&[1, 3, 10]);
+        let mut lines = grouped_lines(&queries);
+        for round in 0..2 {
+            if round == 1 {
+                for (i, r) in shuffle.iter().enumerate() {
+                    let n = lines.len();
+                    if n > 0 {
+                        lines.swap(i % n, *r as usize % n);
+                    }
+                }
+            }
+            let mut lines = lines.clone();
+            if let (Some((at, kind)), false) = (&fault, lines.is_empty()) {
+                let i = at.index(lines.len());
+                match kind {
+                    0 => lines[i] = "q1 Q0 short t".to_owned(),
+                    1 => lines[i] = lines[i].replace(" t", "").replace(" 0.", " x0."),
+                    // the same docno again, next to it or at the end
+                    2 => lines.insert(i + 1, lines[i].clone()),
+                    _ => lines.push(lines[i].clone()),
+                }
+            }
+            let text = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+            let (streamed, whole) = blocks(&qrels, text.as_bytes(), &measures, threads, block);
+            match (streamed, whole) {
+                (Ok(s), Ok(w)) => {
+                    prop_assert_eq!(&s.scores.to_result(), &w);
+                    prop_assert_eq!(
+                        serde_json::to_string(&s.scores).unwrap(),
+                        serde_json::to_string(&w).unwrap()
+                    );
+                }
+                (Err(s), Err(w)) => prop_assert!(same_error(&s, &w), "{} vs {}", s, w),
+                (s, w) => prop_assert!(false, "{:?} vs {:?}", s.map(|_| ()), w.map(|_| ())),
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_name_the_same_line_in_any_blocks() {
+    let qrels = Qrels::parse("q1 0 a 1\nq2 0 b 1\n", "qrels").unwrap();
+    let cases: [&[u8]; 6] = [
+        // a docno twice in the last query of a block, then a bad line: the bad line first
+        b"q1 Q0 a 1 1 t\nq1 Q0 a 2 1 t\n\n\nq2 Q0 b 1 x t\n",
+        b"q1 Q0 a 1 1 t\nq1 Q0 a 2 1 t\n\n\nq2 Q0 b 1 1 t\n",
+        b"q1 Q0 a 1 1 t\nq1 Q0 a 2 1 t\n",
+        // a docno twice, then a query seen before
+        b"q1 Q0 a 1 1 t\nq2 Q0 b 1 1 t\nq2 Q0 b 1 1 t\nq1 Q0 c 1 1 t\n",
+        // not UTF-8 deep in the file
+        b"q1 Q0 a 1 1 t\nq1 Q0 b 1 1 t\nq2 Q0 b 1 1 t\nq2 Q0 \xff 1 1 t\n",
+        // a bad line in a query seen before
+        b"q1 Q0 a 1 1 t\nq2 Q0 b 1 1 t\n\nq1 Q0 c 1 1\n",
+    ];
+    for text in cases {
+        for block in [1, 5, 14, 20, 29, 40, 1000] {
+            for threads in [1, 3] {
+                let (streamed, whole) = blocks(&qrels, text, &[], threads, block);
+                let (streamed, whole) = (streamed.unwrap_err(), whole.unwrap_err());
+                assert!(
+                    same_error(&streamed, &whole),
+                    "{} in blocks of {block}: {streamed} vs {whole}",
+                    String::from_utf8_lossy(text)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn json_of_the_table_is_the_results() {
+    let qrels = Qrels::parse("q1 0 a 2\nq1 0 b 0\nq2 0 c 1\nq3 0 x 1\n", "qrels").unwrap();
+    let text = "q2 Q0 c 1 0.5 t\nq10 Q0 z 1 1 t\nq1 Q0 b 1 0.3 t\nq1 Q0 a 2 0.3 t\n";
+    for measures in [Vec::new(), Measure::parse("ndcg", &[]).unwrap()] {
+        let (streamed, whole) = both(&qrels, text.as_bytes(), &measures);
+        let (scores, whole) = (streamed.unwrap().scores, whole.unwrap());
+        assert_eq!(
+            serde_json::to_string(&scores).unwrap(),
+            serde_json::to_string(&whole).unwrap()
+        );
+        assert_eq!(scores.headline(), whole.headline());
+        assert_eq!(scores.headline(), "trec, 2 queries");
+        assert_eq!(scores.query_ids().collect::<Vec<_>>(), ["q1", "q2"]);
+        assert_eq!(scores.len(), 2);
+    }
+    let (empty, whole) = both(&qrels, b"q9 Q0 a 1 1 t\n", &[]);
+    let empty = empty.unwrap().scores;
+    assert!(empty.is_empty());
+    assert_eq!(
+        serde_json::to_string(&empty).unwrap(),
+        serde_json::to_string(&whole.unwrap()).unwrap()
+    );
 }

@@ -1,0 +1,337 @@
+//! A run file read in blocks of whole lines, each cut where one query's lines end and the
+//! next query's begin, so that blocks of a file grouped by query can be parsed and scored
+//! apart from one another.
+
+use super::parse::parse_error;
+use crate::error::{Error, Result};
+use camino::Utf8Path;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{mpsc, Arc, Mutex};
+
+/// Bytes a block is read to before it is cut; a query longer than that makes its block longer.
+pub(super) const BLOCK_BYTES: usize = 1 << 21;
+
+/// Whole lines of a run file.
+#[derive(Debug, Default)]
+pub(super) struct Block {
+    /// Its place among the file's blocks, from 0.
+    pub(super) index: usize,
+    /// Offset in the file of `bytes[0]`.
+    pub(super) offset: usize,
+    pub(super) bytes: Vec<u8>,
+}
+
+/// Cuts a run file into [`Block`]s.
+pub(super) struct BlockReader<'p> {
+    file: std::fs::File,
+    path: &'p Utf8Path,
+    /// The start of the next block, read with the previous one.
+    carry: Vec<u8>,
+    /// File offset of `carry[0]`.
+    offset: usize,
+    index: usize,
+    at_end: bool,
+    size: usize,
+}
+
+impl<'p> BlockReader<'p> {
+    /// Opens the file at `path`, to be read in blocks of about `size` bytes.
+    pub(super) fn open(path: &'p Utf8Path, size: usize) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io("read", path, e))?;
+        Ok(BlockReader {
+            file,
+            path,
+            carry: Vec::new(),
+            offset: 0,
+            index: 0,
+            at_end: false,
+            size: size.max(1),
+        })
+    }
+
+    /// The next block, in `buf` (whose bytes are dropped), or `None` at the end of the file.
+    pub(super) fn next(&mut self, mut buf: Vec<u8>) -> Result<Option<Block>> {
+        buf.clear();
+        buf.extend_from_slice(&self.carry);
+        self.carry.clear();
+        let mut want = self.size.max(buf.len() + 1);
+        loop {
+            while !self.at_end && buf.len() < want {
+                let len = buf.len();
+                buf.resize(want, 0);
+                let n = loop {
+                    match self.file.read(&mut buf[len..]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(Error::io("read", self.path, e)),
+                    }
+                };
+                buf.truncate(len + n);
+                self.at_end = n == 0;
+            }
+            if self.at_end {
+                if buf.is_empty() {
+                    return Ok(None);
+                }
+                return Ok(Some(self.block(buf)));
+            }
+            match query_cut(&buf) {
+                0 => want *= 2,
+                cut => {
+                    self.carry.extend_from_slice(&buf[cut..]);
+                    buf.truncate(cut);
+                    return Ok(Some(self.block(buf)));
+                }
+            }
+        }
+    }
+
+    fn block(&mut self, bytes: Vec<u8>) -> Block {
+        let block = Block {
+            index: self.index,
+            offset: self.offset,
+            bytes,
+        };
+        self.index += 1;
+        self.offset += block.bytes.len();
+        block
+    }
+}
+
+/// Where to end a block read as `bytes`: after the last line whose query differs from the
+/// last whole line's (blank lines go with the query after them), so that the lines of that
+/// query, most likely continued after `bytes`, start the next block. 0 when no such line is
+/// there.
+fn query_cut(bytes: &[u8]) -> usize {
+    // `end`: the end of the whole lines considered, just after a newline.
+    let Some(last) = memrchr(b'\n', bytes) else {
+        return 0;
+    };
+    let mut end = last + 1;
+    let mut qid: Option<&[u8]> = None;
+    while end > 0 {
+        let start = memrchr(b'\n', &bytes[..end - 1]).map_or(0, |i| i + 1);
+        let line = &bytes[start..end - 1];
+        if let Some(this) = first_field(line) {
+            match qid {
+                None => qid = Some(this),
+                Some(q) if q != this => return end,
+                Some(_) => {}
+            }
+        }
+        end = start;
+    }
+    0
+}
+
+/// The first whitespace-separated field of `line`, if it has one.
+fn first_field(line: &[u8]) -> Option<&[u8]> {
+    let start = line.iter().position(|b| !b.is_ascii_whitespace())?;
+    let rest = &line[start..];
+    let len = rest
+        .iter()
+        .position(|b| b.is_ascii_whitespace())
+        .unwrap_or(rest.len());
+    Some(&rest[..len])
+}
+
+fn memrchr(byte: u8, bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|&b| b == byte)
+}
+
+/// Reads the file at `path` in blocks of about `block_bytes` bytes and hands each to `work`
+/// on one of `threads` threads (each with a state of its own, made by `state`), then the
+/// results to `take` in file order, until `take` returns `false` (and so does this) or an
+/// error. Reading ahead is bounded: a few blocks per thread are in memory at a time.
+pub(super) fn in_parallel<S, R: Send>(
+    path: &Utf8Path,
+    threads: usize,
+    block_bytes: usize,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, &Block) -> R + Sync,
+    mut take: impl FnMut(R) -> Result<bool>,
+) -> Result<bool> {
+    let mut reader = BlockReader::open(path, block_bytes)?;
+    let threads = threads.max(1);
+    let stop = AtomicBool::new(false);
+    let (send_work, queue) = mpsc::sync_channel::<Block>(threads * 2);
+    let queue = Arc::new(Mutex::new(queue));
+    let (done, results) = mpsc::channel::<(usize, Result<R>)>();
+    let (spare, spares) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let (stop, state, work) = (&stop, &state, &work);
+        let reader_done = done.clone();
+        scope.spawn(move || {
+            let mut index = 0;
+            while !stop.load(Relaxed) {
+                let buf = spares.try_recv().unwrap_or_default();
+                match reader.next(buf) {
+                    Ok(Some(block)) => {
+                        index = block.index + 1;
+                        if send_work.send(block).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        let _ = reader_done.send((index, Err(e)));
+                        break;
+                    }
+                }
+            }
+        });
+        for _ in 0..threads {
+            let (queue, done, spare) = (Arc::clone(&queue), done.clone(), spare.clone());
+            scope.spawn(move || {
+                let mut state = state();
+                loop {
+                    let next = queue.lock().map(|q| q.recv());
+                    let Ok(Ok(block)) = next else { break };
+                    if stop.load(Relaxed) {
+                        break;
+                    }
+                    let result = work(&mut state, &block);
+                    let _ = spare.send(block.bytes);
+                    if done.send((block.index, Ok(result))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        // Only the workers hold the queue now: once they stop, the reader's sending fails.
+        drop(queue);
+        drop(done);
+        let mut waiting: BTreeMap<usize, Result<R>> = BTreeMap::new();
+        let mut next = 0;
+        let outcome = (|| {
+            for (index, result) in results.iter() {
+                waiting.insert(index, result);
+                while let Some(result) = waiting.remove(&next) {
+                    next += 1;
+                    if !take(result?)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        })();
+        stop.store(true, Relaxed);
+        drop(results);
+        outcome
+    })
+}
+
+/// Calls `f(number, line)` for every line of `block` that is not blank, with its one-based
+/// number within the block, as `str::lines` splits it (after a byte order mark when the block
+/// starts the file), until `f` returns `false`. Returns the number of lines of the block
+/// (blank ones included), or `None` when `f` stopped. Text that is not UTF-8 is an error at
+/// its offset in the file, raised when its line is reached.
+pub(super) fn each_line<'b, E: From<Error>>(
+    block: &'b Block,
+    path: &Utf8Path,
+    mut f: impl FnMut(usize, &'b str) -> std::result::Result<bool, E>,
+) -> std::result::Result<Option<usize>, E> {
+    let bytes = &block.bytes[..];
+    // One check for the whole block; lines past the first bad byte are checked one by one,
+    // so the error comes in its line's turn.
+    let valid = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(e) => e.valid_up_to(),
+    };
+    let text = std::str::from_utf8(&bytes[..valid]).expect("checked");
+    let mut pos = 0;
+    let mut number = 0;
+    while pos < bytes.len() {
+        let line_end = super::stream::find_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
+        number += 1;
+        let line = if line_end <= valid {
+            &text[pos..line_end]
+        } else {
+            std::str::from_utf8(&bytes[pos..line_end]).map_err(|e| Error::NotUtf8 {
+                path: path.to_owned(),
+                offset: block.offset + pos + e.valid_up_to(),
+            })?
+        };
+        let mut line = line.strip_suffix('\r').unwrap_or(line);
+        if number == 1 && block.offset == 0 {
+            line = crate::dataset::strip_bom(line);
+        }
+        pos = line_end + 1;
+        if !line.trim().is_empty() && !f(number, line)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(number))
+}
+
+/// `error` raised for line `number` of a block, renumbered as line `number + before` of the
+/// file.
+pub(super) fn renumber(error: Error, before: usize) -> Error {
+    match error {
+        Error::Parse {
+            path,
+            line,
+            message,
+        } => parse_error(&path, line + before, message),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_fall_between_queries() {
+        let text = b"q1 a\nq1 b\nq2 a\n\nq2 b\nq2 c";
+        // the last whole line is q2's: the cut is after q1's lines
+        assert_eq!(query_cut(text), 10);
+        assert_eq!(query_cut(b"q1 a\n\n q2 b\n"), 5);
+        assert_eq!(query_cut(b"q1 a\nq1 b\nq1"), 0);
+        assert_eq!(query_cut(b"q1 a"), 0);
+        assert_eq!(query_cut(b"\n\n"), 0);
+    }
+
+    #[test]
+    fn blocks_cover_the_file_and_keep_queries_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8Path::from_path(dir.path()).unwrap().join("run.txt");
+        let mut text = String::new();
+        for q in 0..40 {
+            for d in 0..(q % 7 + 1) {
+                text += &format!("q{q} Q0 d{d} 1 1 t\n");
+            }
+            if q % 5 == 0 {
+                text += "\n";
+            }
+        }
+        text += "q99 Q0 last 1 1 t"; // no final newline
+        std::fs::write(&path, &text).unwrap();
+        for size in [1, 7, 30, 64, 1000] {
+            let mut reader = BlockReader::open(&path, size).unwrap();
+            let mut all: Vec<u8> = Vec::new();
+            let mut last_query: Option<String> = None;
+            let mut lines = 0;
+            while let Some(block) = reader.next(Vec::new()).unwrap() {
+                assert_eq!(block.offset, all.len());
+                let mut first: Option<String> = None;
+                let mut last = None;
+                lines += each_line(&block, &path, |_, line| {
+                    let q = line.split(' ').next().unwrap().to_owned();
+                    first.get_or_insert_with(|| q.clone());
+                    last = Some(q);
+                    Ok::<_, Error>(true)
+                })
+                .unwrap()
+                .unwrap();
+                assert!(first.is_none() || first != last_query, "size {size}");
+                last_query = last.or(last_query);
+                all.extend_from_slice(&block.bytes);
+            }
+            assert_eq!(all, text.as_bytes(), "size {size}");
+            assert_eq!(lines, text.lines().count(), "size {size}");
+        }
+    }
+}
