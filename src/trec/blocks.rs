@@ -259,7 +259,12 @@ pub(super) fn each_line<'b, E: From<Error>>(
             line = crate::dataset::strip_bom(line);
         }
         pos = line_end + 1;
-        if !line.trim().is_empty() && !f(number, line)? {
+        // Most lines start with a query id: only the others need `trim`'s Unicode look.
+        let blank = match line.as_bytes().first() {
+            Some(b) if b.is_ascii_graphic() => false,
+            _ => line.trim().is_empty(),
+        };
+        if !blank && !f(number, line)? {
             return Ok(None);
         }
     }

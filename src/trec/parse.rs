@@ -32,7 +32,8 @@ pub(super) fn parse_error(path: &Utf8Path, line: usize, message: impl Into<Strin
     }
 }
 
-/// Splits a line into exactly `N` whitespace-separated fields.
+/// Splits a line into exactly `N` whitespace-separated fields (ASCII whitespace, as
+/// `str::split_ascii_whitespace` splits).
 fn fields<'t, const N: usize>(
     line: &'t str,
     path: &Utf8Path,
@@ -40,18 +41,25 @@ fn fields<'t, const N: usize>(
     layout: &str,
 ) -> Result<[&'t str; N]> {
     let mut out = [""; N];
-    let mut it = line.split_ascii_whitespace();
-    let mut found = 0;
-    for slot in out.iter_mut() {
-        match it.next() {
-            Some(f) => {
-                *slot = f;
-                found += 1;
-            }
-            None => break,
+    let bytes = line.as_bytes();
+    let (mut found, mut i) = (0, 0);
+    loop {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
         }
+        if i == bytes.len() {
+            break;
+        }
+        let start = i;
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if let Some(slot) = out.get_mut(found) {
+            // ASCII bytes on both sides: the slice falls on character boundaries.
+            *slot = &line[start..i];
+        }
+        found += 1;
     }
-    found += it.count();
     if found != N {
         return Err(parse_error(
             path,
@@ -60,6 +68,39 @@ fn fields<'t, const N: usize>(
         ));
     }
     Ok(out)
+}
+
+/// A score as `str::parse::<f64>` reads it, bit for bit. Plain decimals of at most 15 digits
+/// (`0.8731`, `-12.5`, the usual run file) take a short way: the digits as an integer and
+/// the power of ten are both exact in an `f64`, so one correctly rounded division gives the
+/// correctly rounded value, as the full parser does.
+pub(super) fn parse_score(text: &str) -> Option<f64> {
+    const POWERS: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let bytes = text.as_bytes();
+    let (negative, digits) = match bytes.first() {
+        Some(b'-') => (true, &bytes[1..]),
+        Some(b'+') => (false, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    let (mut mantissa, mut count, mut decimals, mut dot) = (0u64, 0usize, 0usize, false);
+    for &c in digits {
+        match c {
+            b'0'..=b'9' if count < 15 => {
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                count += 1;
+                decimals += usize::from(dot);
+            }
+            b'.' if !dot => dot = true,
+            _ => return text.parse().ok(),
+        }
+    }
+    if count == 0 {
+        return text.parse().ok();
+    }
+    let value = mantissa as f64 / POWERS[decimals];
+    Some(if negative { -value } else { value })
 }
 
 /// Document ids of a whole file kept in one string; entries refer to them by byte range.
@@ -494,9 +535,7 @@ pub(super) fn run_line<'t>(
 ) -> Result<(&'t str, &'t str, f64, &'t str)> {
     let [qid, _q0, docno, _rank, score, tag] =
         fields::<6>(line, path, number, "qid Q0 docno rank score tag")?;
-    let score: f64 = score
-        .parse()
-        .ok()
+    let score: f64 = parse_score(score)
         .filter(|s: &f64| !s.is_nan())
         .ok_or_else(|| parse_error(path, number, format!("score `{score}` is not a number")))?;
     Ok((qid, docno, score, tag))

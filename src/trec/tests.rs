@@ -423,3 +423,44 @@ fn columns_hold_each_query_alone_scored_across_threads() {
     let none = evaluate_columns(&qrels, &empty, &ms);
     assert!(none.is_empty() && none.means().is_empty());
 }
+
+proptest::proptest! {
+    /// The short way of reading a score gives `str::parse`'s value, bit for bit, and refuses
+    /// what it refuses.
+    #[test]
+    fn scores_read_as_str_parse_reads_them(
+        text in "[+-]?[0-9]{0,20}(\\.[0-9]{0,20})?([eE][+-]?[0-9]{1,3})?|[-+.0-9a-zA-Z]{0,8}",
+    ) {
+        let ours = super::parse::parse_score(&text).map(f64::to_bits);
+        let std = text.parse::<f64>().ok().map(f64::to_bits);
+        proptest::prop_assert_eq!(ours, std, "{}", text);
+    }
+
+    /// Run lines split into the fields `split_ascii_whitespace` gives, and the same count.
+    #[test]
+    fn run_lines_split_as_split_ascii_whitespace(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec!["q1", "Q0", "d\u{3000}x", "0.5", "-2", " ", "\t", "\r", "\x0c", "\u{a0}", "é"]),
+            0..14,
+        ),
+    ) {
+        let line: String = parts.concat();
+        let path = camino::Utf8Path::new("run.txt");
+        let expected: Vec<&str> = line.split_ascii_whitespace().collect();
+        match super::parse::run_line(&line, path, 3) {
+            Ok((qid, docno, score, tag)) => {
+                proptest::prop_assert_eq!(expected.len(), 6);
+                proptest::prop_assert_eq!((qid, docno, tag), (expected[0], expected[2], expected[5]));
+                proptest::prop_assert_eq!(score.to_bits(), expected[4].parse::<f64>().unwrap().to_bits());
+            }
+            Err(e) => {
+                let message = e.to_string();
+                proptest::prop_assert!(
+                    message.contains(&format!("found {}", expected.len()))
+                        || (expected.len() == 6 && message.contains("is not a number")),
+                    "{}", message
+                );
+            }
+        }
+    }
+}
