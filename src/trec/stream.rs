@@ -19,6 +19,7 @@ use camino::Utf8Path;
 use std::cmp::Ordering;
 use std::io::Read;
 use std::ops::Range;
+use std::sync::RwLock;
 
 /// What [`score_run_file`] gives: the figures and the run's query ids.
 #[derive(Debug, Clone, PartialEq)]
@@ -218,35 +219,51 @@ fn grouped(
     Ok(Some((in_order.ids, in_order.scored)))
 }
 
-/// How many lines and docno bytes each query has in one block.
+/// Each line of one block with its query and docno length.
 #[derive(Default)]
 struct BlockCounts {
     /// Lines in the block, blank ones included.
     lines: usize,
-    /// The block's query ids end to end, in order of first appearance in the block.
-    qids: String,
-    /// Per query: where its id ends in `qids`, its lines and its docno bytes.
-    queries: Vec<(usize, usize, usize)>,
-    /// Each line's query, as a position in `queries` (blank lines have none).
+    /// Per line (blank ones left out): the number of its query, or [`NEW`] and the position
+    /// of its id in `new` when the query had no number when the block was read.
     of_line: Vec<u32>,
+    /// Per line, the length of its docno.
+    docnos: Vec<u32>,
+    /// Query ids without a number, end to end, in order of first appearance in the block,
+    /// and where each ends.
+    new: String,
+    new_ends: Vec<usize>,
     /// The first line that could not be read, numbered within the block.
     error: Option<Error>,
 }
 
-fn count_block(block: &Block, path: &Utf8Path) -> BlockCounts {
+/// Marks a line's query as new in [`BlockCounts::of_line`].
+const NEW: u32 = 1 << 31;
+
+fn count_block(
+    block: &Block,
+    path: &Utf8Path,
+    numbers: &RwLock<QidMap<Box<str>, u32>>,
+) -> BlockCounts {
     let mut out = BlockCounts::default();
-    let mut index: QidMap<&str, u32> = QidMap::default();
+    let mut new: QidMap<&str, u32> = QidMap::default();
+    // Numbers are given in file order as blocks are taken: most queries have one by the time
+    // a block is read, and the rest are numbered then.
+    let numbers = numbers.read().unwrap_or_else(|e| e.into_inner());
     let read = each_line(block, path, |number, line| {
         let (qid, docno, _, _) = run_line(line, path, number)?;
-        let i = *index.entry(qid).or_insert_with(|| {
-            out.qids.push_str(qid);
-            out.queries.push((out.qids.len(), 0, 0));
-            (out.queries.len() - 1) as u32
-        });
-        out.of_line.push(i);
-        let query = &mut out.queries[i as usize];
-        query.1 += 1;
-        query.2 += docno.len();
+        let q = match numbers.get(qid) {
+            Some(&q) => q,
+            None => {
+                NEW | *new.entry(qid).or_insert_with(|| {
+                    out.new.push_str(qid);
+                    out.new_ends.push(out.new.len());
+                    (out.new_ends.len() - 1) as u32
+                })
+            }
+        };
+        out.of_line.push(q);
+        out.docnos.push(docno.len() as u32);
         Ok::<_, Error>(true)
     });
     match read {
@@ -305,7 +322,7 @@ fn compact(
     threads: usize,
     block_bytes: usize,
 ) -> Result<(Vec<Box<str>>, Scored)> {
-    let mut numbers: QidMap<Box<str>, u32> = QidMap::default();
+    let numbers: RwLock<QidMap<Box<str>, u32>> = RwLock::default();
     let mut ids: Vec<Box<str>> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
     let mut bytes: Vec<usize> = Vec::new();
@@ -320,29 +337,48 @@ fn compact(
         threads,
         block_bytes,
         || (),
-        |(), block| count_block(block, path),
+        |(), block| count_block(block, path, &numbers),
         |block| {
-            let mut start = 0;
             local.clear();
-            for &(end, lines, docnos) in &block.queries {
-                let qid = &block.qids[start..end];
-                start = end;
-                let q = match numbers.get(qid) {
-                    Some(&q) => q as usize,
-                    None => {
-                        let q = ids.len();
-                        numbers.insert(qid.into(), q as u32);
-                        ids.push(qid.into());
-                        counts.push(0);
-                        bytes.push(0);
-                        q
-                    }
-                };
-                counts[q] += lines;
-                bytes[q] += docnos;
-                local.push(q as u32);
+            if !block.new_ends.is_empty() {
+                let mut numbers = numbers.write().unwrap_or_else(|e| e.into_inner());
+                let mut start = 0;
+                for &end in &block.new_ends {
+                    let qid = &block.new[start..end];
+                    start = end;
+                    let q = match numbers.get(qid) {
+                        Some(&q) => q,
+                        None => {
+                            let q = u32::try_from(ids.len())
+                                .ok()
+                                .filter(|&q| q < NEW)
+                                .ok_or_else(|| {
+                                    parse_error(
+                                        path,
+                                        before + 1,
+                                        "more queries than can be numbered",
+                                    )
+                                })?;
+                            numbers.insert(qid.into(), q);
+                            ids.push(qid.into());
+                            counts.push(0);
+                            bytes.push(0);
+                            q
+                        }
+                    };
+                    local.push(q);
+                }
             }
-            of_line.extend(block.of_line.iter().map(|&i| local[i as usize]));
+            for (&q, &docno) in block.of_line.iter().zip(&block.docnos) {
+                let q = if q & NEW == 0 {
+                    q
+                } else {
+                    local[(q & !NEW) as usize]
+                };
+                counts[q as usize] += 1;
+                bytes[q as usize] += docno as usize;
+                of_line.push(q);
+            }
             block_starts.push(of_line.len());
             if let Some(e) = block.error {
                 return Err(renumber(e, before));
