@@ -237,13 +237,37 @@ struct BlockCounts {
     error: Option<Error>,
 }
 
+/// A query id as a key of the map that numbers them: ids of up to 15 bytes (the usual ones)
+/// are kept in the key itself, so that looking one up compares two integers rather than
+/// following a pointer to the bytes of every candidate.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum QidKey {
+    /// The bytes, then zeros, and the length in the last byte.
+    Short(u128),
+    Long(Box<str>),
+}
+
+impl QidKey {
+    fn new(qid: &str) -> Self {
+        let bytes = qid.as_bytes();
+        if bytes.len() < 16 {
+            let mut key = [0u8; 16];
+            key[..bytes.len()].copy_from_slice(bytes);
+            key[15] = bytes.len() as u8;
+            QidKey::Short(u128::from_le_bytes(key))
+        } else {
+            QidKey::Long(qid.into())
+        }
+    }
+}
+
 /// Marks a line's query as new in [`BlockCounts::of_line`].
 const NEW: u32 = 1 << 31;
 
 fn count_block(
     block: &Block,
     path: &Utf8Path,
-    numbers: &RwLock<QidMap<Box<str>, u32>>,
+    numbers: &RwLock<QidMap<QidKey, u32>>,
 ) -> BlockCounts {
     let mut out = BlockCounts::default();
     let mut new: QidMap<&str, u32> = QidMap::default();
@@ -252,7 +276,7 @@ fn count_block(
     let numbers = numbers.read().unwrap_or_else(|e| e.into_inner());
     let read = each_line(block, path, |number, line| {
         let (qid, docno, _, _) = run_line(line, path, number)?;
-        let q = match numbers.get(qid) {
+        let q = match numbers.get(&QidKey::new(qid)) {
             Some(&q) => q,
             None => {
                 NEW | *new.entry(qid).or_insert_with(|| {
@@ -322,7 +346,7 @@ fn compact(
     threads: usize,
     block_bytes: usize,
 ) -> Result<(Vec<Box<str>>, Scored)> {
-    let numbers: RwLock<QidMap<Box<str>, u32>> = RwLock::default();
+    let numbers: RwLock<QidMap<QidKey, u32>> = RwLock::default();
     let mut ids: Vec<Box<str>> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
     let mut bytes: Vec<usize> = Vec::new();
@@ -346,7 +370,8 @@ fn compact(
                 for &end in &block.new_ends {
                     let qid = &block.new[start..end];
                     start = end;
-                    let q = match numbers.get(qid) {
+                    let key = QidKey::new(qid);
+                    let q = match numbers.get(&key) {
                         Some(&q) => q,
                         None => {
                             let q = u32::try_from(ids.len())
@@ -359,7 +384,7 @@ fn compact(
                                         "more queries than can be numbered",
                                     )
                                 })?;
-                            numbers.insert(qid.into(), q);
+                            numbers.insert(key, q);
                             ids.push(qid.into());
                             counts.push(0);
                             bytes.push(0);

@@ -360,3 +360,40 @@ fn json_of_the_table_is_the_results() {
         serde_json::to_string(&whole.unwrap()).unwrap()
     );
 }
+
+#[test]
+fn query_ids_of_every_length_in_an_ungrouped_run() {
+    // ids around the 15 bytes a short key holds, one a prefix of another, and a long one
+    let ids = [
+        "q".repeat(14),
+        "q".repeat(15),
+        "q".repeat(16),
+        format!("{}x", "q".repeat(15)),
+        "query-with-a-rather-long-id".to_owned(),
+        String::new() + "q",
+    ];
+    let mut qrels_text = String::new();
+    let mut lines = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        qrels_text += &format!("{id} 0 d{i} 1\n");
+        for d in 0..4 {
+            lines.push(format!("{id} Q0 d{d} 1 0.{d} t"));
+        }
+    }
+    let qrels = Qrels::parse(&qrels_text, "qrels").unwrap();
+    // every query's lines apart: one line of each in turn
+    let mut apart = Vec::new();
+    for d in 0..4 {
+        for q in 0..ids.len() {
+            apart.push(lines[q * 4 + d].clone());
+        }
+    }
+    let text = apart.iter().map(|l| format!("{l}\n")).collect::<String>();
+    for block in [1, 30, 1 << 20] {
+        let (streamed, whole) = blocks(&qrels, text.as_bytes(), &[], 2, block);
+        let streamed = streamed.unwrap();
+        assert_eq!(streamed.scores.to_result(), whole.unwrap());
+        assert_eq!(streamed.query_ids, ids);
+        assert_eq!(streamed.scores.len(), ids.len());
+    }
+}
