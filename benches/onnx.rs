@@ -406,6 +406,12 @@ impl Embedder for Recorder {
         self.note(&[query.to_owned()], true, t.elapsed(), before);
         Ok(v)
     }
+    async fn embed_queries(&self, queries: &[String]) -> rag_eval::Result<Vec<Vec<f32>>> {
+        let (before, t) = (self.inner.profile(), Instant::now());
+        let v = self.inner.embed_queries(queries).await?;
+        self.note(queries, true, t.elapsed(), before);
+        Ok(v)
+    }
 }
 
 fn config(opts: &Options) -> OnnxConfig {

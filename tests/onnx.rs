@@ -183,6 +183,99 @@ fn a_batch_gives_the_vectors_of_its_texts_embedded_one_by_one() {
     assert!(pollster::block_on(e.embed(&[])).unwrap().is_empty());
 }
 
+/// `n` distinct questions of very different lengths (4 to 61 words).
+fn questions(n: usize) -> Vec<String> {
+    let words = [
+        "which", "chunk", "holds", "the", "answer", "about", "overlap", "recall", "tokens",
+        "größe", "naïve",
+    ];
+    (0..n)
+        .map(|i| {
+            let len = 3 + (i * 13) % 58;
+            let q: Vec<&str> = (0..len).map(|j| words[(i + 3 * j) % words.len()]).collect();
+            format!("{} {i}?", q.join(" "))
+        })
+        .collect()
+}
+
+/// Queries go to the model as documents do: one call, sorted by token length and cut into
+/// batches of 32, instead of one model run per query; each gets the vector it gets alone
+/// (padding changes the batch's shape, not what the mask lets through, so only float noise).
+#[test]
+fn queries_are_embedded_in_batches_with_the_vectors_they_get_one_at_a_time() {
+    let Some(dir) = model_dir() else { return };
+    // An embedder of its own: the profile must see this test's calls only.
+    let e = OnnxEmbedder::from_dir(dir).unwrap();
+    let queries = questions(45);
+    let before = e.profile();
+    let together = pollster::block_on(e.embed_queries(&queries)).unwrap();
+    let p = e.profile().since(&before);
+    assert_eq!((p.calls, p.texts, p.batches), (1, 45, 2), "{p}");
+    assert_eq!(together.len(), queries.len());
+    for (q, v) in queries.iter().zip(&together) {
+        let alone = pollster::block_on(e.embed_query(q)).unwrap();
+        assert!(max_abs_diff(v, &alone) < 1e-4, "{q:?}");
+        assert!((norm(v) - 1.0).abs() < 1e-5, "{q:?}");
+    }
+    // One model run per query the other way.
+    let p = e.profile().since(&before);
+    assert_eq!((p.calls, p.batches), (46, 47), "{p}");
+    assert!(pollster::block_on(e.embed_queries(&[])).unwrap().is_empty());
+}
+
+/// A dense pipeline over the ONNX embedder hands `retrieve_many`'s queries to the model in
+/// batches, and every query finds the chunks it finds alone, with the same scores up to float
+/// noise.
+#[test]
+fn a_pipeline_sends_its_queries_to_the_model_in_batches() {
+    use rag_eval::chunker::RecursiveCharacterChunker;
+    use rag_eval::prelude::{Corpus, Document, Pipeline, Retriever, TokenLevel};
+    use std::sync::Arc;
+    let Some(dir) = model_dir() else { return };
+    let corpus = Arc::new(
+        Corpus::new([
+            Document::new(
+                "pets.md",
+                "Cats purr when they are content.\n\nDogs bark at strangers near the gate.\n\nGoldfish swim in small bowls.",
+            ),
+            Document::new(
+                "rag.md",
+                "A retriever finds chunks for a question.\n\nChunk overlap repeats text at the edges.\n\nRecall counts the relevant tokens found.",
+            ),
+        ])
+        .unwrap(),
+    );
+    let mut queries = questions(39);
+    queries.push(queries[7].clone());
+    let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+    let pipeline = |e: &Arc<OnnxEmbedder>| {
+        let p = Pipeline::new(RecursiveCharacterChunker::new(45, 0), Arc::clone(e));
+        pollster::block_on(Retriever::<TokenLevel>::index(&p, &corpus)).unwrap();
+        p
+    };
+    let batched = Arc::new(OnnxEmbedder::from_dir(&dir).unwrap());
+    let p = pipeline(&batched);
+    let before = batched.profile();
+    let together =
+        pollster::block_on(Retriever::<TokenLevel>::retrieve_many(&p, &queries, 3, 4)).unwrap();
+    let used = batched.profile().since(&before);
+    // 39 distinct queries (one repeats), in one call of two model batches.
+    assert_eq!((used.calls, used.texts, used.batches), (1, 39, 2), "{used}");
+
+    let single = Arc::new(OnnxEmbedder::from_dir(&dir).unwrap());
+    let p = pipeline(&single);
+    for (q, hits) in queries.iter().zip(&together) {
+        let alone = pollster::block_on(Retriever::<TokenLevel>::retrieve(&p, q, 3)).unwrap();
+        let ids = |h: &[rag_eval::chunk::RetrievedChunk]| -> Vec<_> {
+            h.iter().map(|c| c.chunk.id.clone()).collect()
+        };
+        assert_eq!(ids(hits), ids(&alone), "{q:?}");
+        for (a, b) in hits.iter().zip(&alone) {
+            assert!((a.score - b.score).abs() < 1e-4, "{q:?}");
+        }
+    }
+}
+
 #[test]
 fn long_texts_are_cut_at_256_tokens_not_at_the_tokenizer_files_128() {
     let Some(e) = embedder() else { return };

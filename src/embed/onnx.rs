@@ -782,6 +782,13 @@ impl Embedder for OnnxEmbedder {
             Err(_) => self.embed_blocking(texts),
         }
     }
+
+    /// A query is embedded as a document is (sentence-transformers models of this kind have
+    /// no query encoding of their own), so the queries go through [`Embedder::embed`] in one
+    /// call: sorted by token length and cut into model batches, instead of one model run each.
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed(queries).await
+    }
 }
 
 #[cfg(test)]
