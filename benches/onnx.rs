@@ -26,7 +26,8 @@
 //!    same calls, it forms the same batches: sorted by token length per call, cut at 32),
 //!    alternating, `--replay-reps` passes each (default 3, 0 skips); each side times its
 //!    stages, so our whole pass is set against onnxruntime's own inference time for the same
-//!    batches. Skipped with a notice when the data is absent.
+//!    batches, and its CPU time, which other processes on the cores hardly change. Skipped
+//!    with a notice when the data is absent.
 //!
 //! Options after `--`: `--texts N` (default 320), `--reps N` (default 5), `--skip-eval`,
 //! `--skip-throughput`, `--threads N` (onnxruntime intra-op threads on both sides, default 2),
@@ -217,16 +218,20 @@ impl Peer {
     }
 
     /// One timed pass on the Python side; returns its own timings: the whole pass, then
-    /// tokenisation, input tensors, inference and pooling.
-    fn stages(&mut self) -> Result<[f64; 5], String> {
+    /// tokenisation, input tensors, inference and pooling, then the pass's CPU time.
+    fn stages(&mut self) -> Result<[f64; 6], String> {
         writeln!(self.stdin, "pass").map_err(|e| e.to_string())?;
         self.stdin.flush().map_err(|e| e.to_string())?;
         let v = self.read()?;
-        let mut out = [0.0; 5];
-        for (o, key) in
-            out.iter_mut()
-                .zip(["pass_s", "tokenize_s", "tensors_s", "inference_s", "pool_s"])
-        {
+        let mut out = [0.0; 6];
+        for (o, key) in out.iter_mut().zip([
+            "pass_s",
+            "tokenize_s",
+            "tensors_s",
+            "inference_s",
+            "pool_s",
+            "cpu_s",
+        ]) {
             *o = v[key].as_f64().ok_or_else(|| format!("no {key} in {v}"))?;
         }
         Ok(out)
@@ -424,6 +429,22 @@ fn config(opts: &Options) -> OnnxConfig {
 
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// The process's CPU time so far, user and system, all threads (onnxruntime's intra-op threads
+/// included, and their spinning). Other processes on the same cores stretch a pass's wall time
+/// but hardly its CPU time, so this compares the two sides' work on a busy machine.
+fn cpu_time() -> f64 {
+    #[cfg(unix)]
+    {
+        // SAFETY: `getrusage` only writes the struct it is given, which is plain data.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0 {
+            let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+            return s(usage.ru_utime) + s(usage.ru_stime);
+        }
+    }
+    f64::NAN
 }
 
 fn evaluation(root: &Path, model_dir: &Path, data: &Path, opts: &Options) {
@@ -681,15 +702,17 @@ fn replay(
             None
         }
     };
-    let mut ours: Vec<[f64; 5]> = Vec::new();
-    let mut theirs: Vec<[f64; 5]> = Vec::new();
+    let mut ours: Vec<[f64; 6]> = Vec::new();
+    let mut theirs: Vec<[f64; 6]> = Vec::new();
     for _ in 0..opts.replay_reps {
         let before = onnx.profile();
+        let cpu = cpu_time();
         let t = Instant::now();
         for call in calls {
             std::hint::black_box(onnx.embed_blocking(call).expect("embed"));
         }
         let wall = secs(t.elapsed());
+        let cpu = cpu_time() - cpu;
         let p = onnx.profile().since(&before);
         ours.push([
             wall,
@@ -697,6 +720,7 @@ fn replay(
             secs(p.tensors),
             secs(p.inference),
             secs(p.pool),
+            cpu,
         ]);
         if let Some(pr) = peer.as_mut() {
             match pr.stages() {
@@ -711,7 +735,7 @@ fn replay(
     if let Some(p) = peer {
         let _ = p.finish();
     }
-    let column = |rows: &[[f64; 5]], i: usize| median(rows.iter().map(|r| r[i]).collect());
+    let column = |rows: &[[f64; 6]], i: usize| median(rows.iter().map(|r| r[i]).collect());
     println!(
         "  replay of the {} embedder calls, {} passes each side, alternating; medians in s:",
         calls.len(),
@@ -725,6 +749,7 @@ fn replay(
         "input tensors",
         "inference",
         "pooling",
+        "CPU time of the whole pass (all threads)",
     ]
     .iter()
     .enumerate()
@@ -741,16 +766,19 @@ fn replay(
         println!("  python per pass: {}", fmt_rows(&theirs));
         let ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(o, p)| o[0] / p[3]).collect();
         let infer: Vec<f64> = ours.iter().zip(&theirs).map(|(o, p)| o[3] / p[3]).collect();
+        let cpu: Vec<f64> = ours.iter().zip(&theirs).map(|(o, p)| o[5] / p[5]).collect();
         println!(
-            "  ours' whole pass / python's inference, pass by pass: median {:.3} ({}); ours' inference / python's: median {:.3}",
+            "  ours' whole pass / python's inference, pass by pass: median {:.3} ({}); ours' inference / python's: median {:.3}; ours' CPU time / python's: median {:.3} ({})",
             median(ratios.clone()),
             fmt_times(&ratios),
-            median(infer)
+            median(infer),
+            median(cpu.clone()),
+            fmt_times(&cpu)
         );
     }
 }
 
-fn fmt_rows(rows: &[[f64; 5]]) -> String {
+fn fmt_rows(rows: &[[f64; 6]]) -> String {
     rows.iter()
         .map(|r| format!("{:.2}/{:.2}", r[0], r[3]))
         .collect::<Vec<_>>()

@@ -12,11 +12,11 @@ embedder, in order. A pass then forms the batches as OnnxEmbedder does: per call
 ordered by token length (longest first, ties in input order), cut into batches of `--batch`,
 each padded to its longest; and it reports the time of each stage (tokenisation, input
 tensors, inference, pooling) besides the whole pass, so that onnxruntime's own inference time
-for exactly the batches of the Rust side is known.
+for exactly the batches of the Rust side is known, and the pass's CPU time (all threads).
 
 After loading and one warm-up pass it prints a JSON line with the first two vectors (for the
 Rust side to compare with its own); then each `pass` line read from stdin runs one timed pass
-and prints `{"pass_s": seconds}`. At the end of stdin it prints the median and all pass times.
+and prints `{"pass_s": seconds, "cpu_s": seconds}` (with the stage times in calls mode). At the end of stdin it prints the median and all pass times.
 The caller alternates its own passes with these, so both sides see the same machine load.
 By hand: `yes pass | head -n 5 | python onnx_peer.py --model-dir DIR --texts TEXTS.json`.
 """
@@ -142,14 +142,15 @@ def main() -> None:
     for line in sys.stdin:
         if line.strip() != "pass":
             continue
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if calls is None:
             full_pass()
             stages = {}
         else:
             _, stages = calls_pass()
         times.append(time.perf_counter() - start)
-        print(json.dumps({"pass_s": times[-1], **stages}), flush=True)
+        cpu = time.process_time() - cpu
+        print(json.dumps({"pass_s": times[-1], "cpu_s": cpu, **stages}), flush=True)
 
     print(json.dumps({"median_s": statistics.median(times) if times else None, "times_s": times}))
 
