@@ -60,7 +60,11 @@ def main() -> None:
     tokenizer.enable_truncation(args.max_len)
     if calls is None:
         tokenizer.enable_padding()  # to the longest text of each batch
-    # else each batch is padded by hand, after ordering by length
+    else:
+        # Each batch is padded by hand, after ordering by length. The model's tokenizer.json
+        # pads every text to 128 tokens on its own (`Fixed`), which would feed the model
+        # padding the Rust side never computes.
+        tokenizer.no_padding()
 
     def embed(batch):
         encodings = tokenizer.encode_batch(batch)
