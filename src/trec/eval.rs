@@ -20,13 +20,7 @@ pub fn evaluate(qrels: &Qrels, run: &Run, measures: &[Measure]) -> PerQuery {
 /// Scores `run` against `qrels` as [`evaluate`] does, into columns: the query ids once and one
 /// vector per measure. Large runs are scored on all available cores.
 pub fn evaluate_columns<'r>(qrels: &Qrels, run: &'r Run, measures: &[Measure]) -> Scores<'r> {
-    let defaults;
-    let measures = if measures.is_empty() {
-        defaults = Measure::defaults(&[]);
-        &defaults[..]
-    } else {
-        measures
-    };
+    let measures = asked_or_defaults(measures);
     // One measure per report name, in the order of the names.
     let mut unique: Vec<(String, Measure)> =
         measures.iter().map(|m| (m.report_name(), *m)).collect();
@@ -188,20 +182,23 @@ pub fn score(qrels: &Qrels, run: &Run, measures: &[Measure]) -> RunResult {
     run_result(measures, order, per)
 }
 
+/// The measures asked for, or [`Measure::defaults`] with trec_eval's cut-offs when none were.
+fn asked_or_defaults(measures: &[Measure]) -> std::borrow::Cow<'_, [Measure]> {
+    if measures.is_empty() {
+        Measure::defaults(&[]).into()
+    } else {
+        measures.into()
+    }
+}
+
 /// The measures [`score`] reports for `measures`: [`Measure::defaults`] with trec_eval's
 /// cut-offs when empty, and each once, where it first appears.
 pub(super) fn reported_measures(measures: &[Measure]) -> Vec<Measure> {
-    let defaults;
-    let measures = if measures.is_empty() {
-        defaults = Measure::defaults(&[]);
-        &defaults[..]
-    } else {
-        measures
-    };
+    let measures = asked_or_defaults(measures);
     // A measure asked for twice is reported once, where it first appears: the figures are a
     // map by name, and a repeated key would make the JSON ambiguous.
     let mut unique: Vec<Measure> = Vec::with_capacity(measures.len());
-    for m in measures {
+    for m in measures.iter() {
         if !unique.contains(m) {
             unique.push(*m);
         }
