@@ -87,9 +87,7 @@ fn print_runs() {
 /// scripted judge matches (it holds `MATCH`), two of which the second matches, one it does not
 /// match, and none.
 fn references() -> String {
-    let questions =
-        std::fs::read_to_string(Path::new(REPO).join("examples/data/questions.jsonl")).unwrap();
-    let answers = [
+    with_references([
         Some(serde_json::json!("MATCH: kernel 4.18 or later.")),
         Some(serde_json::json!([
             "UID 10001.",
@@ -97,26 +95,14 @@ fn references() -> String {
         ])),
         Some(serde_json::json!("Twenty-four hours.")),
         None,
-    ];
-    let mut out = String::new();
-    for (line, answer) in questions.lines().zip(answers) {
-        let mut row: Value = serde_json::from_str(line).unwrap();
-        if let Some(answer) = answer {
-            row["outputs"]["reference_answer"] = answer;
-        }
-        out.push_str(&row.to_string());
-        out.push('\n');
-    }
-    out
+    ])
 }
 
 /// The first four questions of the example dataset with reference answers for the lexical
 /// metrics: the fixture's canned answers equal the first two (the second by its second
 /// reference), overlap the third in part, and the fourth row has none.
 fn lexical_references() -> String {
-    let questions =
-        std::fs::read_to_string(Path::new(REPO).join("examples/data/questions.jsonl")).unwrap();
-    let answers = [
+    with_references([
         Some(serde_json::json!("Kernel 4.18 or later.")),
         Some(serde_json::json!([
             "UID 10001.",
@@ -124,7 +110,14 @@ fn lexical_references() -> String {
         ])),
         Some(serde_json::json!("Twenty-four hours.")),
         None,
-    ];
+    ])
+}
+
+/// The first rows of the example dataset, one per answer, each with its answer (when there is
+/// one) as `outputs.reference_answer`.
+fn with_references<const N: usize>(answers: [Option<Value>; N]) -> String {
+    let questions =
+        std::fs::read_to_string(Path::new(REPO).join("examples/data/questions.jsonl")).unwrap();
     let mut out = String::new();
     for (line, answer) in questions.lines().zip(answers) {
         let mut row: Value = serde_json::from_str(line).unwrap();
