@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use camino::Utf8Path;
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -58,18 +59,15 @@ impl<'p> BlockReader<'p> {
         self.carry.clear();
         let mut want = self.size.max(buf.len() + 1);
         loop {
-            while !self.at_end && buf.len() < want {
-                let len = buf.len();
-                buf.resize(want, 0);
-                let n = loop {
-                    match self.file.read(&mut buf[len..]) {
-                        Ok(n) => break n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(Error::io("read", self.path, e)),
-                    }
-                };
-                buf.truncate(len + n);
-                self.at_end = n == 0;
+            if !self.at_end && buf.len() < want {
+                // Read into the buffer's spare room: no zeroing of bytes about to be read.
+                let missing = want - buf.len();
+                buf.reserve(missing);
+                let n = (&mut self.file)
+                    .take(missing as u64)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| Error::io("read", self.path, e))?;
+                self.at_end = n < missing;
             }
             if self.at_end {
                 if buf.is_empty() {
@@ -165,8 +163,23 @@ pub(super) fn in_parallel<S, R: Send>(
         let reader_done = done.clone();
         scope.spawn(move || {
             let mut index = 0;
+            // Enough buffers for every block that can be in flight (queued, being worked on,
+            // being read); past that, one comes back whenever a worker is done with its block.
+            // Reusing them spares the kernel handing out and zeroing fresh pages for each.
+            let mut unused = 3 * threads + 1;
             while !stop.load(Relaxed) {
-                let buf = spares.try_recv().unwrap_or_default();
+                let buf = match spares.try_recv() {
+                    Ok(buf) => buf,
+                    Err(_) if unused > 0 => {
+                        unused -= 1;
+                        Vec::new()
+                    }
+                    Err(_) => match spares.recv() {
+                        Ok(buf) => buf,
+                        // Every worker stopped.
+                        Err(_) => break,
+                    },
+                };
                 match reader.next(buf) {
                     Ok(Some(block)) => {
                         index = block.index + 1;
@@ -200,8 +213,10 @@ pub(super) fn in_parallel<S, R: Send>(
                 }
             });
         }
-        // Only the workers hold the queue now: once they stop, the reader's sending fails.
+        // Only the workers hold the queue and the way back for buffers now: once they stop,
+        // the reader's sending and waiting fail.
         drop(queue);
+        drop(spare);
         drop(done);
         let mut waiting: BTreeMap<usize, Result<R>> = BTreeMap::new();
         let mut next = 0;
@@ -271,6 +286,112 @@ pub(super) fn each_line<'b, E: From<Error>>(
     Ok(Some(number))
 }
 
+/// [`each_line`] with each line split into its `N` fields (ASCII whitespace apart, as
+/// `str::split_ascii_whitespace` splits), a line with another number of fields being the
+/// error of [`fields`](super::parse) for `layout`.
+///
+/// A block that is UTF-8 throughout (the usual case) is split in one pass over its bytes, a
+/// word of eight at a time: the bytes below `!` are found all at once, and only those (the
+/// separators, the line ends and the rare other control characters) are looked at one by one.
+pub(super) fn each_line_fields<'b, const N: usize, E: From<Error>>(
+    block: &'b Block,
+    path: &Utf8Path,
+    layout: &str,
+    mut f: impl FnMut(usize, [&'b str; N]) -> std::result::Result<bool, E>,
+) -> std::result::Result<Option<usize>, E> {
+    let bytes = &block.bytes[..];
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return each_line(block, path, |number, line| {
+            f(number, super::parse::fields(line, path, number, layout)?)
+        });
+    };
+    let mut fields = [""; N];
+    let mut found = 0;
+    let mut number = 0;
+    let mut line_start = if block.offset == 0 && text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    // The start of the field being read, if its first byte was seen.
+    let mut field_start = line_start;
+    let mut take_line = |number: usize, line: Range<usize>, found: usize, fields: [&'b str; N]| {
+        // Lines of ASCII whitespace have no field; the others are blank if `trim` says so.
+        let blank = found == 0
+            || (!fields[0].as_bytes()[0].is_ascii_graphic() && text[line].trim().is_empty());
+        if blank {
+            return Ok(true);
+        }
+        if found != N {
+            return Err(E::from(super::parse::fields_error(
+                path, number, N, layout, found,
+            )));
+        }
+        f(number, fields)
+    };
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    let tail = {
+        let rest = words.remainder();
+        let mut word = [b'!'; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        word
+    };
+    for word in words.by_ref().chain(std::iter::once(&tail[..])) {
+        let mut below = below_bang(u64::from_le_bytes(word.try_into().expect("eight bytes")));
+        while below != 0 {
+            let p = at + (below.trailing_zeros() / 8) as usize;
+            below &= below - 1;
+            let c = bytes[p];
+            if !c.is_ascii_whitespace() {
+                // Another control character is part of a field, as in `split_ascii_whitespace`.
+                continue;
+            }
+            if p > field_start {
+                if let Some(slot) = fields.get_mut(found) {
+                    *slot = &text[field_start..p];
+                }
+                found += 1;
+            }
+            field_start = p + 1;
+            if c == b'\n' {
+                number += 1;
+                if !take_line(number, line_start..p, found, fields)? {
+                    return Ok(None);
+                }
+                found = 0;
+                line_start = p + 1;
+            }
+        }
+        at += 8;
+    }
+    if line_start < bytes.len() {
+        // The last line, without a line end.
+        if bytes.len() > field_start {
+            if let Some(slot) = fields.get_mut(found) {
+                *slot = &text[field_start..];
+            }
+            found += 1;
+        }
+        number += 1;
+        if !take_line(number, line_start..bytes.len(), found, fields)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(number))
+}
+
+/// The bytes of `word` below `!` (the ASCII whitespace and other control characters), as the
+/// high bit of each: exact for every byte, since no sum carries into the next byte.
+#[inline]
+fn below_bang(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The high bit of `(b & 0x7f) + 0x5f` is set when the low seven bits reach 0x21; or'ed
+    // with `b`, when `b` does or is not ASCII.
+    !(((word & !HIGHS) + ONES * 0x5f) | word) & HIGHS
+}
+
 /// `error` raised for line `number` of a block, renumbered as line `number + before` of the
 /// file.
 pub(super) fn renumber(error: Error, before: usize) -> Error {
@@ -287,6 +408,71 @@ pub(super) fn renumber(error: Error, before: usize) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// What [`each_line_fields`] gives, or its error, as text.
+    fn split<const N: usize>(block: &Block, one_pass: bool) -> Vec<String> {
+        let path = Utf8Path::new("run.txt");
+        let mut out = Vec::new();
+        let mut take = |number: usize, fields: [&str; N]| {
+            out.push(format!("{number}: {fields:?}"));
+            Ok::<_, Error>(number < 40)
+        };
+        let read = if one_pass {
+            each_line_fields(block, path, "a b c", take)
+        } else {
+            // The model: line by line, each split as `fields` splits it.
+            each_line(block, path, |number, line| {
+                take(
+                    number,
+                    super::super::parse::fields(line, path, number, "a b c")?,
+                )
+            })
+        };
+        out.push(format!("{read:?}"));
+        out
+    }
+
+    proptest! {
+        /// Splitting a block in one pass gives the lines and fields, the blank lines skipped,
+        /// the count of lines and the errors that splitting it line by line gives.
+        #[test]
+        fn one_pass_splits_as_line_by_line(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "q1", "Q0", "d\u{3000}x", "0.5", " ", "  ", "\t", "\r", "\x0c", "\x0b",
+                    "\x01", "\u{a0}", "é", "\n", "\n", "\r\n", "\u{feff}",
+                ]),
+                0..60,
+            ),
+            at_start in any::<bool>(),
+            stop_early in any::<bool>(),
+        ) {
+            let text: String = parts.concat();
+            let block = Block { index: 0, offset: if at_start { 0 } else { 17 }, bytes: text.into_bytes() };
+            if stop_early {
+                prop_assert_eq!(split::<1>(&block, true), split::<1>(&block, false));
+            } else {
+                prop_assert_eq!(split::<3>(&block, true), split::<3>(&block, false));
+            }
+        }
+    }
+
+    #[test]
+    fn below_bang_marks_exactly_the_bytes_below_it() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = [b'!'; 8];
+                word[at] = b;
+                let want = if b < b'!' { 0x80u64 << (8 * at) } else { 0 };
+                assert_eq!(
+                    below_bang(u64::from_le_bytes(word)),
+                    want,
+                    "byte {b:#x} at {at}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn cuts_fall_between_queries() {

@@ -34,7 +34,7 @@ pub(super) fn parse_error(path: &Utf8Path, line: usize, message: impl Into<Strin
 
 /// Splits a line into exactly `N` whitespace-separated fields (ASCII whitespace, as
 /// `str::split_ascii_whitespace` splits).
-fn fields<'t, const N: usize>(
+pub(super) fn fields<'t, const N: usize>(
     line: &'t str,
     path: &Utf8Path,
     number: usize,
@@ -61,13 +61,24 @@ fn fields<'t, const N: usize>(
         found += 1;
     }
     if found != N {
-        return Err(parse_error(
-            path,
-            number,
-            format!("expected {N} fields ({layout}), found {found}"),
-        ));
+        return Err(fields_error(path, number, N, layout, found));
     }
     Ok(out)
+}
+
+/// The error for line `number`, which has `found` fields where `layout` has `expected`.
+pub(super) fn fields_error(
+    path: &Utf8Path,
+    number: usize,
+    expected: usize,
+    layout: &str,
+    found: usize,
+) -> Error {
+    parse_error(
+        path,
+        number,
+        format!("expected {expected} fields ({layout}), found {found}"),
+    )
 }
 
 /// A score as `str::parse::<f64>` reads it, bit for bit. Plain decimals of at most 15 digits
@@ -533,8 +544,19 @@ pub(super) fn run_line<'t>(
     path: &Utf8Path,
     number: usize,
 ) -> Result<(&'t str, &'t str, f64, &'t str)> {
-    let [qid, _q0, docno, _rank, score, tag] =
-        fields::<6>(line, path, number, "qid Q0 docno rank score tag")?;
+    run_fields(fields(line, path, number, RUN_LAYOUT)?, path, number)
+}
+
+/// The fields of a run line.
+pub(super) const RUN_LAYOUT: &str = "qid Q0 docno rank score tag";
+
+/// [`run_line`] from the line's fields.
+#[inline]
+pub(super) fn run_fields<'t>(
+    [qid, _q0, docno, _rank, score, tag]: [&'t str; 6],
+    path: &Utf8Path,
+    number: usize,
+) -> Result<(&'t str, &'t str, f64, &'t str)> {
     let score: f64 = parse_score(score)
         .filter(|s: &f64| !s.is_nan())
         .ok_or_else(|| parse_error(path, number, format!("score `{score}` is not a number")))?;

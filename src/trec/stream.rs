@@ -9,9 +9,11 @@
 //! its score: no line numbers, no per-line allocation), after which the queries are scored one
 //! by one in the same way.
 
-use super::blocks::{each_line, in_parallel, renumber, Block, BLOCK_BYTES};
+use super::blocks::{each_line_fields, in_parallel, renumber, Block, BLOCK_BYTES};
 use super::eval::reported_measures;
-use super::parse::{parse_error, run_line, JudgedQuery, NameKey, QidMap, NOT_JUDGED};
+use super::parse::{
+    parse_error, run_fields, run_line, JudgedQuery, NameKey, QidMap, NOT_JUDGED, RUN_LAYOUT,
+};
 use super::{Measure, Qrels, RunScores};
 use crate::error::{Error, Result};
 use crate::metrics::Grade;
@@ -113,8 +115,8 @@ fn score_block(scorer: &mut Scorer<'_>, block: &Block) -> BlockScores {
     let mut lines = QueryLines::default();
     let mut current: Option<&str> = None;
     let mut seen: QidMap<&str, ()> = QidMap::default();
-    let read = each_line(block, path, |number, line| {
-        let (qid, docno, score, _) = run_line(line, path, number).map_err(Stop::Line)?;
+    let read = each_line_fields(block, path, RUN_LAYOUT, |number, fields| {
+        let (qid, docno, score, _) = run_fields(fields, path, number).map_err(Stop::Line)?;
         if current != Some(qid) {
             if let Some(done) = current {
                 scorer.query(done, lines.view()).map_err(Stop::Query)?;
@@ -274,8 +276,8 @@ fn count_block(
     // Numbers are given in file order as blocks are taken: most queries have one by the time
     // a block is read, and the rest are numbered then.
     let numbers = numbers.read().unwrap_or_else(|e| e.into_inner());
-    let read = each_line(block, path, |number, line| {
-        let (qid, docno, _, _) = run_line(line, path, number)?;
+    let read = each_line_fields(block, path, RUN_LAYOUT, |number, fields| {
+        let (qid, docno, _, _) = run_fields(fields, path, number)?;
         let q = match numbers.get(&QidKey::new(qid)) {
             Some(&q) => q,
             None => {
@@ -313,13 +315,13 @@ struct BlockLines {
 fn parse_block(block: &Block, path: &Utf8Path, of_line: &[u32], keep: Range<u32>) -> BlockLines {
     let mut out = BlockLines::default();
     let mut k = 0;
-    let read = each_line(block, path, |number, line| {
+    let read = each_line_fields(block, path, RUN_LAYOUT, |number, fields| {
         let q = *of_line
             .get(k)
             .ok_or_else(|| parse_error(path, number, CHANGED))?;
         k += 1;
         if keep.contains(&q) {
-            let (_, docno, score, _) = run_line(line, path, number)?;
+            let (_, docno, score, _) = run_fields(fields, path, number)?;
             out.queries.push(q);
             out.lines.push(docno.as_bytes(), score);
         }
