@@ -167,10 +167,21 @@ impl NameKey {
         }
     }
 
-    /// The key's parts as the flat arrays of [`Qrels`] and [`Run`] keep them.
+    /// A hash of `name`, whose key this is: of the key alone when it holds the whole name,
+    /// else of all the bytes (long names often share their first eight, like
+    /// `clueweb09-en0000-…`). Mixed into the upper half, whose low bits are taken.
     #[inline]
-    pub(super) fn parts(self) -> (u64, u8) {
-        (self.prefix, self.len as u8)
+    pub(super) fn hash(self, name: &[u8]) -> u64 {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut h = (self.prefix ^ u64::from(self.len)).wrapping_mul(K);
+        if self.len > 8 {
+            for c in name[8..].chunks(8) {
+                let mut word = [0u8; 8];
+                word[..c.len()].copy_from_slice(c);
+                h = (h.rotate_left(26) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+            }
+        }
+        h >> 32
     }
 
     /// The order of the names, or `None` when only their bytes can tell.
@@ -429,7 +440,8 @@ impl Qrels {
         let mut grades = Vec::with_capacity(rows.len());
         let mut ideal = Vec::new();
         for query in rows.chunk_by_mut(|a, b| a.q == b.q) {
-            query.sort_unstable_by(|a, b| name_order(&names, a, b));
+            // A docno judged more than twice is named at its second line.
+            query.sort_unstable_by(|a, b| name_order(&names, a, b).then(a.line.cmp(&b.line)));
             if let Some(w) = query
                 .windows(2)
                 .find(|w| name_order(&names, &w[0], &w[1]) == Ordering::Equal)
@@ -532,6 +544,17 @@ impl Qrels {
         }
     }
 
+    /// The documents judged for one query, in docno order: each one's key, name and grade.
+    pub(super) fn judgements<'q>(
+        &'q self,
+        judged: &JudgedQuery,
+    ) -> impl Iterator<Item = (NameKey, &'q [u8], Grade)> + 'q {
+        judged.docs.clone().map(|b| {
+            let name = self.names.bytes(&self.docnos[b]);
+            (NameKey::new(name), name, self.grades[b])
+        })
+    }
+
     /// Number of relevant judged documents of `qid`, if the query is judged at all.
     pub fn num_relevant(&self, qid: &str) -> Option<usize> {
         self.table.get(qid).map(|q| self.queries[q].num_relevant)
@@ -625,8 +648,10 @@ impl Run {
             // By name: the order of the merge with the qrels, and repeats become neighbours.
             by_docno.clear();
             by_docno.extend(0..query.len() as u32);
+            // A docno listed more than twice is named at its second line.
             by_docno.sort_unstable_by(|&a, &b| {
-                name_order(&names, &query[a as usize], &query[b as usize])
+                let (a, b) = (&query[a as usize], &query[b as usize]);
+                name_order(&names, a, b).then(a.line.cmp(&b.line))
             });
             if let Some(w) = by_docno.windows(2).find(|w| {
                 name_order(&names, &query[w[0] as usize], &query[w[1] as usize]) == Ordering::Equal

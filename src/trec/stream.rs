@@ -622,14 +622,17 @@ struct Scorer<'a> {
     path: &'a Utf8Path,
     scored: Scored,
     keys: Vec<NameKey>,
-    by_docno: Vec<u32>,
+    /// The query's lines by docno: an open-addressing hash table of line numbers.
+    slots: Vec<u32>,
     by_rank: Vec<u32>,
-    /// Rank of each line (the inverse of `by_rank`).
-    rank_of: Vec<u32>,
-    prefixes: Vec<u64>,
-    lens: Vec<u8>,
+    /// Per line, its grade if judged.
+    judged: Vec<Grade>,
+    /// Per rank, the grade of the line at that rank.
     grades: Vec<Grade>,
 }
+
+/// An empty slot of [`Scorer::slots`].
+const EMPTY: u32 = u32::MAX;
 
 impl<'a> Scorer<'a> {
     fn new(qrels: &'a Qrels, measures: &'a [Measure], path: &'a Utf8Path) -> Self {
@@ -639,76 +642,89 @@ impl<'a> Scorer<'a> {
             path,
             scored: Scored::default(),
             keys: Vec::new(),
-            by_docno: Vec::new(),
+            slots: Vec::new(),
             by_rank: Vec::new(),
-            rank_of: Vec::new(),
-            prefixes: Vec::new(),
-            lens: Vec::new(),
+            judged: Vec::new(),
             grades: Vec::new(),
         }
     }
 
     /// Ranks query `qid`'s lines as trec_eval does, refuses a docno listed twice, and scores
     /// the query when it is judged.
+    ///
+    /// The lines are put in a hash table by docno, which finds a docno listed twice and, for
+    /// each judged document, its line; only the ranking sorts, and for a run listed by score
+    /// only its ties.
     fn query(&mut self, qid: &str, lines: QueryView<'_>) -> Result<()> {
         let n = lines.len();
         self.keys.clear();
         self.keys
             .extend((0..n).map(|i| NameKey::new(lines.name(i))));
         let keys = &self.keys;
-        let order = |a: usize, b: usize| {
-            keys[a]
-                .cmp(keys[b])
-                .unwrap_or_else(|| lines.name(a).cmp(lines.name(b)))
+        let same = |a: usize, name: &[u8], key: NameKey| match keys[a].cmp(key) {
+            Some(order) => order == Ordering::Equal,
+            None => lines.name(a) == name,
         };
-        self.by_docno.clear();
-        self.by_docno.extend(0..n as u32);
-        self.by_docno
-            .sort_unstable_by(|&a, &b| order(a as usize, b as usize));
-        if let Some(w) = self
-            .by_docno
-            .windows(2)
-            .find(|w| order(w[0] as usize, w[1] as usize) == Ordering::Equal)
-        {
-            let docno = String::from_utf8_lossy(lines.name(w[0] as usize)).into_owned();
-            return Err(duplicate(self.path, qid, &docno));
+        // At most half full, so that probes stay short.
+        let mask = (2 * n).next_power_of_two().max(8) - 1;
+        self.slots.clear();
+        self.slots.resize(mask + 1, EMPTY);
+        for (i, &key) in keys.iter().enumerate() {
+            let mut slot = key.hash(lines.name(i)) as usize & mask;
+            while self.slots[slot] != EMPTY {
+                if same(self.slots[slot] as usize, lines.name(i), key) {
+                    return Err(self.repeated(qid, lines));
+                }
+                slot = (slot + 1) & mask;
+            }
+            self.slots[slot] = i as u32;
         }
         let Some(q) = self.qrels.table.get(qid) else {
             return Ok(());
         };
         let judged: &JudgedQuery = &self.qrels.queries[q];
+        self.judged.clear();
+        self.judged.resize(n, NOT_JUDGED);
+        for (key, name, grade) in self.qrels.judgements(judged) {
+            let mut slot = key.hash(name) as usize & mask;
+            while self.slots[slot] != EMPTY {
+                let line = self.slots[slot] as usize;
+                if same(line, name, key) {
+                    self.judged[line] = grade;
+                    break;
+                }
+                slot = (slot + 1) & mask;
+            }
+        }
         // trec_eval's ranking: score descending, then docno descending.
+        let scores = lines.scores;
+        let by_docno_descending = |a: &u32, b: &u32| {
+            let (a, b) = (*a as usize, *b as usize);
+            keys[b]
+                .cmp(keys[a])
+                .unwrap_or_else(|| lines.name(b).cmp(lines.name(a)))
+        };
         self.by_rank.clear();
         self.by_rank.extend(0..n as u32);
-        self.by_rank.sort_unstable_by(|&a, &b| {
-            let (a, b) = (a as usize, b as usize);
-            lines.scores[b]
-                .partial_cmp(&lines.scores[a])
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| order(b, a))
-        });
-        self.rank_of.clear();
-        self.rank_of.resize(n, 0);
-        for (rank, &line) in self.by_rank.iter().enumerate() {
-            self.rank_of[line as usize] = rank as u32;
-        }
-        self.prefixes.clear();
-        self.lens.clear();
-        for &line in &self.by_docno {
-            let (prefix, len) = keys[line as usize].parts();
-            self.prefixes.push(prefix);
-            self.lens.push(len);
+        if scores.windows(2).all(|w| w[0] >= w[1]) {
+            // Lines listed by score, as most runs list them: only ties need ordering.
+            for tie in self
+                .by_rank
+                .chunk_by_mut(|&a, &b| scores[a as usize] == scores[b as usize])
+            {
+                tie.sort_unstable_by(by_docno_descending);
+            }
+        } else {
+            self.by_rank.sort_unstable_by(|a, b| {
+                scores[*b as usize]
+                    .partial_cmp(&scores[*a as usize])
+                    .unwrap_or(Ordering::Equal)
+                    .then_with(|| by_docno_descending(a, b))
+            });
         }
         self.grades.clear();
-        self.grades.resize(n, NOT_JUDGED);
-        let (by_docno, rank_of, grades) = (&self.by_docno, &self.rank_of, &mut self.grades);
-        self.qrels.merge(
-            judged,
-            &self.prefixes,
-            &self.lens,
-            |i| lines.name(by_docno[i] as usize),
-            |i, grade| grades[rank_of[by_docno[i] as usize] as usize] = grade,
-        );
+        self.grades
+            .extend(self.by_rank.iter().map(|&line| self.judged[line as usize]));
         let ideal = &self.qrels.ideal[judged.ideal.clone()];
         for m in self.measures {
             let v = m.value(&self.grades, judged.num_relevant, ideal);
@@ -716,6 +732,19 @@ impl<'a> Scorer<'a> {
         }
         self.scored.ids.push(qid.into());
         Ok(())
+    }
+
+    /// The error for query `qid`, some docno of which is listed twice: the first such docno
+    /// in docno order, as reading the whole run names it.
+    #[cold]
+    fn repeated(&self, qid: &str, lines: QueryView<'_>) -> Error {
+        let mut names: Vec<&[u8]> = (0..lines.len()).map(|i| lines.name(i)).collect();
+        names.sort_unstable();
+        let docno = names
+            .windows(2)
+            .find(|w| w[0] == w[1])
+            .map_or(&b""[..], |w| w[0]);
+        duplicate(self.path, qid, &String::from_utf8_lossy(docno))
     }
 }
 

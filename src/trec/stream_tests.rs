@@ -122,6 +122,58 @@ proptest! {
     }
 }
 
+/// Docnos of every length around the eight bytes a key holds, the long ones sharing those.
+const DOCNOS: [&str; 8] = [
+    "d1",
+    "d10",
+    "clueweb0",
+    "clueweb09",
+    "clueweb09-en0000-00-00001",
+    "clueweb09-en0000-00-00002",
+    "clueweb09-en0000-00-000010",
+    "clueweb1",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Docnos short and long, repeated or not, in lines listed by score or not: the stream
+    /// ranks them, finds their judgements and refuses a repeat as reading the run whole does.
+    #[test]
+    fn docnos_are_judged_ranked_and_refused_as_reading_whole(
+        queries in prop::collection::vec(
+            prop::collection::vec((0..DOCNOS.len(), 0u8..5), 1..12),
+            1..4,
+        ),
+        by_score in any::<bool>(),
+        judged in prop::collection::vec((0u8..4, 0..DOCNOS.len(), 0i32..3), 0..20),
+    ) {
+        let mut qrels_text = String::new();
+        let mut seen = std::collections::HashSet::new();
+        for (q, d, g) in judged {
+            if seen.insert((q, d)) {
+                qrels_text += &format!("q{q} 0 {} {g}\n", DOCNOS[d]);
+            }
+        }
+        let qrels = Qrels::parse(&qrels_text, "qrels").unwrap();
+        let mut text = String::new();
+        for (q, mut docs) in queries.into_iter().enumerate() {
+            if by_score {
+                docs.sort_by_key(|&(_, s)| std::cmp::Reverse(s));
+            }
+            for (rank, (d, s)) in docs.into_iter().enumerate() {
+                text += &format!("q{q} Q0 {} {} 0.{s} t\n", DOCNOS[d], rank + 1);
+            }
+        }
+        let (streamed, whole) = both(&qrels, text.as_bytes(), &Measure::defaults(&[1, 3, 10]));
+        match (streamed, whole) {
+            (Ok(streamed), Ok(whole)) => prop_assert_eq!(streamed.scores.to_result(), whole),
+            (Err(a), Err(b)) => prop_assert!(same_error(&a, &b), "{a} / {b}"),
+            (a, b) => prop_assert!(false, "{:?} / {:?}", a.map(|_| ()), b.map(|_| ())),
+        }
+    }
+}
+
 #[test]
 fn grouped_and_ungrouped_files_score_alike_by_hand() {
     let qrels = Qrels::parse("q1 0 a 2\nq1 0 b 0\nq2 0 c 1\nq2 0 d 3\n", "qrels").unwrap();

@@ -86,6 +86,17 @@ fn run_errors_name_the_line() {
         msg.contains("`a` is retrieved twice for query `q1` (first on line 1)"),
         "{msg}"
     );
+    // Listed three times: named at its second line, whatever the ranking.
+    for scores in [[1, 2, 3], [3, 2, 1], [2, 2, 2]] {
+        let text: String = scores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("q1 Q0 a {} {s} t\n", i + 1))
+            .collect();
+        let (line, msg) = parse_err(Run::parse(&text, "f.txt"));
+        assert_eq!(line, 2, "{msg}");
+        assert!(msg.contains("(first on line 1)"), "{msg}");
+    }
 }
 
 #[test]
@@ -107,6 +118,12 @@ fn qrels_parse_and_errors() {
         msg.contains("judged twice") && msg.contains("line 1"),
         "{msg}"
     );
+    let (line, msg) = parse_err(Qrels::parse(
+        "q1 0 a 1\nq1 0 b 1\nq1 0 a 0\nq1 0 a 2\n",
+        "f.txt",
+    ));
+    assert_eq!(line, 3, "{msg}");
+    assert!(msg.contains("(first on line 1)"), "{msg}");
     assert!(Qrels::parse("", "f.txt").unwrap().is_empty());
 }
 
