@@ -48,6 +48,14 @@ impl Output {
         self.text("\n")
     }
 
+    /// Writes what `write` writes.
+    pub(super) fn write_with(
+        &mut self,
+        write: impl FnOnce(&mut BufWriter<Stdout>) -> std::io::Result<()>,
+    ) -> Result {
+        write(&mut self.inner).map_err(WriteError)
+    }
+
     /// Sends what is buffered on: before writing to standard error (so the two streams keep
     /// their order on a terminal), after a result a reader may be waiting for, and at the end.
     pub(super) fn flush(&mut self) -> Result {

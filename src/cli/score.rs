@@ -327,7 +327,9 @@ fn score_trec(
     // query, and is built only for the record.
     let scores = scored.scores;
     if json {
-        out.json_line(&scores)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        out.write_with(|w| scores.write_json(w, threads))?;
+        out.text("\n")?;
     } else {
         out.text(&render_table(
             &scores.headline(),

@@ -413,6 +413,74 @@ fn json_of_the_table_is_the_results() {
     );
 }
 
+/// `write_json` on any number of threads, as `serde_json` writes the table.
+fn written(scores: &RunScores, threads: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    scores.write_json(&mut out, threads).unwrap();
+    out
+}
+
+#[test]
+fn json_written_on_threads_is_the_serialised_table() {
+    let mut qrels_text = String::new();
+    let mut run_text = String::new();
+    // More queries than are formatted together, ids with characters JSON escapes.
+    for q in 0..5000 {
+        qrels_text += &format!("q\"{q} 0 d{} 1\n", q % 7);
+        for d in 0..5 {
+            run_text += &format!("q\"{q} Q0 d{d} {} 0.{} t\n", d + 1, (q * 7 + d) % 10);
+        }
+    }
+    let qrels = Qrels::parse(&qrels_text, "qrels").unwrap();
+    let (streamed, _) = both(&qrels, run_text.as_bytes(), &[]);
+    let scores = streamed.unwrap().scores;
+    let serialised = serde_json::to_vec(&scores).unwrap();
+    for threads in [1, 2, 5] {
+        assert!(written(&scores, threads) == serialised, "{threads} threads");
+    }
+    let (empty, _) = both(&qrels, b"q9 Q0 a 1 1 t\n", &[]);
+    let empty = empty.unwrap().scores;
+    assert_eq!(written(&empty, 2), serde_json::to_vec(&empty).unwrap());
+}
+
+/// A writer that takes `room` bytes, then fails.
+struct Full {
+    room: usize,
+}
+
+impl std::io::Write for Full {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.room == 0 {
+            return Err(std::io::Error::other("disk full"));
+        }
+        let n = buf.len().min(self.room);
+        self.room -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn json_written_to_a_failing_writer_is_its_error() {
+    let mut qrels_text = String::new();
+    let mut run_text = String::new();
+    for q in 0..20_000 {
+        qrels_text += &format!("q{q} 0 d1 1\n");
+        run_text += &format!("q{q} Q0 d1 1 1 t\n");
+    }
+    let qrels = Qrels::parse(&qrels_text, "qrels").unwrap();
+    let (streamed, _) = both(&qrels, run_text.as_bytes(), &[]);
+    let scores = streamed.unwrap().scores;
+    // Fails in the head, and among the rows while workers are still formatting.
+    for room in [10, 200_000] {
+        let err = scores.write_json(&mut Full { room }, 2).unwrap_err();
+        assert_eq!(err.to_string(), "disk full");
+    }
+}
+
 #[test]
 fn query_ids_of_every_length_in_an_ungrouped_run() {
     // ids around the 15 bytes a short key holds, one a prefix of another, and a long one

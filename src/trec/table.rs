@@ -5,6 +5,10 @@ use super::Measure;
 use crate::metrics::{mean_std, Figures, QueryResult, ResultLevel, RunResult};
 use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{mpsc, Mutex};
 
 /// Per-query figures of a run scored by [`score_run_file`](super::score_run_file), held as a
 /// table rather than as a [`RunResult`]: a [`QueryResult`] repeats every measure's name as a
@@ -147,15 +151,141 @@ impl RunScores {
     }
 }
 
+impl RunScores {
+    /// Writes the JSON that serialising the table with `serde_json::to_writer` writes, byte
+    /// for byte, with the per-query rows formatted on `threads` threads, a few thousand at a
+    /// time, and written in order as they are ready.
+    ///
+    /// ```
+    /// # use rag_eval::trec::{score_run_file, Measure, Qrels};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = camino::Utf8Path::from_path(dir.path()).unwrap().join("run.txt");
+    /// # std::fs::write(&path, "q1 Q0 d1 1 0.9 r\nq2 Q0 d2 1 0.5 r\n").unwrap();
+    /// # let qrels = Qrels::parse("q1 0 d1 1\nq2 0 d2 1\n", "qrels.txt")?;
+    /// let scores = score_run_file(&qrels, &path, &[Measure::ReciprocalRank])?.scores;
+    /// let mut json = Vec::new();
+    /// scores.write_json(&mut json, 2)?;
+    /// assert_eq!(json, serde_json::to_vec(&scores)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_json(&self, w: &mut impl std::io::Write, threads: usize) -> std::io::Result<()> {
+        let head = serde_json::to_vec(&Head(self))?;
+        w.write_all(&head[..head.len() - 1])?; // all but its closing brace
+        w.write_all(b",\"per_query\":[")?;
+        // Each measure's name as a key, escaped once.
+        let keys: Vec<Vec<u8>> = self
+            .names
+            .iter()
+            .map(|name| {
+                let mut key = serde_json::to_vec(name).expect("a string serialises");
+                key.push(b':');
+                key
+            })
+            .collect();
+        let format = |rows: Range<usize>, out: &mut Vec<u8>| {
+            for q in rows {
+                if q > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"id\":");
+                serde_json::to_writer(&mut *out, &*self.ids[q]).expect("writing to memory");
+                out.extend_from_slice(b",\"metrics\":{");
+                for (m, (key, value)) in keys.iter().zip(self.row(q)).enumerate() {
+                    if m > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(key);
+                    serde_json::to_writer(&mut *out, value).expect("writing to memory");
+                }
+                out.extend_from_slice(b"}}");
+            }
+        };
+        in_order(self.len(), ROWS_AT_A_TIME, threads, format, |bytes| {
+            w.write_all(bytes)
+        })?;
+        w.write_all(b"]}")
+    }
+}
+
+/// Rows of [`RunScores::write_json`] formatted together.
+const ROWS_AT_A_TIME: usize = 2048;
+
+/// Calls `work(range, buffer)` for the ranges of `step` items that make up `0..len`, on
+/// `threads` threads, and `take(buffer)` for each range in order, on this one. Buffers are
+/// reused: a few per thread are in memory at a time.
+fn in_order<E>(
+    len: usize,
+    step: usize,
+    threads: usize,
+    work: impl Fn(Range<usize>, &mut Vec<u8>) + Sync,
+    mut take: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    let parts = len.div_ceil(step);
+    let next = AtomicUsize::new(0);
+    let (done, results) = mpsc::sync_channel::<(usize, Vec<u8>)>(2 * threads.max(1));
+    let (spare, spares) = mpsc::channel::<Vec<u8>>();
+    let spares = Mutex::new(spares);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            let (next, work, spares, done) = (&next, &work, &spares, done.clone());
+            scope.spawn(move || loop {
+                let part = next.fetch_add(1, Relaxed);
+                if part >= parts {
+                    break;
+                }
+                let mut buf = spares
+                    .lock()
+                    .ok()
+                    .and_then(|s| s.try_recv().ok())
+                    .unwrap_or_default();
+                buf.clear();
+                work(part * step..((part + 1) * step).min(len), &mut buf);
+                if done.send((part, buf)).is_err() {
+                    break; // `take` failed
+                }
+            });
+        }
+        drop(done);
+        let mut waiting: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        let mut expected = 0;
+        // Owned by the loop: leaving it early drops the receiver, and so stops the workers.
+        for (part, buf) in results {
+            waiting.insert(part, buf);
+            while let Some(buf) = waiting.remove(&expected) {
+                take(&buf)?;
+                expected += 1;
+                let _ = spare.send(buf);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The fields of [`RunResult`] for a TREC run before its `per_query`, in its order.
+fn head_fields<S: SerializeStruct>(table: &RunScores, r: &mut S) -> Result<(), S::Error> {
+    r.serialize_field("level", &ResultLevel::Trec)?;
+    r.serialize_field("cutoffs", &table.cutoffs)?;
+    r.serialize_field("queries", &table.len())?;
+    r.serialize_field("metrics", &table.metrics)?;
+    r.serialize_field("std", &table.std)
+}
+
+/// [`RunScores`] without its rows.
+struct Head<'a>(&'a RunScores);
+
+impl Serialize for Head<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut r = s.serialize_struct("RunResult", 5)?;
+        head_fields(self.0, &mut r)?;
+        r.end()
+    }
+}
+
 impl Serialize for RunScores {
     /// The fields [`RunResult`] writes for a TREC run, in its order.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut r = s.serialize_struct("RunResult", 6)?;
-        r.serialize_field("level", &ResultLevel::Trec)?;
-        r.serialize_field("cutoffs", &self.cutoffs)?;
-        r.serialize_field("queries", &self.len())?;
-        r.serialize_field("metrics", &self.metrics)?;
-        r.serialize_field("std", &self.std)?;
+        head_fields(self, &mut r)?;
         r.serialize_field("per_query", &Rows(self))?;
         r.end()
     }
