@@ -7,7 +7,6 @@ use crate::error::{Error, Result};
 use camino::Utf8Path;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -102,7 +101,7 @@ impl<'p> BlockReader<'p> {
 /// last whole line's (blank lines go with the query after them), so that the lines of that
 /// query, most likely continued after `bytes`, start the next block. 0 when no such line is
 /// there.
-fn query_cut(bytes: &[u8]) -> usize {
+pub(super) fn query_cut(bytes: &[u8]) -> usize {
     // `end`: the end of the whole lines considered, just after a newline.
     let Some(last) = memrchr(b'\n', bytes) else {
         return 0;
@@ -286,110 +285,22 @@ pub(super) fn each_line<'b, E: From<Error>>(
     Ok(Some(number))
 }
 
-/// [`each_line`] with each line split into its `N` fields (ASCII whitespace apart, as
-/// `str::split_ascii_whitespace` splits), a line with another number of fields being the
-/// error of [`fields`](super::parse) for `layout`.
-///
-/// A block that is UTF-8 throughout (the usual case) is split in one pass over its bytes, a
-/// word of eight at a time: the bytes below `!` are found all at once, and only those (the
-/// separators, the line ends and the rare other control characters) are looked at one by one.
+/// [`each_line`] with each line split into its `N` fields, as
+/// [`split_lines`](super::parse::split_lines) splits them: a block that is UTF-8 throughout
+/// (the usual case) in one pass, any other line by line, so that the error comes in its
+/// line's turn.
 pub(super) fn each_line_fields<'b, const N: usize, E: From<Error>>(
     block: &'b Block,
     path: &Utf8Path,
     layout: &str,
     mut f: impl FnMut(usize, [&'b str; N]) -> std::result::Result<bool, E>,
 ) -> std::result::Result<Option<usize>, E> {
-    let bytes = &block.bytes[..];
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return each_line(block, path, |number, line| {
+    match std::str::from_utf8(&block.bytes) {
+        Ok(text) => super::parse::split_lines(text, (0, block.offset == 0), path, layout, f),
+        Err(_) => each_line(block, path, |number, line| {
             f(number, super::parse::fields(line, path, number, layout)?)
-        });
-    };
-    let mut fields = [""; N];
-    let mut found = 0;
-    let mut number = 0;
-    let mut line_start = if block.offset == 0 && text.starts_with('\u{feff}') {
-        '\u{feff}'.len_utf8()
-    } else {
-        0
-    };
-    // The start of the field being read, if its first byte was seen.
-    let mut field_start = line_start;
-    let mut take_line = |number: usize, line: Range<usize>, found: usize, fields: [&'b str; N]| {
-        // Lines of ASCII whitespace have no field; the others are blank if `trim` says so.
-        let blank = found == 0
-            || (!fields[0].as_bytes()[0].is_ascii_graphic() && text[line].trim().is_empty());
-        if blank {
-            return Ok(true);
-        }
-        if found != N {
-            return Err(E::from(super::parse::fields_error(
-                path, number, N, layout, found,
-            )));
-        }
-        f(number, fields)
-    };
-    let mut words = bytes.chunks_exact(8);
-    let mut at = 0;
-    let tail = {
-        let rest = words.remainder();
-        let mut word = [b'!'; 8];
-        word[..rest.len()].copy_from_slice(rest);
-        word
-    };
-    for word in words.by_ref().chain(std::iter::once(&tail[..])) {
-        let mut below = below_bang(u64::from_le_bytes(word.try_into().expect("eight bytes")));
-        while below != 0 {
-            let p = at + (below.trailing_zeros() / 8) as usize;
-            below &= below - 1;
-            let c = bytes[p];
-            if !c.is_ascii_whitespace() {
-                // Another control character is part of a field, as in `split_ascii_whitespace`.
-                continue;
-            }
-            if p > field_start {
-                if let Some(slot) = fields.get_mut(found) {
-                    *slot = &text[field_start..p];
-                }
-                found += 1;
-            }
-            field_start = p + 1;
-            if c == b'\n' {
-                number += 1;
-                if !take_line(number, line_start..p, found, fields)? {
-                    return Ok(None);
-                }
-                found = 0;
-                line_start = p + 1;
-            }
-        }
-        at += 8;
+        }),
     }
-    if line_start < bytes.len() {
-        // The last line, without a line end.
-        if bytes.len() > field_start {
-            if let Some(slot) = fields.get_mut(found) {
-                *slot = &text[field_start..];
-            }
-            found += 1;
-        }
-        number += 1;
-        if !take_line(number, line_start..bytes.len(), found, fields)? {
-            return Ok(None);
-        }
-    }
-    Ok(Some(number))
-}
-
-/// The bytes of `word` below `!` (the ASCII whitespace and other control characters), as the
-/// high bit of each: exact for every byte, since no sum carries into the next byte.
-#[inline]
-fn below_bang(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // The high bit of `(b & 0x7f) + 0x5f` is set when the low seven bits reach 0x21; or'ed
-    // with `b`, when `b` does or is not ASCII.
-    !(((word & !HIGHS) + ONES * 0x5f) | word) & HIGHS
 }
 
 /// `error` raised for line `number` of a block, renumbered as line `number + before` of the
@@ -454,22 +365,6 @@ mod tests {
                 prop_assert_eq!(split::<1>(&block, true), split::<1>(&block, false));
             } else {
                 prop_assert_eq!(split::<3>(&block, true), split::<3>(&block, false));
-            }
-        }
-    }
-
-    #[test]
-    fn below_bang_marks_exactly_the_bytes_below_it() {
-        for b in 0..=255u8 {
-            for at in 0..8 {
-                let mut word = [b'!'; 8];
-                word[at] = b;
-                let want = if b < b'!' { 0x80u64 << (8 * at) } else { 0 };
-                assert_eq!(
-                    below_bang(u64::from_le_bytes(word)),
-                    want,
-                    "byte {b:#x} at {at}"
-                );
             }
         }
     }

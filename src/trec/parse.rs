@@ -15,6 +15,9 @@ fn line_count(text: &str) -> usize {
     text.bytes().filter(|&b| b == b'\n').count() + 1
 }
 
+/// Qrels text is cut into pieces parsed apart only when each is at least this long.
+const MIN_PIECE: usize = 1 << 22;
+
 /// Reads a whole file as UTF-8.
 fn read_text(path: &Utf8Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
@@ -66,6 +69,110 @@ pub(super) fn fields<'t, const N: usize>(
     Ok(out)
 }
 
+/// Calls `f(number, fields)` for every line of `text` that is not blank (as `str::trim` has
+/// it), with its one-based number (after the `before` lines of the file before `text`) and
+/// its `N` fields (ASCII whitespace apart, as
+/// `str::split_ascii_whitespace` splits), lines split as `str::lines` splits them (after a
+/// byte order mark when `text` starts the file), until `f` returns `false`; a line with
+/// another number of fields is the error of [`fields`] for `layout`. Returns the number of
+/// the last line (blank ones counted), or `None` when `f` stopped.
+///
+/// One pass over the bytes, a word of eight at a time: the bytes below `!` are found all at
+/// once, and only those (the separators, the line ends and the rare other control
+/// characters) are looked at one by one.
+pub(super) fn split_lines<'b, const N: usize, E: From<Error>>(
+    text: &'b str,
+    (before, at_file_start): (usize, bool),
+    path: &Utf8Path,
+    layout: &str,
+    mut f: impl FnMut(usize, [&'b str; N]) -> std::result::Result<bool, E>,
+) -> std::result::Result<Option<usize>, E> {
+    let bytes = text.as_bytes();
+    let mut fields = [""; N];
+    let mut found = 0;
+    let mut number = before;
+    let mut line_start = if at_file_start && text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    // The start of the field being read, if its first byte was seen.
+    let mut field_start = line_start;
+    let mut take_line = |number: usize, line: Range<usize>, found: usize, fields: [&'b str; N]| {
+        // Lines of ASCII whitespace have no field; the others are blank if `trim` says so.
+        let blank = found == 0
+            || (!fields[0].as_bytes()[0].is_ascii_graphic() && text[line].trim().is_empty());
+        if blank {
+            return Ok(true);
+        }
+        if found != N {
+            return Err(E::from(fields_error(path, number, N, layout, found)));
+        }
+        f(number, fields)
+    };
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    let tail = {
+        let rest = words.remainder();
+        let mut word = [b'!'; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        word
+    };
+    for word in words.by_ref().chain(std::iter::once(&tail[..])) {
+        let mut below = below_bang(u64::from_le_bytes(word.try_into().expect("eight bytes")));
+        while below != 0 {
+            let p = at + (below.trailing_zeros() / 8) as usize;
+            below &= below - 1;
+            let c = bytes[p];
+            if !c.is_ascii_whitespace() {
+                // Another control character is part of a field, as in `split_ascii_whitespace`.
+                continue;
+            }
+            if p > field_start {
+                if let Some(slot) = fields.get_mut(found) {
+                    *slot = &text[field_start..p];
+                }
+                found += 1;
+            }
+            field_start = p + 1;
+            if c == b'\n' {
+                number += 1;
+                if !take_line(number, line_start..p, found, fields)? {
+                    return Ok(None);
+                }
+                found = 0;
+                line_start = p + 1;
+            }
+        }
+        at += 8;
+    }
+    if line_start < bytes.len() {
+        // The last line, without a line end.
+        if bytes.len() > field_start {
+            if let Some(slot) = fields.get_mut(found) {
+                *slot = &text[field_start..];
+            }
+            found += 1;
+        }
+        number += 1;
+        if !take_line(number, line_start..bytes.len(), found, fields)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(number))
+}
+
+/// The bytes of `word` below `!` (the ASCII whitespace and other control characters), as the
+/// high bit of each: exact for every byte, since no sum carries into the next byte.
+#[inline]
+pub(super) fn below_bang(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The high bit of `(b & 0x7f) + 0x5f` is set when the low seven bits reach 0x21; or'ed
+    // with `b`, when `b` does or is not ASCII.
+    !(((word & !HIGHS) + ONES * 0x5f) | word) & HIGHS
+}
+
 /// The error for line `number`, which has `found` fields where `layout` has `expected`.
 pub(super) fn fields_error(
     path: &Utf8Path,
@@ -115,7 +222,7 @@ pub(super) fn parse_score(text: &str) -> Option<f64> {
 }
 
 /// Document ids of a whole file kept in one string; entries refer to them by byte range.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Names {
     text: String,
 }
@@ -286,7 +393,7 @@ struct Row<T> {
 
 /// What both files have in common once read: the queries' ids, a map to them, and their
 /// order by id (which is how [`evaluate`] pairs run queries with judged ones).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct QueryTable {
     pub(super) qids: Vec<Box<str>>,
     index: QidMap<Box<str>, u32>,
@@ -296,18 +403,24 @@ pub(super) struct QueryTable {
 
 impl QueryTable {
     fn new(qids: Vec<Box<str>>) -> Self {
-        let index = qids
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (q.clone(), i as u32))
-            .collect();
+        Self::distinct(qids).expect("interned ids are distinct")
+    }
+
+    /// The table of `qids`, or `qids` back when an id is there twice.
+    fn distinct(qids: Vec<Box<str>>) -> Result<Self, Vec<Box<str>>> {
+        let mut index = QidMap::with_capacity_and_hasher(qids.len(), Default::default());
+        for (i, q) in qids.iter().enumerate() {
+            if index.insert(q.clone(), i as u32).is_some() {
+                return Err(qids);
+            }
+        }
         let mut sorted: Vec<u32> = (0..qids.len() as u32).collect();
         sorted.sort_unstable_by(|&a, &b| qids[a as usize].cmp(&qids[b as usize]));
-        QueryTable {
+        Ok(QueryTable {
             qids,
             index,
             sorted,
-        }
+        })
     }
 
     pub(super) fn get(&self, qid: &str) -> Option<usize> {
@@ -318,22 +431,17 @@ impl QueryTable {
 /// Reads the lines of a qrels or run file into rows grouped by query (queries in order of
 /// first appearance, lines in file order within a query). `parse_line` gives a line's qid,
 /// docno and value.
-fn read_rows<'t, T>(
+fn read_rows<'t, const N: usize, T>(
     text: &'t str,
-    path: &Utf8Path,
-    mut parse_line: impl FnMut(&'t str, usize) -> Result<(&'t str, &'t str, T)>,
+    (path, lines): (&Utf8Path, (usize, bool)),
+    layout: &str,
+    mut parse_line: impl FnMut([&'t str; N], usize) -> Result<(&'t str, &'t str, T)>,
 ) -> Result<Rows<T>> {
     let mut names = Names::with_capacity(text.len() / 4);
     let mut ids = QueryIds::new();
     let mut rows: Vec<Row<T>> = Vec::with_capacity(line_count(text));
-    // A byte order mark would otherwise become part of the first query id.
-    let text = crate::dataset::strip_bom(text);
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let number = i + 1;
-        let (qid, docno, value) = parse_line(line, number)?;
+    split_lines(text, lines, path, layout, |number, fields| {
+        let (qid, docno, value) = parse_line(fields, number)?;
         let line = u32::try_from(number)
             .map_err(|_| parse_error(path, number, "more lines than can be numbered"))?;
         rows.push(Row {
@@ -343,7 +451,8 @@ fn read_rows<'t, T>(
             q: ids.id(qid),
             line,
         });
-    }
+        Ok::<_, Error>(true)
+    })?;
     // Queries are numbered in order of first appearance, so rows are grouped by query exactly
     // when those numbers never decrease; a stable sort groups them otherwise.
     if rows.windows(2).any(|w| w[1].q < w[0].q) {
@@ -371,7 +480,7 @@ fn name_order<T>(names: &Names, a: &Row<T>, b: &Row<T>) -> Ordering {
 }
 
 /// The judgements of one query, as ranges of the flat arrays of [`Qrels`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct JudgedQuery {
     /// Its documents in `Qrels::docnos` and `Qrels::keys`, sorted by docno.
     pub(super) docs: Range<usize>,
@@ -392,7 +501,7 @@ pub(super) struct JudgedQuery {
 /// assert_eq!(qrels.grade("q1", "doc1"), None);
 /// # Ok::<(), rag_eval::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Qrels {
     names: Names,
     pub(super) table: QueryTable,
@@ -409,30 +518,107 @@ pub struct Qrels {
 }
 
 impl Qrels {
-    /// Reads a qrels file.
+    /// Reads a qrels file, a large one on every core.
     pub fn from_file(path: &Utf8Path) -> Result<Self> {
-        Self::parse(&read_text(path)?, path.as_str())
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::parse_on(&read_text(path)?, path.as_str(), threads)
     }
 
     /// Parses qrels text; `source` names it in errors (usually the file's path). Blank lines
     /// are skipped; every other line must be `qid iter docno rel` with an integer `rel`.
     pub fn parse(text: &str, source: &str) -> Result<Self> {
+        Self::parse_on(text, source, 1)
+    }
+
+    /// [`Qrels::parse`] on up to `threads` threads: text of a few megabytes or more is cut
+    /// into as many pieces, each where one query's lines end, parsed apart and put end to
+    /// end. The same judgements and the same errors: when a piece has an error, or a query's
+    /// lines turn out to be in two pieces, the text is parsed again in one.
+    pub(super) fn parse_on(text: &str, source: &str, threads: usize) -> Result<Self> {
+        Self::parse_in_pieces(text, source, threads, MIN_PIECE)
+    }
+
+    /// [`Qrels::parse_on`] with pieces of at least `min_piece` bytes.
+    pub(super) fn parse_in_pieces(
+        text: &str,
+        source: &str,
+        threads: usize,
+        min_piece: usize,
+    ) -> Result<Self> {
         let path = Utf8PathBuf::from(source);
+        let mut cuts = vec![0];
+        for k in 1..threads.max(1) {
+            let target = text.len() * k / threads;
+            let last = *cuts.last().expect("the start");
+            if target < last + min_piece {
+                continue;
+            }
+            match super::blocks::query_cut(&text.as_bytes()[last..target]) {
+                0 => {}
+                cut => cuts.push(last + cut),
+            }
+        }
+        if cuts.len() == 1 {
+            let all = Self::piece(text, &path, (0, true))?;
+            return Ok(all.indexed().expect("interned ids are distinct"));
+        }
+        cuts.push(text.len());
+        // Each piece but the last ends with a line end: its lines are the newlines in it.
+        let befores: Vec<usize> = cuts
+            .windows(2)
+            .scan(0, |before, w| {
+                let at = *before;
+                *before += line_count(&text[w[0]..w[1]]) - 1;
+                Some(at)
+            })
+            .collect();
+        let pieces: Vec<Result<Qrels>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = cuts
+                .windows(2)
+                .zip(&befores)
+                .map(|(w, &before)| {
+                    let (piece, path) = (&text[w[0]..w[1]], &path);
+                    scope.spawn(move || Self::piece(piece, path, (before, w[0] == 0)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("parsing does not panic"))
+                .collect()
+        });
+        // With an error anywhere, the text is parsed again in one piece: it raises its lines'
+        // errors before any query's, and its queries' in their order.
+        let Ok(pieces) = pieces.into_iter().collect::<Result<Vec<Qrels>>>() else {
+            return Self::parse(text, source);
+        };
+        let mut pieces = pieces.into_iter();
+        let mut all = pieces.next().expect("two pieces or more");
+        for piece in pieces {
+            all.append(piece);
+        }
+        // A query in two pieces is judged as one by parsing the text again.
+        all.indexed().or_else(|_| Self::parse(text, source))
+    }
+
+    /// The judgements of `text`, after `lines.0` lines of the file (and at its start if
+    /// `lines.1`), with their query ids not yet indexed.
+    fn piece(text: &str, path: &Utf8Path, lines: (usize, bool)) -> Result<Self> {
         let Rows {
             names,
             qids,
             mut rows,
-        } = read_rows(text, &path, |line, number| {
-            let [qid, _iter, docno, rel] = fields::<4>(line, &path, number, "qid iter docno rel")?;
-            let grade: Grade = rel.parse().map_err(|_| {
-                parse_error(
-                    &path,
-                    number,
-                    format!("relevance `{rel}` is not an integer"),
-                )
-            })?;
-            Ok((qid, docno, grade))
-        })?;
+        } = read_rows(
+            text,
+            (path, lines),
+            "qid iter docno rel",
+            |fields, number| {
+                let [qid, _iter, docno, rel] = fields;
+                let grade: Grade = rel.parse().map_err(|_| {
+                    parse_error(path, number, format!("relevance `{rel}` is not an integer"))
+                })?;
+                Ok((qid, docno, grade))
+            },
+        )?;
         let mut queries = Vec::with_capacity(qids.len());
         let mut docnos = Vec::with_capacity(rows.len());
         let mut prefixes = Vec::with_capacity(rows.len());
@@ -447,7 +633,7 @@ impl Qrels {
                 .find(|w| name_order(&names, &w[0], &w[1]) == Ordering::Equal)
             {
                 return Err(parse_error(
-                    &path,
+                    path,
                     w[0].line.max(w[1].line) as usize,
                     format!(
                         "document `{}` is judged twice for query `{}` (first on line {})",
@@ -472,7 +658,10 @@ impl Qrels {
         }
         Ok(Qrels {
             names,
-            table: QueryTable::new(qids),
+            table: QueryTable {
+                qids,
+                ..QueryTable::default()
+            },
             queries,
             docnos,
             prefixes,
@@ -480,6 +669,33 @@ impl Qrels {
             grades,
             ideal,
         })
+    }
+
+    /// Indexes the query ids of [`Qrels::piece`]s, or gives them back when one is there
+    /// twice.
+    fn indexed(mut self) -> Result<Self, Vec<Box<str>>> {
+        self.table = QueryTable::distinct(std::mem::take(&mut self.table.qids))?;
+        Ok(self)
+    }
+
+    /// Puts `other`'s judgements after these, its query ids not yet indexed.
+    fn append(&mut self, other: Qrels) {
+        let shift = |r: Range<usize>, by: usize| r.start + by..r.end + by;
+        let (names, docs, ideal) = (self.names.text.len(), self.docnos.len(), self.ideal.len());
+        self.names.text.push_str(&other.names.text);
+        self.docnos
+            .extend(other.docnos.into_iter().map(|r| shift(r, names)));
+        self.queries
+            .extend(other.queries.into_iter().map(|q| JudgedQuery {
+                docs: shift(q.docs, docs),
+                ideal: shift(q.ideal, ideal),
+                num_relevant: q.num_relevant,
+            }));
+        self.prefixes.extend(other.prefixes);
+        self.lens.extend(other.lens);
+        self.grades.extend(other.grades);
+        self.ideal.extend(other.ideal);
+        self.table.qids.extend(other.table.qids);
     }
 
     /// Number of judged queries.
@@ -621,8 +837,8 @@ impl Run {
             names,
             qids,
             mut rows,
-        } = read_rows(text, &path, |line, number| {
-            let (qid, docno, score, run_tag) = run_line(line, &path, number)?;
+        } = read_rows(text, (&path, (0, true)), RUN_LAYOUT, |fields, number| {
+            let (qid, docno, score, run_tag) = run_fields(fields, &path, number)?;
             if tag.is_none() {
                 tag = Some(run_tag.to_owned());
             }

@@ -481,3 +481,50 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn below_bang_marks_exactly_the_bytes_below_it() {
+    for b in 0..=255u8 {
+        for at in 0..8 {
+            let mut word = [b'!'; 8];
+            word[at] = b;
+            let want = if b < b'!' { 0x80u64 << (8 * at) } else { 0 };
+            assert_eq!(
+                super::parse::below_bang(u64::from_le_bytes(word)),
+                want,
+                "byte {b:#x} at {at}"
+            );
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Qrels parsed in pieces on threads are the qrels parsed in one, and give the same
+    /// errors: grouped by query or not, with bad lines, blank lines and repeats.
+    #[test]
+    fn qrels_in_pieces_are_qrels_in_one(
+        lines in proptest::collection::vec((0u8..6, 0u8..5, -1i32..3, 0u8..40), 0..60),
+        grouped in proptest::bool::ANY,
+        threads in 2usize..5,
+    ) {
+        let mut lines = lines;
+        if grouped {
+            lines.sort_by_key(|l| l.0);
+        }
+        let text: String = lines
+            .iter()
+            .map(|&(q, d, g, noise)| match noise {
+                0 => format!("q{q} 0 d{d}\n"),
+                1 => "\n".to_owned(),
+                _ => format!("q{q} 0 d{d} {g}\n"),
+            })
+            .collect();
+        let one = Qrels::parse(&text, "qrels");
+        let pieces = Qrels::parse_in_pieces(&text, "qrels", threads, 1);
+        match (one, pieces) {
+            (Ok(one), Ok(pieces)) => proptest::prop_assert_eq!(one, pieces),
+            (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => proptest::prop_assert!(false, "{:?} / {:?}", a.is_ok(), b.is_ok()),
+        }
+    }
+}
