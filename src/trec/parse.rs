@@ -202,21 +202,26 @@ pub(super) fn parse_score(text: &str) -> Option<f64> {
         Some(b'+') => (false, &bytes[1..]),
         _ => (false, bytes),
     };
-    let (mut mantissa, mut count, mut decimals, mut dot) = (0u64, 0usize, 0usize, false);
-    for &c in digits {
-        match c {
-            b'0'..=b'9' if count < 15 => {
-                mantissa = mantissa * 10 + u64::from(c - b'0');
-                count += 1;
-                decimals += usize::from(dot);
-            }
-            b'.' if !dot => dot = true,
-            _ => return text.parse().ok(),
-        }
-    }
-    if count == 0 {
+    if digits.len() > 16 {
         return text.parse().ok();
     }
+    // At most 16 digits and a dot: `mantissa` cannot overflow; the count is checked after.
+    let (mut mantissa, mut dot) = (0u64, None);
+    for (i, &c) in digits.iter().enumerate() {
+        let digit = c.wrapping_sub(b'0');
+        if digit < 10 {
+            mantissa = mantissa * 10 + u64::from(digit);
+        } else if c == b'.' && dot.is_none() {
+            dot = Some(i);
+        } else {
+            return text.parse().ok();
+        }
+    }
+    let count = digits.len() - usize::from(dot.is_some());
+    if count == 0 || count > 15 {
+        return text.parse().ok();
+    }
+    let decimals = dot.map_or(0, |i| digits.len() - 1 - i);
     let value = mantissa as f64 / POWERS[decimals];
     Some(if negative { -value } else { value })
 }
