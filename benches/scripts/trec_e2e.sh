@@ -35,6 +35,7 @@ for r in $(seq "$rounds"); do
   measure ours target/release/rag-eval score --qrels "$dir/qrels.txt" --run "$dir/run.txt" --json --no-record
   measure pytrec_eval "$py" benches/scripts/pytrec_eval_files.py "$dir/qrels.txt" "$dir/run.txt"
   measure ours-shuffled target/release/rag-eval score --qrels "$dir/qrels.txt" --run "$dir/run-shuffled.txt" --json --no-record
+  measure pytrec_eval-shuffled "$py" benches/scripts/pytrec_eval_files.py "$dir/qrels.txt" "$dir/run-shuffled.txt"
   if [ -n "${TREC_EVAL:-}" ]; then
     measure trec_eval "$TREC_EVAL" -q -m P -m recall -m ndcg_cut -m recip_rank -m map "$dir/qrels.txt" "$dir/run.txt"
   fi
