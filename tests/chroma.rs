@@ -67,16 +67,22 @@ fn ids(hits: &[RetrievedChunk]) -> Vec<&str> {
     hits.iter().map(|h| h.chunk.id.as_str()).collect()
 }
 
-#[test]
-fn bundled_evaluation_matches_the_in_memory_store() {
-    let Some(url) = server() else { return };
+/// The bundled example corpus and its evaluation.
+fn bundled() -> (Arc<Corpus>, TokenLevelEvaluation) {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
     let corpus = Arc::new(Corpus::from_folder(format!("{root}/corpus"), None).unwrap());
     let AnyDataset::Token(questions) = dataset::load(format!("{root}/questions.jsonl")).unwrap()
     else {
         panic!("the bundled dataset is token-level")
     };
-    let eval = TokenLevelEvaluation::new(corpus.clone(), questions).unwrap();
+    let eval = TokenLevelEvaluation::new(Arc::clone(&corpus), questions).unwrap();
+    (corpus, eval)
+}
+
+#[test]
+fn bundled_evaluation_matches_the_in_memory_store() {
+    let Some(url) = server() else { return };
+    let (corpus, eval) = bundled();
     let chunker = RecursiveCharacterChunker::new(400, 0);
     let spans: Vec<CharSpan> = chunker
         .chunk_corpus(&corpus)
@@ -843,13 +849,7 @@ fn a_failing_batch_names_its_queries_and_stops_the_search() {
 
     // Through an evaluation, the failure reaches the retrieval error.
     let proxy = Proxy::new(&url, Some(0));
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
-    let corpus = Arc::new(Corpus::from_folder(format!("{root}/corpus"), None).unwrap());
-    let AnyDataset::Token(questions) = dataset::load(format!("{root}/questions.jsonl")).unwrap()
-    else {
-        panic!("the bundled dataset is token-level")
-    };
-    let eval = TokenLevelEvaluation::new(corpus, questions).unwrap();
+    let (_, eval) = bundled();
     let store = Arc::new(
         ChromaStore::new(proxy.url(), unique("fault-eval"))
             .unwrap()
@@ -879,13 +879,7 @@ fn a_failing_batch_names_its_queries_and_stops_the_search() {
 fn an_evaluation_searches_chroma_in_batches() {
     let Some(url) = server() else { return };
     let proxy = Proxy::new(&url, None);
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
-    let corpus = Arc::new(Corpus::from_folder(format!("{root}/corpus"), None).unwrap());
-    let AnyDataset::Token(questions) = dataset::load(format!("{root}/questions.jsonl")).unwrap()
-    else {
-        panic!("the bundled dataset is token-level")
-    };
-    let eval = TokenLevelEvaluation::new(corpus, questions).unwrap();
+    let (_, eval) = bundled();
     let size = 16;
     let store = Arc::new(
         ChromaStore::new(proxy.url(), unique("eval-many"))

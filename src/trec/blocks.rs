@@ -258,7 +258,7 @@ pub(super) fn each_line<'b, E: From<Error>>(
     let mut pos = 0;
     let mut number = 0;
     while pos < bytes.len() {
-        let line_end = super::stream::find_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
+        let line_end = find_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
         number += 1;
         let line = if line_end <= valid {
             &text[pos..line_end]
@@ -314,6 +314,30 @@ pub(super) fn renumber(error: Error, before: usize) -> Error {
         } => parse_error(&path, line + before, message),
         other => other,
     }
+}
+
+/// Position of the first `\n` in `bytes`, eight bytes at a time.
+#[inline]
+pub(super) fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = ONES * b'\n' as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for c in &mut chunks {
+        let word = u64::from_le_bytes(c.try_into().expect("eight bytes")) ^ NEWLINES;
+        // A zero byte of `word` is a newline; this sets the high bit of the first one.
+        let zeros = word.wrapping_sub(ONES) & !word & HIGHS;
+        if zeros != 0 {
+            return Some(at + (zeros.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| at + i)
 }
 
 #[cfg(test)]

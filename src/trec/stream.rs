@@ -9,7 +9,9 @@
 //! its score: no line numbers, no per-line allocation), after which the queries are scored one
 //! by one in the same way.
 
-use super::blocks::{each_line_fields, in_parallel, renumber, Block, BLOCK_BYTES};
+use super::blocks::{
+    each_line, each_line_fields, in_parallel, renumber, Block, BlockReader, BLOCK_BYTES,
+};
 use super::eval::reported_measures;
 use super::parse::{
     parse_error, run_fields, run_line, JudgedQuery, NameKey, QidMap, NOT_JUDGED, RUN_LAYOUT,
@@ -19,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::metrics::Grade;
 use camino::Utf8Path;
 use std::cmp::Ordering;
-use std::io::Read;
 use std::ops::Range;
 use std::sync::RwLock;
 
@@ -752,14 +753,25 @@ impl<'a> Scorer<'a> {
 /// does; the lines are found by reading the file again, since they are not kept.
 fn duplicate(path: &Utf8Path, qid: &str, docno: &str) -> Error {
     let mut found: Vec<usize> = Vec::with_capacity(2);
-    let scan = for_each_line(path, |number, line| {
-        if let Ok((q, d, _, _)) = run_line(line, path, number) {
-            if q == qid && d == docno {
-                found.push(number);
-            }
+    let scan = (|| -> Result<()> {
+        let mut reader = BlockReader::open(path, BLOCK_BYTES)?;
+        let mut before = 0;
+        while found.len() < 2 {
+            let Some(block) = reader.next(Vec::new())? else {
+                break;
+            };
+            let lines = each_line(&block, path, |number, line| {
+                if let Ok((q, d, _, _)) = run_line(line, path, number) {
+                    if q == qid && d == docno {
+                        found.push(before + number);
+                    }
+                }
+                Ok::<_, Error>(found.len() < 2)
+            })?;
+            before += lines.unwrap_or_default();
         }
-        Ok(found.len() < 2)
-    });
+        Ok(())
+    })();
     match (scan, &found[..]) {
         (Ok(_), &[first, second]) => parse_error(
             path,
@@ -771,88 +783,4 @@ fn duplicate(path: &Utf8Path, qid: &str, docno: &str) -> Error {
         (Err(e), _) => e,
         _ => parse_error(path, 0, "the file changed while it was read"),
     }
-}
-
-/// Calls `f(number, line)` for every line of the file at `path` that is not blank, with its
-/// one-based number, as `str::lines` splits it (after a byte order mark at the start), until
-/// `f` returns `false`. Returns whether every line was seen.
-fn for_each_line(path: &Utf8Path, mut f: impl FnMut(usize, &str) -> Result<bool>) -> Result<bool> {
-    const BLOCK: usize = 1 << 20;
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io("read", path, e))?;
-    let mut buf: Vec<u8> = vec![0; BLOCK];
-    // Bytes of `buf` holding data, and the file offset of `buf[0]`.
-    let (mut filled, mut offset) = (0usize, 0usize);
-    let mut number = 0usize;
-    let mut first = true;
-    loop {
-        if filled == buf.len() {
-            // A line longer than the buffer.
-            buf.resize(buf.len() * 2, 0);
-        }
-        let n = loop {
-            match file.read(&mut buf[filled..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("read", path, e)),
-            }
-        };
-        let end = filled + n;
-        let at_end = n == 0;
-        let mut pos = 0;
-        loop {
-            let line_end = match find_newline(&buf[pos..end]) {
-                Some(i) => pos + i,
-                None if at_end && pos < end => end,
-                None => break,
-            };
-            number += 1;
-            let bytes = &buf[pos..line_end];
-            let text = std::str::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
-                path: path.to_owned(),
-                offset: offset + pos + e.valid_up_to(),
-            })?;
-            let mut text = text.strip_suffix('\r').unwrap_or(text);
-            if first {
-                text = crate::dataset::strip_bom(text);
-                first = false;
-            }
-            pos = (line_end + 1).min(end);
-            if !text.trim().is_empty() && !f(number, text)? {
-                return Ok(false);
-            }
-            if line_end == end {
-                break;
-            }
-        }
-        if at_end {
-            return Ok(true);
-        }
-        buf.copy_within(pos..end, 0);
-        filled = end - pos;
-        offset += pos;
-    }
-}
-
-/// Position of the first `\n` in `bytes`, eight bytes at a time.
-#[inline]
-pub(super) fn find_newline(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const NEWLINES: u64 = ONES * b'\n' as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut at = 0;
-    for c in &mut chunks {
-        let word = u64::from_le_bytes(c.try_into().expect("eight bytes")) ^ NEWLINES;
-        // A zero byte of `word` is a newline; this sets the high bit of the first one.
-        let zeros = word.wrapping_sub(ONES) & !word & HIGHS;
-        if zeros != 0 {
-            return Some(at + (zeros.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    chunks
-        .remainder()
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|i| at + i)
 }

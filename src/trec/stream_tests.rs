@@ -60,68 +60,6 @@ fn grouped_lines(queries: &[(u8, Vec<(u8, u8)>)]) -> Vec<String> {
         .collect()
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
-
-    /// Grouped or shuffled, a run file scores exactly as `Run` read whole scores it, and lists
-    /// the run's query ids in order of first appearance.
-    #[test]
-    fn streaming_scores_as_reading_whole(
-        queries in prop::collection::vec(
-            (0u8..12, prop::collection::vec((0u8..30, 0u8..4), 1..15)),
-            0..10,
-        ),
-        judged in prop::collection::vec((0u8..14, 0u8..30, -1i32..4), 1..80),
-        shuffle in prop::collection::vec(any::<u32>(), 0..200),
-    ) {
-        // Distinct queries with distinct docnos, so the run is valid.
-        let mut queries = queries;
-        queries.sort_by_key(|(q, _)| *q);
-        queries.dedup_by_key(|(q, _)| *q);
-        for (_, docs) in &mut queries {
-            docs.sort_by_key(|(d, _)| *d);
-            docs.dedup_by_key(|(d, _)| *d);
-        }
-        queries.reverse(); // ids not in byte order in the file
-        let mut qrels_text = String::new();
-        let mut seen = std::collections::HashSet::new();
-        for (q, d, g) in judged {
-            if seen.insert((q, d)) {
-                qrels_text += &format!("q{q} 0 doc{d} {g}\n");
-            }
-        }
-        let qrels = Qrels::parse(&qrels_text, "qrels").unwrap();
-        let measures = Measure::defaults(&[1, 3, 10]);
-        let mut lines = grouped_lines(&queries);
-        let firsts = |lines: &[String]| -> Vec<String> {
-            let mut ids: Vec<String> = Vec::new();
-            for l in lines {
-                let q = l.split(' ').next().unwrap().to_owned();
-                if !ids.contains(&q) {
-                    ids.push(q);
-                }
-            }
-            ids
-        };
-        for round in 0..2 {
-            if round == 1 {
-                // a fixed permutation from the drawn numbers
-                for (i, r) in shuffle.iter().enumerate() {
-                    let n = lines.len();
-                    if n > 0 {
-                        lines.swap(i % n, *r as usize % n);
-                    }
-                }
-            }
-            let text = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
-            let (streamed, whole) = both(&qrels, text.as_bytes(), &measures);
-            let streamed = streamed.unwrap();
-            prop_assert_eq!(&streamed.scores.to_result(), &whole.unwrap());
-            prop_assert_eq!(streamed.query_ids, firsts(&lines));
-        }
-    }
-}
-
 /// Docnos of every length around the eight bytes a key holds, the long ones sharing those.
 const DOCNOS: [&str; 8] = [
     "d1",
@@ -260,12 +198,12 @@ fn newlines_are_found_in_every_position() {
             if at + 3 < len {
                 bytes[at + 3] = b'\n';
             }
-            assert_eq!(stream::find_newline(&bytes), Some(at), "{len} {at}");
+            assert_eq!(blocks::find_newline(&bytes), Some(at), "{len} {at}");
         }
         let mut bytes = vec![0x8a_u8; len]; // high bytes that differ from '\n' by one bit
-        assert_eq!(stream::find_newline(&bytes), None);
+        assert_eq!(blocks::find_newline(&bytes), None);
         bytes.push(b'\n');
-        assert_eq!(stream::find_newline(&bytes), Some(len));
+        assert_eq!(blocks::find_newline(&bytes), Some(len));
     }
 }
 
@@ -286,12 +224,12 @@ fn blocks(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(150))]
+    #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// Whatever the blocks and threads, a run scores as `Run` read whole scores it (ties,
     /// queries not judged, judged queries not run), grouped or shuffled, its JSON is the
-    /// `RunResult`'s byte for byte, and a bad line or a docno listed twice anywhere gives the
-    /// same error, on the same line.
+    /// `RunResult`'s byte for byte, its query ids are listed in order of first appearance,
+    /// and a bad line or a docno listed twice anywhere gives the same error, on the same line.
     #[test]
     fn blocks_and_threads_score_as_reading_whole(
         queries in prop::collection::vec(
@@ -301,7 +239,8 @@ proptest! {
         judged in prop::collection::vec((0u8..14, 0u8..30, -1i32..4), 1..80),
         shuffle in prop::collection::vec(any::<u32>(), 0..200),
         threads in 1usize..4,
-        block in 1usize..200,
+        // Small blocks, or one as large as the default: the whole file in one.
+        block in prop_oneof![1usize..200, Just(super::blocks::BLOCK_BYTES)],
         fault in prop::option::of((any::<prop::sample::Index>(), 0u8..4)),
     ) {
         let mut queries = queries;
@@ -311,6 +250,7 @@ proptest! {
             docs.sort_by_key(|(d, _)| *d);
             docs.dedup_by_key(|(d, _)| *d);
         }
+        queries.reverse(); // ids not in byte order in the file
         let mut qrels_text = String::new();
         let mut seen = std::collections::HashSet::new();
         for (q, d, g) in judged {
@@ -350,6 +290,14 @@ proptest! {
                         serde_json::to_string(&s.scores).unwrap(),
                         serde_json::to_string(&w).unwrap()
                     );
+                    let mut firsts: Vec<String> = Vec::new();
+                    for l in &lines {
+                        let q = l.split(' ').next().unwrap().to_owned();
+                        if !firsts.contains(&q) {
+                            firsts.push(q);
+                        }
+                    }
+                    prop_assert_eq!(s.query_ids, firsts);
                 }
                 (Err(s), Err(w)) => prop_assert!(same_error(&s, &w), "{} vs {}", s, w),
                 (s, w) => prop_assert!(false, "{:?} vs {:?}", s.map(|_| ()), w.map(|_| ())),
