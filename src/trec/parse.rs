@@ -526,24 +526,19 @@ impl Qrels {
     /// Reads a qrels file, a large one on every core.
     pub fn from_file(path: &Utf8Path) -> Result<Self> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Self::parse_on(&read_text(path)?, path.as_str(), threads)
+        Self::parse_in_pieces(&read_text(path)?, path.as_str(), threads, MIN_PIECE)
     }
 
     /// Parses qrels text; `source` names it in errors (usually the file's path). Blank lines
     /// are skipped; every other line must be `qid iter docno rel` with an integer `rel`.
     pub fn parse(text: &str, source: &str) -> Result<Self> {
-        Self::parse_on(text, source, 1)
+        Self::parse_in_pieces(text, source, 1, MIN_PIECE)
     }
 
-    /// [`Qrels::parse`] on up to `threads` threads: text of a few megabytes or more is cut
-    /// into as many pieces, each where one query's lines end, parsed apart and put end to
-    /// end. The same judgements and the same errors: when a piece has an error, or a query's
-    /// lines turn out to be in two pieces, the text is parsed again in one.
-    pub(super) fn parse_on(text: &str, source: &str, threads: usize) -> Result<Self> {
-        Self::parse_in_pieces(text, source, threads, MIN_PIECE)
-    }
-
-    /// [`Qrels::parse_on`] with pieces of at least `min_piece` bytes.
+    /// [`Qrels::parse`] on up to `threads` threads: text of `min_piece` bytes a thread or
+    /// more is cut into pieces of at least that, each where one query's lines end, parsed
+    /// apart and put end to end. The same judgements and the same errors: when a piece has an
+    /// error, or a query's lines turn out to be in two pieces, the text is parsed again in one.
     pub(super) fn parse_in_pieces(
         text: &str,
         source: &str,
