@@ -413,20 +413,17 @@ impl ChromaStore {
                 answer.ids.len()
             )));
         }
-        let mut distances = per_query(answer.distances, lists);
-        let mut documents = per_query(answer.documents, lists);
-        let mut metadatas = per_query(answer.metadatas, lists);
+        let mut distances = answer.distances.unwrap_or_default().into_iter();
+        let mut documents = answer.documents.unwrap_or_default().into_iter();
+        let mut metadatas = answer.metadatas.unwrap_or_default().into_iter();
         Ok(answer
             .ids
             .into_iter()
             .map(|ids| {
-                let (distances, documents, metadatas) =
-                    (distances.next(), documents.next(), metadatas.next());
-                let (distances, documents, metadatas) = (
-                    distances.unwrap_or_default(),
-                    documents.unwrap_or_default(),
-                    metadatas.unwrap_or_default(),
-                );
+                // A field the server left out (or cut short) is an empty list for the query.
+                let distances = distances.next().unwrap_or_default();
+                let documents = documents.next().unwrap_or_default();
+                let metadatas = metadatas.next().unwrap_or_default();
                 if distances.len() != ids.len()
                     || documents.len() != ids.len()
                     || metadatas.len() != ids.len()
@@ -805,14 +802,6 @@ fn record_to_chunk(
             .map_err(|e| format!("record `{id}` has unreadable `{METADATA_KEY}`: {e}"))?;
     }
     Ok(chunk)
-}
-
-/// A field of a query answer as one list per query, `lists` of them; a field the server left
-/// out is an empty list for every query.
-fn per_query<T>(field: Option<Vec<Vec<T>>>, lists: usize) -> std::vec::IntoIter<Vec<T>> {
-    field
-        .unwrap_or_else(|| (0..lists).map(|_| Vec::new()).collect())
-        .into_iter()
 }
 
 #[derive(Serialize)]
