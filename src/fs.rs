@@ -1,9 +1,15 @@
-//! File helpers shared by everything that writes.
+//! File helpers shared by everything that reads or writes files.
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+/// `text` without a leading byte order mark (editors on Windows write one; it is not part of
+/// the first line).
+pub(crate) fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
 
 /// Links followed before a path counts as a loop, as Linux's `ELOOP` limit.
 const MAX_LINKS: usize = 40;

@@ -76,6 +76,7 @@ pub mod chunker;
 #[doc(hidden)]
 pub mod cli;
 pub mod compare;
+pub mod components;
 pub mod corpus;
 pub mod dataset;
 pub mod digest;
@@ -94,6 +95,7 @@ pub mod judge;
 pub mod langsmith;
 pub mod level;
 pub mod llm;
+pub mod locate;
 pub mod metrics;
 pub mod report;
 pub mod rerank;
@@ -106,6 +108,7 @@ pub mod spec;
 pub mod stats;
 pub mod store;
 pub mod trec;
+mod vector;
 
 pub use error::{Error, Result};
 

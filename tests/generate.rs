@@ -750,7 +750,7 @@ fn chunk_level_rows_cite_only_chunks_the_chunker_made() {
 #[test]
 #[ignore = "needs ../shared/data"]
 fn benchmark_references_are_located_at_their_recorded_offsets() {
-    use rag_eval::generate::locate::{normalize, Locator, MatchKind};
+    use rag_eval::locate::{normalize, Locator, MatchKind};
     use std::collections::HashMap;
     let dir = shared_data::chunking_eval_general();
     let docs: HashMap<&str, Document> = [

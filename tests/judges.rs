@@ -3,7 +3,6 @@
 
 use rag_eval::chunk::{PositionAwareChunk, RetrievedChunk};
 use rag_eval::embed::Embedder;
-use rag_eval::generate::locate::MatchKind;
 use rag_eval::generator::{
     Generator, LlmGenerator, PromptTemplate, RagAnswer, ANSWER_PLACEHOLDERS,
 };
@@ -13,6 +12,7 @@ use rag_eval::judge::{
     QueryJudgement,
 };
 use rag_eval::llm::{ChatRequest, ChatResponse, LlmClient, Role, TokenUsage};
+use rag_eval::locate::MatchKind;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 

@@ -74,7 +74,7 @@ impl Answers {
     /// byte order mark are skipped.
     pub fn parse(text: &str, path: Utf8PathBuf) -> Result<Self> {
         let mut by_id: HashMap<String, (usize, RagAnswer)> = HashMap::new();
-        for (i, line) in crate::dataset::strip_bom(text).lines().enumerate() {
+        for (i, line) in crate::fs::strip_bom(text).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }

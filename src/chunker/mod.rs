@@ -9,18 +9,17 @@ mod markdown;
 mod recursive;
 mod scan;
 mod semantic;
+mod spec;
 #[cfg(feature = "tiktoken")]
 mod token;
 
 // Re-exports of the built-in chunkers go here, one line each.
-/// Builds a chunker from its spec; the same as [`crate::spec::build_chunker`], where specs of
-/// every component are parsed.
-pub use crate::spec::build_chunker as parse_spec;
-pub use crate::spec::CHUNKER_NAMES;
 #[cfg(feature = "markdown")]
 pub use markdown::MarkdownChunker;
 pub use recursive::{LengthUnit, RecursiveCharacterChunker};
 pub use semantic::SemanticChunker;
+pub(crate) use spec::chunker_from;
+pub use spec::parse_spec;
 #[cfg(feature = "tiktoken")]
 pub use token::FixedTokenChunker;
 

@@ -4,6 +4,7 @@ use super::answering::{AnswerArgs, AnswerRun};
 use super::output::Output;
 use super::CorpusArgs;
 use crate::chunker::{parse_spec, PositionAwareChunker};
+use crate::components::{self, Context};
 use crate::dataset::ToRow;
 use crate::dataset::{self, AnyDataset};
 use crate::eval::{ChunkLevelEvaluation, Evaluation, EvaluationResult, TokenLevelEvaluation};
@@ -13,7 +14,7 @@ use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::SpanMode;
 use crate::retrieve::Retriever;
 use crate::runs::{RunRecord, Usage};
-use crate::spec::{self, Context, Kind, Spec};
+use crate::spec::{Kind, Spec};
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
@@ -112,7 +113,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             Some(_) => context.clone(),
             None => context.clone().with_chunker(Arc::clone(&chunker)),
         };
-        let retriever = spec::build_retriever(&a.retriever, &context)?;
+        let retriever = components::build_retriever(&a.retriever, &context)?;
         let mut judged = Vec::new();
         let result = match &dataset {
             AnyDataset::Token(d) => {
@@ -229,7 +230,7 @@ pub(super) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
 
 /// `context` with the cache `text` names (none for `off`).
 pub(super) fn with_cache(context: Context, text: &str) -> Result<Context> {
-    let cache = spec::open_cache(text)?;
+    let cache = components::open_cache(text)?;
     Ok(match cache.mode() {
         crate::cache::CacheMode::Off => context,
         _ => context.with_cache(Arc::new(cache)),

@@ -515,19 +515,13 @@ pub fn load(path: impl AsRef<Utf8Path>) -> Result<AnyDataset> {
 /// Parses dataset JSONL; `source` names the input in messages. Blank lines and a leading byte
 /// order mark are skipped.
 pub fn parse(text: &str, source: &str) -> Result<AnyDataset> {
-    let text = strip_bom(text);
+    let text = crate::fs::strip_bom(text);
     let rows = text.lines().enumerate().filter_map(|(i, line)| {
         parse_row(line, i + 1, source)
             .transpose()
             .map(|r| r.map(|ex| (i + 1, ex, line.to_owned())))
     });
     assemble(rows, source)
-}
-
-/// `text` without a leading byte order mark (editors on Windows write one; it is not part of
-/// the first row).
-pub(crate) fn strip_bom(text: &str) -> &str {
-    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// One example of either level, as read from a file.

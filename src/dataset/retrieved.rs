@@ -90,7 +90,7 @@ impl<L: ReadItem> Retrieved<L> {
     /// Parses retrieval JSONL; `path` names the input in messages.
     pub fn parse(text: &str, path: &Utf8Path) -> Result<Self> {
         let mut by_id: HashMap<String, (usize, Vec<L::Item>)> = HashMap::new();
-        for (i, line) in super::strip_bom(text).lines().enumerate() {
+        for (i, line) in crate::fs::strip_bom(text).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
@@ -162,7 +162,7 @@ impl Retrieved<TokenLevel> {
 pub fn load_chunk_spans(path: impl AsRef<Utf8Path>) -> Result<Vec<CharSpan>> {
     let path = path.as_ref();
     let text = crate::corpus::read_utf8(path)?;
-    super::strip_bom(&text)
+    crate::fs::strip_bom(&text)
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())

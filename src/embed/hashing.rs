@@ -31,6 +31,21 @@ impl Default for HashingEmbedder {
 }
 
 impl HashingEmbedder {
+    /// `hashing[:dim=N,ngrams=M]`.
+    pub(crate) fn from_spec(spec: &crate::spec::Spec) -> std::result::Result<Self, String> {
+        let positive = |key: &str, default: usize| -> std::result::Result<usize, String> {
+            match spec.whole(key)? {
+                None => Ok(default),
+                Some(0) => Err(format!("`{key}` must be at least 1")),
+                Some(n) => Ok(n),
+            }
+        };
+        Ok(HashingEmbedder::new(
+            positive("dim", 384)?,
+            positive("ngrams", 2)?,
+        ))
+    }
+
     /// An embedder with `dimension` buckets over word n-grams up to `max_ngram` words.
     /// Both are clamped to at least 1.
     pub fn new(dimension: usize, max_ngram: usize) -> Self {

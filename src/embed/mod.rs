@@ -9,8 +9,7 @@ mod onnx_profile;
 #[cfg(feature = "openai")]
 mod openai;
 
-#[cfg(feature = "cache")]
-pub use crate::cache::CachedEmbedder;
+pub use crate::vector::cosine;
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use hashing::HashingEmbedder;
 #[cfg(feature = "onnx")]
@@ -115,20 +114,5 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     }
     async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
         (**self).embed_queries(queries).await
-    }
-}
-
-/// Cosine similarity; 0 when either vector is all zeros.
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
-    for (x, y) in a.iter().zip(b) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
     }
 }

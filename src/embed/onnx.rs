@@ -91,7 +91,7 @@ impl OnnxConfig {
 ///
 /// The model is loaded on the first call that needs inference, not when the embedder is made:
 /// an embedder behind a cache that has every vector (a
-/// [`CachedEmbedder`](crate::embed::CachedEmbedder) on a warm file) never loads it. Making the
+/// [`CachedEmbedder`](crate::cache::CachedEmbedder) on a warm file) never loads it. Making the
 /// embedder checks what it can cheaply: the folder, `model.onnx` and `tokenizer.json` are
 /// there, the tokenizer and the configs parse, the runtime library's path exists; a
 /// `model.onnx` that onnxruntime refuses is reported, with its path, by the first call that

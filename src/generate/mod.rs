@@ -2,7 +2,7 @@
 //! corpus itself.
 //!
 //! - [`TokenLevelDataGenerator`] asks, per document, for questions with the verbatim excerpts
-//!   that answer them, then finds each excerpt in the document ([`locate`]): the ground truth is
+//!   that answer them, then finds each excerpt in the document ([`locate`](crate::locate)): the ground truth is
 //!   character spans, independent of any chunker.
 //! - [`ChunkLevelDataGenerator`] chunks each document with a given chunker, shows the chunks
 //!   with their [`ChunkId`](crate::chunk::ChunkId)s and asks for questions citing the chunks
@@ -60,7 +60,6 @@ mod difficulty;
 mod dropped;
 mod few_shot;
 mod filters;
-pub mod locate;
 mod prompt;
 pub mod resume;
 mod rng;

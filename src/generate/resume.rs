@@ -597,7 +597,7 @@ impl ResumableOutput {
         }
         let text = std::fs::read_to_string(&self.path)
             .map_err(|e| Error::io("read", self.path.as_path(), e))?;
-        Ok(dataset::strip_bom(&text)
+        Ok(crate::fs::strip_bom(&text)
             .lines()
             .filter_map(|l| Some((serde_json::from_str::<Id>(l).ok()?.id, l.to_owned())))
             .collect())

@@ -1,7 +1,6 @@
 //! Token-level generation: questions with verbatim excerpts, located as character spans.
 
 use super::filters;
-use super::locate::{Locator, MatchKind};
 use super::{
     ask_json, base_metadata, example_id, read_difficulty, read_reference, render_examples,
     share_questions, Difficulty, DocumentBatch, Dropped, GenerateConfig, SplitMix,
@@ -11,6 +10,7 @@ use crate::dataset::Example;
 use crate::error::Result;
 use crate::level::TokenLevel;
 use crate::llm::{ChatMessage, LlmClient, TokenUsage};
+use crate::locate::{Locator, MatchKind};
 use crate::span::CharSpan;
 use serde_json::Value;
 

@@ -1,8 +1,7 @@
 //! Cases that answer: the answers kept while retrieval is scored on their contexts, then
 //! scored against the reference answers and judged.
 
-use super::case::Case;
-use super::private::BoxFuture;
+use super::private::{BoxFuture, CaseSpec};
 use crate::chunk::RetrievedChunk;
 use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
@@ -161,7 +160,7 @@ pub(crate) struct Explained {
 /// then the judges' figures when the case has a judge. `references` holds each query's
 /// reference answers (none: the metrics that need one give it no figure).
 pub(crate) async fn score(
-    case: &Case,
+    case: &CaseSpec,
     log: &AnswerLog,
     references: &HashMap<String, Vec<String>>,
     outcome: &mut Outcome,
@@ -191,17 +190,17 @@ pub(crate) async fn score(
         .collect();
     // Opened only when something calls a model: a case without judge or embedder writes no
     // cache file.
-    let cache = if case.spec.judge.is_some() || case.spec.embedder.is_some() {
+    let cache = if case.judge.is_some() || case.embedder.is_some() {
         Some(cache_of(case)?)
     } else {
         None
     };
-    let embedder = match (case.spec.embedder, &cache) {
+    let embedder = match (case.embedder, &cache) {
         (Some(build), Some(cache)) => Some(cached_embedder(build(), cache)),
         _ => None,
     };
     lexical(&owned, embedder.clone(), &mut queries, outcome).await?;
-    let (summaries, judge_models) = match (case.spec.judge, &cache) {
+    let (summaries, judge_models) = match (case.judge, &cache) {
         (Some(spec), Some(cache)) => {
             let client = cached_client((spec.client)(), cache);
             let models = vec![client.name()];
@@ -302,7 +301,7 @@ fn add_means(outcome: &mut Outcome, names: Vec<String>) {
 /// Runs the case's judges over the answers and adds their figures.
 #[allow(clippy::too_many_arguments)]
 async fn judge(
-    case: &Case,
+    case: &CaseSpec,
     spec: super::private::JudgeSpec,
     client: Arc<dyn LlmClient>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -316,7 +315,7 @@ async fn judge(
         ..JudgeConfig::default()
     };
     let mut judges: Vec<Box<dyn Judge>> = vec![Box::new(Faithfulness::new(client.clone()))];
-    let named = |m: &str| case.spec.thresholds.iter().any(|t| t.metric == m);
+    let named = |m: &str| case.thresholds.iter().any(|t| t.metric == m);
     match embedder {
         Some(embedder) => {
             judges.push(Box::new(AnswerRelevancy::new(client.clone(), embedder)));
@@ -388,7 +387,7 @@ fn reference_text(references: &[String]) -> Option<String> {
 /// The harness's LLM cache: `golden/llm-cache.sqlite` (or `RAG_EVAL_CACHE_PATH`, mode from
 /// `RAG_EVAL_CACHE`), so a recorded run replays with no call.
 #[cfg(feature = "cache")]
-fn cache_of(case: &Case) -> Result<Arc<crate::cache::Cache>, String> {
+fn cache_of(case: &CaseSpec) -> Result<Arc<crate::cache::Cache>, String> {
     let path = camino::Utf8PathBuf::try_from(case.golden_dir().join("llm-cache.sqlite"))
         .map_err(|e| format!("cache path is not UTF-8: {e}"))?;
     let cache = crate::cache::Cache::from_env_or(path).map_err(|e| e.to_string())?;
@@ -415,7 +414,7 @@ fn cached_embedder(
 
 /// Without the `cache` feature the judge is called directly.
 #[cfg(not(feature = "cache"))]
-fn cache_of(_: &Case) -> Result<(), String> {
+fn cache_of(_: &CaseSpec) -> Result<(), String> {
     Ok(())
 }
 

@@ -76,7 +76,7 @@ impl Case {
     }
 
     pub fn golden_dir(&self) -> PathBuf {
-        Path::new(self.spec.manifest_dir).join("golden")
+        self.spec.golden_dir()
     }
 
     /// The golden snapshot (`None` without one), read by the first trial that asks.
@@ -390,7 +390,7 @@ fn compute(case: &Case, setup: &Setup) -> Result<Computation, String> {
     let mut result = result.map_err(|e| e.to_string())?;
     let report = if answering {
         Some(runtime.block_on(super::answers::score(
-            case,
+            &case.spec,
             &log,
             &setup.references,
             &mut result.scores,

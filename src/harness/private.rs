@@ -56,6 +56,13 @@ pub struct CaseSpec {
     pub langsmith_experiment: Option<&'static str>,
 }
 
+impl CaseSpec {
+    /// The folder of the case's snapshots and caches: `golden/` beside its crate's manifest.
+    pub fn golden_dir(&self) -> std::path::PathBuf {
+        std::path::Path::new(self.manifest_dir).join("golden")
+    }
+}
+
 /// How a case's answers are judged (`judge = …`, `judge_samples = …`, `max_invalid_share = …`).
 #[derive(Debug, Clone, Copy)]
 pub struct JudgeSpec {

@@ -1,7 +1,7 @@
 //! What a judge says about one query: per sample a status, a score and the details behind it.
 
 use crate::chunk::PaChunkId;
-use crate::generate::locate::MatchKind;
+use crate::locate::MatchKind;
 use crate::span::CharSpan;
 use serde::{Deserialize, Serialize};
 

@@ -3,10 +3,10 @@
 //! See [`precision_at_k_similarity`] for relevance and [`HybridLogRank`] for the score.
 
 use super::{Metric, MetricInput};
-use crate::embed::cosine;
 use crate::error::{Error, Result};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::span::{CharSpan, SpanSet};
+use crate::vector::cosine;
 
 /// The cosine similarity from which an item counts as relevant unless told otherwise.
 pub const DEFAULT_THRESHOLD: f32 = 0.8;

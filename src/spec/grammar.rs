@@ -4,7 +4,8 @@
 //! has and which of them hold another component, which is what makes nesting without
 //! parentheses unambiguous.
 
-use super::registry::{did_you_mean, Component, Kind};
+use super::components::{Component, Kind};
+use super::registry::did_you_mean;
 use crate::error::{Error, Result};
 use std::fmt;
 

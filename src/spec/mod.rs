@@ -1,6 +1,10 @@
 //! Component specs: one grammar for every chunker, embedder, store, reranker, retriever and
 //! cache, so that a run's configuration is a string that rebuilds its pipeline.
 //!
+//! This module parses and prints specs and knows every component's name and keys; it builds
+//! nothing. Chunkers are built by [`chunker::parse_spec`](crate::chunker::parse_spec), every
+//! other component by [`components`](crate::components).
+//!
 //! # Grammar
 //!
 //! A spec is `name[:key=value,...]`. A value is text (numbers, names, URLs and paths with `:`
@@ -23,7 +27,7 @@
 //! appear: a spec names the environment variable that holds one (`api_key_env`).
 //!
 //! ```
-//! use rag_eval::spec::{build_retriever, Context};
+//! use rag_eval::components::{build_retriever, Context};
 //! use rag_eval::level::TokenLevel;
 //! use rag_eval::retrieve::Retriever;
 //!
@@ -54,38 +58,27 @@
 //! # Adding a chunker
 //!
 //! Write the chunker in its own file under `src/chunker/` (re-exported from `chunker/mod.rs`),
-//! make its `name()` print its spec, and register it with one entry in the `CHUNKERS` table of
-//! `src/spec/chunker.rs`: its name, its keys (for parsing, errors and help) and the function
-//! that builds it from a [`Spec`]. Nothing else lists chunkers.
+//! make its `name()` print its spec, and register it twice: its name and keys (for parsing,
+//! errors and help) in the `CHUNKERS` table of `src/spec/components.rs`, and the function that
+//! builds it from a [`Spec`] in the `BUILDERS` table of `src/chunker/spec.rs`. A test checks
+//! that the two tables name the same chunkers in the same order.
 //!
 //! # Adding a provider (embedder, store, reranker)
 //!
 //! Write the client in its own file under `src/embed/`, `src/store/` or `src/rerank/` behind a
-//! cargo feature named after it, implement `spec()` on its trait, and register it with one
-//! entry in the table of `src/spec/embedder.rs`, `store.rs` or `reranker.rs`, with
-//! `feature: Some("name")` and `enabled: cfg!(feature = "name")`. The dense retriever, the
-//! CLI and its help pick it up from the table.
+//! cargo feature named after it, implement `spec()` on its trait, and register it: its name and
+//! keys in the table of `src/spec/components.rs` with `feature: Some("name")` and
+//! `enabled: cfg!(feature = "name")`, its builder in `src/components/embedder.rs`, `store.rs`
+//! or `reranker.rs`. The dense retriever, the CLI and its help pick it up from the tables.
 
-mod cache;
-mod chunker;
-mod context;
-mod embedder;
+mod components;
 mod grammar;
 mod registry;
-mod reranker;
-mod retriever;
-mod store;
 
-#[cfg(feature = "cache")]
-pub use cache::{cache_spec, open_cache};
-pub use chunker::{build_chunker, CHUNKER_NAMES};
-pub use context::Context;
-pub use embedder::build_embedder;
+pub use components::{Component, Key, Kind, CHUNKER_NAMES};
 pub use grammar::{Spec, Value};
-pub use registry::{help, help_for, Component, Key, Kind};
-pub use reranker::build_reranker;
-pub use retriever::{build_retriever, AnyLevelRetriever};
-pub use store::build_store;
+pub(crate) use registry::{builder, message};
+pub use registry::{help, help_for};
 
 #[cfg(test)]
 mod tests;

@@ -765,7 +765,7 @@ mod tests {
         let hits = vectors
             .iter()
             .zip(chunks)
-            .map(|(v, c)| RetrievedChunk::new(c.clone(), crate::embed::cosine(v, query)))
+            .map(|(v, c)| RetrievedChunk::new(c.clone(), crate::vector::cosine(v, query)))
             .collect();
         crate::chunk::rank(hits, k)
             .into_iter()
@@ -819,7 +819,7 @@ mod tests {
                 for (hit, (_, score)) in hits.iter().zip(&want) {
                     prop_assert!((hit.score - score).abs() <= 1e-5, "{} vs {}", hit.score, score);
                     let row = by_id[&hit.chunk.id];
-                    let own = crate::embed::cosine(&vectors[row], query);
+                    let own = crate::vector::cosine(&vectors[row], query);
                     prop_assert!((hit.score - own).abs() <= 1e-5);
                 }
                 // Everything the model ranks clearly inside the cut is returned.

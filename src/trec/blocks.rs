@@ -2,7 +2,7 @@
 //! next query's begin, so that blocks of a file grouped by query can be parsed and scored
 //! apart from one another.
 
-use super::parse::parse_error;
+use super::parse::{parse_error, query_cut};
 use crate::error::{Error, Result};
 use camino::Utf8Path;
 use std::collections::BTreeMap;
@@ -95,47 +95,6 @@ impl<'p> BlockReader<'p> {
         self.offset += block.bytes.len();
         block
     }
-}
-
-/// Where to end a block read as `bytes`: after the last line whose query differs from the
-/// last whole line's (blank lines go with the query after them), so that the lines of that
-/// query, most likely continued after `bytes`, start the next block. 0 when no such line is
-/// there.
-pub(super) fn query_cut(bytes: &[u8]) -> usize {
-    // `end`: the end of the whole lines considered, just after a newline.
-    let Some(last) = memrchr(b'\n', bytes) else {
-        return 0;
-    };
-    let mut end = last + 1;
-    let mut qid: Option<&[u8]> = None;
-    while end > 0 {
-        let start = memrchr(b'\n', &bytes[..end - 1]).map_or(0, |i| i + 1);
-        let line = &bytes[start..end - 1];
-        if let Some(this) = first_field(line) {
-            match qid {
-                None => qid = Some(this),
-                Some(q) if q != this => return end,
-                Some(_) => {}
-            }
-        }
-        end = start;
-    }
-    0
-}
-
-/// The first whitespace-separated field of `line`, if it has one.
-fn first_field(line: &[u8]) -> Option<&[u8]> {
-    let start = line.iter().position(|b| !b.is_ascii_whitespace())?;
-    let rest = &line[start..];
-    let len = rest
-        .iter()
-        .position(|b| b.is_ascii_whitespace())
-        .unwrap_or(rest.len());
-    Some(&rest[..len])
-}
-
-fn memrchr(byte: u8, bytes: &[u8]) -> Option<usize> {
-    bytes.iter().rposition(|&b| b == byte)
 }
 
 /// Reads the file at `path` in blocks of about `block_bytes` bytes and hands each to `work`
@@ -270,7 +229,7 @@ pub(super) fn each_line<'b, E: From<Error>>(
         };
         let mut line = line.strip_suffix('\r').unwrap_or(line);
         if number == 1 && block.offset == 0 {
-            line = crate::dataset::strip_bom(line);
+            line = crate::fs::strip_bom(line);
         }
         pos = line_end + 1;
         // Most lines start with a query id: only the others need `trim`'s Unicode look.
@@ -391,17 +350,6 @@ mod tests {
                 prop_assert_eq!(split::<3>(&block, true), split::<3>(&block, false));
             }
         }
-    }
-
-    #[test]
-    fn cuts_fall_between_queries() {
-        let text = b"q1 a\nq1 b\nq2 a\n\nq2 b\nq2 c";
-        // the last whole line is q2's: the cut is after q1's lines
-        assert_eq!(query_cut(text), 10);
-        assert_eq!(query_cut(b"q1 a\n\n q2 b\n"), 5);
-        assert_eq!(query_cut(b"q1 a\nq1 b\nq1"), 0);
-        assert_eq!(query_cut(b"q1 a"), 0);
-        assert_eq!(query_cut(b"\n\n"), 0);
     }
 
     #[test]

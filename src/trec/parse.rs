@@ -553,7 +553,7 @@ impl Qrels {
             if target < last + min_piece {
                 continue;
             }
-            match super::blocks::query_cut(&text.as_bytes()[last..target]) {
+            match query_cut(&text.as_bytes()[last..target]) {
                 0 => {}
                 cut => cuts.push(last + cut),
             }
@@ -958,5 +958,62 @@ impl Run {
             },
             |i, grade| grades[ranks[i] as usize] = grade,
         );
+    }
+}
+
+/// Where to end a block read as `bytes`: after the last line whose query differs from the
+/// last whole line's (blank lines go with the query after them), so that the lines of that
+/// query, most likely continued after `bytes`, start the next block. 0 when no such line is
+/// there.
+pub(super) fn query_cut(bytes: &[u8]) -> usize {
+    // `end`: the end of the whole lines considered, just after a newline.
+    let Some(last) = memrchr(b'\n', bytes) else {
+        return 0;
+    };
+    let mut end = last + 1;
+    let mut qid: Option<&[u8]> = None;
+    while end > 0 {
+        let start = memrchr(b'\n', &bytes[..end - 1]).map_or(0, |i| i + 1);
+        let line = &bytes[start..end - 1];
+        if let Some(this) = first_field(line) {
+            match qid {
+                None => qid = Some(this),
+                Some(q) if q != this => return end,
+                Some(_) => {}
+            }
+        }
+        end = start;
+    }
+    0
+}
+
+/// The first whitespace-separated field of `line`, if it has one.
+fn first_field(line: &[u8]) -> Option<&[u8]> {
+    let start = line.iter().position(|b| !b.is_ascii_whitespace())?;
+    let rest = &line[start..];
+    let len = rest
+        .iter()
+        .position(|b| b.is_ascii_whitespace())
+        .unwrap_or(rest.len());
+    Some(&rest[..len])
+}
+
+fn memrchr(byte: u8, bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|&b| b == byte)
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::query_cut;
+
+    #[test]
+    fn cuts_fall_between_queries() {
+        let text = b"q1 a\nq1 b\nq2 a\n\nq2 b\nq2 c";
+        // the last whole line is q2's: the cut is after q1's lines
+        assert_eq!(query_cut(text), 10);
+        assert_eq!(query_cut(b"q1 a\n\n q2 b\n"), 5);
+        assert_eq!(query_cut(b"q1 a\nq1 b\nq1"), 0);
+        assert_eq!(query_cut(b"q1 a"), 0);
+        assert_eq!(query_cut(b"\n\n"), 0);
     }
 }

@@ -8,6 +8,7 @@ use crate::cli::eval::{runtime, with_cache};
 use crate::cli::judging::{joined_references, Judging, JUDGES};
 use crate::cli::output::Output;
 use crate::cli::render_table;
+use crate::components::Context;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset, Dataset};
 use crate::embed::Embedder;
@@ -15,7 +16,6 @@ use crate::generator::RagAnswer;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
 use crate::runs;
-use crate::spec::Context;
 use anyhow::{bail, Context as _, Result};
 use camino::Utf8Path;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub(super) fn run(
     let embedder = a
         .embedder
         .as_deref()
-        .map(|spec| crate::spec::build_embedder(spec, &context))
+        .map(|spec| crate::components::build_embedder(spec, &context))
         .transpose()?;
     let mut judging = match &a.judge.judge_model {
         Some(model) => {

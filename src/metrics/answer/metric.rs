@@ -114,7 +114,7 @@ impl AnswerMetric for AnswerSimilarity {
         input
             .reference_embeddings
             .iter()
-            .map(|r| f64::from(crate::embed::cosine(answer, r)).clamp(0.0, 1.0))
+            .map(|r| f64::from(crate::vector::cosine(answer, r)).clamp(0.0, 1.0))
             .max_by(f64::total_cmp)
     }
 }

@@ -1,32 +1,21 @@
 //! Reranker specs: `cohere:model=…`.
 
-use super::grammar::Spec;
-#[allow(unused_imports)] // the providers behind features use it
-use super::registry::message;
-use super::registry::{lookup, Component, Key, Kind, Registered};
 use crate::error::{Error, Result};
 use crate::rerank::Reranker;
+#[allow(unused_imports)] // the providers behind features use it
+use crate::spec::message;
+use crate::spec::{builder, Kind, Spec};
 use std::sync::Arc;
 
 type Build = fn(&Spec) -> std::result::Result<Arc<dyn Reranker>, String>;
 
-/// The rerankers, one entry each.
-pub(crate) static RERANKERS: &[Registered<Build>] = &[Registered {
-    info: Component {
-        kind: Kind::Reranker,
-        name: "cohere",
-        about: "Cohere's /v2/rerank or a compatible server (Infinity: path=/rerank)",
-        feature: Some("cohere"),
-        enabled: cfg!(feature = "cohere"),
-        keys: &[
-            Key::text("model", "required"),
-            Key::text("base_url", "https://api.cohere.com"),
-            Key::text("api_key_env", "COHERE_API_KEY"),
-            Key::text("path", "/v2/rerank"),
-        ],
-    },
-    build: cohere,
-}];
+/// The builder of each component of the table in [`crate::spec`], by name.
+static BUILDERS: &[(&str, Build)] = &[("cohere", cohere)];
+
+#[cfg(test)]
+pub(super) fn names() -> Vec<&'static str> {
+    BUILDERS.iter().map(|(n, _)| *n).collect()
+}
 
 /// Builds the reranker a spec such as `cohere:model=rerank-v3.5` names.
 pub fn build_reranker(text: &str) -> Result<Arc<dyn Reranker>> {
@@ -36,7 +25,8 @@ pub fn build_reranker(text: &str) -> Result<Arc<dyn Reranker>> {
 
 /// Builds the reranker a parsed spec names.
 pub(crate) fn reranker_from(spec: &Spec) -> std::result::Result<Arc<dyn Reranker>, String> {
-    (lookup(RERANKERS, spec.name())?.build)(spec).map_err(|m| format!("`{}`: {m}", spec.name()))
+    (builder(Kind::Reranker, BUILDERS, spec.name())?)(spec)
+        .map_err(|m| format!("`{}`: {m}", spec.name()))
 }
 
 fn cohere(spec: &Spec) -> std::result::Result<Arc<dyn Reranker>, String> {

@@ -1,38 +1,7 @@
-//! Cache specs: `rw`, `off` or `replay`, each with an optional `path`.
+//! Opening the cache a spec names: `rw`, `off` or `replay`, each with an optional `path`.
 
 #[cfg(feature = "cache")]
-use super::grammar::Spec;
-use super::registry::{Component, Key, Kind};
-
-const PATH: Key = Key::text("path", "target/rag-eval-cache.sqlite");
-
-/// The cache modes, as components of kind [`Kind::Cache`].
-pub(crate) static MODES: &[Component] = &[
-    Component {
-        kind: Kind::Cache,
-        name: "rw",
-        about: "answer from the cache, call the provider on a miss and record the answer",
-        feature: Some("cache"),
-        enabled: cfg!(feature = "cache"),
-        keys: &[PATH],
-    },
-    Component {
-        kind: Kind::Cache,
-        name: "off",
-        about: "no cache",
-        feature: Some("cache"),
-        enabled: cfg!(feature = "cache"),
-        keys: &[],
-    },
-    Component {
-        kind: Kind::Cache,
-        name: "replay",
-        about: "answer from the cache only; a miss is an error (offline runs)",
-        feature: Some("cache"),
-        enabled: cfg!(feature = "cache"),
-        keys: &[PATH],
-    },
-];
+use crate::spec::{Kind, Spec};
 
 /// Opens the cache a spec such as `replay:path=golden/cache.sqlite` names (`off` opens
 /// nothing).

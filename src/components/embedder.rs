@@ -1,63 +1,22 @@
 //! Embedder specs: `hashing`, `openai:model=…`, `onnx:dir=…`.
 
-use super::context::Context;
-use super::grammar::Spec;
-#[allow(unused_imports)] // the providers behind features use it
-use super::registry::message;
-use super::registry::{lookup, Component, Key, Kind, Registered};
+use super::Context;
 use crate::embed::{Embedder, HashingEmbedder};
 use crate::error::{Error, Result};
+#[allow(unused_imports)] // the providers behind features use it
+use crate::spec::message;
+use crate::spec::{builder, Kind, Spec};
 use std::sync::Arc;
 
 type Build = fn(&Spec) -> std::result::Result<Arc<dyn Embedder>, String>;
 
-/// The embedders, one entry each.
-pub(crate) static EMBEDDERS: &[Registered<Build>] = &[
-    Registered {
-        info: Component {
-            kind: Kind::Embedder,
-            name: "hashing",
-            about: "offline feature hashing of word n-grams (no model, no network)",
-            feature: None,
-            enabled: true,
-            keys: &[Key::text("dim", "384"), Key::text("ngrams", "2")],
-        },
-        build: hashing,
-    },
-    Registered {
-        info: Component {
-            kind: Kind::Embedder,
-            name: "openai",
-            about: "an OpenAI-compatible /embeddings server (OpenAI, Ollama, vLLM, TEI, llama.cpp)",
-            feature: Some("openai"),
-            enabled: cfg!(feature = "openai"),
-            keys: &[
-                Key::text("model", "required"),
-                Key::text("base_url", "https://api.openai.com/v1"),
-                Key::text("api_key_env", "OPENAI_API_KEY"),
-                Key::text("dimensions", "the model's; sent to the server"),
-                Key::text("expected_dimension", "the model's; declared, not sent"),
-                Key::text("path", "/embeddings"),
-            ],
-        },
-        build: openai,
-    },
-    Registered {
-        info: Component {
-            kind: Kind::Embedder,
-            name: "onnx",
-            about: "a sentence-transformers ONNX export run by onnxruntime",
-            feature: Some("onnx"),
-            enabled: cfg!(feature = "onnx"),
-            keys: &[
-                Key::text("dir", "required: folder with model.onnx and tokenizer.json"),
-                Key::text("max_len", "the model folder's"),
-                Key::text("batch_size", "32"),
-            ],
-        },
-        build: onnx,
-    },
-];
+/// The builder of each component of the table in [`crate::spec`], by name.
+static BUILDERS: &[(&str, Build)] = &[("hashing", hashing), ("openai", openai), ("onnx", onnx)];
+
+#[cfg(test)]
+pub(super) fn names() -> Vec<&'static str> {
+    BUILDERS.iter().map(|(n, _)| *n).collect()
+}
 
 /// Builds the embedder a spec such as `openai:model=text-embedding-3-small` names, wrapped in
 /// the context's cache when there is one (see [`Context`]).
@@ -71,7 +30,7 @@ pub(crate) fn embedder_from(
     spec: &Spec,
     context: &Context,
 ) -> std::result::Result<Arc<dyn Embedder>, String> {
-    let embedder = (lookup(EMBEDDERS, spec.name())?.build)(spec)
+    let embedder = (builder(Kind::Embedder, BUILDERS, spec.name())?)(spec)
         .map_err(|m| format!("`{}`: {m}", spec.name()))?;
     // Hashing computes a vector faster than the cache could look one up.
     if spec.name() == "hashing" || !context.caches() {
@@ -80,23 +39,8 @@ pub(crate) fn embedder_from(
     Ok(context.cached(embedder))
 }
 
-/// `hashing[:dim=N,ngrams=M]`.
-pub(crate) fn hashing_from(spec: &Spec) -> std::result::Result<HashingEmbedder, String> {
-    let positive = |key: &str, default: usize| -> std::result::Result<usize, String> {
-        match spec.whole(key)? {
-            None => Ok(default),
-            Some(0) => Err(format!("`{key}` must be at least 1")),
-            Some(n) => Ok(n),
-        }
-    };
-    Ok(HashingEmbedder::new(
-        positive("dim", 384)?,
-        positive("ngrams", 2)?,
-    ))
-}
-
 fn hashing(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
-    Ok(Arc::new(hashing_from(spec)?))
+    Ok(Arc::new(HashingEmbedder::from_spec(spec)?))
 }
 
 fn openai(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {

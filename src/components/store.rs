@@ -1,45 +1,21 @@
 //! Vector store specs: `memory`, `chroma:url=…,collection=…`.
 
-use super::grammar::Spec;
-#[allow(unused_imports)] // the providers behind features use it
-use super::registry::message;
-use super::registry::{lookup, Component, Key, Kind, Registered};
 use crate::error::{Error, Result};
+#[allow(unused_imports)] // the providers behind features use it
+use crate::spec::message;
+use crate::spec::{builder, Kind, Spec};
 use crate::store::{InMemoryStore, VectorStore};
 use std::sync::Arc;
 
 type Build = fn(&Spec) -> std::result::Result<Arc<dyn VectorStore>, String>;
 
-/// The vector stores, one entry each.
-pub(crate) static STORES: &[Registered<Build>] = &[
-    Registered {
-        info: Component {
-            kind: Kind::Store,
-            name: "memory",
-            about: "exact cosine search in memory",
-            feature: None,
-            enabled: true,
-            keys: &[],
-        },
-        build: memory,
-    },
-    Registered {
-        info: Component {
-            kind: Kind::Store,
-            name: "chroma",
-            about: "a collection on a Chroma server (HTTP API v2)",
-            feature: Some("chroma"),
-            enabled: cfg!(feature = "chroma"),
-            keys: &[
-                Key::text("url", "required, e.g. http://127.0.0.1:8000"),
-                Key::text("collection", "required"),
-                Key::text("tenant", "default_tenant"),
-                Key::text("database", "default_database"),
-            ],
-        },
-        build: chroma,
-    },
-];
+/// The builder of each component of the table in [`crate::spec`], by name.
+static BUILDERS: &[(&str, Build)] = &[("memory", memory), ("chroma", chroma)];
+
+#[cfg(test)]
+pub(super) fn names() -> Vec<&'static str> {
+    BUILDERS.iter().map(|(n, _)| *n).collect()
+}
 
 /// Builds the vector store a spec such as `chroma:url=http://127.0.0.1:8000,collection=docs`
 /// names.
@@ -50,7 +26,8 @@ pub fn build_store(text: &str) -> Result<Arc<dyn VectorStore>> {
 
 /// Builds the store a parsed spec names.
 pub(crate) fn store_from(spec: &Spec) -> std::result::Result<Arc<dyn VectorStore>, String> {
-    (lookup(STORES, spec.name())?.build)(spec).map_err(|m| format!("`{}`: {m}", spec.name()))
+    (builder(Kind::Store, BUILDERS, spec.name())?)(spec)
+        .map_err(|m| format!("`{}`: {m}", spec.name()))
 }
 
 fn memory(_: &Spec) -> std::result::Result<Arc<dyn VectorStore>, String> {

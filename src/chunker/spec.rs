@@ -1,81 +1,24 @@
-//! Chunker specs. Every built-in chunker's `name()` is a spec that builds the same chunker.
+//! Building chunkers from their specs. Every built-in chunker's `name()` is a spec that builds the same chunker.
 
-use super::grammar::Spec;
-use super::registry::{lookup, message, Component, Key, Kind, Registered};
 use crate::chunker::PositionAwareChunker;
 use crate::error::{Error, Result};
+use crate::spec::{builder, message, Kind, Spec};
 
 type Build = fn(&Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, String>;
 
-/// Chunker names, in the order messages list them.
-pub const CHUNKER_NAMES: &[&str] = &["recursive", "token", "markdown", "semantic"];
-
-const SIZE: Key = Key::text("size", "required");
-const OVERLAP: Key = Key::text("overlap", "0");
-
-/// The chunkers, one entry each.
-pub(crate) static CHUNKERS: &[Registered<Build>] = &[
-    Registered {
-        info: Component {
-            kind: Kind::Chunker,
-            name: "recursive",
-            about: "LangChain's recursive character splitter",
-            feature: None,
-            enabled: true,
-            keys: &[
-                SIZE,
-                OVERLAP,
-                Key::text("length", "chars | tokens"),
-                Key::text("separators", "langchain | chroma"),
-            ],
-        },
-        build: recursive,
-    },
-    Registered {
-        info: Component {
-            kind: Kind::Chunker,
-            name: "token",
-            about: "fixed windows of cl100k_base tokens",
-            feature: Some("tiktoken"),
-            enabled: cfg!(feature = "tiktoken"),
-            keys: &[SIZE, OVERLAP],
-        },
-        build: token,
-    },
-    Registered {
-        info: Component {
-            kind: Kind::Chunker,
-            name: "markdown",
-            about: "heading- and paragraph-aware Markdown splitting",
-            feature: Some("markdown"),
-            enabled: cfg!(feature = "markdown"),
-            keys: &[SIZE, OVERLAP],
-        },
-        build: markdown,
-    },
-    Registered {
-        info: Component {
-            kind: Kind::Chunker,
-            name: "semantic",
-            about: "sentences grouped where the embedding distance jumps",
-            feature: None,
-            enabled: true,
-            keys: &[
-                Key::text("percentile", "95"),
-                Key::text("buffer", "1"),
-                Key::text("max_chars", "none"),
-                Key::component("embedder", Kind::Embedder, "hashing"),
-            ],
-        },
-        build: semantic,
-    },
+/// The builder of each component of the table in [`crate::spec`], by name.
+static BUILDERS: &[(&str, Build)] = &[
+    ("recursive", recursive),
+    ("token", token),
+    ("markdown", markdown),
+    ("semantic", semantic),
 ];
 
 /// Builds a chunker from a spec such as `recursive:size=400,overlap=0`.
 ///
 /// Errors name the spec and what is wrong with it: an unknown chunker or key (with the
 /// closest valid one), a missing or malformed value, an invalid combination.
-pub fn build_chunker(text: &str) -> Result<Box<dyn PositionAwareChunker>> {
+pub fn parse_spec(text: &str) -> Result<Box<dyn PositionAwareChunker>> {
     let spec = Spec::parse(Kind::Chunker, text)?;
     chunker_from(&spec).map_err(|m| Error::Config(format!("chunker spec `{text}`: {m}")))
 }
@@ -84,7 +27,7 @@ pub fn build_chunker(text: &str) -> Result<Box<dyn PositionAwareChunker>> {
 pub(crate) fn chunker_from(
     spec: &Spec,
 ) -> std::result::Result<Box<dyn PositionAwareChunker>, String> {
-    (lookup(CHUNKERS, spec.name())?.build)(spec)
+    (builder(Kind::Chunker, BUILDERS, spec.name())?)(spec)
 }
 
 fn size(spec: &Spec) -> std::result::Result<usize, String> {
@@ -164,7 +107,7 @@ fn semantic(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, S
     let embedder = match spec.nested("embedder") {
         None => crate::embed::HashingEmbedder::default(),
         Some(e) if e.name() == "hashing" => {
-            super::embedder::hashing_from(e).map_err(|m| format!("`embedder`: {m}"))?
+            crate::embed::HashingEmbedder::from_spec(e).map_err(|m| format!("`embedder`: {m}"))?
         }
         Some(other) => {
             return Err(format!(
@@ -195,7 +138,7 @@ mod tests {
     use super::*;
 
     fn e(spec: &str) -> String {
-        match build_chunker(spec) {
+        match parse_spec(spec) {
             Ok(c) => panic!("`{spec}` parsed as {}", c.name()),
             Err(e) => e.to_string(),
         }
@@ -203,8 +146,10 @@ mod tests {
 
     #[test]
     fn names_are_the_table() {
-        let names: Vec<&str> = CHUNKERS.iter().map(|r| r.info.name).collect();
-        assert_eq!(names, CHUNKER_NAMES);
+        let names: Vec<&str> = Kind::Chunker.components().iter().map(|c| c.name).collect();
+        assert_eq!(names, crate::spec::CHUNKER_NAMES);
+        let built: Vec<&str> = BUILDERS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(built, names, "one builder for each chunker of the table");
     }
 
     #[test]
@@ -220,15 +165,15 @@ mod tests {
             "semantic:embedder=(hashing:dim=64,ngrams=1)",
             "semantic:embedder=hashing:dim=64,ngrams=1,buffer=3",
         ] {
-            let c = build_chunker(spec).unwrap();
-            let again = build_chunker(&c.name()).unwrap();
+            let c = parse_spec(spec).unwrap();
+            let again = parse_spec(&c.name()).unwrap();
             assert_eq!(again.name(), c.name(), "{spec}");
             // A chunker's name is the canonical print of its own spec.
             let canonical = Spec::parse(Kind::Chunker, &c.name()).unwrap().to_string();
             assert_eq!(canonical, c.name(), "{spec}");
         }
         assert_eq!(
-            build_chunker("semantic:embedder=hashing:dim=64,ngrams=1,buffer=3")
+            parse_spec("semantic:embedder=hashing:dim=64,ngrams=1,buffer=3")
                 .unwrap()
                 .name(),
             "semantic:percentile=95,buffer=3,embedder=hashing(dim=64,ngrams=1)"

@@ -4,13 +4,12 @@
 //! [`Context`]: that is how one `--retriever` spec runs over every `--chunker` of the CLI. A
 //! built retriever prints its chunker either way, so its spec rebuilds it alone.
 
-use super::context::Context;
-use super::grammar::Spec;
-use super::registry::{lookup, Component, Key, Kind, Registered};
+use super::Context;
 use crate::chunker::PositionAwareChunker;
 use crate::error::{Error, Result};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::retrieve::{Bm25Retriever, Pipeline, Retriever};
+use crate::spec::{builder, Kind, Spec};
 use std::sync::Arc;
 
 /// A retriever usable at both levels, as the built-ins are.
@@ -19,46 +18,20 @@ impl<T: Retriever<TokenLevel> + Retriever<ChunkLevel> + ?Sized> AnyLevelRetrieve
 
 type Build = fn(&Spec, &Context) -> std::result::Result<Box<dyn AnyLevelRetriever>, String>;
 
-const CHUNKER: Key = Key::component("chunker", Kind::Chunker, "the context's, e.g. --chunker");
+/// The builder of each component of the table in [`crate::spec`], by name.
+static BUILDERS: &[(&str, Build)] = &[("bm25", bm25), ("dense", dense)];
 
-/// The retrievers, one entry each.
-pub(crate) static RETRIEVERS: &[Registered<Build>] = &[
-    Registered {
-        info: Component {
-            kind: Kind::Retriever,
-            name: "bm25",
-            about: "Okapi BM25 over the chunks",
-            feature: None,
-            enabled: true,
-            keys: &[CHUNKER, Key::text("k1", "1.2"), Key::text("b", "0.75")],
-        },
-        build: bm25,
-    },
-    Registered {
-        info: Component {
-            kind: Kind::Retriever,
-            name: "dense",
-            about: "chunker -> embedder -> vector store -> optional reranker",
-            feature: None,
-            enabled: true,
-            keys: &[
-                CHUNKER,
-                Key::component("embedder", Kind::Embedder, "hashing"),
-                Key::component("store", Kind::Store, "memory"),
-                Key::component("reranker", Kind::Reranker, "none"),
-                Key::text("candidates", "20: store results the reranker narrows"),
-            ],
-        },
-        build: dense,
-    },
-];
+#[cfg(test)]
+pub(super) fn names() -> Vec<&'static str> {
+    BUILDERS.iter().map(|(n, _)| *n).collect()
+}
 
 /// Builds the retriever a spec such as
 /// `dense:embedder=openai:model=text-embedding-3-small,store=memory` names, with the
 /// context's chunker when the spec has no `chunker` key.
 ///
 /// ```
-/// use rag_eval::spec::{build_retriever, Context};
+/// use rag_eval::components::{build_retriever, Context};
 /// use rag_eval::level::TokenLevel;
 /// use rag_eval::retrieve::Retriever;
 ///
@@ -80,7 +53,7 @@ pub(crate) fn retriever_from(
     spec: &Spec,
     context: &Context,
 ) -> std::result::Result<Box<dyn AnyLevelRetriever>, String> {
-    (lookup(RETRIEVERS, spec.name())?.build)(spec, context)
+    (builder(Kind::Retriever, BUILDERS, spec.name())?)(spec, context)
 }
 
 fn chunker(
@@ -91,7 +64,7 @@ fn chunker(
         (Some(_), Some(_)) => Err(
             "the spec names a chunker and one was given besides (e.g. --chunker): give one".into(),
         ),
-        (Some(c), None) => Ok(super::chunker::chunker_from(c)
+        (Some(c), None) => Ok(crate::chunker::chunker_from(c)
             .map_err(|m| format!("`chunker`: {m}"))?
             .into()),
         (None, Some(c)) => Ok(Arc::clone(c)),

@@ -24,7 +24,7 @@
 //! threshold: it is not located, which is the point.
 //!
 //! ```
-//! use rag_eval::generate::locate::{locate, MatchKind};
+//! use rag_eval::locate::{locate, MatchKind};
 //! let doc = "The server keeps\nevery flag in memory. Restarts take two seconds.";
 //! let hit = locate(doc, "the server keeps every flag in memory.", 0.9).unwrap();
 //! assert_eq!((hit.start, hit.end, hit.kind), (0, 38, MatchKind::Normalized));

@@ -1,0 +1,371 @@
+//! The library's layers hold: every `crate::…` and `super::…` path in `src/` (tests left out)
+//! points to a module of the same layer or a lower one, the modules of one layer form no
+//! circle, and no two files of one folder use each other.
+//!
+//! The layer table is read from `docs/architecture.md`, so the document and this test cannot
+//! say different things; a module missing from the table fails here too.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+/// One use of another module: where it is written and what it names.
+#[derive(Debug, Clone)]
+struct Edge {
+    /// The file that uses, relative to the repository.
+    file: String,
+    /// Its line.
+    line: usize,
+    /// The top-level module of `src/` the file belongs to.
+    from: String,
+    /// The top-level module it names.
+    to: String,
+}
+
+/// The layers of `docs/architecture.md`, lowest first: module → layer number.
+fn layers() -> BTreeMap<String, usize> {
+    let doc = std::fs::read_to_string(Path::new(REPO).join("docs/architecture.md"))
+        .expect("docs/architecture.md holds the layer table");
+    let start = doc
+        .find("<!-- layers -->")
+        .expect("docs/architecture.md marks its layer table with <!-- layers -->");
+    let mut table = BTreeMap::new();
+    let rows = doc[start..]
+        .lines()
+        .skip(1)
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'));
+    for row in rows {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let Ok(layer) = cells[0].parse::<usize>() else {
+            continue; // the header and its rule
+        };
+        for module in cells[2].split(',') {
+            let module = module.trim().trim_matches('`');
+            assert!(
+                table.insert(module.to_string(), layer).is_none(),
+                "docs/architecture.md places `{module}` twice"
+            );
+        }
+    }
+    assert!(
+        table.len() > 10,
+        "the layer table of docs/architecture.md was not read"
+    );
+    table
+}
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether the item's attributes hold `#[cfg(test)]` (or `cfg(all(test, …))` and the like).
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && {
+            let mut test = false;
+            let _ = a.parse_nested_meta(|m| {
+                test |= m.path.is_ident("test");
+                if m.path.is_ident("all") {
+                    m.parse_nested_meta(|inner| {
+                        test |= inner.path.is_ident("test");
+                        Ok(())
+                    })?;
+                }
+                Ok(())
+            });
+            test
+        }
+    })
+}
+
+/// Collects the paths a file writes, as (first segments, line); `super` resolved against
+/// the file's own module path.
+struct Paths<'a> {
+    /// The module path of the file, e.g. `["harness", "case"]`.
+    module: &'a [String],
+    found: Vec<(Vec<String>, usize)>,
+}
+
+impl Paths<'_> {
+    fn add(&mut self, segments: Vec<String>, line: usize) {
+        let mut resolved: Vec<String> = Vec::new();
+        let mut rest = segments.as_slice();
+        match rest.first().map(String::as_str) {
+            Some("crate") => rest = &rest[1..],
+            Some("super") => {
+                let mut base = self.module.to_vec();
+                while rest.first().map(String::as_str) == Some("super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+                resolved = base;
+            }
+            Some("self") => {
+                resolved = self.module.to_vec();
+                rest = &rest[1..];
+            }
+            _ => return,
+        }
+        resolved.extend(rest.iter().take(2).cloned());
+        self.found.push((resolved, line));
+    }
+
+    fn tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut full = prefix.clone();
+                full.push(n.ident.to_string());
+                self.add(full, n.ident.span().start().line);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                full.push(r.ident.to_string());
+                self.add(full, r.ident.span().start().line);
+            }
+            syn::UseTree::Glob(g) => {
+                self.add(prefix.clone(), g.star_token.spans[0].start().line);
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.tree(prefix, t);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Paths<'_> {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs = match item {
+            syn::Item::Mod(m) => &m.attrs,
+            syn::Item::Fn(f) => &f.attrs,
+            syn::Item::Use(u) => &u.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            syn::Item::Const(c) => &c.attrs,
+            syn::Item::Static(s) => &s.attrs,
+            syn::Item::Struct(s) => &s.attrs,
+            syn::Item::Enum(e) => &e.attrs,
+            syn::Item::Trait(t) => &t.attrs,
+            syn::Item::Macro(m) => &m.attrs,
+            _ => return syn::visit::visit_item(self, item),
+        };
+        if !is_test(attrs) {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        let leading = match &item.tree {
+            syn::UseTree::Path(_) | syn::UseTree::Group(_) => Vec::new(),
+            _ => return,
+        };
+        self.tree(&mut leading.clone(), &item.tree);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segments.len() > 1 {
+            let line = path.segments[0].ident.span().start().line;
+            self.add(segments, line);
+        }
+        syn::visit::visit_path(self, path);
+    }
+}
+
+/// The module path of a file under `src/`: `src/harness/case.rs` → `["harness", "case"]`.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let file = parts.pop().unwrap();
+    let stem = file.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// Every edge between two top-level modules, and every edge between two sibling files.
+fn edges() -> (Vec<Edge>, Vec<(String, String, usize)>) {
+    let src = Path::new(REPO).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    let mut modules = Vec::new();
+    let mut siblings = Vec::new();
+    for path in files {
+        let relative = path.strip_prefix(&src).unwrap().to_path_buf();
+        let shown = format!("src/{}", relative.display());
+        if relative.starts_with("bin") || shown == "src/lib.rs" {
+            continue; // the binary is a crate of its own; lib.rs is the facade
+        }
+        let stem = relative.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem == "tests" || stem.ends_with("_tests") {
+            continue; // files that are test modules
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{shown}: {e}"));
+        let module = module_path(&relative);
+        let mut paths = Paths {
+            module: &module,
+            found: Vec::new(),
+        };
+        paths.visit_file(&file);
+        for (target, line) in paths.found {
+            let Some(to) = target.first() else { continue };
+            if to != &module[0] {
+                modules.push(Edge {
+                    file: shown.clone(),
+                    line,
+                    from: module[0].clone(),
+                    to: to.clone(),
+                });
+            } else if module.len() > 1
+                && target.len() >= module.len()
+                && target[..module.len() - 1] == module[..module.len() - 1]
+                && target[module.len() - 1] != module[module.len() - 1]
+            {
+                // `super::sibling::…` from a file that is not its folder's mod.rs
+                let folder = relative.parent().unwrap();
+                let sibling = folder.join(format!("{}.rs", target[module.len() - 1]));
+                if src.join(&sibling).exists() && !shown.ends_with("mod.rs") {
+                    siblings.push((shown.clone(), format!("src/{}", sibling.display()), line));
+                }
+            }
+        }
+    }
+    assert!(
+        modules.len() > 500
+            && modules
+                .iter()
+                .any(|e| e.from == "harness" && e.to == "eval"),
+        "the library's paths were not read: {} edges",
+        modules.len()
+    );
+    (modules, siblings)
+}
+
+/// The top-level modules `src/lib.rs` declares.
+fn declared() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(Path::new(REPO).join("src/lib.rs")).unwrap();
+    let file = syn::parse_file(&text).unwrap();
+    file.items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Mod(m)
+                if !is_test(&m.attrs) && m.ident != "prelude" && m.ident != "__private" =>
+            {
+                Some(m.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    let layers = layers();
+    let declared = declared();
+    let missing: Vec<_> = declared
+        .iter()
+        .filter(|m| !layers.contains_key(*m))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "modules of src/lib.rs without a layer in docs/architecture.md: {missing:?}"
+    );
+    let gone: Vec<_> = layers.keys().filter(|m| !declared.contains(*m)).collect();
+    assert!(
+        gone.is_empty(),
+        "docs/architecture.md places modules that do not exist: {gone:?}"
+    );
+}
+
+#[test]
+fn no_module_uses_a_higher_layer() {
+    let layers = layers();
+    let (edges, _) = edges();
+    let mut wrong: Vec<String> = edges
+        .iter()
+        .filter_map(|e| {
+            let (from, to) = (layers.get(&e.from)?, layers.get(&e.to)?);
+            (to > from).then(|| {
+                format!(
+                    "{}:{}: `{}` (layer {from}) uses `{}` (layer {to})",
+                    e.file, e.line, e.from, e.to
+                )
+            })
+        })
+        .collect();
+    wrong.dedup();
+    assert!(
+        wrong.is_empty(),
+        "arrows that run back up:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn modules_form_no_circle() {
+    let (edges, _) = edges();
+    let mut graph: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for e in &edges {
+        graph.entry(&e.from).or_default().insert(&e.to);
+    }
+    let mut circles = Vec::new();
+    for e in &edges {
+        // a path back from `to` to `from` closes a circle through this edge
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![e.to.as_str()];
+        while let Some(m) = stack.pop() {
+            if m == e.from {
+                circles.push(format!(
+                    "{}:{}: `{}` → `{}` closes a circle",
+                    e.file, e.line, e.from, e.to
+                ));
+                break;
+            }
+            if seen.insert(m) {
+                stack.extend(graph.get(m).into_iter().flatten());
+            }
+        }
+    }
+    circles.dedup();
+    assert!(
+        circles.is_empty(),
+        "module circles:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn sibling_files_form_no_circle() {
+    let (_, siblings) = edges();
+    let pairs: BTreeSet<(&str, &str)> = siblings
+        .iter()
+        .map(|(a, b, _)| (a.as_str(), b.as_str()))
+        .collect();
+    let circles: Vec<String> = siblings
+        .iter()
+        .filter(|(a, b, _)| a < b && pairs.contains(&(b.as_str(), a.as_str())))
+        .map(|(a, b, line)| format!("{a}:{line} and {b} use each other"))
+        .collect();
+    assert!(circles.is_empty(), "file circles:\n{}", circles.join("\n"));
+}
