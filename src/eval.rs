@@ -279,7 +279,7 @@ where
                 queries.len()
             )));
         }
-        if L::NAME == crate::level::TokenLevel::NAME {
+        if L::KIND == crate::level::LevelKind::Token {
             self.check_retrieved_text(&retrieved)?;
         }
         let fetched = Instant::now();

@@ -23,7 +23,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) 
             Ok(Shape::Factory { .. } | Shape::Function { .. })
         )
     });
-    let args = args::parse(attr, root, answers, &mut errors);
+    let args = args::parse(attr, root, &mut errors);
+    let checks = bar_checks(&args, answers);
     let Ok(function) = function else {
         errors.push(syn::Error::new(
             Span::call_site(),
@@ -41,7 +42,32 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) 
         _ => stub_module(&function),
     };
     let errors = errors.to_compile_errors();
-    quote!(#item #module #errors)
+    quote!(#item #module #checks #errors)
+}
+
+/// One `const` item per bar, spanned at its key, that fails to compile when the library's
+/// metric registry says the bar cannot be: an unknown metric (with the closest name), an answer
+/// metric on a case that does not answer, a judge's figure without `judge`, a figure comparing
+/// embeddings without `embedder`. The names live in the library alone.
+fn bar_checks(args: &CaseArgs, answers: bool) -> TokenStream {
+    let judge = args.judge.is_some();
+    let embedder = args.embedder.is_some();
+    args.thresholds
+        .iter()
+        .map(|t| {
+            let key = t.key.unraw().to_string();
+            let metric = &t.metric;
+            quote_spanned! {t.key.span()=>
+                const _: () = {
+                    const PROBLEM: ::rag_eval::__private::BarProblem =
+                        ::rag_eval::__private::bar_problem(#key, #metric, #answers, #judge, #embedder);
+                    if !PROBLEM.is_empty() {
+                        ::core::panic!("{}", PROBLEM.as_str())
+                    }
+                };
+            }
+        })
+        .collect()
 }
 
 /// The hidden module named after the function, holding `__rag_eval_case` with `body`.
@@ -103,7 +129,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
     let per_query = args.per_query;
     let ignore = args.ignore;
     let thresholds = args.thresholds.iter().map(|threshold| {
-        let metric = threshold.metric;
+        let metric = &threshold.metric;
         let bound = match threshold.bound {
             Bound::Min => quote!(Min),
             Bound::Max => quote!(Max),

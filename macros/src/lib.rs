@@ -36,15 +36,13 @@ use proc_macro::TokenStream;
 /// - `per_query = true`: one test per query besides the summary (default true).
 /// - `ignore = true`: the case's tests are ignored unless asked for with `--ignored` or
 ///   `--include-ignored` (default false).
-/// - `min_<metric> = 0.8`, `max_<metric> = 0.3`: bars on the case's mean, in [0, 1], for the
-///   metrics `chunk_recall chunk_precision chunk_f1 span_recall span_precision span_iou
-///   precision_omega precision recall f1 hit mrr ndcg map`, and for cases that answer the
-///   answer metrics `bleu chrf rouge_1 rouge_2 rouge_l rouge_{1,2,l}_{precision,recall}
-///   exact_match token_f1 answer_similarity` and the judges' `faithfulness answer_relevancy
-///   llm_context_precision llm_context_recall answer_match`. The answer metrics are computed
-///   for every answer against the row's `outputs.reference_answer`, with no judge (a row
-///   without one has no figure and stays out of the mean); a bar on one in a case that only
-///   retrieves, or on a judge's figure without `judge`, is a compile error.
+/// - `min_<metric> = 0.8`, `max_<metric> = 0.3`: bars on the case's mean, in [0, 1], for any
+///   metric of the library's registry (`rag_eval::metrics::REGISTRY`, also listed in the
+///   metric table of the guides). The answer metrics are computed for every answer against the
+///   row's `outputs.reference_answer`, with no judge (a row without one has no figure and
+///   stays out of the mean). An unknown metric, a bar on an answer metric in a case that only
+///   retrieves, on a judge's figure without `judge` or on a figure comparing embeddings
+///   without `embedder` is a compile error at the bar, worded by the library's registry.
 /// - `judge = path::to_fn`: a `fn() -> impl LlmClient` whose model judges the case's answers
 ///   (`faithfulness` always; the reference-based judges when a bar names them, against the
 ///   rows' `outputs.reference_answer`).

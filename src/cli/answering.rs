@@ -1,6 +1,6 @@
 //! `rag-eval eval --answers`: answers generated over the retrieved chunks, then judged.
 
-use super::judging::{joined_references, JudgeArgs, Judging};
+use super::judging::{JudgeArgs, Judging};
 use crate::cache::{Cache, CachedLlm};
 use crate::chunk::RetrievedChunk;
 use crate::generator::{Generator, LlmGenerator, RagAnswer};
@@ -187,7 +187,9 @@ impl AnswerRun {
             .per_query
             .iter()
             .map(|q| {
-                let reference = references.get(&q.id).and_then(|r| joined_references(r));
+                let reference = references
+                    .get(&q.id)
+                    .and_then(|r| crate::judge::reference_text(r));
                 (q.id.clone(), q.query.clone().unwrap_or_default(), reference)
             })
             .collect();

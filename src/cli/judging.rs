@@ -13,15 +13,6 @@ use anyhow::{bail, Result};
 use clap::Args;
 use std::sync::Arc;
 
-/// Every judge, in the order they are run and reported.
-pub(super) const JUDGES: &[&str] = &[
-    "faithfulness",
-    "answer_relevancy",
-    "llm_context_precision",
-    "llm_context_recall",
-    "answer_match",
-];
-
 /// The judge options `eval --answers` and `score --answers` share.
 #[derive(Args, Clone)]
 pub(super) struct JudgeArgs {
@@ -84,13 +75,14 @@ impl Judging {
         } else {
             default.to_vec()
         };
-        if let Some(bad) = names.iter().find(|n| !JUDGES.contains(n)) {
+        let known = crate::metrics::registry::judge_names();
+        if let Some(bad) = names.iter().find(|n| !known.contains(n)) {
             bail!(
                 "--judges: unknown judge `{bad}` (known: {})",
-                JUDGES.join(", ")
+                known.join(", ")
             );
         }
-        names.sort_by_key(|n| JUDGES.iter().position(|j| j == n));
+        names.sort_by_key(|n| known.iter().position(|j| j == n));
         names.dedup();
         let mut judges: Vec<Box<dyn Judge>> = Vec::new();
         for name in names {
@@ -205,16 +197,6 @@ impl Judging {
             usage.completion_tokens += s.usage.completion_tokens;
         }
     }
-}
-
-/// The query's reference answers as one text: several are given one per paragraph.
-pub(super) fn joined_references(references: &[String]) -> Option<String> {
-    let kept: Vec<&str> = references
-        .iter()
-        .map(|r| r.trim())
-        .filter(|r| !r.is_empty())
-        .collect();
-    (!kept.is_empty()).then(|| kept.join("\n\n"))
 }
 
 fn progress(len: u64) -> Option<indicatif::ProgressBar> {

@@ -21,16 +21,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// The judges a case runs: `faithfulness` always, `answer_relevancy` when the case has an
-/// embedder, the others when a bar names them.
-pub(crate) const JUDGES: &[&str] = &[
-    "faithfulness",
-    "answer_relevancy",
-    "llm_context_precision",
-    "llm_context_recall",
-    "answer_match",
-];
-
 /// The answers of a case's queries, by question, kept while retrieval is scored.
 #[derive(Clone, Default)]
 pub(crate) struct AnswerLog(Arc<Mutex<HashMap<String, RagAnswer>>>);
@@ -182,7 +172,7 @@ pub(crate) async fn score(
                 question: question.clone(),
                 answer: answer.answer.clone(),
                 unsupported: Vec::new(),
-                reference: reference_text(refs),
+                reference: crate::judge::reference_text(refs),
                 figures: Vec::new(),
             };
             (id.clone(), explained)
@@ -338,7 +328,7 @@ async fn judge(
     }
     let texts: Vec<Option<String>> = owned
         .iter()
-        .map(|(.., refs)| reference_text(refs))
+        .map(|(.., refs)| crate::judge::reference_text(refs))
         .collect();
     let inputs: Vec<JudgeInput<'_>> = owned
         .iter()
@@ -372,16 +362,6 @@ async fn judge(
         summaries.push(run.summary);
     }
     Ok(summaries)
-}
-
-/// The reference the judges see: a row's one reference answer as written; several, one per
-/// line, so the judge takes any of them as the reference; none, `None`.
-fn reference_text(references: &[String]) -> Option<String> {
-    match references {
-        [] => None,
-        [one] => Some(one.clone()),
-        several => Some(several.join("\n")),
-    }
 }
 
 /// The harness's LLM cache: `golden/llm-cache.sqlite` (or `RAG_EVAL_CACHE_PATH`, mode from
@@ -426,22 +406,4 @@ fn cached_client(client: Arc<dyn LlmClient>, _: &()) -> Arc<dyn LlmClient> {
 #[cfg(not(feature = "cache"))]
 fn cached_embedder(embedder: Arc<dyn Embedder>, _: &()) -> Arc<dyn Embedder> {
     embedder
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_judges_see_one_reference_as_written_several_one_per_line_and_none_as_none() {
-        assert_eq!(reference_text(&[]), None);
-        assert_eq!(
-            reference_text(&["In May.".into()]).as_deref(),
-            Some("In May.")
-        );
-        assert_eq!(
-            reference_text(&["In May.".into(), "May 2021.".into()]).as_deref(),
-            Some("In May.\nMay 2021.")
-        );
-    }
 }

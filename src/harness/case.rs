@@ -162,7 +162,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
                     t.metric
                 ));
             }
-            let judged = super::answers::JUDGES.contains(&t.metric);
+            let judged = crate::metrics::registry::is_judged(t.metric);
             if judged && spec.judge.is_none() {
                 return Err(format!(
                     "`{}` is an LLM judge's figure, but the case has no `judge = …`",

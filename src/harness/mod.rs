@@ -22,6 +22,7 @@ mod junit;
 mod langsmith;
 pub(crate) mod private;
 mod rag;
+mod vocabulary;
 
 pub use rag::Rag;
 
@@ -418,7 +419,7 @@ fn snapshot_figures(case: &Case, figures: &crate::metrics::Figures) -> crate::me
         figures
             .0
             .iter()
-            .filter(|(name, _)| keep_judged || !answers::JUDGES.contains(&name.as_str()))
+            .filter(|(name, _)| keep_judged || !crate::metrics::registry::is_judged(name))
             .cloned()
             .collect(),
     )

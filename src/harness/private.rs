@@ -11,6 +11,8 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use super::vocabulary::{bar_problem, BarProblem};
+
 /// A boxed future, as the expansions produce them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 

@@ -66,6 +66,41 @@ pub use outcome::{
 pub use relevancy::{AnswerRelevancy, AnswerRelevancyRubric, ANSWER_RELEVANCY_PLACEHOLDERS};
 pub use run::{judge_all, judge_all_reporting, judge_query, pass_hat, JudgeRun, JudgeSummary};
 
+/// The reference answer the judges see for a query with `references`: each one trimmed, the
+/// empty ones left out, several one per paragraph; `None` when none is left. The CLI and the
+/// harness both call this, so a row gets the same prompt (and cache key) from either.
+pub fn reference_text(references: &[String]) -> Option<String> {
+    let kept: Vec<&str> = references
+        .iter()
+        .map(|r| r.trim())
+        .filter(|r| !r.is_empty())
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("\n\n"))
+}
+
+#[cfg(test)]
+mod reference_tests {
+    use super::reference_text;
+
+    #[test]
+    fn one_reference_as_written_several_one_per_paragraph_blank_ones_dropped() {
+        assert_eq!(reference_text(&[]), None);
+        assert_eq!(reference_text(&["  ".into()]), None);
+        assert_eq!(
+            reference_text(&["In May.".into()]).as_deref(),
+            Some("In May.")
+        );
+        assert_eq!(
+            reference_text(&[" In May.\n".into()]).as_deref(),
+            Some("In May.")
+        );
+        assert_eq!(
+            reference_text(&["In May.".into(), "".into(), "May 2021.".into()]).as_deref(),
+            Some("In May.\n\nMay 2021.")
+        );
+    }
+}
+
 use crate::generator::RagAnswer;
 use crate::llm::{ChatMessage, ChatRequest};
 

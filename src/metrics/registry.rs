@@ -241,6 +241,7 @@ const fn both(
 
 const JUDGED: &[Need] = &[Need::Answer, Need::Judge];
 const JUDGED_REFERENCE: &[Need] = &[Need::Answer, Need::Reference, Need::Judge];
+const JUDGED_EMBEDDED: &[Need] = &[Need::Answer, Need::Judge, Need::Embedder];
 
 /// An LLM judge's entry (see [`crate::judge`]): reported at both levels, for cases that answer.
 const fn judge(name: &'static str, needs: &'static [Need], definition: &'static str) -> MetricInfo {
@@ -314,7 +315,7 @@ pub static REGISTRY: &[MetricInfo] = &[
     answer("token_f1", REFERENCE, "SQuAD token F1 between the normalised answer and reference, the best over the references", lexical!("token_f1")),
     answer("answer_similarity", EMBEDDED, "cosine between the answer's and a reference's embeddings (clamped at 0), the best over the references", || Box::new(AnswerSimilarity)),
     judge("faithfulness", JUDGED, "LLM judge: share of the answer's statements its contexts support"),
-    judge("answer_relevancy", JUDGED, "LLM judge: mean cosine of questions generated back from the answer to the question, 0 when noncommittal"),
+    judge("answer_relevancy", JUDGED_EMBEDDED, "LLM judge: mean cosine of questions generated back from the answer to the question, 0 when noncommittal"),
     judge("llm_context_precision", JUDGED_REFERENCE, "LLM judge: average precision of the contexts useful for the reference answer"),
     judge("llm_context_recall", JUDGED_REFERENCE, "LLM judge: share of the reference answer's statements the contexts hold"),
     judge("answer_match", JUDGED_REFERENCE, "LLM judge: 1 when the answer answers the question as the reference does"),
@@ -323,6 +324,20 @@ pub static REGISTRY: &[MetricInfo] = &[
 /// The registry entry named `name` (without cut-off).
 pub fn lookup(name: &str) -> Option<&'static MetricInfo> {
     REGISTRY.iter().find(|m| m.name == name)
+}
+
+/// The LLM judges' metrics, in report order: what `--judges` accepts and a case's `judge` runs.
+pub fn judge_names() -> Vec<&'static str> {
+    REGISTRY
+        .iter()
+        .filter(|m| m.judge)
+        .map(|m| m.name)
+        .collect()
+}
+
+/// Whether `name` (a metric's name, not a report name with `@k`) is an LLM judge's figure.
+pub fn is_judged(name: &str) -> bool {
+    lookup(name).is_some_and(|m| m.judge)
 }
 
 /// The entries reported at `level`, in report order: its retrieval metrics, then the answer

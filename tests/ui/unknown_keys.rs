@@ -1,4 +1,5 @@
-// Misspelt keys and metrics, a key of no use and a repeated key: all reported in one build.
+// Misspelt keys, a key of no use and a repeated key: all reported in one build. (Misspelt
+// metrics are the registry's to report: `bar_metrics.rs`.)
 use rag_eval::prelude::*;
 use rag_eval::rag_eval;
 
@@ -6,8 +7,7 @@ use rag_eval::rag_eval;
     dataset = "examples/data/questions.jsonl",
     tolerence = 0.05,
     colour = "blue",
-    min_span_recal = 0.8,
-    max_speed = 0.5,
+    mn_recall = 0.8,
     k = 3,
     k = 4
 )]

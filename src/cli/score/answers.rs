@@ -5,7 +5,7 @@ use super::{dataset_record, with_truth, ScoreArgs};
 use crate::answers::{embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems};
 use crate::cli::answering::client;
 use crate::cli::eval::{runtime, with_cache};
-use crate::cli::judging::{joined_references, Judging, JUDGES};
+use crate::cli::judging::Judging;
 use crate::cli::output::Output;
 use crate::cli::render_table;
 use crate::components::Context;
@@ -14,6 +14,7 @@ use crate::dataset::{self, AnyDataset, Dataset};
 use crate::embed::Embedder;
 use crate::generator::RagAnswer;
 use crate::judge::{JudgeInput, JudgeSummary};
+use crate::metrics::registry::judge_names;
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
 use crate::runs;
 use anyhow::{bail, Context as _, Result};
@@ -71,7 +72,7 @@ pub(super) fn run(
                 model,
                 llm,
                 embedder.clone(),
-                JUDGES,
+                &judge_names(),
                 "give --embedder SPEC",
             )?)
         }
@@ -271,7 +272,7 @@ fn score<L: ContextItems>(
         let references: Vec<Option<String>> = d
             .examples()
             .iter()
-            .map(|e| joined_references(&e.reference_answers))
+            .map(|e| crate::judge::reference_text(&e.reference_answers))
             .collect();
         let inputs: Vec<JudgeInput<'_>> = d
             .examples()
@@ -342,7 +343,7 @@ fn by_difficulty(card: &RunResult) -> String {
             "answer_similarity",
         ]
         .into_iter()
-        .chain(JUDGES.iter().copied())
+        .chain(judge_names())
         .filter(|n| card.metrics.get(n).is_some()),
     );
     let label_w = groups.keys().map(String::len).max().unwrap_or(10).max(10);

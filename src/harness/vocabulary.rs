@@ -1,0 +1,328 @@
+//! The names a `#[rag_eval]` bar may use, checked at compile time against [`REGISTRY`].
+//!
+//! The attribute macro cannot depend on the library, so it keeps no list of metrics: for every
+//! bar it emits a `const` item, spanned at the bar's key, that calls [`bar_problem`] and panics
+//! with its message. A misspelt metric is then a compile error at the user's token, worded by
+//! the one registry every other part of the crate reads.
+
+use crate::metrics::registry::{Need, REGISTRY};
+
+/// The longest message a check writes; the list of every metric fits with room to spare.
+const CAPACITY: usize = 2048;
+
+/// A message built at compile time: [`bar_problem`]'s answer, empty when the bar is fine.
+#[derive(Debug, Clone, Copy)]
+pub struct BarProblem {
+    bytes: [u8; CAPACITY],
+    len: usize,
+}
+
+impl BarProblem {
+    const fn new() -> Self {
+        BarProblem {
+            bytes: [0; CAPACITY],
+            len: 0,
+        }
+    }
+
+    /// `self` with `text` appended; a text that does not fit is cut at a character boundary.
+    const fn push(mut self, text: &str) -> Self {
+        let text = text.as_bytes();
+        let mut i = 0;
+        while i < text.len() && self.len < CAPACITY {
+            self.bytes[self.len] = text[i];
+            self.len += 1;
+            i += 1;
+        }
+        // Never end inside a character.
+        while self.len > 0 && core::str::from_utf8(self.bytes.split_at(self.len).0).is_err() {
+            self.len -= 1;
+        }
+        self
+    }
+
+    /// Whether the bar is fine.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The message.
+    pub const fn as_str(&self) -> &str {
+        match core::str::from_utf8(self.bytes.split_at(self.len).0) {
+            Ok(text) => text,
+            Err(_) => "",
+        }
+    }
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The longest name a suggestion is looked for: longer input is no slip of a metric's name.
+const LONGEST: usize = 63;
+
+/// The edit distance of `a` and `b` counting a swap of two neighbours as one edit (optimal
+/// string alignment), over bytes; `None` when either is longer than [`LONGEST`].
+const fn distance(a: &[u8], b: &[u8]) -> Option<usize> {
+    if a.len() > LONGEST || b.len() > LONGEST {
+        return None;
+    }
+    // Three rows of the table: two back, one back, this one.
+    let mut two = [0usize; LONGEST + 1];
+    let mut one = [0usize; LONGEST + 1];
+    let mut row = [0usize; LONGEST + 1];
+    let mut j = 0;
+    while j <= b.len() {
+        one[j] = j;
+        j += 1;
+    }
+    let mut i = 1;
+    while i <= a.len() {
+        row[0] = i;
+        let mut j = 1;
+        while j <= b.len() {
+            let cost = if a[i - 1] == b[j - 1] { 0 } else { 1 };
+            let mut best = one[j] + 1;
+            if row[j - 1] + 1 < best {
+                best = row[j - 1] + 1;
+            }
+            if one[j - 1] + cost < best {
+                best = one[j - 1] + cost;
+            }
+            if i > 1
+                && j > 1
+                && a[i - 1] == b[j - 2]
+                && a[i - 2] == b[j - 1]
+                && two[j - 2] + 1 < best
+            {
+                best = two[j - 2] + 1;
+            }
+            row[j] = best;
+            j += 1;
+        }
+        two = one;
+        one = row;
+        i += 1;
+    }
+    Some(one[b.len()])
+}
+
+/// The registered metric closest to `metric`, when one is close enough to be what was meant:
+/// at most a third of the longer name's edits, and at least one; ties go to the earlier.
+const fn closest(metric: &str) -> Option<&'static str> {
+    let mut best: Option<(usize, &'static str)> = None;
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        let name = REGISTRY[i].name;
+        if let Some(d) = distance(metric.as_bytes(), name.as_bytes()) {
+            let longest = if metric.len() > name.len() {
+                metric.len()
+            } else {
+                name.len()
+            };
+            let allowed = if longest / 3 > 1 { longest / 3 } else { 1 };
+            let better = match best {
+                Some((b, _)) => d < b,
+                None => true,
+            };
+            if d > 0 && d <= allowed && better {
+                best = Some((d, name));
+            }
+        }
+        i += 1;
+    }
+    match best {
+        Some((_, name)) => Some(name),
+        None => None,
+    }
+}
+
+const fn needs(needs: &[Need], need: Need) -> bool {
+    let mut i = 0;
+    while i < needs.len() {
+        if needs[i] as u8 == need as u8 {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// What is wrong with the bar `key` (e.g. `min_span_recall`) on `metric` in a case that
+/// answers (`answers`: it returns a `RagAnswer` or a `Rag`, or its shape is not known) and has
+/// a `judge` and an `embedder` or not. Empty when the bar is fine.
+pub const fn bar_problem(
+    key: &str,
+    metric: &str,
+    answers: bool,
+    judge: bool,
+    embedder: bool,
+) -> BarProblem {
+    let mut i = 0;
+    let mut found = None;
+    while i < REGISTRY.len() {
+        if same(REGISTRY[i].name, metric) {
+            found = Some(&REGISTRY[i]);
+        }
+        i += 1;
+    }
+    let m = BarProblem::new();
+    let Some(info) = found else {
+        let m = m
+            .push("unknown metric `")
+            .push(metric)
+            .push("` in `")
+            .push(key);
+        if let Some(close) = closest(metric) {
+            return m.push("`, did you mean `").push(close).push("`?");
+        }
+        let mut m = m.push("`; metrics are ");
+        let mut i = 0;
+        while i < REGISTRY.len() {
+            if i > 0 {
+                m = m.push(", ");
+            }
+            m = m.push(REGISTRY[i].name);
+            i += 1;
+        }
+        return m;
+    };
+    let name = info.name;
+    if !answers && needs(info.needs, Need::Answer) {
+        return m.push("`").push(name).push(
+            "` scores answers, and this case returns retrieved chunks only: make it an \
+             `async fn(&str) -> RagAnswer` or a function returning a `Rag` (a retriever and a \
+             generator)",
+        );
+    }
+    if !judge && needs(info.needs, Need::Judge) {
+        return m.push("`").push(name).push(
+            "` is an LLM judge's figure: the case needs `judge = my_judge_client` (a function \
+             returning an `LlmClient`)",
+        );
+    }
+    if !embedder && needs(info.needs, Need::Embedder) {
+        return m.push("`").push(name).push(
+            "` compares embeddings: the case needs `embedder = my_embedder` (a function \
+             returning an `Embedder`)",
+        );
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(key: &str, metric: &str, answers: bool, judge: bool, embedder: bool) -> String {
+        bar_problem(key, metric, answers, judge, embedder)
+            .as_str()
+            .to_owned()
+    }
+
+    #[test]
+    fn every_registered_metric_is_a_bar() {
+        for m in REGISTRY {
+            assert_eq!(
+                problem(&format!("min_{}", m.name), m.name, true, true, true),
+                ""
+            );
+        }
+    }
+
+    #[test]
+    fn a_slip_finds_its_metric() {
+        assert_eq!(
+            problem("min_span_recal", "span_recal", false, false, false),
+            "unknown metric `span_recal` in `min_span_recal`, did you mean `span_recall`?"
+        );
+        assert_eq!(
+            problem("max_mapp", "mapp", false, false, false),
+            "unknown metric `mapp` in `max_mapp`, did you mean `map`?"
+        );
+        assert_eq!(
+            problem("min_fiathfulness", "fiathfulness", false, false, false),
+            "unknown metric `fiathfulness` in `min_fiathfulness`, did you mean `faithfulness`?"
+        );
+    }
+
+    #[test]
+    fn an_unrelated_name_lists_the_metrics() {
+        let m = problem("max_speed", "speed", true, true, true);
+        let names: Vec<&str> = REGISTRY.iter().map(|m| m.name).collect();
+        assert_eq!(
+            m,
+            format!(
+                "unknown metric `speed` in `max_speed`; metrics are {}",
+                names.join(", ")
+            )
+        );
+        let long = "x".repeat(200);
+        assert!(problem("min_x", &long, true, true, true).starts_with("unknown metric `xxx"));
+    }
+
+    #[test]
+    fn bars_say_what_the_case_lacks() {
+        assert!(problem("min_bleu", "bleu", false, true, true).contains("scores answers"));
+        assert_eq!(problem("min_bleu", "bleu", true, false, false), "");
+        assert!(
+            problem("min_faithfulness", "faithfulness", true, false, true)
+                .contains("needs `judge = my_judge_client`")
+        );
+        assert!(problem(
+            "min_answer_relevancy",
+            "answer_relevancy",
+            true,
+            true,
+            false
+        )
+        .contains("needs `embedder = my_embedder`"));
+        assert!(problem(
+            "min_answer_similarity",
+            "answer_similarity",
+            true,
+            true,
+            false
+        )
+        .contains("needs `embedder = my_embedder`"));
+        assert_eq!(
+            problem(
+                "min_answer_similarity",
+                "answer_similarity",
+                true,
+                false,
+                true
+            ),
+            ""
+        );
+    }
+
+    #[test]
+    fn distances_match_the_naive_definition() {
+        assert_eq!(distance(b"", b""), Some(0));
+        assert_eq!(distance(b"abc", b"abc"), Some(0));
+        assert_eq!(distance(b"abc", b"acb"), Some(1));
+        assert_eq!(distance(b"kitten", b"sitting"), Some(3));
+        assert_eq!(distance(b"", b"map"), Some(3));
+        assert_eq!(distance(&[b'a'; 64], b"a"), None);
+    }
+
+    /// A message longer than the buffer is cut whole characters at a time.
+    #[test]
+    fn long_messages_stay_text() {
+        let m = BarProblem::new().push(&"é".repeat(CAPACITY));
+        assert_eq!(m.as_str().chars().count(), CAPACITY / 2);
+    }
+}
