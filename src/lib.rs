@@ -75,6 +75,7 @@ pub mod chunker;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
+#[cfg(feature = "compare")]
 pub mod compare;
 pub mod components;
 pub mod corpus;
@@ -83,20 +84,22 @@ pub mod digest;
 mod doc_id;
 pub mod embed;
 pub mod error;
+mod escape;
 pub mod eval;
 pub mod fs;
-pub mod generate;
 pub mod generator;
 pub mod harness;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod judge;
+mod junit;
 #[cfg(feature = "langsmith")]
 pub mod langsmith;
 pub mod level;
 pub mod llm;
 pub mod locate;
 pub mod metrics;
+#[cfg(feature = "report")]
 pub mod report;
 pub mod rerank;
 pub mod retrieve;
@@ -105,8 +108,12 @@ pub mod runs;
 pub mod serve;
 pub mod span;
 pub mod spec;
+#[cfg(feature = "compare")]
 pub mod stats;
 pub mod store;
+#[cfg(feature = "synth")]
+pub mod synth;
+#[cfg(feature = "trec")]
 pub mod trec;
 mod vector;
 

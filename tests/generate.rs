@@ -8,12 +8,12 @@ use rag_eval::chunk::ChunkId;
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
 use rag_eval::corpus::{Corpus, Document};
 use rag_eval::dataset::{Example, TokenDataset};
-use rag_eval::generate::{
+use rag_eval::level::{ChunkLevel, TokenLevel};
+use rag_eval::llm::{ChatRequest, ChatResponse, LlmClient, Role, TokenUsage};
+use rag_eval::synth::{
     parse_mix, ChunkLevelDataGenerator, Dropped, FewShot, GenerateConfig, Prompts,
     TokenLevelDataGenerator,
 };
-use rag_eval::level::{ChunkLevel, TokenLevel};
-use rag_eval::llm::{ChatRequest, ChatResponse, LlmClient, Role, TokenUsage};
 use serde_json::json;
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-//! `generate::run::GenerationRun`, the resumable generation loop, driven as a library user
+//! `synth::run::GenerationRun`, the resumable generation loop, driven as a library user
 //! would: a model that quotes each document's first sentence, a stop signal given from the
 //! progress callback, a failing document, and continuations of the same output. No async
 //! runtime beyond `pollster`: the run needs none.
@@ -6,10 +6,10 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use rag_eval::corpus::{Corpus, Document};
 use rag_eval::dataset::{self, AnyDataset};
-use rag_eval::generate::resume::{DocRecord, ResumableOutput, Resumed, RunHeader};
-use rag_eval::generate::run::{GenerationRun, Progress, RunEnd, StopSignal};
-use rag_eval::generate::{GenerateConfig, TokenLevelDataGenerator};
 use rag_eval::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
+use rag_eval::synth::resume::{DocRecord, ResumableOutput, Resumed, RunHeader};
+use rag_eval::synth::run::{GenerationRun, Progress, RunEnd, StopSignal};
+use rag_eval::synth::{GenerateConfig, TokenLevelDataGenerator};
 use rag_eval::Error;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,14 +2,14 @@
 
 use super::CorpusArgs;
 use crate::chunker::{parse_spec, PositionAwareChunker};
-use crate::generate::resume::{DocRecord, ResumableOutput, Resumed, RunHeader};
-use crate::generate::run::{self, GenerationRun, RunEnd, StopSignal};
-use crate::generate::{
+use crate::level::LevelKind;
+use crate::llm::OpenAiChat;
+use crate::synth::resume::{DocRecord, ResumableOutput, Resumed, RunHeader};
+use crate::synth::run::{self, GenerationRun, RunEnd, StopSignal};
+use crate::synth::{
     parse_mix, ChunkLevelDataGenerator, Dropped, FewShot, GenerateConfig, Prompts,
     TokenLevelDataGenerator,
 };
-use crate::level::LevelKind;
-use crate::llm::OpenAiChat;
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};

@@ -3,7 +3,7 @@
 //! atomically once every test has finished. A suite per case, a test case per trial that ran
 //! (ignored trials as skipped).
 
-use crate::report::junit::{Case, Outcome, Suite, Suites};
+use crate::junit::{Case, Outcome, Suite, Suites};
 use libtest_mimic::Failed;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};

@@ -1,10 +1,10 @@
 //! The HTML page: one file, nothing fetched. Styles and the script are inline; charts are SVG
 //! drawn in [`super::svg`]. Every string from a run is escaped.
 
-use super::escape::html as esc;
 use super::stats::Analysis;
 use super::svg::{self, Series};
 use super::{pairs, Report};
+use crate::escape::html as esc;
 use crate::metrics::{Passage, QueryResult, RunResult, Truth};
 use std::fmt::Write as _;
 

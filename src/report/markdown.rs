@@ -1,9 +1,9 @@
 //! Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`: GitHub-flavoured tables only,
 //! every cell escaped.
 
-use super::escape::markdown_cell as cell;
 use super::stats::Analysis;
 use super::Report;
+use crate::escape::markdown_cell as cell;
 use std::fmt::Write as _;
 
 pub(crate) fn render(report: &Report) -> String {

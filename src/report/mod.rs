@@ -27,16 +27,15 @@
 //! ```
 
 mod bar;
-mod escape;
+
 mod html;
-pub mod junit;
+mod junit;
 mod markdown;
 mod stats;
 mod svg;
 
 pub use bar::{Bar, Bound};
 #[cfg(feature = "serve")]
-pub(crate) use escape::html as escape_html;
 pub use stats::Interval;
 
 use crate::compare::CompareOptions;

@@ -1,8 +1,8 @@
 //! Inline SVG charts: grouped bars with interval whiskers, a scatter of two runs' per-query
 //! figures, and histograms. Drawn here so the page needs nothing from the network.
 
-use super::escape::html as esc;
 use super::stats::Interval;
+use crate::escape::html as esc;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -285,7 +285,7 @@ async fn report(
 }
 
 async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
-    use crate::report::escape_html as esc;
+    use crate::escape::html as esc;
     let runs = with_store(&store, |s| s.list()).await?;
     let mut page = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rag-eval runs</title><style>body{font:14px system-ui,sans-serif;margin:20px}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}</style></head><body><h1>rag-eval runs</h1>");
     page.push_str("<p>Each run's report: its id. Several runs: <code>/report?run_ids=A,B</code>.</p><table><thead><tr><th>id</th><th>created</th><th>origin</th><th>label</th><th>dataset</th><th>retriever</th><th>queries</th></tr></thead><tbody>");

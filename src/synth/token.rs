@@ -26,7 +26,7 @@ use serde_json::Value;
 ///
 /// ```no_run
 /// # async fn run(client: impl rag_eval::llm::LlmClient, corpus: rag_eval::corpus::Corpus) -> rag_eval::Result<()> {
-/// use rag_eval::generate::{Dropped, GenerateConfig, TokenLevelDataGenerator};
+/// use rag_eval::synth::{Dropped, GenerateConfig, TokenLevelDataGenerator};
 /// let generator = TokenLevelDataGenerator::new(client, GenerateConfig::default());
 /// let (mut rows, mut dropped) = (Vec::new(), Dropped::default());
 /// for doc in corpus.documents() {

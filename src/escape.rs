@@ -26,6 +26,7 @@ fn markup(c: char) -> Option<&'static str> {
 }
 
 /// Text safe inside HTML elements and quoted attribute values.
+#[cfg(feature = "report")]
 pub(crate) fn html(s: &str) -> String {
     replaced(s, |c| match c {
         '\'' => Some("&#39;"),
@@ -50,6 +51,7 @@ pub(crate) fn xml(s: &str) -> String {
 
 /// Text safe in one cell of a Markdown table: pipes, code and link markup and the start of
 /// HTML tags escaped, line breaks as spaces (a table row is one line).
+#[cfg(feature = "report")]
 pub(crate) fn markdown_cell(s: &str) -> String {
     replaced(s, |c| match c {
         '|' => Some("\\|"),
@@ -67,6 +69,7 @@ pub(crate) fn markdown_cell(s: &str) -> String {
 }
 
 #[cfg(test)]
+#[cfg(feature = "report")]
 mod tests {
     use super::*;
 

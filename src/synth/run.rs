@@ -7,9 +7,9 @@
 //!
 //! ```no_run
 //! use rag_eval::corpus::Corpus;
-//! use rag_eval::generate::resume::{ResumableOutput, RunHeader};
-//! use rag_eval::generate::run::{GenerationRun, RunEnd, StopSignal};
-//! use rag_eval::generate::{GenerateConfig, TokenLevelDataGenerator};
+//! use rag_eval::synth::resume::{ResumableOutput, RunHeader};
+//! use rag_eval::synth::run::{GenerationRun, RunEnd, StopSignal};
+//! use rag_eval::synth::{GenerateConfig, TokenLevelDataGenerator};
 //! # async fn f(client: impl rag_eval::llm::LlmClient) -> rag_eval::Result<()> {
 //! let corpus = Corpus::from_folder("docs", None)?;
 //! let generator = TokenLevelDataGenerator::new(client, GenerateConfig::default());

@@ -16,10 +16,10 @@
 //! that is not JSON.
 //!
 //! ```
-//! use rag_eval::generate::{Difficulty, GenerateConfig, Prompts};
+//! use rag_eval::synth::{Difficulty, GenerateConfig, Prompts};
 //! let config = GenerateConfig {
 //!     queries_per_doc: 5,
-//!     difficulty_mix: Some(rag_eval::generate::parse_mix("factual=0.5,inferential=0.5").unwrap()),
+//!     difficulty_mix: Some(rag_eval::synth::parse_mix("factual=0.5,inferential=0.5").unwrap()),
 //!     ..GenerateConfig::default()
 //! };
 //! assert!(config.validate().is_ok());
@@ -29,7 +29,7 @@
 //!
 //! # Prompts
 //!
-//! The built-in prompts live in `src/generate/prompts/{token,chunk,answerable}.md`; each starts
+//! The built-in prompts live in `src/synth/prompts/{token,chunk,answerable}.md`; each starts
 //! with a `version: N` line, recorded as `prompt_version` in every row's metadata. They are the
 //! system messages; the documents go in the user message. A prompt file given to
 //! [`Prompts::from_file`] starts with its own `version:` line and holds one or more sections,

@@ -10,7 +10,7 @@
 //! dataset was rewritten in document order.
 //!
 //! ```no_run
-//! use rag_eval::generate::resume::{ResumableOutput, RunHeader};
+//! use rag_eval::synth::resume::{ResumableOutput, RunHeader};
 //!
 //! # fn f() -> rag_eval::Result<()> {
 //! let header = RunHeader::new("token").with("model", "qwen2.5-7b").with("queries_per_doc", 3);

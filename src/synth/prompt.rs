@@ -182,7 +182,7 @@ fn placeholders(template: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::Difficulty;
+    use crate::synth::Difficulty;
     #[test]
     fn builtin_prompts_have_versions_and_only_known_placeholders() {
         let p = Prompts::builtin();
