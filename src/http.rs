@@ -533,11 +533,15 @@ impl HttpClient {
                         .body(b.clone()),
                     None => request,
                 };
+                // Beyond a century a limit means "none", and sums of instants stay representable.
+                const LONGEST: Duration = Duration::from_secs(1 << 32);
                 let limits = Limits {
-                    idle: inner.config.timeout,
-                    total: inner.config.timeout.saturating_mul(
-                        u32::try_from(inner.config.concurrency).unwrap_or(u32::MAX),
-                    ),
+                    idle: inner.config.timeout.min(LONGEST),
+                    total: inner
+                        .config
+                        .timeout
+                        .saturating_mul(u32::try_from(inner.config.concurrency).unwrap_or(u32::MAX))
+                        .min(LONGEST),
                 };
                 let liveness = Arc::clone(&inner.liveness);
                 let probe = Probe {

@@ -57,6 +57,8 @@ pub(super) struct EvalArgs {
     no_record: bool,
     #[command(flatten)]
     answers: AnswerArgs,
+    #[command(flatten)]
+    timeout: super::TimeoutArgs,
 }
 
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
@@ -88,9 +90,9 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
     };
-    let langsmith = a.langsmith.check()?;
+    let langsmith = a.langsmith.check(a.timeout)?;
     let mut answering = if a.answers.answers {
-        Some(AnswerRun::new(&a.answers, context.cache())?)
+        Some(AnswerRun::new(&a.answers, context.cache(), a.timeout)?)
     } else {
         None
     };

@@ -84,7 +84,8 @@ pub(super) struct GenerateArgs {
     #[arg(long, value_parser = parse_temperature)]
     temperature: Option<f32>,
     /// Seconds without any answer from the server before a request is retried (a request
-    /// queued behind others that are being answered waits, at most timeout × concurrency).
+    /// queued behind others that are being answered waits, at most timeout × concurrency; a
+    /// request gives up after twice that in all, retries included).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     timeout: u64,
     /// Price per 1,000 tokens (prompt and answer alike), to show what the run costs.
@@ -214,7 +215,14 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
         OpenAiChat::builder(a.model.as_str())
             .base_url(a.base_url.as_str())
             .api_key_env(a.api_key_env.as_str())
-            .http(|h| h.with_concurrency(concurrency).with_timeout(timeout))
+            .http(|h| {
+                // Room for one attempt that waits its longest and a retry.
+                let deadline =
+                    timeout.saturating_mul(u32::try_from(concurrency).unwrap_or(u32::MAX));
+                h.with_concurrency(concurrency)
+                    .with_timeout(timeout)
+                    .with_deadline(Some(deadline.saturating_mul(2)))
+            })
             .build()?,
     );
 

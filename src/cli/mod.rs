@@ -106,6 +106,34 @@ struct CorpusArgs {
     glob: String,
 }
 
+/// The longest `--timeout`: a day.
+const MAX_TIMEOUT_SECS: u64 = 86_400;
+
+/// `--timeout`, shared by the commands that call a server (a language model, LangSmith).
+#[derive(Args, Clone, Copy)]
+struct TimeoutArgs {
+    /// Seconds one request to a server (language model, LangSmith) may take in all, its
+    /// retries and the waits between them included; then the command fails naming the
+    /// request (1 to 86400). Components built from specs (embedders, rerankers, stores) keep
+    /// the library's 600.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 600,
+        value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS)
+    )]
+    timeout: u64,
+}
+
+impl TimeoutArgs {
+    /// `config` with the deadline set, and a server's silence not waited for longer than it.
+    fn apply(self, config: crate::http::HttpConfig) -> crate::http::HttpConfig {
+        let deadline = std::time::Duration::from_secs(self.timeout);
+        let idle = config.timeout.min(deadline);
+        config.with_deadline(Some(deadline)).with_timeout(idle)
+    }
+}
+
 impl CorpusArgs {
     fn load(&self) -> Result<Corpus> {
         Ok(Corpus::from_folder(&self.corpus, Some(&self.glob))?)

@@ -53,6 +53,8 @@ enum RunsCommand {
     Pull {
         /// The experiment's name.
         experiment: String,
+        #[command(flatten)]
+        timeout: super::TimeoutArgs,
     },
     /// Add the runs of JSON-lines files (from `export`) to the store; runs already stored are
     /// left as they are.
@@ -204,8 +206,11 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
                 None => out.text(&text)?,
             }
         }
-        RunsCommand::Pull { experiment } => {
-            let record = super::langsmith::pull_experiment(&experiment)?;
+        RunsCommand::Pull {
+            experiment,
+            timeout,
+        } => {
+            let record = super::langsmith::pull_experiment(&experiment, timeout)?;
             store.put(&record)?;
             out.text(&format!(
                 "stored LangSmith experiment `{experiment}` ({} queries) as run {} in `{}`\n",

@@ -38,6 +38,8 @@ pub(super) struct ScoreArgs {
     embedder: Option<String>,
     #[command(flatten)]
     judge: super::judging::JudgeArgs,
+    #[command(flatten)]
+    timeout: super::TimeoutArgs,
     /// Environment variable holding the judge's API key (local servers need none).
     #[arg(
         long,

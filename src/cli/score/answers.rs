@@ -65,7 +65,7 @@ pub(super) fn run(
                 .judge_url
                 .as_deref()
                 .unwrap_or(crate::http::OPENAI_BASE_URL);
-            let llm = client(model, url, &a.api_key_env, context.cache())?;
+            let llm = client(model, url, &a.api_key_env, context.cache(), a.timeout)?;
             Some(Judging::new(
                 &a.judge,
                 model,
