@@ -897,6 +897,11 @@ fn seconds(secs: f64) -> Option<Duration> {
     Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
 }
 
+/// [`excerpt`] of text a server sent.
+pub(crate) fn excerpt_text(text: &str) -> String {
+    excerpt(text.as_bytes())
+}
+
 /// The first 300 characters of a body, whitespace collapsed, for error messages.
 fn excerpt(body: &[u8]) -> String {
     const LIMIT: usize = 300;

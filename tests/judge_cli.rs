@@ -572,3 +572,17 @@ fn a_judge_server_that_hangs_on_post_is_given_up_after_the_timeout() {
     );
     assert!(server.posts() >= 1);
 }
+
+#[test]
+fn judge_samples_beyond_the_maximum_are_a_usage_error() {
+    let s = Setup::new();
+    for samples in ["4294967295", "101", "0"] {
+        let out = s.score(&["--judge-samples", samples]);
+        assert_eq!(out.code, 2, "{samples}: {}", out.stderr);
+        assert!(out.stderr.contains("--judge-samples"), "{}", out.stderr);
+    }
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "no judge was called"
+    );
+}

@@ -112,9 +112,13 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
     if a.fail_on_regression && !regressions.is_empty() {
         out.flush()?;
         for r in &regressions {
-            eprintln!(
+            note!(
                 "regression: {} on {}: {:+.4} (corrected p = {:.4} ≤ {})",
-                r.run, r.metric, r.difference, r.corrected_p_value, a.stats.alpha
+                r.run,
+                r.metric,
+                r.difference,
+                r.corrected_p_value,
+                a.stats.alpha
             );
         }
         return Ok(true);

@@ -189,11 +189,13 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         ))?;
     }
     if let Some(cache) = context.cache() {
-        eprintln!("{}", cache.stats());
+        note!("{}", cache.stats());
     }
     super::runs::record(out, a.no_record, &records)?;
     if let Some(run) = &answering {
-        eprint!("{}", run.usage_lines());
+        for line in run.usage_lines().lines() {
+            note!("{line}");
+        }
         let failures = run.gate_failures();
         if !failures.is_empty() {
             bail!("{}", failures.join("\n"));

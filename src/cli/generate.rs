@@ -286,11 +286,11 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     match ended {
         RunEnd::Interrupted => {
             summary.push_str("; run the same command again to continue");
-            eprintln!("{summary}");
+            note!("{summary}");
             Ok(ExitCode::from(EXIT_INTERRUPTED))
         }
         _ => {
-            eprintln!("{summary}");
+            note!("{summary}");
             if t.rows == 0 {
                 // A dataset without rows scores nothing; a script must not take it for one.
                 bail!(
@@ -317,7 +317,7 @@ fn watch_ctrl_c(stop: StopSignal, bar: Option<indicatif::ProgressBar>) {
         let note = "stopping after the documents in flight; press Ctrl-C again to quit at once";
         match &bar {
             Some(bar) => bar.println(note),
-            None => eprintln!("{note}"),
+            None => note!("{note}"),
         }
         if tokio::signal::ctrl_c().await.is_ok() {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
@@ -402,7 +402,7 @@ impl run::Progress for Progress {
             );
             match &self.bar {
                 Some(bar) => bar.println(note),
-                None => eprintln!("{note}"),
+                None => note!("{note}"),
             }
         }
         self.redraw();
@@ -419,7 +419,7 @@ impl run::Progress for Progress {
                 self.redraw();
                 bar.inc(1);
             }
-            None => eprintln!(
+            None => note!(
                 "[{}/{}] {}: {} row{}, dropped {}, {} call{}, {} tokens",
                 self.done,
                 self.total,

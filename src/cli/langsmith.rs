@@ -97,7 +97,7 @@ pub(super) fn push(a: PushArgs) -> Result<()> {
         a.description.as_deref(),
     ))
     .with_context(|| format!("cannot push `{}` to LangSmith dataset `{}`", a.file, a.name))?;
-    eprintln!(
+    note!(
         "{} LangSmith dataset `{}` ({}) at {}: {} examples created, {} updated, {} unchanged",
         if report.created {
             "created"
@@ -112,7 +112,7 @@ pub(super) fn push(a: PushArgs) -> Result<()> {
         report.examples_unchanged
     );
     if !report.remote_only.is_empty() {
-        eprintln!(
+        note!(
             "note: {} examples in LangSmith are not in `{}` and were left alone (first: {})",
             report.remote_only.len(),
             a.file,
@@ -153,11 +153,11 @@ pub(super) fn pull(a: PullArgs, out: &mut Output) -> Result<()> {
     crate::fs::write_atomic(&a.output, pulled.jsonl.as_bytes())?;
     let v = dataset::validate(&a.output, &corpus)?;
     for n in &v.notes {
-        eprintln!("note: {n}");
+        note!("note: {n}");
     }
     if !v.is_valid() {
         for p in &v.problems {
-            eprintln!("{p}");
+            note!("{p}");
         }
         bail!(
             "wrote {} rows of LangSmith dataset `{}` to {}, but they do not validate against {}: {} problem{}",
@@ -215,7 +215,7 @@ impl ExperimentArgs {
                 experiment = experiment.journal(j);
             }
             match pollster::block_on(experiment.upload(client, result)) {
-                Ok(r) => eprintln!(
+                Ok(r) => note!(
                     "LangSmith experiment `{name}` ({}) at {}: {} runs and {} feedback sent{}",
                     r.session_id,
                     client.endpoint(),

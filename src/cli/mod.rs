@@ -5,6 +5,13 @@
 //! evaluation whose LangSmith upload failed after its result was printed exits with 3. Not a
 //! public API: the binary `src/bin/rag-eval.rs` calls [`main`].
 
+/// `eprintln!` that never panics: see [`output`] for what a failed write does.
+macro_rules! note {
+    ($($arg:tt)*) => {
+        $crate::cli::output::stderr_line(format_args!($($arg)*))
+    };
+}
+
 mod answering;
 mod chunk;
 mod compare;
@@ -27,6 +34,7 @@ use camino::Utf8PathBuf;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use output::{is_broken_pipe, Output};
+use std::io::Write as _;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -167,17 +175,28 @@ pub fn main() -> ExitCode {
     };
     // Flushed also after a failure: what was printed before it (validate's summary) stays.
     let flushed = out.flush().map_err(anyhow::Error::from);
-    match result.and(flushed) {
+    let code = match result.and(flushed) {
         Ok(()) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if e.is::<langsmith::UploadFailed>() => {
-            eprintln!("error: {}", error_message(&e));
+            note!("error: {}", error_message(&e));
             ExitCode::from(langsmith::UPLOAD_FAILED)
         }
         Err(e) => {
-            eprintln!("error: {}", error_message(&e));
+            note!("error: {}", error_message(&e));
             ExitCode::FAILURE
         }
+    };
+    match output::stderr_failure() {
+        Some(e) => {
+            // Most likely lost too; the exit code says it in any case.
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: cannot write to standard error: {e}"
+            );
+            ExitCode::FAILURE
+        }
+        None => code,
     }
 }
 

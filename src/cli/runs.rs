@@ -201,7 +201,7 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             match output {
                 Some(path) => {
                     crate::fs::write_atomic(&path, text.as_bytes())?;
-                    eprintln!("exported {} runs to `{path}`", records.len());
+                    note!("exported {} runs to `{path}`", records.len());
                 }
                 None => out.text(&text)?,
             }
@@ -265,14 +265,14 @@ pub(super) fn record(
     match runs::record_runs(runs) {
         Ok(Some(location)) => {
             let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-            eprintln!(
+            note!(
                 "recorded run{} {} in `{location}`",
                 if ids.len() == 1 { "" } else { "s" },
                 ids.join(", ")
             );
         }
         Ok(None) => {}
-        Err(e) => eprintln!("warning: run not recorded: {e}"),
+        Err(e) => note!("warning: run not recorded: {e}"),
     }
     Ok(())
 }
