@@ -412,7 +412,7 @@ impl run::Progress for Progress {
         self.done += 1;
         self.rows += r.rows;
         self.dropped += r.dropped;
-        self.tokens += r.usage.total();
+        self.tokens = crate::llm::add_tokens(self.tokens, r.usage.total());
         match &self.bar {
             Some(bar) => {
                 let bar = bar.clone();

@@ -206,8 +206,10 @@ impl Judging {
         }
         let usage = record.usage.get_or_insert_with(Usage::default);
         for s in summaries {
-            usage.prompt_tokens += s.usage.prompt_tokens;
-            usage.completion_tokens += s.usage.completion_tokens;
+            usage.prompt_tokens =
+                crate::llm::add_tokens(usage.prompt_tokens, s.usage.prompt_tokens);
+            usage.completion_tokens =
+                crate::llm::add_tokens(usage.completion_tokens, s.usage.completion_tokens);
         }
     }
 }
