@@ -24,6 +24,13 @@
 //! flight, a server taking at most `timeout` for each alone has answered all of them by then,
 //! whether it takes them in turn or together.
 //!
+//! Two limits hold whatever the server does. A call (all its attempts and the waits between
+//! them) ends after [`HttpConfig::deadline`], 10 minutes by default, even when a server answers
+//! its liveness checks and never the request itself. An answer body longer than
+//! [`HttpConfig::max_response_bytes`] (64 MiB by default) fails the call without a retry; the
+//! body is read piece by piece, so one that never ends is dropped at the limit. A `Retry-After`
+//! longer than [`HttpConfig::max_retry_after`] (or too long to represent) fails it at once too.
+//!
 //! Requests work from any executor: inside a Tokio runtime they run on it; elsewhere (for
 //! example under `pollster::block_on`) they run on a small runtime of the client's own.
 //!
@@ -114,14 +121,28 @@ pub struct HttpConfig {
     pub initial_backoff: Duration,
     /// Largest backoff bound.
     pub max_backoff: Duration,
-    /// Longest `Retry-After` the client waits for; a server asking for more fails the request
-    /// at once rather than stalling a run.
+    /// Longest `Retry-After` the client waits for; a server asking for more (or for a wait too
+    /// long to represent) fails the request at once rather than stalling a run.
     pub max_retry_after: Duration,
+    /// Longest one call may take in all, from its first send: every attempt, the waits between
+    /// them and the checks of a silent server included. When it passes the call fails at once,
+    /// not retried. `None`: no limit beyond each attempt's own (see [`HttpConfig::timeout`]).
+    pub deadline: Option<Duration>,
+    /// Largest answer body read, in bytes. A longer answer (announced or sent) fails the call
+    /// at once, not retried: reading stops at the limit, so an endless body costs no more.
+    pub max_response_bytes: usize,
 }
+
+/// The default of [`HttpConfig::deadline`]: 10 minutes.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The default of [`HttpConfig::max_response_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 impl HttpConfig {
     /// Defaults: timeout 60 s, 5 retries, 8 requests in flight, no key, bearer auth, backoff
-    /// from 500 ms up to 30 s, `Retry-After` up to 120 s.
+    /// from 500 ms up to 30 s, `Retry-After` up to 120 s, 10 minutes per call in all
+    /// ([`DEFAULT_DEADLINE`]), answers up to 64 MiB ([`DEFAULT_MAX_RESPONSE_BYTES`]).
     pub fn new(base_url: impl Into<String>) -> Self {
         HttpConfig {
             base_url: base_url.into(),
@@ -135,6 +156,8 @@ impl HttpConfig {
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(120),
+            deadline: Some(DEFAULT_DEADLINE),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
@@ -192,6 +215,18 @@ impl HttpConfig {
         self.max_retry_after = max;
         self
     }
+
+    /// Sets the longest one call may take, retries included (see [`HttpConfig::deadline`]).
+    pub fn with_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets the largest answer body read, in bytes (see [`HttpConfig::max_response_bytes`]).
+    pub fn with_max_response_bytes(mut self, max: usize) -> Self {
+        self.max_response_bytes = max;
+        self
+    }
 }
 
 impl fmt::Debug for HttpConfig {
@@ -209,6 +244,8 @@ impl fmt::Debug for HttpConfig {
             .field("initial_backoff", &self.initial_backoff)
             .field("max_backoff", &self.max_backoff)
             .field("max_retry_after", &self.max_retry_after)
+            .field("deadline", &self.deadline)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -453,6 +490,9 @@ impl HttpClient {
         let endpoint = self.endpoint(&method, path);
         let attempts = inner.config.max_retries.saturating_add(1);
         let mut attempt = 0u32;
+        // Set once the first attempt may go: time spent waiting for a place among the client's
+        // requests in flight is the client's queue, not the server's.
+        let mut until: Option<Instant> = None;
         loop {
             attempt += 1;
             let outcome = {
@@ -476,6 +516,12 @@ impl HttpClient {
                             status: None,
                             message: "the client was shut down".to_owned(),
                         })?;
+                if attempt == 1 {
+                    until = inner
+                        .config
+                        .deadline
+                        .and_then(|d| Instant::now().checked_add(d));
+                }
                 inner.requests.fetch_add(1, Ordering::Relaxed);
                 let request = inner
                     .client
@@ -487,21 +533,35 @@ impl HttpClient {
                         .body(b.clone()),
                     None => request,
                 };
+                // Beyond a century a limit means "none", and sums of instants stay representable.
+                const LONGEST: Duration = Duration::from_secs(1 << 32);
                 let limits = Limits {
-                    idle: inner.config.timeout,
-                    total: inner.config.timeout.saturating_mul(
-                        u32::try_from(inner.config.concurrency).unwrap_or(u32::MAX),
-                    ),
+                    idle: inner.config.timeout.min(LONGEST),
+                    total: inner
+                        .config
+                        .timeout
+                        .saturating_mul(u32::try_from(inner.config.concurrency).unwrap_or(u32::MAX))
+                        .min(LONGEST),
                 };
                 let liveness = Arc::clone(&inner.liveness);
                 let probe = Probe {
                     client: inner.client.clone(),
                     url: inner.config.base_url.clone(),
                 };
-                on_runtime(async move { attempt_once(request, limits, &liveness, probe).await })
-                    .await
-                    .and_then(|answer| answer)
-                    .and_then(|answer| judge(answer, &decode))
+                let max_bytes = inner.config.max_response_bytes;
+                let deadline = inner.config.deadline;
+                on_runtime(async move {
+                    let exchange = attempt_once(request, limits, &liveness, probe, max_bytes);
+                    match until {
+                        Some(until) => tokio::time::timeout_at(until, exchange)
+                            .await
+                            .unwrap_or_else(|_| Err(past_deadline(deadline))),
+                        None => exchange.await,
+                    }
+                })
+                .await
+                .and_then(|answer| answer)
+                .and_then(|answer| judge(answer, &decode))
             };
             let failure = match outcome {
                 Ok(value) => return Ok(value),
@@ -524,8 +584,13 @@ impl HttpClient {
             }
             let wait = match failure.retry_after {
                 Some(wait) if wait > inner.config.max_retry_after => {
+                    let asked = if wait == Duration::MAX {
+                        "longer than can be represented".to_owned()
+                    } else {
+                        format!("{wait:?}")
+                    };
                     let note = format!(
-                        " (the server asked to retry after {wait:?}, more than the {:?} allowed)",
+                        " (the server asked to retry after {asked}, more than the {:?} allowed)",
                         inner.config.max_retry_after
                     );
                     return give_up(failure, note);
@@ -533,6 +598,18 @@ impl HttpClient {
                 Some(wait) => wait,
                 None => self.backoff(attempt),
             };
+            if until.is_some_and(|until| {
+                Instant::now()
+                    .checked_add(wait)
+                    .is_none_or(|then| then >= until)
+            }) {
+                let note = format!(
+                    " (attempt {attempt}; the next would start after the deadline of {:?} for \
+                     the whole call)",
+                    inner.config.deadline.unwrap_or_default()
+                );
+                return give_up(failure, note);
+            }
             tracing::warn!(
                 endpoint = %endpoint,
                 status = failure.status.map(|s| s.as_u16()),
@@ -679,22 +756,45 @@ async fn attempt_once(
     limits: Limits,
     liveness: &Liveness,
     probe: Probe,
+    max_bytes: usize,
 ) -> std::result::Result<Answer, Failure> {
     let exchange = async {
-        let response = request.send().await.map_err(transport_failure)?;
+        let mut response = request.send().await.map_err(transport_failure)?;
         let status = response.status();
         let retry_after = retry_after(response.headers(), SystemTime::now());
-        let body = response.bytes().await.map_err(|e| {
+        let too_long = || Failure {
+            status: Some(status),
+            message: format!(
+                "{status}: the answer is longer than the {max_bytes} bytes allowed \
+                 (max_response_bytes)"
+            ),
+            transient: false,
+            retry_after: None,
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > u64::try_from(max_bytes).unwrap_or(u64::MAX))
+        {
+            return Err(too_long());
+        }
+        let mut body = Vec::new();
+        // Piece by piece, so that a body without end stops at the limit.
+        while let Some(piece) = response.chunk().await.map_err(|e| {
             let mut f = transport_failure(e);
             f.message = format!("{status}: the answer was cut short ({})", f.message);
             f.status = Some(status);
             f.retry_after = retry_after;
             f
-        })?;
+        })? {
+            if piece.len() > max_bytes - body.len() {
+                return Err(too_long());
+            }
+            body.extend_from_slice(&piece);
+        }
         Ok(Answer {
             status,
             retry_after,
-            body: body.to_vec(),
+            body,
         })
     };
     let sent = Instant::now();
@@ -732,6 +832,20 @@ async fn attempt_once(
     }
 }
 
+/// The failure of an attempt cut off by the call's deadline: final, since a retry would start
+/// after it too.
+fn past_deadline(deadline: Option<Duration>) -> Failure {
+    Failure {
+        status: None,
+        message: format!(
+            "no complete answer within the deadline of {:?} for the whole call (retries included)",
+            deadline.unwrap_or_default()
+        ),
+        transient: false,
+        retry_after: None,
+    }
+}
+
 fn transport_failure(e: reqwest::Error) -> Failure {
     // Errors of reqwest's own request building (a malformed URL, say) will not go away.
     let transient = !e.is_builder();
@@ -761,16 +875,31 @@ fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
             .map(str::trim)
     };
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+        if let Some(wait) = seconds(ms / 1000.0) {
+            return Some(wait);
         }
     }
     let value = text("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return seconds(secs);
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A wait of `secs` seconds; none for a negative or NaN number. A wait too long for a
+/// [`Duration`] (`1e30`, `inf`) is [`Duration::MAX`]: longer than any wait allowed, so it takes
+/// the path of a too-long wait.
+fn seconds(secs: f64) -> Option<Duration> {
+    if secs.is_nan() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+}
+
+/// [`excerpt`] of text a server sent.
+pub(crate) fn excerpt_text(text: &str) -> String {
+    excerpt(text.as_bytes())
 }
 
 /// The first 300 characters of a body, whitespace collapsed, for error messages.
@@ -1002,6 +1131,27 @@ mod tests {
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
         assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn a_wait_too_long_to_represent_is_the_longest_wait_not_a_panic() {
+        let now = SystemTime::UNIX_EPOCH;
+        let one = |name: &'static str, value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(name, HeaderValue::from_str(value).unwrap());
+            retry_after(&h, now)
+        };
+        for (name, value) in [
+            ("retry-after", "1e30"),
+            ("retry-after", "inf"),
+            ("retry-after", "18446744073709551616"),
+            ("retry-after-ms", "1e25"),
+            ("retry-after-ms", "inf"),
+        ] {
+            assert_eq!(one(name, value), Some(Duration::MAX), "{name}: {value}");
+        }
+        assert_eq!(one("retry-after", "NaN"), None);
+        assert_eq!(one("retry-after-ms", "-5"), None);
     }
 
     #[test]

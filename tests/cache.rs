@@ -488,4 +488,41 @@ mod keys {
         let miss = moved.embed(&texts).await.unwrap_err().to_string();
         assert!(miss.contains("replay"), "{miss}");
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn token_counts_beyond_what_the_cache_holds_read_the_same_live_and_replayed() {
+        let server = TestServer::start(|_| {
+            Reply::raw(
+                200,
+                r#"{"model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "ok"}}],
+                    "usage": {"prompt_tokens": 18446744073709551615,
+                              "completion_tokens": 9223372036854775808}}"#,
+            )
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.sqlite");
+        let path = path.to_str().unwrap();
+        let record = Arc::new(Cache::open(path, CacheMode::ReadWrite).unwrap());
+        let live = CachedLlm::new(chat(&server.url("/v1")), Arc::clone(&record))
+            .complete(&question())
+            .await
+            .unwrap();
+        let most = rag_eval::llm::MAX_TOKENS;
+        assert_eq!(
+            live.usage,
+            TokenUsage {
+                prompt_tokens: most,
+                completion_tokens: most
+            }
+        );
+        assert_eq!(live.usage.total(), most, "no overflow");
+        drop(server);
+        let replay = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
+        let again = CachedLlm::new(chat("http://127.0.0.1:1/v1"), replay)
+            .complete(&question())
+            .await
+            .unwrap();
+        assert_eq!(again, live);
+    }
 }

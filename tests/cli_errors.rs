@@ -1,5 +1,5 @@
 //! What the CLI says when its input is wrong, through the real binary: one line, each cause
-//! once, naming the path the user gave.
+//! once, naming the path the user gave; and a standard error that cannot be written to.
 
 #[path = "support/cli.rs"]
 mod cli_support;
@@ -325,4 +325,52 @@ fn a_failed_write_names_the_path_given_not_a_temporary_file() {
         "{err}"
     );
     assert_eq!(err.matches(&not_found()).count(), 1, "{err}");
+}
+
+/// A `score` that succeeds with a warning on standard error, whose standard error is `stderr`.
+#[cfg(target_os = "linux")]
+fn score_with_a_warning(dir: &Path, stderr: impl Into<std::process::Stdio>) -> std::process::Child {
+    let qrels = write(dir, "qrels.txt", "q1 0 d1 1\nq2 0 d2 1\n");
+    let partial = write(dir, "partial.txt", "q1 Q0 d1 1 0.9 r\nq3 Q0 d2 1 0.9 r\n");
+    std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .env("RAG_EVAL_RUNS", "off")
+        .args([
+            "score",
+            "--qrels",
+            s(&qrels),
+            "--run",
+            s(&partial),
+            "-m",
+            "P.1",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_failed_write_to_standard_error_is_exit_code_1_and_a_closed_one_is_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    // A full disk: the work is done and printed, the exit code says the warning was lost.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = score_with_a_warning(dir.path(), full)
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["queries"], 1, "{v}");
+
+    // A reader that went away: no error.
+    let mut child = score_with_a_warning(dir.path(), std::process::Stdio::piped());
+    drop(child.stderr.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["queries"], 1, "{v}");
 }

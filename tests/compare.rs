@@ -477,3 +477,44 @@ fn missing_figures_leave_queries_out_of_that_metric_only() {
     let back: Comparison = serde_json::from_value(v).unwrap();
     assert_eq!(back, c);
 }
+
+#[test]
+fn options_beyond_their_maximum_are_refused_before_any_work() {
+    let (a, b) = pair();
+    for options in [
+        CompareOptions {
+            resamples: 10_000_000_000,
+            ..CompareOptions::default()
+        },
+        CompareOptions {
+            permutations: 1_000_000_000_000,
+            ..CompareOptions::default()
+        },
+    ] {
+        let err = Comparison::new(&[("a", &a), ("b", &b)], &options).unwrap_err();
+        assert!(matches!(err, CompareError::Option(_)), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("allowed"), "{text}");
+    }
+}
+
+#[test]
+fn a_stopped_comparison_gives_up_at_once() {
+    use std::sync::atomic::AtomicBool;
+    // 400 queries: Monte-Carlo permutations, the most allowed, and the most resamples.
+    let rows: Vec<(&str, [f64; 2])> = (0..400)
+        .map(|i| ("", [(i % 7) as f64 / 7.0, (i % 3) as f64 / 3.0]))
+        .collect();
+    let shifted: Vec<(&str, [f64; 2])> = rows.iter().map(|(d, v)| (*d, [v[1], v[0]])).collect();
+    let (a, b) = (run("h", &rows), run("h", &shifted));
+    let options = CompareOptions {
+        permutations: rag_eval::stats::MAX_PERMUTATIONS,
+        resamples: rag_eval::stats::MAX_RESAMPLES,
+        ..CompareOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let err = Comparison::new_until(&[("a", &a), ("b", &b)], &options, &AtomicBool::new(true))
+        .unwrap_err();
+    assert!(matches!(err, CompareError::Cancelled), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}

@@ -308,3 +308,28 @@ fn readme_walkthrough_runs_as_written() {
         "only span_recall@5 is a significant loss: {gate}"
     );
 }
+
+#[test]
+fn resamples_and_permutations_beyond_their_maximum_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_run(dir.path(), "a.json", "h1", 0.0);
+    let b = write_run(dir.path(), "b.json", "h1", 0.25);
+    for (command, flag, value, max) in [
+        ("compare", "--resamples", "10000000000", "100000"),
+        ("compare", "--permutations", "1000000000000", "1000000"),
+        ("report", "--resamples", "10000000000", "100000"),
+        ("report", "--permutations", "1000000000000", "1000000"),
+    ] {
+        let out = rag_eval(&[command, &a, &b, flag, value]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command} {flag}: {stderr}");
+        assert!(stderr.contains(flag) && stderr.contains(max), "{stderr}");
+    }
+    // The maximum itself is accepted.
+    let out = rag_eval(&["compare", &a, &b, "--json", "--resamples", "100000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

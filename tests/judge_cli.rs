@@ -1,7 +1,7 @@
 //! `score --answers` with LLM judges, end to end through the binary against a scripted
 //! OpenAI-compatible server: the figures, the JSON and table, rows without a reference
 //! answer, answer relevancy without an embedder, the invalid-share gate, and the run records
-//! that `compare` reads.
+//! that `compare` reads; a judge server that never answers, given up after `--timeout`.
 
 mod support;
 
@@ -533,4 +533,56 @@ fn eval_answers_records_the_judges_with_the_run() {
     // 40 + 8 tokens a call.
     assert_eq!(run["usage"]["prompt_tokens"], 5 * 40, "{}", run["usage"]);
     assert_eq!(run["usage"]["completion_tokens"], 5 * 8, "{}", run["usage"]);
+}
+
+#[test]
+fn a_judge_server_that_hangs_on_post_is_given_up_after_the_timeout() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let server = HostileServer::start(Hostility::HangOnPost);
+    let url = server.url("/v1");
+    let started = std::time::Instant::now();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            &url,
+            "--judges",
+            "faithfulness",
+            "--timeout",
+            "1",
+        ],
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("faithfulness: 100.0% of the judge's answers were invalid or failed"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.posts() >= 1);
+}
+
+#[test]
+fn judge_samples_beyond_the_maximum_are_a_usage_error() {
+    let s = Setup::new();
+    for samples in ["4294967295", "101", "0"] {
+        let out = s.score(&["--judge-samples", samples]);
+        assert_eq!(out.code, 2, "{samples}: {}", out.stderr);
+        assert!(out.stderr.contains("--judge-samples"), "{}", out.stderr);
+    }
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "no judge was called"
+    );
 }

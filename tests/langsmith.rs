@@ -1001,3 +1001,79 @@ print(json.dumps({
         }
     }
 }
+
+/// Runs the binary against `url` as LangSmith, killing it after 30 s: (exit code, stderr).
+fn rag_eval_at(url: &str, cwd: &Utf8Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(args)
+        .current_dir(cwd)
+        .env("LANGSMITH_ENDPOINT", url)
+        .env("LANGSMITH_API_KEY", KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("{args:?} still running after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn pages_that_never_advance_are_an_error_not_an_endless_loop() {
+    use support::hostile::{HostileServer, Hostility, DATASET, EXPERIMENT};
+    let (_dir, dir) = tempdir();
+    let store = dir.join("runs.sqlite");
+
+    let server = HostileServer::start(Hostility::RepeatedCursor);
+    let (code, err) = rag_eval_at(
+        &server.url(""),
+        &dir,
+        &["runs", "--store", store.as_str(), "pull", EXPERIMENT],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("POST")
+            && err.contains("/runs/query")
+            && err.contains("cursor `the-same-cursor` a second time"),
+        "{err}"
+    );
+
+    let server = HostileServer::start(Hostility::IgnoredOffset);
+    let (code, err) = rag_eval_at(
+        &server.url(""),
+        &dir,
+        &["runs", "--store", store.as_str(), "pull", EXPERIMENT],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("/feedback") && err.contains("ignores `offset`"),
+        "{err}"
+    );
+    let out = dir.join("pulled.jsonl");
+    let (code, err) = rag_eval_at(
+        &server.url(""),
+        &dir,
+        &[
+            "dataset",
+            "pull",
+            DATASET,
+            "-o",
+            out.as_str(),
+            "--corpus",
+            &corpus_dir(),
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("/examples") && err.contains("offset=100") && err.contains("ignores `offset`"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

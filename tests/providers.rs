@@ -1,6 +1,8 @@
 //! The OpenAI and Cohere clients against a local server that answers like those services and
 //! fails like them: 500s, 429s with `Retry-After`, answers slower than the client's timeout,
-//! bodies cut short, and invalid JSON.
+//! bodies cut short, and invalid JSON; and against the hostile server of test support, which
+//! asks for waits too long to represent, sends bodies without end or far too large, and leaves
+//! requests unanswered while answering its health check.
 
 mod support;
 
@@ -14,6 +16,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::hostile::{HostileServer, Hostility};
 use support::{Reply, Request, TestServer};
 
 const DIM: usize = 8;
@@ -1038,4 +1041,88 @@ async fn a_retry_is_sent_alone() {
         );
     }
     assert_eq!(server.max_in_flight(), 4);
+}
+
+/// An embedder of the hostile server at `server`, with fast settings adjusted by `adjust`.
+fn hostile_embedder(
+    server: &HostileServer,
+    adjust: impl FnOnce(HttpConfig) -> HttpConfig,
+) -> OpenAiEmbedder {
+    OpenAiEmbedder::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .http(|c| adjust(quick(c).with_max_retries(5)))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_too_long_to_represent_fails_the_call_at_once_without_a_panic() {
+    for hostility in [
+        Hostility::RetryAfter("1e30"),
+        Hostility::RetryAfter("inf"),
+        Hostility::RetryAfterMs("1e25"),
+    ] {
+        let server = HostileServer::start(hostility.clone());
+        let e = hostile_embedder(&server, |c| c);
+        let started = Instant::now();
+        let err = e.embed(&["x".to_owned()]).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2), "{hostility:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("429") && text.contains("more than the 120s allowed"),
+            "{hostility:?}: {text}"
+        );
+        assert_eq!(server.posts(), 1, "{hostility:?}: not retried");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_or_huge_body_stops_at_the_size_limit_and_is_not_retried() {
+    let server = HostileServer::start(Hostility::EndlessBody);
+    let e = hostile_embedder(&server, |c| c.with_max_response_bytes(1 << 20));
+    let started = Instant::now();
+    let err = e.embed(&["x".to_owned()]).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let text = err.to_string();
+    assert!(
+        text.contains("longer than the 1048576 bytes allowed")
+            && text.contains(&server.url("/v1/embeddings")),
+        "{text}"
+    );
+    assert_eq!(server.posts(), 1, "not retried");
+
+    // 200 MB announced: refused before a byte of the body is read, at the default limit.
+    let server = HostileServer::start(Hostility::HugeBody(200_000_000));
+    let e = hostile_embedder(&server, |c| c);
+    let err = e.embed(&["x".to_owned()]).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("longer than the {} bytes", 64 << 20)),
+        "{err}"
+    );
+    assert_eq!(server.posts(), 1, "not retried");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_hangs_on_post_but_answers_its_health_check_meets_the_deadline() {
+    let server = HostileServer::start(Hostility::HangOnPost);
+    // Each attempt alone could wait timeout × concurrency = 8 × 300 ms, and 6 attempts twice
+    // as long as the deadline.
+    let e = hostile_embedder(&server, |c| {
+        c.with_deadline(Some(Duration::from_secs(1)))
+            .with_concurrency(8)
+    });
+    let started = Instant::now();
+    let err = e.embed(&["x".to_owned()]).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("deadline of 1s") && text.contains(&server.url("/v1/embeddings")),
+        "{text}"
+    );
 }

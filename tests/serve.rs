@@ -333,3 +333,22 @@ fn compare_answers_what_the_command_prints() {
         );
     }
 }
+
+#[test]
+fn compare_options_beyond_their_maximum_are_bad_requests() {
+    let s = server();
+    for (option, value, max) in [
+        ("resamples", 10_000_000_000u64, "100000"),
+        ("permutations", 1_000_000_000_000, "1000000"),
+    ] {
+        let body = serde_json::json!({"run_ids": &s.ids[..2], option: value}).to_string();
+        let (status, kind, text) = request("POST", &format!("{}/compare", s.base), Some(&body));
+        assert_eq!(status, 400, "{option}: {text}");
+        assert!(kind.starts_with("application/json"), "{kind}");
+        let error = json(&text)["error"].as_str().unwrap().to_owned();
+        assert!(
+            error.contains(option) && error.contains(max),
+            "{option}: {error}"
+        );
+    }
+}

@@ -419,8 +419,8 @@ impl Cache {
             let s = t.stats();
             total.hits += s.hits;
             total.misses += s.misses;
-            total.tokens += s.tokens;
-            total.saved_tokens += s.saved_tokens;
+            total.tokens = crate::llm::add_tokens(total.tokens, s.tokens);
+            total.saved_tokens = crate::llm::add_tokens(total.saved_tokens, s.saved_tokens);
             total.cost = match (total.cost, s.cost) {
                 (None, None) => None,
                 (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
@@ -573,7 +573,7 @@ impl Cache {
         self.tally(provider, model, |t| {
             t.hits += hits;
             t.misses += misses;
-            t.saved_tokens += saved;
+            t.saved_tokens = crate::llm::add_tokens(t.saved_tokens, saved);
         });
         Ok(out)
     }
@@ -646,7 +646,9 @@ impl Cache {
         rows: &[(CacheKey, &[f32], Option<u64>)],
     ) -> Result<()> {
         let spent: u64 = rows.iter().filter_map(|r| r.2).sum();
-        self.tally(provider, model, |t| t.usage.prompt_tokens += spent);
+        self.tally(provider, model, |t| {
+            t.usage.prompt_tokens = crate::llm::add_tokens(t.usage.prompt_tokens, spent)
+        });
         if self.mode != CacheMode::ReadWrite || rows.is_empty() {
             return Ok(());
         }
@@ -667,7 +669,7 @@ impl Cache {
                         provider,
                         model,
                         encode_vector(vector),
-                        tokens.map(|t| t.min(i64::MAX as u64) as i64),
+                        tokens.map(|t| t.min(crate::llm::MAX_TOKENS) as i64),
                         created,
                     ))?;
                 }
@@ -748,7 +750,7 @@ impl Cache {
         });
         self.tally(provider, model, |t| {
             t.hits += 1;
-            t.saved_tokens += usage.map_or(0, |u| u.total());
+            t.saved_tokens = crate::llm::add_tokens(t.saved_tokens, usage.map_or(0, |u| u.total()));
         });
         Ok(Some(CachedResponse { response, usage }))
     }
@@ -770,8 +772,10 @@ impl Cache {
             .map_err(|e| Error::Config(format!("response is not representable as JSON: {e}")))?;
         if let Some(u) = usage {
             self.tally(provider, model, |t| {
-                t.usage.prompt_tokens += u.prompt_tokens;
-                t.usage.completion_tokens += u.completion_tokens;
+                t.usage.prompt_tokens =
+                    crate::llm::add_tokens(t.usage.prompt_tokens, u.prompt_tokens);
+                t.usage.completion_tokens =
+                    crate::llm::add_tokens(t.usage.completion_tokens, u.completion_tokens);
             });
         }
         if self.mode != CacheMode::ReadWrite {
@@ -780,7 +784,7 @@ impl Cache {
         let Some(conn) = self.lock() else {
             return Ok(());
         };
-        let tokens = |n: u64| n.min(i64::MAX as u64) as i64;
+        let tokens = |n: u64| n.min(crate::llm::MAX_TOKENS) as i64;
         let write = || -> rusqlite::Result<()> {
             conn.prepare_cached(
                 "INSERT OR IGNORE INTO responses (key, provider, model, response, \

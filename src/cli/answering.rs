@@ -39,6 +39,7 @@ pub(super) fn client(
     url: &str,
     key_env: &str,
     cache: Option<&Arc<Cache>>,
+    timeout: super::TimeoutArgs,
 ) -> Result<Arc<dyn LlmClient>> {
     let key_set = std::env::var(key_env).is_ok_and(|v| !v.trim().is_empty());
     if !key_set && url.contains("api.openai.com") {
@@ -49,6 +50,7 @@ pub(super) fn client(
     let chat = OpenAiChat::builder(model)
         .base_url(url)
         .api_key_env(key_env)
+        .http(|h| timeout.apply(h))
         .build()?;
     Ok(match cache {
         Some(cache) => Arc::new(CachedLlm::new(chat, cache.clone())),
@@ -123,15 +125,20 @@ pub(super) struct AnswerRun {
 
 impl AnswerRun {
     /// The clients `a` names, behind `cache` when there is one.
-    pub fn new(a: &AnswerArgs, cache: Option<&Arc<Cache>>) -> Result<Self> {
+    pub fn new(
+        a: &AnswerArgs,
+        cache: Option<&Arc<Cache>>,
+        timeout: super::TimeoutArgs,
+    ) -> Result<Self> {
         let Some(model) = &a.model else {
             bail!("--answers needs --model (the generator's model)");
         };
-        let generator = LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache)?);
+        let generator =
+            LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache, timeout)?);
         let judging = match &a.judge.judge_model {
             Some(m) => {
                 let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
-                let judge = client(m, url, &a.api_key_env, cache)?;
+                let judge = client(m, url, &a.api_key_env, cache, timeout)?;
                 Some(Judging::new(
                     &a.judge,
                     m,

@@ -38,12 +38,22 @@ pub(super) struct StatsArgs {
     /// The paired test: Fisher's randomization test or the paired t-test.
     #[arg(long, default_value = "fisher", value_parser = ["fisher", "student"])]
     test: String,
-    /// Random sign patterns of the randomization test (up to 20 queries every pattern is
-    /// enumerated instead).
-    #[arg(long, default_value_t = crate::stats::DEFAULT_PERMUTATIONS)]
+    /// Random sign patterns of the randomization test, at most 1000000 (up to 20 queries every
+    /// pattern is enumerated instead).
+    #[arg(
+        long,
+        default_value_t = crate::stats::DEFAULT_PERMUTATIONS,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(0..=crate::stats::MAX_PERMUTATIONS as u64)
+    )]
     permutations: usize,
-    /// Bootstrap resamples of the confidence intervals.
-    #[arg(long, default_value_t = crate::stats::DEFAULT_RESAMPLES)]
+    /// Bootstrap resamples of the confidence intervals, at most 100000.
+    #[arg(
+        long,
+        default_value_t = crate::stats::DEFAULT_RESAMPLES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(0..=crate::stats::MAX_RESAMPLES as u64)
+    )]
     resamples: usize,
     /// Seed of the permutations and resamples.
     #[arg(long, default_value_t = 42)]
@@ -102,9 +112,13 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
     if a.fail_on_regression && !regressions.is_empty() {
         out.flush()?;
         for r in &regressions {
-            eprintln!(
+            note!(
                 "regression: {} on {}: {:+.4} (corrected p = {:.4} ≤ {})",
-                r.run, r.metric, r.difference, r.corrected_p_value, a.stats.alpha
+                r.run,
+                r.metric,
+                r.difference,
+                r.corrected_p_value,
+                a.stats.alpha
             );
         }
         return Ok(true);

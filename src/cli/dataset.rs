@@ -108,7 +108,7 @@ fn import(a: ImportArgs, out: &mut Output) -> Result<()> {
         d.write(&a.output)?;
     }
     let spans: usize = d.examples().iter().map(|e| e.truth.len()).sum();
-    eprintln!(
+    note!(
         "imported {} {}-level queries ({spans} spans over {} documents) into {}",
         d.len(),
         TokenLevel::NAME,
@@ -136,7 +136,7 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
     let corpus = a.corpus.load()?;
     let v = dataset::validate(&a.dataset, &corpus)?;
     for n in &v.notes {
-        eprintln!("note: {n}");
+        note!("note: {n}");
     }
     let summary = v.dataset.as_ref().map(|d| Summary {
         dataset: a.dataset.to_string(),
@@ -189,7 +189,7 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
     if !v.is_valid() {
         if !a.json {
             for p in &v.problems {
-                eprintln!("{p}");
+                note!("{p}");
             }
         }
         bail!(
@@ -225,7 +225,7 @@ fn reanchor(a: ReanchorArgs) -> Result<()> {
         .iter()
         .filter(|m| m.how == dataset::reanchor::Match::Whitespace)
         .count();
-    eprintln!(
+    note!(
         "moved {} span{} ({} verbatim, {whitespace} ignoring whitespace){}",
         report.moved.len(),
         if report.moved.len() == 1 { "" } else { "s" },
@@ -237,14 +237,20 @@ fn reanchor(a: ReanchorArgs) -> Result<()> {
         }
     );
     for m in &report.moved {
-        eprintln!(
+        note!(
             "  {} span {}: {}..{} -> {}..{} in `{}`",
-            m.example_id, m.span_index, m.from.start, m.from.end, m.to.start, m.to.end, m.to.doc
+            m.example_id,
+            m.span_index,
+            m.from.start,
+            m.from.end,
+            m.to.start,
+            m.to.end,
+            m.to.doc
         );
     }
     if !report.unplaced.is_empty() {
         for u in &report.unplaced {
-            eprintln!("{u}");
+            note!("{u}");
         }
         bail!(
             "{} span{} could not be placed; they are left as they were",

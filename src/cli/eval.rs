@@ -57,6 +57,8 @@ pub(super) struct EvalArgs {
     no_record: bool,
     #[command(flatten)]
     answers: AnswerArgs,
+    #[command(flatten)]
+    timeout: super::TimeoutArgs,
 }
 
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
@@ -88,9 +90,9 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
     };
-    let langsmith = a.langsmith.check()?;
+    let langsmith = a.langsmith.check(a.timeout)?;
     let mut answering = if a.answers.answers {
-        Some(AnswerRun::new(&a.answers, context.cache())?)
+        Some(AnswerRun::new(&a.answers, context.cache(), a.timeout)?)
     } else {
         None
     };
@@ -187,11 +189,13 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         ))?;
     }
     if let Some(cache) = context.cache() {
-        eprintln!("{}", cache.stats());
+        note!("{}", cache.stats());
     }
     super::runs::record(out, a.no_record, &records)?;
     if let Some(run) = &answering {
-        eprint!("{}", run.usage_lines());
+        for line in run.usage_lines().lines() {
+            note!("{line}");
+        }
         let failures = run.gate_failures();
         if !failures.is_empty() {
             bail!("{}", failures.join("\n"));

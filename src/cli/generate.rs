@@ -84,7 +84,8 @@ pub(super) struct GenerateArgs {
     #[arg(long, value_parser = parse_temperature)]
     temperature: Option<f32>,
     /// Seconds without any answer from the server before a request is retried (a request
-    /// queued behind others that are being answered waits, at most timeout × concurrency).
+    /// queued behind others that are being answered waits, at most timeout × concurrency; a
+    /// request gives up after twice that in all, retries included).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     timeout: u64,
     /// Price per 1,000 tokens (prompt and answer alike), to show what the run costs.
@@ -214,7 +215,14 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
         OpenAiChat::builder(a.model.as_str())
             .base_url(a.base_url.as_str())
             .api_key_env(a.api_key_env.as_str())
-            .http(|h| h.with_concurrency(concurrency).with_timeout(timeout))
+            .http(|h| {
+                // Room for one attempt that waits its longest and a retry.
+                let deadline =
+                    timeout.saturating_mul(u32::try_from(concurrency).unwrap_or(u32::MAX));
+                h.with_concurrency(concurrency)
+                    .with_timeout(timeout)
+                    .with_deadline(Some(deadline.saturating_mul(2)))
+            })
             .build()?,
     );
 
@@ -278,11 +286,11 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     match ended {
         RunEnd::Interrupted => {
             summary.push_str("; run the same command again to continue");
-            eprintln!("{summary}");
+            note!("{summary}");
             Ok(ExitCode::from(EXIT_INTERRUPTED))
         }
         _ => {
-            eprintln!("{summary}");
+            note!("{summary}");
             if t.rows == 0 {
                 // A dataset without rows scores nothing; a script must not take it for one.
                 bail!(
@@ -309,7 +317,7 @@ fn watch_ctrl_c(stop: StopSignal, bar: Option<indicatif::ProgressBar>) {
         let note = "stopping after the documents in flight; press Ctrl-C again to quit at once";
         match &bar {
             Some(bar) => bar.println(note),
-            None => eprintln!("{note}"),
+            None => note!("{note}"),
         }
         if tokio::signal::ctrl_c().await.is_ok() {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
@@ -394,7 +402,7 @@ impl run::Progress for Progress {
             );
             match &self.bar {
                 Some(bar) => bar.println(note),
-                None => eprintln!("{note}"),
+                None => note!("{note}"),
             }
         }
         self.redraw();
@@ -404,14 +412,14 @@ impl run::Progress for Progress {
         self.done += 1;
         self.rows += r.rows;
         self.dropped += r.dropped;
-        self.tokens += r.usage.total();
+        self.tokens = crate::llm::add_tokens(self.tokens, r.usage.total());
         match &self.bar {
             Some(bar) => {
                 let bar = bar.clone();
                 self.redraw();
                 bar.inc(1);
             }
-            None => eprintln!(
+            None => note!(
                 "[{}/{}] {}: {} row{}, dropped {}, {} call{}, {} tokens",
                 self.done,
                 self.total,

@@ -22,8 +22,13 @@ pub(super) struct JudgeArgs {
     /// Base URL of the judge's OpenAI-compatible server (eval: default the generator's).
     #[arg(long, requires = "judge_model")]
     pub judge_url: Option<String>,
-    /// Judgings per answer.
-    #[arg(long, default_value_t = 1, requires = "judge_model")]
+    /// Judgings per answer, 1 to 100 (each one a call to the judge's model).
+    #[arg(
+        long,
+        default_value_t = 1,
+        requires = "judge_model",
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::judge::MAX_SAMPLES))
+    )]
     pub judge_samples: u32,
     /// The judges, comma-separated: faithfulness, answer_relevancy, llm_context_precision,
     /// llm_context_recall, answer_match (score: every one; eval: faithfulness).
@@ -94,7 +99,7 @@ impl Judging {
                     bail!("--judges answer_relevancy needs an embedder: {no_embedder}")
                 }
                 ("answer_relevancy", None) => {
-                    eprintln!("answer_relevancy is left out: it needs an embedder ({no_embedder})");
+                    note!("answer_relevancy is left out: it needs an embedder ({no_embedder})");
                     continue;
                 }
                 ("llm_context_precision", _) => Box::new(LlmContextPrecision::new(c)),
@@ -193,8 +198,10 @@ impl Judging {
         }
         let usage = record.usage.get_or_insert_with(Usage::default);
         for s in summaries {
-            usage.prompt_tokens += s.usage.prompt_tokens;
-            usage.completion_tokens += s.usage.completion_tokens;
+            usage.prompt_tokens =
+                crate::llm::add_tokens(usage.prompt_tokens, s.usage.prompt_tokens);
+            usage.completion_tokens =
+                crate::llm::add_tokens(usage.completion_tokens, s.usage.completion_tokens);
         }
     }
 }

@@ -37,6 +37,8 @@ pub(super) struct PushArgs {
     /// A description for a dataset that is created.
     #[arg(long)]
     description: Option<String>,
+    #[command(flatten)]
+    timeout: super::TimeoutArgs,
 }
 
 #[derive(Args)]
@@ -49,6 +51,8 @@ pub(super) struct PullArgs {
     /// The corpus the dataset is checked against after the pull.
     #[command(flatten)]
     corpus: CorpusArgs,
+    #[command(flatten)]
+    timeout: super::TimeoutArgs,
 }
 
 /// `--langsmith-*` options of `rag-eval eval`.
@@ -68,8 +72,9 @@ pub(super) struct ExperimentArgs {
     langsmith_journal: Option<Utf8PathBuf>,
 }
 
-fn client() -> Result<LangSmith> {
-    let client = LangSmith::from_env().context("cannot set up the LangSmith client")?;
+fn client(timeout: super::TimeoutArgs) -> Result<LangSmith> {
+    let client = LangSmith::new(timeout.apply(LangSmith::config_from_env()))
+        .context("cannot set up the LangSmith client")?;
     let hosted =
         client.http().config().base_url.trim_end_matches('/') == langsmith::DEFAULT_ENDPOINT;
     if hosted && !client.http().has_api_key() {
@@ -84,7 +89,7 @@ fn client() -> Result<LangSmith> {
 
 pub(super) fn push(a: PushArgs) -> Result<()> {
     let d = dataset::load(&a.file)?;
-    let client = client()?;
+    let client = client(a.timeout)?;
     let report = pollster::block_on(langsmith::push(
         &client,
         &a.name,
@@ -92,7 +97,7 @@ pub(super) fn push(a: PushArgs) -> Result<()> {
         a.description.as_deref(),
     ))
     .with_context(|| format!("cannot push `{}` to LangSmith dataset `{}`", a.file, a.name))?;
-    eprintln!(
+    note!(
         "{} LangSmith dataset `{}` ({}) at {}: {} examples created, {} updated, {} unchanged",
         if report.created {
             "created"
@@ -107,7 +112,7 @@ pub(super) fn push(a: PushArgs) -> Result<()> {
         report.examples_unchanged
     );
     if !report.remote_only.is_empty() {
-        eprintln!(
+        note!(
             "note: {} examples in LangSmith are not in `{}` and were left alone (first: {})",
             report.remote_only.len(),
             a.file,
@@ -118,8 +123,8 @@ pub(super) fn push(a: PushArgs) -> Result<()> {
 }
 
 /// The LangSmith experiment `name` as a run record (origin `langsmith`, labelled by the name).
-pub(super) fn pull_experiment(name: &str) -> Result<RunRecord> {
-    let client = client()?;
+pub(super) fn pull_experiment(name: &str, timeout: super::TimeoutArgs) -> Result<RunRecord> {
+    let client = client(timeout)?;
     let result = pollster::block_on(langsmith::fetch_experiment(&client, name))
         .with_context(|| format!("cannot pull LangSmith experiment `{name}`"))?;
     let dataset = result
@@ -135,7 +140,7 @@ pub(super) fn pull_experiment(name: &str) -> Result<RunRecord> {
 pub(super) fn pull(a: PullArgs, out: &mut Output) -> Result<()> {
     crate::dataset::destination::check_output(&a.output, &[], Some(&a.corpus.corpus))?;
     let corpus = a.corpus.load()?;
-    let client = client()?;
+    let client = client(a.timeout)?;
     let pulled = pollster::block_on(langsmith::pull(&client, &a.name))
         .with_context(|| format!("cannot pull LangSmith dataset `{}`", a.name))?;
     if pulled.rows == 0 {
@@ -148,11 +153,11 @@ pub(super) fn pull(a: PullArgs, out: &mut Output) -> Result<()> {
     crate::fs::write_atomic(&a.output, pulled.jsonl.as_bytes())?;
     let v = dataset::validate(&a.output, &corpus)?;
     for n in &v.notes {
-        eprintln!("note: {n}");
+        note!("note: {n}");
     }
     if !v.is_valid() {
         for p in &v.problems {
-            eprintln!("{p}");
+            note!("{p}");
         }
         bail!(
             "wrote {} rows of LangSmith dataset `{}` to {}, but they do not validate against {}: {} problem{}",
@@ -174,11 +179,11 @@ pub(super) fn pull(a: PullArgs, out: &mut Output) -> Result<()> {
 
 impl ExperimentArgs {
     /// Checks the settings before the evaluation runs, so a mistake costs no evaluation.
-    pub(super) fn check(&self) -> Result<Option<LangSmith>> {
+    pub(super) fn check(&self, timeout: super::TimeoutArgs) -> Result<Option<LangSmith>> {
         if self.langsmith_experiment.is_none() {
             return Ok(None);
         }
-        Ok(Some(client()?))
+        Ok(Some(client(timeout)?))
     }
 
     /// Uploads each result; several (one per chunker) get the chunker's label after the name.
@@ -210,7 +215,7 @@ impl ExperimentArgs {
                 experiment = experiment.journal(j);
             }
             match pollster::block_on(experiment.upload(client, result)) {
-                Ok(r) => eprintln!(
+                Ok(r) => note!(
                     "LangSmith experiment `{name}` ({}) at {}: {} runs and {} feedback sent{}",
                     r.session_id,
                     client.endpoint(),

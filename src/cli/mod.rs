@@ -5,6 +5,13 @@
 //! evaluation whose LangSmith upload failed after its result was printed exits with 3. Not a
 //! public API: the binary `src/bin/rag-eval.rs` calls [`main`].
 
+/// `eprintln!` that never panics: see [`output`] for what a failed write does.
+macro_rules! note {
+    ($($arg:tt)*) => {
+        $crate::cli::output::stderr_line(format_args!($($arg)*))
+    };
+}
+
 mod answering;
 mod chunk;
 mod compare;
@@ -27,6 +34,7 @@ use camino::Utf8PathBuf;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use output::{is_broken_pipe, Output};
+use std::io::Write as _;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -106,6 +114,34 @@ struct CorpusArgs {
     glob: String,
 }
 
+/// The longest `--timeout`: a day.
+const MAX_TIMEOUT_SECS: u64 = 86_400;
+
+/// `--timeout`, shared by the commands that call a server (a language model, LangSmith).
+#[derive(Args, Clone, Copy)]
+struct TimeoutArgs {
+    /// Seconds one request to a server (language model, LangSmith) may take in all, its
+    /// retries and the waits between them included; then the command fails naming the
+    /// request (1 to 86400). Components built from specs (embedders, rerankers, stores) keep
+    /// the library's 600.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 600,
+        value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS)
+    )]
+    timeout: u64,
+}
+
+impl TimeoutArgs {
+    /// `config` with the deadline set, and a server's silence not waited for longer than it.
+    fn apply(self, config: crate::http::HttpConfig) -> crate::http::HttpConfig {
+        let deadline = std::time::Duration::from_secs(self.timeout);
+        let idle = config.timeout.min(deadline);
+        config.with_deadline(Some(deadline)).with_timeout(idle)
+    }
+}
+
 impl CorpusArgs {
     fn load(&self) -> Result<Corpus> {
         Ok(Corpus::from_folder(&self.corpus, Some(&self.glob))?)
@@ -139,17 +175,28 @@ pub fn main() -> ExitCode {
     };
     // Flushed also after a failure: what was printed before it (validate's summary) stays.
     let flushed = out.flush().map_err(anyhow::Error::from);
-    match result.and(flushed) {
+    let code = match result.and(flushed) {
         Ok(()) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if e.is::<langsmith::UploadFailed>() => {
-            eprintln!("error: {}", error_message(&e));
+            note!("error: {}", error_message(&e));
             ExitCode::from(langsmith::UPLOAD_FAILED)
         }
         Err(e) => {
-            eprintln!("error: {}", error_message(&e));
+            note!("error: {}", error_message(&e));
             ExitCode::FAILURE
         }
+    };
+    match output::stderr_failure() {
+        Some(e) => {
+            // Most likely lost too; the exit code says it in any case.
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: cannot write to standard error: {e}"
+            );
+            ExitCode::FAILURE
+        }
+        None => code,
     }
 }
 

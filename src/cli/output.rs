@@ -5,9 +5,15 @@
 //! writer would want (a non-zero code would fail a `set -o pipefail` pipeline for a reader's
 //! choice). Any other failure (a full disk, a closed descriptor) is one line naming standard
 //! output, and exit code 1.
+//!
+//! Standard error is treated the same way: every line goes through [`note!`](crate::cli), never
+//! `eprintln!`, which panics when the write fails. A failed write is remembered and the lines
+//! after it are dropped; once the work is done, a broken pipe leaves the exit code as it is and
+//! any other failure makes it 1 (after one line, should standard error take it after all).
 
 use std::fmt;
 use std::io::{BufWriter, Stdout, Write};
+use std::sync::OnceLock;
 
 /// A failed write to standard output. Its own type, so that only these broken pipes end a
 /// command quietly, never one met elsewhere (a server that hung up).
@@ -69,4 +75,25 @@ pub(super) fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<WriteError>()
             .is_some_and(|w| w.0.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The first failed write to standard error.
+static STDERR_FAILED: OnceLock<std::io::Error> = OnceLock::new();
+
+/// Writes one line to standard error; a failure is remembered, not a panic.
+pub(super) fn stderr_line(line: fmt::Arguments<'_>) {
+    if STDERR_FAILED.get().is_some() {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    if let Err(e) = writeln!(err, "{line}").and_then(|()| err.flush()) {
+        let _ = STDERR_FAILED.set(e);
+    }
+}
+
+/// The failed write to standard error, unless there was none or its reader went away.
+pub(super) fn stderr_failure() -> Option<&'static std::io::Error> {
+    STDERR_FAILED
+        .get()
+        .filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe)
 }

@@ -53,6 +53,8 @@ enum RunsCommand {
     Pull {
         /// The experiment's name.
         experiment: String,
+        #[command(flatten)]
+        timeout: super::TimeoutArgs,
     },
     /// Add the runs of JSON-lines files (from `export`) to the store; runs already stored are
     /// left as they are.
@@ -199,13 +201,16 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             match output {
                 Some(path) => {
                     crate::fs::write_atomic(&path, text.as_bytes())?;
-                    eprintln!("exported {} runs to `{path}`", records.len());
+                    note!("exported {} runs to `{path}`", records.len());
                 }
                 None => out.text(&text)?,
             }
         }
-        RunsCommand::Pull { experiment } => {
-            let record = super::langsmith::pull_experiment(&experiment)?;
+        RunsCommand::Pull {
+            experiment,
+            timeout,
+        } => {
+            let record = super::langsmith::pull_experiment(&experiment, timeout)?;
             store.put(&record)?;
             out.text(&format!(
                 "stored LangSmith experiment `{experiment}` ({} queries) as run {} in `{}`\n",
@@ -260,14 +265,14 @@ pub(super) fn record(
     match runs::record_runs(runs) {
         Ok(Some(location)) => {
             let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-            eprintln!(
+            note!(
                 "recorded run{} {} in `{location}`",
                 if ids.len() == 1 { "" } else { "s" },
                 ids.join(", ")
             );
         }
         Ok(None) => {}
-        Err(e) => eprintln!("warning: run not recorded: {e}"),
+        Err(e) => note!("warning: run not recorded: {e}"),
     }
     Ok(())
 }

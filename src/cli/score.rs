@@ -38,6 +38,8 @@ pub(super) struct ScoreArgs {
     embedder: Option<String>,
     #[command(flatten)]
     judge: super::judging::JudgeArgs,
+    #[command(flatten)]
+    timeout: super::TimeoutArgs,
     /// Environment variable holding the judge's API key (local servers need none).
     #[arg(
         long,
@@ -228,7 +230,7 @@ fn with_truth<L: Level>(d: Dataset<L>, skip: bool) -> Result<(Dataset<L>, HashSe
         .map(|i| d.examples()[i].id.clone())
         .collect();
     if skipped > 0 {
-        eprintln!(
+        note!(
             "left out {skipped} of {} rows of `{}` with nothing to find (--skip-empty-truth)",
             d.len(),
             d.source()
@@ -383,7 +385,7 @@ fn check_run_matches_qrels(
         );
     }
     if !unjudged.is_empty() {
-        eprintln!(
+        note!(
             "warning: {} of {} queries of the run `{run_path}` are not in the qrels `{qrels_path}` and are left out of the figures ({}{})",
             unjudged.len(),
             ids.len(),

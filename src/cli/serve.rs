@@ -31,8 +31,10 @@ pub(super) fn run(a: ServeArgs) -> Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(crate::serve::serve(Arc::from(store), a.port, |addr| {
         // The first line tells a script (and a person) where to connect.
-        println!("listening on http://{addr} (runs from {location})");
-        let _ = std::io::stdout().flush();
+        // A standard output that cannot take it does not stop the server.
+        let mut stdout = std::io::stdout();
+        let _ = writeln!(stdout, "listening on http://{addr} (runs from {location})");
+        let _ = stdout.flush();
     }))?;
     Ok(())
 }

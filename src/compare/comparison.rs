@@ -3,10 +3,12 @@
 use super::{CompareError, CompareOptions, PairedTest};
 use crate::metrics::{mean_std, RunResult};
 use crate::stats::{
-    bootstrap_cis, paired_t_test, randomization_tests, Correction, WinTieLoss, TIE_TOLERANCE,
+    bootstrap_cis_until, paired_t_test, randomization_tests_until, Correction, WinTieLoss,
+    TIE_TOLERANCE,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The most runs one comparison takes.
 pub const MAX_RUNS: usize = 10;
@@ -233,22 +235,29 @@ impl Comparison {
     /// every run ([`MetricComparison::queries`], [`RunFigure::missing`]). A metric that missing
     /// figures leave with fewer than 2 paired queries gets no test and is listed in
     /// [`Comparison::metrics_untested`] with the reason.
+    ///
+    /// Options out of range are refused ([`CompareOptions::check`]).
     pub fn new(
         runs: &[(&str, &RunResult)],
         options: &CompareOptions,
     ) -> Result<Comparison, CompareError> {
+        Comparison::new_until(runs, options, &AtomicBool::new(false))
+    }
+
+    /// [`Comparison::new`] that gives up with [`CompareError::Cancelled`] soon after `stop` is
+    /// set (from another thread: say, when whoever asked for the comparison has gone away).
+    pub fn new_until(
+        runs: &[(&str, &RunResult)],
+        options: &CompareOptions,
+        stop: &AtomicBool,
+    ) -> Result<Comparison, CompareError> {
         if !(2..=MAX_RUNS).contains(&runs.len()) {
             return Err(CompareError::RunCount(runs.len()));
         }
-        if !(options.confidence > 0.0 && options.confidence < 1.0) {
-            return Err(CompareError::Option(format!(
-                "confidence {} is not between 0 and 1",
-                options.confidence
-            )));
-        }
+        options.check()?;
         let (aligned, datasets_differ, not_shared) = align(runs, options)?;
         let all: Vec<usize> = (0..aligned.ids.len()).collect();
-        let (metrics, metrics_untested) = compare_rows(&aligned, &all, options);
+        let (metrics, metrics_untested) = compare_rows(&aligned, &all, options, stop);
         let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
         if aligned.difficulty.iter().any(Option::is_some) {
             let mut by_label: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -264,7 +273,7 @@ impl Comparison {
         let by_difficulty = groups
             .into_iter()
             .map(|(label, rows)| {
-                let (metrics, metrics_untested) = compare_rows(&aligned, &rows, options);
+                let (metrics, metrics_untested) = compare_rows(&aligned, &rows, options, stop);
                 DifficultyComparison {
                     difficulty: label.to_owned(),
                     queries: rows.len(),
@@ -273,6 +282,9 @@ impl Comparison {
                 }
             })
             .collect();
+        if stop.load(Ordering::Relaxed) {
+            return Err(CompareError::Cancelled);
+        }
         Ok(Comparison {
             baseline: runs[0].0.to_owned(),
             runs: runs
@@ -489,6 +501,7 @@ fn compare_rows(
     a: &Aligned<'_>,
     rows: &[usize],
     options: &CompareOptions,
+    stop: &AtomicBool,
 ) -> (Vec<MetricComparison>, Vec<UntestedMetric>) {
     let others = a.labels.len() - 1;
     let mut untested = Vec::new();
@@ -545,16 +558,24 @@ fn compare_rows(
         }
         let refs: Vec<&[f64]> = columns.iter().map(Vec::as_slice).collect();
         let tests: Vec<(f64, bool)> = match options.test {
-            PairedTest::Fisher => randomization_tests(&refs, options.permutations, options.seed)
-                .into_iter()
-                .map(|r| (r.p_value, r.exact))
-                .collect(),
+            PairedTest::Fisher => {
+                randomization_tests_until(&refs, options.permutations, options.seed, stop)
+                    .into_iter()
+                    .map(|r| (r.p_value, r.exact))
+                    .collect()
+            }
             PairedTest::Student => refs
                 .iter()
                 .map(|c| (paired_t_test(c).p_value, false))
                 .collect(),
         };
-        let cis = bootstrap_cis(&refs, options.resamples, options.seed, options.confidence);
+        let cis = bootstrap_cis_until(
+            &refs,
+            options.resamples,
+            options.seed,
+            options.confidence,
+            stop,
+        );
         let mut columns = columns.into_iter();
         for (k, &m) in ms.iter().enumerate() {
             let span = k * others..(k + 1) * others;

@@ -75,4 +75,7 @@ pub enum CompareError {
     /// An option is out of range.
     #[error("invalid comparison option: {0}")]
     Option(String),
+    /// The caller stopped the comparison before it was done.
+    #[error("the comparison was stopped before it was done")]
+    Cancelled,
 }

@@ -1,6 +1,9 @@
 //! How runs are compared.
 
-use crate::stats::{Correction, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES};
+use super::CompareError;
+use crate::stats::{
+    Correction, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, MAX_PERMUTATIONS, MAX_RESAMPLES,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -50,9 +53,11 @@ impl FromStr for PairedTest {
 pub struct CompareOptions {
     /// The paired test (default Fisher's randomization test).
     pub test: PairedTest,
-    /// Random sign patterns of the randomization test (default 10,000).
+    /// Random sign patterns of the randomization test (default 10,000, at most
+    /// [`MAX_PERMUTATIONS`], 1,000,000).
     pub permutations: usize,
-    /// Bootstrap resamples of the confidence intervals (default 10,000).
+    /// Bootstrap resamples of the confidence intervals (default 10,000, at most
+    /// [`MAX_RESAMPLES`], 100,000).
     pub resamples: usize,
     /// Seed of the permutations and resamples (default 42).
     pub seed: u64,
@@ -65,6 +70,32 @@ pub struct CompareOptions {
     pub allow_different_datasets: bool,
     /// How many most-worsened and most-improved queries to list per metric and run (default 5).
     pub top: usize,
+}
+
+impl CompareOptions {
+    /// Refuses a confidence level outside `(0, 1)` and more permutations or resamples than
+    /// [`MAX_PERMUTATIONS`] and [`MAX_RESAMPLES`].
+    pub fn check(&self) -> Result<(), CompareError> {
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return Err(CompareError::Option(format!(
+                "confidence {} is not between 0 and 1",
+                self.confidence
+            )));
+        }
+        if self.permutations > MAX_PERMUTATIONS {
+            return Err(CompareError::Option(format!(
+                "permutations {} is more than the {MAX_PERMUTATIONS} allowed",
+                self.permutations
+            )));
+        }
+        if self.resamples > MAX_RESAMPLES {
+            return Err(CompareError::Option(format!(
+                "resamples {} is more than the {MAX_RESAMPLES} allowed",
+                self.resamples
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Default for CompareOptions {

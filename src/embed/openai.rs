@@ -145,12 +145,8 @@ impl OpenAiEmbedder {
         u.requests.fetch_add(1, Ordering::Relaxed);
         u.texts.fetch_add(texts.len() as u64, Ordering::Relaxed);
         if let Some(usage) = answer.usage {
-            u.prompt_tokens
-                .fetch_add(usage.prompt_tokens, Ordering::Relaxed);
-            u.total_tokens.fetch_add(
-                usage.total_tokens.max(usage.prompt_tokens),
-                Ordering::Relaxed,
-            );
+            crate::llm::add_tokens_to(&u.prompt_tokens, usage.prompt_tokens);
+            crate::llm::add_tokens_to(&u.total_tokens, usage.total_tokens.max(usage.prompt_tokens));
         }
         Ok(vectors)
     }

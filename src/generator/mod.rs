@@ -155,10 +155,8 @@ impl<C: LlmClient> Generator for LlmGenerator<C> {
 
     async fn generate(&self, question: &str, contexts: &[RetrievedChunk]) -> Result<RagAnswer> {
         let response = self.llm.complete(&self.request(question, contexts)).await?;
-        self.prompt_tokens
-            .fetch_add(response.usage.prompt_tokens, Ordering::Relaxed);
-        self.completion_tokens
-            .fetch_add(response.usage.completion_tokens, Ordering::Relaxed);
+        crate::llm::add_tokens_to(&self.prompt_tokens, response.usage.prompt_tokens);
+        crate::llm::add_tokens_to(&self.completion_tokens, response.usage.completion_tokens);
         Ok(RagAnswer {
             answer: response.content.trim().to_owned(),
             contexts: contexts.to_vec(),

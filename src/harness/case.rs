@@ -429,8 +429,10 @@ fn record_run(
         run.config.judge_models.clone_from(&answers.judge_models);
         let mut usage = crate::runs::Usage::default();
         for s in &answers.summaries {
-            usage.prompt_tokens += s.usage.prompt_tokens;
-            usage.completion_tokens += s.usage.completion_tokens;
+            usage.prompt_tokens =
+                crate::llm::add_tokens(usage.prompt_tokens, s.usage.prompt_tokens);
+            usage.completion_tokens =
+                crate::llm::add_tokens(usage.completion_tokens, s.usage.completion_tokens);
         }
         run.usage = Some(usage);
     }

@@ -149,8 +149,10 @@ impl Sample<'_> {
                 Ok(r) => r,
                 Err(e) => return Err(self.unscored(JudgeStatus::Error, e.to_string(), usage)),
             };
-            usage.prompt_tokens += response.usage.prompt_tokens;
-            usage.completion_tokens += response.usage.completion_tokens;
+            usage.prompt_tokens =
+                crate::llm::add_tokens(usage.prompt_tokens, response.usage.prompt_tokens);
+            usage.completion_tokens =
+                crate::llm::add_tokens(usage.completion_tokens, response.usage.completion_tokens);
             let parsed = serde_json::from_str::<T>(strip_fences(&response.content))
                 .map_err(|e| {
                     let cut = if response.is_truncated() {

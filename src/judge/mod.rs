@@ -118,6 +118,9 @@ pub struct JudgeInput<'a> {
     pub reference: Option<&'a str>,
 }
 
+/// The most judgings per query `rag-eval --judge-samples` takes: each is a call to the model.
+pub const MAX_SAMPLES: u32 = 100;
+
 /// How judges call the model and how results are gated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgeConfig {
@@ -127,7 +130,7 @@ pub struct JudgeConfig {
     pub temperature: f32,
     /// Longest judge answer, in tokens (default 1,024).
     pub max_tokens: u32,
-    /// Judgings per query (default 1; at least 1).
+    /// Judgings per query (default 1; at least 1; the CLI takes at most [`MAX_SAMPLES`]).
     pub samples: u32,
     /// Repair turns for an answer that breaks its schema (default 2); none for an answer the
     /// token limit cut off, which would be cut off again.

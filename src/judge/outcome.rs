@@ -49,7 +49,7 @@ pub struct JudgeUsage {
 impl JudgeUsage {
     /// Prompt and completion tokens together.
     pub fn tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        crate::llm::add_tokens(self.prompt_tokens, self.completion_tokens)
     }
 
     /// What the tokens cost at these prices (US dollars per 1,000 tokens).
@@ -63,8 +63,9 @@ impl JudgeUsage {
     pub fn add(&mut self, other: &JudgeUsage) {
         self.calls += other.calls;
         self.repairs += other.repairs;
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
+        self.prompt_tokens = crate::llm::add_tokens(self.prompt_tokens, other.prompt_tokens);
+        self.completion_tokens =
+            crate::llm::add_tokens(self.completion_tokens, other.completion_tokens);
     }
 }
 

@@ -397,10 +397,12 @@ impl LangSmith {
         Ok(())
     }
 
-    /// Every run of an experiment (`POST /runs/query`, following its cursors).
+    /// Every run of an experiment (`POST /runs/query`, following its cursors). A cursor
+    /// given twice is an error: the server would answer the same pages for ever.
     pub async fn list_runs(&self, session_id: &str) -> Result<Vec<Value>> {
         let mut body = serde_json::json!({"session": [session_id], "limit": PAGE});
         let mut all = Vec::new();
+        let mut cursors = std::collections::HashSet::new();
         loop {
             let page: Value = self.http.post_json("/runs/query", &body).await?;
             if let Some(runs) = page["runs"].as_array() {
@@ -408,10 +410,31 @@ impl LangSmith {
             }
             match page["cursors"]["next"].as_str() {
                 Some(next) if !page["runs"].as_array().is_none_or(Vec::is_empty) => {
+                    if !cursors.insert(next.to_owned()) {
+                        return Err(self.no_progress(
+                            reqwest::Method::POST,
+                            "/runs/query",
+                            format!(
+                                "the server gave the next cursor `{}` a second time, after {} \
+                                 runs: its pages do not advance",
+                                crate::http::excerpt_text(next),
+                                all.len()
+                            ),
+                        ));
+                    }
                     body["cursor"] = Value::from(next);
                 }
                 _ => return Ok(all),
             }
+        }
+    }
+
+    /// The error of a listing whose pages do not advance.
+    fn no_progress(&self, method: reqwest::Method, path: &str, message: String) -> Error {
+        Error::Http {
+            endpoint: self.http.endpoint(&method, path),
+            status: None,
+            message,
         }
     }
 
@@ -426,24 +449,52 @@ impl LangSmith {
         Ok(all)
     }
 
-    /// Reads a list endpoint with `offset`/`limit` paging until a short page.
+    /// Reads a list endpoint with `offset`/`limit` paging until a short page. A full page
+    /// whose items (by `id`) were all read before is an error: the server ignores `offset`
+    /// and would answer the same page for ever.
     async fn paginated<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
         params: &[(&str, &str)],
     ) -> Result<Vec<T>> {
         let mut all = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         loop {
             let offset = all.len().to_string();
             let limit = PAGE.to_string();
             let mut p = params.to_vec();
             p.push(("offset", &offset));
             p.push(("limit", &limit));
-            let page: Vec<T> = self.http.get_json(&path_with(path, &p)).await?;
+            let page_path = path_with(path, &p);
+            let page: Vec<Value> = self.http.get_json(&page_path).await?;
             let n = page.len();
-            all.extend(page);
+            let mut fresh = 0;
+            for item in page {
+                // Items without an id cannot be told apart; they count as new.
+                if item["id"]
+                    .as_str()
+                    .is_none_or(|id| seen.insert(id.to_owned()))
+                {
+                    fresh += 1;
+                }
+                all.push(serde_json::from_value(item).map_err(|e| Error::Http {
+                    endpoint: self.http.endpoint(&reqwest::Method::GET, &page_path),
+                    status: None,
+                    message: format!("an item of the answer is not what was expected: {e}"),
+                })?);
+            }
             if n < PAGE {
                 return Ok(all);
+            }
+            if fresh == 0 {
+                return Err(self.no_progress(
+                    reqwest::Method::GET,
+                    &page_path,
+                    format!(
+                        "the page at offset {offset} holds only items read before: the server \
+                         ignores `offset`, and its pages do not advance"
+                    ),
+                ));
             }
         }
     }

@@ -172,6 +172,23 @@ impl ChatRequest {
     }
 }
 
+/// The largest token count kept anywhere: `i64::MAX`, what the cache and the run store hold.
+pub const MAX_TOKENS: u64 = i64::MAX as u64;
+
+/// `a + b`, at most [`MAX_TOKENS`]: how every token count is added up, and (as
+/// `add_tokens(0, n)`) how a count a server sent is bounded, so that a figure is the same
+/// live and replayed from the cache whatever a server claims.
+pub fn add_tokens(a: u64, b: u64) -> u64 {
+    a.saturating_add(b).min(MAX_TOKENS)
+}
+
+/// Adds `n` to a shared count with [`add_tokens`].
+pub(crate) fn add_tokens_to(count: &std::sync::atomic::AtomicU64, n: u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    // The closure always returns `Some`: the update cannot fail.
+    let _ = count.fetch_update(Relaxed, Relaxed, |c| Some(add_tokens(c, n)));
+}
+
 /// Tokens a call used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TokenUsage {
@@ -182,9 +199,15 @@ pub struct TokenUsage {
 }
 
 impl TokenUsage {
-    /// Both together.
+    /// Both together (with [`add_tokens`]).
     pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        add_tokens(self.prompt_tokens, self.completion_tokens)
+    }
+
+    /// Adds `other`'s counts to these (with [`add_tokens`]).
+    pub fn add(&mut self, other: TokenUsage) {
+        self.prompt_tokens = add_tokens(self.prompt_tokens, other.prompt_tokens);
+        self.completion_tokens = add_tokens(self.completion_tokens, other.completion_tokens);
     }
 }
 

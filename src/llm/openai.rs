@@ -248,14 +248,12 @@ impl LlmClient for OpenAiChat {
         let usage = answer
             .usage
             .map_or_else(TokenUsage::default, |u| TokenUsage {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
+                prompt_tokens: super::add_tokens(0, u.prompt_tokens),
+                completion_tokens: super::add_tokens(0, u.completion_tokens),
             });
         self.requests.fetch_add(1, Ordering::Relaxed);
-        self.prompt_tokens
-            .fetch_add(usage.prompt_tokens, Ordering::Relaxed);
-        self.completion_tokens
-            .fetch_add(usage.completion_tokens, Ordering::Relaxed);
+        super::add_tokens_to(&self.prompt_tokens, usage.prompt_tokens);
+        super::add_tokens_to(&self.completion_tokens, usage.completion_tokens);
         Ok(ChatResponse {
             content,
             finish_reason: choice.finish_reason,

@@ -13,11 +13,13 @@
 //! `POST /compare` takes the options of `rag-eval compare`, each optional with the command's
 //! default: `test` (`fisher`, `student`), `correction` (`none`, `bonferroni`, `holm`),
 //! `alpha` (checked as the command checks `--alpha`; it marks nothing in the JSON), `seed`,
-//! `permutations`, `resamples` and `allow_different_datasets`. Runs are labelled as the command
-//! labels stored runs (their label and id).
+//! `permutations` (at most 1,000,000), `resamples` (at most 100,000) and
+//! `allow_different_datasets`. Runs are labelled as the command labels stored runs (their label
+//! and id). A comparison whose client hangs up before the answer stops within a moment instead
+//! of finishing for nobody.
 //!
 //! Errors are JSON, `{"error": "…"}`, with a status code: 400 for a bad request (not JSON, too
-//! few or too many runs, an ambiguous id, runs that cannot be compared), 404 for a run the store does not hold, 500 when the
+//! few or too many runs, an ambiguous id, an option out of range, runs that cannot be compared), 404 for a run the store does not hold, 500 when the
 //! store fails. Store calls run on Tokio's blocking threads, so a slow store never stalls the
 //! server.
 
@@ -35,6 +37,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The most runs one comparison takes.
@@ -166,7 +169,7 @@ impl CompareRequest {
             ));
         }
         let d = CompareOptions::default();
-        Ok(CompareOptions {
+        let options = CompareOptions {
             test: self.test,
             correction: self.correction,
             seed: self.seed.unwrap_or(d.seed),
@@ -174,7 +177,11 @@ impl CompareRequest {
             resamples: self.resamples.unwrap_or(d.resamples),
             allow_different_datasets: self.allow_different_datasets,
             ..d
-        })
+        };
+        options
+            .check()
+            .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+        Ok(options)
     }
 }
 
@@ -208,12 +215,13 @@ async fn compare(
     })?;
     let options = request.options()?;
     let records = load_many(&store, request.run_ids).await?;
-    // Thousands of permutations per metric: off the async threads.
-    let comparison = tokio::task::spawn_blocking(move || {
+    // Thousands of permutations per metric: off the async threads, and stopped when the
+    // client hangs up.
+    let comparison = until_dropped(move |stop| {
         let runs = labelled(records);
         let refs: Vec<(&str, &crate::metrics::RunResult)> =
             runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
-        Comparison::new(&refs, &options)
+        Comparison::new_until(&refs, &options, stop)
     })
     .await
     .map_err(|e| {
@@ -224,6 +232,25 @@ async fn compare(
     })?
     .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
     Ok(Json(comparison).into_response())
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs `work` on a blocking thread with a flag that is set once the returned future is
+/// dropped (the server drops a request's future when its client hangs up), or has finished.
+async fn until_dropped<T: Send + 'static>(
+    work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let _guard = StopOnDrop(Arc::clone(&stop));
+    tokio::task::spawn_blocking(move || work(&stop)).await
 }
 
 /// The records' results labelled as `rag-eval compare` and `report` label stored runs.
@@ -303,4 +330,31 @@ async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
     }
     page.push_str("</tbody></table></body></html>\n");
     Ok(Html(page))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_stops_soon_after_its_caller_goes_away() {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let work = until_dropped(move |stop: &AtomicBool| {
+            let started = Instant::now();
+            while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done_tx.send(stop.load(Ordering::Relaxed)).unwrap();
+        });
+        // The caller waits 100 ms, then gives up: the future is dropped.
+        assert!(tokio::time::timeout(Duration::from_millis(100), work)
+            .await
+            .is_err());
+        let stopped =
+            tokio::task::spawn_blocking(move || done_rx.recv_timeout(Duration::from_secs(5)))
+                .await
+                .unwrap();
+        assert_eq!(stopped, Ok(true), "the work went on after its caller left");
+    }
 }

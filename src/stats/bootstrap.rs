@@ -11,9 +11,15 @@
 use super::rng::SplitMix64;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The default number of bootstrap resamples.
 pub const DEFAULT_RESAMPLES: usize = 10_000;
+
+/// The most bootstrap resamples a [comparison](crate::compare::Comparison) draws: 10 times the
+/// default. Every resample's mean is kept per column until the quantiles are taken, so this
+/// bounds memory (8 bytes × resamples × metrics × runs).
+pub const MAX_RESAMPLES: usize = 100_000;
 
 /// Resamples per matrix product.
 const BLOCK: usize = 256;
@@ -36,6 +42,18 @@ pub fn bootstrap_cis(
     resamples: usize,
     seed: u64,
     level: f64,
+) -> Vec<(f64, f64)> {
+    bootstrap_cis_until(columns, resamples, seed, level, &AtomicBool::new(false))
+}
+
+/// [`bootstrap_cis`] that stops resampling once `stop` is set; the intervals are then
+/// meaningless, for a caller that has given up on them.
+pub(crate) fn bootstrap_cis_until(
+    columns: &[&[f64]],
+    resamples: usize,
+    seed: u64,
+    level: f64,
+    stop: &AtomicBool,
 ) -> Vec<(f64, f64)> {
     assert!(level > 0.0 && level < 1.0, "confidence level {level}");
     let n = columns.first().map_or(0, |c| c.len());
@@ -64,6 +82,9 @@ pub fn bootstrap_cis(
     let mut rng = SplitMix64::new(seed);
     let mut done = 0;
     while done < resamples {
+        if stop.load(Ordering::Relaxed) {
+            return means.into_iter().map(|m| (m, m)).collect();
+        }
         let rows = BLOCK.min(resamples - done);
         let mut buffer = vec![0.0; rows * n];
         for row in buffer.chunks_exact_mut(n) {

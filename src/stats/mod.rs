@@ -26,11 +26,13 @@ mod rng;
 mod student;
 mod win_tie_loss;
 
-pub use bootstrap::{bootstrap_ci, bootstrap_cis, quantile, DEFAULT_RESAMPLES};
+pub(crate) use bootstrap::bootstrap_cis_until;
+pub use bootstrap::{bootstrap_ci, bootstrap_cis, quantile, DEFAULT_RESAMPLES, MAX_RESAMPLES};
 pub use correction::{bonferroni, holm, Correction};
+pub(crate) use randomization::randomization_tests_until;
 pub use randomization::{
     exact_test, monte_carlo_tests, randomization_test, randomization_tests, Randomization,
-    DEFAULT_PERMUTATIONS, EXACT_MAX_QUERIES,
+    DEFAULT_PERMUTATIONS, EXACT_MAX_QUERIES, MAX_PERMUTATIONS,
 };
 pub use rng::SplitMix64;
 pub use student::{incomplete_beta, ln_gamma, paired_t_test, student_two_sided, TTest};

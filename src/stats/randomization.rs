@@ -23,12 +23,17 @@ use super::rng::SplitMix64;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The largest number of differences whose `2^n` sign patterns are all enumerated.
 pub const EXACT_MAX_QUERIES: usize = 20;
 
 /// The default number of random sign patterns.
 pub const DEFAULT_PERMUTATIONS: usize = 10_000;
+
+/// The most random sign patterns a [comparison](crate::compare::Comparison) draws: 100 times
+/// the default, seconds of work per metric even over tens of thousands of queries.
+pub const MAX_PERMUTATIONS: usize = 1_000_000;
 
 /// Patterns per matrix product: 256 × 10,000 queries × 8 bytes = 20 MB at a time.
 const BLOCK: usize = 256;
@@ -64,6 +69,17 @@ pub fn randomization_tests(
     permutations: usize,
     seed: u64,
 ) -> Vec<Randomization> {
+    randomization_tests_until(columns, permutations, seed, &AtomicBool::new(false))
+}
+
+/// [`randomization_tests`] that stops drawing once `stop` is set; the figures are then
+/// meaningless, for a caller that has given up on them.
+pub(crate) fn randomization_tests_until(
+    columns: &[&[f64]],
+    permutations: usize,
+    seed: u64,
+    stop: &AtomicBool,
+) -> Vec<Randomization> {
     let n = columns.first().map_or(0, |c| c.len());
     assert!(
         columns.iter().all(|c| c.len() == n),
@@ -72,7 +88,7 @@ pub fn randomization_tests(
     if n <= EXACT_MAX_QUERIES {
         columns.iter().map(|c| exact_test(c)).collect()
     } else {
-        monte_carlo_tests(columns, permutations, seed)
+        monte_carlo_until(columns, permutations, seed, stop)
     }
 }
 
@@ -126,6 +142,15 @@ fn pattern_sums(values: &[f64]) -> Vec<f64> {
 ///
 /// When the columns differ in length.
 pub fn monte_carlo_tests(columns: &[&[f64]], permutations: usize, seed: u64) -> Vec<Randomization> {
+    monte_carlo_until(columns, permutations, seed, &AtomicBool::new(false))
+}
+
+fn monte_carlo_until(
+    columns: &[&[f64]],
+    permutations: usize,
+    seed: u64,
+    stop: &AtomicBool,
+) -> Vec<Randomization> {
     let n = columns.first().map_or(0, |c| c.len());
     assert!(
         columns.iter().all(|c| c.len() == n),
@@ -149,7 +174,7 @@ pub fn monte_carlo_tests(columns: &[&[f64]], permutations: usize, seed: u64) -> 
     let mut rng = SplitMix64::new(seed);
     let words = n.div_ceil(64);
     let mut done = 0;
-    while done < permutations {
+    while done < permutations && !stop.load(Ordering::Relaxed) {
         let rows = BLOCK.min(permutations - done);
         let mut buffer = vec![0.0; rows * n];
         for row in buffer.chunks_exact_mut(n) {

@@ -99,8 +99,8 @@ pub(crate) async fn ask_json<C: LlmClient, Q: serde::de::DeserializeOwned>(
 }
 
 pub(crate) fn add_usage(total: &mut TokenUsage, u: TokenUsage) {
-    total.prompt_tokens += u.prompt_tokens;
-    total.completion_tokens += u.completion_tokens;
+    total.prompt_tokens = crate::llm::add_tokens(total.prompt_tokens, u.prompt_tokens);
+    total.completion_tokens = crate::llm::add_tokens(total.completion_tokens, u.completion_tokens);
 }
 
 /// The JSON schema of a generator's answer: questions, each with its evidence (`excerpts` or

@@ -440,8 +440,10 @@ impl ResumableOutput {
         };
         for r in &self.records {
             t.dropped += r.dropped;
-            t.usage.prompt_tokens += r.usage.prompt_tokens;
-            t.usage.completion_tokens += r.usage.completion_tokens;
+            t.usage.prompt_tokens =
+                crate::llm::add_tokens(t.usage.prompt_tokens, r.usage.prompt_tokens);
+            t.usage.completion_tokens =
+                crate::llm::add_tokens(t.usage.completion_tokens, r.usage.completion_tokens);
             t.calls += r.calls;
             t.without_answer += r.without_answer;
         }

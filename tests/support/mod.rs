@@ -2,10 +2,14 @@
 //! each request to a handler, and can misbehave on purpose (slow answers, bodies cut short,
 //! dropped connections) the way overloaded services and proxies do.
 //!
+//! [`hostile`] builds on it: one server for the answers real servers will not send.
+//!
 //! Each connection carries one request and is closed after the answer, which keeps the parser
 //! small; clients open a new connection per request.
 
 #![allow(dead_code)]
+
+pub mod hostile;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,6 +62,13 @@ pub enum Reply {
     Truncated { body: Vec<u8> },
     /// Waits, then answers.
     Delayed { delay: Duration, reply: Box<Reply> },
+    /// A 200 whose chunked body never ends: pieces of 64 KiB until the client hangs up.
+    Endless,
+    /// A 200 announcing and sending `len` bytes of JSON-looking filler, written piece by piece
+    /// (the server never holds the whole body).
+    Filler { len: u64 },
+    /// No answer at all: the connection stays open until the client closes it.
+    Hang,
 }
 
 impl Reply {
@@ -222,6 +233,46 @@ async fn serve(mut stream: TcpStream, handler: &Handler) {
                     }
                 }
                 let _ = stream.shutdown().await;
+                return;
+            }
+            Reply::Endless => {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let piece = vec![b' '; 64 << 10];
+                let framed = [
+                    format!("{:x}\r\n", piece.len()).into_bytes(),
+                    piece,
+                    b"\r\n".to_vec(),
+                ]
+                .concat();
+                while stream.write_all(&framed).await.is_ok() {}
+                return;
+            }
+            Reply::Filler { len } => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len}\r\nconnection: close\r\n\r\n"
+                );
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let piece = vec![b' '; 64 << 10];
+                let mut left = len;
+                while left > 0 {
+                    let n = left.min(piece.len() as u64) as usize;
+                    if stream.write_all(&piece[..n]).await.is_err() {
+                        return;
+                    }
+                    left -= n as u64;
+                }
+                let _ = stream.shutdown().await;
+                return;
+            }
+            Reply::Hang => {
+                // Until the client gives up and closes the connection.
+                let mut buf = [0u8; 1024];
+                while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
                 return;
             }
             Reply::Truncated { body } => {

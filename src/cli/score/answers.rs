@@ -66,7 +66,7 @@ pub(super) fn run(
                 .judge_url
                 .as_deref()
                 .unwrap_or(crate::http::OPENAI_BASE_URL);
-            let llm = client(model, url, &a.api_key_env, context.cache())?;
+            let llm = client(model, url, &a.api_key_env, context.cache(), a.timeout)?;
             Some(Judging::new(
                 &a.judge,
                 model,
@@ -157,7 +157,7 @@ pub(super) fn run(
         out.text(&text)?;
     }
     if let Some(cache) = context.cache() {
-        eprintln!("{}", cache.stats());
+        note!("{}", cache.stats());
     }
     let mut record = dataset_record(
         dataset_path,
@@ -172,7 +172,9 @@ pub(super) fn run(
     }
     crate::cli::runs::record(out, a.no_record, &[record])?;
     if let Some(j) = &judging {
-        eprint!("{}", j.usage_lines());
+        for line in j.usage_lines().lines() {
+            note!("{line}");
+        }
         let failures = j.gate_failures();
         if !failures.is_empty() {
             bail!("{}", failures.join("\n"));
@@ -221,7 +223,7 @@ fn score<L: ContextItems>(
         .filter(|e| !e.reference_answers.is_empty())
         .count();
     let answer = if with_reference == 0 {
-        eprintln!(
+        note!(
             "warning: no row of `{}` has a reference answer (`outputs.reference_answer`): only the retrieval metrics of the contexts are reported",
             d.source()
         );
@@ -257,7 +259,7 @@ fn score<L: ContextItems>(
         mode,
     )?;
     if s.unanswered > 0 {
-        eprintln!(
+        note!(
             "{} of {} queries have no answer in `{}` and are scored as empty answers (--allow-missing)",
             s.unanswered,
             d.len(),

@@ -1,0 +1,167 @@
+//! A server that sends what real servers will not: waits too long to represent, bodies without
+//! end or far too large, embedding vectors with huge or non-finite components, pagination that
+//! never advances, a request's `Authorization` header echoed back, and requests left unanswered
+//! while a health check is answered at once.
+//!
+//! Every `GET` that is not part of the LangSmith pagination (the liveness check of the HTTP
+//! client, `GET /health`) is answered `200 {}` at once, whatever the hostility, so that a server
+//! that hangs on `POST` looks alive.
+
+use super::{Reply, Request, TestServer};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// What the server does wrong.
+#[derive(Debug, Clone)]
+pub enum Hostility {
+    /// Every `POST` is a 429 with `Retry-After` set to this text (e.g. `1e30`).
+    RetryAfter(&'static str),
+    /// Every `POST` is a 429 with `retry-after-ms` set to this text (e.g. `1e25`).
+    RetryAfterMs(&'static str),
+    /// Every `POST` is a 200 whose chunked body never ends.
+    EndlessBody,
+    /// Every `POST` is a 200 with a body of this many bytes (announced, then sent).
+    HugeBody(u64),
+    /// Every `POST` is an OpenAI-style embeddings answer: one vector per input, each component
+    /// this JSON text (`1e20`, `1e39` (beyond `f32`), `NaN`, which is not even JSON).
+    Embedding(&'static str),
+    /// LangSmith: `POST /runs/query` always answers the same runs with the same next cursor.
+    RepeatedCursor,
+    /// LangSmith: list endpoints (`/examples`, `/feedback`, `/datasets`) answer a full page of
+    /// the same items whatever the `offset`.
+    IgnoredOffset,
+    /// Every `POST` is a 401 whose body echoes the request's `Authorization` header.
+    EchoAuthorization,
+    /// `POST` is never answered (the connection stays open); `GET` is answered at once.
+    HangOnPost,
+}
+
+/// The hostile server; stops when dropped.
+pub struct HostileServer {
+    server: TestServer,
+    posts: Arc<AtomicUsize>,
+}
+
+/// The page size of the LangSmith client (a full page asks for the next).
+const PAGE: usize = 100;
+
+/// The dataset and experiment the LangSmith answers name.
+pub const DATASET: &str = "hostile-dataset";
+pub const EXPERIMENT: &str = "hostile-experiment";
+const DATASET_ID: &str = "00000000-0000-4000-8000-000000000001";
+const SESSION_ID: &str = "00000000-0000-4000-8000-000000000002";
+
+impl HostileServer {
+    /// Starts a server that misbehaves as `hostility` says.
+    pub fn start(hostility: Hostility) -> HostileServer {
+        let posts = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&posts);
+        let server = TestServer::start(move |request| {
+            if request.method == "POST" {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+            answer(&hostility, &request)
+        });
+        HostileServer { server, posts }
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        self.server.url(path)
+    }
+
+    /// `POST` requests received so far.
+    pub fn posts(&self) -> usize {
+        self.posts.load(Ordering::SeqCst)
+    }
+}
+
+fn answer(hostility: &Hostility, request: &Request) -> Reply {
+    let post = request.method == "POST";
+    match hostility {
+        Hostility::RetryAfter(v) if post => too_many().with_header("retry-after", v),
+        Hostility::RetryAfterMs(v) if post => too_many().with_header("retry-after-ms", v),
+        Hostility::EndlessBody if post => Reply::Endless,
+        Hostility::HugeBody(len) if post => Reply::Filler { len: *len },
+        Hostility::Embedding(component) if post => embeddings(request, component),
+        Hostility::EchoAuthorization if post => Reply::json(
+            401,
+            &json!({"error": {"message": format!(
+                "Incorrect API key provided: {}",
+                request.header("authorization").unwrap_or_default()
+            )}}),
+        ),
+        Hostility::HangOnPost if post => Reply::Hang,
+        Hostility::RepeatedCursor | Hostility::IgnoredOffset => langsmith(hostility, request),
+        _ => Reply::json(200, &json!({})),
+    }
+}
+
+fn too_many() -> Reply {
+    Reply::json(429, &json!({"error": {"message": "slow down"}}))
+}
+
+/// One vector of 4 components per input, each component `component` as written.
+fn embeddings(request: &Request, component: &str) -> Reply {
+    let inputs = request
+        .json()
+        .and_then(|b| b["input"].as_array().map(Vec::len))
+        .unwrap_or(1);
+    let vector = format!("[{}]", [component; 4].join(","));
+    let data: Vec<String> = (0..inputs)
+        .map(|i| format!(r#"{{"object":"embedding","index":{i},"embedding":{vector}}}"#))
+        .collect();
+    Reply::raw(
+        200,
+        format!(
+            r#"{{"object":"list","data":[{}],"model":"m","usage":{{"prompt_tokens":1,"total_tokens":1}}}}"#,
+            data.join(",")
+        ),
+    )
+}
+
+/// The few LangSmith endpoints `dataset pull` and `runs pull` read, with pagination that never
+/// advances.
+fn langsmith(hostility: &Hostility, request: &Request) -> Reply {
+    let page = |make: &dyn Fn(usize) -> Value| -> Reply {
+        Reply::json(200, &Value::Array((0..PAGE).map(make).collect()))
+    };
+    match (request.method.as_str(), request.path()) {
+        ("GET", "/datasets") => Reply::json(
+            200,
+            &json!([{"id": DATASET_ID, "name": DATASET, "data_type": "kv"}]),
+        ),
+        ("GET", "/sessions") => Reply::json(
+            200,
+            &json!([{"id": SESSION_ID, "name": EXPERIMENT, "reference_dataset_id": DATASET_ID,
+                     "extra": {"metadata": {"metrics": ["recall"]}}}]),
+        ),
+        // Offsets ignored: always the first page.
+        ("GET", "/examples") => page(&|i| {
+            json!({"id": uuid(i), "dataset_id": DATASET_ID,
+                   "inputs": {"query": format!("question {i}")}, "outputs": {}, "metadata": {}})
+        }),
+        ("GET", "/feedback") => page(
+            &|i| json!({"id": uuid(1000 + i), "run_id": uuid(i), "key": "recall", "score": 1.0}),
+        ),
+        ("POST", "/runs/query") => {
+            let runs: Vec<Value> = (0..PAGE)
+                .map(|i| {
+                    json!({"id": uuid(i), "inputs": {"query": format!("question {i}")},
+                                "extra": {"metadata": {"query_id": format!("q{i}")}}})
+                })
+                .collect();
+            let next = match hostility {
+                Hostility::RepeatedCursor => json!("the-same-cursor"),
+                _ => Value::Null,
+            };
+            Reply::json(200, &json!({"runs": runs, "cursors": {"next": next}}))
+        }
+        _ => Reply::json(200, &json!({})),
+    }
+}
+
+fn uuid(i: usize) -> String {
+    format!("00000000-0000-4000-8000-{:012x}", 0x100 + i)
+}
