@@ -13,14 +13,15 @@
 //! becomes a named test (`case::q0001`), each case gets a `case::summary` test that checks the
 //! `min_…`/`max_…` bars and compares every figure with a golden snapshot in `golden/`, within
 //! a tolerance; a figure that drops fails its test, an improvement passes and is reported.
-//! [`prelude`] brings the attribute and the types a case needs into scope.
+//! [`prelude`] brings the attribute and the types a case needs into scope. With
+//! `[[test]] name = "rag"  harness = false` in Cargo.toml:
 //!
 //! ```rust,ignore
-//! // tests/rag.rs, with `[[test]] name = "rag"  harness = false` in Cargo.toml
+//! // tests/rag.rs
 //! use rag_eval::prelude::*;
 //!
 //! #[rag_eval(dataset = "golden/datasets/handbook.jsonl", corpus = "docs", k = 5,
-//!            min_span_recall = 0.6)]
+//!            min_span_recall = 0.6, min_mrr = 0.5)]
 //! fn recursive_400() -> Bm25Retriever {
 //!     Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
 //! }

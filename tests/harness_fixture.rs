@@ -43,18 +43,20 @@ fn dev_dependencies() -> String {
 }
 
 /// The first `rust,ignore` block after `marker` in the repository's file `file`, unindented
-/// by the three spaces of a list item's block.
+/// by its fence's indentation (a list item's block is indented).
 fn documented_test_file(file: &str, marker: &str) -> String {
     let text = std::fs::read_to_string(Path::new(REPO).join(file)).unwrap();
     let at = text
         .find(marker)
         .unwrap_or_else(|| panic!("{file} has {marker:?}"));
     let open = "```rust,ignore\n";
-    let start = at + text[at..].find(open).expect("a Rust block") + open.len();
+    let fence = at + text[at..].find(open).expect("a Rust block");
+    let indent = &text[text[..fence].rfind('\n').map_or(0, |i| i + 1)..fence];
+    let start = fence + open.len();
     let end = start + text[start..].find("```\n").expect("the block ends");
     text[start..end]
         .lines()
-        .map(|l| l.strip_prefix("   ").unwrap_or(l))
+        .map(|l| l.strip_prefix(indent).unwrap_or(l))
         .collect::<Vec<_>>()
         .join("\n")
         .trim_end()
@@ -69,6 +71,21 @@ fn guide_gate_example() -> String {
 /// The README's short `tests/rag.rs`.
 fn readme_gate_example() -> String {
     documented_test_file("README.md", "## A gate in `cargo test`")
+}
+
+/// The crate documentation's test file is the README's, which the fixture builds and runs.
+#[test]
+fn the_crate_docs_show_the_readme_test_file() {
+    let lib = std::fs::read_to_string(Path::new(REPO).join("src/lib.rs")).unwrap();
+    let docs: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+        .collect();
+    let open = "```rust,ignore\n";
+    let start = docs.find(open).expect("the crate docs show a test file") + open.len();
+    let end = start + docs[start..].find("```\n").expect("the block ends");
+    assert_eq!(docs[start..end].trim_end(), readme_gate_example());
 }
 
 struct Fixture {
