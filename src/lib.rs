@@ -1,24 +1,27 @@
 //! # rag-eval
 //!
-//! Retrieval quality of a RAG system as ordinary `cargo test` results.
+//! Evaluate a RAG system — what it retrieves and what it answers — as ordinary `cargo test`
+//! results, and keep every run so the next change is compared with the last.
 //!
 //! # A `cargo test` gate
 //!
-//! The main feature is the harness: [`#[rag_eval]`](macro@rag_eval) on a function that builds
-//! a retriever (or is your own async search function, `async fn(&str) -> Vec<RetrievedChunk>`)
-//! declares a case over a dataset of questions, and [`main!`] in a test target with
-//! `harness = false` runs every case. Each question becomes a named test (`case::q0001`),
-//! each case gets a `case::summary` test that checks the `min_…`/`max_…` bars and compares
-//! every figure with a golden snapshot in `golden/`, within a tolerance; a figure that drops
-//! fails its test, an improvement passes and is reported. [`prelude`] brings the attribute and
-//! the types a case needs into scope.
+//! The main feature is the harness: [`#[rag_eval]`](macro@rag_eval) on a function declares a
+//! case over a dataset of questions, and [`main!`] in a test target with `harness = false`
+//! runs every case. The function builds a retriever, is your own async search function
+//! (`async fn(&str) -> Vec<RetrievedChunk>`), answers a question (`async fn(&str) ->
+//! RagAnswer`), or returns a retriever and a generator ([`harness::Rag`]). Each question
+//! becomes a named test (`case::q0001`), each case gets a `case::summary` test that checks the
+//! `min_…`/`max_…` bars and compares every figure with a golden snapshot in `golden/`, within
+//! a tolerance; a figure that drops fails its test, an improvement passes and is reported.
+//! [`prelude`] brings the attribute and the types a case needs into scope. With
+//! `[[test]] name = "rag"  harness = false` in Cargo.toml:
 //!
 //! ```rust,ignore
-//! // tests/rag.rs, with `[[test]] name = "rag"  harness = false` in Cargo.toml
+//! // tests/rag.rs
 //! use rag_eval::prelude::*;
 //!
 //! #[rag_eval(dataset = "golden/datasets/handbook.jsonl", corpus = "docs", k = 5,
-//!            min_span_recall = 0.6)]
+//!            min_span_recall = 0.6, min_mrr = 0.5)]
 //! fn recursive_400() -> Bm25Retriever {
 //!     Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0))
 //! }
@@ -26,43 +29,37 @@
 //! rag_eval::main!(recursive_400);
 //! ```
 //!
-//! The README's *Gate retrieval quality in `cargo test`* walks through it from an empty crate;
-//! [`harness`] documents the trials, snapshots and nextest support. The same evaluations run
-//! as library calls ([`eval`]) and from the `rag-eval` command line.
+//! [`guide::gate`] walks through it from an empty crate; [`harness`] documents the trials,
+//! snapshots and nextest support. The same evaluations run as library calls ([`eval`],
+//! [`guide::library`]) and from the `rag-eval` command line ([`reference::commands`]).
+//!
+//! # Answers, runs and comparisons
+//!
+//! Answers are scored against the dataset's reference answers ([`metrics`]: BLEU, chrF,
+//! ROUGE, exact match, token F1, embedding similarity) and by LLM judges ([`judge`]), from the
+//! harness, [`answers`] files or the command line ([`guide::answers`]). Every run can be kept
+//! as a [`runs::RunRecord`] in a run store and compared with another by paired tests
+//! ([`compare`], [`stats`]), rendered by [`report`] and served over HTTP by `rag-eval serve`
+//! ([`guide::runs`]).
 //!
 //! # The foundation
 //!
 //! Every figure depends on two things: chunkers that know exactly where each
 //! chunk sits in its document ([`chunker`]), and metrics that agree with the reference
-//! implementations to the last digit ([`metrics`]). Offsets are characters (Unicode scalar
-//! values), end-exclusive, as Python `str` indices are.
+//! implementations to the last digit ([`metrics`], [`reference::metrics`]). Offsets are
+//! characters (Unicode scalar values), end-exclusive, as Python `str` indices are.
 //!
 //! Every component — chunker, embedder, store, reranker, retriever, cache — is named by a spec
 //! such as `dense:embedder=openai:model=…,store=chroma:url=…,collection=…` ([`spec`]), and
 //! prints the spec that rebuilds it, so a run's configuration is one string.
 //!
-//! # Features
+//! # Guides and reference
 //!
-//! - `tiktoken` (default): cl100k_base token counting for `FixedTokenChunker` and token-length
-//!   recursive splitting.
-//! - `markdown` (default): `MarkdownChunker`.
-//! - `cli`: the `rag-eval` command-line tool (with `openai`, `cohere`, `chroma`, `cache` and
-//!   `runs`).
-//! - `cache`: `cache::Cache`, a SQLite cache of embeddings and LLM responses with record and
-//!   replay modes, `cache::CachedEmbedder` and `cache::CachedLlm`.
-//! - `runs`: `runs::RunStore` and `runs::SqliteRunStore`, the SQLite store of run records
-//!   (`runs::RunRecord` itself needs no feature).
-//! - `postgres`: `runs::PostgresRunStore`, the same store in PostgreSQL (implies `runs`).
-//! - `chroma`: `store::ChromaStore`, a client of Chroma's HTTP API v2.
-//! - `onnx`: `embed::OnnxEmbedder`, sentence-transformers ONNX exports run through
-//!   onnxruntime, loaded at run time from `ORT_DYLIB_PATH`.
-//! - `openai`: `embed::OpenAiEmbedder` and `llm::OpenAiChat` for OpenAI, Azure OpenAI and
-//!   compatible servers (Ollama, vLLM, llama.cpp's server, text-embeddings-inference).
-//! - `cohere`: `rerank::CohereReranker` for Cohere's `/v2/rerank` and compatible servers.
-//! - `langsmith`: `langsmith::LangSmith`, a client of LangSmith's REST API: datasets pushed and
-//!   pulled losslessly, evaluations uploaded as experiments with per-query feedback.
-//! - `http` (implied by the remote providers): `http::HttpClient`, the JSON client they share
-//!   (bounded concurrency, timeouts, retries with backoff and jitter, `Retry-After`).
+//! [`guide`] holds the guides and [`reference`] the command reference, the command-line help,
+//! the metric table and the features; both are the Markdown files of the repository's `docs/`
+//! folder, and their Rust examples are compiled and run as tests.
+//!
+#![doc = include_str!("../docs/reference/features.md")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -160,6 +157,38 @@ pub use rag_eval_macros::{main, rag_eval};
 pub mod __private {
     pub use crate::harness::private::*;
     pub use insta;
+}
+
+/// The guides: the Markdown of `docs/guide/`, whose Rust examples are compiled and run as
+/// doctests.
+#[cfg(any(doc, doctest))]
+pub mod guide {
+    #[doc = include_str!("../docs/guide/gate.md")]
+    pub mod gate {}
+    #[doc = include_str!("../docs/guide/answers.md")]
+    pub mod answers {}
+    #[doc = include_str!("../docs/guide/runs.md")]
+    pub mod runs {}
+    #[doc = include_str!("../docs/guide/library.md")]
+    pub mod library {}
+    #[doc = include_str!("../docs/guide/datasets.md")]
+    pub mod datasets {}
+    #[doc = include_str!("../docs/guide/langsmith.md")]
+    pub mod langsmith {}
+}
+
+/// The reference: the Markdown of `docs/reference/`. `cli` is the `--help` of every command,
+/// regenerated and compared by `tests/cli.rs`.
+#[cfg(any(doc, doctest))]
+pub mod reference {
+    #[doc = include_str!("../docs/reference/commands.md")]
+    pub mod commands {}
+    #[doc = include_str!("../docs/reference/cli.md")]
+    pub mod cli {}
+    #[doc = include_str!("../docs/reference/metrics.md")]
+    pub mod metrics {}
+    #[doc = include_str!("../docs/reference/features.md")]
+    pub mod features {}
 }
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -1538,17 +1538,132 @@ fn score_answers_checks_contexts_against_the_corpus() {
     );
 }
 
+/// The answers-file line the README shows, and the one of the command reference's
+/// `score --answers` section, both parse as an answers file.
 #[test]
-fn the_readme_answers_line_parses() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let at = readme
-        .find("### `rag-eval score` (answers)")
-        .expect("README has the answers section");
-    let section = &readme[at..];
-    let start = section.find("```json\n").unwrap() + "```json\n".len();
-    let block = &section[start..start + section[start..].find("```").unwrap()];
-    let answers =
-        rag_eval::answers::Answers::parse(block, "README.md".into()).expect("the example parses");
-    assert!(!answers.is_empty());
+fn the_documented_answers_lines_parse() {
+    for (file, heading) in [
+        ("README.md", "## Evaluate answers"),
+        (
+            "docs/reference/commands.md",
+            "## `rag-eval score` (answers)",
+        ),
+    ] {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        let at = text
+            .find(heading)
+            .unwrap_or_else(|| panic!("{file} has the section {heading:?}"));
+        let section = &text[at..];
+        let start = section.find("```json\n").unwrap() + "```json\n".len();
+        let block = &section[start..start + section[start..].find("```").unwrap()];
+        let answers = rag_eval::answers::Answers::parse(block, file.into())
+            .unwrap_or_else(|e| panic!("the example of {file} parses: {e}"));
+        assert!(!answers.is_empty(), "{file}");
+    }
+}
+
+/// `--help` of the command `path` (empty: `rag-eval` itself), wrapped at 100 columns whatever
+/// the terminal: with no terminal on any standard stream clap reads the width from `COLUMNS`.
+fn help(path: &[String]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(path)
+        .arg("--help")
+        .env("COLUMNS", "100")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rag-eval {path:?} --help failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The commands a help lists under `Commands:`, `help` left out: the first word of each line
+/// indented by two spaces (a wrapped description's lines are indented further).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.strip_prefix("  ").filter(|l| !l.starts_with(' ')))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The Markdown of `docs/reference/cli.md`: the help of `path` and of every command under it,
+/// depth first, in the order the helps list them.
+fn help_reference(path: &mut Vec<String>, out: &mut String) {
+    let text = help(path);
+    let name = std::iter::once("rag-eval")
+        .chain(path.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    out.push_str(&format!(
+        "\n## `{name}`\n\n```text\n{}\n```\n",
+        text.trim_end()
+    ));
+    for command in subcommands(&text) {
+        path.push(command);
+        help_reference(path, out);
+        path.pop();
+    }
+}
+
+/// `docs/reference/cli.md` is the `--help` of every command as the binary prints it; with
+/// `RAG_EVAL_BLESS=1` the test writes the file instead of comparing it.
+#[test]
+fn the_cli_reference_is_the_help_of_every_command() {
+    let mut generated = String::from(
+        "# Command-line help\n\n\
+         The `--help` of `rag-eval` and of every command under it, at 100 columns. \
+         `tests/cli.rs`\ngenerates it and fails when this file differs; \
+         `RAG_EVAL_BLESS=1 cargo test --features cli\n--test cli the_cli_reference` rewrites \
+         it. What each command does, its input files and its JSON\noutput are in \
+         `docs/reference/commands.md`.\n",
+    );
+    help_reference(&mut Vec::new(), &mut generated);
+    let listed = generated.matches("\n## `rag-eval").count();
+    for command in [
+        "chunk",
+        "score",
+        "dataset import",
+        "dataset validate",
+        "dataset reanchor",
+        "dataset push",
+        "dataset pull",
+        "eval",
+        "generate token",
+        "generate chunk",
+        "compare",
+        "runs list",
+        "runs show",
+        "runs delete",
+        "runs export",
+        "runs pull",
+        "runs import",
+        "report",
+        "serve",
+    ] {
+        assert!(
+            generated.contains(&format!("\n## `rag-eval {command}`\n")),
+            "the reference lacks `rag-eval {command}` ({listed} commands found)"
+        );
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference/cli.md");
+    if std::env::var_os("RAG_EVAL_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &generated).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed != generated {
+        let diff = similar::TextDiff::from_lines(&committed, &generated);
+        panic!(
+            "docs/reference/cli.md differs from the binary's help (run with RAG_EVAL_BLESS=1 \
+             to rewrite it):\n{}",
+            diff.unified_diff()
+                .context_radius(2)
+                .header("committed", "generated")
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! `rag-eval compare` from the command line: JSON output, the regression gate's exit code,
-//! the refusals, and the README's "Track and compare runs" walkthrough, run as written.
+//! the refusals, and the runs guide's walkthrough (`docs/guide/runs.md`), run as written.
 
 #[path = "support/cli.rs"]
 mod cli_support;
@@ -113,16 +113,18 @@ fn refusals_are_clear() {
     assert!(stderr.contains("bad.json:1: not a run"), "{stderr}");
 }
 
-/// The README's section `title`: from its heading to the next `## ` heading.
-fn readme_section(title: &str) -> String {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme
-        .find(&format!("\n## {title}\n"))
-        .unwrap_or_else(|| panic!("README has no section {title:?}"));
-    let rest = &readme[start + 1..];
-    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
-    rest[..end].to_owned()
+/// The walkthrough of the runs guide: `docs/guide/runs.md` from its title to its first `## `
+/// heading.
+fn guide_walkthrough() -> String {
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/runs.md"))
+            .unwrap();
+    assert!(
+        guide.starts_with("# Track and compare runs\n"),
+        "docs/guide/runs.md opens with its walkthrough"
+    );
+    let end = guide.find("\n## ").unwrap_or(guide.len());
+    guide[..end].to_owned()
 }
 
 /// One command of the walkthrough and, for a `$ `-prompted `text` block, the lines it shows
@@ -199,8 +201,8 @@ fn masked(text: &str) -> String {
 }
 
 #[test]
-fn readme_walkthrough_runs_as_written() {
-    let steps = walkthrough(&readme_section("Track and compare runs"));
+fn guide_walkthrough_runs_as_written() {
+    let steps = walkthrough(&guide_walkthrough());
     let commands: Vec<&str> = steps.iter().map(|s| s.command.as_str()).collect();
     let data = "--corpus examples/data/corpus --dataset examples/data/questions.jsonl";
     assert_eq!(
@@ -217,7 +219,7 @@ fn readme_walkthrough_runs_as_written() {
         "the walkthrough's commands"
     );
 
-    // The bundled data at the paths the README uses, in a directory of its own, with the
+    // The bundled data at the paths the guide uses, in a directory of its own, with the
     // default store.
     let dir = tempfile::tempdir().unwrap();
     cli_support::bundled_copy(&dir.path().join("examples/data"));
@@ -251,7 +253,7 @@ fn readme_walkthrough_runs_as_written() {
         if to_summary {
             std::fs::write(&summary, &stdout).unwrap();
         }
-        // What the README shows of the output, in order, each line whole (ids and times
+        // What the guide shows of the output, in order, each line whole (ids and times
         // aside).
         let got: Vec<String> = masked(&format!("{stdout}{stderr}"))
             .lines()

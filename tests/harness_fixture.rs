@@ -42,20 +42,50 @@ fn dev_dependencies() -> String {
         .join("\n")
 }
 
-/// The README's `tests/rag.rs` of the gate walkthrough, unindented.
-fn readme_gate_example() -> String {
-    let readme = std::fs::read_to_string(Path::new(REPO).join("README.md")).unwrap();
-    let step = readme
-        .find("3. Declare cases in `tests/rag.rs`")
-        .expect("the README's gate walkthrough has its step 3");
-    let open = "   ```rust,ignore\n";
-    let start = step + readme[step..].find(open).expect("a Rust block") + open.len();
-    let end = start + readme[start..].find("   ```\n").expect("the block ends");
-    readme[start..end]
+/// The first `rust,ignore` block after `marker` in the repository's file `file`, unindented
+/// by its fence's indentation (a list item's block is indented).
+fn documented_test_file(file: &str, marker: &str) -> String {
+    let text = std::fs::read_to_string(Path::new(REPO).join(file)).unwrap();
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{file} has {marker:?}"));
+    let open = "```rust,ignore\n";
+    let fence = at + text[at..].find(open).expect("a Rust block");
+    let indent = &text[text[..fence].rfind('\n').map_or(0, |i| i + 1)..fence];
+    let start = fence + open.len();
+    let end = start + text[start..].find("```\n").expect("the block ends");
+    text[start..end]
         .lines()
-        .map(|l| l.strip_prefix("   ").unwrap_or(l))
+        .map(|l| l.strip_prefix(indent).unwrap_or(l))
         .collect::<Vec<_>>()
         .join("\n")
+        .trim_end()
+        .to_owned()
+}
+
+/// The gate guide's `tests/rag.rs` (its walkthrough's step 3).
+fn guide_gate_example() -> String {
+    documented_test_file("docs/guide/gate.md", "3. Declare cases in `tests/rag.rs`")
+}
+
+/// The README's short `tests/rag.rs`.
+fn readme_gate_example() -> String {
+    documented_test_file("README.md", "## A gate in `cargo test`")
+}
+
+/// The crate documentation's test file is the README's, which the fixture builds and runs.
+#[test]
+fn the_crate_docs_show_the_readme_test_file() {
+    let lib = std::fs::read_to_string(Path::new(REPO).join("src/lib.rs")).unwrap();
+    let docs: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+        .collect();
+    let open = "```rust,ignore\n";
+    let start = docs.find(open).expect("the crate docs show a test file") + open.len();
+    let end = start + docs[start..].find("```\n").expect("the block ends");
+    assert_eq!(docs[start..end].trim_end(), readme_gate_example());
 }
 
 struct Fixture {
@@ -98,6 +128,10 @@ harness = false
 [[test]]
 name = "readme"
 harness = false
+
+[[test]]
+name = "front"
+harness = false
 "#,
                 dev = dev_dependencies()
             ),
@@ -117,7 +151,8 @@ harness = false
         .unwrap();
         copy_dir(&repo.join("examples/data"), &root.join("examples/data"));
         copy_dir(&repo.join("golden"), &root.join("golden"));
-        // The README's walkthrough: its documents and dataset, and its test file as printed.
+        // The gate guide's walkthrough (and the README's short version of its test file): its
+        // documents and dataset, and its test files as printed.
         copy_dir(&repo.join("examples/data/corpus"), &root.join("docs"));
         std::fs::create_dir_all(root.join("golden/datasets")).unwrap();
         std::fs::copy(
@@ -125,7 +160,8 @@ harness = false
             root.join("golden/datasets/handbook.jsonl"),
         )
         .unwrap();
-        std::fs::write(root.join("tests/readme.rs"), readme_gate_example()).unwrap();
+        std::fs::write(root.join("tests/readme.rs"), guide_gate_example()).unwrap();
+        std::fs::write(root.join("tests/front.rs"), readme_gate_example()).unwrap();
         Fixture { _dir: dir, root }
     }
 
@@ -434,8 +470,8 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     assert_eq!(code, 101, "{out}");
     assert!(out.contains("case `too_strict`"), "{out}");
 
-    // The README's walkthrough, its test file as printed: the first run leaves a baseline to
-    // accept, `INSTA_UPDATE=always` accepts it, and CI passes against it.
+    // The gate guide's walkthrough, its test file as printed: the first run leaves a baseline
+    // to accept, `INSTA_UPDATE=always` accepts it, and CI passes against it.
     let readme = ["test", "--test", "readme"];
     let (code, out) = fx.cargo(&readme, &[]);
     assert_eq!(code, 0, "{out}");
@@ -451,6 +487,15 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
             |l: &&str| l.starts_with(&format!("test {case}::summary ")) && l.ends_with(" ok");
         assert!(out.lines().any(|l| passed(&l)), "{out}");
     }
+    // The README's short test file is the guide's first case: it passes in CI against the
+    // baseline the walkthrough accepted.
+    let (code, out) = fx.cargo(&["test", "--test", "front"], &[("CI", "true")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("test recursive_400::summary ") && l.ends_with(" ok")),
+        "{out}"
+    );
 
     if !nextest_available() {
         eprintln!("skipping the nextest half: `cargo nextest` is not installed");

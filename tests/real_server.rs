@@ -111,8 +111,8 @@ fn bundled(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
-/// The README's providers example (chunker, embedder on a local server, cache from the
-/// environment) evaluated on the bundled dataset, then replayed from the file to the same
+/// The providers example of `docs/guide/library.md` (chunker, embedder on a local server,
+/// cache from the environment) evaluated on the bundled dataset, then replayed from the file to the same
 /// figures without a request.
 #[test]
 fn llama_server_readme_pipeline_records_then_replays() {

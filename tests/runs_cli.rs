@@ -1,5 +1,5 @@
 //! `rag-eval runs …` and the recording of `eval` and `score` runs, through the real binary.
-//! The JSON shapes are a public contract (README, "JSON output").
+//! The JSON shapes are a public contract (`docs/reference/commands.md`, "JSON output").
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The metric vocabulary is one list: the registry (`rag_eval::metrics::REGISTRY`). The bars
 //! `#[rag_eval]` accepts (checked against it at compile time; the macro crate has no list of
-//! its own), the metrics an evaluation reports and the metric table of the guides must all say
-//! the same.
+//! its own), the metrics an evaluation reports and the metric table of
+//! `docs/reference/metrics.md` must all say the same.
 
 use rag_eval::__private::{Bound, Mode};
 use rag_eval::chunk::{ChunkId, PositionAwareChunk};
@@ -273,12 +273,15 @@ fn precision_omega_comes_from_a_custom_chunker_chunked_once() {
     }
 }
 
-/// The rows of the README's metric table: (name as shown, level, definition).
-fn readme_rows() -> Vec<(String, String, String)> {
-    let readme = read("README.md");
+/// The rows of the metric table of `docs/reference/metrics.md`: (name as shown, level,
+/// definition).
+fn documented_rows() -> Vec<(String, String, String)> {
+    let doc = read("docs/reference/metrics.md");
     let header = "| name | level | definition |";
-    let at = readme.find(header).expect("README.md has the metric table");
-    readme[at..]
+    let at = doc
+        .find(header)
+        .expect("docs/reference/metrics.md has the metric table");
+    doc[at..]
         .lines()
         .skip(2)
         .take_while(|l| l.starts_with('|'))
@@ -297,14 +300,14 @@ fn readme_rows() -> Vec<(String, String, String)> {
                     c => cell.push(c),
                 }
             }
-            assert_eq!(cells.len(), 3, "README metric row `{line}` has 3 cells");
+            assert_eq!(cells.len(), 3, "metric row `{line}` has 3 cells");
             (cells[0].clone(), cells[1].clone(), cells[2].clone())
         })
         .collect()
 }
 
 #[test]
-fn the_readme_metric_table_is_the_registry() {
+fn the_documented_metric_table_is_the_registry() {
     let want: Vec<(String, String, String)> = registry::REGISTRY
         .iter()
         .map(|m| {
@@ -321,14 +324,14 @@ fn the_readme_metric_table_is_the_registry() {
             (name, level.to_owned(), m.definition.to_owned())
         })
         .collect();
-    let got = readme_rows();
+    let got = documented_rows();
     if got != want {
         let table: Vec<String> = want
             .iter()
             .map(|(n, l, d)| format!("| {n} | {l} | {} |", d.replace('|', "\\|")))
             .collect();
         panic!(
-            "README.md's metric table differs from the registry; it should read:\n| name | level | definition |\n|---|---|---|\n{}",
+            "docs/reference/metrics.md's metric table differs from the registry; it should read:\n| name | level | definition |\n|---|---|---|\n{}",
             table.join("\n")
         );
     }

@@ -1,5 +1,5 @@
-//! The `rag-eval` command-line tool: chunk documents, score retrieval output, work with
-//! datasets, evaluate retrievers over a corpus and generate synthetic datasets.
+//! The `rag-eval` command-line tool: chunk documents, score retrieval output and answers,
+//! evaluate retrievers over a corpus, compare, report and serve runs, and make datasets.
 //!
 //! Errors are one clear message on stderr and exit code 1; usage errors exit with 2; an
 //! evaluation whose LangSmith upload failed after its result was printed exits with 3. Not a
@@ -41,7 +41,9 @@ use std::process::ExitCode;
 #[command(
     name = "rag-eval",
     version,
-    about = "Chunk documents, score retrieval output, work with datasets, evaluate retrievers over a corpus, generate synthetic datasets."
+    about = "Evaluate a RAG system's retrieval and answers, and track and compare its runs: \
+             chunk documents, score retrieval output and answers, evaluate retrievers over a \
+             corpus, compare and report runs, serve the run store, and make and check datasets."
 )]
 struct Cli {
     /// Log what the library does on stderr: `-v` retried requests and other warnings, `-vv`
@@ -70,12 +72,13 @@ enum Command {
     /// they stopped when rerun with the same output.
     #[command(subcommand)]
     Generate(generate::GenerateCommand),
-    /// Compare 2–10 runs (JSON from `eval --json` or `score --json`) with the first: per
-    /// metric the difference with a bootstrap interval, a paired test corrected across
-    /// metrics × runs, wins/ties/losses, the queries that changed most, per difficulty.
+    /// Compare 2–10 runs (files from `eval --json`, `score --json` or `runs export`, or
+    /// stored runs) with the first: per metric the difference with a bootstrap interval, a
+    /// paired test corrected across metrics × runs, wins/ties/losses, the queries that changed
+    /// most, per difficulty.
     Compare(compare::CompareArgs),
     /// The stored runs (every `eval` and `score` records one): list, show, delete, export,
-    /// import.
+    /// import, and pull from LangSmith.
     Runs(runs::RunsArgs),
     /// Render runs as one self-contained HTML page (charts, per-query table with the ground
     /// truth and the retrieved text), Markdown or JUnit XML.

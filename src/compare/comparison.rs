@@ -147,8 +147,8 @@ pub struct Regression {
 /// metrics × runs, wins/ties/losses, and the queries that changed most; the same per
 /// difficulty label.
 ///
-/// Serialises to the JSON that `rag-eval compare --json` prints (README, *Track and compare
-/// runs*).
+/// Serialises to the JSON that `rag-eval compare --json` prints (`docs/reference/commands.md`,
+/// *`rag-eval compare`*).
 ///
 /// ```
 /// use rag_eval::compare::{CompareOptions, Comparison};

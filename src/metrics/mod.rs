@@ -21,8 +21,8 @@
 //! Evaluations, `rag-eval eval` and `score`, and the harness (which thresholds are allowed)
 //! read the registry, so nothing else lists the metric. Two copies remain, each checked by
 //! `tests/vocabulary.rs`: the name in `METRICS` of `macros/src/args.rs` (the attribute crate
-//! cannot depend on this one) and a row of the README's metric table, whose definition must be
-//! the registry's line.
+//! cannot depend on this one) and a row of the metric table of `docs/reference/metrics.md`, whose
+//! definition must be the registry's line.
 //!
 //! # Metrics of your own
 //!

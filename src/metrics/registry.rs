@@ -4,8 +4,8 @@
 //! Everything that lists metrics reads [`REGISTRY`]: the metrics an evaluation reports
 //! ([`reported_metrics`], [`token_level_metrics`](super::token_level_metrics),
 //! [`chunk_level_metrics`](super::chunk_level_metrics)), the names a harness threshold may use,
-//! `rag-eval score` and `eval`, and the README's metric table (a test checks it, and checks that
-//! `#[rag_eval(min_…)]` accepts every name here).
+//! `rag-eval score` and `eval`, and the metric table of `docs/reference/metrics.md` (a test checks
+//! it, and checks that `#[rag_eval(min_…)]` accepts every name here).
 
 use super::answer::{AnswerMetric, AnswerSimilarity, Lexical};
 use super::{
@@ -76,7 +76,7 @@ pub struct MetricInfo {
     pub at_k: bool,
     /// What it needs.
     pub needs: &'static [Need],
-    /// One line for the documentation (the README's metric table).
+    /// One line for the documentation (the metric table of `docs/reference/metrics.md`).
     pub definition: &'static str,
     token: Option<Build<TokenLevel>>,
     chunk: Option<Build<ChunkLevel>>,

@@ -18,7 +18,8 @@ pub const FORMAT_VERSION: u32 = 1;
 /// corpus fingerprints), its configuration, its [`RunResult`] (per-query figures of every
 /// metric, difficulty labels), timings and token usage.
 ///
-/// The JSON form (serde) is a public contract, documented in the README's JSON section:
+/// The JSON form (serde) is a public contract, documented in `docs/reference/commands.md`
+/// (*`rag-eval runs`*):
 ///
 /// ```json
 /// {"format":1,"id":"01JDX3V8Q2M7R4K9N0T5W6Y1ZB","created":"2026-11-24T01:02:03.456Z",
