@@ -14,7 +14,7 @@
 //! as a smoke test.
 
 use camino::Utf8PathBuf;
-use rag_eval::chunk::PaChunkId;
+use rag_eval::chunk::PositionAwareChunkId;
 use rag_eval::chunker::{Chunker, PositionAwareChunker, RecursiveCharacterChunker};
 use rag_eval::corpus::Corpus;
 use std::hint::black_box;
@@ -177,7 +177,7 @@ fn main() {
         });
         ids.add(reps, || {
             all.iter()
-                .map(|c| PaChunkId::new(c.doc_id(), c.start(), c.end(), &c.content))
+                .map(|c| PositionAwareChunkId::new(c.doc_id(), c.start(), c.end(), &c.content))
                 .collect::<Vec<_>>()
         });
         plain.add(reps, || {
@@ -242,7 +242,7 @@ fn main() {
             with_ids.medians(),
         ),
         (
-            "rag-eval    PaChunkId::new alone (SHA-256 ids)",
+            "rag-eval    PositionAwareChunkId::new alone (SHA-256 ids)",
             ids.medians(),
         ),
         ("rag-eval  Chunker::chunk (texts only)", plain.medians()),

@@ -13,7 +13,7 @@ use rag_eval::corpus::Corpus;
 use rag_eval::dataset::import::chroma_csv;
 use rag_eval::level::TokenLevel;
 use rag_eval::metrics::{
-    chroma_scores, ChunkIndex, Metric, MetricInput, PrecisionOmega, SpanIou, SpanMode,
+    chunking_evaluation_scores, ChunkIndex, Metric, MetricInput, PrecisionOmega, SpanIou, SpanMode,
     SpanPrecision, SpanRecall,
 };
 use rag_eval::span::CharSpan;
@@ -107,7 +107,7 @@ fn main() {
         let index = ChunkIndex::new(&chunks);
         let mut columns = [0.0; 4];
         for (truth, retrieved) in truths.iter().zip(&retrievals) {
-            let s = chroma_scores(&retrieved[..k], truth, Some(&index));
+            let s = chunking_evaluation_scores(&retrieved[..k], truth, Some(&index));
             columns[0] += s.recall;
             columns[1] += s.precision;
             columns[2] += s.iou;
@@ -158,7 +158,7 @@ fn main() {
         means[0], means[1], means[2], means[3]
     );
     println!(
-        "  ours, chroma_scores + ChunkIndex (index built in the pass): {} per pass (index alone {})",
+        "  ours, chunking_evaluation_scores + ChunkIndex (index built in the pass): {} per pass (index alone {})",
         fmt(ours),
         fmt(index_only)
     );

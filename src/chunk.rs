@@ -2,7 +2,7 @@
 //!
 //! - [`ChunkId`] = `chunk_` + the first 12 hex digits of SHA-256 of the content: identical text
 //!   gets the same id wherever it occurs, which is what chunk-level ground truth wants.
-//! - [`PaChunkId`] = `pa_chunk_` + 12 hex digits of SHA-256 over the document id's UTF-8 bytes,
+//! - [`PositionAwareChunkId`] = `pa_chunk_` + 12 hex digits of SHA-256 over the document id's UTF-8 bytes,
 //!   a NUL byte, start and end as little-endian `u64`, and the content's UTF-8 bytes: the same
 //!   text at two places gets two ids.
 //!
@@ -11,7 +11,7 @@
 //! | purpose | id |
 //! |---|---|
 //! | chunk-level ground truth (`relevant_chunk_ids`) and chunk-level retrieval files | [`ChunkId`] |
-//! | a chunk at one place (`rag-eval chunk`'s `id`, [`PositionAwareChunk::id`], the registry) | [`PaChunkId`] |
+//! | a chunk at one place (`rag-eval chunk`'s `id`, [`PositionAwareChunk::id`], the registry) | [`PositionAwareChunkId`] |
 //!
 //! The two never coincide and neither can be derived from the other without the chunk's text
 //! and place. A `pa_chunk_…` id where a content id belongs would match nothing and score 0, so
@@ -93,7 +93,7 @@ impl fmt::Debug for ChunkId {
 /// hashing see, so an id is a sound map key (Clippy's `mutable_key_type` cannot tell; this
 /// crate's `clippy.toml` names the type in `ignore-interior-mutability`).
 #[derive(Clone)]
-pub struct PaChunkId(Repr);
+pub struct PositionAwareChunkId(Repr);
 
 #[derive(Clone)]
 enum Repr {
@@ -115,13 +115,13 @@ struct IdSource {
     bytes: Range<usize>,
 }
 
-impl PaChunkId {
+impl PositionAwareChunkId {
     /// Prefix of every position-aware chunk id.
     pub const PREFIX: &'static str = "pa_chunk_";
 
     /// The id of `content` found at `start..end` (chars) of document `doc`.
     pub fn new(doc: &DocId, start: usize, end: usize, content: &str) -> Self {
-        PaChunkId(Repr::Ready(Self::compute(doc, start, end, content)))
+        PositionAwareChunkId(Repr::Ready(Self::compute(doc, start, end, content)))
     }
 
     /// The id of the chunk at `start..end` (chars) of document `doc`, whose text is
@@ -133,7 +133,7 @@ impl PaChunkId {
         text: Arc<str>,
         bytes: Range<usize>,
     ) -> Self {
-        PaChunkId(Repr::Deferred {
+        PositionAwareChunkId(Repr::Deferred {
             id: OnceLock::new(),
             source: IdSource {
                 doc,
@@ -168,51 +168,53 @@ impl PaChunkId {
     }
 }
 
-impl PartialEq for PaChunkId {
+impl PartialEq for PositionAwareChunkId {
     fn eq(&self, other: &Self) -> bool {
         self.as_str() == other.as_str()
     }
 }
 
-impl Eq for PaChunkId {}
+impl Eq for PositionAwareChunkId {}
 
-impl PartialOrd for PaChunkId {
+impl PartialOrd for PositionAwareChunkId {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for PaChunkId {
+impl Ord for PositionAwareChunkId {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.as_str().cmp(other.as_str())
     }
 }
 
-impl std::hash::Hash for PaChunkId {
+impl std::hash::Hash for PositionAwareChunkId {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.as_str().hash(state)
     }
 }
 
-impl Serialize for PaChunkId {
+impl Serialize for PositionAwareChunkId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
     }
 }
 
-impl<'de> Deserialize<'de> for PaChunkId {
+impl<'de> Deserialize<'de> for PositionAwareChunkId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(PaChunkId(Repr::Ready(String::deserialize(deserializer)?)))
+        Ok(PositionAwareChunkId(Repr::Ready(String::deserialize(
+            deserializer,
+        )?)))
     }
 }
 
-impl fmt::Display for PaChunkId {
+impl fmt::Display for PositionAwareChunkId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-impl fmt::Debug for PaChunkId {
+impl fmt::Debug for PositionAwareChunkId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
     }
@@ -249,7 +251,7 @@ impl Chunk {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PositionAwareChunk {
     /// Position-aware id.
-    pub id: PaChunkId,
+    pub id: PositionAwareChunkId,
     /// The text.
     pub content: String,
     /// Document and character range.
@@ -271,7 +273,7 @@ impl PositionAwareChunk {
         let doc = doc.into();
         let content = content.into();
         PositionAwareChunk {
-            id: PaChunkId::new(&doc, start, end, &content),
+            id: PositionAwareChunkId::new(&doc, start, end, &content),
             content,
             span: CharSpan::new(doc, start, end),
             metadata: Metadata::new(),
@@ -290,7 +292,7 @@ impl PositionAwareChunk {
         PositionAwareChunk {
             content: text[bytes.clone()].to_owned(),
             span: CharSpan::new(doc.clone(), start, end),
-            id: PaChunkId::deferred(doc, start, end, Arc::clone(text), bytes),
+            id: PositionAwareChunkId::deferred(doc, start, end, Arc::clone(text), bytes),
             metadata: Metadata::new(),
         }
     }
@@ -430,7 +432,7 @@ pub fn rank(mut hits: Vec<RetrievedChunk>, k: usize) -> Vec<RetrievedChunk> {
 #[derive(Debug, Clone, Default)]
 pub struct ChunkRegistry {
     chunks: HashMap<ChunkId, Chunk>,
-    pa_chunks: HashMap<PaChunkId, PositionAwareChunk>,
+    pa_chunks: HashMap<PositionAwareChunkId, PositionAwareChunk>,
 }
 
 impl ChunkRegistry {
@@ -455,12 +457,12 @@ impl ChunkRegistry {
     }
 
     /// A position-aware chunk by id.
-    pub fn get_pa_chunk(&self, id: &PaChunkId) -> Option<&PositionAwareChunk> {
+    pub fn get_pa_chunk(&self, id: &PositionAwareChunkId) -> Option<&PositionAwareChunk> {
         self.pa_chunks.get(id)
     }
 
     /// The span of a position-aware chunk.
-    pub fn get_span(&self, id: &PaChunkId) -> Option<&CharSpan> {
+    pub fn get_span(&self, id: &PositionAwareChunkId) -> Option<&CharSpan> {
         self.pa_chunks.get(id).map(|c| &c.span)
     }
 
@@ -522,11 +524,11 @@ mod tests {
         );
         assert_eq!(Chunk::new("a.md", "same").id, Chunk::new("b.md", "same").id);
         let doc = DocId::new("a.md");
-        let a = PaChunkId::new(&doc, 0, 4, "same");
-        let b = PaChunkId::new(&doc, 10, 14, "same");
+        let a = PositionAwareChunkId::new(&doc, 0, 4, "same");
+        let b = PositionAwareChunkId::new(&doc, 10, 14, "same");
         assert_ne!(a, b, "same text at two places has two ids");
         assert!(a.as_str().starts_with("pa_chunk_") && a.as_str().len() == 9 + 12);
-        assert_eq!(a, PaChunkId::new(&doc, 0, 4, "same"));
+        assert_eq!(a, PositionAwareChunkId::new(&doc, 0, 4, "same"));
     }
 
     proptest::proptest! {
@@ -544,7 +546,7 @@ mod tests {
                 adapted.chunk_with_positions(&doc),
             ] {
                 for c in &chunks {
-                    let documented = PaChunkId::new(c.doc_id(), c.start(), c.end(), &c.content);
+                    let documented = PositionAwareChunkId::new(c.doc_id(), c.start(), c.end(), &c.content);
                     // A clone made before the first read computes the same id on its own.
                     let early = c.clone();
                     proptest::prop_assert_eq!(c.id.as_str(), documented.as_str());
@@ -564,13 +566,13 @@ mod tests {
         use std::collections::HashSet;
         let text: Arc<str> = Arc::from("ab Größe cd");
         let doc = DocId::new("x.md");
-        let deferred = PaChunkId::deferred(doc.clone(), 3, 8, Arc::clone(&text), 3..10);
-        let documented = PaChunkId::new(&doc, 3, 8, "Größe");
+        let deferred = PositionAwareChunkId::deferred(doc.clone(), 3, 8, Arc::clone(&text), 3..10);
+        let documented = PositionAwareChunkId::new(&doc, 3, 8, "Größe");
         assert_eq!(format!("{deferred}"), documented.as_str());
         assert_eq!(format!("{deferred:?}"), format!("{documented:?}"));
-        let set: HashSet<PaChunkId> = [documented.clone()].into();
+        let set: HashSet<PositionAwareChunkId> = [documented.clone()].into();
         assert!(set.contains(&deferred));
-        let other = PaChunkId::new(&doc, 0, 2, "ab");
+        let other = PositionAwareChunkId::new(&doc, 0, 2, "ab");
         assert_eq!(deferred.cmp(&other), documented.cmp(&other));
     }
 

@@ -123,7 +123,9 @@ mod shared_data;
 
 /// The types most evaluations use, for `use rag_eval::prelude::*;`.
 pub mod prelude {
-    pub use crate::chunk::{Chunk, ChunkId, PaChunkId, PositionAwareChunk, RetrievedChunk};
+    pub use crate::chunk::{
+        Chunk, ChunkId, PositionAwareChunk, PositionAwareChunkId, RetrievedChunk,
+    };
     #[cfg(feature = "tiktoken")]
     pub use crate::chunker::FixedTokenChunker;
     #[cfg(feature = "markdown")]

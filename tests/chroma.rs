@@ -8,7 +8,7 @@ mod shared_data;
 mod support;
 
 use pollster::block_on;
-use rag_eval::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
+use rag_eval::chunk::{PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
 use rag_eval::corpus::Corpus;
 use rag_eval::dataset::{self, AnyDataset};
@@ -118,7 +118,7 @@ fn bundled_evaluation_matches_the_in_memory_store() {
 
     // The embedder is deterministic, so every chunk's true score can be recomputed.
     let embedder = HashingEmbedder::default();
-    let texts: HashMap<PaChunkId, String> = spans_and_texts(&corpus);
+    let texts: HashMap<PositionAwareChunkId, String> = spans_and_texts(&corpus);
     let mut reordered = Vec::new();
     for (e, (want, have)) in eval
         .dataset()
@@ -159,7 +159,7 @@ fn bundled_evaluation_matches_the_in_memory_store() {
 }
 
 /// Every position-aware chunk of the corpus with its text.
-fn spans_and_texts(corpus: &Corpus) -> HashMap<PaChunkId, String> {
+fn spans_and_texts(corpus: &Corpus) -> HashMap<PositionAwareChunkId, String> {
     RecursiveCharacterChunker::new(400, 0)
         .chunk_corpus(corpus)
         .into_iter()
@@ -548,7 +548,7 @@ fn benchmark_corpus_agrees_with_exact_search() {
     );
     let got = eval.run_blocking(&chroma, k, &metrics).unwrap();
 
-    let texts: HashMap<&PaChunkId, &str> =
+    let texts: HashMap<&PositionAwareChunkId, &str> =
         chunks.iter().map(|c| (&c.id, c.content.as_str())).collect();
     let (mut identical, mut found) = (0, 0);
     for (e, (want, have)) in eval

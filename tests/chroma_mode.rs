@@ -8,8 +8,8 @@ use rag_eval::corpus::Corpus;
 use rag_eval::dataset::import::chroma_csv;
 use rag_eval::level::TokenLevel;
 use rag_eval::metrics::{
-    chroma_scores, mean_std, ChromaScores, ChunkIndex, Metric, MetricInput, PrecisionOmega,
-    SpanIou, SpanMode, SpanPrecision, SpanRecall,
+    chunking_evaluation_scores, mean_std, ChunkIndex, ChunkingEvaluationScores, Metric,
+    MetricInput, PrecisionOmega, SpanIou, SpanMode, SpanPrecision, SpanRecall,
 };
 use rag_eval::span::CharSpan;
 use serde::Deserialize;
@@ -20,9 +20,13 @@ fn sp(doc: &str, start: usize, end: usize) -> CharSpan {
 }
 
 /// Chroma-mode recall, precision, IoU (and Ω over `chunks`), through both entry points.
-fn chroma(retrieved: &[CharSpan], truth: &[CharSpan], chunks: &[CharSpan]) -> ChromaScores {
+fn chroma(
+    retrieved: &[CharSpan],
+    truth: &[CharSpan],
+    chunks: &[CharSpan],
+) -> ChunkingEvaluationScores {
     let index = ChunkIndex::new(chunks);
-    let scores = chroma_scores(retrieved, truth, Some(&index));
+    let scores = chunking_evaluation_scores(retrieved, truth, Some(&index));
     let truth_vec = truth.to_vec();
     let input = MetricInput::<TokenLevel>::new(retrieved, &truth_vec, retrieved.len())
         .with_chunker_output(chunks);
@@ -40,7 +44,7 @@ fn chroma(retrieved: &[CharSpan], truth: &[CharSpan], chunks: &[CharSpan]) -> Ch
             scores.iou,
             scores.precision_omega.unwrap()
         ],
-        "the metrics and chroma_scores disagree"
+        "the metrics and chunking_evaluation_scores disagree"
     );
     scores
 }
@@ -198,7 +202,10 @@ fn empty_retrieval_and_empty_truth_score_zero() {
     let r = [sp("d", 0, 10)];
     let input = MetricInput::<TokenLevel>::new(&r, &t, 0);
     assert_eq!(SpanRecall::new(SpanMode::Chroma).compute(&input), 0.0);
-    assert_eq!(chroma_scores(&r, &t, None).precision_omega, None);
+    assert_eq!(
+        chunking_evaluation_scores(&r, &t, None).precision_omega,
+        None
+    );
 }
 
 #[test]
@@ -330,7 +337,7 @@ fn matches_chunking_evaluation_on_the_general_set() {
     for (q, example) in fixture.questions.iter().zip(dataset.examples()) {
         assert!(example.truth.iter().all(|t| t.doc.as_str() == q.doc));
         let retrieved: Vec<CharSpan> = q.retrieved.iter().map(|(d, s, e)| sp(d, *s, *e)).collect();
-        let s = chroma_scores(&retrieved[..fixture.k], &example.truth, Some(&index));
+        let s = chunking_evaluation_scores(&retrieved[..fixture.k], &example.truth, Some(&index));
         let want = [q.recall, q.precision, q.iou, q.precision_omega];
         let got = [s.recall, s.precision, s.iou, s.precision_omega.unwrap()];
         for (name, (g, w)) in ["recall", "precision", "iou", "precision_omega"]

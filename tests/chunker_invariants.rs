@@ -2,7 +2,7 @@
 //!
 //! For every chunk `c` of a document `doc`:
 //! - `doc.slice(c.start(), c.end()) == Some(c.content)`, and the id is
-//!   `PaChunkId::new(doc, start, end, content)`;
+//!   `PositionAwareChunkId::new(doc, start, end, content)`;
 //! - chunks come in document order (starts never decrease) and none is empty;
 //! - the chunk keeps its chunker's size limit, except for a piece the chunker cannot split
 //!   (defined per chunker below);
@@ -17,7 +17,7 @@
 mod shared_data;
 
 use proptest::prelude::*;
-use rag_eval::chunk::{PaChunkId, PositionAwareChunk};
+use rag_eval::chunk::{PositionAwareChunk, PositionAwareChunkId};
 use rag_eval::chunker::{
     Chunker, PositionAdapter, PositionAwareChunker, RecursiveCharacterChunker, SemanticChunker,
 };
@@ -72,7 +72,7 @@ fn check_positions(doc: &Document, chunks: &[PositionAwareChunk]) -> Result<(), 
         prop_assert_eq!(c.doc_id(), doc.id());
         prop_assert_eq!(
             &c.id,
-            &PaChunkId::new(doc.id(), c.start(), c.end(), &c.content)
+            &PositionAwareChunkId::new(doc.id(), c.start(), c.end(), &c.content)
         );
         prev_start = c.start();
     }

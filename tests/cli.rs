@@ -100,7 +100,7 @@ fn chunk_prints_jsonl_with_char_offsets_sorted_by_document() {
         ]
     );
     let expected_id =
-        rag_eval::chunk::PaChunkId::new(&"sub/a.md".into(), 16, 33, "Second part here.");
+        rag_eval::chunk::PositionAwareChunkId::new(&"sub/a.md".into(), 16, 33, "Second part here.");
     assert_eq!(lines[2]["id"], expected_id.as_str());
     assert_eq!(
         lines[2]["chunk_id"],

@@ -6,7 +6,7 @@
 
 mod support;
 
-use rag_eval::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
+use rag_eval::chunk::{PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use rag_eval::embed::{BatchingEmbedder, Embedder, OpenAiEmbedder};
 use rag_eval::http::{ApiKey, HttpConfig};
 use rag_eval::llm::{ChatMessage, ChatRequest, LlmClient, OpenAiChat};
@@ -641,8 +641,8 @@ fn candidates() -> Vec<RetrievedChunk> {
 }
 
 /// The expected ranking: by relevance, then by chunk id.
-fn expected(query: &str, top_k: usize) -> Vec<(PaChunkId, f32)> {
-    let mut all: Vec<(PaChunkId, f32)> = candidates()
+fn expected(query: &str, top_k: usize) -> Vec<(PositionAwareChunkId, f32)> {
+    let mut all: Vec<(PositionAwareChunkId, f32)> = candidates()
         .into_iter()
         .map(|c| (c.chunk.id, relevance(query, &c.chunk.content) as f32))
         .collect();
@@ -651,7 +651,7 @@ fn expected(query: &str, top_k: usize) -> Vec<(PaChunkId, f32)> {
     all
 }
 
-fn ranked(chunks: Vec<RetrievedChunk>) -> Vec<(PaChunkId, f32)> {
+fn ranked(chunks: Vec<RetrievedChunk>) -> Vec<(PositionAwareChunkId, f32)> {
     chunks.into_iter().map(|c| (c.chunk.id, c.score)).collect()
 }
 

@@ -649,22 +649,22 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
 }
 
 /// Chunk-level files name chunks by content (`chunk_…`, [`ChunkId`]); `rag-eval chunk` lists
-/// chunks with their position-aware ids (`pa_chunk_…`, [`PaChunkId`](crate::chunk::PaChunkId)),
+/// chunks with their position-aware ids (`pa_chunk_…`, [`PositionAwareChunkId`](crate::chunk::PositionAwareChunkId)),
 /// which name a chunk at one place and never equal a content id. Scored as given, they would
 /// match nothing and every figure would be 0, so they are refused with what to use instead.
 pub(crate) fn position_aware_ids(ids: &[ChunkId]) -> Option<String> {
-    use crate::chunk::PaChunkId;
+    use crate::chunk::PositionAwareChunkId;
     let pa: Vec<&str> = ids
         .iter()
         .map(ChunkId::as_str)
-        .filter(|id| id.starts_with(PaChunkId::PREFIX))
+        .filter(|id| id.starts_with(PositionAwareChunkId::PREFIX))
         .collect();
     let first = pa.first()?;
     Some(format!(
         "`{first}`{} {} position-aware (`{}…`, as `rag-eval chunk` prints in `id`); chunk-level files hold content ids `{}…` (`chunk_id` in `rag-eval chunk`'s output, `ChunkId::from_content` of the chunk's text)",
         if pa.len() > 1 { format!(" and {} more", pa.len() - 1) } else { String::new() },
         if pa.len() > 1 { "are" } else { "is" },
-        PaChunkId::PREFIX,
+        PositionAwareChunkId::PREFIX,
         ChunkId::PREFIX,
     ))
 }

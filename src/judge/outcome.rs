@@ -1,6 +1,6 @@
 //! What a judge says about one query: per sample a status, a score and the details behind it.
 
-use crate::chunk::PaChunkId;
+use crate::chunk::PositionAwareChunkId;
 use crate::locate::MatchKind;
 use crate::span::CharSpan;
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ pub struct Support {
     /// Position (0-based) of the chunk among the answer's contexts.
     pub context: usize,
     /// The chunk's position-aware id.
-    pub chunk_id: PaChunkId,
+    pub chunk_id: PositionAwareChunkId,
     /// The supporting passage in document characters (end-exclusive).
     pub span: CharSpan,
     /// How the judge's quote was found in the chunk.
@@ -116,7 +116,7 @@ pub struct ContextVerdict {
     /// Position (0-based) of the chunk among the contexts.
     pub context: usize,
     /// The chunk's position-aware id.
-    pub chunk_id: PaChunkId,
+    pub chunk_id: PositionAwareChunkId,
     /// Whether the chunk was useful in arriving at the reference answer.
     pub useful: bool,
     /// The judge's reason.

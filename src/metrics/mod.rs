@@ -45,7 +45,7 @@
 //! ```
 
 pub mod answer;
-mod chroma;
+mod chunking_evaluation;
 mod detail;
 mod mode;
 mod rank;
@@ -57,7 +57,10 @@ mod similarity;
 mod span;
 
 // Re-exports of the built-in metrics go here, one line each.
-pub use chroma::{chroma_scores, precision_omega, ChromaScores, ChunkIndex, PrecisionOmega};
+pub use chunking_evaluation::{
+    chunking_evaluation_scores, precision_omega, ChunkIndex, ChunkingEvaluationScores,
+    PrecisionOmega,
+};
 pub use detail::{Passage, Truth};
 pub use mode::SpanMode;
 pub use rank::{

@@ -15,7 +15,7 @@ use std::str::FromStr;
 ///   perfectly) and 0 when only one is.
 /// - [`SpanMode::ChunkingEvaluation`] reproduces the per-query figures of chunking_evaluation
 ///   (the code behind Chroma's report on chunking strategies), whose denominators are plain
-///   sums rather than unions; every rule is listed at [`chroma_scores`](super::chroma_scores).
+///   sums rather than unions; every rule is listed at [`chunking_evaluation_scores`](super::chunking_evaluation_scores).
 ///   It has nothing to do with the Chroma vector store.
 ///
 /// Written `standard` and `chunking_evaluation` (the older spelling `chroma` is accepted too).
@@ -36,7 +36,7 @@ pub enum SpanMode {
     #[default]
     Standard,
     /// chunking_evaluation's figures, exactly (plain sums in the denominators); the rules are
-    /// listed at [`chroma_scores`](super::chroma_scores).
+    /// listed at [`chunking_evaluation_scores`](super::chunking_evaluation_scores).
     ChunkingEvaluation,
 }
 

@@ -16,7 +16,7 @@
 //! assert_eq!(SpanRecall::default().report_name(5), "span_recall@5");
 //! ```
 
-use super::chroma::RetrievalParts;
+use super::chunking_evaluation::RetrievalParts;
 use super::SpanMode;
 use super::{Metric, MetricInput};
 use crate::level::TokenLevel;
@@ -360,7 +360,7 @@ mod tests {
             let got = all(SpanMode::ChunkingEvaluation, &retrieved, &truth, k);
             prop_assert_eq!(&got[..], &want[..3]);
             let index = ChunkIndex::new(&chunks);
-            let scores = crate::metrics::chroma_scores(top, &truth, Some(&index));
+            let scores = crate::metrics::chunking_evaluation_scores(top, &truth, Some(&index));
             prop_assert_eq!([scores.recall, scores.precision, scores.iou], got);
             prop_assert_eq!(scores.precision_omega, Some(want[3]));
             let t = truth.clone();

@@ -323,7 +323,7 @@ mod tests {
         // Both copies score the same; the tie breaks by position-aware chunk id.
         let mut expected = vec![("a.md", 25), ("b.md", 0)];
         expected.sort_by_key(|&(d, s)| {
-            crate::chunk::PaChunkId::new(&d.into(), s, s + 23, "Dogs bark at strangers.")
+            crate::chunk::PositionAwareChunkId::new(&d.into(), s, s + 23, "Dogs bark at strangers.")
         });
         assert_eq!(places, expected);
         assert_eq!(hits[0].score, hits[1].score);

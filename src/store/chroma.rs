@@ -1,7 +1,7 @@
 //! A [`VectorStore`] on a Chroma server, through its HTTP API v2.
 
 use super::{check_embeddings, check_lengths, check_vector, normalised, VectorStore};
-use crate::chunk::{rank, PaChunkId, PositionAwareChunk, RetrievedChunk};
+use crate::chunk::{rank, PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use crate::corpus::Metadata;
 use crate::error::{Error, Result};
 use crate::http::{HttpClient, HttpConfig, HttpStats};
@@ -64,7 +64,7 @@ const MAX_RESULTS: usize = i32::MAX as usize;
 /// Like [`super::InMemoryStore`]: adding a chunk whose id is stored replaces its vector
 /// (records are upserted); vectors of another dimension than the collection's, or with a NaN
 /// or infinite component, are rejected before anything is sent; results are best first with
-/// ties broken by [`PaChunkId`] ascending (more results than `k` are asked for, and more again
+/// ties broken by [`PositionAwareChunkId`] ascending (more results than `k` are asked for, and more again
 /// while the last one still ties with the `k`-th, so the tie-break sees every tied chunk); and
 /// [`VectorStore::clear`] deletes the collection, which is created again on next use.
 /// [`VectorStore::search_many`] sends the queries in batches, one request each
@@ -234,11 +234,11 @@ impl ChromaStore {
     }
 
     /// Removes the records of these chunks (ids not stored are ignored).
-    pub async fn delete(&self, ids: &[PaChunkId]) -> Result<()> {
+    pub async fn delete(&self, ids: &[PositionAwareChunkId]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        let ids: Vec<&str> = ids.iter().map(PaChunkId::as_str).collect();
+        let ids: Vec<&str> = ids.iter().map(PositionAwareChunkId::as_str).collect();
         on_collection!(self, |c| self.delete_from(&c, &ids).await)
     }
 
@@ -564,7 +564,7 @@ impl ChromaStore {
             check_embeddings(chunks, embeddings, c.dimension).map_err(|e| self.config(e))?;
         // One record per id, the last vector winning as a later add would; Chroma rejects a
         // write that names an id twice.
-        let mut last: HashMap<&PaChunkId, usize> = HashMap::with_capacity(chunks.len());
+        let mut last: HashMap<&PositionAwareChunkId, usize> = HashMap::with_capacity(chunks.len());
         for (i, chunk) in chunks.iter().enumerate() {
             last.insert(&chunk.id, i);
         }

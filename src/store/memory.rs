@@ -1,7 +1,7 @@
 //! Exact cosine search in memory.
 
 use super::{check_embeddings, check_lengths, check_vector, normalised, VectorStore};
-use crate::chunk::{PaChunkId, PositionAwareChunk, RetrievedChunk};
+use crate::chunk::{PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use crate::error::{Error, Result};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
@@ -27,7 +27,7 @@ const MIN_PARALLEL_WORK: usize = 1 << 23;
 /// Vectors are normalised once when added, so a search is a matrix product of normalised
 /// queries with the stored vectors followed by a bounded top-k selection per query; a zero
 /// vector (stored or queried) scores 0 against everything. Results are best first, ties broken
-/// by [`PaChunkId`] ascending (the rule of [`crate::chunk::rank`]), and a `k` larger than the
+/// by [`PositionAwareChunkId`] ascending (the rule of [`crate::chunk::rank`]), and a `k` larger than the
 /// store returns every chunk.
 ///
 /// Adding a chunk whose id is already stored replaces its vector: the id covers document,
@@ -72,7 +72,7 @@ struct Inner {
     /// product reads contiguously, so it packs its operands by plain copies: with rows stored
     /// as rows, gathering them cost a third as much as the arithmetic.
     matrix: Vec<f32>,
-    rows: HashMap<PaChunkId, usize>,
+    rows: HashMap<PositionAwareChunkId, usize>,
 }
 
 impl std::fmt::Debug for InMemoryStore {
@@ -586,9 +586,10 @@ mod tests {
         let hits = block_on(store.search(&[1.0, 1.0, 0.0], 4)).unwrap();
         assert_eq!(hits[0].score, hits[1].score);
         assert_eq!(hits[1].score, hits[2].score);
-        let mut tied: Vec<&PaChunkId> = [0, 2, 3].iter().map(|&i| &chunks[i].id).collect();
+        let mut tied: Vec<&PositionAwareChunkId> =
+            [0, 2, 3].iter().map(|&i| &chunks[i].id).collect();
         tied.sort();
-        let got: Vec<&PaChunkId> = hits[..3].iter().map(|h| &h.chunk.id).collect();
+        let got: Vec<&PositionAwareChunkId> = hits[..3].iter().map(|h| &h.chunk.id).collect();
         assert_eq!(got, tied);
         assert_eq!(hits[3].chunk.id, chunks[1].id);
         // Same order as the crate-wide rule applied to the same hits.
@@ -717,7 +718,7 @@ mod tests {
         // A zero query ties everything at 0: id order.
         let zero = block_on(store.search(&[0.0, 0.0], 3)).unwrap();
         assert!(zero.iter().all(|h| h.score.to_bits() == 0));
-        let mut ids: Vec<&PaChunkId> = chunks.iter().map(|c| &c.id).collect();
+        let mut ids: Vec<&PositionAwareChunkId> = chunks.iter().map(|c| &c.id).collect();
         ids.sort();
         assert_eq!(zero.iter().map(|h| &h.chunk.id).collect::<Vec<_>>(), ids);
     }
@@ -761,7 +762,7 @@ mod tests {
         chunks: &[PositionAwareChunk],
         query: &[f32],
         k: usize,
-    ) -> Vec<(PaChunkId, f32)> {
+    ) -> Vec<(PositionAwareChunkId, f32)> {
         let hits = vectors
             .iter()
             .zip(chunks)
@@ -803,7 +804,7 @@ mod tests {
             store.insert(&chunks, &vectors).unwrap();
             let got = store.search_many(&queries, k).unwrap();
             prop_assert_eq!(got.len(), queries.len());
-            let by_id: HashMap<&PaChunkId, usize> =
+            let by_id: HashMap<&PositionAwareChunkId, usize> =
                 chunks.iter().enumerate().map(|(i, c)| (&c.id, i)).collect();
             for (query, hits) in queries.iter().zip(&got) {
                 let want = naive(&vectors, &chunks, query, k);
@@ -824,7 +825,7 @@ mod tests {
                 }
                 // Everything the model ranks clearly inside the cut is returned.
                 if let Some(&(_, last)) = want.last() {
-                    let ours: Vec<&PaChunkId> = hits.iter().map(|h| &h.chunk.id).collect();
+                    let ours: Vec<&PositionAwareChunkId> = hits.iter().map(|h| &h.chunk.id).collect();
                     for (id, score) in &want {
                         if *score > last + 1e-5 {
                             prop_assert!(ours.contains(&id));

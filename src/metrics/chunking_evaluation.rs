@@ -1,5 +1,5 @@
 //! The Chroma-compatible token-level mode: chunking_evaluation's per-query figures, exactly.
-//! The rules are documented on [`chroma_scores`].
+//! The rules are documented on [`chunking_evaluation_scores`].
 
 use super::{Metric, MetricInput};
 use crate::corpus::DocId;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// All four Chroma-mode figures of one query.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ChromaScores {
+pub struct ChunkingEvaluationScores {
     /// `N / Σ|g|`.
     pub recall: f64,
     /// `N / Σ|r|`.
@@ -63,7 +63,7 @@ pub struct ChromaScores {
 /// in one document.
 ///
 /// ```
-/// use rag_eval::metrics::{chroma_scores, ChunkIndex};
+/// use rag_eval::metrics::{chunking_evaluation_scores, ChunkIndex};
 /// use rag_eval::span::CharSpan;
 ///
 /// let truth = [CharSpan::new("a.md", 10, 30)];
@@ -71,19 +71,19 @@ pub struct ChromaScores {
 /// let chunks: ChunkIndex = [CharSpan::new("a.md", 0, 20), CharSpan::new("a.md", 20, 40)]
 ///     .iter()
 ///     .collect();
-/// let s = chroma_scores(&retrieved, &truth, Some(&chunks));
+/// let s = chunking_evaluation_scores(&retrieved, &truth, Some(&chunks));
 /// assert_eq!(s.recall, 10.0 / 20.0);
 /// assert_eq!(s.precision, 10.0 / 40.0); // the chunk of b.md counts in the denominator
 /// assert_eq!(s.iou, 10.0 / (40.0 + 10.0));
 /// assert_eq!(s.precision_omega, Some(20.0 / 40.0));
 /// ```
-pub fn chroma_scores(
+pub fn chunking_evaluation_scores(
     retrieved: &[CharSpan],
     truth: &[CharSpan],
     chunks: Option<&ChunkIndex>,
-) -> ChromaScores {
+) -> ChunkingEvaluationScores {
     let parts = RetrievalParts::new(retrieved, truth);
-    ChromaScores {
+    ChunkingEvaluationScores {
         recall: parts.recall(),
         precision: parts.precision(),
         iou: parts.iou(),
@@ -91,7 +91,7 @@ pub fn chroma_scores(
     }
 }
 
-/// PrecisionΩ of one query against a chunker's output (rules at [`chroma_scores`]).
+/// PrecisionΩ of one query against a chunker's output (rules at [`chunking_evaluation_scores`]).
 pub fn precision_omega(truth: &[CharSpan], chunks: &ChunkIndex) -> f64 {
     omega_with(truth, |g, out| out.extend(chunks.meeting_ranges(g)))
 }
@@ -325,7 +325,7 @@ impl<'a> FromIterator<&'a CharSpan> for ChunkIndex {
 }
 
 /// PrecisionΩ (`precision_omega`): how tightly a chunker's chunks fit the truth, independent of
-/// any retriever (the exact rule is given at [`chroma_scores`]).
+/// any retriever (the exact rule is given at [`chunking_evaluation_scores`]).
 ///
 /// It reads the chunker's whole output from [`MetricInput::chunker_output`]; that is a scan of
 /// every chunk per query. For many queries over one chunker run, build a [`ChunkIndex`] once
