@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "recursive:size=400,overlap=0",
         "recursive:size=200,overlap=0",
         "token:size=100,overlap=50",
-        "markdown:size=400",
+        "semantic:max_chars=800",
     ];
     let mut runs = Vec::new();
     for spec in specs {

@@ -1618,7 +1618,7 @@ fn the_cli_reference_is_the_help_of_every_command() {
         "# Command-line help\n\n\
          The `--help` of `rag-eval` and of every command under it, at 100 columns. \
          `tests/cli.rs`\ngenerates it and fails when this file differs; \
-         `RAG_EVAL_BLESS=1 cargo test --features cli\n--test cli the_cli_reference` rewrites \
+         `RAG_EVAL_BLESS=1 cargo test --all-features\n--test cli the_cli_reference` rewrites \
          it. What each command does, its input files and its JSON\noutput are in \
          `docs/reference/commands.md`.\n",
     );

@@ -31,7 +31,7 @@ fn two_runs_give_identical_results() {
         },
         || {
             Box::new(Pipeline::new(
-                MarkdownChunker::new(300),
+                RecursiveCharacterChunker::new(500, 50),
                 HashingEmbedder::default(),
             )) as Box<dyn Retriever<TokenLevel>>
         },

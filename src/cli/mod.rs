@@ -126,7 +126,7 @@ struct TimeoutArgs {
     /// Seconds one request to a server (language model, LangSmith) may take in all, its
     /// retries and the waits between them included; then the command fails naming the
     /// request (1 to 86400). Components built from specs (embedders, rerankers, stores) keep
-    /// the library's 600.
+    /// the library's own limit of 600 seconds.
     #[arg(
         long,
         value_name = "SECS",
