@@ -89,10 +89,7 @@ pub(crate) struct Tolerance {
 impl Tolerance {
     /// The allowance for the figure reported as `name`.
     pub fn of(&self, name: &str) -> f64 {
-        let bare = name.split('@').next().unwrap_or(name);
-        if crate::metrics::registry::lookup(bare)
-            .is_some_and(|m| m.needs(crate::metrics::Need::Judge))
-        {
+        if crate::metrics::registry::is_judged(crate::metrics::ReportedName::parse(name).metric) {
             self.judged
         } else {
             self.figures

@@ -607,8 +607,7 @@ fn without_figure(o: &Outcome, name: &str) -> String {
     if missing.is_empty() {
         return String::new();
     }
-    let bare = name.split('@').next().unwrap_or(name);
-    let why = if needs_reference(bare) {
+    let why = if needs_reference(crate::metrics::ReportedName::parse(name).metric) {
         "without a reference answer"
     } else {
         "without a figure"

@@ -48,6 +48,7 @@ pub mod answer;
 mod chunking_evaluation;
 mod detail;
 mod mode;
+mod name;
 mod rank;
 pub mod registry;
 mod result;
@@ -63,6 +64,7 @@ pub use chunking_evaluation::{
 };
 pub use detail::{Passage, Truth};
 pub use mode::SpanMode;
+pub use name::ReportedName;
 pub use rank::{
     average_precision, dcg_at_k, f1_at_k, hit_at_k, ideal_grades, is_relevant, ndcg_at_k,
     precision_at_k, recall_at_k, reciprocal_rank, Grade, Hit, Map, Mrr, Ndcg, Precision, Recall,
@@ -140,7 +142,7 @@ pub trait Metric<L: Level>: Send + Sync {
     /// The name a report uses: `name@k` or `name`.
     fn report_name(&self, k: usize) -> String {
         if self.at_k() {
-            format!("{}@{k}", self.name())
+            ReportedName::at(self.name(), k).to_string()
         } else {
             self.name().to_owned()
         }

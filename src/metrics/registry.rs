@@ -138,7 +138,7 @@ impl MetricInfo {
     /// The report name at cut-off `k`: `name@k` or `name`.
     pub fn report_name(&self, k: usize) -> String {
         if self.at_k {
-            format!("{}@{k}", self.name)
+            super::ReportedName::at(self.name, k).to_string()
         } else {
             self.name.to_owned()
         }

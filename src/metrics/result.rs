@@ -257,7 +257,7 @@ impl RunResult {
     pub fn metric_index(&self, base: &str) -> Option<usize> {
         self.metrics
             .names()
-            .position(|n| n == base || n.split_once('@').is_some_and(|(b, _)| b == base))
+            .position(|n| super::ReportedName::parse(n).is_of(base))
     }
 
     /// Fills [`RunResult::by_difficulty`]: means per difficulty label (`unlabelled` for

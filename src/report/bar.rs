@@ -74,10 +74,9 @@ impl Bar {
     /// (`span_recall` finds `span_recall@5`).
     pub fn index_in(&self, figures: &Figures) -> Option<usize> {
         figures.names().position(|n| n == self.metric).or_else(|| {
-            figures.names().position(|n| {
-                n.split_once('@')
-                    .is_some_and(|(base, _)| base == self.metric)
-            })
+            figures
+                .names()
+                .position(|n| crate::metrics::ReportedName::parse(n).is_of(&self.metric))
         })
     }
 
