@@ -44,7 +44,6 @@ use crate::metrics::{
 };
 use crate::retrieve::{BatchError, Retriever};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -404,15 +403,10 @@ where
         Ok(())
     }
 
-    /// First 16 hex digits of SHA-256 over the dataset's rows as written: identifies the
-    /// ground truth a result was computed against.
+    /// The dataset's [`content_hash`](crate::dataset::Dataset::content_hash): identifies
+    /// the ground truth a result was computed against.
     pub fn dataset_hash(&self) -> String {
-        let mut h = Sha256::new();
-        for e in self.dataset.examples() {
-            h.update(e.to_row().as_bytes());
-            h.update(b"\n");
-        }
-        crate::digest::short_hex(h)
+        self.dataset.content_hash()
     }
 }
 

@@ -10,8 +10,8 @@
 #   git worktree add /tmp/before HEAD~1
 #   benches/scripts/downstream_build.sh 3 before=/tmp/before after=.
 #
-# Prints one line per build (label, seconds, crates compiled, size of the target folder) and
-# the median per label. The registry must already hold the crates (run once with network);
+# Prints one line per build (label, wall seconds, CPU seconds, crates compiled, size of the
+# target folder, load average at its start) and the medians per label. The registry must already hold the crates (run once with network);
 # nothing else is shared between builds: each has a fresh target folder.
 set -euo pipefail
 rounds="${1:?usage: $0 ROUNDS LABEL=DIR [LABEL=DIR ...]}"
@@ -54,7 +54,7 @@ rag_eval::main!(recursive_400);
 EOF
 }
 
-declare -A seconds
+declare -A seconds cpus
 for round in $(seq 1 "$rounds"); do
     for side in "$@"; do
         label="${side%%=*}"
@@ -62,16 +62,20 @@ for round in $(seq 1 "$rounds"); do
         dir="$work/$label-$round"
         gate_crate "$dir" "$source"
         load="$(cut -d' ' -f1 /proc/loadavg)"
-        start=$(date +%s.%N)
-        (cd "$dir" && CARGO_TARGET_DIR="$dir/target" cargo test --offline --no-run --timings \
-            >"$dir/build.log" 2>&1) || { cat "$dir/build.log"; exit 1; }
-        end=$(date +%s.%N)
-        took=$(echo "$end - $start" | bc)
+        # Wall time, and the CPU time of every process of the build (user + system), which a
+        # busy machine stretches far less than the wall time.
+        TIMEFORMAT='%R %U %S'
+        { time (cd "$dir" && CARGO_TARGET_DIR="$dir/target" cargo test --offline --no-run \
+            --timings >"$dir/build.log" 2>&1) || { cat "$dir/build.log"; exit 1; }; } \
+            2>"$dir/time.txt"
+        read -r took user system <"$dir/time.txt"
+        cpu=$(echo "$user + $system" | bc)
         crates=$(grep -c '^ *Compiling ' "$dir/build.log" || true)
         size=$(du -sm "$dir/target" | cut -f1)
-        printf '%s\tround %s\t%.1f s\t%s crates\t%s MB\tload %s\n' \
-            "$label" "$round" "$took" "$crates" "$size" "$load"
+        printf '%s\tround %s\t%.1f s\tcpu %.1f s\t%s crates\t%s MB\tload %s\n' \
+            "$label" "$round" "$took" "$cpu" "$crates" "$size" "$load"
         seconds[$label]+="$took "
+        cpus[$label]+="$cpu "
         mkdir -p "${TIMINGS_DIR:-$work}/$label-$round"
         cp "$dir"/target/cargo-timings/cargo-timing.html "${TIMINGS_DIR:-$work}/$label-$round/" \
             2>/dev/null || true
@@ -82,5 +86,7 @@ for side in "$@"; do
     label="${side%%=*}"
     median=$(echo "${seconds[$label]}" | tr ' ' '\n' | grep . | sort -n |
         awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}')
-    printf 'median %s: %.1f s (%s)\n' "$label" "$median" "${seconds[$label]% }"
+    cpu=$(echo "${cpus[$label]}" | tr ' ' '\n' | grep . | sort -n |
+        awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}')
+    printf 'median %s: %.1f s wall (%s), %.1f s cpu\n' "$label" "$median" "${seconds[$label]% }" "$cpu"
 done

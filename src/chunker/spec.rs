@@ -158,6 +158,7 @@ mod tests {
             "recursive:size=400,overlap=0",
             "recursive:size=200,overlap=100,separators=chroma,length=tokens",
             "token:size=250,overlap=125",
+            #[cfg(feature = "markdown")]
             "markdown:size=800",
             "semantic:percentile=90,buffer=2,max_chars=1000",
             "semantic",
@@ -196,6 +197,7 @@ mod tests {
         assert!(e("recursive:size=10,overlap=20")
             .starts_with("invalid configuration: chunker spec `recursive:size=10,overlap=20`: "));
         assert!(e("semantic:percentile=120").contains("[0, 100]"));
+        // Without the feature the spec still parses, and says which feature it needs.
         assert!(e("markdown:size=10,overlap=10")
             .starts_with("invalid configuration: chunker spec `markdown:size=10,overlap=10`: "));
         assert!(e("semantic:max_chars=0")

@@ -10,7 +10,7 @@ use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
 use crate::dataset::{self, AnyDataset, Dataset};
 use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::metrics::{self, Metric, RunResult, Scored, SpanMode};
-use crate::runs::{self, RunRecord};
+use crate::runs::RunRecord;
 use crate::trec;
 use anyhow::{bail, Result};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -118,7 +118,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     let card = match dataset::load(dataset_path)? {
         AnyDataset::Token(d) => {
             let (d, left_out) = with_truth(d, a.skip_empty_truth)?;
-            dataset_hash = runs::dataset_hash(&d);
+            dataset_hash = d.content_hash();
             let loaded = Retrieved::<TokenLevel>::load(retrieved)?;
             if let (Some(corpus), Some(corpus_path)) = (&corpus, &a.corpus) {
                 let mut problems: Vec<String> = d
@@ -165,7 +165,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
                 bail!("--chunks (precision_omega) needs a token-level dataset; `{dataset_path}` is chunk-level");
             }
             let (d, left_out) = with_truth(d, a.skip_empty_truth)?;
-            dataset_hash = runs::dataset_hash(&d);
+            dataset_hash = d.content_hash();
             let metrics = metrics::chunk_level_metrics();
             score_dataset(
                 &d,

@@ -785,6 +785,19 @@ impl<L: Level> Dataset<L>
 where
     Example<L>: ToRow,
 {
+    /// First 16 hex digits of SHA-256 over the rows as written, each followed by a newline:
+    /// identifies the ground truth a result was computed against (a run record's
+    /// `dataset_hash`).
+    pub fn content_hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for e in &self.examples {
+            h.update(e.to_row().as_bytes());
+            h.update(b"\n");
+        }
+        crate::digest::short_hex(h)
+    }
+
     /// The file form of the dataset: one JSON line per example. Rows read from a file keep
     /// every field rag-eval does not read, and rows that did not change are the bytes they were
     /// read from (see [`ToRow::to_row_over`]).

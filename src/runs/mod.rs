@@ -24,7 +24,7 @@ mod text;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresRunStore;
 pub use id::{BadRunId, RunId};
-pub use provenance::{corpus_fingerprint, dataset_hash, now_rfc3339, rfc3339_from_ms, GitInfo};
+pub use provenance::{corpus_fingerprint, now_rfc3339, rfc3339_from_ms, GitInfo};
 pub use record::{
     redact_url, CorpusInfo, DatasetInfo, RunRecord, RunSettings, RunSummary, Usage, FORMAT_VERSION,
 };

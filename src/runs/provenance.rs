@@ -1,10 +1,8 @@
-//! Where a run came from: the time, the git commit, and fingerprints of the corpus and the
-//! dataset, so two runs can be told to be on the same inputs.
+//! Where a run came from: the time, the git commit, and the fingerprint of the corpus (the
+//! dataset's is `Dataset::content_hash`), so two runs can be told to be on the same inputs.
 
 use crate::calendar::civil_from_days;
 use crate::corpus::Corpus;
-use crate::dataset::{Dataset, Example, ToRow};
-use crate::level::Level;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -79,20 +77,6 @@ pub fn corpus_fingerprint(corpus: &Corpus) -> String {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
         }
-    }
-    crate::digest::short_hex(h)
-}
-
-/// The dataset hash of [`RunResult::dataset_hash`](crate::metrics::RunResult::dataset_hash):
-/// the first 16 hex digits of SHA-256 over the rows as written, each followed by a newline.
-pub fn dataset_hash<L: Level>(dataset: &Dataset<L>) -> String
-where
-    Example<L>: ToRow,
-{
-    let mut h = Sha256::new();
-    for e in dataset.examples() {
-        h.update(e.to_row().as_bytes());
-        h.update(b"\n");
     }
     crate::digest::short_hex(h)
 }

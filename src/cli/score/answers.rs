@@ -16,7 +16,6 @@ use crate::generator::RagAnswer;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::metrics::registry::judge_names;
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
-use crate::runs;
 use anyhow::{bail, Context as _, Result};
 use camino::Utf8Path;
 use std::sync::Arc;
@@ -89,7 +88,7 @@ pub(super) fn run(
     let scored = match dataset::load(dataset_path)? {
         AnyDataset::Token(d) => {
             let (d, _) = with_truth(d, a.skip_empty_truth)?;
-            dataset_hash = runs::dataset_hash(&d);
+            dataset_hash = d.content_hash();
             if let Some(corpus) = &corpus {
                 let problems: Vec<String> = d
                     .check_against(corpus)
@@ -116,7 +115,7 @@ pub(super) fn run(
                 );
             }
             let (d, _) = with_truth(d, a.skip_empty_truth)?;
-            dataset_hash = runs::dataset_hash(&d);
+            dataset_hash = d.content_hash();
             let metrics = metrics::chunk_level_metrics();
             score(
                 a,
