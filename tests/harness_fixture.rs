@@ -101,6 +101,7 @@ impl Fixture {
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::create_dir_all(root.join("tests")).unwrap();
         std::fs::write(root.join("src/lib.rs"), "").unwrap();
+        // The repository's own cases (`tests/rag.rs`) split Markdown, which is not a default.
         std::fs::write(
             root.join("Cargo.toml"),
             format!(
@@ -113,7 +114,7 @@ autotests = false
 [workspace]
 
 [dev-dependencies]
-rag-eval = {{ path = {repo:?} }}
+rag-eval = {{ path = {repo:?}, features = ["markdown"] }}
 async-trait = "0.1"
 {dev}
 
