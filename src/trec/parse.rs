@@ -91,6 +91,9 @@ pub(super) fn split_lines<'b, const N: usize, E: From<Error>>(
     let mut fields = [""; N];
     let mut found = 0;
     let mut number = before;
+    // Where the line being read begins, and where its text does: after a byte order mark at
+    // the file's start.
+    let mut line_begin = 0;
     let mut line_start = if at_file_start && text.starts_with('\u{feff}') {
         '\u{feff}'.len_utf8()
     } else {
@@ -142,12 +145,14 @@ pub(super) fn split_lines<'b, const N: usize, E: From<Error>>(
                 }
                 found = 0;
                 line_start = p + 1;
+                line_begin = line_start;
             }
         }
         at += 8;
     }
-    if line_start < bytes.len() {
-        // The last line, without a line end.
+    if line_begin < bytes.len() {
+        // The last line, without a line end (a byte order mark alone is a blank line, as the
+        // line reader counts it).
         if bytes.len() > field_start {
             if let Some(slot) = fields.get_mut(found) {
                 *slot = &text[field_start..];
@@ -1015,5 +1020,18 @@ mod cut_tests {
         assert_eq!(query_cut(b"q1 a\nq1 b\nq1"), 0);
         assert_eq!(query_cut(b"q1 a"), 0);
         assert_eq!(query_cut(b"\n\n"), 0);
+    }
+
+    /// A file of a byte order mark alone is one blank line, as the line reader counts it.
+    #[test]
+    fn a_byte_order_mark_alone_is_a_blank_line() {
+        let path = camino::Utf8Path::new("run.txt");
+        let count = |text: &str| {
+            super::split_lines::<1, crate::Error>(text, (0, true), path, "a", |_, _| Ok(true))
+                .unwrap()
+        };
+        assert_eq!(count("\u{feff}"), Some(1));
+        assert_eq!(count(""), Some(0));
+        assert_eq!(count("\u{feff}\n"), Some(1));
     }
 }
