@@ -596,3 +596,77 @@ fn reading_commands_create_no_store() {
         ""
     );
 }
+
+#[test]
+fn a_missing_figure_or_an_unreadable_row_does_not_lock_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let s = store.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let ids: Vec<String> = lines(&ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    // What earlier versions stored for a NaN mean: `null`, in the record and its summary.
+    let c = rusqlite::Connection::open(&store).unwrap();
+    c.execute(
+        "UPDATE runs SET record = json_set(record, '$.result.metrics.span_recall', json('null')),
+                        summary = json_set(summary, '$.metrics.span_recall', json('null'))
+         WHERE id = ?1",
+        [&ids[0]],
+    )
+    .unwrap();
+    drop(c);
+    let list = ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout;
+    assert_eq!(lines(&list).len(), 2);
+    assert!(
+        lines(&list)[0]["metrics"].get("span_recall").is_none(),
+        "{list}"
+    );
+    ok(dir.path(), Some(s), &["runs", "list"]);
+    ok(dir.path(), Some(s), &["runs", "show", &ids[0]]);
+    let exported = ok(dir.path(), Some(s), &["runs", "export"]).stdout;
+    assert_eq!(exported.lines().count(), 2);
+    ok(dir.path(), Some(s), &["compare", &ids[0], &ids[1]]);
+    // What `score --json` writes for a NaN mean is read as a missing figure.
+    let file = dir.path().join("nan.json");
+    let first: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    let mut result = first["result"].clone();
+    result["metrics"]["span_recall"] = Value::Null;
+    std::fs::write(&file, result.to_string()).unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &["compare", file.to_str().unwrap(), &ids[1]],
+    );
+
+    // A row whose summary cannot be read at all is flagged, not fatal.
+    let c = rusqlite::Connection::open(&store).unwrap();
+    c.execute(
+        "UPDATE runs SET summary = 'garbage' WHERE id = ?1",
+        [&ids[1]],
+    )
+    .unwrap();
+    drop(c);
+    let table = ok(dir.path(), Some(s), &["runs", "list"]).stdout;
+    assert!(
+        table.contains(&ids[0]) && table.contains(&ids[1]) && table.contains("unreadable"),
+        "{table}"
+    );
+    let json = lines(&ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout);
+    assert_eq!(json.len(), 2);
+    assert!(json[1]["unreadable"].as_str().is_some(), "{json:?}");
+    // Deleting by full id needs no summary.
+    for id in &ids {
+        let out = ok(dir.path(), Some(s), &["runs", "delete", id]).stdout;
+        assert_eq!(out, format!("deleted {id}\n"));
+    }
+    assert_eq!(
+        ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout,
+        ""
+    );
+}

@@ -173,6 +173,7 @@ impl RunStore for PostgresRunStore {
     }
 
     fn put(&self, run: &RunRecord) -> Result<bool> {
+        run.check_storable()?;
         let n = self
             .client()
             .execute(
@@ -207,15 +208,33 @@ impl RunStore for PostgresRunStore {
     fn list(&self) -> Result<Vec<RunSummary>> {
         let rows = self
             .client()
-            .query("SELECT id, summary FROM rag_eval_runs ORDER BY id", &[])
+            .query(
+                "SELECT id, created, summary FROM rag_eval_runs ORDER BY id",
+                &[],
+            )
             .map_err(|e| self.fail("list runs", e))?;
         rows.iter()
             .map(|r| {
-                let (id, s): (String, String) = (r.get(0), r.get(1));
-                serde_json::from_str(&s)
-                    .map_err(|e| self.error(format!("run `{id}`: unreadable summary: {e}")))
+                let (id, created, s): (String, String, Option<String>) =
+                    (r.get(0), r.get(1), r.get(2));
+                let id: RunId = id
+                    .parse()
+                    .map_err(|e| self.error(format!("a stored run id: {e}")))?;
+                Ok(RunSummary::from_stored(
+                    id,
+                    &created,
+                    s.as_deref().unwrap_or(""),
+                ))
             })
             .collect()
+    }
+
+    fn contains(&self, id: &RunId) -> Result<bool> {
+        let row = self
+            .client()
+            .query_opt("SELECT 1 FROM rag_eval_runs WHERE id = $1", &[&id.as_str()])
+            .map_err(|e| self.fail("look a run up", e))?;
+        Ok(row.is_some())
     }
 
     fn delete(&self, id: &RunId) -> Result<bool> {

@@ -302,6 +302,7 @@ impl RunStore for SqliteRunStore {
     }
 
     fn put(&self, run: &RunRecord) -> Result<bool> {
+        run.check_storable()?;
         let conn = self.conn();
         let n = conn
             .execute(
@@ -335,18 +336,36 @@ impl RunStore for SqliteRunStore {
 
     fn list(&self) -> Result<Vec<RunSummary>> {
         let conn = self.conn();
-        let rows: Vec<(String, String)> = (|| {
-            let mut st = conn.prepare("SELECT id, summary FROM runs ORDER BY id")?;
-            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows: Vec<(String, String, Option<String>)> = (|| {
+            let mut st = conn.prepare("SELECT id, created, summary FROM runs ORDER BY id")?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect::<rusqlite::Result<_>>()
         })()
         .map_err(|e| sql_error(&self.path, "list runs", e))?;
         rows.into_iter()
-            .map(|(id, s)| {
-                serde_json::from_str(&s)
-                    .map_err(|e| self.error(format!("run `{id}`: unreadable summary: {e}")))
+            .map(|(id, created, s)| {
+                let id: RunId = id
+                    .parse()
+                    .map_err(|e| self.error(format!("a stored run id: {e}")))?;
+                Ok(RunSummary::from_stored(
+                    id,
+                    &created,
+                    s.as_deref().unwrap_or(""),
+                ))
             })
             .collect()
+    }
+
+    fn contains(&self, id: &RunId) -> Result<bool> {
+        self.conn()
+            .query_row(
+                "SELECT 1 FROM runs WHERE id = ?1",
+                [id.as_str()],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| sql_error(&self.path, "look a run up", e))
     }
 
     fn delete(&self, id: &RunId) -> Result<bool> {

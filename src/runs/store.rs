@@ -31,13 +31,26 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// Every stored run's summary, oldest first (by id).
     fn list(&self) -> Result<Vec<RunSummary>>;
 
+    /// Whether a run with id `id` is stored (its record is not read).
+    fn contains(&self, id: &RunId) -> Result<bool>;
+
     /// Removes the run with id `id`; `false` when there was none.
     fn delete(&self, id: &RunId) -> Result<bool>;
 
     /// The id meant by `text`: a whole id, a unique prefix of one (any case), `latest` (the
-    /// newest run) or `latest~N` (the N-th before it). Unknown or ambiguous text is an error
+    /// newest run) or `latest~N` (the N-th before it). A whole id is looked up alone, without
+    /// reading any summary. Unknown or ambiguous text is an error
     /// naming the store ([`Error::NoSuchRun`] when nothing matches).
     fn resolve(&self, text: &str) -> Result<RunId> {
+        // A whole id names its run without reading any summary: a store with an unreadable
+        // row can still show, export and delete it.
+        if let Ok(id) = text.parse::<RunId>() {
+            return if self.contains(&id)? {
+                Ok(id)
+            } else {
+                Err(self.no_such(text))
+            };
+        }
         let runs = self.list()?;
         if let Some(rest) = text.strip_prefix("latest") {
             let back = match rest.strip_prefix('~') {

@@ -12,6 +12,19 @@ pub fn list_table(runs: &[RunSummary]) -> String {
     let rows: Vec<[String; 8]> = runs
         .iter()
         .map(|r| {
+            if let Some(why) = &r.unreadable {
+                let dash = || "-".to_owned();
+                return [
+                    r.id.to_string(),
+                    r.created.get(..19).unwrap_or(&r.created).replace('T', " "),
+                    dash(),
+                    format!("(unreadable: {why})"),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                ];
+            }
             let dataset = match &r.dataset_hash {
                 Some(h) => format!("{} ({h})", r.dataset),
                 None => r.dataset.clone(),
