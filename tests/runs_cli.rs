@@ -670,3 +670,74 @@ fn a_missing_figure_or_an_unreadable_row_does_not_lock_the_store() {
         ""
     );
 }
+
+/// Makes paths immutable (`chattr +i`: not even root may write them) until dropped.
+struct Immutable(Vec<PathBuf>);
+
+impl Immutable {
+    /// `None` where the file system or the user cannot set the flag.
+    fn set(paths: &[&Path]) -> Option<Immutable> {
+        let mut done = Immutable(Vec::new());
+        for p in paths {
+            let ok = Command::new("chattr")
+                .arg("+i")
+                .arg(p)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return None;
+            }
+            done.0.push(p.to_path_buf());
+        }
+        Some(done)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = Command::new("chattr").arg("-i").arg(p).status();
+        }
+    }
+}
+
+#[test]
+fn a_store_that_may_only_be_read_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("shared");
+    std::fs::create_dir(&folder).unwrap();
+    let store = folder.join("runs.sqlite");
+    let s = store.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let before = std::fs::read(&store).unwrap();
+    let Some(_guard) = Immutable::set(&[&store, &folder]) else {
+        eprintln!("skipped: `chattr +i` is not available here");
+        return;
+    };
+    let list = ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout;
+    let ids: Vec<String> = lines(&list)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    ok(dir.path(), Some(s), &["runs", "list"]);
+    ok(dir.path(), Some(s), &["runs", "show", "latest"]);
+    ok(dir.path(), Some(s), &["runs", "export"]);
+    ok(dir.path(), Some(s), &["compare", &ids[0], &ids[1]]);
+    let html = dir.path().join("report.html");
+    ok(
+        dir.path(),
+        Some(s),
+        &["report", &ids[0], &ids[1], "-o", html.to_str().unwrap()],
+    );
+    drop(_guard);
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "nothing was written"
+    );
+}

@@ -352,3 +352,20 @@ fn compare_options_beyond_their_maximum_are_bad_requests() {
         );
     }
 }
+
+#[test]
+fn the_command_refuses_a_store_that_does_not_exist_and_creates_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent/runs.sqlite");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["serve", "--port", "0", "--store", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("there is no run store at `{}`", path.display())),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("absent").exists(), "no folder created");
+}

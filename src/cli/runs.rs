@@ -76,7 +76,18 @@ fn choose(store: Option<&str>) -> Result<StoreChoice> {
 }
 
 fn open_choice(choice: &StoreChoice) -> Result<Box<dyn RunStore>> {
-    runs::open(choice)?.context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")
+    runs::open(choice)?.context(STORE_OFF)
+}
+
+const STORE_OFF: &str = "the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL";
+
+/// The store `choice` names, opened to read only: nothing is created or written, so a store
+/// the user may only read can be read. A missing SQLite file is an error naming it.
+pub(super) fn open_to_read(choice: &StoreChoice) -> Result<Box<dyn RunStore>> {
+    if let Some(path) = missing_file(choice) {
+        anyhow::bail!("there is no run store at `{path}`");
+    }
+    runs::open_read_only(choice)?.context(STORE_OFF)
 }
 
 /// The SQLite file `choice` names when it does not exist: reading from it would create it.
@@ -89,11 +100,7 @@ fn missing_file(choice: &StoreChoice) -> Option<&camino::Utf8Path> {
 
 /// The store a run id is looked up in: only one that exists (a lookup creates no file).
 fn open_for_lookup(store: Option<&str>) -> Result<Box<dyn RunStore>> {
-    let choice = choose(store)?;
-    if let Some(path) = missing_file(&choice) {
-        anyhow::bail!("there is no run store at `{path}`");
-    }
-    open_choice(&choice)
+    open_to_read(&choose(store)?)
 }
 
 /// The runs `compare` and `report` are given: a JSON file (`eval --json`, `score --json`,
@@ -148,7 +155,12 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             _ => {}
         }
     }
-    let store = open_choice(&choice)?;
+    let store = match &a.command {
+        RunsCommand::List { .. } | RunsCommand::Show { .. } | RunsCommand::Export { .. } => {
+            open_to_read(&choice)?
+        }
+        _ => open_choice(&choice)?,
+    };
     match a.command {
         RunsCommand::List { json } => {
             let list = store.list()?;

@@ -159,6 +159,18 @@ pub fn open(choice: &StoreChoice) -> Result<Option<Box<dyn RunStore>>> {
     })
 }
 
+/// Opens the store `choice` names for reading only: a SQLite file is opened read-only
+/// ([`SqliteRunStore::open_read_only`](super::SqliteRunStore::open_read_only): nothing
+/// created, migrated or written; a missing file is an error); `None` for [`StoreChoice::Off`].
+pub fn open_read_only(choice: &StoreChoice) -> Result<Option<Box<dyn RunStore>>> {
+    match choice {
+        StoreChoice::Sqlite(path) => Ok(Some(Box::new(super::SqliteRunStore::open_read_only(
+            path.clone(),
+        )?))),
+        other => open(other),
+    }
+}
+
 /// Opens the store `RAG_EVAL_RUNS` names ([`StoreChoice::from_env`], [`open`]).
 pub fn open_from_env() -> Result<Option<Box<dyn RunStore>>> {
     open(&StoreChoice::from_env()?)
