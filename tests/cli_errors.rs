@@ -374,3 +374,31 @@ fn a_failed_write_to_standard_error_is_exit_code_1_and_a_closed_one_is_quiet() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["queries"], 1, "{v}");
 }
+
+#[test]
+fn credentials_in_a_provider_url_are_refused_and_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = write(
+        dir.path(),
+        "d.jsonl",
+        r#"{"id":"q1","inputs":{"query":"x"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5}],"reference_answer":"yes"}}"#,
+    );
+    let a = write(
+        dir.path(),
+        "a.jsonl",
+        r#"{"id":"q1","answer":"yes","contexts":[]}"#,
+    );
+    let err = fails_on_one_line(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&a),
+        "--embedder",
+        "openai:model=m,base_url=http://user:pa55w0rd@127.0.0.1:1/v1",
+    ]);
+    assert!(
+        err.contains("carries a user name or password") && !err.contains("pa55w0rd"),
+        "{err}"
+    );
+}

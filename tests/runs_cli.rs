@@ -741,3 +741,44 @@ fn a_store_that_may_only_be_read_is_read() {
         "nothing was written"
     );
 }
+
+#[test]
+fn the_embedder_is_recorded_as_its_spec_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let d = dir.path().join("d.jsonl");
+    // No reference answers: the embedder is built but never called.
+    std::fs::write(
+        &d,
+        r#"{"id":"q1","inputs":{"query":"x"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5}]}}"#,
+    )
+    .unwrap();
+    let a = dir.path().join("a.jsonl");
+    std::fs::write(&a, r#"{"id":"q1","answer":"yes","contexts":[]}"#).unwrap();
+    ok(
+        dir.path(),
+        Some(store.to_str().unwrap()),
+        &[
+            "score",
+            "--dataset",
+            d.to_str().unwrap(),
+            "--answers",
+            a.to_str().unwrap(),
+            "--embedder",
+            "openai:model=m,base_url=http://127.0.0.1:1/v1?api_key=s3cret-in-url",
+        ],
+    );
+    let record = ok(
+        dir.path(),
+        Some(store.to_str().unwrap()),
+        &["runs", "export"],
+    )
+    .stdout;
+    assert!(!record.contains("s3cret-in-url"), "{record}");
+    let v: Value = serde_json::from_str(record.trim()).unwrap();
+    let embedder = v["config"]["embedder"].as_str().unwrap();
+    assert!(
+        embedder.starts_with("openai:") && embedder.contains("%3Credacted%3E"),
+        "{embedder}"
+    );
+}

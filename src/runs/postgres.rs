@@ -2,10 +2,11 @@
 //! branches; the same behaviour as the SQLite store.
 
 use super::id::RunId;
-use super::record::{redact_url, RunRecord, RunSummary};
+use super::record::{RunRecord, RunSummary};
 use super::sqlite::{summary_json, FORMAT};
 use super::store::{RunStore, SCHEMA_VERSION};
 use crate::error::{Error, Result};
+use crate::redact::redact_url;
 use postgres::{Client, NoTls};
 use std::sync::Mutex;
 

@@ -375,25 +375,6 @@ impl RunRecord {
     }
 }
 
-/// `url` without its password (`postgres://user:secret@host/db` → `postgres://user:***@host/db`),
-/// for messages and the locations run stores report.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,17 +494,6 @@ mod tests {
             let back = RunRecord::from_json(&run.to_json()).unwrap();
             proptest::prop_assert_eq!(back, run);
         }
-    }
-
-    #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            redact_url("postgres://u:s3cret@h:5432/db?sslmode=disable"),
-            "postgres://u:***@h:5432/db?sslmode=disable"
-        );
-        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(redact_url("postgres://h"), "postgres://h");
-        assert_eq!(redact_url("runs.sqlite"), "runs.sqlite");
     }
 
     #[test]

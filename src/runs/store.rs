@@ -152,7 +152,7 @@ pub fn open(choice: &StoreChoice) -> Result<Option<Box<dyn RunStore>>> {
         #[cfg(not(feature = "postgres"))]
         StoreChoice::Postgres(url) => {
             return Err(Error::RunStore {
-                location: super::redact_url(url),
+                location: crate::redact::redact_url(url),
                 message: "this rag-eval was built without the `postgres` feature".into(),
             })
         }

@@ -166,7 +166,8 @@ pub(super) fn run(
         ("answers", answers_path),
         corpus.as_ref().zip(a.corpus.as_deref()),
     );
-    record.config.embedder.clone_from(&a.embedder);
+    // The spec the embedder prints (credentials left out), never the argument as typed.
+    record.config.embedder = embedder.as_ref().map(|e| e.spec());
     if let Some(j) = &judging {
         j.fill(&mut record, &summaries);
     }
