@@ -402,3 +402,25 @@ fn credentials_in_a_provider_url_are_refused_and_never_shown() {
         "{err}"
     );
 }
+
+#[test]
+fn dataset_problems_quote_control_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "docs/a.md", "Alpha beta.");
+    let d = write(
+        dir.path(),
+        "d.jsonl",
+        "{\"id\":\"q\\u001b]0;pwned\\u0007\\r\\nforged\",\"inputs\":{\"query\":\"x\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"missing.md\",\"start\":0,\"end\":5}]}}\n",
+    );
+    let (code, _, err) = run(&[
+        "dataset",
+        "validate",
+        s(&d),
+        "--corpus",
+        s(&dir.path().join("docs")),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
+    assert!(!err.contains("\nforged"), "{err}");
+    assert!(err.contains("\\u{1b}]0;pwned"), "{err}");
+}

@@ -782,3 +782,55 @@ fn the_embedder_is_recorded_as_its_spec_without_secrets() {
         "{embedder}"
     );
 }
+
+#[test]
+fn control_characters_of_a_record_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.sqlite");
+    let a = a.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(a),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[31mred\r\nforged row";
+    let mut text = String::new();
+    for line in ok(dir.path(), Some(a), &["runs", "export"]).stdout.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["label"] = Value::from(format!("{}{evil}", v["label"].as_str().unwrap()));
+        v["created"] = Value::from(format!("{}{evil}", v["created"].as_str().unwrap()));
+        v["result"]["per_query"][0]["query"] = Value::from(evil);
+        v["result"]["per_query"][0]["difficulty"] = Value::from(evil);
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    let file = dir.path().join("evil.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let b = dir.path().join("b.sqlite");
+    let b = b.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(b),
+        &["runs", "import", file.to_str().unwrap()],
+    );
+    let ids: Vec<String> = lines(&ok(dir.path(), Some(b), &["runs", "list", "--json"]).stdout)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    let clean = |args: &[&str]| {
+        let out = ok(dir.path(), Some(b), args);
+        for text in [&out.stdout, &out.stderr] {
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}', '\r']),
+                "{args:?}: {text:?}"
+            );
+            assert!(!text.contains("\nforged row"), "{args:?}: {text}");
+        }
+        out.stdout
+    };
+    let list = clean(&["runs", "list"]);
+    assert_eq!(list.lines().count(), 3, "{list}");
+    assert!(list.contains("\\u{1b}]0;pwned"), "{list}");
+    clean(&["runs", "show", &ids[0]]);
+    clean(&["compare", &ids[0], &ids[1]]);
+}

@@ -3,6 +3,8 @@
 
 use super::record::{RunRecord, RunSummary};
 use crate::error::{Error, Result};
+use crate::escape::terminal;
+use crate::metrics::Figures;
 use camino::Utf8Path;
 use std::fmt::Write as _;
 
@@ -16,9 +18,9 @@ pub fn list_table(runs: &[RunSummary]) -> String {
                 let dash = || "-".to_owned();
                 return [
                     r.id.to_string(),
-                    r.created.get(..19).unwrap_or(&r.created).replace('T', " "),
+                    terminal(r.created.get(..19).unwrap_or(&r.created)).replace('T', " "),
                     dash(),
-                    format!("(unreadable: {why})"),
+                    terminal(&format!("(unreadable: {why})")),
                     dash(),
                     dash(),
                     dash(),
@@ -29,7 +31,7 @@ pub fn list_table(runs: &[RunSummary]) -> String {
                 Some(h) => format!("{} ({h})", r.dataset),
                 None => r.dataset.clone(),
             };
-            [
+            let row = [
                 r.id.to_string(),
                 r.created.get(..19).unwrap_or(&r.created).replace('T', " "),
                 r.origin.clone(),
@@ -50,7 +52,9 @@ pub fn list_table(runs: &[RunSummary]) -> String {
                         )
                     },
                 ),
-            ]
+            ];
+            // Every cell comes from a record, which anyone may have written.
+            row.map(|cell| terminal(&cell))
         })
         .collect();
     let header = [
@@ -97,8 +101,10 @@ pub fn list_table(runs: &[RunSummary]) -> String {
 /// deviation, and the means per difficulty label.
 pub fn describe(run: &RunRecord) -> String {
     let mut s = String::new();
+    // Every value comes from a record, which anyone may have written: no control character
+    // reaches the terminal.
     let mut field = |name: &str, value: &str| {
-        let _ = writeln!(s, "{name:<10} {value}");
+        let _ = writeln!(s, "{:<10} {}", terminal(name), terminal(value));
     };
     field("run", run.id.as_str());
     field("created", &run.created);
@@ -175,13 +181,15 @@ pub fn describe(run: &RunRecord) -> String {
         s,
         "\n{}\n{}",
         r.headline(),
-        crate::eval::metric_table(&r.metrics, &r.std)
+        crate::eval::metric_table(&escaped_names(&r.metrics), &escaped_names(&r.std))
     );
     if let Some(groups) = r.by_difficulty.as_ref().filter(|g| !g.is_empty()) {
-        let names: Vec<&str> = r.metrics.names().collect();
+        let escaped = escaped_names(&r.metrics);
+        let names: Vec<&str> = escaped.names().collect();
+        let raw_names: Vec<&str> = r.metrics.names().collect();
         let label_w = groups
             .keys()
-            .map(|k| k.chars().count())
+            .map(|k| terminal(k).chars().count())
             .chain(["difficulty".len()])
             .max()
             .unwrap_or(10);
@@ -196,8 +204,8 @@ pub fn describe(run: &RunRecord) -> String {
         }
         s.push('\n');
         for (label, g) in groups {
-            let _ = write!(s, "{label:<label_w$}  {:>7}", g.queries);
-            for (n, w) in names.iter().zip(&widths) {
+            let _ = write!(s, "{:<label_w$}  {:>7}", terminal(label), g.queries);
+            for (n, w) in raw_names.iter().zip(&widths) {
                 match g.metrics.get(n) {
                     Some(v) => {
                         let _ = write!(s, "  {v:>w$.4}");
@@ -211,6 +219,11 @@ pub fn describe(run: &RunRecord) -> String {
         }
     }
     s
+}
+
+/// `figures` with names safe to print ([`terminal`]).
+fn escaped_names(figures: &Figures) -> Figures {
+    Figures(figures.0.iter().map(|(n, v)| (terminal(n), *v)).collect())
 }
 
 /// Run records from JSON lines (`rag-eval runs export`'s output): blank lines are skipped, and
