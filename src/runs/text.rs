@@ -227,17 +227,29 @@ fn escaped_names(figures: &Figures) -> Figures {
 }
 
 /// Run records from JSON lines (`rag-eval runs export`'s output): blank lines are skipped, and
-/// a line that is not a record is an error naming `source` and the line.
+/// a line that is not a record, or whose query count is not the number of queries it holds
+/// figures of, is an error naming `source` and the line.
 pub fn read_jsonl(text: &str, source: &Utf8Path) -> Result<Vec<RunRecord>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            RunRecord::from_json(l).map_err(|e| Error::Parse {
+            let fail = |message: String| Error::Parse {
                 path: source.to_owned(),
                 line: i + 1,
-                message: e.to_string(),
-            })
+                message,
+            };
+            let run = RunRecord::from_json(l).map_err(|e| fail(e.to_string()))?;
+            let r = &run.result;
+            if r.queries != r.per_query.len() {
+                return Err(fail(format!(
+                    "run `{}` says it has {} queries but holds figures of {}",
+                    run.id,
+                    r.queries,
+                    r.per_query.len()
+                )));
+            }
+            Ok(run)
         })
         .collect()
 }
@@ -275,6 +287,43 @@ mod tests {
             dirty: true,
         });
         r
+    }
+
+    #[test]
+    fn standard_deviations_go_with_their_metric_by_name() {
+        let mut r = run();
+        r.result.metrics = Figures(vec![("recall@5".into(), 0.5), ("mrr".into(), 0.25)]);
+        // Keys in another order, as a hand-edited or foreign record may have them.
+        r.result.std = Figures(vec![("mrr".into(), 0.111), ("recall@5".into(), 0.999)]);
+        let text = describe(&r);
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{text}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row("recall@5")[1..], ["0.5000", "0.9990"], "{text}");
+        assert_eq!(row("mrr ")[1..], ["0.2500", "0.1110"], "{text}");
+    }
+
+    #[test]
+    fn imported_records_must_have_as_many_queries_as_they_say() {
+        let mut r = run();
+        r.result.queries = 1_000_000;
+        let e = read_jsonl(&format!("\n{}\n", r.to_json()), Utf8Path::new("in.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("in.jsonl:2") && e.contains("1000000 queries") && e.contains("3"),
+            "{e}"
+        );
+        assert_eq!(
+            read_jsonl(&run().to_json(), Utf8Path::new("in.jsonl"))
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]
