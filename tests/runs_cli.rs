@@ -834,3 +834,45 @@ fn control_characters_of_a_record_never_reach_the_terminal() {
     clean(&["runs", "show", &ids[0]]);
     clean(&["compare", &ids[0], &ids[1]]);
 }
+
+#[test]
+fn latest_is_the_newest_recorded_run_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let s = store.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let exported = ok(dir.path(), Some(s), &["runs", "export"]).stdout;
+    let newest: Value = serde_json::from_str(exported.lines().last().unwrap()).unwrap();
+    let newest = newest["id"].as_str().unwrap().to_owned();
+    // A record of 2020 whose id claims a time far in the future.
+    let mut old: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    let future = format!("06{}", &old["id"].as_str().unwrap()[2..]);
+    old["id"] = Value::from(future.as_str());
+    old["created"] = Value::from("2020-01-01T00:00:00.000Z");
+    let file = dir.path().join("future.jsonl");
+    std::fs::write(&file, format!("{old}\n")).unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &["runs", "import", file.to_str().unwrap()],
+    );
+
+    let out = ok(dir.path(), Some(s), &["runs", "show", "latest", "--json"]);
+    let shown: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(shown["id"], newest.as_str());
+    assert!(
+        out.stderr.contains(&format!("`latest` is run {newest}")),
+        "{}",
+        out.stderr
+    );
+    let list = lines(&ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout);
+    assert_eq!(
+        list[0]["id"],
+        future.as_str(),
+        "oldest first, by recorded time"
+    );
+}

@@ -103,6 +103,22 @@ fn open_for_lookup(store: Option<&str>) -> Result<Box<dyn RunStore>> {
     open_to_read(&choose(store)?)
 }
 
+/// The id `text` names in `store`; for `latest` and `latest~N`, a note on stderr says which
+/// run that is, as the newest run is not always the one the user thinks of.
+fn resolve_noted(store: &dyn RunStore, text: &str) -> crate::Result<crate::runs::RunId> {
+    let id = store.resolve(text)?;
+    if text.starts_with("latest") {
+        note!("`{}` is run {id}", crate::escape::terminal(text));
+    }
+    Ok(id)
+}
+
+/// The run `text` names in `store` ([`resolve_noted`]).
+fn load_noted(store: &dyn RunStore, text: &str) -> crate::Result<RunRecord> {
+    let id = resolve_noted(store, text)?;
+    store.get(&id)?.ok_or_else(|| store.no_such(text))
+}
+
 /// The runs `compare` and `report` are given: a JSON file (`eval --json`, `score --json`,
 /// `runs export`; a file of several runs brings them all) or else an id in the run store (a
 /// unique prefix, `latest`, `latest~N`), labelled, with labels made unique.
@@ -120,9 +136,8 @@ pub(super) fn load(texts: &[String], store: Option<&str>) -> Result<Vec<(String,
                     format!("`{text}` is no file, and no run store to look it up in")
                 })?),
             };
-            let record = s
-                .load(text)
-                .with_context(|| format!("`{text}` is no file"))?;
+            let record =
+                load_noted(s.as_ref(), text).with_context(|| format!("`{text}` is no file"))?;
             vec![(crate::report::record_label(&record), record.result)]
         };
         for (label, run) in found {
@@ -173,7 +188,7 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             }
         }
         RunsCommand::Show { run, json } => {
-            let record = store.load(&run)?;
+            let record = load_noted(store.as_ref(), &run)?;
             if json {
                 out.text(&record.to_json())?;
                 out.text("\n")?;
@@ -185,7 +200,7 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             // Every name is resolved before anything is deleted: a typo deletes nothing.
             let ids = runs
                 .iter()
-                .map(|r| store.resolve(r))
+                .map(|r| resolve_noted(store.as_ref(), r))
                 .collect::<crate::Result<Vec<_>>>()?;
             for id in ids {
                 if store.delete(&id)? {
@@ -202,7 +217,7 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
                     .collect::<crate::Result<_>>()?
             } else {
                 runs.iter()
-                    .map(|r| store.load(r))
+                    .map(|r| load_noted(store.as_ref(), r))
                     .collect::<crate::Result<_>>()?
             };
             let mut text = String::new();

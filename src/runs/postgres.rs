@@ -210,7 +210,7 @@ impl RunStore for PostgresRunStore {
         let rows = self
             .client()
             .query(
-                "SELECT id, created, summary FROM rag_eval_runs ORDER BY id",
+                "SELECT id, created, summary FROM rag_eval_runs ORDER BY created, id",
                 &[],
             )
             .map_err(|e| self.fail("list runs", e))?;

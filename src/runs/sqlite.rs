@@ -422,7 +422,8 @@ impl RunStore for SqliteRunStore {
     fn list(&self) -> Result<Vec<RunSummary>> {
         let conn = self.conn();
         let rows: Vec<(String, String, Option<String>)> = (|| {
-            let mut st = conn.prepare("SELECT id, created, summary FROM runs ORDER BY id")?;
+            let mut st =
+                conn.prepare("SELECT id, created, summary FROM runs ORDER BY created, id")?;
             let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect::<rusqlite::Result<_>>()
         })()

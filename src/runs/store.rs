@@ -28,7 +28,8 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// The run with id `id`, if stored.
     fn get(&self, id: &RunId) -> Result<Option<RunRecord>>;
 
-    /// Every stored run's summary, oldest first (by id).
+    /// Every stored run's summary, oldest first: by the time each was recorded (`created`),
+    /// then by id. Not by id alone: an imported record's id may claim any time.
     fn list(&self) -> Result<Vec<RunSummary>>;
 
     /// Whether a run with id `id` is stored (its record is not read).
@@ -38,7 +39,7 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     fn delete(&self, id: &RunId) -> Result<bool>;
 
     /// The id meant by `text`: a whole id, a unique prefix of one (any case), `latest` (the
-    /// newest run) or `latest~N` (the N-th before it). A whole id is looked up alone, without
+    /// newest run, in [`RunStore::list`]'s order) or `latest~N` (the N-th before it). A whole id is looked up alone, without
     /// reading any summary. Unknown or ambiguous text is an error
     /// naming the store ([`Error::NoSuchRun`] when nothing matches).
     fn resolve(&self, text: &str) -> Result<RunId> {
