@@ -139,6 +139,10 @@ pub(super) fn run(
         .as_ref()
         .map(|j| j.summaries.clone())
         .unwrap_or_default();
+    // JSON cannot hold NaN or an infinity: such a figure is an error, never printed or recorded.
+    if let Some(what) = card.non_finite() {
+        bail!("scoring `{dataset_path}`: {what}");
+    }
     if a.json {
         out.json_line(&Card {
             result: &card,
