@@ -227,9 +227,17 @@ fn escaped_names(figures: &Figures) -> Figures {
 }
 
 /// Run records from JSON lines (`rag-eval runs export`'s output): blank lines are skipped, and
-/// a line that is not a record, or whose query count is not the number of queries it holds
-/// figures of, is an error naming `source` and the line.
+/// a line that is not a record, whose query count is not the number of queries it holds
+/// figures of, or whose `created` is not a time up to now (a record dated in the future would
+/// stay `latest` for good), is an error naming `source` and the line.
 pub fn read_jsonl(text: &str, source: &Utf8Path) -> Result<Vec<RunRecord>> {
+    // A day of slack for clocks that disagree.
+    let latest_allowed = super::provenance::rfc3339_from_ms(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .saturating_add(86_400_000),
+    );
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -240,6 +248,16 @@ pub fn read_jsonl(text: &str, source: &Utf8Path) -> Result<Vec<RunRecord>> {
                 message,
             };
             let run = RunRecord::from_json(l).map_err(|e| fail(e.to_string()))?;
+            // RFC 3339 times in UTC sort as text: a record dated after tomorrow (or not
+            // dated at all) would be `latest` for good.
+            if run.created.as_str() > latest_allowed.as_str()
+                || !run.created.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(fail(format!(
+                    "run `{}` was created `{}`, which is no time up to now",
+                    run.id, run.created
+                )));
+            }
             let r = &run.result;
             if r.queries != r.per_query.len() {
                 return Err(fail(format!(
@@ -324,6 +342,14 @@ mod tests {
                 .len(),
             1
         );
+        for created in ["2999-01-01T00:00:00.000Z", "soon"] {
+            let mut r = run();
+            r.created = created.into();
+            let e = read_jsonl(&r.to_json(), Utf8Path::new("in.jsonl"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("which is no time up to now"), "{created}: {e}");
+        }
     }
 
     #[test]
