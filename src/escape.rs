@@ -1,5 +1,6 @@
-//! Escaping for the three output languages. Everything a run carries (query text, document
-//! ids, chunk text, labels) is user input and passes through here.
+//! Escaping for the output languages: HTML, XML, Markdown and the terminal. Everything a run
+//! carries (query text, document ids, chunk text, labels) is user input and passes through
+//! here.
 
 /// `s` with each character that `replacement` names replaced by what it returns (possibly
 /// nothing); the others kept.
@@ -25,13 +26,37 @@ fn markup(c: char) -> Option<&'static str> {
     }
 }
 
-/// Text safe inside HTML elements and quoted attribute values.
+/// Text safe inside HTML elements and quoted attribute values; C0 control characters other
+/// than tab, line feed and carriage return (which HTML cannot hold) are left out.
 #[cfg(feature = "report")]
 pub(crate) fn html(s: &str) -> String {
     replaced(s, |c| match c {
         '\'' => Some("&#39;"),
+        '\t' | '\n' | '\r' => None,
+        c if (c as u32) < 0x20 || c == '\u{7f}' => Some(""),
         c => markup(c),
     })
+}
+
+/// Text safe to print to a terminal as one field of a line: control characters (C0, DEL, C1:
+/// escape sequences that retitle or recolour the terminal, carriage returns and line feeds that
+/// forge lines) and the bidirectional overrides that reorder what is shown are written as
+/// Rust-style escapes (`\n`, `\u{1b}`); everything else is kept. A backslash is kept as it is.
+pub(crate) fn terminal(s: &str) -> String {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(unsafe_char) {
+        return s.to_owned();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Text safe inside XML 1.0 elements and quoted attributes: markup escaped, and the characters
@@ -69,6 +94,20 @@ pub(crate) fn markdown_cell(s: &str) -> String {
 }
 
 #[cfg(test)]
+mod terminal_tests {
+    use super::terminal;
+
+    #[test]
+    fn control_characters_cannot_reach_the_terminal() {
+        assert_eq!(
+            terminal("a\u{1b}]0;title\u{7}b\r\nc\td\u{9b}31m\u{202e}e"),
+            "a\\u{1b}]0;title\\u{7}b\\r\\nc\\td\\u{9b}31m\\u{202e}e"
+        );
+        assert_eq!(terminal("plain, ünïcode \\ kept"), "plain, ünïcode \\ kept");
+    }
+}
+
+#[cfg(test)]
 #[cfg(feature = "report")]
 mod tests {
     use super::*;
@@ -81,6 +120,7 @@ mod tests {
         assert_eq!(html("a&b"), "a&amp;b");
         let x = xml("a<b>\u{1}\u{0}c\"'\n\u{FFFF}");
         assert_eq!(x, "a&lt;b&gt;\u{FFFD}\u{FFFD}c&quot;&apos;&#10;\u{FFFD}");
+        assert_eq!(html("a\u{1b}[31mb\u{7}\n"), "a[31mb\n");
         let m = markdown_cell("a | b\nc <b>`x`");
         assert_eq!(m, "a \\| b c &lt;b>\\`x\\`");
     }

@@ -547,8 +547,12 @@ pub fn metric_table(means: &Figures, stds: &Figures) -> String {
         .unwrap_or(6)
         .max(6);
     let mut s = format!("{:<width$}  {:>8}  {:>8}\n", "metric", "mean", "std");
-    for ((n, m), (_, sd)) in means.0.iter().zip(&stds.0) {
-        s.push_str(&format!("{n:<width$}  {m:>8.4}  {sd:>8.4}\n"));
+    // By name, not by position: a record may hold its keys in another order.
+    for (n, m) in &means.0 {
+        match stds.get(n) {
+            Some(sd) => s.push_str(&format!("{n:<width$}  {m:>8.4}  {sd:>8.4}\n")),
+            None => s.push_str(&format!("{n:<width$}  {m:>8.4}  {:>8}\n", "-")),
+        }
     }
     s
 }

@@ -49,6 +49,7 @@
 //! ```
 
 use crate::error::{Error, Result};
+pub(crate) use crate::redact::redact_url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
@@ -332,6 +333,16 @@ impl HttpClient {
         if !matches!(base.scheme(), "http" | "https") {
             return Err(Error::Config(format!(
                 "base url `{}` must start with http:// or https://",
+                redact_url(&config.base_url)
+            )));
+        }
+        if !base.username().is_empty() || base.password().is_some() {
+            // The HTTP stack would send them as Basic authentication in place of the API key,
+            // and every name, spec and record of the component would have to hide them.
+            return Err(Error::Config(format!(
+                "base url `{}` carries a user name or password: rag-eval does not send them \
+                 (they would replace the API key); leave them out and give the key through \
+                 its environment variable (`api_key_env`)",
                 redact_url(&config.base_url)
             )));
         }
@@ -650,10 +661,37 @@ impl HttpClient {
 
     /// Replaces the key, should it appear in text a server sent back.
     fn scrub(&self, text: &str) -> String {
-        match &self.inner.key {
+        let text = match &self.inner.key {
             Some(key) if !key.0.is_empty() => text.replace(key.0.as_str(), "<redacted>"),
             _ => text.to_owned(),
+        };
+        scrub_credentials(&text)
+    }
+}
+
+/// `text` with the credentials of an echoed `Authorization` header (`Basic …`, `Bearer …`)
+/// replaced: a server may quote a request's header back, whichever key it carried.
+fn scrub_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let found = ["Basic ", "Bearer ", "basic ", "bearer "]
+            .iter()
+            .filter_map(|scheme| rest.find(scheme).map(|i| (i, scheme.len())))
+            .min();
+        let Some((i, len)) = found else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..i + len]);
+        let after = &rest[i + len..];
+        let end = after
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';'))
+            .unwrap_or(after.len());
+        if end > 0 {
+            out.push_str("<redacted>");
         }
+        rest = &after[end..];
     }
 }
 
@@ -929,59 +967,6 @@ fn excerpt(body: &[u8]) -> String {
     }
 }
 
-/// `url` without user name, password, or values of query parameters that look like secrets.
-/// A path (starting with `/`) keeps its query string, redacted the same way.
-pub(crate) fn redact_url(url: &str) -> String {
-    if let Ok(mut parsed) = Url::parse(url) {
-        if !parsed.username().is_empty() || parsed.password().is_some() {
-            // Both setters fail only for URLs that cannot have credentials at all.
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-        }
-        redact_query(&mut parsed);
-        let mut text = parsed.to_string();
-        // The parser adds a `/` to a bare host; names built from a base URL keep its spelling.
-        if !url.ends_with('/') && parsed.path() == "/" && parsed.query().is_none() {
-            text.pop();
-        }
-        return text;
-    }
-    let relative = Url::parse("http://relative.invalid/").and_then(|base| base.join(url));
-    match relative {
-        Ok(mut parsed) if url.starts_with('/') && !url.starts_with("//") => {
-            redact_query(&mut parsed);
-            match parsed.query() {
-                Some(query) => format!("{}?{query}", parsed.path()),
-                None => parsed.path().to_owned(),
-            }
-        }
-        // Not a URL: keep only what precedes a possible query string.
-        _ => url.split('?').next().unwrap_or_default().to_owned(),
-    }
-}
-
-fn redact_query(url: &mut Url) {
-    if url.query().is_none() {
-        return;
-    }
-    let pairs: Vec<(String, String)> = url
-        .query_pairs()
-        .map(|(k, v)| {
-            let lower = k.to_ascii_lowercase();
-            let secret = ["key", "token", "secret", "sig", "password", "auth"]
-                .iter()
-                .any(|s| lower.contains(s));
-            let v = if secret {
-                "<redacted>".to_owned()
-            } else {
-                v.into_owned()
-            };
-            (k.into_owned(), v)
-        })
-        .collect();
-    url.query_pairs_mut().clear().extend_pairs(pairs);
-}
-
 /// Runs `fut` on the current Tokio runtime, or on the client's own when there is none (the
 /// HTTP stack needs Tokio's reactor and timer).
 async fn on_runtime<F>(fut: F) -> std::result::Result<F::Output, Failure>
@@ -1169,21 +1154,28 @@ mod tests {
     }
 
     #[test]
-    fn urls_lose_credentials_and_secret_query_values() {
+    fn echoed_authorization_headers_are_scrubbed() {
         assert_eq!(
-            redact_url("https://user:pw@example.com/v1/x?api-version=2024-02-01&api_key=sk-1&sig=abc"),
-            "https://example.com/v1/x?api-version=2024-02-01&api_key=%3Credacted%3E&sig=%3Credacted%3E"
+            scrub_credentials(r#"{"error":"bad header Basic dXNlcjpwYXNz, or Bearer sk-1."}"#),
+            r#"{"error":"bad header Basic <redacted>, or Bearer <redacted>"}"#
         );
         assert_eq!(
-            redact_url("http://127.0.0.1:8080/v1/embeddings"),
-            "http://127.0.0.1:8080/v1/embeddings"
+            scrub_credentials("Basic auth only"),
+            "Basic <redacted> only"
         );
-        assert_eq!(redact_url("not a url?key=sk-1"), "not a url");
-        assert_eq!(
-            redact_url("/openai/deployments/d/embeddings?api-version=2024-02-01&code=x&key=y"),
-            "/openai/deployments/d/embeddings?api-version=2024-02-01&code=x&key=%3Credacted%3E"
+        assert_eq!(scrub_credentials("no header"), "no header");
+    }
+
+    #[test]
+    fn credentials_in_the_base_url_are_refused_without_showing_them() {
+        let e = HttpClient::new(HttpConfig::new("http://user:pa55@127.0.0.1:1/v1"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("carries a user name or password") && !e.contains("pa55"),
+            "{e}"
         );
-        assert_eq!(redact_url("/embeddings"), "/embeddings");
     }
 
     #[test]

@@ -96,6 +96,7 @@ pub mod level;
 pub mod llm;
 pub mod locate;
 pub mod metrics;
+pub mod redact;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod rerank;

@@ -374,3 +374,53 @@ fn a_failed_write_to_standard_error_is_exit_code_1_and_a_closed_one_is_quiet() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["queries"], 1, "{v}");
 }
+
+#[test]
+fn credentials_in_a_provider_url_are_refused_and_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = write(
+        dir.path(),
+        "d.jsonl",
+        r#"{"id":"q1","inputs":{"query":"x"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5}],"reference_answer":"yes"}}"#,
+    );
+    let a = write(
+        dir.path(),
+        "a.jsonl",
+        r#"{"id":"q1","answer":"yes","contexts":[]}"#,
+    );
+    let err = fails_on_one_line(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&a),
+        "--embedder",
+        "openai:model=m,base_url=http://user:pa55w0rd@127.0.0.1:1/v1",
+    ]);
+    assert!(
+        err.contains("carries a user name or password") && !err.contains("pa55w0rd"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dataset_problems_quote_control_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "docs/a.md", "Alpha beta.");
+    let d = write(
+        dir.path(),
+        "d.jsonl",
+        "{\"id\":\"q\\u001b]0;pwned\\u0007\\r\\nforged\",\"inputs\":{\"query\":\"x\"},\"outputs\":{\"relevant_spans\":[{\"doc_id\":\"missing.md\",\"start\":0,\"end\":5}]}}\n",
+    );
+    let (code, _, err) = run(&[
+        "dataset",
+        "validate",
+        s(&d),
+        "--corpus",
+        s(&dir.path().join("docs")),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
+    assert!(!err.contains("\nforged"), "{err}");
+    assert!(err.contains("\\u{1b}]0;pwned"), "{err}");
+}

@@ -1077,3 +1077,32 @@ fn pages_that_never_advance_are_an_error_not_an_endless_loop() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn scores_too_large_to_average_are_an_error_and_nothing_is_stored() {
+    use support::hostile::{HostileServer, Hostility, EXPERIMENT};
+    let (_dir, dir) = tempdir();
+    let store = dir.join("runs.sqlite");
+    let server = HostileServer::start(Hostility::HugeScores);
+    let (code, err) = rag_eval_at(
+        &server.url(""),
+        &dir,
+        &["runs", "--store", store.as_str(), "pull", EXPERIMENT],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(EXPERIMENT) && err.contains("`recall`") && err.contains("not finite"),
+        "{err}"
+    );
+    if store.exists() {
+        let list = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .args(["runs", "--store", store.as_str(), "list", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(list.stdout).unwrap(),
+            "",
+            "nothing stored"
+        );
+    }
+}

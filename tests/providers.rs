@@ -1126,3 +1126,27 @@ async fn a_server_that_hangs_on_post_but_answers_its_health_check_meets_the_dead
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vectors_with_components_beyond_f32_are_refused_naming_the_server() {
+    for component in ["1e39", "-1e39"] {
+        let server = HostileServer::start(Hostility::Embedding(component));
+        let e = hostile_embedder(&server, |c| c);
+        let err = e
+            .embed(&["a".to_owned(), "b".to_owned()])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("out of range") && err.contains(&server.url("/v1/embeddings")),
+            "{component}: {err}"
+        );
+    }
+    // Huge but finite components are kept: cosine copes with them.
+    let server = HostileServer::start(Hostility::Embedding("1e20"));
+    let v = hostile_embedder(&server, |c| c)
+        .embed(&["a".to_owned()])
+        .await
+        .unwrap();
+    assert!(v[0].iter().all(|x| x.is_finite()));
+}

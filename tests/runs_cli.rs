@@ -596,3 +596,283 @@ fn reading_commands_create_no_store() {
         ""
     );
 }
+
+#[test]
+fn a_missing_figure_or_an_unreadable_row_does_not_lock_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let s = store.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let ids: Vec<String> = lines(&ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    // What earlier versions stored for a NaN mean: `null`, in the record and its summary.
+    let c = rusqlite::Connection::open(&store).unwrap();
+    c.execute(
+        "UPDATE runs SET record = json_set(record, '$.result.metrics.span_recall', json('null')),
+                        summary = json_set(summary, '$.metrics.span_recall', json('null'))
+         WHERE id = ?1",
+        [&ids[0]],
+    )
+    .unwrap();
+    drop(c);
+    let list = ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout;
+    assert_eq!(lines(&list).len(), 2);
+    assert!(
+        lines(&list)[0]["metrics"].get("span_recall").is_none(),
+        "{list}"
+    );
+    ok(dir.path(), Some(s), &["runs", "list"]);
+    ok(dir.path(), Some(s), &["runs", "show", &ids[0]]);
+    let exported = ok(dir.path(), Some(s), &["runs", "export"]).stdout;
+    assert_eq!(exported.lines().count(), 2);
+    ok(dir.path(), Some(s), &["compare", &ids[0], &ids[1]]);
+    // What `score --json` writes for a NaN mean is read as a missing figure.
+    let file = dir.path().join("nan.json");
+    let first: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    let mut result = first["result"].clone();
+    result["metrics"]["span_recall"] = Value::Null;
+    std::fs::write(&file, result.to_string()).unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &["compare", file.to_str().unwrap(), &ids[1]],
+    );
+
+    // A row whose summary cannot be read at all is flagged, not fatal.
+    let c = rusqlite::Connection::open(&store).unwrap();
+    c.execute(
+        "UPDATE runs SET summary = 'garbage' WHERE id = ?1",
+        [&ids[1]],
+    )
+    .unwrap();
+    drop(c);
+    let table = ok(dir.path(), Some(s), &["runs", "list"]).stdout;
+    assert!(
+        table.contains(&ids[0]) && table.contains(&ids[1]) && table.contains("unreadable"),
+        "{table}"
+    );
+    let json = lines(&ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout);
+    assert_eq!(json.len(), 2);
+    assert!(json[1]["unreadable"].as_str().is_some(), "{json:?}");
+    // Deleting by full id needs no summary.
+    for id in &ids {
+        let out = ok(dir.path(), Some(s), &["runs", "delete", id]).stdout;
+        assert_eq!(out, format!("deleted {id}\n"));
+    }
+    assert_eq!(
+        ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout,
+        ""
+    );
+}
+
+/// Makes paths immutable (`chattr +i`: not even root may write them) until dropped.
+struct Immutable(Vec<PathBuf>);
+
+impl Immutable {
+    /// `None` where the file system or the user cannot set the flag.
+    fn set(paths: &[&Path]) -> Option<Immutable> {
+        let mut done = Immutable(Vec::new());
+        for p in paths {
+            let ok = Command::new("chattr")
+                .arg("+i")
+                .arg(p)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return None;
+            }
+            done.0.push(p.to_path_buf());
+        }
+        Some(done)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = Command::new("chattr").arg("-i").arg(p).status();
+        }
+    }
+}
+
+#[test]
+fn a_store_that_may_only_be_read_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("shared");
+    std::fs::create_dir(&folder).unwrap();
+    let store = folder.join("runs.sqlite");
+    let s = store.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let before = std::fs::read(&store).unwrap();
+    let Some(_guard) = Immutable::set(&[&store, &folder]) else {
+        eprintln!("skipped: `chattr +i` is not available here");
+        return;
+    };
+    let list = ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout;
+    let ids: Vec<String> = lines(&list)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    ok(dir.path(), Some(s), &["runs", "list"]);
+    ok(dir.path(), Some(s), &["runs", "show", "latest"]);
+    ok(dir.path(), Some(s), &["runs", "export"]);
+    ok(dir.path(), Some(s), &["compare", &ids[0], &ids[1]]);
+    let html = dir.path().join("report.html");
+    ok(
+        dir.path(),
+        Some(s),
+        &["report", &ids[0], &ids[1], "-o", html.to_str().unwrap()],
+    );
+    drop(_guard);
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "nothing was written"
+    );
+}
+
+#[test]
+fn the_embedder_is_recorded_as_its_spec_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let d = dir.path().join("d.jsonl");
+    // No reference answers: the embedder is built but never called.
+    std::fs::write(
+        &d,
+        r#"{"id":"q1","inputs":{"query":"x"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":0,"end":5}]}}"#,
+    )
+    .unwrap();
+    let a = dir.path().join("a.jsonl");
+    std::fs::write(&a, r#"{"id":"q1","answer":"yes","contexts":[]}"#).unwrap();
+    ok(
+        dir.path(),
+        Some(store.to_str().unwrap()),
+        &[
+            "score",
+            "--dataset",
+            d.to_str().unwrap(),
+            "--answers",
+            a.to_str().unwrap(),
+            "--embedder",
+            "openai:model=m,base_url=http://127.0.0.1:1/v1?api_key=s3cret-in-url",
+        ],
+    );
+    let record = ok(
+        dir.path(),
+        Some(store.to_str().unwrap()),
+        &["runs", "export"],
+    )
+    .stdout;
+    assert!(!record.contains("s3cret-in-url"), "{record}");
+    let v: Value = serde_json::from_str(record.trim()).unwrap();
+    let embedder = v["config"]["embedder"].as_str().unwrap();
+    assert!(
+        embedder.starts_with("openai:") && embedder.contains("%3Credacted%3E"),
+        "{embedder}"
+    );
+}
+
+#[test]
+fn control_characters_of_a_record_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.sqlite");
+    let a = a.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(a),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[31mred\r\nforged row";
+    let mut text = String::new();
+    for line in ok(dir.path(), Some(a), &["runs", "export"]).stdout.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["label"] = Value::from(format!("{}{evil}", v["label"].as_str().unwrap()));
+        v["created"] = Value::from(format!("{}{evil}", v["created"].as_str().unwrap()));
+        v["result"]["per_query"][0]["query"] = Value::from(evil);
+        v["result"]["per_query"][0]["difficulty"] = Value::from(evil);
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    let file = dir.path().join("evil.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let b = dir.path().join("b.sqlite");
+    let b = b.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(b),
+        &["runs", "import", file.to_str().unwrap()],
+    );
+    let ids: Vec<String> = lines(&ok(dir.path(), Some(b), &["runs", "list", "--json"]).stdout)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    let clean = |args: &[&str]| {
+        let out = ok(dir.path(), Some(b), args);
+        for text in [&out.stdout, &out.stderr] {
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}', '\r']),
+                "{args:?}: {text:?}"
+            );
+            assert!(!text.contains("\nforged row"), "{args:?}: {text}");
+        }
+        out.stdout
+    };
+    let list = clean(&["runs", "list"]);
+    assert_eq!(list.lines().count(), 3, "{list}");
+    assert!(list.contains("\\u{1b}]0;pwned"), "{list}");
+    clean(&["runs", "show", &ids[0]]);
+    clean(&["compare", &ids[0], &ids[1]]);
+}
+
+#[test]
+fn latest_is_the_newest_recorded_run_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let s = store.to_str().unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &strs(&eval_args(&["recursive:size=400", "recursive:size=300"])),
+    );
+    let exported = ok(dir.path(), Some(s), &["runs", "export"]).stdout;
+    let newest: Value = serde_json::from_str(exported.lines().last().unwrap()).unwrap();
+    let newest = newest["id"].as_str().unwrap().to_owned();
+    // A record of 2020 whose id claims a time far in the future.
+    let mut old: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    let future = format!("06{}", &old["id"].as_str().unwrap()[2..]);
+    old["id"] = Value::from(future.as_str());
+    old["created"] = Value::from("2020-01-01T00:00:00.000Z");
+    let file = dir.path().join("future.jsonl");
+    std::fs::write(&file, format!("{old}\n")).unwrap();
+    ok(
+        dir.path(),
+        Some(s),
+        &["runs", "import", file.to_str().unwrap()],
+    );
+
+    let out = ok(dir.path(), Some(s), &["runs", "show", "latest", "--json"]);
+    let shown: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(shown["id"], newest.as_str());
+    assert!(
+        out.stderr.contains(&format!("`latest` is run {newest}")),
+        "{}",
+        out.stderr
+    );
+    let list = lines(&ok(dir.path(), Some(s), &["runs", "list", "--json"]).stdout);
+    assert_eq!(
+        list[0]["id"],
+        future.as_str(),
+        "oldest first, by recorded time"
+    );
+}

@@ -352,3 +352,140 @@ fn compare_options_beyond_their_maximum_are_bad_requests() {
         );
     }
 }
+
+#[test]
+fn the_command_refuses_a_store_that_does_not_exist_and_creates_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent/runs.sqlite");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["serve", "--port", "0", "--store", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("there is no run store at `{}`", path.display())),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("absent").exists(), "no folder created");
+}
+
+/// One request written as `raw` on a fresh connection; the status and body of the answer
+/// (status 0 when the server closed the connection without one).
+fn raw_request(base: &str, raw: &str) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let addr = base.strip_prefix("http://").unwrap();
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    c.write_all(raw.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = c.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn only_loopback_host_names_are_answered() {
+    let s = server();
+    let port = s.base.rsplit(':').next().unwrap().to_owned();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "LOCALHOST".to_owned(),
+        format!("[::1]:{port}"),
+    ] {
+        let (status, body) = raw_request(
+            &s.base,
+            &format!("GET /runs HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    // A page of another site whose name now points at 127.0.0.1 (DNS rebinding).
+    for host in [
+        format!("attacker.example:{port}"),
+        "localhost.attacker.example".to_owned(),
+        "127.0.0.1.nip.io".to_owned(),
+    ] {
+        let (status, body) = raw_request(
+            &s.base,
+            &format!("GET /runs HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(status, 403, "{host}: {body}");
+        assert!(
+            json(&body)["error"].as_str().unwrap().contains("Host"),
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn requests_left_half_sent_are_dropped() {
+    use std::io::{Read as _, Write as _};
+    let s = server();
+    let addr = s.base.strip_prefix("http://").unwrap().to_owned();
+    let started = std::time::Instant::now();
+    let connections: Vec<std::net::TcpStream> = (0..50)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(&addr).unwrap();
+            c.write_all(b"GET /runs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                .unwrap();
+            c
+        })
+        .collect();
+    for mut c in connections {
+        c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        // Returns once the server closes the connection (perhaps after a 408), or after 30 s.
+        let _ = c.read_to_end(&mut Vec::new());
+    }
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "half-sent requests held for {took:?}"
+    );
+}
+
+#[test]
+fn errors_are_json_and_name_no_path() {
+    let s = server();
+    let path = s._dir.path().to_str().unwrap().to_owned();
+    let (status, kind, text) = request("GET", &format!("{}/runs/ZZZZ", s.base), None);
+    assert_eq!(status, 404, "{text}");
+    assert!(kind.starts_with("application/json"), "{kind}");
+    assert!(!text.contains(&path), "{text}");
+    let (status, kind, text) = request("GET", &format!("{}/runs/%FF", s.base), None);
+    assert_eq!(status, 400, "{text}");
+    assert!(kind.starts_with("application/json"), "{kind}: {text}");
+    json(&text);
+    let (status, kind, text) = request("GET", &format!("{}/runs/%FF/report", s.base), None);
+    assert_eq!(status, 400, "{text}");
+    assert!(kind.starts_with("application/json"), "{kind}: {text}");
+}
+
+#[test]
+fn report_run_ids_are_decoded_and_may_repeat() {
+    let s = server();
+    for query in [
+        format!("run_ids={}%2C{}", s.ids[0], s.ids[1]),
+        format!("run_ids={}%2c{}", s.ids[0], s.ids[1]),
+        format!("run_ids={}&run_ids={}", s.ids[0], s.ids[1]),
+        format!("run%5Fids={},{}", s.ids[0], s.ids[1]),
+    ] {
+        let (status, _, page) = request("GET", &format!("{}/report?{query}", s.base), None);
+        assert_eq!(status, 200, "{query}: {page}");
+        assert!(page.contains("Difference from the baseline"), "{query}");
+    }
+    let (status, kind, text) = request("GET", &format!("{}/report?run_ids=%FF", s.base), None);
+    assert_eq!(status, 400, "{text}");
+    assert!(kind.starts_with("application/json"), "{kind}");
+}

@@ -5,6 +5,7 @@ use super::CorpusArgs;
 use crate::corpus::Corpus;
 use crate::dataset::stats::DatasetStats;
 use crate::dataset::{self, AnyDataset, ToRow};
+use crate::escape::terminal;
 use crate::level::{Level, TokenLevel};
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
@@ -135,8 +136,10 @@ struct Summary {
 fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
     let corpus = a.corpus.load()?;
     let v = dataset::validate(&a.dataset, &corpus)?;
+    // Problems and notes quote the dataset (ids, text, labels): no control character of it
+    // reaches the terminal.
     for n in &v.notes {
-        note!("note: {n}");
+        note!("note: {}", terminal(n));
     }
     let summary = v.dataset.as_ref().map(|d| Summary {
         dataset: a.dataset.to_string(),
@@ -160,7 +163,7 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
                 .stats
                 .difficulty
                 .iter()
-                .map(|(k, v)| format!("{k} {v}"))
+                .map(|(k, v)| format!("{} {v}", terminal(k)))
                 .collect();
             text.push_str(&format!("difficulty: {}\n", mix.join(", ")));
             let what = match v.dataset {
@@ -179,7 +182,7 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
                 summary.stats.with_reference_answer, summary.stats.rows
             ));
             if let Some(c) = &summary.stats.chunker {
-                text.push_str(&format!("chunker: {c}\n"));
+                text.push_str(&format!("chunker: {}\n", terminal(c)));
             }
             out.text(&text)?;
         }
@@ -189,7 +192,7 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
     if !v.is_valid() {
         if !a.json {
             for p in &v.problems {
-                note!("{p}");
+                note!("{}", terminal(p));
             }
         }
         bail!(

@@ -155,6 +155,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 )?
             }
         };
+        // JSON cannot hold NaN or an infinity: such a figure is an error, never printed or
+        // recorded.
+        if let Some(what) = result.scores.non_finite() {
+            anyhow::bail!("evaluating `{}` with {label}: {what}", a.dataset);
+        }
         let mut record = RunRecord::new("eval", a.dataset.as_str(), result.scores.clone())
             .with_corpus(&corpus, Some(a.corpus.corpus.as_str()))
             .with_timings(&result.timings);

@@ -76,7 +76,18 @@ fn choose(store: Option<&str>) -> Result<StoreChoice> {
 }
 
 fn open_choice(choice: &StoreChoice) -> Result<Box<dyn RunStore>> {
-    runs::open(choice)?.context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")
+    runs::open(choice)?.context(STORE_OFF)
+}
+
+const STORE_OFF: &str = "the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL";
+
+/// The store `choice` names, opened to read only: nothing is created or written, so a store
+/// the user may only read can be read. A missing SQLite file is an error naming it.
+pub(super) fn open_to_read(choice: &StoreChoice) -> Result<Box<dyn RunStore>> {
+    if let Some(path) = missing_file(choice) {
+        anyhow::bail!("there is no run store at `{path}`");
+    }
+    runs::open_read_only(choice)?.context(STORE_OFF)
 }
 
 /// The SQLite file `choice` names when it does not exist: reading from it would create it.
@@ -89,11 +100,23 @@ fn missing_file(choice: &StoreChoice) -> Option<&camino::Utf8Path> {
 
 /// The store a run id is looked up in: only one that exists (a lookup creates no file).
 fn open_for_lookup(store: Option<&str>) -> Result<Box<dyn RunStore>> {
-    let choice = choose(store)?;
-    if let Some(path) = missing_file(&choice) {
-        anyhow::bail!("there is no run store at `{path}`");
+    open_to_read(&choose(store)?)
+}
+
+/// The id `text` names in `store`; for `latest` and `latest~N`, a note on stderr says which
+/// run that is, as the newest run is not always the one the user thinks of.
+fn resolve_noted(store: &dyn RunStore, text: &str) -> crate::Result<crate::runs::RunId> {
+    let id = store.resolve(text)?;
+    if text.starts_with("latest") {
+        note!("`{}` is run {id}", crate::escape::terminal(text));
     }
-    open_choice(&choice)
+    Ok(id)
+}
+
+/// The run `text` names in `store` ([`resolve_noted`]).
+fn load_noted(store: &dyn RunStore, text: &str) -> crate::Result<RunRecord> {
+    let id = resolve_noted(store, text)?;
+    store.get(&id)?.ok_or_else(|| store.no_such(text))
 }
 
 /// The runs `compare` and `report` are given: a JSON file (`eval --json`, `score --json`,
@@ -113,9 +136,8 @@ pub(super) fn load(texts: &[String], store: Option<&str>) -> Result<Vec<(String,
                     format!("`{text}` is no file, and no run store to look it up in")
                 })?),
             };
-            let record = s
-                .load(text)
-                .with_context(|| format!("`{text}` is no file"))?;
+            let record =
+                load_noted(s.as_ref(), text).with_context(|| format!("`{text}` is no file"))?;
             vec![(crate::report::record_label(&record), record.result)]
         };
         for (label, run) in found {
@@ -148,7 +170,12 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             _ => {}
         }
     }
-    let store = open_choice(&choice)?;
+    let store = match &a.command {
+        RunsCommand::List { .. } | RunsCommand::Show { .. } | RunsCommand::Export { .. } => {
+            open_to_read(&choice)?
+        }
+        _ => open_choice(&choice)?,
+    };
     match a.command {
         RunsCommand::List { json } => {
             let list = store.list()?;
@@ -161,7 +188,7 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             }
         }
         RunsCommand::Show { run, json } => {
-            let record = store.load(&run)?;
+            let record = load_noted(store.as_ref(), &run)?;
             if json {
                 out.text(&record.to_json())?;
                 out.text("\n")?;
@@ -173,7 +200,7 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
             // Every name is resolved before anything is deleted: a typo deletes nothing.
             let ids = runs
                 .iter()
-                .map(|r| store.resolve(r))
+                .map(|r| resolve_noted(store.as_ref(), r))
                 .collect::<crate::Result<Vec<_>>>()?;
             for id in ids {
                 if store.delete(&id)? {
@@ -190,7 +217,7 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
                     .collect::<crate::Result<_>>()?
             } else {
                 runs.iter()
-                    .map(|r| store.load(r))
+                    .map(|r| load_noted(store.as_ref(), r))
                     .collect::<crate::Result<_>>()?
             };
             let mut text = String::new();

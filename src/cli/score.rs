@@ -179,6 +179,10 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
             )?
         }
     };
+    // JSON cannot hold NaN or an infinity: such a figure is an error, never printed or recorded.
+    if let Some(what) = card.non_finite() {
+        anyhow::bail!("scoring `{dataset_path}`: {what}");
+    }
     if a.json {
         out.json_line(&card)?;
     } else {

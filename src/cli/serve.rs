@@ -1,6 +1,6 @@
 //! `rag-eval serve`: the read-only HTTP API over the run store.
 
-use crate::runs::{self, StoreChoice};
+use crate::runs::StoreChoice;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write as _;
@@ -22,8 +22,9 @@ pub(super) fn run(a: ServeArgs) -> Result<()> {
         Some(s) => StoreChoice::parse(Some(s)),
         None => StoreChoice::from_env()?,
     };
-    let store = runs::open(&choice)?
-        .context("the run store is off (RAG_EVAL_RUNS=off); give --store FILE|URL")?;
+    // Served, never written: a store the user may only read is served, and a path that
+    // names no store is an error rather than a new, empty store.
+    let store = super::runs::open_to_read(&choice)?;
     let location = store.location();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

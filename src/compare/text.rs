@@ -1,6 +1,7 @@
 //! The text report of a [`Comparison`], as `rag-eval compare` prints it.
 
 use super::{Comparison, MetricComparison, UntestedMetric};
+use crate::escape::terminal as t;
 use std::fmt::Write;
 
 impl Comparison {
@@ -9,9 +10,13 @@ impl Comparison {
     /// wins/ties/losses; `*` marks a corrected p-value at most `alpha`), the queries that got
     /// most worse where a run is significantly worse, and a table per difficulty label; below a
     /// table, the metrics compared over fewer queries for missing figures and those untested.
+    ///
+    /// Labels, metric names, query ids and texts come from files anyone may have written: their
+    /// control characters are escaped, so none reaches the terminal.
     pub fn to_text(&self, alpha: f64) -> String {
         let mut s = String::new();
-        let labels: Vec<&str> = self.runs.iter().map(|r| r.label.as_str()).collect();
+        let labels: Vec<String> = self.runs.iter().map(|r| t(&r.label)).collect();
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
         let test = match self.test {
             super::PairedTest::Fisher => format!(
                 "Fisher randomization test ({} permutations; exact up to {} queries)",
@@ -23,7 +28,7 @@ impl Comparison {
         let _ = writeln!(
             s,
             "baseline: {}, {} queries compared{}\n{test}, {} correction, {:.0}% bootstrap intervals ({} resamples), seed {}",
-            self.baseline,
+            t(&self.baseline),
             self.queries,
             if self.datasets_differ {
                 " (shared query ids of different datasets)"
@@ -39,7 +44,7 @@ impl Comparison {
             let _ = writeln!(
                 s,
                 "not in every run, left out: {}",
-                self.metrics_not_shared.join(", ")
+                t(&self.metrics_not_shared.join(", "))
             );
         }
         s.push('\n');
@@ -56,19 +61,20 @@ impl Comparison {
                     let _ = writeln!(
                         s,
                         "\n{} got worse on {}; most worse queries:",
-                        d.label, m.metric
+                        t(&d.label),
+                        t(&m.metric)
                     );
                     for q in &d.most_worse {
                         let _ = writeln!(
                             s,
                             "  {:+.4}  {} ({:.4} → {:.4}){}",
                             q.difference,
-                            q.id,
+                            t(&q.id),
                             q.baseline,
                             q.run,
                             q.query
                                 .as_deref()
-                                .map(|t| format!("  {t}"))
+                                .map(|text| format!("  {}", t(text)))
                                 .unwrap_or_default()
                         );
                     }
@@ -76,7 +82,12 @@ impl Comparison {
             }
         }
         for g in &self.by_difficulty {
-            let _ = writeln!(s, "\ndifficulty {}: {} queries", g.difficulty, g.queries);
+            let _ = writeln!(
+                s,
+                "\ndifficulty {}: {} queries",
+                t(&g.difficulty),
+                g.queries
+            );
             s.push_str(&table(&g.metrics, alpha));
             s.push_str(&partial(
                 &g.metrics,
@@ -103,12 +114,8 @@ fn table(metrics: &[MetricComparison], alpha: f64) -> String {
     for m in metrics {
         for (i, r) in m.runs.iter().enumerate() {
             let mut row = [
-                if i == 0 {
-                    m.metric.clone()
-                } else {
-                    String::new()
-                },
-                r.label.clone(),
+                if i == 0 { t(&m.metric) } else { String::new() },
+                t(&r.label),
                 format!("{:.4} ± {:.4}", r.mean, r.std),
                 String::new(),
                 String::new(),
@@ -161,7 +168,7 @@ fn partial(
     let mut s = String::new();
     let left_out = |labels: &mut dyn Iterator<Item = (&str, usize)>| -> String {
         labels
-            .map(|(l, n)| format!("{l} {n}"))
+            .map(|(l, n)| format!("{} {n}", t(l)))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -172,7 +179,7 @@ fn partial(
         let _ = writeln!(
             s,
             "{}: over the {} of {queries} queries with a figure in every run (left out for a missing figure: {})",
-            m.metric,
+            t(&m.metric),
             m.queries,
             left_out(&mut m.runs.iter().map(|r| (r.label.as_str(), r.missing)))
         );
@@ -182,7 +189,8 @@ fn partial(
         let _ = writeln!(
             s,
             "{}: no test: {} (left out for a missing figure: {missing})",
-            u.metric, u.reason
+            t(&u.metric),
+            t(&u.reason)
         );
     }
     s

@@ -22,7 +22,12 @@ pub(super) fn names() -> Vec<&'static str> {
 /// the context's cache when there is one (see [`Context`]).
 pub fn build_embedder(text: &str, context: &Context) -> Result<Arc<dyn Embedder>> {
     let spec = Spec::parse(Kind::Embedder, text)?;
-    embedder_from(&spec, context).map_err(|m| Error::Config(format!("embedder spec `{text}`: {m}")))
+    embedder_from(&spec, context).map_err(|m| {
+        Error::Config(format!(
+            "embedder spec `{}`: {m}",
+            crate::redact::redact_url(text)
+        ))
+    })
 }
 
 /// Builds the embedder a parsed spec names.
@@ -123,13 +128,13 @@ mod tests {
     fn openai_specs_carry_the_key_s_variable_never_the_key() {
         let c = Context::new();
         let e = build_embedder(
-            "openai:model=nomic-embed-text,base_url=http://user:pw@127.0.0.1:11434/v1,api_key_env=MY_KEY,dimensions=64",
+            "openai:model=nomic-embed-text,base_url=http://127.0.0.1:11434/v1?api_key=pw,api_key_env=MY_KEY,dimensions=64",
             &c,
         )
         .unwrap();
         assert_eq!(
             e.spec(),
-            "openai:model=nomic-embed-text,base_url=http://127.0.0.1:11434/v1,api_key_env=MY_KEY,dimensions=64"
+            "openai:model=nomic-embed-text,base_url=http://127.0.0.1:11434/v1?api_key=%3Credacted%3E,api_key_env=MY_KEY,dimensions=64"
         );
         assert_eq!(build_embedder(&e.spec(), &c).unwrap().spec(), e.spec());
         let err = build_embedder("openai:base_url=http://h", &c)

@@ -20,7 +20,12 @@ pub(super) fn names() -> Vec<&'static str> {
 /// Builds the reranker a spec such as `cohere:model=rerank-v3.5` names.
 pub fn build_reranker(text: &str) -> Result<Arc<dyn Reranker>> {
     let spec = Spec::parse(Kind::Reranker, text)?;
-    reranker_from(&spec).map_err(|m| Error::Config(format!("reranker spec `{text}`: {m}")))
+    reranker_from(&spec).map_err(|m| {
+        Error::Config(format!(
+            "reranker spec `{}`: {m}",
+            crate::redact::redact_url(text)
+        ))
+    })
 }
 
 /// Builds the reranker a parsed spec names.

@@ -44,8 +44,12 @@ pub(super) fn names() -> Vec<&'static str> {
 /// ```
 pub fn build_retriever(text: &str, context: &Context) -> Result<Box<dyn AnyLevelRetriever>> {
     let spec = Spec::parse(Kind::Retriever, text)?;
-    retriever_from(&spec, context)
-        .map_err(|m| Error::Config(format!("retriever spec `{text}`: {m}")))
+    retriever_from(&spec, context).map_err(|m| {
+        Error::Config(format!(
+            "retriever spec `{}`: {m}",
+            crate::redact::redact_url(text)
+        ))
+    })
 }
 
 /// Builds the retriever a parsed spec names.

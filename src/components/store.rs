@@ -21,7 +21,12 @@ pub(super) fn names() -> Vec<&'static str> {
 /// names.
 pub fn build_store(text: &str) -> Result<Arc<dyn VectorStore>> {
     let spec = Spec::parse(Kind::Store, text)?;
-    store_from(&spec).map_err(|m| Error::Config(format!("store spec `{text}`: {m}")))
+    store_from(&spec).map_err(|m| {
+        Error::Config(format!(
+            "store spec `{}`: {m}",
+            crate::redact::redact_url(text)
+        ))
+    })
 }
 
 /// Builds the store a parsed spec names.

@@ -185,6 +185,14 @@ impl OpenAiEmbedder {
             if v.is_empty() {
                 return Err(fail(format!("vector {i} is empty")));
             }
+            // NaN is no JSON, but a component beyond `f32` (1e39) reads as an infinity, and
+            // either would make every cosine with the vector NaN.
+            if let Some(c) = v.iter().position(|x| !x.is_finite()) {
+                return Err(fail(format!(
+                    "vector {i} of the answer is not finite (component {c} is {})",
+                    v[c]
+                )));
+            }
             if known == 0 {
                 // The first answer decides; a concurrent one that decided first wins and is
                 // checked against below.
@@ -505,6 +513,12 @@ mod tests {
             err(&[(Some(0), &[1.0, 1.0, 1.0])], 1).contains("vector 0 has dimension 3, expected 2")
         );
         assert!(err(&[(Some(0), &[])], 1).contains("vector 0 is empty"));
+        let nan = err(&[(Some(0), &[1.0, 1.0]), (Some(1), &[1.0, f32::NAN])], 2);
+        assert!(
+            nan.contains("vector 1 of the answer is not finite (component 1 is NaN)")
+                && nan.contains("base=http://127.0.0.1:1/v1"),
+            "{nan}"
+        );
     }
 
     #[test]

@@ -485,6 +485,13 @@ pub async fn fetch_experiment(client: &LangSmith, name: &str) -> Result<RunResul
     result.mode = meta["mode"].as_str().and_then(|m| m.parse().ok());
     result.dataset_hash = meta["dataset_hash"].as_str().map(str::to_owned);
     result.group_by_difficulty();
+    if let Some(what) = result.non_finite() {
+        return Err(Error::Dataset(format!(
+            "LangSmith experiment `{name}` at {}: {what}: its feedback scores are too large \
+             to average",
+            client.endpoint()
+        )));
+    }
     Ok(result)
 }
 

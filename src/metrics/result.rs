@@ -15,6 +15,9 @@ use std::fmt;
 
 /// Named figures in a fixed order (the order the metrics were given in), serialised as a JSON
 /// object with keys in that order, and read back in the order written.
+///
+/// JSON has no NaN or infinity: serde writes them as `null`. A `null` figure reads back as a
+/// missing one, so a record or a `score --json` file holding one stays readable.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Figures(pub Vec<(String, f64)>);
 
@@ -55,8 +58,10 @@ impl<'de> Deserialize<'de> for Figures {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Figures, A::Error> {
                 let mut v = Vec::with_capacity(map.size_hint().unwrap_or(0));
-                while let Some(entry) = map.next_entry::<String, f64>()? {
-                    v.push(entry);
+                while let Some((name, value)) = map.next_entry::<String, Option<f64>>()? {
+                    if let Some(value) = value {
+                        v.push((name, value));
+                    }
                 }
                 Ok(Figures(v))
             }
@@ -235,6 +240,35 @@ impl RunResult {
         }
     }
 
+    /// The first figure that is NaN or infinite (a mean, a standard deviation, a query's or a
+    /// difficulty's figure), described for an error message: `the mean of \`recall\` is inf`.
+    /// `None` when every figure is finite. JSON cannot hold such a figure: a run is checked
+    /// before it is printed or recorded.
+    pub fn non_finite(&self) -> Option<String> {
+        let bad = |f: &Figures| f.0.iter().find(|(_, v)| !v.is_finite()).cloned();
+        if let Some((n, v)) = bad(&self.metrics) {
+            return Some(format!("the mean of `{n}` is not finite ({v})"));
+        }
+        if let Some((n, v)) = bad(&self.std) {
+            return Some(format!(
+                "the standard deviation of `{n}` is not finite ({v})"
+            ));
+        }
+        for q in &self.per_query {
+            if let Some((n, v)) = bad(&q.metrics) {
+                return Some(format!("query `{}`: `{n}` is not finite ({v})", q.id));
+            }
+        }
+        for (label, d) in self.by_difficulty.iter().flatten() {
+            if let Some((n, v)) = bad(&d.metrics) {
+                return Some(format!(
+                    "the mean of `{n}` over `{label}` queries is not finite ({v})"
+                ));
+            }
+        }
+        None
+    }
+
     /// The first line of a text report: `token-level, k = 5, mode = standard, 12 queries`
     /// (`trec, 12 queries` for TREC scoring).
     pub fn headline(&self) -> String {
@@ -308,6 +342,31 @@ mod tests {
             metrics: Figures(values.iter().map(|(n, v)| ((*n).to_owned(), *v)).collect()),
             ..QueryResult::default()
         }
+    }
+
+    #[test]
+    fn null_figures_read_as_missing_and_non_finite_ones_are_named() {
+        let f: Figures = serde_json::from_str(r#"{"a":0.5,"b":null,"c":1}"#).unwrap();
+        assert_eq!(f, Figures(vec![("a".into(), 0.5), ("c".into(), 1.0)]));
+        let mut r = RunResult::from_queries(
+            ResultLevel::Chunk,
+            vec!["mrr".into()],
+            vec![
+                q("a", None, &[("mrr", 1e308)]),
+                q("b", None, &[("mrr", 1e308)]),
+            ],
+        );
+        assert_eq!(
+            r.non_finite().as_deref(),
+            Some("the mean of `mrr` is not finite (inf)")
+        );
+        r.metrics.0[0].1 = 1.0;
+        r.std.0[0].1 = 0.0;
+        r.per_query[1].metrics.0[0].1 = f64::NAN;
+        assert_eq!(
+            r.non_finite().as_deref(),
+            Some("query `b`: `mrr` is not finite (NaN)")
+        );
     }
 
     #[test]

@@ -89,8 +89,12 @@ impl Bar {
     }
 
     /// `run`'s mean of the bar's metric and how many of its queries miss the bar; `None`
-    /// when the run did not compute the metric.
+    /// when the run did not compute the metric, or scored no queries (whose mean measures
+    /// nothing, and so passes no bar).
     pub(crate) fn mean_and_missed(&self, run: &RunResult) -> Option<(f64, usize)> {
+        if run.per_query.is_empty() {
+            return None;
+        }
         let i = self.index_in(&run.metrics)?;
         let missed = run
             .per_query

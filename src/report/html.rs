@@ -314,7 +314,7 @@ fn bars(s: &mut String, report: &Report) {
             );
             match bar.mean_and_missed(r) {
                 None => s.push_str(
-                    "<td class=\"num\">—</td><td class=\"fail\">not computed</td><td></td>",
+                    "<td class=\"num\">—</td><td class=\"fail\">not computed or no queries</td><td></td>",
                 ),
                 Some((m, missed)) => {
                     let _ = write!(

@@ -62,9 +62,18 @@ pub(crate) fn of_report(report: &Report) -> String {
                 }
             };
             let mean = r.metrics.0[i].1;
+            // The mean of no queries is a placeholder, not a measurement: it passes no bar.
+            let outcome = if r.per_query.is_empty() {
+                Outcome::Failed {
+                    message: format!("no queries were scored: nothing to hold to {bar}"),
+                    detail: "a run of no queries passes no bar".into(),
+                }
+            } else {
+                verdict(mean, &format!("mean over {} queries", r.per_query.len()))
+            };
             cases.push(case(
                 format!("mean: {name} {} {}", bar.operator(), bar.value),
-                verdict(mean, &format!("mean over {} queries", r.per_query.len())),
+                outcome,
                 None,
             ));
             for q in &r.per_query {
@@ -88,4 +97,21 @@ pub(crate) fn of_report(report: &Report) -> String {
         suites,
     }
     .to_xml()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::{ResultLevel, RunResult};
+    use crate::report::{Bar, Report};
+
+    #[test]
+    fn a_run_of_no_queries_passes_no_bar() {
+        let empty = RunResult::from_queries(ResultLevel::Chunk, vec!["mrr".into()], Vec::new());
+        let xml = Report::new(vec![("empty".into(), empty)])
+            .unwrap()
+            .with_bars(vec![Bar::max("mrr", 0.5), Bar::min("mrr", 0.0)])
+            .junit();
+        assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
+        assert!(xml.contains("no queries"), "{xml}");
+    }
 }

@@ -107,7 +107,7 @@ pub(crate) fn render(report: &Report) -> String {
             for (label, r) in &report.runs {
                 let _ = write!(s, "| {} | {} |", cell(&bar.to_string()), cell(label));
                 match bar.mean_and_missed(r) {
-                    None => s.push_str(" — | ❌ not computed | — |\n"),
+                    None => s.push_str(" — | ❌ not computed or no queries | — |\n"),
                     Some((m, missed)) => {
                         let _ = writeln!(
                             s,

@@ -2,10 +2,11 @@
 //! branches; the same behaviour as the SQLite store.
 
 use super::id::RunId;
-use super::record::{redact_url, RunRecord, RunSummary};
+use super::record::{RunRecord, RunSummary};
 use super::sqlite::{summary_json, FORMAT};
 use super::store::{RunStore, SCHEMA_VERSION};
 use crate::error::{Error, Result};
+use crate::redact::redact_url;
 use postgres::{Client, NoTls};
 use std::sync::Mutex;
 
@@ -173,6 +174,7 @@ impl RunStore for PostgresRunStore {
     }
 
     fn put(&self, run: &RunRecord) -> Result<bool> {
+        run.check_storable()?;
         let n = self
             .client()
             .execute(
@@ -207,15 +209,33 @@ impl RunStore for PostgresRunStore {
     fn list(&self) -> Result<Vec<RunSummary>> {
         let rows = self
             .client()
-            .query("SELECT id, summary FROM rag_eval_runs ORDER BY id", &[])
+            .query(
+                "SELECT id, created, summary FROM rag_eval_runs ORDER BY created, id",
+                &[],
+            )
             .map_err(|e| self.fail("list runs", e))?;
         rows.iter()
             .map(|r| {
-                let (id, s): (String, String) = (r.get(0), r.get(1));
-                serde_json::from_str(&s)
-                    .map_err(|e| self.error(format!("run `{id}`: unreadable summary: {e}")))
+                let (id, created, s): (String, String, Option<String>) =
+                    (r.get(0), r.get(1), r.get(2));
+                let id: RunId = id
+                    .parse()
+                    .map_err(|e| self.error(format!("a stored run id: {e}")))?;
+                Ok(RunSummary::from_stored(
+                    id,
+                    &created,
+                    s.as_deref().unwrap_or(""),
+                ))
             })
             .collect()
+    }
+
+    fn contains(&self, id: &RunId) -> Result<bool> {
+        let row = self
+            .client()
+            .query_opt("SELECT 1 FROM rag_eval_runs WHERE id = $1", &[&id.as_str()])
+            .map_err(|e| self.fail("look a run up", e))?;
+        Ok(row.is_some())
     }
 
     fn delete(&self, id: &RunId) -> Result<bool> {

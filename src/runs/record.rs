@@ -214,6 +214,33 @@ pub struct RunSummary {
     pub git: Option<GitInfo>,
     /// The mean of every metric.
     pub metrics: Figures,
+    /// Why the store could not read the run's summary, for a row shown by its id and time
+    /// alone (every other field then empty); absent for a readable run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+impl RunSummary {
+    /// The summary a store keeps as JSON (`text`) for the run `id` recorded at `created`; when
+    /// it cannot be read, a row that says so instead of an error, so that one bad row never
+    /// hides the others (or stops them being deleted).
+    pub fn from_stored(id: RunId, created: &str, text: &str) -> RunSummary {
+        serde_json::from_str(text).unwrap_or_else(|e| RunSummary {
+            id,
+            created: created.to_owned(),
+            origin: String::new(),
+            label: None,
+            dataset: String::new(),
+            dataset_hash: None,
+            retriever: None,
+            level: ResultLevel::Token,
+            k: None,
+            queries: 0,
+            git: None,
+            metrics: Figures::default(),
+            unreadable: Some(format!("unreadable summary: {e}")),
+        })
+    }
 }
 
 impl RunRecord {
@@ -331,26 +358,20 @@ impl RunRecord {
             queries: self.result.queries,
             git: self.git.clone(),
             metrics: self.result.metrics.clone(),
+            unreadable: None,
         }
     }
-}
 
-/// `url` without its password (`postgres://user:secret@host/db` → `postgres://user:***@host/db`),
-/// for messages and the locations run stores report.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
+    /// Refuses a record that holds a NaN or infinite figure ([`RunResult::non_finite`]): JSON
+    /// cannot hold it, and a store must only keep what it can read back.
+    pub fn check_storable(&self) -> Result<()> {
+        match self.result.non_finite() {
+            Some(what) => Err(Error::RunRecord(format!(
+                "run `{}` cannot be recorded: {what}",
+                self.id
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -473,17 +494,6 @@ mod tests {
             let back = RunRecord::from_json(&run.to_json()).unwrap();
             proptest::prop_assert_eq!(back, run);
         }
-    }
-
-    #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            redact_url("postgres://u:s3cret@h:5432/db?sslmode=disable"),
-            "postgres://u:***@h:5432/db?sslmode=disable"
-        );
-        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(redact_url("postgres://h"), "postgres://h");
-        assert_eq!(redact_url("runs.sqlite"), "runs.sqlite");
     }
 
     #[test]

@@ -123,6 +123,47 @@ impl SqliteRunStore {
         })
     }
 
+    /// Opens the store at `path` for reading only: nothing is created, migrated or written
+    /// (no WAL switch), so a store the user may only read (a shared file, a read-only mount)
+    /// can be listed, shown, compared and served. A missing file, and one of another schema
+    /// version, are refused with [`Error::RunStore`] naming it.
+    pub fn open_read_only(path: impl Into<Utf8PathBuf>) -> Result<SqliteRunStore> {
+        let path = path.into();
+        if !path.is_file() {
+            return Err(Error::RunStore {
+                location: path.to_string(),
+                message: "there is no run store at this path".into(),
+            });
+        }
+        let conn = match open_for_reading(&path, false) {
+            Ok(conn) => conn,
+            // A WAL file needs its shared-memory file, which a folder the user may not write
+            // cannot take: read the file as it is, as nobody may be writing it either.
+            Err(SetupError::Sql(e)) if cannot_write(&e) => {
+                open_for_reading(&path, true).map_err(|e| match e {
+                    SetupError::Sql(e) => sql_error(&path, "open the run store to read", e),
+                    SetupError::Refused(message) => Error::RunStore {
+                        location: path.to_string(),
+                        message,
+                    },
+                })?
+            }
+            Err(SetupError::Sql(e)) => {
+                return Err(sql_error(&path, "open the run store to read", e))
+            }
+            Err(SetupError::Refused(message)) => {
+                return Err(Error::RunStore {
+                    location: path.to_string(),
+                    message,
+                })
+            }
+        };
+        Ok(SqliteRunStore {
+            path,
+            conn: Mutex::new(conn),
+        })
+    }
+
     /// The file.
     pub fn path(&self) -> &Utf8Path {
         &self.path
@@ -149,6 +190,50 @@ impl SqliteRunStore {
             location: self.path.to_string(),
             message,
         }
+    }
+}
+
+/// SQLite could not create or write a file it needs (a folder or file the user may only read).
+fn cannot_write(err: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied)
+    )
+}
+
+/// A read-only connection to the store at `path` (with SQLite's `immutable` flag, which takes
+/// no locks and needs no shared-memory file, when `immutable`), checked to hold the current
+/// schema.
+fn open_for_reading(path: &Utf8Path, immutable: bool) -> Result<Connection, SetupError> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = if immutable {
+        flags |= OpenFlags::SQLITE_OPEN_URI;
+        let mut uri = String::from("file:");
+        for c in path.as_str().chars() {
+            match c {
+                '%' => uri.push_str("%25"),
+                '?' => uri.push_str("%3f"),
+                '#' => uri.push_str("%23"),
+                c => uri.push(c),
+            }
+        }
+        uri.push_str("?immutable=1");
+        Connection::open_with_flags(uri, flags)?
+    } else {
+        Connection::open_with_flags(path, flags)?
+    };
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    match read_version(&conn)? {
+        Some(SCHEMA_VERSION) => Ok(conn),
+        None => Err(SetupError::Refused(
+            "an empty database, not a run store yet".into(),
+        )),
+        Some(v) => Err(SetupError::Refused(format!(
+            "schema version {v} must be migrated to {SCHEMA_VERSION} before it can be read: \
+             run a command that writes to the store (`rag-eval runs import` of an empty file) \
+             once with write access"
+        ))),
     }
 }
 
@@ -302,6 +387,7 @@ impl RunStore for SqliteRunStore {
     }
 
     fn put(&self, run: &RunRecord) -> Result<bool> {
+        run.check_storable()?;
         let conn = self.conn();
         let n = conn
             .execute(
@@ -335,18 +421,37 @@ impl RunStore for SqliteRunStore {
 
     fn list(&self) -> Result<Vec<RunSummary>> {
         let conn = self.conn();
-        let rows: Vec<(String, String)> = (|| {
-            let mut st = conn.prepare("SELECT id, summary FROM runs ORDER BY id")?;
-            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows: Vec<(String, String, Option<String>)> = (|| {
+            let mut st =
+                conn.prepare("SELECT id, created, summary FROM runs ORDER BY created, id")?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect::<rusqlite::Result<_>>()
         })()
         .map_err(|e| sql_error(&self.path, "list runs", e))?;
         rows.into_iter()
-            .map(|(id, s)| {
-                serde_json::from_str(&s)
-                    .map_err(|e| self.error(format!("run `{id}`: unreadable summary: {e}")))
+            .map(|(id, created, s)| {
+                let id: RunId = id
+                    .parse()
+                    .map_err(|e| self.error(format!("a stored run id: {e}")))?;
+                Ok(RunSummary::from_stored(
+                    id,
+                    &created,
+                    s.as_deref().unwrap_or(""),
+                ))
             })
             .collect()
+    }
+
+    fn contains(&self, id: &RunId) -> Result<bool> {
+        self.conn()
+            .query_row(
+                "SELECT 1 FROM runs WHERE id = ?1",
+                [id.as_str()],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| sql_error(&self.path, "look a run up", e))
     }
 
     fn delete(&self, id: &RunId) -> Result<bool> {

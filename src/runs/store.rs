@@ -28,16 +28,30 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// The run with id `id`, if stored.
     fn get(&self, id: &RunId) -> Result<Option<RunRecord>>;
 
-    /// Every stored run's summary, oldest first (by id).
+    /// Every stored run's summary, oldest first: by the time each was recorded (`created`),
+    /// then by id. Not by id alone: an imported record's id may claim any time.
     fn list(&self) -> Result<Vec<RunSummary>>;
+
+    /// Whether a run with id `id` is stored (its record is not read).
+    fn contains(&self, id: &RunId) -> Result<bool>;
 
     /// Removes the run with id `id`; `false` when there was none.
     fn delete(&self, id: &RunId) -> Result<bool>;
 
     /// The id meant by `text`: a whole id, a unique prefix of one (any case), `latest` (the
-    /// newest run) or `latest~N` (the N-th before it). Unknown or ambiguous text is an error
+    /// newest run, in [`RunStore::list`]'s order) or `latest~N` (the N-th before it). A whole id is looked up alone, without
+    /// reading any summary. Unknown or ambiguous text is an error
     /// naming the store ([`Error::NoSuchRun`] when nothing matches).
     fn resolve(&self, text: &str) -> Result<RunId> {
+        // A whole id names its run without reading any summary: a store with an unreadable
+        // row can still show, export and delete it.
+        if let Ok(id) = text.parse::<RunId>() {
+            return if self.contains(&id)? {
+                Ok(id)
+            } else {
+                Err(self.no_such(text))
+            };
+        }
         let runs = self.list()?;
         if let Some(rest) = text.strip_prefix("latest") {
             let back = match rest.strip_prefix('~') {
@@ -139,11 +153,23 @@ pub fn open(choice: &StoreChoice) -> Result<Option<Box<dyn RunStore>>> {
         #[cfg(not(feature = "postgres"))]
         StoreChoice::Postgres(url) => {
             return Err(Error::RunStore {
-                location: super::redact_url(url),
+                location: crate::redact::redact_url(url),
                 message: "this rag-eval was built without the `postgres` feature".into(),
             })
         }
     })
+}
+
+/// Opens the store `choice` names for reading only: a SQLite file is opened read-only
+/// ([`SqliteRunStore::open_read_only`](super::SqliteRunStore::open_read_only): nothing
+/// created, migrated or written; a missing file is an error); `None` for [`StoreChoice::Off`].
+pub fn open_read_only(choice: &StoreChoice) -> Result<Option<Box<dyn RunStore>>> {
+    match choice {
+        StoreChoice::Sqlite(path) => Ok(Some(Box::new(super::SqliteRunStore::open_read_only(
+            path.clone(),
+        )?))),
+        other => open(other),
+    }
 }
 
 /// Opens the store `RAG_EVAL_RUNS` names ([`StoreChoice::from_env`], [`open`]).

@@ -3,6 +3,8 @@
 
 use super::record::{RunRecord, RunSummary};
 use crate::error::{Error, Result};
+use crate::escape::terminal;
+use crate::metrics::Figures;
 use camino::Utf8Path;
 use std::fmt::Write as _;
 
@@ -12,11 +14,24 @@ pub fn list_table(runs: &[RunSummary]) -> String {
     let rows: Vec<[String; 8]> = runs
         .iter()
         .map(|r| {
+            if let Some(why) = &r.unreadable {
+                let dash = || "-".to_owned();
+                return [
+                    r.id.to_string(),
+                    terminal(r.created.get(..19).unwrap_or(&r.created)).replace('T', " "),
+                    dash(),
+                    terminal(&format!("(unreadable: {why})")),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                ];
+            }
             let dataset = match &r.dataset_hash {
                 Some(h) => format!("{} ({h})", r.dataset),
                 None => r.dataset.clone(),
             };
-            [
+            let row = [
                 r.id.to_string(),
                 r.created.get(..19).unwrap_or(&r.created).replace('T', " "),
                 r.origin.clone(),
@@ -37,7 +52,9 @@ pub fn list_table(runs: &[RunSummary]) -> String {
                         )
                     },
                 ),
-            ]
+            ];
+            // Every cell comes from a record, which anyone may have written.
+            row.map(|cell| terminal(&cell))
         })
         .collect();
     let header = [
@@ -84,8 +101,10 @@ pub fn list_table(runs: &[RunSummary]) -> String {
 /// deviation, and the means per difficulty label.
 pub fn describe(run: &RunRecord) -> String {
     let mut s = String::new();
+    // Every value comes from a record, which anyone may have written: no control character
+    // reaches the terminal.
     let mut field = |name: &str, value: &str| {
-        let _ = writeln!(s, "{name:<10} {value}");
+        let _ = writeln!(s, "{:<10} {}", terminal(name), terminal(value));
     };
     field("run", run.id.as_str());
     field("created", &run.created);
@@ -162,13 +181,15 @@ pub fn describe(run: &RunRecord) -> String {
         s,
         "\n{}\n{}",
         r.headline(),
-        crate::eval::metric_table(&r.metrics, &r.std)
+        crate::eval::metric_table(&escaped_names(&r.metrics), &escaped_names(&r.std))
     );
     if let Some(groups) = r.by_difficulty.as_ref().filter(|g| !g.is_empty()) {
-        let names: Vec<&str> = r.metrics.names().collect();
+        let escaped = escaped_names(&r.metrics);
+        let names: Vec<&str> = escaped.names().collect();
+        let raw_names: Vec<&str> = r.metrics.names().collect();
         let label_w = groups
             .keys()
-            .map(|k| k.chars().count())
+            .map(|k| terminal(k).chars().count())
             .chain(["difficulty".len()])
             .max()
             .unwrap_or(10);
@@ -183,8 +204,8 @@ pub fn describe(run: &RunRecord) -> String {
         }
         s.push('\n');
         for (label, g) in groups {
-            let _ = write!(s, "{label:<label_w$}  {:>7}", g.queries);
-            for (n, w) in names.iter().zip(&widths) {
+            let _ = write!(s, "{:<label_w$}  {:>7}", terminal(label), g.queries);
+            for (n, w) in raw_names.iter().zip(&widths) {
                 match g.metrics.get(n) {
                     Some(v) => {
                         let _ = write!(s, "  {v:>w$.4}");
@@ -200,18 +221,53 @@ pub fn describe(run: &RunRecord) -> String {
     s
 }
 
+/// `figures` with names safe to print ([`terminal`]).
+fn escaped_names(figures: &Figures) -> Figures {
+    Figures(figures.0.iter().map(|(n, v)| (terminal(n), *v)).collect())
+}
+
 /// Run records from JSON lines (`rag-eval runs export`'s output): blank lines are skipped, and
-/// a line that is not a record is an error naming `source` and the line.
+/// a line that is not a record, whose query count is not the number of queries it holds
+/// figures of, or whose `created` is not a time up to now (a record dated in the future would
+/// stay `latest` for good), is an error naming `source` and the line.
 pub fn read_jsonl(text: &str, source: &Utf8Path) -> Result<Vec<RunRecord>> {
+    // A day of slack for clocks that disagree.
+    let latest_allowed = super::provenance::rfc3339_from_ms(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .saturating_add(86_400_000),
+    );
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            RunRecord::from_json(l).map_err(|e| Error::Parse {
+            let fail = |message: String| Error::Parse {
                 path: source.to_owned(),
                 line: i + 1,
-                message: e.to_string(),
-            })
+                message,
+            };
+            let run = RunRecord::from_json(l).map_err(|e| fail(e.to_string()))?;
+            // RFC 3339 times in UTC sort as text: a record dated after tomorrow (or not
+            // dated at all) would be `latest` for good.
+            if run.created.as_str() > latest_allowed.as_str()
+                || !run.created.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(fail(format!(
+                    "run `{}` was created `{}`, which is no time up to now",
+                    run.id, run.created
+                )));
+            }
+            let r = &run.result;
+            if r.queries != r.per_query.len() {
+                return Err(fail(format!(
+                    "run `{}` says it has {} queries but holds figures of {}",
+                    run.id,
+                    r.queries,
+                    r.per_query.len()
+                )));
+            }
+            Ok(run)
         })
         .collect()
 }
@@ -249,6 +305,51 @@ mod tests {
             dirty: true,
         });
         r
+    }
+
+    #[test]
+    fn standard_deviations_go_with_their_metric_by_name() {
+        let mut r = run();
+        r.result.metrics = Figures(vec![("recall@5".into(), 0.5), ("mrr".into(), 0.25)]);
+        // Keys in another order, as a hand-edited or foreign record may have them.
+        r.result.std = Figures(vec![("mrr".into(), 0.111), ("recall@5".into(), 0.999)]);
+        let text = describe(&r);
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{text}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row("recall@5")[1..], ["0.5000", "0.9990"], "{text}");
+        assert_eq!(row("mrr ")[1..], ["0.2500", "0.1110"], "{text}");
+    }
+
+    #[test]
+    fn imported_records_must_have_as_many_queries_as_they_say() {
+        let mut r = run();
+        r.result.queries = 1_000_000;
+        let e = read_jsonl(&format!("\n{}\n", r.to_json()), Utf8Path::new("in.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("in.jsonl:2") && e.contains("1000000 queries") && e.contains("3"),
+            "{e}"
+        );
+        assert_eq!(
+            read_jsonl(&run().to_json(), Utf8Path::new("in.jsonl"))
+                .unwrap()
+                .len(),
+            1
+        );
+        for created in ["2999-01-01T00:00:00.000Z", "soon"] {
+            let mut r = run();
+            r.created = created.into();
+            let e = read_jsonl(&r.to_json(), Utf8Path::new("in.jsonl"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("which is no time up to now"), "{created}: {e}");
+        }
     }
 
     #[test]

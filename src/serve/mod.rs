@@ -19,18 +19,24 @@
 //! of finishing for nobody.
 //!
 //! Errors are JSON, `{"error": "…"}`, with a status code: 400 for a bad request (not JSON, too
-//! few or too many runs, an ambiguous id, an option out of range, runs that cannot be compared), 404 for a run the store does not hold, 500 when the
-//! store fails. Store calls run on Tokio's blocking threads, so a slow store never stalls the
-//! server.
+//! few or too many runs, an ambiguous id, an id or query that is not UTF-8 once decoded, an
+//! option out of range, runs that cannot be compared), 403 for a `Host` other than
+//! `localhost`, `127.0.0.1` or `[::1]` (any port: a page of another site whose name was made to
+//! point at this machine, DNS rebinding, cannot read the runs), 404 for a run the store does not
+//! hold, 500 when the store fails. Errors never name the store's path or URL; the server's
+//! standard error does. Store calls run on Tokio's blocking threads, so a slow store never
+//! stalls the server, and a client has [`HEADER_READ_TIMEOUT`] to send a request's headers
+//! (or the next request's, on a connection kept open) before its connection is closed.
 
 use crate::compare::{CompareOptions, Comparison, PairedTest};
 use crate::error::Error;
 use crate::report::Report;
 use crate::runs::{RunRecord, RunStore};
 use crate::stats::Correction;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, StatusCode};
+use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -39,6 +45,12 @@ use serde_json::json;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a client may take to send a request's headers, or to start the next request on a
+/// connection kept open, before the connection is closed: half-sent requests hold nothing for
+/// long.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most runs one comparison takes.
 pub const MAX_COMPARED: usize = crate::compare::MAX_RUNS;
@@ -57,15 +69,65 @@ impl IntoResponse for ApiError {
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
-        let status = match &e {
-            Error::NoSuchRun { .. } => StatusCode::NOT_FOUND,
+        // The store's path or URL stays on the server: a client learns what failed, not where
+        // the files are.
+        match e {
+            Error::NoSuchRun { id, .. } => ApiError(
+                StatusCode::NOT_FOUND,
+                format!("the run store has no run `{id}`"),
+            ),
             // An id that is the start of several: the request must say more.
             Error::RunStore { message, .. } if message.contains("give more characters") => {
-                StatusCode::BAD_REQUEST
+                ApiError(StatusCode::BAD_REQUEST, message)
             }
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError(status, e.to_string())
+            Error::RunStore { message, location } => {
+                tracing::error!("run store `{location}`: {message}");
+                ApiError(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the run store failed: {message}"),
+                )
+            }
+            e => ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+}
+
+/// A path segment that is not UTF-8 once decoded (`/runs/%FF`).
+fn bad_path(e: PathRejection) -> ApiError {
+    ApiError(
+        StatusCode::BAD_REQUEST,
+        format!("the path is not a run id: {}", e.body_text()),
+    )
+}
+
+/// Whether `host` (a `Host` header) names this machine's loopback interface: `localhost`,
+/// `127.0.0.1` or `[::1]`, with any port.
+fn is_loopback_host(host: &str) -> bool {
+    let name = if host.starts_with('[') {
+        host.split_inclusive(']').next().unwrap_or(host)
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => host,
+        }
+    };
+    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "[::1]"
+}
+
+/// Refuses requests whose `Host` is not a loopback name.
+async fn loopback_hosts_only(request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    match host {
+        Some(h) if is_loopback_host(h) => next.run(request).await,
+        _ => ApiError(
+            StatusCode::FORBIDDEN,
+            "this server answers only requests whose Host is localhost, 127.0.0.1 or [::1]".into(),
+        )
+        .into_response(),
     }
 }
 
@@ -105,12 +167,15 @@ pub fn router(store: Arc<dyn RunStore>) -> Router {
 }
 
 /// Serves `store` on 127.0.0.1 at `port` (0: any free port) until the process ends; `ready`
-/// is called with the bound address first.
+/// is called with the bound address first. Only requests whose `Host` is a loopback name are
+/// answered, and a client has [`HEADER_READ_TIMEOUT`] to send its request's headers.
 pub async fn serve(
     store: Arc<dyn RunStore>,
     port: u16,
     ready: impl FnOnce(SocketAddr),
 ) -> crate::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -119,9 +184,28 @@ pub async fn serve(
         .local_addr()
         .map_err(|e| Error::Config(format!("cannot listen on {addr}: {e}")))?;
     ready(bound);
-    axum::serve(listener, router(store))
-        .await
-        .map_err(|e| Error::Config(format!("the server on {bound} stopped: {e}")))
+    let app = router(store).layer(axum::middleware::from_fn(loopback_hosts_only));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    loop {
+        let socket = match listener.accept().await {
+            Ok((socket, _)) => socket,
+            // Out of file descriptors, a connection reset before it was taken: wait a
+            // moment rather than stop serving.
+            Err(e) => {
+                tracing::warn!("the server on {bound} could not accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let connection =
+            http.serve_connection(TokioIo::new(socket), TowerToHyperService::new(app.clone()));
+        tokio::spawn(async move {
+            // A client that hangs up or is too slow ends its own connection only.
+            let _ = connection.await;
+        });
+    }
 }
 
 async fn list(State(store): State<Store>) -> Result<Response, ApiError> {
@@ -129,7 +213,11 @@ async fn list(State(store): State<Store>) -> Result<Response, ApiError> {
     Ok(Json(runs).into_response())
 }
 
-async fn show(State(store): State<Store>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn show(
+    State(store): State<Store>,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let Path(id) = id.map_err(bad_path)?;
     let record = with_store(&store, move |s| s.load(&id)).await?;
     Ok((
         [(header::CONTENT_TYPE, "application/json")],
@@ -282,8 +370,9 @@ async fn html_report(records: Vec<RunRecord>) -> Result<Html<String>, ApiError> 
 
 async fn run_report(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Html<String>, ApiError> {
+    let Path(id) = id.map_err(bad_path)?;
     let record = with_store(&store, move |s| s.load(&id)).await?;
     html_report(vec![record]).await
 }
@@ -292,16 +381,7 @@ async fn report(
     State(store): State<Store>,
     RawQuery(query): RawQuery,
 ) -> Result<Html<String>, ApiError> {
-    let ids: Vec<String> = query
-        .as_deref()
-        .unwrap_or_default()
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("run_ids="))
-        .unwrap_or_default()
-        .split([',', '+'])
-        .filter(|s| !s.is_empty())
-        .map(|s| s.replace("%2C", ","))
-        .collect();
+    let ids = run_ids(query.as_deref().unwrap_or_default())?;
     if ids.len() == 1 {
         let id = ids[0].clone();
         let record = with_store(&store, move |s| s.load(&id)).await?;
@@ -309,6 +389,60 @@ async fn report(
     }
     let records = load_many(&store, ids).await?;
     html_report(records).await
+}
+
+/// The ids of every `run_ids` parameter of `query`, each decoded first, then split at commas:
+/// `run_ids=A,B`, `run_ids=A%2CB` and `run_ids=A&run_ids=B` all name A and B.
+fn run_ids(query: &str) -> Result<Vec<String>, ApiError> {
+    let mut ids = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if form_decode(name)? != "run_ids" {
+            continue;
+        }
+        ids.extend(
+            form_decode(value)?
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    Ok(ids)
+}
+
+/// `text` of a query string decoded (`+` is a space, `%XX` a byte), as UTF-8.
+fn form_decode(text: &str) -> Result<String, ApiError> {
+    let bad = || {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("the query parameter `{text}` is not UTF-8 once decoded"),
+        )
+    };
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| bad())
 }
 
 async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
@@ -335,7 +469,38 @@ async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
+
+    #[test]
+    fn loopback_names_with_any_port_and_nothing_else() {
+        for ok in [
+            "localhost",
+            "LocalHost:80",
+            "127.0.0.1:8321",
+            "[::1]",
+            "[::1]:9",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "localhost.evil",
+            "127.0.0.1.nip.io",
+            "[::2]:1",
+            "",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn query_values_are_decoded_before_they_are_split() {
+        let ids = |q: &str| run_ids(q).map_err(|e| e.1).unwrap();
+        assert_eq!(ids("run_ids=A%2CB"), ["A", "B"]);
+        assert_eq!(ids("run_ids=A&x=1&run_ids=B,C"), ["A", "B", "C"]);
+        assert_eq!(ids("run%5fids=A+,B"), ["A", "B"]);
+        assert!(run_ids("run_ids=%FF").is_err());
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn work_stops_soon_after_its_caller_goes_away() {

@@ -90,7 +90,12 @@ impl Spec {
                 )),
             }
         });
-        result.map_err(|m| Error::Config(format!("{kind} spec `{text}`: {m}")))
+        result.map_err(|m| {
+            Error::Config(format!(
+                "{kind} spec `{}`: {m}",
+                crate::redact::redact_url(text)
+            ))
+        })
     }
 
     /// The component's name, e.g. `openai`.

@@ -35,6 +35,9 @@ pub enum Hostility {
     EchoAuthorization,
     /// `POST` is never answered (the connection stays open); `GET` is answered at once.
     HangOnPost,
+    /// LangSmith: an experiment of two runs whose every feedback score is `1e308`, finite
+    /// alone, infinite once summed.
+    HugeScores,
 }
 
 /// The hostile server; stops when dropped.
@@ -93,7 +96,9 @@ fn answer(hostility: &Hostility, request: &Request) -> Reply {
             )}}),
         ),
         Hostility::HangOnPost if post => Reply::Hang,
-        Hostility::RepeatedCursor | Hostility::IgnoredOffset => langsmith(hostility, request),
+        Hostility::RepeatedCursor | Hostility::IgnoredOffset | Hostility::HugeScores => {
+            langsmith(hostility, request)
+        }
         _ => Reply::json(200, &json!({})),
     }
 }
@@ -124,8 +129,11 @@ fn embeddings(request: &Request, component: &str) -> Reply {
 /// The few LangSmith endpoints `dataset pull` and `runs pull` read, with pagination that never
 /// advances.
 fn langsmith(hostility: &Hostility, request: &Request) -> Reply {
+    let huge = matches!(hostility, Hostility::HugeScores);
+    // A short page is the last; a full one asks for the next.
+    let size = if huge { 2 } else { PAGE };
     let page = |make: &dyn Fn(usize) -> Value| -> Reply {
-        Reply::json(200, &Value::Array((0..PAGE).map(make).collect()))
+        Reply::json(200, &Value::Array((0..size).map(make).collect()))
     };
     match (request.method.as_str(), request.path()) {
         ("GET", "/datasets") => Reply::json(
@@ -142,11 +150,12 @@ fn langsmith(hostility: &Hostility, request: &Request) -> Reply {
             json!({"id": uuid(i), "dataset_id": DATASET_ID,
                    "inputs": {"query": format!("question {i}")}, "outputs": {}, "metadata": {}})
         }),
-        ("GET", "/feedback") => page(
-            &|i| json!({"id": uuid(1000 + i), "run_id": uuid(i), "key": "recall", "score": 1.0}),
-        ),
+        ("GET", "/feedback") => page(&|i| {
+            let score = if huge { 1e308 } else { 1.0 };
+            json!({"id": uuid(1000 + i), "run_id": uuid(i), "key": "recall", "score": score})
+        }),
         ("POST", "/runs/query") => {
-            let runs: Vec<Value> = (0..PAGE)
+            let runs: Vec<Value> = (0..size)
                 .map(|i| {
                     json!({"id": uuid(i), "inputs": {"query": format!("question {i}")},
                                 "extra": {"metadata": {"query_id": format!("q{i}")}}})

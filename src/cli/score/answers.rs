@@ -138,6 +138,10 @@ pub(super) fn run(
         .as_ref()
         .map(|j| j.summaries.clone())
         .unwrap_or_default();
+    // JSON cannot hold NaN or an infinity: such a figure is an error, never printed or recorded.
+    if let Some(what) = card.non_finite() {
+        bail!("scoring `{dataset_path}`: {what}");
+    }
     if a.json {
         out.json_line(&Card {
             result: &card,
@@ -165,7 +169,8 @@ pub(super) fn run(
         ("answers", answers_path),
         corpus.as_ref().zip(a.corpus.as_deref()),
     );
-    record.config.embedder.clone_from(&a.embedder);
+    // The spec the embedder prints (credentials left out), never the argument as typed.
+    record.config.embedder = embedder.as_ref().map(|e| e.spec());
     if let Some(j) = &judging {
         j.fill(&mut record, &summaries);
     }
