@@ -171,11 +171,8 @@ impl<'ast> Visit<'ast> for Paths<'_> {
     }
 
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
-        let leading = match &item.tree {
-            syn::UseTree::Path(_) | syn::UseTree::Group(_) => Vec::new(),
-            _ => return,
-        };
-        self.tree(&mut leading.clone(), &item.tree);
+        // `add` keeps only the paths that start at `crate`, `super` or `self`.
+        self.tree(&mut Vec::new(), &item.tree);
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
