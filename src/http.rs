@@ -228,6 +228,14 @@ impl HttpConfig {
         self.max_response_bytes = max;
         self
     }
+
+    /// Limits each call to `limit` in all: the [deadline](HttpConfig::deadline) is `limit`,
+    /// and a silent server is not waited for longer than it either (the
+    /// [timeout](HttpConfig::timeout) is at most `limit`). What the CLI's `--timeout` sets.
+    pub fn with_limit(self, limit: Duration) -> Self {
+        let idle = self.timeout.min(limit);
+        self.with_deadline(Some(limit)).with_timeout(idle)
+    }
 }
 
 impl fmt::Debug for HttpConfig {

@@ -1,7 +1,8 @@
 //! `score --answers` with LLM judges, end to end through the binary against a scripted
 //! OpenAI-compatible server: the figures, the JSON and table, rows without a reference
 //! answer, answer relevancy without an embedder, the invalid-share gate, and the run records
-//! that `compare` reads; a judge server that never answers, given up after `--timeout`.
+//! that `compare` reads; a judge server or a spec's embedder that never answers, given up
+//! after `--timeout`.
 
 mod support;
 
@@ -567,6 +568,39 @@ fn a_judge_server_that_hangs_on_post_is_given_up_after_the_timeout() {
     assert!(
         out.stderr
             .contains("faithfulness: 100.0% of the judge's answers were invalid or failed"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.posts() >= 1);
+}
+
+#[test]
+fn an_embedder_built_from_its_spec_is_given_up_after_the_timeout() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let server = HostileServer::start(Hostility::HangOnPost);
+    let embedder = format!("openai:model=m,base_url={}", server.url("/v1"));
+    let started = std::time::Instant::now();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--embedder",
+            &embedder,
+            "--timeout",
+            "1",
+        ],
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("deadline of 1s") && out.stderr.contains("/v1/embeddings"),
         "{}",
         out.stderr
     );

@@ -89,7 +89,8 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     let context = match &a.cache {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
-    };
+    }
+    .with_limit(a.timeout.limit());
     let langsmith = a.langsmith.check(a.timeout)?;
     let mut answering = if a.answers.answers {
         Some(AnswerRun::new(&a.answers, context.cache(), a.timeout)?)

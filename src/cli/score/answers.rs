@@ -52,7 +52,8 @@ pub(super) fn run(
     let context = match &a.cache {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
-    };
+    }
+    .with_limit(a.timeout.limit());
     let embedder = a
         .embedder
         .as_deref()
