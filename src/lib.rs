@@ -104,6 +104,8 @@ pub mod retrieve;
 pub mod runs;
 #[cfg(feature = "serve")]
 pub mod serve;
+#[cfg(feature = "service")]
+pub mod service;
 pub mod span;
 pub mod spec;
 #[cfg(feature = "compare")]

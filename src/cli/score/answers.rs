@@ -47,17 +47,29 @@ struct Scored {
     retrieval_not_measured: usize,
 }
 
-pub(super) fn run(
+/// Where the answers come from.
+pub(in crate::cli) enum Source<'a> {
+    /// An answers file (`score --answers`).
+    File(&'a Utf8Path),
+    /// A RAG system's spec, asked every query of the dataset (`eval --rag`).
+    Rag(&'a str),
+}
+
+pub(in crate::cli) fn run(
     a: &ScoreArgs,
     dataset_path: &Utf8Path,
-    answers_path: &Utf8Path,
+    source: Source<'_>,
     k: usize,
     out: &mut Output,
 ) -> Result<()> {
     if a.chunks.is_some() {
         bail!("--chunks (precision_omega) scores a chunker's whole output; with --answers there are only the contexts");
     }
-    let mut answers = Answers::load(answers_path)?;
+    // A file is read (and its mistakes reported) before any server is asked.
+    let from_file = match source {
+        Source::File(path) => Some(Answers::load(path)?),
+        Source::Rag(_) => None,
+    };
     let context = match &a.cache {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
@@ -94,6 +106,28 @@ pub(super) fn run(
     let j = judging.as_mut();
     let e = embedder.as_ref();
     let dataset = dataset::load(dataset_path)?;
+    let (mut answers, origin, input) = match (from_file, source) {
+        (Some(answers), Source::File(path)) => (answers, "score", ("answers", path.to_string())),
+        (_, Source::Rag(spec)) => {
+            let rag = crate::components::build_rag(spec, &context)?;
+            let queries = match &dataset {
+                AnyDataset::Token(d) => id_queries(d),
+                AnyDataset::Chunk(d) => id_queries(d),
+            };
+            let started = std::time::Instant::now();
+            let (answers, _) = runtime()?
+                .block_on(rag.ask_all(&queries, None))
+                .context("asking the system under test")?;
+            note!(
+                "asked {} for {} answers in {:.1} s",
+                crate::redact::redact_url(rag.url()),
+                queries.len(),
+                started.elapsed().as_secs_f64()
+            );
+            (answers, "eval", ("rag", rag.spec()))
+        }
+        (None, Source::File(_)) => unreachable!("a file is read first"),
+    };
     let contexts_located = locate_contexts(&mut answers, corpus.as_ref(), &dataset)?;
     let dataset_hash;
     let scored = match dataset {
@@ -191,9 +225,10 @@ pub(super) fn run(
         dataset_path,
         card,
         dataset_hash,
-        ("answers", answers_path),
+        (input.0, Utf8Path::new(&input.1)),
         corpus.as_ref().zip(a.corpus.as_deref()),
     );
+    record.origin = origin.to_owned();
     // The spec the embedder prints (credentials left out), never the argument as typed.
     record.config.embedder = embedder.as_ref().map(|e| e.spec());
     if let Some(j) = &judging {
@@ -329,6 +364,14 @@ fn score<L: ContextItems>(
         without_reference: s.without_reference,
         retrieval_not_measured: s.retrieval_not_measured,
     })
+}
+
+/// The `(id, query)` pairs of a dataset, in order.
+fn id_queries<L: crate::level::Level>(d: &Dataset<L>) -> Vec<(String, String)> {
+    d.examples()
+        .iter()
+        .map(|e| (e.id.clone(), e.query.clone()))
+        .collect()
 }
 
 /// Places the contexts given as text in the corpus and says how it went; without a corpus,
