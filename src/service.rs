@@ -243,12 +243,14 @@ impl HttpRag {
         queries: &[(String, String)],
         corpus: Option<&Corpus>,
     ) -> Result<(Answers, Option<Placement>)> {
-        let asked =
-            futures_util::future::join_all(queries.iter().map(|(id, query)| self.ask(id, query)))
-                .await;
+        // The first failure ends the run: the requests still in flight are dropped.
+        let asked = futures_util::future::try_join_all(
+            queries.iter().map(|(id, query)| self.ask(id, query)),
+        )
+        .await?;
         let mut jsonl = String::new();
         for a in asked {
-            jsonl.push_str(&a?.line.to_string());
+            jsonl.push_str(&a.line.to_string());
             jsonl.push('\n');
         }
         let source = format!("responses of {}", crate::redact::redact_url(&self.url));

@@ -40,7 +40,7 @@ pub(super) struct EvalArgs {
     /// Evaluate a whole RAG system instead of a retriever: `http:url=URL` asks a service every
     /// query and scores its answers (lexical metrics against `reference_answer`) and its
     /// contexts (placed in the corpus when given as text). Keys are listed below (`rag:`).
-    #[arg(long, value_name = "SPEC", conflicts_with_all = ["chunkers", "retriever", "answers", "langsmith"])]
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["chunkers", "retriever", "answers", "langsmith_experiment"])]
     rag: Option<String>,
     /// Cache of embeddings: `rw`, `replay` (offline: a miss is an error) or `off`, with
     /// `:path=FILE` (default `target/rag-eval-cache.sqlite`). Without it nothing is cached.
