@@ -172,6 +172,8 @@ pub mod guide {
     pub mod gate {}
     #[doc = include_str!("../docs/guide/answers.md")]
     pub mod answers {}
+    #[doc = include_str!("../docs/guide/service.md")]
+    pub mod service {}
     #[doc = include_str!("../docs/guide/runs.md")]
     pub mod runs {}
     #[doc = include_str!("../docs/guide/library.md")]
