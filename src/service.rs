@@ -31,6 +31,7 @@ use crate::answers::{Answers, Placement};
 use crate::cache::Cache;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
+use crate::generator::RagAnswer;
 use crate::http::{HttpClient, HttpConfig};
 use crate::spec::{Kind, Spec};
 use serde_json::{json, Map, Value};
@@ -260,6 +261,20 @@ impl HttpRag {
             _ => None,
         };
         Ok((answers, placed))
+    }
+
+    /// Asks one question and gives the answer with its contexts, those given as text placed in
+    /// `corpus` (or left unplaced without one): what an answering `#[rag_eval]` case returns
+    /// (`async fn(&str) -> RagAnswer`). A case sees only the question, so the question is
+    /// also the `id` sent.
+    pub async fn answer(&self, query: &str, corpus: Option<&Corpus>) -> Result<RagAnswer> {
+        let (mut answers, _) = self
+            .ask_all(&[(query.to_owned(), query.to_owned())], corpus)
+            .await?;
+        let id = query.to_owned();
+        Ok(answers
+            .take(&id)
+            .expect("the answers hold the one question asked"))
     }
 
     /// The response as an answers line, or what is wrong with it.

@@ -121,6 +121,9 @@ fn answers_and_contexts_of_a_real_service_are_read_and_placed_in_the_corpus() {
         "guides/installation.md"
     );
     assert!(q1.answer.contains("4.18"), "{}", q1.answer);
+    // What an answering `#[rag_eval]` case returns: the same answer and placed contexts.
+    let one = block_on(rag.answer(&asked[0].1, Some(&corpus))).unwrap();
+    assert_eq!(&one, q1);
 }
 
 #[test]

@@ -142,6 +142,11 @@ impl Answers {
         self.by_id.get(id).map(|e| &e.answer)
     }
 
+    /// Takes the answer to a query id out of the set.
+    pub fn take(&mut self, id: &str) -> Option<RagAnswer> {
+        self.by_id.remove(id).map(|e| e.answer)
+    }
+
     /// Whether context `index` of the answer to `id` was given as text, without offsets.
     pub fn given_as_text(&self, id: &str, index: usize) -> bool {
         self.by_id
