@@ -27,7 +27,7 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
-use crate::answers::{Answers, Placement};
+use crate::answers::{kind, Answers, Placement};
 use crate::cache::Cache;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
@@ -368,17 +368,6 @@ fn fill(template: &Value, id: &str, query: &str) -> Value {
                 .collect(),
         ),
         other => other.clone(),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 

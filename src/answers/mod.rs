@@ -327,7 +327,8 @@ fn read_line(line: &str) -> std::result::Result<Line, String> {
     Ok((id, RagAnswer { answer, contexts }, text))
 }
 
-fn kind(v: &Value) -> &'static str {
+/// What kind of JSON value `v` is, for messages: `a number`, `null`, …
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
