@@ -37,6 +37,11 @@ pub(super) struct EvalArgs {
     /// (every component and key is listed below).
     #[arg(long, value_name = "SPEC", default_value = "bm25")]
     retriever: String,
+    /// Evaluate a whole RAG system instead of a retriever: `http:url=URL` asks a service every
+    /// query and scores its answers (lexical metrics against `reference_answer`) and its
+    /// contexts (placed in the corpus when given as text). Keys are listed below (`rag:`).
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["chunkers", "retriever", "answers", "langsmith_experiment"])]
+    rag: Option<String>,
     /// Cache of embeddings: `rw`, `replay` (offline: a miss is an error) or `off`, with
     /// `:path=FILE` (default `target/rag-eval-cache.sqlite`). Without it nothing is cached.
     #[arg(long, value_name = "MODE[:path=FILE]")]
@@ -64,6 +69,20 @@ pub(super) struct EvalArgs {
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     if a.k == 0 {
         bail!("-k must be at least 1");
+    }
+    if let Some(spec) = &a.rag {
+        let run = super::score::RagRun {
+            dataset: a.dataset.clone(),
+            corpus: a.corpus.corpus.clone(),
+            glob: a.corpus.glob.clone(),
+            k: a.k,
+            mode: a.mode,
+            cache: a.cache.clone(),
+            timeout: a.timeout,
+            json: a.json,
+            no_record: a.no_record,
+        };
+        return super::score::run_rag(run, spec, out);
     }
     // Spec errors before any corpus is read.
     let retriever_spec = Spec::parse(Kind::Retriever, &a.retriever)?;

@@ -44,6 +44,19 @@ pub(super) struct JudgeArgs {
     pub max_invalid_share: f64,
 }
 
+impl JudgeArgs {
+    /// No judge.
+    pub fn none() -> Self {
+        JudgeArgs {
+            judge_model: None,
+            judge_url: None,
+            judge_samples: 1,
+            judges: Vec::new(),
+            max_invalid_share: 0.05,
+        }
+    }
+}
+
 /// The judges of one run: the model, the settings, the judges picked, and their summaries.
 pub(super) struct Judging {
     model: String,
