@@ -347,14 +347,26 @@ impl<L: Level> Dataset<L> {
         }
         let keep = |i: &usize| empty.binary_search(i).is_err();
         let idx: Vec<usize> = (0..self.examples.len()).filter(keep).collect();
-        let d = Dataset::assemble(
+        (self.subset(&idx), empty.len())
+    }
+
+    /// The examples whose ids `keep` accepts, in file order, with their lines and source.
+    pub(crate) fn only(&self, keep: impl Fn(&str) -> bool) -> Self {
+        let idx: Vec<usize> = (0..self.examples.len())
+            .filter(|&i| keep(&self.examples[i].id))
+            .collect();
+        self.subset(&idx)
+    }
+
+    /// The examples at the ascending indices `idx`.
+    fn subset(&self, idx: &[usize]) -> Self {
+        Dataset::assemble(
             idx.iter().map(|&i| self.examples[i].clone()).collect(),
             idx.iter().map(|&i| self.lines[i]).collect(),
             idx.iter().map(|&i| self.originals[i].clone()).collect(),
             self.source.clone(),
         )
-        .expect("a subset of unique ids is unique");
-        (d, empty.len())
+        .expect("a subset of unique ids is unique")
     }
 
     fn check_unique_ids(&self) -> Result<HashMap<String, usize>> {

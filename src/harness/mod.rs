@@ -22,9 +22,13 @@ mod junit;
 mod langsmith;
 pub(crate) mod private;
 mod rag;
+#[cfg(feature = "runs")]
+mod shards;
 mod vocabulary;
 
 pub use rag::Rag;
+#[cfg(feature = "runs")]
+pub use shards::{group_from_env, shard_from_env, GROUP_ENV, SHARD_ENV};
 
 use crate::metrics::RunResult as Outcome;
 use case::Case;
@@ -66,7 +70,9 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
             return ExitCode::FAILURE;
         }
         let case = Arc::new(Case::new(spec));
-        trials.extend(trials_of(&case, &hook));
+        let own = trials_of(&case, &hook);
+        case.set_scope(scope_of(&case, &args, &own));
+        trials.extend(own);
     }
     trials.sort_by(|a, b| a.name().cmp(b.name()));
     let ignored: Vec<String> = trials
@@ -92,6 +98,60 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         }
     }
     conclusion.exit_code()
+}
+
+/// Whether libtest-mimic runs `trial` with `args` (its filters, `--skip`, `--ignored`).
+fn runs_here(args: &Arguments, trial: &Trial) -> bool {
+    !args.is_filtered_out(trial)
+        && match (trial.has_ignored_flag(), args.ignored, args.include_ignored) {
+            (true, false, false) => false,
+            (false, true, false) => false,
+            _ => true,
+        }
+}
+
+/// Which of the case's queries this process computes: those whose trials it runs (a filtered
+/// run, one of nextest's processes), or every query when its summary runs here. In a run
+/// group ([`shards`]) a summary that runs without all of its queries gates over the group's
+/// merged results instead. Under nextest without a run group, each process of the machine
+/// shares one computation of the whole case (a file under the target folder).
+fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
+    let Ok(setup) = &case.setup else {
+        return case::Scope::default();
+    };
+    let ids: std::collections::HashSet<&str> =
+        setup.queries.iter().map(|(id, _)| id.as_str()).collect();
+    let prefix = format!("{}::", case.spec.name);
+    let (mut selected, mut all, mut whole) = (std::collections::BTreeSet::new(), true, false);
+    for t in trials {
+        let rest = t.name().strip_prefix(&prefix).unwrap_or_default();
+        match (case.spec.per_query && ids.contains(rest), runs_here(args, t)) {
+            (true, true) => {
+                selected.insert(rest.to_owned());
+            }
+            (true, false) => all = false,
+            (false, here) => whole |= here,
+        }
+    }
+    let grouped = in_run_group();
+    if all || (one_test_per_process() && !grouped) || (whole && !grouped) {
+        return case::Scope::default();
+    }
+    case::Scope {
+        queries: Some(selected),
+        merged_summary: whole,
+    }
+}
+
+/// Whether this run writes into a run group: `RAG_EVAL_RUNS` names a store and a group is
+/// named.
+fn in_run_group() -> bool {
+    #[cfg(feature = "runs")]
+    return shards::group_from_env().is_some()
+        && std::env::var(crate::runs::RUNS_ENV)
+            .is_ok_and(|v| !v.trim().is_empty() && !v.trim().eq_ignore_ascii_case("off"));
+    #[cfg(not(feature = "runs"))]
+    return false;
 }
 
 /// The metric tables of the summaries that ran, printed once every test has finished.
@@ -268,14 +328,31 @@ fn upload_trial(case: &Case, experiment: &str) -> Result<(), Failed> {
     .into());
 }
 
+/// The figures a summary gates: the case's own, or the run group's merged results with what
+/// is wrong with the group (missing queries, conflicting shards).
+type SummaryInputs = (Arc<Outcome>, Option<Arc<answers::AnswerReport>>, Vec<String>);
+
+fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
+    #[cfg(feature = "runs")]
+    if case.merged_summary() {
+        let merged = case.merged()?;
+        return Ok((
+            Arc::new(merged.outcome.clone()),
+            merged.answers.clone().map(Arc::new),
+            merged.problems(),
+        ));
+    }
+    Ok((case.outcome()?, case.answers()?, Vec::new()))
+}
+
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
-    let outcome = case.outcome()?;
+    let (outcome, answers, mut problems) = summary_inputs(case)?;
     reports()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(report(case, &outcome));
-    let mut problems = thresholds(case, &outcome);
-    if let Some(answers) = case.answers()? {
+    problems.extend(thresholds(case, &outcome));
+    if let Some(answers) = answers {
         for s in answers.summaries.iter().filter(|s| s.gate_fails()) {
             problems.push(format!(
                 "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything",
