@@ -467,7 +467,10 @@ fn compute(
             )?;
             let r = machine_indexed(r, lock);
             let eval = eval.only(keep);
-            (runtime.block_on(eval.run_reported(&*r, k)), eval.corpus().clone())
+            (
+                runtime.block_on(eval.run_reported(&*r, k)),
+                eval.corpus().clone(),
+            )
         }
         Prepared::Chunk(eval) => {
             let r = retrievers.chunk.ok_or(
@@ -475,7 +478,10 @@ fn compute(
             )?;
             let r = machine_indexed(r, lock);
             let eval = eval.only(keep);
-            (runtime.block_on(eval.run_reported(&*r, k)), eval.corpus().clone())
+            (
+                runtime.block_on(eval.run_reported(&*r, k)),
+                eval.corpus().clone(),
+            )
         }
     };
     let corpus = &*corpus;

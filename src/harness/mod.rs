@@ -28,7 +28,7 @@ mod vocabulary;
 
 pub use rag::Rag;
 #[cfg(feature = "runs")]
-pub use shards::{group_from_env, shard_from_env, GROUP_ENV, SHARD_ENV};
+pub use shards::{gate, group_from_env, shard_from_env, Verdict, GROUP_ENV, SHARD_ENV};
 
 use crate::metrics::RunResult as Outcome;
 use case::Case;
@@ -125,7 +125,10 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
     let (mut selected, mut all, mut whole) = (std::collections::BTreeSet::new(), true, false);
     for t in trials {
         let rest = t.name().strip_prefix(&prefix).unwrap_or_default();
-        match (case.spec.per_query && ids.contains(rest), runs_here(args, t)) {
+        match (
+            case.spec.per_query && ids.contains(rest),
+            runs_here(args, t),
+        ) {
             (true, true) => {
                 selected.insert(rest.to_owned());
             }
@@ -249,7 +252,12 @@ fn force_pass() -> bool {
 }
 
 fn read_golden_text(case: &Case) -> Option<String> {
-    let snapshot = insta::Snapshot::from_file(&case.golden_path()).ok()?;
+    snapshot_text(&case.golden_path())
+}
+
+/// The text of the snapshot file at `path`, if there is a readable one.
+fn snapshot_text(path: &std::path::Path) -> Option<String> {
+    let snapshot = insta::Snapshot::from_file(path).ok()?;
     Some(snapshot.as_text()?.to_string())
 }
 
@@ -330,7 +338,11 @@ fn upload_trial(case: &Case, experiment: &str) -> Result<(), Failed> {
 
 /// The figures a summary gates: the case's own, or the run group's merged results with what
 /// is wrong with the group (missing queries, conflicting shards).
-type SummaryInputs = (Arc<Outcome>, Option<Arc<answers::AnswerReport>>, Vec<String>);
+type SummaryInputs = (
+    Arc<Outcome>,
+    Option<Arc<answers::AnswerReport>>,
+    Vec<String>,
+);
 
 fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
     #[cfg(feature = "runs")]
@@ -491,7 +503,14 @@ fn tolerance(case: &Case) -> golden::Tolerance {
 /// A query's figures as its golden snapshot records them: judge figures only with
 /// `judge_per_query = true` (a judge's per-query verdicts drift more than their mean).
 fn snapshot_figures(case: &Case, figures: &crate::metrics::Figures) -> crate::metrics::Figures {
-    let keep_judged = case.spec.judge.is_some_and(|j| j.per_query_snapshot);
+    kept_figures(
+        case.spec.judge.is_some_and(|j| j.per_query_snapshot),
+        figures,
+    )
+}
+
+/// `figures` without the judges' unless `keep_judged`.
+fn kept_figures(keep_judged: bool, figures: &crate::metrics::Figures) -> crate::metrics::Figures {
     crate::metrics::Figures(
         figures
             .0
@@ -615,27 +634,38 @@ fn report(case: &Case, o: &Outcome) -> String {
 /// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric and
 /// the queries left out of its mean.
 fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
+    let bars: Vec<(&str, Bound, f64)> = case
+        .spec
+        .thresholds
+        .iter()
+        .map(|t| (t.metric, t.bound, t.value))
+        .collect();
+    missed_bars(&bars, o)
+}
+
+/// Every bar (metric, bound, value) the means of `o` miss, described as [`thresholds`] does.
+fn missed_bars(bars: &[(&str, Bound, f64)], o: &Outcome) -> Vec<String> {
     let mut problems = Vec::new();
-    for t in case.spec.thresholds {
-        let Some(i) = o.metric_index(t.metric) else {
-            let why = if needs_reference(t.metric) {
+    for &(metric, bound, bar) in bars {
+        let Some(i) = o.metric_index(metric) else {
+            let why = if needs_reference(metric) {
                 format!(
                     "no query of the dataset has a reference answer (`outputs.reference_answer`){}",
-                    without_figure(o, t.metric)
+                    without_figure(o, metric)
                 )
             } else {
                 "precision_omega needs a corpus and a retriever that exposes its chunker, `Retriever::chunker_object`".to_owned()
             };
             problems.push(format!(
                 "`{}` has a bar but was not computed ({why})",
-                t.metric
+                metric
             ));
             continue;
         };
         let (name, value) = (&o.metrics.0[i].0, o.metrics.0[i].1);
-        let (missed, word, key) = match t.bound {
-            Bound::Min => (value < t.value, "below", "min"),
-            Bound::Max => (value > t.value, "above", "max"),
+        let (missed, word, key) = match bound {
+            Bound::Min => (value < bar, "below", "min"),
+            Bound::Max => (value > bar, "above", "max"),
         };
         if !missed {
             continue;
@@ -648,13 +678,12 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
                 Some((value, q.id.as_str(), q.query.as_deref().unwrap_or_default()))
             })
             .collect();
-        worst.sort_by(|a, b| match t.bound {
+        worst.sort_by(|a, b| match bound {
             Bound::Min => a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)),
             Bound::Max => b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)),
         });
         let mut msg = format!(
-            "{name} = {value:.4} is {word} the bar {:.4} ({key}_{}); worst queries:",
-            t.value, t.metric
+            "{name} = {value:.4} is {word} the bar {bar:.4} ({key}_{metric}); worst queries:"
         );
         for (v, id, q) in worst.iter().take(5) {
             let _ = write!(msg, "\n  {id} {v:.4} {q:?}");

@@ -114,6 +114,136 @@ impl Merged {
     }
 }
 
+/// One case's verdict over a run group's merged results ([`gate`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The case's name.
+    pub case: String,
+    /// How many queries the case has.
+    pub queries: usize,
+    /// How many of them some shard reported.
+    pub reported: usize,
+    /// Every reason the case fails the gate, one line each (none: it passes).
+    pub problems: Vec<String>,
+}
+
+/// Gates the cases of run group `group` in `store` over their merged results: the queries no
+/// shard reported, the queries shards reported with different figures, every `min_…`/`max_…`
+/// bar the merged means miss, and every figure that dropped beyond the case's tolerance from
+/// its golden snapshot `<golden>/<case>.snap` (a missing snapshot fails, as under CI).
+/// `cases` chooses cases by name (every case the group holds when empty); a named case the
+/// group lacks fails. A group with no case at all is an error naming the store.
+pub fn gate(
+    store: &dyn RunStore,
+    group: &str,
+    cases: &[String],
+    golden: &std::path::Path,
+) -> crate::Result<Vec<Verdict>> {
+    let names = if cases.is_empty() {
+        store.group_cases(group)?
+    } else {
+        cases.to_vec()
+    };
+    if names.is_empty() {
+        return Err(crate::Error::RunStore {
+            location: store.location(),
+            message: format!("run group `{group}` holds no case: did any shard run with it?"),
+        });
+    }
+    let mut verdicts = Vec::new();
+    for case in names {
+        let verdict = match read(store, group, &case) {
+            Ok(Some(merged)) => {
+                let mut problems = merged.problems();
+                let bars: Vec<(&str, super::private::Bound, f64)> = merged
+                    .description
+                    .bars
+                    .iter()
+                    .map(|b| {
+                        let bound = if b.bound == "max" {
+                            super::private::Bound::Max
+                        } else {
+                            super::private::Bound::Min
+                        };
+                        (b.metric.as_str(), bound, b.value)
+                    })
+                    .collect();
+                problems.extend(super::missed_bars(&bars, &merged.outcome));
+                problems.extend(golden_problems(
+                    &merged,
+                    &golden.join(format!("{case}.snap")),
+                ));
+                Verdict {
+                    queries: merged.description.queries.len(),
+                    reported: merged.outcome.per_query.len(),
+                    case,
+                    problems,
+                }
+            }
+            Ok(None) => Verdict {
+                problems: vec![format!(
+                    "no shard of run group `{group}` recorded this case"
+                )],
+                case,
+                queries: 0,
+                reported: 0,
+            },
+            Err(e) => Verdict {
+                problems: vec![e],
+                case,
+                queries: 0,
+                reported: 0,
+            },
+        };
+        verdicts.push(verdict);
+    }
+    Ok(verdicts)
+}
+
+/// The merged results against the golden snapshot at `path`, as a summary under CI compares
+/// them.
+fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
+    use super::golden;
+    let Some(old) = super::snapshot_text(path).and_then(|t| golden::parse(&t)) else {
+        return vec![format!("no golden snapshot at {}", path.display())];
+    };
+    let mut snapshot = merged.outcome.clone();
+    for q in &mut snapshot.per_query {
+        q.metrics = super::kept_figures(merged.description.judged_per_query, &q.metrics);
+    }
+    let Some(new) = golden::parse(&golden::render(&snapshot)) else {
+        return vec!["the merged results cannot be rendered as a snapshot".into()];
+    };
+    let tolerance = golden::Tolerance {
+        figures: merged.description.tolerance,
+        judged: merged.description.judge_tolerance,
+    };
+    let comparison = golden::compare(&old, &new, tolerance);
+    let mut problems = Vec::new();
+    if let Some(what) = &comparison.configuration {
+        problems.push(format!(
+            "the configuration changed ({what}): the snapshot {} cannot be compared",
+            path.display()
+        ));
+    }
+    let regressions: Vec<&golden::Change> = comparison.regressions().collect();
+    if !regressions.is_empty() {
+        problems.push(format!(
+            "figures dropped beyond the tolerance {} against {}:\n{}",
+            tolerance.figures,
+            path.display(),
+            golden::describe(&regressions)
+        ));
+    }
+    if !comparison.structure.is_empty() {
+        problems.push(format!(
+            "the golden snapshot no longer fits the case ({})",
+            comparison.structure.join("; ")
+        ));
+    }
+    problems
+}
+
 /// Writes a shard's description of its case and the rows of the queries it computed.
 pub(crate) fn write(
     store: &dyn RunStore,
@@ -137,7 +267,11 @@ pub(crate) fn write(
 }
 
 /// Reads case `case` of group `group` and merges its rows; `Ok(None)` when no shard wrote it.
-pub(crate) fn read(store: &dyn RunStore, group: &str, case: &str) -> Result<Option<Merged>, String> {
+pub(crate) fn read(
+    store: &dyn RunStore,
+    group: &str,
+    case: &str,
+) -> Result<Option<Merged>, String> {
     let Some((description, rows)) = store.group_case(group, case).map_err(|e| e.to_string())?
     else {
         return Ok(None);
@@ -181,7 +315,10 @@ pub(crate) fn merge(description: Description, rows: &[GroupRow]) -> Result<Merge
                 reports.iter().map(|(s, _)| (*s).to_owned()).collect(),
             ));
         }
-        let (_, row) = reports.into_iter().next().expect("a query's rows are not empty");
+        let (_, row) = reports
+            .into_iter()
+            .next()
+            .expect("a query's rows are not empty");
         if let Some(answer) = row.answer {
             explained.insert(id.clone(), answer);
         }
@@ -219,4 +356,101 @@ pub(crate) fn merge(description: Description, rows: &[GroupRow]) -> Result<Merge
         missing,
         conflicts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Figures, ResultLevel};
+
+    fn query(id: &str, recall: f64) -> QueryResult {
+        QueryResult {
+            id: id.into(),
+            metrics: Figures(vec![("recall@3".into(), recall)]),
+            ..QueryResult::default()
+        }
+    }
+
+    fn row(id: &str, shard: &str, recall: f64) -> GroupRow {
+        let row = Row {
+            result: query(id, recall),
+            answer: None,
+        };
+        GroupRow {
+            query: id.into(),
+            shard: shard.into(),
+            result: serde_json::to_string(&row).unwrap(),
+        }
+    }
+
+    fn description() -> Description {
+        let mut frame = Outcome::from_queries(ResultLevel::Token, vec!["recall@3".into()], vec![]);
+        frame.k = Some(3);
+        Description {
+            queries: ["q1", "q2", "q3", "q4"].map(String::from).to_vec(),
+            frame,
+            bars: Vec::new(),
+            tolerance: 0.0,
+            judge_tolerance: 0.0,
+            judged_per_query: false,
+            judge_models: None,
+        }
+    }
+
+    #[test]
+    fn a_merge_is_the_single_run_over_the_queries_present_and_names_the_rest() {
+        // Rows come back sorted by query, not in dataset order; q2 twice alike is no conflict.
+        let rows = [
+            row("q2", "b", 0.5),
+            row("q2", "c", 0.5),
+            row("q1", "a", 1.0),
+            row("q4", "b", 0.0),
+        ];
+        let merged = merge(description(), &rows).unwrap();
+        let want = Outcome::from_queries(
+            ResultLevel::Token,
+            vec!["recall@3".into()],
+            vec![query("q1", 1.0), query("q2", 0.5), query("q4", 0.0)],
+        );
+        assert_eq!(merged.outcome.per_query, want.per_query);
+        assert_eq!(
+            (&merged.outcome.metrics, &merged.outcome.std),
+            (&want.metrics, &want.std)
+        );
+        assert_eq!(merged.outcome.k, Some(3));
+        assert_eq!(merged.missing, ["q3"]);
+        assert!(merged.conflicts.is_empty());
+        assert_eq!(
+            merged.problems(),
+            ["1 of 4 queries were reported by no shard (a shard died or was not run): q3"]
+        );
+    }
+
+    #[test]
+    fn a_query_two_shards_report_differently_is_named_with_both() {
+        let rows = [
+            row("q1", "a", 1.0),
+            row("q2", "a", 1.0),
+            row("q2", "b", 0.0),
+            row("q3", "a", 1.0),
+            row("q4", "a", 1.0),
+        ];
+        let merged = merge(description(), &rows).unwrap();
+        assert!(merged.missing.is_empty());
+        assert_eq!(
+            merged.problems(),
+            ["query `q2` was reported with different figures by shards `a` and `b`"]
+        );
+    }
+
+    #[test]
+    fn an_unreadable_row_is_an_error_naming_it() {
+        let mut bad = row("q1", "a", 1.0);
+        bad.result = "{".into();
+        let e = merge(description(), &[bad]).unwrap_err();
+        assert!(
+            e.starts_with("the row of query `q1` from shard `a` is unreadable"),
+            "{e}"
+        );
+    }
 }
