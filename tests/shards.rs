@@ -16,7 +16,9 @@ use fixture_crate::{cargo, copy_dir};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use support::{Reply, Request, TestServer};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -211,8 +213,8 @@ fn nextest_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The environment of one machine writing into run group `group`: its own caches (embedding,
-/// judge, harness), its name as API key and as shard.
+/// The environment of one machine writing into run group `group`: its own embedding cache
+/// and harness folder, its name as API key and as shard, no judge cache.
 fn machine(
     tmp: &Path,
     server: &str,
@@ -227,7 +229,8 @@ fn machine(
         ("FX_SERVER".into(), server.into()),
         ("FX_MACHINE".into(), name.into()),
         ("FX_EMBED_CACHE".into(), path("embeddings.sqlite")),
-        ("RAG_EVAL_CACHE_PATH".into(), path("llm.sqlite")),
+        // Every judgement is a call (a cache would answer repeated prompts).
+        ("RAG_EVAL_CACHE".into(), "off".into()),
         ("RAG_EVAL_HARNESS_CACHE".into(), path("harness")),
         ("RAG_EVAL_RUNS".into(), store.into()),
         ("RAG_EVAL_RUN_GROUP".into(), group.into()),
@@ -316,13 +319,37 @@ fn shard(root: &Path, env: &[(String, String)], i: usize, nextest: bool) -> (i32
     all
 }
 
-/// The summary's table of figures in a run's output.
+/// The summary's table of figures in a run's output: its lines up to a blank line or
+/// cargo's own lines (indented) on standard error, which follows.
 fn table(out: &str) -> String {
     let start = out
         .find("\nsharded — ")
         .unwrap_or_else(|| panic!("a summary table:\n{out}"));
-    let rest = &out[start + 1..];
-    rest[..rest.find("\n\n").unwrap_or(rest.len())].to_owned()
+    out[start + 1..]
+        .lines()
+        .take_while(|l| !l.is_empty() && !l.starts_with(' '))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `rag-eval gate` over `group` of `store` with the fixture's snapshots: exit code, output.
+fn gate_command(root: &Path, store: &str, group: &str, json: bool) -> (i32, String) {
+    let golden = root.join("golden");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"));
+    cmd.args(["gate", "--group", group, "--store", store, "--golden"])
+        .arg(&golden);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
 }
 
 /// Every query's row in `group`, by query id (one row per query: a conflict fails here).
@@ -372,7 +399,19 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
             .collect();
     let ledger: Ledger = Arc::default();
     let l = ledger.clone();
-    let server = TestServer::start(move |r| answer(&r, &questions, &l));
+    // Each model call's latency in the timing below (none for the checks).
+    let latency = Arc::new(AtomicU64::new(0));
+    let delay = latency.clone();
+    let server = TestServer::start(move |r| {
+        let reply = answer(&r, &questions, &l);
+        match delay.load(Ordering::Relaxed) {
+            0 => reply,
+            ms if r.path().ends_with("/chat/completions") => {
+                reply.delayed(Duration::from_millis(ms))
+            }
+            _ => reply,
+        }
+    });
     let url = server.url("/v1");
     let calls = |name: &str| {
         ledger
@@ -470,6 +509,14 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
         Calls::default(),
         "the gate recomputes nothing"
     );
+    let (code, out) = gate_command(&root, &store, &shard_group, false);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out,
+        format!("ok sharded: {QUERIES} of {QUERIES} queries reported\n")
+    );
+    let (code, out) = gate_command(&root, &store, &single_group, false);
+    assert_eq!(code, 0, "the single run passes the same gate: {out}");
 
     // A baseline the run falls short of fails both alike.
     let snap_path = root.join("golden/sharded.snap");
@@ -485,16 +532,24 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     let (name, value) = line.trim().split_once(": ").unwrap();
     let raised = format!("  {name}: {}", value.parse::<f64>().unwrap() + 0.1);
     std::fs::write(&snap_path, snap.replacen(&line, &raised, 1)).unwrap();
-    let (code, single_out) = run(
-        &root,
-        &["test", "--test", "rag", "--", "--exact", "sharded::summary"],
-        &single,
-        &[("CI", "true")],
-    );
+    // The single run again, whole and outside any group.
+    let alone: Vec<(String, String)> = single
+        .iter()
+        .filter(|(k, _)| k != "RAG_EVAL_RUN_GROUP")
+        .cloned()
+        .collect();
+    let (code, single_out) = run(&root, &["test", "--test", "rag"], &alone, &[("CI", "true")]);
     assert_eq!(code, 101, "{single_out}");
+    assert!(
+        single_out.contains("1 failed"),
+        "only the summary fails: {single_out}"
+    );
     let (code, out) = run(&root, &gate_args, &gate, &[("CI", "true")]);
     assert_eq!(code, 101, "{out}");
-    for o in [&single_out, &out] {
+    let (code, command_out) = gate_command(&root, &store, &shard_group, false);
+    assert_eq!(code, 1, "{command_out}");
+    assert!(command_out.starts_with("FAILED sharded: "), "{command_out}");
+    for o in [&single_out, &out, &command_out] {
         assert!(o.contains("figures dropped beyond the tolerance"), "{o}");
         assert!(o.contains(&format!("{name}:")), "{o}");
     }
@@ -525,4 +580,65 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     for id in &lost {
         assert!(message.contains(id.as_str()), "{id} in {message}");
     }
+    let (code, out) = gate_command(&root, &store, &dead_group, true);
+    assert_eq!(code, 1, "{out}");
+    let verdict: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (&verdict["case"], &verdict["queries"], &verdict["reported"]),
+        (
+            &json!("sharded"),
+            &json!(QUERIES),
+            &json!(QUERIES - lost.len())
+        )
+    );
+    assert_eq!(verdict["problems"][0].as_str().unwrap(), message.trim());
+    // A group no shard wrote into is an error, not a pass.
+    let (code, out) = gate_command(&root, &store, "no-such-group", false);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("run group `no-such-group` holds no case"),
+        "{out}"
+    );
+
+    // With RAG_EVAL_SHARDS_TIMING=MS, each model call takes MS milliseconds, and the wall time
+    // of one process is set against 4 shards at once (benches/README.md).
+    let Some(ms) = std::env::var("RAG_EVAL_SHARDS_TIMING")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    latency.store(ms, Ordering::Relaxed);
+    let timed = |group: &str, name: &str| machine(&machines, &url, &store, group, name);
+    let started = Instant::now();
+    let env = timed(&format!("timing-1-{unique}"), "timing-single");
+    let (code, out) = run(
+        &root,
+        &["test", "--test", "rag", "--", "--skip", "summary"],
+        &env,
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    let one = started.elapsed();
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let group = format!("timing-4-{unique}");
+        let handles: Vec<_> = (1..=SHARDS)
+            .map(|i| {
+                let env = timed(&group, &format!("timing-shard{i}"));
+                let root = &root;
+                scope.spawn(move || shard(root, &env, i, nextest))
+            })
+            .collect();
+        for h in handles {
+            let (code, out) = h.join().unwrap();
+            assert_eq!(code, 0, "{out}");
+        }
+    });
+    let four = started.elapsed();
+    println!(
+        "TIMING {QUERIES} queries, {ms} ms per model call: 1 process {:.1} s, {SHARDS} shards at once {:.1} s",
+        one.as_secs_f64(),
+        four.as_secs_f64()
+    );
 }

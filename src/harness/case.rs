@@ -113,8 +113,10 @@ impl Case {
     pub fn merged(&self) -> Result<Arc<super::shards::Merged>, String> {
         self.merged
             .get_or_init(|| {
-                // This process's own queries go in first.
-                self.computed()?;
+                // This process's own queries go in first (a summary alone computes none).
+                if self.scope().queries.is_none_or(|q| !q.is_empty()) {
+                    self.computed()?;
+                }
                 let (store, group) = run_group()?.ok_or_else(|| {
                     format!(
                         "case `{}`: no run group to read (set {} and RAG_EVAL_RUNS)",
@@ -860,6 +862,62 @@ mod tests {
         assert_eq!(run.result, *Case::new(spec()).outcome().unwrap());
         assert_eq!(run.config.k, Some(3));
         assert_eq!(run.timings_ms.len(), 3);
+    }
+
+    /// The scope of the `windows` case in a process run with `args`.
+    fn scope_with(args: &[&str]) -> (Case, Scope) {
+        let case = Arc::new(Case::new(spec()));
+        let hook = Arc::new(crate::harness::private::InstaHook { assert: |_| {} });
+        let trials = crate::harness::trials_of(&case, &hook);
+        let args = libtest_mimic::Arguments::from_iter(
+            std::iter::once("test").chain(args.iter().copied()),
+        );
+        let scope = crate::harness::scope_of(&case, &args, &trials);
+        drop(trials);
+        let case = Arc::into_inner(case).expect("the trials are gone");
+        (case, scope)
+    }
+
+    #[test]
+    fn a_filtered_run_computes_only_the_queries_it_runs() {
+        let (case, scope) = scope_with(&["windows::q000"]);
+        let want: Vec<String> = (1..=9).map(|i| format!("q000{i}")).collect();
+        assert_eq!(
+            scope
+                .queries
+                .as_ref()
+                .map(|q| q.iter().cloned().collect::<Vec<_>>()),
+            Some(want.clone())
+        );
+        assert!(!scope.merged_summary);
+        case.set_scope(scope);
+        let outcome = case.outcome().unwrap();
+        let ids: Vec<&str> = outcome.per_query.iter().map(|q| q.id.as_str()).collect();
+        assert_eq!(ids, want);
+        // The figures of a query do not depend on the others computed with it.
+        let whole = Case::new(spec()).outcome().unwrap();
+        for q in &outcome.per_query {
+            assert_eq!(Some(q), whole.per_query.iter().find(|w| w.id == q.id));
+        }
+        assert_eq!(outcome.dataset_hash, whole.dataset_hash);
+    }
+
+    #[test]
+    fn a_run_with_the_summary_or_every_query_computes_the_whole_case() {
+        for args in [
+            &[][..],
+            &["windows::summary"],
+            &["--skip", "windows::summary"],
+            &["--exact", "windows::summary"],
+        ] {
+            let (_, scope) = scope_with(args);
+            assert!(scope.queries.is_none() && !scope.merged_summary, "{args:?}");
+        }
+        let (_, scope) = scope_with(&["--exact", "windows::q0040"]);
+        assert_eq!(
+            scope.queries,
+            Some(std::collections::BTreeSet::from(["q0040".to_owned()]))
+        );
     }
 
     #[test]

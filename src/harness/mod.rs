@@ -5,9 +5,15 @@
 //! case with `langsmith_experiment = "NAME"`: the upload of its runs and feedback, whose
 //! failure fails that trial alone), sorted. A case is a retriever, a function that ranks or
 //! answers, or a [`Rag`]: a retriever plus a generator. A case's retriever is built
-//! and run once per process, on the first trial that needs it; under `cargo nextest run`, where
-//! every trial is its own process, the results are shared through a file under the target
-//! directory keyed by the nextest run, the test binary and the inputs.
+//! and run once per process, on the first trial that needs it, over the queries whose trials
+//! the process runs (all of them when its summary runs; a name filter selects fewer); under
+//! `cargo nextest run`, where every trial is its own process, the results are shared through a
+//! file under the target directory keyed by the nextest run, the test binary and the inputs.
+//!
+//! With a run group (`RAG_EVAL_RUN_GROUP` or the CI's run, and `RAG_EVAL_RUNS`), each process
+//! writes the queries it computed into that group of the run store, nextest's processes compute
+//! their own query each, and a summary that runs without its case's queries gates over the
+//! group's merged results, as `gate` does (feature `runs`; `docs/guide/ci.md`).
 //!
 //! Golden snapshots live in `golden/<case>.snap` (insta's format). A query trial fails when one
 //! of its figures dropped by more than the case's tolerance; the summary trial also fails on
@@ -111,10 +117,11 @@ fn runs_here(args: &Arguments, trial: &Trial) -> bool {
 }
 
 /// Which of the case's queries this process computes: those whose trials it runs (a filtered
-/// run, one of nextest's processes), or every query when its summary runs here. In a run
-/// group ([`shards`]) a summary that runs without all of its queries gates over the group's
-/// merged results instead. Under nextest without a run group, each process of the machine
-/// shares one computation of the whole case (a file under the target folder).
+/// run, one of a named shard's nextest processes), or every query when its summary runs here.
+/// In a run group ([`shards`]) the summary of a named shard, or a summary run alone, gates
+/// over the group's merged results instead. Under nextest without a named shard, the
+/// processes of a machine share one computation of the whole case (a file under the target
+/// folder).
 fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
     let Ok(setup) = &case.setup else {
         return case::Scope::default();
@@ -136,8 +143,18 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
             (false, here) => whole |= here,
         }
     }
-    let grouped = in_run_group();
-    if all || (one_test_per_process() && !grouped) || (whole && !grouped) {
+    let (grouped, shard) = run_group_and_shard();
+    let split = if one_test_per_process() {
+        // nextest runs every test in its own process: only a named shard splits the case (a
+        // run that is not sharded keeps its summary from racing the other processes).
+        shard
+    } else if whole {
+        // A summary gates over the group when it is a shard's, or runs alone (a gate job).
+        grouped && (shard || selected.is_empty())
+    } else {
+        true
+    };
+    if all || !split {
         return case::Scope::default();
     }
     case::Scope {
@@ -146,15 +163,18 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
     }
 }
 
-/// Whether this run writes into a run group: `RAG_EVAL_RUNS` names a store and a group is
-/// named.
-fn in_run_group() -> bool {
+/// Whether this run writes into a run group (`RAG_EVAL_RUNS` names a store and a group is
+/// named), and whether it is a named shard of it (`RAG_EVAL_SHARD`).
+fn run_group_and_shard() -> (bool, bool) {
     #[cfg(feature = "runs")]
-    return shards::group_from_env().is_some()
-        && std::env::var(crate::runs::RUNS_ENV)
-            .is_ok_and(|v| !v.trim().is_empty() && !v.trim().eq_ignore_ascii_case("off"));
+    {
+        let grouped = shards::group_from_env().is_some()
+            && std::env::var(crate::runs::RUNS_ENV)
+                .is_ok_and(|v| !v.trim().is_empty() && !v.trim().eq_ignore_ascii_case("off"));
+        (grouped, grouped && !shards::shard_from_env().is_empty())
+    }
     #[cfg(not(feature = "runs"))]
-    return false;
+    (false, false)
 }
 
 /// The metric tables of the summaries that ran, printed once every test has finished.
