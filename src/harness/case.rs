@@ -558,13 +558,16 @@ fn record_run(
     }
 }
 
+/// A run store and the name of a run group in it.
+#[cfg(feature = "runs")]
+pub(crate) type GroupStore = (Arc<dyn crate::runs::RunStore>, String);
+
 /// The run store and the run group the shards of this run write into, when
 /// `RAG_EVAL_RUNS` names a store and a group is named ([`super::shards::group_from_env`]);
 /// opened once per process.
 #[cfg(feature = "runs")]
-pub(crate) fn run_group() -> Result<Option<(Arc<dyn crate::runs::RunStore>, String)>, String> {
-    type Opened = Result<Option<(Arc<dyn crate::runs::RunStore>, String)>, String>;
-    static OPENED: OnceLock<Opened> = OnceLock::new();
+pub(crate) fn run_group() -> Result<Option<GroupStore>, String> {
+    static OPENED: OnceLock<Result<Option<GroupStore>, String>> = OnceLock::new();
     OPENED
         .get_or_init(|| {
             let Some(group) = super::shards::group_from_env() else {

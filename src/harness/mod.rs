@@ -109,11 +109,10 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
 /// Whether libtest-mimic runs `trial` with `args` (its filters, `--skip`, `--ignored`).
 fn runs_here(args: &Arguments, trial: &Trial) -> bool {
     !args.is_filtered_out(trial)
-        && match (trial.has_ignored_flag(), args.ignored, args.include_ignored) {
-            (true, false, false) => false,
-            (false, true, false) => false,
-            _ => true,
-        }
+        && !matches!(
+            (trial.has_ignored_flag(), args.ignored, args.include_ignored),
+            (true, false, false) | (false, true, false)
+        )
 }
 
 /// Which of the case's queries this process computes: those whose trials it runs (a filtered
