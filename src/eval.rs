@@ -168,6 +168,17 @@ where
         self
     }
 
+    /// The same evaluation over the queries whose ids `keep` accepts (the harness's share of
+    /// a partitioned run).
+    pub(crate) fn only(&self, keep: impl Fn(&str) -> bool) -> Self {
+        Evaluation {
+            corpus: self.corpus.clone(),
+            dataset: self.dataset.only(keep),
+            concurrency: self.concurrency,
+            mode: self.mode,
+        }
+    }
+
     /// The span mode.
     pub fn mode(&self) -> SpanMode {
         self.mode

@@ -183,6 +183,8 @@ pub mod guide {
     pub mod datasets {}
     #[doc = include_str!("../docs/guide/langsmith.md")]
     pub mod langsmith {}
+    #[doc = include_str!("../docs/guide/ci.md")]
+    pub mod ci {}
 }
 
 /// The reference: the Markdown of `docs/reference/`. `cli` is the `--help` of every command,

@@ -17,6 +17,7 @@ mod chunk;
 mod compare;
 mod dataset;
 mod eval;
+mod gate;
 mod generate;
 mod judging;
 mod langsmith;
@@ -83,6 +84,9 @@ enum Command {
     /// Render runs as one self-contained HTML page (charts, per-query table with the ground
     /// truth and the retrieved text), Markdown or JUnit XML.
     Report(report::ReportArgs),
+    /// Gate over the run group that shards of a run wrote into the run store: every query
+    /// present once, every bar and the golden snapshot over the merged results.
+    Gate(gate::GateArgs),
     /// Serve the stored runs read-only over HTTP on 127.0.0.1: `GET /runs`, `GET /runs/{id}`,
     /// `POST /compare` and HTML reports.
     Serve(serve::ServeArgs),
@@ -171,6 +175,11 @@ pub fn main() -> ExitCode {
             }
         }),
         Command::Runs(a) => runs::run(a, &mut out),
+        Command::Gate(a) => gate::run(a, &mut out).map(|failed| {
+            if failed {
+                code = ExitCode::FAILURE;
+            }
+        }),
         Command::Report(a) => report::run(a, &mut out),
         Command::Serve(a) => serve::run(a),
         Command::Generate(c) => match generate::run(c) {

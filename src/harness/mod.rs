@@ -5,9 +5,15 @@
 //! case with `langsmith_experiment = "NAME"`: the upload of its runs and feedback, whose
 //! failure fails that trial alone), sorted. A case is a retriever, a function that ranks or
 //! answers, or a [`Rag`]: a retriever plus a generator. A case's retriever is built
-//! and run once per process, on the first trial that needs it; under `cargo nextest run`, where
-//! every trial is its own process, the results are shared through a file under the target
-//! directory keyed by the nextest run, the test binary and the inputs.
+//! and run once per process, on the first trial that needs it, over the queries whose trials
+//! the process runs (all of them when its summary runs; a name filter selects fewer); under
+//! `cargo nextest run`, where every trial is its own process, the results are shared through a
+//! file under the target directory keyed by the nextest run, the test binary and the inputs.
+//!
+//! With a run group (`RAG_EVAL_RUN_GROUP` or the CI's run, and `RAG_EVAL_RUNS`), each process
+//! writes the queries it computed into that group of the run store, nextest's processes compute
+//! their own query each, and a summary that runs without its case's queries gates over the
+//! group's merged results, as `gate` does (feature `runs`; `docs/guide/ci.md`).
 //!
 //! Golden snapshots live in `golden/<case>.snap` (insta's format). A query trial fails when one
 //! of its figures dropped by more than the case's tolerance; the summary trial also fails on
@@ -22,9 +28,13 @@ mod junit;
 mod langsmith;
 pub(crate) mod private;
 mod rag;
+#[cfg(feature = "runs")]
+mod shards;
 mod vocabulary;
 
 pub use rag::Rag;
+#[cfg(feature = "runs")]
+pub use shards::{gate, group_from_env, shard_from_env, Verdict, GROUP_ENV, SHARD_ENV};
 
 use crate::metrics::RunResult as Outcome;
 use case::Case;
@@ -59,7 +69,9 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
             return ExitCode::FAILURE;
         }
         let case = Arc::new(Case::new(spec));
-        trials.extend(trials_of(&case, &hook));
+        let own = trials_of(&case, &hook);
+        case.set_scope(scope_of(&case, &args, &own));
+        trials.extend(own);
     }
     trials.sort_by(|a, b| a.name().cmp(b.name()));
     let ignored: Vec<String> = trials
@@ -85,6 +97,76 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         }
     }
     conclusion.exit_code()
+}
+
+/// Whether libtest-mimic runs `trial` with `args` (its filters, `--skip`, `--ignored`).
+fn runs_here(args: &Arguments, trial: &Trial) -> bool {
+    !args.is_filtered_out(trial)
+        && !matches!(
+            (trial.has_ignored_flag(), args.ignored, args.include_ignored),
+            (true, false, false) | (false, true, false)
+        )
+}
+
+/// Which of the case's queries this process computes: those whose trials it runs (a filtered
+/// run, one of a named shard's nextest processes), or every query when its summary runs here.
+/// In a run group ([`shards`]) the summary of a named shard, or a summary run alone, gates
+/// over the group's merged results instead. Under nextest without a named shard, the
+/// processes of a machine share one computation of the whole case (a file under the target
+/// folder).
+fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
+    let Ok(setup) = &case.setup else {
+        return case::Scope::default();
+    };
+    let ids: std::collections::HashSet<&str> =
+        setup.queries.iter().map(|(id, _)| id.as_str()).collect();
+    let prefix = format!("{}::", case.spec.name);
+    let (mut selected, mut all, mut whole) = (std::collections::BTreeSet::new(), true, false);
+    for t in trials {
+        let rest = t.name().strip_prefix(&prefix).unwrap_or_default();
+        match (
+            case.spec.per_query && ids.contains(rest),
+            runs_here(args, t),
+        ) {
+            (true, true) => {
+                selected.insert(rest.to_owned());
+            }
+            (true, false) => all = false,
+            (false, here) => whole |= here,
+        }
+    }
+    let (grouped, shard) = run_group_and_shard();
+    let split = if one_test_per_process() {
+        // nextest runs every test in its own process: only a named shard splits the case (a
+        // run that is not sharded keeps its summary from racing the other processes).
+        shard
+    } else if whole {
+        // A summary gates over the group when it is a shard's, or runs alone (a gate job).
+        grouped && (shard || selected.is_empty())
+    } else {
+        true
+    };
+    if all || !split {
+        return case::Scope::default();
+    }
+    case::Scope {
+        queries: Some(selected),
+        merged_summary: whole,
+    }
+}
+
+/// Whether this run writes into a run group (`RAG_EVAL_RUNS` names a store and a group is
+/// named), and whether it is a named shard of it (`RAG_EVAL_SHARD`).
+fn run_group_and_shard() -> (bool, bool) {
+    #[cfg(feature = "runs")]
+    {
+        let grouped = shards::group_from_env().is_some()
+            && std::env::var(crate::runs::RUNS_ENV)
+                .is_ok_and(|v| !v.trim().is_empty() && !v.trim().eq_ignore_ascii_case("off"));
+        (grouped, grouped && !shards::shard_from_env().is_empty())
+    }
+    #[cfg(not(feature = "runs"))]
+    (false, false)
 }
 
 /// The metric tables of the summaries that ran, printed once every test has finished.
@@ -182,7 +264,12 @@ fn force_pass() -> bool {
 }
 
 fn read_golden_text(case: &Case) -> Option<String> {
-    let snapshot = insta::Snapshot::from_file(&case.golden_path()).ok()?;
+    snapshot_text(&case.golden_path())
+}
+
+/// The text of the snapshot file at `path`, if there is a readable one.
+fn snapshot_text(path: &std::path::Path) -> Option<String> {
+    let snapshot = insta::Snapshot::from_file(path).ok()?;
     Some(snapshot.as_text()?.to_string())
 }
 
@@ -261,14 +348,35 @@ fn upload_trial(case: &Case, experiment: &str) -> Result<(), Failed> {
     .into());
 }
 
+/// The figures a summary gates: the case's own, or the run group's merged results with what
+/// is wrong with the group (missing queries, conflicting shards).
+type SummaryInputs = (
+    Arc<Outcome>,
+    Option<Arc<answers::AnswerReport>>,
+    Vec<String>,
+);
+
+fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
+    #[cfg(feature = "runs")]
+    if case.merged_summary() {
+        let merged = case.merged()?;
+        return Ok((
+            Arc::new(merged.outcome.clone()),
+            merged.answers.clone().map(Arc::new),
+            merged.problems(),
+        ));
+    }
+    Ok((case.outcome()?, case.answers()?, Vec::new()))
+}
+
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
-    let outcome = case.outcome()?;
+    let (outcome, answers, mut problems) = summary_inputs(case)?;
     reports()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(report(case, &outcome));
-    let mut problems = thresholds(case, &outcome);
-    if let Some(answers) = case.answers()? {
+    problems.extend(thresholds(case, &outcome));
+    if let Some(answers) = answers {
         for s in answers.summaries.iter().filter(|s| s.gate_fails()) {
             problems.push(format!(
                 "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything",
@@ -407,7 +515,14 @@ fn tolerance(case: &Case) -> golden::Tolerance {
 /// A query's figures as its golden snapshot records them: judge figures only with
 /// `judge_per_query = true` (a judge's per-query verdicts drift more than their mean).
 fn snapshot_figures(case: &Case, figures: &crate::metrics::Figures) -> crate::metrics::Figures {
-    let keep_judged = case.spec.judge.is_some_and(|j| j.per_query_snapshot);
+    kept_figures(
+        case.spec.judge.is_some_and(|j| j.per_query_snapshot),
+        figures,
+    )
+}
+
+/// `figures` without the judges' unless `keep_judged`.
+fn kept_figures(keep_judged: bool, figures: &crate::metrics::Figures) -> crate::metrics::Figures {
     crate::metrics::Figures(
         figures
             .0
@@ -531,27 +646,38 @@ fn report(case: &Case, o: &Outcome) -> String {
 /// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric and
 /// the queries left out of its mean.
 fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
+    let bars: Vec<(&str, Bound, f64)> = case
+        .spec
+        .thresholds
+        .iter()
+        .map(|t| (t.metric, t.bound, t.value))
+        .collect();
+    missed_bars(&bars, o)
+}
+
+/// Every bar (metric, bound, value) the means of `o` miss, described as [`thresholds`] does.
+fn missed_bars(bars: &[(&str, Bound, f64)], o: &Outcome) -> Vec<String> {
     let mut problems = Vec::new();
-    for t in case.spec.thresholds {
-        let Some(i) = o.metric_index(t.metric) else {
-            let why = if needs_reference(t.metric) {
+    for &(metric, bound, bar) in bars {
+        let Some(i) = o.metric_index(metric) else {
+            let why = if needs_reference(metric) {
                 format!(
                     "no query of the dataset has a reference answer (`outputs.reference_answer`){}",
-                    without_figure(o, t.metric)
+                    without_figure(o, metric)
                 )
             } else {
                 "precision_omega needs a corpus and a retriever that exposes its chunker, `Retriever::chunker_object`".to_owned()
             };
             problems.push(format!(
                 "`{}` has a bar but was not computed ({why})",
-                t.metric
+                metric
             ));
             continue;
         };
         let (name, value) = (&o.metrics.0[i].0, o.metrics.0[i].1);
-        let (missed, word, key) = match t.bound {
-            Bound::Min => (value < t.value, "below", "min"),
-            Bound::Max => (value > t.value, "above", "max"),
+        let (missed, word, key) = match bound {
+            Bound::Min => (value < bar, "below", "min"),
+            Bound::Max => (value > bar, "above", "max"),
         };
         if !missed {
             continue;
@@ -564,13 +690,12 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
                 Some((value, q.id.as_str(), q.query.as_deref().unwrap_or_default()))
             })
             .collect();
-        worst.sort_by(|a, b| match t.bound {
+        worst.sort_by(|a, b| match bound {
             Bound::Min => a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)),
             Bound::Max => b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)),
         });
         let mut msg = format!(
-            "{name} = {value:.4} is {word} the bar {:.4} ({key}_{}); worst queries:",
-            t.value, t.metric
+            "{name} = {value:.4} is {word} the bar {bar:.4} ({key}_{metric}); worst queries:"
         );
         for (v, id, q) in worst.iter().take(5) {
             let _ = write!(msg, "\n  {id} {v:.4} {q:?}");

@@ -32,7 +32,7 @@ pub use record::{
 pub use sqlite::SqliteRunStore;
 #[cfg(feature = "runs")]
 pub use store::{
-    open, open_from_env, open_read_only, record_runs, RunStore, StoreChoice, DEFAULT_PATH,
-    RUNS_ENV, SCHEMA_VERSION,
+    open, open_from_env, open_read_only, record_runs, GroupRow, RunStore, StoreChoice,
+    DEFAULT_PATH, RUNS_ENV, SCHEMA_VERSION,
 };
 pub use text::{describe, list_table, read_jsonl};
