@@ -488,7 +488,8 @@ fn an_unreachable_server_is_named_in_the_error() {
     assert_eq!(*status, None);
     // A refused connection is not retried.
     assert!(
-        err.to_string().contains("cannot connect (connection refused)"),
+        err.to_string()
+            .contains("cannot connect (connection refused)"),
         "{err}"
     );
     assert_eq!(store.http_stats().requests, 1);
