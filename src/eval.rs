@@ -376,9 +376,13 @@ where
                 id(failure.queries.end - 1)
             )
         };
-        Error::Retrieval {
-            query,
-            source: Box::new(failure.error),
+        match failure.error {
+            // A retriever that answers too (`eval --answers`) failed at generating.
+            Error::Generation { source, .. } => Error::Generation { query, source },
+            error => Error::Retrieval {
+                query,
+                source: Box::new(error),
+            },
         }
     }
 

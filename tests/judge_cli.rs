@@ -330,7 +330,7 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
             .any(|p| p.contains("Paris\n\nthe capital, Paris")),
         "{seen:?}"
     );
-    assert!(out.stderr.contains("faithfulness: 3 calls (0 repairs), 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed"), "{}", out.stderr);
+    assert!(out.stderr.contains("faithfulness: 3 calls (0 repairs) and 0 HTTP retries, 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed"), "{}", out.stderr);
 
     // The recorded run carries the judges, their figures per query, and their tokens.
     let run = latest_run_with_judges(&s, 5);
@@ -667,4 +667,229 @@ fn judge_samples_beyond_the_maximum_are_a_usage_error() {
         s.script.seen.lock().unwrap().is_empty(),
         "no judge was called"
     );
+}
+
+#[test]
+fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url_and_the_cause() {
+    // Port 1 on loopback refuses connections.
+    let s = Setup::new();
+    let dead = "http://127.0.0.1:1/v1";
+    let started = std::time::Instant::now();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            dead,
+        ],
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("error: faithfulness: 100.0% of the judge's answers were invalid or failed, above --max-invalid-share 5.0%: judging failed: 3 × unreachable, first: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
+        "{}",
+        out.stderr
+    );
+
+    // A generator that cannot be reached is named as one, not as a retriever.
+    let docs = s.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("a.md"),
+        "0123456789abcdefghijABCDEFGHIJklmnopqrstKLMNOPQRST",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            "d.jsonl",
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            dead,
+        ],
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("generation failed for query `q"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            "`POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("retrieval failed"), "{}", out.stderr);
+}
+
+/// The `judges` summary of a `score --json` run that let every failure through.
+fn judges_summary(out: &Out) -> Value {
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    v["judges"][0].clone()
+}
+
+#[test]
+fn the_first_failure_of_each_kind_is_printed_with_its_count_and_kept_in_the_summary() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let tolerant = [
+        "--judges",
+        "faithfulness",
+        "--max-invalid-share",
+        "1",
+        "--json",
+    ];
+    // A 401 (the hostile server echoes the key back: it is scrubbed).
+    let server = HostileServer::start(Hostility::EchoAuthorization);
+    let url = server.url("/v1");
+    let mut args = vec![
+        "score",
+        "--dataset",
+        "d.jsonl",
+        "--answers",
+        "a.jsonl",
+        "--judge-model",
+        "judge-m",
+        "--judge-url",
+        &url,
+    ];
+    args.extend(tolerant);
+    let out = run_in(s.dir.path(), &s.store, &args);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"].as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(j["failures"][0]["kind"], "HTTP 401", "{j}");
+    assert_eq!(j["failures"][0]["count"], 3, "{j}");
+    let first = j["failures"][0]["first"].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!("`POST {url}/chat/completions`: 401 Unauthorized")),
+        "{first}"
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "faithfulness:   3 × HTTP 401, first: `POST {url}/chat/completions`: 401"
+        )),
+        "{}",
+        out.stderr
+    );
+    // A 404 from a wrong path.
+    let wrong = format!("{}/wrong", s.url);
+    let mut args = vec![
+        "score",
+        "--dataset",
+        "d.jsonl",
+        "--answers",
+        "a.jsonl",
+        "--judge-model",
+        "judge-m",
+        "--judge-url",
+        &wrong,
+    ];
+    args.extend(tolerant);
+    let out = run_in(s.dir.path(), &s.store, &args);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"][0]["kind"], "HTTP 404", "{j}");
+    assert!(
+        out.stderr.contains("3 × HTTP 404, first: `POST"),
+        "{}",
+        out.stderr
+    );
+    // A replay miss: a cache recorded with another judge.
+    let recorded = s.score(&["--judges", "answer_match", "--cache", "rw:path=c.sqlite"]);
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    let out = s.score(&[
+        "--judges",
+        "faithfulness",
+        "--max-invalid-share",
+        "1",
+        "--json",
+        "--cache",
+        "replay:path=c.sqlite",
+    ]);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"][0]["kind"], "replay miss", "{j}");
+    assert!(
+        out.stderr.contains("3 × replay miss, first: cache `"),
+        "{}",
+        out.stderr
+    );
+    // Answers that break the schema.
+    s.script.broken.store(true, Ordering::SeqCst);
+    let out = s.score(&tolerant);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"][0]["kind"], "invalid answer", "{j}");
+    assert_eq!(j["failures"][0]["count"], 3, "{j}");
+}
+
+#[test]
+fn http_retries_of_the_judge_are_counted_apart_from_its_calls() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    // Every answer is a 429 asking for no wait: each call is retried until the client gives up.
+    let server = HostileServer::start(Hostility::RetryAfter("0"));
+    let url = server.url("/v1");
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            &url,
+            "--judges",
+            "faithfulness",
+            "--max-invalid-share",
+            "1",
+            "--json",
+        ],
+    );
+    let j = judges_summary(&out);
+    let (calls, retries) = (
+        j["usage"]["calls"].as_u64().unwrap(),
+        j["retries"].as_u64().unwrap(),
+    );
+    assert_eq!(calls, 3, "{j}");
+    assert!(retries > 0, "{j}");
+    assert_eq!(
+        (calls + retries) as usize,
+        server.posts(),
+        "every request the server saw: {j}"
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "faithfulness: 3 calls (0 repairs) and {retries} HTTP retries"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(j["failures"][0]["kind"], "HTTP 429", "{j}");
 }

@@ -4,6 +4,7 @@ use super::judging::{JudgeArgs, Judging};
 use crate::cache::{Cache, CachedLlm};
 use crate::chunk::RetrievedChunk;
 use crate::generator::{Generator, LlmGenerator, RagAnswer};
+use crate::http::HttpClient;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::level::Level;
 use crate::llm::{LlmClient, OpenAiChat};
@@ -33,14 +34,15 @@ pub(super) struct AnswerArgs {
     judge: JudgeArgs,
 }
 
-/// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one.
+/// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one,
+/// and its HTTP client (for its counts of retries).
 pub(super) fn client(
     model: &str,
     url: &str,
     key_env: &str,
     cache: Option<&Arc<Cache>>,
     timeout: super::TimeoutArgs,
-) -> Result<Arc<dyn LlmClient>> {
+) -> Result<(Arc<dyn LlmClient>, HttpClient)> {
     let key_set = std::env::var(key_env).is_ok_and(|v| !v.trim().is_empty());
     if !key_set && url.contains("api.openai.com") {
         bail!(
@@ -52,10 +54,12 @@ pub(super) fn client(
         .api_key_env(key_env)
         .http(|h| timeout.apply(h))
         .build()?;
-    Ok(match cache {
+    let http = chat.http_client();
+    let llm: Arc<dyn LlmClient> = match cache {
         Some(cache) => Arc::new(CachedLlm::new(chat, cache.clone())),
         None => Arc::new(chat),
-    })
+    };
+    Ok((llm, http))
 }
 
 /// A retriever that also answers: each query's chunks go to the generator, the answer is kept.
@@ -94,7 +98,14 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Answering<'_, R> {
 
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
         let hits = self.retriever.retrieve(query, k).await?;
-        let answer = self.generator.generate(query, &hits).await?;
+        let answer =
+            self.generator
+                .generate(query, &hits)
+                .await
+                .map_err(|e| crate::Error::Generation {
+                    query: query.to_owned(),
+                    source: Box::new(e),
+                })?;
         self.answers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -134,15 +145,16 @@ impl AnswerRun {
             bail!("--answers needs --model (the generator's model)");
         };
         let generator =
-            LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache, timeout)?);
+            LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache, timeout)?.0);
         let judging = match &a.judge.judge_model {
             Some(m) => {
                 let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
-                let judge = client(m, url, &a.api_key_env, cache, timeout)?;
+                let (judge, http) = client(m, url, &a.api_key_env, cache, timeout)?;
                 Some(Judging::new(
                     &a.judge,
                     m,
                     judge,
+                    http,
                     None,
                     &["faithfulness"],
                     "eval --answers takes none; score --answers --embedder SPEC does",

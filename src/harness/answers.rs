@@ -9,7 +9,7 @@ use crate::embed::Embedder;
 use crate::generator::{Generator, RagAnswer};
 use crate::judge::{
     add_to_result, judge_all, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig,
-    JudgeInput, JudgeSummary, LlmContextPrecision, LlmContextRecall,
+    JudgeInput, JudgeStatus, JudgeSummary, LlmContextPrecision, LlmContextRecall,
 };
 use crate::level::Level;
 use crate::llm::LlmClient;
@@ -110,12 +110,17 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
 
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
         let hits = self.inner.retrieve(query, k).await?;
-        let answer = self.generator.generate(query, &hits).await.map_err(|e| {
-            crate::Error::Config(format!(
-                "the generator `{}` failed: {e}",
-                self.generator.name()
-            ))
-        })?;
+        let answer =
+            self.generator
+                .generate(query, &hits)
+                .await
+                .map_err(|e| crate::Error::Generation {
+                    query: query.to_owned(),
+                    source: Box::new(crate::Error::Config(format!(
+                        "the generator `{}` failed: {e}",
+                        self.generator.name()
+                    ))),
+                })?;
         self.log.insert(query, answer);
         Ok(hits)
     }
@@ -143,6 +148,10 @@ pub(crate) struct Explained {
     /// Answer and judge figures of this query (queries without a reference answer, and
     /// queries a judge could not score, have none for the metrics concerned).
     pub figures: Vec<(String, f64)>,
+    /// The judges that could not score this query, each with why (the first failed or invalid
+    /// sample's message).
+    #[serde(default)]
+    pub failed: Vec<(String, String)>,
 }
 
 /// Scores the answers of `outcome`'s queries and adds the figures to it: the lexical metrics
@@ -174,6 +183,7 @@ pub(crate) async fn score(
                 unsupported: Vec::new(),
                 reference: crate::judge::reference_text(refs),
                 figures: Vec::new(),
+                failed: Vec::new(),
             };
             (id.clone(), explained)
         })
@@ -356,6 +366,13 @@ async fn judge(
             }
             if let Some(score) = j.score() {
                 explained.figures.push((j.metric.clone(), score));
+            } else if let Some(why) = j
+                .samples
+                .iter()
+                .filter(|s| matches!(s.status, JudgeStatus::Error | JudgeStatus::Invalid))
+                .find_map(|s| s.message.clone())
+            {
+                explained.failed.push((j.metric.clone(), why));
             }
         }
         add_to_result(outcome, &run);

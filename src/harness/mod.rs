@@ -39,7 +39,7 @@ pub use shards::{gate, group_from_env, shard_from_env, Verdict, GROUP_ENV, SHARD
 use crate::metrics::RunResult as Outcome;
 use case::Case;
 use golden::Golden;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use private::{Bound, CaseSpec, InstaHook, SnapshotRequest};
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -191,7 +191,7 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
         for (id, _) in &setup.queries {
             let (c, id_owned) = (case.clone(), id.clone());
             trials.push(
-                Trial::test(
+                Trial::ignorable_test(
                     format!("{name}::{id}"),
                     junit::recorded(format!("{name}::{id}"), move || query_trial(&c, &id_owned)),
                 )
@@ -203,18 +203,22 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
         let c = case.clone();
         let name = format!("{name}::langsmith_upload");
         trials.push(
-            Trial::test(
+            Trial::ignorable_test(
                 name.clone(),
-                junit::recorded(name, move || upload_trial(&c, experiment)),
+                junit::recorded(name, move || {
+                    upload_trial(&c, experiment).map(|()| Completion::Completed)
+                }),
             )
             .with_ignored_flag(case.spec.ignore),
         );
     }
     let (c, h) = (case.clone(), hook.clone());
     trials.push(
-        Trial::test(
+        Trial::ignorable_test(
             format!("{name}::summary"),
-            junit::recorded(format!("{name}::summary"), move || summary_trial(&c, &h)),
+            junit::recorded(format!("{name}::summary"), move || {
+                summary_trial(&c, &h).map(|()| Completion::Completed)
+            }),
         )
         .with_ignored_flag(case.spec.ignore),
     );
@@ -284,35 +288,42 @@ fn one_test_per_process() -> bool {
     std::env::var_os("NEXTEST_RUN_ID").is_some()
 }
 
-fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
+fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
     let outcome = case.outcome()?;
     let Some(q) = outcome.per_query.iter().find(|q| q.id == id) else {
-        return Ok(());
+        return Ok(Completion::Completed);
     };
     if let Some(explained) = case.answers()?.and_then(|a| a.queries.get(id).cloned()) {
         answer_bars(case, id, &explained)?;
     }
-    let old = if one_test_per_process() {
-        read_golden_text(case).and_then(|t| golden::query_figures(&t, id))
+    let (old, header) = if one_test_per_process() {
+        let text = read_golden_text(case);
+        (
+            text.as_deref().and_then(|t| golden::query_figures(t, id)),
+            text.as_deref().map(golden::header),
+        )
     } else {
-        golden_of(case).and_then(|g| g.per_query.get(id).cloned())
+        let g = golden_of(case);
+        (
+            g.as_ref().and_then(|g| g.per_query.get(id).cloned()),
+            g.map(|g| g.header.clone()),
+        )
     };
+    // Figures of another k, mode or level are not comparable: skipped, for the summary's reason.
+    if let Some(what) =
+        header.and_then(|h| golden::configuration_change(&h, &golden::header_of(&outcome)))
+    {
+        return Ok(Completion::ignored_with(configuration_changed(case, &what)));
+    }
     let Some(old) = old else {
-        return Ok(()); // no baseline for this query: the summary reports it
+        return Ok(Completion::Completed); // no baseline for this query: the summary reports it
     };
     let new = golden::rounded(&snapshot_figures(case, &q.metrics));
     let comparison = golden::compare_scope(id, &old, &new, tolerance(case));
-    let (regressed, improved): (Vec<&golden::Change>, Vec<&golden::Change>) =
-        comparison.changes.iter().partition(|c| c.is_regression());
-    if !improved.is_empty() {
-        print!(
-            "IMPROVED {}::{id}\n{}",
-            case.spec.name,
-            golden::describe(&improved)
-        );
-    }
+    // Improvements are the summary's to report, once, for the queries that did not fail.
+    let regressed: Vec<&golden::Change> = comparison.regressions().collect();
     if regressed.is_empty() || force_pass() {
-        return Ok(());
+        return Ok(Completion::Completed);
     }
     let nextest = if one_test_per_process() {
         format!(
@@ -323,15 +334,20 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
         String::new()
     };
     Err(format!(
-        "query `{id}` ({:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}{nextest}",
+        "query `{id}` ({:?}) regressed beyond the tolerance {}: {}{nextest}",
         q.query.as_deref().unwrap_or_default(),
-        case.spec.name,
         case.spec.tolerance,
-        case.golden_path().display(),
-        golden::describe(&regressed),
-        golden::figures_diff(&old, &new)
+        golden::describe_inline(&regressed),
     )
     .into())
+}
+
+/// The one line that says a snapshot of another configuration cannot be compared.
+fn configuration_changed(case: &Case, what: &str) -> String {
+    format!(
+        "the configuration changed ({what}): the snapshot {} cannot be compared; review it with `cargo insta review`",
+        case.golden_path().display()
+    )
 }
 
 /// Uploads the case's runs and feedback to its LangSmith experiment. Its own trial: a failed
@@ -371,15 +387,28 @@ fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
 
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let (outcome, answers, mut problems) = summary_inputs(case)?;
-    reports()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(report(case, &outcome));
-    problems.extend(thresholds(case, &outcome));
-    if let Some(answers) = answers {
+    let table = {
+        let mut reports = reports().lock().unwrap_or_else(|e| e.into_inner());
+        reports.push(report(case, &outcome));
+        reports.len() - 1
+    };
+    problems.extend(thresholds(case, &outcome, answers.as_deref()));
+    // Figures that cannot gate: a bar's figure missing, or a judge that failed too often.
+    let mut unusable = case
+        .spec
+        .thresholds
+        .iter()
+        .any(|t| outcome.metric_index(t.metric).is_none());
+    if let Some(answers) = &answers {
         for s in answers.summaries.iter().filter(|s| s.gate_fails()) {
+            unusable = true;
+            let cause = s
+                .failures
+                .first()
+                .map(|f| format!("; judging failed: {}", f.describe()))
+                .unwrap_or_default();
             problems.push(format!(
-                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything",
+                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything{cause}",
                 s.metric,
                 s.invalid,
                 s.error,
@@ -388,6 +417,14 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                 100.0 * s.max_invalid_share
             ));
         }
+    }
+    if unusable {
+        // A baseline without the figures a bar gates on would pass the next run unseen.
+        problems.push(format!(
+            "the golden snapshot {} was neither compared nor written: this run lacks figures the case gates on",
+            case.golden_path().display()
+        ));
+        return Err(format!("case `{}`:\n{}", case.spec.name, problems.join("\n")).into());
     }
 
     let mut snapshot = (*outcome).clone();
@@ -439,48 +476,48 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         Some(old) => {
             let comparison = golden::compare(old, &new, tolerance(case));
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
-            let improvements: Vec<&golden::Change> = comparison.improvements().collect();
+            // A query whose test failed gets no note that it improved.
+            let failed = |scope: &str| regressions.iter().any(|r| r.scope == scope);
+            let improvements: Vec<&golden::Change> = comparison
+                .improvements()
+                .filter(|c| c.scope == "summary" || !failed(&c.scope))
+                .collect();
             if let Some(what) = &comparison.configuration {
-                let line = format!(
-                    "the configuration changed ({what}): the snapshot {} cannot be compared; review it with `cargo insta review`",
-                    case.golden_path().display()
-                );
+                let line = configuration_changed(case, what);
                 if is_ci() && !force_pass() {
                     problems.push(line);
                 } else {
                     println!("CHANGED {}: {line}", case.spec.name);
                 }
             }
-            if !regressions.is_empty() && !force_pass() {
-                let queries = regressions.iter().filter(|c| c.scope != "summary").count();
-                problems.push(format!(
-                    "figures dropped beyond the tolerance {} against {} ({queries} per-query):\n{}\n{}",
+            if !regressions.is_empty() {
+                let account = format!(
+                    "figures dropped beyond the tolerance {} against {}:\n{}",
                     case.spec.tolerance,
                     case.golden_path().display(),
-                    golden::describe(&regressions),
-                    golden::figures_diff(&old.summary, &new.summary)
-                ));
+                    golden::account(&regressions, DROPS_SHOWN).trim_end()
+                );
+                if force_pass() {
+                    println!("DROPPED {}: {account}", case.spec.name);
+                } else {
+                    problems.push(account);
+                }
             }
             if !improvements.is_empty() {
                 // Accepting a baseline accepts every figure in it: never advise it while some
                 // figure dropped.
-                if !regressions.is_empty() {
-                    print!(
-                        "DROPPED {}\n{}",
-                        case.spec.name,
-                        golden::describe(&regressions)
-                    );
-                }
                 let advice = if regressions.is_empty() {
                     "  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n"
                 } else {
                     "  (other figures dropped: fix those before accepting a new baseline)\n"
                 };
-                print!(
+                // After the table, below the verdicts: good news never hides a failure.
+                let note = format!(
                     "IMPROVED {}\n{}{advice}",
                     case.spec.name,
-                    golden::describe(&improvements)
+                    golden::account(&improvements, IMPROVEMENTS_SHOWN)
                 );
+                reports().lock().unwrap_or_else(|e| e.into_inner())[table].push_str(&note);
             }
             if !comparison.structure.is_empty() {
                 let what = comparison.structure.join("; ");
@@ -503,6 +540,11 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         Err(format!("case `{}`:\n{}", case.spec.name, problems.join("\n")).into())
     }
 }
+
+/// Queries a failing summary names one by one; the test of each one that dropped says more.
+const DROPS_SHOWN: usize = 10;
+/// Queries an improvement note names one by one.
+const IMPROVEMENTS_SHOWN: usize = 5;
 
 /// The case's tolerances: `tolerance` for its figures, `judge_tolerance` for its judges'.
 fn tolerance(case: &Case) -> golden::Tolerance {
@@ -539,6 +581,9 @@ fn answer_bars(case: &Case, id: &str, e: &answers::Explained) -> Result<(), Fail
     let mut missed = Vec::new();
     for t in case.spec.thresholds {
         let Some(&(_, v)) = e.figures.iter().find(|(n, _)| n == t.metric) else {
+            if let Some((_, why)) = e.failed.iter().find(|(n, _)| n == t.metric) {
+                missed.push(format!("{} has no figure: judging failed: {why}", t.metric));
+            }
             continue;
         };
         let (miss, word, key) = match t.bound {
@@ -645,28 +690,47 @@ fn report(case: &Case, o: &Outcome) -> String {
 
 /// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric and
 /// the queries left out of its mean.
-fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
+fn thresholds(case: &Case, o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
     let bars: Vec<(&str, Bound, f64)> = case
         .spec
         .thresholds
         .iter()
         .map(|t| (t.metric, t.bound, t.value))
         .collect();
-    missed_bars(&bars, o)
+    missed_bars(&bars, o, answers)
 }
 
-/// Every bar (metric, bound, value) the means of `o` miss, described as [`thresholds`] does.
-fn missed_bars(bars: &[(&str, Bound, f64)], o: &Outcome) -> Vec<String> {
+/// Every bar (metric, bound, value) the means of `o` miss, described as [`thresholds`] does;
+/// a judged figure that is missing is explained by the judge's failures in `answers`.
+fn missed_bars(
+    bars: &[(&str, Bound, f64)],
+    o: &Outcome,
+    answers: Option<&answers::AnswerReport>,
+) -> Vec<String> {
     let mut problems = Vec::new();
     for &(metric, bound, bar) in bars {
         let Some(i) = o.metric_index(metric) else {
-            let why = if needs_reference(metric) {
+            let judged = answers
+                .and_then(|a| a.summaries.iter().find(|s| s.metric == metric))
+                .filter(|s| s.scored == 0 && !s.failures.is_empty());
+            let why = if let Some(s) = judged {
+                format!(
+                    "judging failed for every query: {}",
+                    s.failures
+                        .iter()
+                        .map(|f| f.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            } else if needs_reference(metric) {
                 format!(
                     "no query of the dataset has a reference answer (`outputs.reference_answer`){}",
                     without_figure(o, metric)
                 )
-            } else {
+            } else if metric == "precision_omega" {
                 "precision_omega needs a corpus and a retriever that exposes its chunker, `Retriever::chunker_object`".to_owned()
+            } else {
+                "the case computes no such figure".to_owned()
             };
             problems.push(format!(
                 "`{}` has a bar but was not computed ({why})",

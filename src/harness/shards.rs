@@ -168,7 +168,11 @@ pub fn gate(
                         (b.metric.as_str(), bound, b.value)
                     })
                     .collect();
-                problems.extend(super::missed_bars(&bars, &merged.outcome));
+                problems.extend(super::missed_bars(
+                    &bars,
+                    &merged.outcome,
+                    merged.answers.as_ref(),
+                ));
                 problems.extend(golden_problems(
                     &merged,
                     &golden.join(format!("{case}.snap")),

@@ -147,7 +147,7 @@ impl Sample<'_> {
             }
             let response = match self.llm.complete(&request).await {
                 Ok(r) => r,
-                Err(e) => return Err(self.unscored(JudgeStatus::Error, e.to_string(), usage)),
+                Err(e) => return Err(self.failed(&e, usage)),
             };
             usage.prompt_tokens =
                 crate::llm::add_tokens(usage.prompt_tokens, response.usage.prompt_tokens);
@@ -197,7 +197,16 @@ impl Sample<'_> {
             score: Some(score),
             details,
             message: None,
+            kind: None,
             usage,
+        }
+    }
+
+    /// The sample of a call that failed with `e`: `error`, with the message and its kind.
+    pub(super) fn failed(&self, e: &crate::Error, usage: JudgeUsage) -> JudgeSample {
+        JudgeSample {
+            kind: Some(super::outcome::failure_kind(e)),
+            ..self.unscored(JudgeStatus::Error, e.to_string(), usage)
         }
     }
 
@@ -214,6 +223,7 @@ impl Sample<'_> {
             score: None,
             details: JudgeDetails::None,
             message: Some(message.into()),
+            kind: None,
             usage,
         }
     }

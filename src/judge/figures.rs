@@ -70,6 +70,7 @@ mod tests {
                 score,
                 details: JudgeDetails::None,
                 message: None,
+                kind: None,
                 usage: Default::default(),
             }],
         }

@@ -214,8 +214,32 @@ pub struct JudgeSample {
     /// Why the status is not `ok` (the schema error, the transport error, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// For an `error` sample, the kind of failure, by which [`JudgeSummary`](super::JudgeSummary)
+    /// counts them: see [`failure_kind`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// Calls and tokens.
     pub usage: JudgeUsage,
+}
+
+/// The kind of failure `e` is, for counting failures by cause: `HTTP 401` (any status the
+/// server answered with), `unreachable` (a refused connection, an unknown host, a failed TLS
+/// handshake), `no answer` (a timeout, an answer cut short), `replay miss` (a replaying cache
+/// without the answer), `embedding`, or `error`.
+pub fn failure_kind(e: &crate::Error) -> String {
+    match e {
+        crate::Error::Http {
+            status: Some(status),
+            ..
+        } => format!("HTTP {status}"),
+        crate::Error::Http { message, .. } if message.starts_with("cannot connect") => {
+            "unreachable".into()
+        }
+        crate::Error::Http { .. } => "no answer".into(),
+        crate::Error::CacheMiss { .. } => "replay miss".into(),
+        crate::Error::Embed(_) => "embedding".into(),
+        _ => "error".into(),
+    }
 }
 
 /// Spread of one query's sample scores.

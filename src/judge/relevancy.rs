@@ -125,7 +125,7 @@ impl<E: Embedder> Rubric for AnswerRelevancyRubric<E> {
                 );
                 return s.unscored(JudgeStatus::Error, why, usage);
             }
-            Err(e) => return s.unscored(JudgeStatus::Error, e.to_string(), usage),
+            Err(e) => return s.failed(&e, usage),
         };
         let questions: Vec<GeneratedQuestion> = questions
             .into_iter()

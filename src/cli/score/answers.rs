@@ -87,11 +87,12 @@ pub(in crate::cli) fn run(
                 .judge_url
                 .as_deref()
                 .unwrap_or(crate::http::OPENAI_BASE_URL);
-            let llm = client(model, url, &a.api_key_env, context.cache(), a.timeout)?;
+            let (llm, http) = client(model, url, &a.api_key_env, context.cache(), a.timeout)?;
             Some(Judging::new(
                 &a.judge,
                 model,
                 llm,
+                http,
                 embedder.clone(),
                 &judge_names(),
                 "give --embedder SPEC",
