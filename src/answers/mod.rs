@@ -27,7 +27,9 @@
 
 mod score;
 
-pub use score::{embed_answers, score_answers, AnswerEmbeddings, AnswerScores, ContextItems};
+pub use score::{
+    add_answers, embed_answers, score_answers, AnswerEmbeddings, AnswerScores, ContextItems,
+};
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::dataset::Dataset;

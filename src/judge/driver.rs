@@ -6,10 +6,10 @@
 //! Every judge is an [`LlmJudge`]: a model, a prompt, and a [`Rubric`] (the judge's name,
 //! built-in prompt, and how one sample is asked and scored through [`Sample::ask`]).
 
-use super::outcome::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use super::{Judge, JudgeConfig, JudgeInput};
 use crate::generator::PromptTemplate;
 use crate::llm::{ChatMessage, LlmClient};
+use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use serde::de::DeserializeOwned;
 
 /// An LLM judge: a model, a prompt and what the judge asks (`R`). The judges of this module
