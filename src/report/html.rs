@@ -799,6 +799,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stored_score_run_shows_its_dataset() {
+        use crate::metrics::{ResultLevel, RunResult};
+        let result = RunResult::from_queries(ResultLevel::Token, vec![], vec![]);
+        let mut record = crate::runs::RunRecord::new("score", "golden/questions.jsonl", result);
+        record.label = Some("system-b".into());
+        let run = super::super::record_result(record);
+        let html = Report::new(vec![("system-b".into(), run)]).unwrap().html();
+        let runs = &html[html.find("id=\"runs\"").unwrap()..html.find("id=\"metrics\"").unwrap()];
+        assert!(runs.contains("<td>golden/questions.jsonl</td>"), "{runs}");
+    }
+
+    #[test]
     fn highlights_by_character_and_escapes_inside_and_out() {
         assert_eq!(
             highlighted("a<b>é&c", &[(1, 4), (5, 6)]),

@@ -333,15 +333,16 @@ mod tests {
 
     #[test]
     fn ranges_widen_to_round_ticks() {
-        assert_eq!(round_range(0.0, 0.89), (0.0, 1.0, 0.2));
-        assert_eq!(round_range(-0.12, 0.3), (-0.2, 0.3, 0.1));
-        assert_eq!(round_range(0.0, 0.0), (0.0, 1.0, 0.2));
-        let (lo, hi, step) = round_range(-0.031, 0.047);
-        assert!((step - 0.02).abs() < 1e-12, "{step}");
-        assert!(
-            (lo + 0.04).abs() < 1e-12 && (hi - 0.06).abs() < 1e-12,
-            "{lo} {hi}"
-        );
+        let close = |(lo, hi, step): (f64, f64, f64), want: (f64, f64, f64)| {
+            let ok = (lo - want.0).abs() < 1e-9
+                && (hi - want.1).abs() < 1e-9
+                && (step - want.2).abs() < 1e-9;
+            assert!(ok, "{:?} is not {want:?}", (lo, hi, step));
+        };
+        close(round_range(0.0, 0.89), (0.0, 1.0, 0.2));
+        close(round_range(-0.12, 0.3), (-0.2, 0.3, 0.1));
+        close(round_range(0.0, 0.0), (0.0, 1.0, 0.2));
+        close(round_range(-0.031, 0.047), (-0.04, 0.06, 0.02));
         let bars = bars(
             "Means",
             &["a".into()],
