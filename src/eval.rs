@@ -340,6 +340,8 @@ where
                 index_ms: ms(indexed - started),
                 retrieve_ms: ms(fetched - indexed),
                 score_ms: ms(scored - fetched),
+                generate_ms: None,
+                judge_ms: None,
             },
             retrieved,
         })
@@ -465,7 +467,7 @@ pub struct EvaluationResult {
 }
 
 /// Wall-clock milliseconds per phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
     /// Chunking, embedding and indexing the corpus.
     pub index_ms: f64,
@@ -473,6 +475,13 @@ pub struct Timings {
     pub retrieve_ms: f64,
     /// Computing the metrics.
     pub score_ms: f64,
+    /// Generating answers (`eval --answers`): the share of the retrieval phase's wall-clock
+    /// time that went to the generator, the rest staying under `retrieve_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate_ms: Option<f64>,
+    /// Judging the answers, for runs with LLM judges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_ms: Option<f64>,
 }
 
 /// A comparison table of runs on the same dataset: one row per run (named by the first

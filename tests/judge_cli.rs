@@ -338,8 +338,9 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
         .iter()
         .map(|j| j["usage"]["calls"].as_u64().unwrap())
         .sum();
-    assert_eq!(run["usage"]["prompt_tokens"].as_u64(), Some(40 * calls));
-    assert_eq!(run["usage"]["completion_tokens"].as_u64(), Some(8 * calls));
+    let judge = &run["usage"]["judge"];
+    assert_eq!(judge["prompt_tokens"].as_u64(), Some(40 * calls));
+    assert_eq!(judge["completion_tokens"].as_u64(), Some(8 * calls));
     let q1 = &run["result"]["per_query"][0];
     assert_eq!(q1["id"], "q1");
     assert_eq!(figure(&q1["metrics"], "faithfulness"), Some(1.0));
@@ -579,9 +580,137 @@ fn eval_answers_records_the_judges_with_the_run() {
     assert_eq!(figure(&q3["metrics"], "faithfulness"), Some(1.0));
     assert_eq!(figure(&run["result"]["metrics"], "answer_match"), Some(1.0));
     // Judge tokens: faithfulness on 3 answers and answer_match on the 2 with a reference, at
-    // 40 + 8 tokens a call.
-    assert_eq!(run["usage"]["prompt_tokens"], 5 * 40, "{}", run["usage"]);
-    assert_eq!(run["usage"]["completion_tokens"], 5 * 8, "{}", run["usage"]);
+    // 40 + 8 tokens a call; the generator's apart: one call per query.
+    let usage = &run["usage"];
+    assert_eq!(
+        usage["judge"],
+        json!({"prompt_tokens": 5 * 40, "completion_tokens": 5 * 8}),
+        "{usage}"
+    );
+    assert_eq!(
+        usage["generator"],
+        json!({"prompt_tokens": 3 * 40, "completion_tokens": 3 * 8}),
+        "{usage}"
+    );
+    assert!(usage.get("embedding").is_none(), "{usage}");
+    // The generator is in the configuration: its model and prompt version.
+    let c = &run["config"];
+    assert_eq!(c["generator_model"], "gen-m", "{c}");
+    assert_eq!(c["generator_prompt"], "answer/1", "{c}");
+    // Generation and judging are timed apart from retrieval.
+    let t = &run["timings_ms"];
+    for phase in ["index", "retrieve", "generate", "judge", "score"] {
+        assert!(t[phase].as_f64().is_some(), "{phase}: {t}");
+    }
+    // What was judged is kept per query: the answer, its contexts, the references, and each
+    // judge's samples with their status, verdicts and reasons.
+    let q1 = per_query.iter().find(|q| q["id"] == "q1").unwrap();
+    assert_eq!(q1["answer"], "the cat sat");
+    assert_eq!(q1["references"], json!(["The cat sat on the mat."]));
+    // The generator saw what was retrieved (nothing here: no chunk shares a word with it).
+    assert_eq!(q1["contexts"], q1["retrieved"], "{q1}");
+    assert!(q1["contexts"].is_array(), "{q1}");
+    let judges = q1["judges"].as_array().unwrap();
+    assert_eq!(judges.len(), 2, "{q1}");
+    assert_eq!(judges[0]["metric"], "faithfulness");
+    let sample = &judges[0]["samples"][0];
+    assert_eq!(sample["status"], "ok");
+    let statement = &sample["details"]["statements"][0];
+    assert_eq!(
+        (
+            &statement["text"],
+            &statement["supported"],
+            &statement["reason"]
+        ),
+        (&json!("The cat sat."), &json!(true), &json!("r"))
+    );
+    assert_eq!(judges[1]["samples"][0]["details"]["reason"], "same");
+    // With reference answers the lexical metrics are computed too: "the cat sat" against
+    // "The cat sat on the mat.": 3 of 3 answer tokens, 3 of 6 reference tokens.
+    let f1 = figure(&q1["metrics"], "token_f1").unwrap();
+    assert!((f1 - 2.0 * 1.0 * 0.5 / 1.5).abs() < 1e-9, "{f1}");
+    assert_eq!(figure(&q3["metrics"], "token_f1"), None);
+    assert!(figure(&run["result"]["metrics"], "rouge_l").is_some());
+    // `--json` carries the same, and the judges' summaries.
+    let out = ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            "d.jsonl",
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            &s.url,
+            "--judge-model",
+            "judge-m",
+            "--json",
+            "--no-record",
+        ],
+    );
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["per_query"][0]["answer"], "the cat sat", "{v}");
+    assert_eq!(v["judges"][0]["metric"], "faithfulness", "{v}");
+    assert_eq!(v["judges"][0]["ok"], 3, "{v}");
+    assert!(v["timings"]["generate_ms"].as_f64().is_some(), "{v}");
+    assert!(figure(&v["metrics"], "exact_match").is_some(), "{v}");
+}
+
+#[test]
+fn score_answers_keeps_what_was_judged_and_takes_a_label() {
+    let s = Setup::new();
+    s.script.q1_unsupported.store(true, Ordering::SeqCst);
+    let out = s.score(&["--judges", "faithfulness", "--json", "--label", "system-b"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let q = &v["per_query"];
+    assert_eq!(q[0]["query"], "first");
+    assert_eq!(q[0]["answer"], "the cat sat");
+    assert_eq!(
+        q[0]["contexts"],
+        json!([{"doc_id": "a.md", "start": 10, "end": 20, "text": "0123456789"}])
+    );
+    assert_eq!(q[1]["references"], json!(["Paris", "the capital, Paris"]));
+    let st = &q[0]["judges"][0]["samples"][0];
+    assert_eq!(st["status"], "ok");
+    assert_eq!(st["details"]["statements"][0]["supported"], false);
+    // q3's answer holds no statement: undetermined, kept with its status.
+    assert_eq!(q[2]["judges"][0]["samples"][0]["status"], "undetermined");
+    let run: Value = serde_json::from_str(
+        ok(
+            s.dir.path(),
+            &s.store,
+            &["runs", "show", "latest", "--json"],
+        )
+        .stdout
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(run["label"], "system-b");
+    assert_eq!(run["result"]["per_query"][0]["judges"], q[0]["judges"]);
+    assert_eq!(run["usage"]["judge"]["prompt_tokens"], 3 * 40);
+    // A judge that answers prose: each sample invalid, with the reason kept.
+    s.script.broken.store(true, Ordering::SeqCst);
+    let out = s.score(&[
+        "--judges",
+        "faithfulness",
+        "--json",
+        "--max-invalid-share",
+        "1",
+    ]);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let sample = &v["per_query"][0]["judges"][0]["samples"][0];
+    assert_eq!(sample["status"], "invalid", "{sample}");
+    assert!(
+        sample["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{sample}"
+    );
 }
 
 #[test]

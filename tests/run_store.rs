@@ -506,3 +506,29 @@ mod postgres {
         );
     }
 }
+
+/// A record written by rag-eval before format 2 (`tests/fixtures/runs/README.md`) reads as
+/// this version: same run and figures, its chat tokens under the judges, its cache's under
+/// the embedder.
+#[test]
+fn a_format_1_record_reads_with_its_usage_split() {
+    let text = include_str!("fixtures/runs/format1.jsonl");
+    let run = RunRecord::from_json(text.trim_end()).unwrap();
+    assert_eq!(run.format, runs::FORMAT_VERSION);
+    assert_eq!(run.id.to_string(), "01M8C9RC671EBQNMAHMBK1PQSS");
+    assert_eq!(run.label.as_deref(), Some("recursive:size=400"));
+    assert_eq!(run.result.queries, 3);
+    assert_eq!(run.result.metrics.get("span_recall@5"), Some(1.0));
+    let usage = run.usage.clone().unwrap();
+    assert_eq!(usage.generator, None);
+    assert_eq!(usage.judge, Some(runs::Spend::tokens(120, 30)));
+    let embedding = usage.embedding.unwrap();
+    assert_eq!(
+        (embedding.prompt_tokens, embedding.cost_usd),
+        (500, Some(0.01))
+    );
+    // Written back, it is a format-2 record that reads as itself.
+    let again = run.to_json();
+    assert!(again.starts_with("{\"format\":2,"), "{again}");
+    assert_eq!(RunRecord::from_json(&again).unwrap(), run);
+}

@@ -9,7 +9,7 @@ use crate::judge::{
 };
 use crate::llm::LlmClient;
 use crate::metrics::RunResult;
-use crate::runs::{RunRecord, Usage};
+use crate::runs::{RunRecord, Spend};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::sync::Arc;
@@ -220,7 +220,7 @@ impl Judging {
     }
 
     /// Puts the judges in `record`: the model (never its URL), the samples, the prompt
-    /// versions, and the tokens of `summaries` (the run's) under the run's usage.
+    /// versions, and the tokens of `summaries` (the run's) under the run's judge usage.
     pub fn fill(&self, record: &mut RunRecord, summaries: &[JudgeSummary]) {
         let c = &mut record.config;
         if !c.judge_models.contains(&self.model) {
@@ -233,13 +233,7 @@ impl Judging {
                 c.judge_prompts.push(v);
             }
         }
-        let usage = record.usage.get_or_insert_with(Usage::default);
-        for s in summaries {
-            usage.prompt_tokens =
-                crate::llm::add_tokens(usage.prompt_tokens, s.usage.prompt_tokens);
-            usage.completion_tokens =
-                crate::llm::add_tokens(usage.completion_tokens, s.usage.completion_tokens);
-        }
+        record.add_chat_usage(None, Spend::of_judges(summaries));
     }
 }
 

@@ -91,6 +91,10 @@ pub(super) struct ScoreArgs {
     /// Do not record the run in the run store (`RAG_EVAL_RUNS=off` does the same).
     #[arg(long)]
     no_record: bool,
+    /// A short name for the run in the run store, reports and comparisons (e.g. the system
+    /// or the change scored).
+    #[arg(long)]
+    label: Option<String>,
 }
 
 /// What `eval --rag` shares with `score --answers`.
@@ -130,13 +134,14 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         glob: r.glob,
         json: r.json,
         no_record: r.no_record,
+        label: None,
     };
     answers::run(&a, &r.dataset, answers::Source::Rag(spec), r.k, out)
 }
 
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
-        return score_trec(qrels, run, &a.k, &a.measures, a.json, a.no_record, out);
+        return score_trec(&a, qrels, run, out);
     }
     let k = match a.k.as_slice() {
         [] => 5,
@@ -230,6 +235,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
         out.text(&render_table(&card.headline(), &card.metrics, &card.std))?;
     }
     let record = dataset_record(
+        &a,
         dataset_path,
         card,
         dataset_hash,
@@ -240,9 +246,10 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     Ok(())
 }
 
-/// The record of a `score` run against the dataset at `dataset_path`: its hash, the scored
+/// The record of a `score` run against the dataset at `dataset_path`: its label, its hash, the scored
 /// file (`input`: the option's name and the path), and the corpus when one was checked.
 fn dataset_record(
+    a: &ScoreArgs,
     dataset_path: &Utf8Path,
     card: RunResult,
     dataset_hash: String,
@@ -250,6 +257,7 @@ fn dataset_record(
     corpus: Option<(&Corpus, &Utf8Path)>,
 ) -> RunRecord {
     let mut record = RunRecord::new("score", dataset_path.as_str(), card);
+    record.label.clone_from(&a.label);
     record.dataset.hash = Some(dataset_hash);
     record
         .config
@@ -333,15 +341,8 @@ fn score_dataset<L: ReadItem>(
     Ok(metrics::scorecard(&queries, metrics, k, mode, None))
 }
 
-fn score_trec(
-    qrels: &Utf8Path,
-    run: &Utf8Path,
-    cutoffs: &[usize],
-    names: &[String],
-    json: bool,
-    no_record: bool,
-    out: &mut Output,
-) -> Result<()> {
+fn score_trec(a: &ScoreArgs, qrels: &Utf8Path, run: &Utf8Path, out: &mut Output) -> Result<()> {
+    let (cutoffs, names, json, no_record) = (&a.k, &a.measures, a.json, a.no_record);
     if cutoffs.contains(&0) {
         bail!("-k must be at least 1");
     }
@@ -388,6 +389,7 @@ fn score_trec(
         return Ok(());
     }
     let mut record = RunRecord::new("score", qrels_path.as_str(), scores.to_result());
+    record.label.clone_from(&a.label);
     // The qrels are the ground truth: their bytes identify it.
     record.dataset.hash = std::fs::read(qrels_path)
         .ok()

@@ -13,7 +13,6 @@ use crate::judge::{
 };
 use crate::level::Level;
 use crate::llm::LlmClient;
-use crate::metrics::answer::AnswerInput;
 use crate::metrics::RunResult as Outcome;
 use crate::retrieve::Retriever;
 use crate::span::CharSpan;
@@ -242,20 +241,23 @@ async fn lexical(
         }
         None => None,
     };
-    for (i, (id, _, answer, refs)) in owned.iter().enumerate() {
-        let mut input = AnswerInput::new(&answer.answer, refs);
-        if let Some(v) = embeddings.as_ref().and_then(|all| all.get(i)) {
-            input = input.with_embeddings(&v.answer, &v.references);
-        }
-        for m in &metrics {
-            let Some(value) = m.compute(&input) else {
-                continue;
-            };
-            if let Some(q) = outcome.per_query.iter_mut().find(|q| &q.id == id) {
-                q.metrics.0.push((m.name().to_owned(), value));
-            }
-            if let Some(e) = queries.get_mut(id) {
-                e.figures.push((m.name().to_owned(), value));
+    // `owned` is in the order of `outcome.per_query`.
+    let given: Vec<(&RagAnswer, &[String])> = owned
+        .iter()
+        .map(|(_, _, a, refs)| (a, refs.as_slice()))
+        .collect();
+    crate::answers::add_answers(
+        &mut outcome.per_query,
+        &given,
+        &metrics,
+        embeddings.as_deref(),
+    );
+    for q in &outcome.per_query {
+        if let Some(e) = queries.get_mut(&q.id) {
+            for m in &metrics {
+                if let Some(value) = q.metrics.get(m.name()) {
+                    e.figures.push((m.name().to_owned(), value));
+                }
             }
         }
     }
@@ -265,37 +267,8 @@ async fn lexical(
         .map(|m| m.name().to_owned())
         .filter(|n| outcome.per_query.iter().any(|q| q.metrics.get(n).is_some()))
         .collect();
-    add_means(outcome, names);
+    outcome.add_means(&names);
     Ok(())
-}
-
-/// Appends the means, standard deviations and per-difficulty means of `names`, figures the
-/// queries already hold, computed as every answers run computes them.
-fn add_means(outcome: &mut Outcome, names: Vec<String>) {
-    let mut fresh = Outcome::from_queries(outcome.level, names, outcome.per_query.clone());
-    outcome.metrics.0.append(&mut fresh.metrics.0);
-    outcome.std.0.append(&mut fresh.std.0);
-    if let Some(groups) = &mut outcome.by_difficulty {
-        fresh.group_by_difficulty();
-        for (label, group) in fresh.by_difficulty.into_iter().flatten() {
-            if let Some(g) = groups.get_mut(&label) {
-                // A group none of whose queries has a figure gets no mean, as for the judges.
-                let had: Vec<(String, f64)> = group
-                    .metrics
-                    .0
-                    .into_iter()
-                    .filter(|(n, _)| {
-                        fresh
-                            .per_query
-                            .iter()
-                            .filter(|q| q.difficulty.as_deref().unwrap_or("unlabelled") == label)
-                            .any(|q| q.metrics.get(n).is_some())
-                    })
-                    .collect();
-                g.metrics.0.extend(had);
-            }
-        }
-    }
 }
 
 /// Runs the case's judges over the answers and adds their figures.

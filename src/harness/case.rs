@@ -170,11 +170,7 @@ impl Case {
         let c = self.computed()?;
         Ok(crate::eval::EvaluationResult {
             scores: (*c.outcome).clone(),
-            timings: c.retrieved.timings.clone().unwrap_or(crate::eval::Timings {
-                index_ms: 0.0,
-                retrieve_ms: 0.0,
-                score_ms: 0.0,
-            }),
+            timings: c.retrieved.timings.clone().unwrap_or_default(),
             retrieved: c.retrieved.chunks.clone(),
         })
     }
@@ -536,14 +532,7 @@ fn record_run(
     let mut run = case_record(case, corpus, result);
     if let Some(answers) = answers.filter(|a| !a.summaries.is_empty()) {
         run.config.judge_models.clone_from(&answers.judge_models);
-        let mut usage = crate::runs::Usage::default();
-        for s in &answers.summaries {
-            usage.prompt_tokens =
-                crate::llm::add_tokens(usage.prompt_tokens, s.usage.prompt_tokens);
-            usage.completion_tokens =
-                crate::llm::add_tokens(usage.completion_tokens, s.usage.completion_tokens);
-        }
-        run.usage = Some(usage);
+        run.add_chat_usage(None, crate::runs::Spend::of_judges(&answers.summaries));
     }
     run.config.generator = generator;
     let stored = crate::runs::open(&choice)

@@ -6,10 +6,10 @@
 //! Every judge is an [`LlmJudge`]: a model, a prompt, and a [`Rubric`] (the judge's name,
 //! built-in prompt, and how one sample is asked and scored through [`Sample::ask`]).
 
-use super::outcome::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use super::{Judge, JudgeConfig, JudgeInput};
 use crate::generator::PromptTemplate;
 use crate::llm::{ChatMessage, LlmClient};
+use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use serde::de::DeserializeOwned;
 
 /// An LLM judge: a model, a prompt and what the judge asks (`R`). The judges of this module
@@ -205,7 +205,7 @@ impl Sample<'_> {
     /// The sample of a call that failed with `e`: `error`, with the message and its kind.
     pub(super) fn failed(&self, e: &crate::Error, usage: JudgeUsage) -> JudgeSample {
         JudgeSample {
-            kind: Some(super::outcome::failure_kind(e)),
+            kind: Some(super::failure_kind(e)),
             ..self.unscored(JudgeStatus::Error, e.to_string(), usage)
         }
     }

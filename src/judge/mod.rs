@@ -47,10 +47,13 @@ mod context;
 mod driver;
 mod faithfulness;
 mod figures;
-mod outcome;
 mod relevancy;
 mod run;
 
+pub use crate::metrics::{
+    failure_kind, Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample,
+    JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support,
+};
 pub use answer_match::{AnswerMatch, AnswerMatchRubric, ANSWER_MATCH_PLACEHOLDERS};
 pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
@@ -59,10 +62,6 @@ pub use context::{
 pub use driver::{LlmJudge, Rubric};
 pub use faithfulness::{Faithfulness, FaithfulnessRubric, FAITHFULNESS_PLACEHOLDERS};
 pub use figures::add_to_result;
-pub use outcome::{
-    failure_kind, Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample,
-    JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support,
-};
 pub use relevancy::{AnswerRelevancy, AnswerRelevancyRubric, ANSWER_RELEVANCY_PLACEHOLDERS};
 pub use run::{
     judge_all, judge_all_reporting, judge_query, pass_hat, FailureCount, JudgeRun, JudgeSummary,

@@ -1,7 +1,7 @@
 //! Judging many queries: repeats, the summary a gate reads, pass^n.
 
-use super::outcome::{JudgeStatus, JudgeUsage, QueryJudgement};
 use super::{Judge, JudgeConfig, JudgeInput};
+use crate::metrics::{JudgeStatus, JudgeUsage, QueryJudgement};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 

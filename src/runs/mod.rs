@@ -26,7 +26,7 @@ pub use self::postgres::PostgresRunStore;
 pub use id::{BadRunId, RunId};
 pub use provenance::{corpus_fingerprint, now_rfc3339, rfc3339_from_ms, GitInfo};
 pub use record::{
-    CorpusInfo, DatasetInfo, RunRecord, RunSettings, RunSummary, Usage, FORMAT_VERSION,
+    CorpusInfo, DatasetInfo, RunRecord, RunSettings, RunSummary, Spend, Usage, FORMAT_VERSION,
 };
 #[cfg(feature = "runs")]
 pub use sqlite::SqliteRunStore;

@@ -18,6 +18,7 @@ use crate::generator::RagAnswer;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::metrics::registry::judge_names;
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
+use crate::runs::Spend;
 use anyhow::{bail, Context as _, Result};
 use camino::Utf8Path;
 use std::sync::Arc;
@@ -224,6 +225,7 @@ pub(in crate::cli) fn run(
         note!("{}", cache.stats());
     }
     let mut record = dataset_record(
+        a,
         dataset_path,
         card,
         dataset_hash,
@@ -235,6 +237,16 @@ pub(in crate::cli) fn run(
     record.config.embedder = embedder.as_ref().map(|e| e.spec());
     if let Some(j) = &judging {
         j.fill(&mut record, &summaries);
+    }
+    if let Some(cache) = context.cache() {
+        let spent = cache.embedding_stats();
+        if spent.tokens > 0 || spent.cost.is_some() {
+            record.usage.get_or_insert_with(Default::default).embedding = Some(Spend {
+                prompt_tokens: spent.tokens,
+                completion_tokens: 0,
+                cost_usd: spent.cost,
+            });
+        }
     }
     crate::cli::runs::record(out, a.no_record, &[record])?;
     if let Some(j) = &judging {
