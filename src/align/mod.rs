@@ -195,9 +195,21 @@ fn labelled_metrics(run: &RunResult) -> Vec<String> {
     names
 }
 
+/// A metric's judge-corrected mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedFigure {
+    /// The metric, as the run names it.
+    pub metric: String,
+    /// Its raw mean over the queries with a figure.
+    pub raw: f64,
+    /// The corrected mean and its interval.
+    #[serde(flatten)]
+    pub corrected: CorrectedMean,
+}
+
 /// The judge-corrected mean ([`corrected_mean`]) of every metric of `run` with at least two
 /// labelled queries, in the run's metric order.
-pub fn corrected_means(run: &RunResult) -> Vec<(String, CorrectedMean)> {
+pub fn corrected_means(run: &RunResult) -> Vec<CorrectedFigure> {
     run.metrics
         .names()
         .filter_map(|metric| {
@@ -210,22 +222,32 @@ pub fn corrected_means(run: &RunResult) -> Vec<(String, CorrectedMean)> {
                 .into_iter()
                 .map(|(_, f, y)| (f, y))
                 .collect();
-            Some((metric.to_owned(), corrected_mean(&judged, &labelled)?))
+            Some(CorrectedFigure {
+                metric: metric.to_owned(),
+                raw: run.metrics.get(metric)?,
+                corrected: corrected_mean(&judged, &labelled)?,
+            })
         })
         .collect()
 }
 
 /// [`corrected_means`] as text, one line per metric beside its raw mean; empty without any.
+/// Metric names are escaped for a terminal.
 pub fn corrected_text(run: &RunResult) -> String {
     let corrected = corrected_means(run);
     if corrected.is_empty() {
         return String::new();
     }
     let mut s = String::from("judge-corrected means (prediction-powered, 95% interval):\n");
-    for (metric, c) in corrected {
+    for CorrectedFigure {
+        metric,
+        raw,
+        corrected: c,
+    } in corrected
+    {
         s.push_str(&format!(
-            "  {metric:<24} raw {:.4}  corrected {:.4} [{:.4}, {:.4}]  {} of {} queries labelled\n",
-            run.metrics.get(&metric).unwrap_or(f64::NAN),
+            "  {:<24} raw {raw:.4}  corrected {:.4} [{:.4}, {:.4}]  {} of {} queries labelled\n",
+            crate::escape::terminal(&metric),
             c.mean,
             c.low,
             c.high,
@@ -492,8 +514,8 @@ fn align_metric(
         mean_absolute_error: None,
         corrected: corrected_means(run)
             .into_iter()
-            .find(|(name, _)| name == metric)
-            .map(|(_, c)| c),
+            .find(|c| c.metric == metric)
+            .map(|c| c.corrected),
         disagreements: Vec::new(),
     };
     let passes = |v: f64| usize::from(v >= options.threshold);

@@ -1,7 +1,7 @@
 //! `rag-eval align`: how a run's figures agree with people's labels.
 
 use super::output::Output;
-use crate::align::{AlignOptions, Alignment, Labels};
+use crate::align::{AlignOptions, Alignment};
 use crate::answers::Answers;
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
@@ -66,22 +66,7 @@ pub(super) fn run(a: AlignArgs, out: &mut Output) -> Result<bool> {
     }
     let (_, mut run) = runs.remove(0);
     if let Some(path) = &a.labels {
-        let labels = Labels::load(path)?;
-        let unknown = labels.apply(&mut run);
-        if !unknown.is_empty() {
-            note!(
-                "{} labelled quer{} of `{path}` are not in the run and are left out ({}{})",
-                unknown.len(),
-                if unknown.len() == 1 { "y" } else { "ies" },
-                unknown
-                    .iter()
-                    .take(5)
-                    .map(|s| crate::escape::terminal(s))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if unknown.len() > 5 { ", …" } else { "" }
-            );
-        }
+        super::labels::apply(path, &mut run)?;
     }
     if run.labels.is_empty() {
         bail!("no query of the run has a label: give --labels FILE");

@@ -20,6 +20,7 @@ mod dataset;
 mod eval;
 mod generate;
 mod judging;
+mod labels;
 mod langsmith;
 mod log;
 mod output;

@@ -85,6 +85,11 @@ pub(super) struct ScoreArgs {
     /// Which files of the `--corpus` folder to read.
     #[arg(long, default_value = crate::corpus::DEFAULT_GLOB, requires = "corpus")]
     glob: String,
+    /// People's labels of the answers (JSONL of `{"id": …, "labels": {"<metric>": value}}`,
+    /// or a dataset with `outputs.labels`): kept in the run, and each judged metric with at
+    /// least two labelled queries gets its judge-corrected mean beside the raw one.
+    #[arg(long, value_name = "FILE", requires = "answers")]
+    labels: Option<Utf8PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,

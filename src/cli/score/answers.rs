@@ -2,6 +2,7 @@
 //! and their contexts as a retrieval.
 
 use super::{dataset_record, with_truth, ScoreArgs};
+use crate::align::{corrected_means, corrected_text, CorrectedFigure};
 use crate::answers::{embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems};
 use crate::cli::answering::client;
 use crate::cli::eval::{runtime, with_cache};
@@ -29,6 +30,9 @@ struct Card<'a> {
     without_reference: usize,
     #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
     judges: &'a [JudgeSummary],
+    /// With --labels: the judge-corrected means.
+    #[serde(skip_serializing_if = "<[CorrectedFigure]>::is_empty")]
+    corrected: &'a [CorrectedFigure],
 }
 
 /// What scoring one level gives: the figures (the judges' included) and the rows without a
@@ -131,9 +135,13 @@ pub(super) fn run(
         }
     };
     let Scored {
-        result: card,
+        result: mut card,
         without_reference,
     } = scored;
+    if let Some(path) = &a.labels {
+        super::super::labels::apply(path, &mut card)?;
+    }
+    let corrected = corrected_means(&card);
     let summaries = judging
         .as_ref()
         .map(|j| j.summaries.clone())
@@ -147,6 +155,7 @@ pub(super) fn run(
             result: &card,
             without_reference,
             judges: &summaries,
+            corrected: &corrected,
         })?;
     } else {
         let mut text = render_table(&card.headline(), &card.metrics, &card.std);
@@ -157,6 +166,7 @@ pub(super) fn run(
             ));
         }
         text.push_str(&by_difficulty(&card));
+        text.push_str(&corrected_text(&card));
         out.text(&text)?;
     }
     if let Some(cache) = context.cache() {
