@@ -104,6 +104,7 @@ pub mod report;
 pub mod rerank;
 pub mod retrieve;
 pub mod runs;
+mod runtime;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod span;

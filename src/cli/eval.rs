@@ -241,15 +241,7 @@ fn reference_answers<L: crate::level::Level>(
 
 /// The runtime the HTTP clients of `--answers` and the judges run on (reqwest needs Tokio).
 pub(super) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
-    if let Some(r) = RUNTIME.get() {
-        return Ok(r);
-    }
-    let r = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    Ok(RUNTIME.get_or_init(|| r))
+    crate::runtime::shared().map_err(anyhow::Error::msg)
 }
 
 /// `context` with the cache `text` names (none for `off`).

@@ -10,7 +10,7 @@ use crate::synth::{
     parse_mix, ChunkLevelDataGenerator, Dropped, FewShot, GenerateConfig, Prompts,
     TokenLevelDataGenerator,
 };
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -227,11 +227,7 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     );
 
     let mut out = ResumableOutput::open(a.output.clone(), header)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = super::eval::runtime()?;
     let started = std::time::Instant::now();
     let stop = StopSignal::new();
     let ended = runtime.block_on(async {
