@@ -63,6 +63,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "compare")]
+pub mod align;
 pub mod answers;
 #[cfg(feature = "cache")]
 pub mod cache;

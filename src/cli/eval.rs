@@ -52,6 +52,11 @@ pub(super) struct EvalArgs {
     /// Span scoring mode (token level).
     #[arg(long, value_enum, default_value = "standard")]
     mode: SpanMode,
+    /// People's labels of the answers (JSONL of `{"id": …, "labels": {"<metric>": value}}`,
+    /// or a dataset with `outputs.labels`): kept in each run, and each judged metric with at
+    /// least two labelled queries gets its judge-corrected mean beside the raw one.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<Utf8PathBuf>,
     /// Print one JSON object per chunker (JSONL) instead of a table.
     #[arg(long)]
     json: bool,
@@ -81,6 +86,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             timeout: a.timeout,
             json: a.json,
             no_record: a.no_record,
+            labels: a.labels.clone(),
         };
         return super::score::run_rag(run, spec, out);
     }
@@ -176,6 +182,10 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 )?
             }
         };
+        let mut result = result;
+        if let Some(path) = &a.labels {
+            super::labels::apply(path, &mut result.scores)?;
+        }
         // JSON cannot hold NaN or an infinity: such a figure is an error, never printed or
         // recorded.
         if let Some(what) = result.scores.non_finite() {
@@ -219,6 +229,12 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             a.retriever,
             crate::eval::comparison_table(&results)
         ))?;
+        for (label, result) in &results {
+            let corrected = crate::align::corrected_text(&result.scores);
+            if !corrected.is_empty() {
+                out.text(&format!("{}: {corrected}", crate::escape::terminal(label)))?;
+            }
+        }
     }
     if let Some(cache) = context.cache() {
         note!("{}", cache.stats());

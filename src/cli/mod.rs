@@ -12,6 +12,7 @@ macro_rules! note {
     };
 }
 
+mod align;
 mod answering;
 mod chunk;
 mod compare;
@@ -20,6 +21,7 @@ mod eval;
 mod gate;
 mod generate;
 mod judging;
+mod labels;
 mod langsmith;
 mod log;
 mod output;
@@ -78,6 +80,11 @@ enum Command {
     /// paired test corrected across metrics × runs, wins/ties/losses, the queries that changed
     /// most, per difficulty.
     Compare(compare::CompareArgs),
+    /// How a run's figures agree with people's labels: per labelled metric accuracy, Cohen's
+    /// κ and the confusion matrix (pass/fail labels) or Spearman's ρ, Kendall's τ-b and the
+    /// mean absolute error (numeric labels), with bootstrap intervals, the judge-corrected
+    /// mean, and the queries where they disagree most.
+    Align(align::AlignArgs),
     /// The stored runs (every `eval` and `score` records one): list, show, delete, export,
     /// import, and pull from LangSmith.
     Runs(runs::RunsArgs),
@@ -162,7 +169,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     log::init(cli.verbose);
     let mut out = Output::stdout();
-    // `compare --fail-on-regression` fails without an error.
+    // `compare --fail-on-regression` and `align --min-agreement` fail without an error.
     let mut code = ExitCode::SUCCESS;
     let result = match cli.command {
         Command::Chunk(a) => chunk::run(a, &mut out),
@@ -171,6 +178,11 @@ pub fn main() -> ExitCode {
         Command::Dataset(c) => dataset::run(c, &mut out),
         Command::Compare(a) => compare::run(a, &mut out).map(|regressed| {
             if regressed {
+                code = ExitCode::FAILURE;
+            }
+        }),
+        Command::Align(a) => align::run(a, &mut out).map(|failed| {
+            if failed {
                 code = ExitCode::FAILURE;
             }
         }),

@@ -85,6 +85,11 @@ pub(super) struct ScoreArgs {
     /// Which files of the `--corpus` folder to read.
     #[arg(long, default_value = crate::corpus::DEFAULT_GLOB, requires = "corpus")]
     glob: String,
+    /// People's labels of the answers (JSONL of `{"id": …, "labels": {"<metric>": value}}`,
+    /// or a dataset with `outputs.labels`): kept in the run, and each judged metric with at
+    /// least two labelled queries gets its judge-corrected mean beside the raw one.
+    #[arg(long, value_name = "FILE", requires = "answers")]
+    labels: Option<Utf8PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -108,6 +113,7 @@ pub(super) struct RagRun {
     pub timeout: super::TimeoutArgs,
     pub json: bool,
     pub no_record: bool,
+    pub labels: Option<Utf8PathBuf>,
 }
 
 /// `eval --rag SPEC`: the system the spec names is asked every query of the dataset, and its
@@ -135,6 +141,7 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         json: r.json,
         no_record: r.no_record,
         label: None,
+        labels: r.labels,
     };
     answers::run(&a, &r.dataset, answers::Source::Rag(spec), r.k, out)
 }

@@ -219,6 +219,11 @@ pub struct RunResult {
     /// Identifies the dataset's content: the first 16 hex digits of SHA-256 over its rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_hash: Option<String>,
+    /// People's labels by query id (each a metric name and its value), when some queries were
+    /// labelled: what [`align`](crate::align) checks the figures against and what corrects a
+    /// judge's mean.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, Figures>,
 }
 
 impl RunResult {
@@ -243,6 +248,7 @@ impl RunResult {
             by_difficulty: None,
             config: None,
             dataset_hash: None,
+            labels: BTreeMap::new(),
         };
         result.add_means(&names);
         result

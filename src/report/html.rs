@@ -103,6 +103,7 @@ pub(crate) fn render(report: &Report) -> String {
     let analysis = Analysis::of(report);
     runs(&mut s, report);
     metrics(&mut s, report, &analysis);
+    corrected(&mut s, report);
     if !report.bars.is_empty() {
         bars(&mut s, report);
     }
@@ -114,6 +115,42 @@ pub(crate) fn render(report: &Report) -> String {
     queries(&mut s, report);
     let _ = write!(s, "<script>{SCRIPT}</script>\n</body></html>\n");
     s
+}
+
+/// The judge-corrected means of the runs whose queries carry people's labels; nothing when none
+/// does.
+fn corrected(s: &mut String, report: &Report) {
+    let rows: Vec<(usize, &String, crate::align::CorrectedFigure)> = report
+        .runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (label, r))| {
+            crate::align::corrected_means(r)
+                .into_iter()
+                .map(move |c| (i, label, c))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str("<section id=\"corrected\"><h2>Judge-corrected means</h2><p class=\"muted\">A judged metric's mean corrected by the judge's error on the queries people labelled (prediction-powered inference), with its 95% interval.</p><table><thead><tr><th>run</th><th>metric</th><th>raw mean</th><th>corrected</th><th>95% interval</th><th>labelled</th></tr></thead><tbody>\n");
+    for (i, label, c) in rows {
+        let m = &c.corrected;
+        let _ = writeln!(
+            s,
+            "<tr><td>{}{}</td><td>{}</td><td class=\"num\">{:.4}</td><td class=\"num\">{:.4}</td><td class=\"num\">[{:.4}, {:.4}]</td><td class=\"num\">{} of {}</td></tr>",
+            swatch(i),
+            esc(label),
+            esc(&c.metric),
+            c.raw,
+            m.mean,
+            m.low,
+            m.high,
+            m.labelled,
+            m.judged
+        );
+    }
+    s.push_str("</tbody></table></section>\n");
 }
 
 fn swatch(i: usize) -> String {

@@ -196,6 +196,8 @@ pub fn describe(run: &RunRecord) -> String {
         r.headline(),
         crate::eval::metric_table(&escaped_names(&r.metrics), &escaped_names(&r.std))
     );
+    #[cfg(feature = "compare")]
+    s.push_str(&crate::align::corrected_text(r));
     if let Some(groups) = r.by_difficulty.as_ref().filter(|g| !g.is_empty()) {
         let escaped = escaped_names(&r.metrics);
         let names: Vec<&str> = escaped.names().collect();

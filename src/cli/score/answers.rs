@@ -2,6 +2,7 @@
 //! and their contexts as a retrieval.
 
 use super::{dataset_record, with_truth, ScoreArgs};
+use crate::align::{corrected_means, corrected_text, CorrectedFigure};
 use crate::answers::{
     embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems, Placement,
 };
@@ -38,6 +39,9 @@ struct Card<'a> {
     contexts_located: Option<Placement>,
     #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
     judges: &'a [JudgeSummary],
+    /// With --labels: the judge-corrected means.
+    #[serde(skip_serializing_if = "<[CorrectedFigure]>::is_empty")]
+    corrected: &'a [CorrectedFigure],
 }
 
 /// What scoring one level gives: the figures (the judges' included) and the rows without a
@@ -184,10 +188,14 @@ pub(in crate::cli) fn run(
         }
     };
     let Scored {
-        result: card,
+        result: mut card,
         without_reference,
         retrieval_not_measured,
     } = scored;
+    if let Some(path) = &a.labels {
+        super::super::labels::apply(path, &mut card)?;
+    }
+    let corrected = corrected_means(&card);
     let summaries = judging
         .as_ref()
         .map(|j| j.summaries.clone())
@@ -203,6 +211,7 @@ pub(in crate::cli) fn run(
             retrieval_not_measured,
             contexts_located,
             judges: &summaries,
+            corrected: &corrected,
         })?;
     } else {
         let mut text = render_table(&card.headline(), &card.metrics, &card.std);
@@ -219,6 +228,7 @@ pub(in crate::cli) fn run(
             ));
         }
         text.push_str(&by_difficulty(&card));
+        text.push_str(&corrected_text(&card));
         out.text(&text)?;
     }
     if let Some(cache) = context.cache() {
