@@ -122,16 +122,23 @@ fn lexical_references() -> String {
     ])
 }
 
-/// The first rows of the example dataset, one per answer, each with its answer (when there is
-/// one) as `outputs.reference_answer`.
+/// The first rows of the example dataset, one per answer, each with its answer as
+/// `outputs.reference_answer`, or none (the bundled one removed) for `None`.
 fn with_references<const N: usize>(answers: [Option<Value>; N]) -> String {
     let questions =
         std::fs::read_to_string(Path::new(REPO).join("examples/data/questions.jsonl")).unwrap();
     let mut out = String::new();
     for (line, answer) in questions.lines().zip(answers) {
         let mut row: Value = serde_json::from_str(line).unwrap();
-        if let Some(answer) = answer {
-            row["outputs"]["reference_answer"] = answer;
+        match answer {
+            Some(answer) => row["outputs"]["reference_answer"] = answer,
+            // The bundled rows carry reference answers of their own.
+            None => {
+                row["outputs"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("reference_answer");
+            }
         }
         out.push_str(&row.to_string());
         out.push('\n');

@@ -460,7 +460,7 @@ fn a_supported_statement_whose_evidence_is_in_no_context_is_unsupported_and_coun
     assert_eq!(v["judges"][0]["unlocated"], 1, "{}", v["judges"]);
     assert!(
         out.stderr.contains(
-            "faithfulness: 3 calls (0 repairs), 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed; statements counted unsupported for evidence in no context: 1"
+            "faithfulness: 3 calls (0 repairs) and 0 HTTP retries, 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed; statements counted unsupported for evidence in no context: 1"
         ),
         "{}",
         out.stderr

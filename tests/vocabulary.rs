@@ -410,11 +410,21 @@ fn precision_omega_follows_the_chunker_object_never_its_name() {
 #[test]
 fn scoring_answers_reports_every_registered_metric_of_its_level() {
     use rag_eval::answers::{embed_answers, score_answers, Answers};
-    let (_, d) = example_data();
+    let (corpus, d) = example_data();
+    // One context per answer, the first characters of a document: retrieval is measured
+    // (an answer without contexts has no retrieval figure at all).
+    let doc = &corpus.documents()[0];
+    let text: String = doc.content().chars().take(40).collect();
+    let context = serde_json::json!({"doc_id": doc.id().as_str(), "start": 0, "end": text.chars().count(), "text": text});
     let lines: Vec<String> = d
         .examples()
         .iter()
-        .map(|e| format!(r#"{{"id":"{}","answer":"an answer","contexts":[]}}"#, e.id))
+        .map(|e| {
+            format!(
+                r#"{{"id":"{}","answer":"an answer","contexts":[{context}]}}"#,
+                e.id
+            )
+        })
         .collect();
     let answers = Answers::parse(&lines.join("\n"), "a.jsonl".into()).unwrap();
     // Every row gets a reference, so that every answer metric has a figure.
