@@ -77,6 +77,7 @@ impl LlmClient for Scripted {
                     completion_tokens: 10,
                 },
                 model: "judge".into(),
+                logprobs: None,
             }),
             Err(message) => Err(rag_eval::Error::Http {
                 endpoint: "POST http://127.0.0.1:1/v1/chat/completions".into(),

@@ -34,7 +34,7 @@ pub const FAITHFULNESS_PLACEHOLDERS: &[&str] = &["question", "answer", "contexts
 ///     fn name(&self) -> String { "scripted".into() }
 ///     async fn complete(&self, _: &ChatRequest) -> rag_eval::Result<ChatResponse> {
 ///         Ok(ChatResponse { finish_reason: None, usage: TokenUsage::default(), model: "s".into(),
-///             content: r#"{"statements": [
+///             logprobs: None, content: r#"{"statements": [
 ///               {"statement": "Flags are kept in memory.", "verdict": "supported", "context": 1,
 ///                "evidence": "kept in memory", "reason": "stated"},
 ///               {"statement": "Flags are encrypted.", "verdict": "not_supported", "context": 0,
