@@ -197,7 +197,7 @@ fn faithfulness_parses_statements_and_locates_support_in_document_offsets() {
     // The request carried the schema, the prompt version and the sample index.
     let r = &llm.requests()[0];
     assert_eq!(r.json_schema.as_ref().unwrap().name, "faithfulness");
-    assert_eq!(r.prompt_version.as_deref(), Some("faithfulness/1"));
+    assert_eq!(r.prompt_version.as_deref(), Some("faithfulness/2"));
     assert_eq!((r.sample, r.temperature), (Some(0), Some(0.0)));
     assert!(r.messages[0]
         .content

@@ -378,6 +378,16 @@ mod tests {
         assert!(back.json_schema.unwrap().strict);
     }
 
+    /// Caches hold answers as JSON: one recorded before answers carried log-probabilities
+    /// reads back, and one without them is written as it was then.
+    #[test]
+    fn answers_recorded_without_logprobs_read_back_and_write_as_before() {
+        let old = r#"{"content":"ok","finish_reason":"stop","usage":{"prompt_tokens":3,"completion_tokens":1},"model":"m"}"#;
+        let answer: ChatResponse = serde_json::from_str(old).unwrap();
+        assert_eq!(answer.logprobs, None);
+        assert_eq!(serde_json::to_string(&answer).unwrap(), old);
+    }
+
     #[test]
     fn answers_parse_as_json_and_report_truncation() {
         let answer = ChatResponse {
