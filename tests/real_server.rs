@@ -391,3 +391,99 @@ fn llama_server_judges_record_then_replay() {
         started.elapsed()
     );
 }
+
+/// The share of `invalid` faithfulness answers of the real model on the 50 answers of the
+/// judges bench (`benches/fixtures/judges/answers.jsonl`), one sample each, 1,024 tokens at
+/// most, no cache. Slow (minutes at SmolLM2's speed), so ignored; benches/README.md records
+/// its figures:
+///
+/// ```sh
+/// source .ci/llama.sh
+/// cargo test --all-features --test real_server llama_server_faithfulness_invalid_share -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "minutes against a real server; run by hand for benches/README.md"]
+fn llama_server_faithfulness_invalid_share() {
+    use rag_eval::judge::{judge_all, Faithfulness, JudgeConfig, JudgeInput, JudgeStatus};
+    use rag_eval::llm::OpenAiChat;
+
+    let Some(chat_url) = server("RAG_EVAL_LLM_URL") else {
+        return;
+    };
+    let text = std::fs::read_to_string(bundled("benches/fixtures/judges/answers.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let answers: Vec<RagAnswer> = rows
+        .iter()
+        .map(|r| RagAnswer {
+            answer: r["answer"].as_str().unwrap().to_owned(),
+            contexts: r["contexts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    let at = |k: &str| c[k].as_u64().unwrap() as usize;
+                    let chunk = PositionAwareChunk::new(
+                        c["doc_id"].as_str().unwrap(),
+                        at("start"),
+                        at("end"),
+                        c["text"].as_str().unwrap(),
+                    );
+                    RetrievedChunk::new(chunk, 1.0)
+                })
+                .collect(),
+        })
+        .collect();
+    let inputs: Vec<JudgeInput> = rows
+        .iter()
+        .zip(&answers)
+        .map(|(r, a)| JudgeInput {
+            query_id: r["id"].as_str().unwrap(),
+            question: r["question"].as_str().unwrap(),
+            answer: a,
+            reference: None,
+        })
+        .collect();
+    let chat = OpenAiChat::builder(model())
+        .base_url(&chat_url)
+        .api_key_env("RAG_EVAL_NO_KEY")
+        .build()
+        .unwrap();
+    let config = JudgeConfig {
+        concurrency: 1,
+        ..JudgeConfig::default()
+    };
+    let started = Instant::now();
+    let run = pollster::block_on(judge_all(&Faithfulness::new(&chat), &inputs, &config));
+    let s = &run.summary;
+    let cut = run
+        .judgements
+        .iter()
+        .flat_map(|j| &j.samples)
+        .filter(|x| {
+            x.status == JudgeStatus::Invalid
+                && x.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("token limit"))
+        })
+        .count();
+    println!(
+        "faithfulness on {} answers: {} ok, {} undetermined, {} invalid ({} cut off by the token \
+         limit), {} error; {} calls ({} repairs), {} prompt + {} completion tokens; {:.1} s",
+        s.queries,
+        s.ok,
+        s.undetermined,
+        s.invalid,
+        cut,
+        s.error,
+        s.usage.calls,
+        s.usage.repairs,
+        s.usage.prompt_tokens,
+        s.usage.completion_tokens,
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(s.queries, 50);
+}

@@ -408,6 +408,7 @@ fn tolerance(case: &Case) -> golden::Tolerance {
     golden::Tolerance {
         figures: case.spec.tolerance,
         judged: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
+        criteria: case.spec.criteria,
     }
 }
 
@@ -419,7 +420,11 @@ fn snapshot_figures(case: &Case, figures: &crate::metrics::Figures) -> crate::me
         figures
             .0
             .iter()
-            .filter(|(name, _)| keep_judged || !crate::metrics::registry::is_judged(name))
+            .filter(|(name, _)| {
+                let judged = crate::metrics::registry::is_judged(name)
+                    || case.spec.criteria.iter().any(|c| c.name() == name);
+                keep_judged || !judged
+            })
             .cloned()
             .collect(),
     )
