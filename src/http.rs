@@ -57,7 +57,7 @@ use serde::Serialize;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -227,6 +227,14 @@ impl HttpConfig {
     pub fn with_max_response_bytes(mut self, max: usize) -> Self {
         self.max_response_bytes = max;
         self
+    }
+
+    /// Limits each call to `limit` in all: the [deadline](HttpConfig::deadline) is `limit`,
+    /// and a silent server is not waited for longer than it either (the
+    /// [timeout](HttpConfig::timeout) is at most `limit`). What the CLI's `--timeout` sets.
+    pub fn with_limit(self, limit: Duration) -> Self {
+        let idle = self.timeout.min(limit);
+        self.with_deadline(Some(limit)).with_timeout(idle)
     }
 }
 
@@ -977,24 +985,12 @@ where
     if tokio::runtime::Handle::try_current().is_ok() {
         return Ok(fut.await);
     }
-    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
-        OnceLock::new();
-    let runtime = RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("rag-eval-http")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| Failure {
-            status: None,
-            message: format!("cannot start a runtime for HTTP: {e}"),
-            transient: false,
-            retry_after: None,
-        })?;
+    let runtime = crate::runtime::shared().map_err(|message| Failure {
+        status: None,
+        message,
+        transient: false,
+        retry_after: None,
+    })?;
     runtime
         .spawn(fut)
         .await

@@ -102,8 +102,11 @@ pub mod report;
 pub mod rerank;
 pub mod retrieve;
 pub mod runs;
+mod runtime;
 #[cfg(feature = "serve")]
 pub mod serve;
+#[cfg(feature = "service")]
+pub mod service;
 pub mod span;
 pub mod spec;
 #[cfg(feature = "compare")]
@@ -170,6 +173,8 @@ pub mod guide {
     pub mod gate {}
     #[doc = include_str!("../docs/guide/answers.md")]
     pub mod answers {}
+    #[doc = include_str!("../docs/guide/service.md")]
+    pub mod service {}
     #[doc = include_str!("../docs/guide/runs.md")]
     pub mod runs {}
     #[doc = include_str!("../docs/guide/library.md")]

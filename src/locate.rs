@@ -6,10 +6,12 @@
 //!
 //! 1. **exact**: the excerpt (without leading and trailing whitespace) occurs verbatim; its
 //!    first occurrence is taken.
-//! 2. **normalized**: both texts are compared after folding case (Unicode lower-case of the
-//!    upper-case, so `ß` and `SS` agree), turning every run of whitespace into one space, and
-//!    mapping typographic quotes, dashes and the ellipsis to their ASCII forms. The match is
-//!    mapped back to the document's own characters.
+//! 2. **normalized**: both texts are compared after decomposing every character (Unicode
+//!    compatibility decomposition, so a composed `é` and `e` followed by a combining accent
+//!    agree, as do `ﬁ` and `fi`), folding case (Unicode lower-case of the upper-case, so `ß`
+//!    and `SS` agree), turning every run of whitespace into one space, and mapping typographic
+//!    quotes, dashes and the ellipsis to their ASCII forms. The match is mapped back to the
+//!    document's own characters.
 //! 3. **fuzzy**: the normalized excerpt is aligned with the normalized document allowing edits;
 //!    the score is `1 − edits / excerpt length`, and a match counts only at or above the
 //!    threshold. Of the possible alignments the one with the most matches net of edits is
@@ -455,7 +457,11 @@ pub fn normalize(s: &str) -> (String, Vec<usize>) {
             '\u{2010}'..='\u{2015}' | '\u{2212}' => push('-'),
             '\u{2026}' => "...".chars().for_each(push),
             c if c.is_ascii() => push(c.to_ascii_lowercase()),
-            c => c.to_uppercase().flat_map(char::to_lowercase).for_each(push),
+            c => unicode_normalization::char::decompose_compatible(c, |d| {
+                d.to_uppercase()
+                    .flat_map(char::to_lowercase)
+                    .for_each(&mut push)
+            }),
         }
     }
     (out, origin)
@@ -535,6 +541,21 @@ mod tests {
         assert_eq!((hit.start, hit.end), (4, 9));
         assert!(locate(doc, "   ", 0.9).is_none());
         assert!(locate(doc, "", 0.9).is_none());
+    }
+
+    #[test]
+    fn composed_and_decomposed_forms_agree() {
+        // "Café ﬁne" with a composed é and a ligature; the excerpt decomposed and spelt out.
+        let doc = "Menu: Caf\u{e9} \u{fb01}ne, then tea.";
+        let hit = locate(doc, "cafe\u{301} fine", 1.0).unwrap();
+        assert_eq!(
+            (hit.start, hit.end, hit.kind),
+            (6, 14, MatchKind::Normalized)
+        );
+        let back = locate("Cafe\u{301} fine", "caf\u{e9}", 1.0).unwrap();
+        assert_eq!((back.start, back.end), (0, 5));
+        // An accent is not dropped: "cafe" alone is not "café".
+        assert!(locate(doc, "cafe fine", 1.0).is_none());
     }
 
     #[test]

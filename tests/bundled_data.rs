@@ -19,3 +19,30 @@ fn bundled_dataset_matches_its_corpus() {
         .iter()
         .all(|e| e.difficulty().is_some() && e.span_texts.iter().all(Option::is_some)));
 }
+
+/// Every bundled question has a reference answer, and the bundled answers file answers every
+/// question with contexts given as text that the corpus holds (all but the four made-up ones).
+#[test]
+fn bundled_reference_answers_and_answers_file() {
+    use rag_eval::answers::{Answers, Placement};
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+    let corpus = Corpus::from_folder(format!("{root}/corpus"), None).unwrap();
+    let AnyDataset::Token(d) = dataset::load(format!("{root}/questions.jsonl")).unwrap() else {
+        panic!("the bundled dataset is token-level")
+    };
+    assert!(d
+        .examples()
+        .iter()
+        .all(|e| e.reference_answers().len() == 1));
+    let mut answers = Answers::load(format!("{root}/answers.jsonl")).unwrap();
+    answers.check_ids(&d).unwrap();
+    assert_eq!(answers.len(), 40);
+    assert_eq!(
+        answers.place_in(&corpus),
+        Placement {
+            exact: 82,
+            normalized: 38,
+            unlocated: 4
+        }
+    );
+}

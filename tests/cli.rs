@@ -1341,6 +1341,107 @@ const ANSWERS: &str = concat!(
     "\n"
 );
 
+/// Contexts given as text are found in `--corpus` and scored as spans; without a corpus a
+/// token-level dataset refuses them, and a question/answer dataset is scored on its answers
+/// alone (and refused by a retrieval evaluation).
+#[test]
+fn score_answers_places_text_contexts_and_scores_question_answer_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = write(
+        dir.path(),
+        "docs/a.md",
+        "0123456789The cat sat.  It was\nhappy. Then more text follows here.",
+    );
+    let d = write(dir.path(), "d.jsonl", ANSWER_DATASET);
+    // q1's context is a.md 10..37 written with its whitespace collapsed; q3's is a string the
+    // corpus does not hold.
+    let a = write(
+        dir.path(),
+        "text.jsonl",
+        concat!(
+            r#"{"id":"q1","answer":"the cat sat","contexts":[{"text":"The cat sat. It was happy.","doc_id":"a.md"}]}"#,
+            "\n",
+            r#"{"id":"q2","answer":"Paris"}"#,
+            "\n",
+            r#"{"id":"q3","answer":"x","contexts":["nowhere to be found"]}"#,
+            "\n"
+        ),
+    );
+    let docs = s(corpus.parent().unwrap());
+    let json = ok(&[
+        "score",
+        "--dataset",
+        s(&d),
+        "--answers",
+        s(&a),
+        "-k",
+        "3",
+        "--corpus",
+        docs,
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["contexts_located"],
+        serde_json::json!({"exact": 0, "normalized": 1, "unlocated": 1})
+    );
+    // q1's context is placed at 10..37 and covers its truth 10..20: recall 1. q2 has no
+    // context and q3 none found: not measured.
+    assert_eq!(figure(&v, 0, "span_recall@3"), 1.0);
+    assert!(v["per_query"][1]["metrics"].get("span_recall@3").is_none());
+    assert!(v["per_query"][2]["metrics"].get("span_recall@3").is_none());
+    assert_eq!(v["retrieval_not_measured"], 2);
+    let err = fails(&["score", "--dataset", s(&d), "--answers", s(&a)]);
+    assert!(
+        err.contains("2 contexts of")
+            && err.contains("are given as text without offsets: give --corpus"),
+        "{err}"
+    );
+
+    let qa = write(
+        dir.path(),
+        "qa.jsonl",
+        concat!(
+            r#"{"id":"q1","inputs":{"query":"first"},"outputs":{"reference_answer":"The cat sat on the mat."}}"#,
+            "\n",
+            r#"{"id":"q2","inputs":{"query":"second"},"outputs":{"reference_answer":"Paris"}}"#,
+            "\n",
+            r#"{"id":"q3","inputs":{"query":"third"},"outputs":{"reference_answer":"x"}}"#,
+            "\n"
+        ),
+    );
+    let json = ok(&["score", "--dataset", s(&qa), "--answers", s(&a), "--json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let names: Vec<&String> = v["metrics"].as_object().unwrap().keys().collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.contains('@') && *n != "mrr" && *n != "map"),
+        "{names:?}"
+    );
+    assert_eq!(v["retrieval_not_measured"], 3);
+    assert_eq!(v["metrics"]["exact_match"], 2.0 / 3.0);
+    let text = ok(&["score", "--dataset", s(&qa), "--answers", s(&a)]);
+    assert!(!text.contains("span_recall"), "{text}");
+    assert!(
+        text.contains("retrieval not measured for 3 of 3 queries"),
+        "{text}"
+    );
+    let err = fails(&[
+        "eval",
+        "--dataset",
+        s(&qa),
+        "--corpus",
+        docs,
+        "--chunker",
+        "recursive:size=10",
+    ]);
+    assert!(
+        err.contains("holds questions with reference answers and no retrieval truth"),
+        "{err}"
+    );
+}
+
 #[test]
 fn score_answers_json_contract_and_figures() {
     use rag_eval::metrics::answer::{rouge, sentence_bleu, token_f1};
@@ -1371,15 +1472,19 @@ fn score_answers_json_contract_and_figures() {
             "std",
             "per_query",
             "by_difficulty",
-            "without_reference"
+            "without_reference",
+            "retrieval_not_measured"
         ]
     );
     assert_eq!(v["queries"], 3);
     assert_eq!(v["without_reference"], 1);
-    // Retrieval figures come from the contexts.
+    // Retrieval figures come from the contexts; q2 gave none, so its retrieval is not
+    // measured: no figure (not 0), and the mean is over q1 and q3.
     assert_eq!(figure(&v, 0, "span_recall@3"), 1.0);
-    assert_eq!(figure(&v, 1, "span_recall@3"), 0.0);
+    assert!(v["per_query"][1]["metrics"].get("span_recall@3").is_none());
     assert_eq!(figure(&v, 2, "span_recall@3"), 1.0);
+    assert_eq!(v["metrics"]["span_recall@3"], 1.0);
+    assert_eq!(v["retrieval_not_measured"], 1);
     // Answer figures, by hand and through the library functions.
     let refs = ["The cat sat on the mat."];
     assert_eq!(

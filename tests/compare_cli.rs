@@ -1,5 +1,6 @@
 //! `rag-eval compare` from the command line: JSON output, the regression gate's exit code,
-//! the refusals, and the runs guide's walkthrough (`docs/guide/runs.md`), run as written.
+//! the refusals, metrics defined differently (another k, level or span mode), and the runs
+//! guide's walkthrough (`docs/guide/runs.md`), run as written.
 
 #[path = "support/cli.rs"]
 mod cli_support;
@@ -111,6 +112,144 @@ fn refusals_are_clear() {
     let out = rag_eval(&["compare", &a, bad.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("bad.json:1: not a run"), "{stderr}");
+}
+
+/// A run of 30 queries at `level`, `k` and `mode` whose figures are `metrics`, each the first
+/// value on the first 24 queries and the second on the others.
+fn write_defined_run(
+    dir: &Path,
+    name: &str,
+    (level, k, mode): (&str, usize, &str),
+    metrics: &[(&str, [f64; 2])],
+) -> String {
+    let figures = |i: usize| -> serde_json::Map<String, serde_json::Value> {
+        metrics
+            .iter()
+            .map(|(m, v)| ((*m).to_owned(), v[usize::from(i >= 24)].into()))
+            .collect()
+    };
+    let per_query: Vec<serde_json::Value> = (0..30)
+        .map(|i| serde_json::json!({"id": format!("q{i}"), "metrics": figures(i)}))
+        .collect();
+    let column = |f: fn(&[f64; 2]) -> f64| -> serde_json::Map<String, serde_json::Value> {
+        metrics
+            .iter()
+            .map(|(m, v)| ((*m).to_owned(), f(v).into()))
+            .collect()
+    };
+    let mean = column(|v| (24.0 * v[0] + 6.0 * v[1]) / 30.0);
+    let std = column(|v| (v[0] - v[1]).abs() * (0.8f64 * 0.2).sqrt());
+    let json = serde_json::json!({"level": level, "k": k, "mode": mode, "queries": 30,
+        "metrics": mean, "std": std, "per_query": per_query, "dataset_hash": "h1"});
+    let path = dir.join(name);
+    std::fs::write(&path, json.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn metrics_defined_differently_are_named_and_never_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // k=10 against k=5: `mrr` over a shallower ranking is lower by definition; the answer
+    // metric does not depend on k and is compared.
+    let deep = write_defined_run(
+        d,
+        "deep.json",
+        ("token", 10, "standard"),
+        &[
+            ("span_recall@10", [0.9, 0.9]),
+            ("mrr", [1.0, 1.0]),
+            ("token_f1", [0.5, 0.5]),
+        ],
+    );
+    let shallow = write_defined_run(
+        d,
+        "shallow.json",
+        ("token", 5, "standard"),
+        &[
+            ("span_recall@5", [0.5, 0.5]),
+            ("mrr", [0.2, 1.0]),
+            ("token_f1", [0.5, 0.5]),
+        ],
+    );
+    let out = rag_eval(&["compare", &deep, &shallow, "--fail-on-regression"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "defined differently, not compared: mrr (deep: token level, k=10; shallow: token level, k=5)"
+        ),
+        "{stdout}"
+    );
+    let json = rag_eval(&["compare", &deep, &shallow, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        v["metrics_redefined"],
+        serde_json::json!([{"metric": "mrr", "definitions": ["token level, k=10", "token level, k=5"]}])
+    );
+    let compared: Vec<&str> = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(compared, ["token_f1"]);
+    // The report says so too, and gives `mrr` no difference.
+    let md = rag_eval(&["report", &deep, &shallow, "--format", "markdown"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("mrr is not compared: the runs define it differently (token level, k=10 / token level, k=5)"),
+        "{md}"
+    );
+    let mrr_row = md.lines().find(|l| l.starts_with("| mrr |")).unwrap();
+    assert!(!mrr_row.contains('Δ'), "{mrr_row}");
+
+    // Another span mode: the span metric is not compared, the rank metric is.
+    let standard = write_defined_run(
+        d,
+        "standard.json",
+        ("token", 5, "standard"),
+        &[("span_precision@5", [0.8, 0.8]), ("hit@5", [1.0, 1.0])],
+    );
+    let chroma = write_defined_run(
+        d,
+        "chroma.json",
+        ("token", 5, "chroma"),
+        &[("span_precision@5", [0.3, 0.8]), ("hit@5", [1.0, 1.0])],
+    );
+    let out = rag_eval(&["compare", &standard, &chroma, "--fail-on-regression"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("span_precision@5 (standard: token level, mode standard; chroma: token level, mode chroma)"),
+        "{stdout}"
+    );
+
+    // Token against chunk level: nothing left to compare is an error naming why.
+    let token = write_defined_run(
+        d,
+        "token.json",
+        ("token", 5, "standard"),
+        &[("precision@5", [0.8, 0.8])],
+    );
+    let chunk = write_defined_run(
+        d,
+        "chunk.json",
+        ("chunk", 5, "standard"),
+        &[("precision@5", [0.2, 0.8])],
+    );
+    let out = rag_eval(&["compare", &token, &chunk, "--fail-on-regression"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the runs share no metric defined alike")
+            && stderr.contains("precision@5 (token: token level; chunk: chunk level)")
+            && !stderr.contains("regression:"),
+        "{stderr}"
+    );
 }
 
 /// The walkthrough of the runs guide: `docs/guide/runs.md` from its title to its first `## `

@@ -1000,3 +1000,174 @@ fn on_a_terminal_a_progress_bar_replaces_the_per_document_lines() {
     assert!(screen.contains(&format!("wrote {n} rows to ")), "{screen}");
     validates(&out);
 }
+
+/// What the small-context model was sent.
+#[derive(Default)]
+struct ContextLedger {
+    /// `max_tokens` of every request.
+    max_tokens: Vec<Option<u64>>,
+    /// Requests refused as longer than the context, by the document they showed.
+    refused: BTreeMap<String, usize>,
+}
+
+/// The model's context in the small-context server, in tokens of 4 characters.
+const N_CTX: usize = 2048;
+
+/// A llama-server with `-c 2048`: a request whose messages exceed the context (4 characters a
+/// token) is refused with llama-server's HTTP 400; `never.md` is refused at any length, as a
+/// document whose prompt cannot fit. Otherwise one question, its excerpt the first 60
+/// characters of the document text shown.
+fn small_context_model(ledger: Arc<Mutex<ContextLedger>>) -> TestServer {
+    TestServer::start(move |r: Request| {
+        let body = r.json().expect("a JSON body");
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let chars: usize = messages
+            .iter()
+            .map(|m| m["content"].as_str().unwrap_or_default().chars().count())
+            .sum();
+        let user = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let doc = user.split('`').nth(1).unwrap_or_default().to_owned();
+        let mut l = ledger.lock().unwrap();
+        l.max_tokens.push(body["max_tokens"].as_u64());
+        let prompt = if doc == "never.md" {
+            50 * N_CTX
+        } else {
+            chars / 4
+        };
+        if prompt > N_CTX {
+            *l.refused.entry(doc).or_default() += 1;
+            return Reply::json(
+                400,
+                &json!({"error": {"code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": N_CTX}}),
+            );
+        }
+        drop(l);
+        let text = user
+            .split_once("<document>\n")
+            .map(|(_, t)| t)
+            .unwrap_or_default();
+        let excerpt: String = text.chars().take(60).collect();
+        let question = json!({"question": format!("What does the passage `{excerpt}` say?"),
+            "excerpts": [excerpt], "answer": "It says so.", "difficulty": "factual"});
+        completion(1, "", &user, json!({ "questions": [question] }).to_string())
+    })
+}
+
+#[test]
+fn documents_longer_than_the_context_are_cut_into_windows_that_fit_and_never_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    let long: String = (0..400)
+        .map(|i| {
+            let end = if i % 5 == 4 { "\n\n" } else { " " };
+            format!(
+                "Sentence {i} of the long document is about topic {}.{end}",
+                i * 7
+            )
+        })
+        .collect();
+    assert!(long.len() > 20_000);
+    std::fs::write(corpus.join("long.md"), &long).unwrap();
+    std::fs::write(
+        corpus.join("never.md"),
+        "A document whose prompt never fits the model's context, however it is cut.",
+    )
+    .unwrap();
+    std::fs::write(
+        corpus.join("short.md"),
+        "A short document that fits the context in one request, with room to spare.",
+    )
+    .unwrap();
+    let ledger = Arc::new(Mutex::new(ContextLedger::default()));
+    let server = small_context_model(Arc::clone(&ledger));
+    let args = |out: &Path, extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "generate",
+            "token",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--queries-per-doc",
+            "4",
+            "--model",
+            MODEL,
+            "--base-url",
+            &server.url("/v1"),
+            "--api-key-env",
+            KEY_VAR,
+            "--concurrency",
+            "1",
+            "--no-dedup",
+            "--max-tokens",
+            "256",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        a
+    };
+
+    // Learned from the server's refusal.
+    let out = dir.path().join("learned.jsonl");
+    let err = ok(&args(&out, &[]));
+    assert!(
+        err.contains(
+            "document `never.md` left out: the model's context is too small even for windows of"
+        ) && err.contains("exceed_context_size_error"),
+        "{err}"
+    );
+    assert!(err.contains("1 documents left out"), "{err}");
+    let docs = documents_done(&out);
+    let record = |id: &str| docs.iter().find(|d| d["doc_id"] == id).unwrap().clone();
+    assert_eq!(record("never.md")["dropped"]["documents"], 1);
+    assert!(record("never.md")["dropped_reason"]
+        .as_str()
+        .unwrap()
+        .contains("n_ctx"));
+    // The long document was refused whole, then asked about in windows that fit: 4 rows.
+    assert_eq!(record("long.md")["rows"], 4, "{:?}", record("long.md"));
+    assert_eq!(record("short.md")["rows"], 1);
+    let o = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["dataset", "validate", "--json", "--corpus"])
+        .arg(&corpus)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    {
+        let l = ledger.lock().unwrap();
+        assert!(l.refused["long.md"] >= 1, "{:?}", l.refused);
+        assert!(
+            l.max_tokens.iter().all(|m| *m == Some(256)),
+            "{:?}",
+            l.max_tokens
+        );
+    }
+
+    // Told the context: the long document is cut to fit before any refusal.
+    ledger.lock().unwrap().refused.clear();
+    let out = dir.path().join("told.jsonl");
+    ok(&args(&out, &["--context-tokens", "2048"]));
+    let refused = ledger.lock().unwrap().refused.clone();
+    assert_eq!(
+        refused.keys().collect::<Vec<_>>(),
+        ["never.md"],
+        "{refused:?}"
+    );
+    assert_eq!(
+        documents_done(&out)
+            .iter()
+            .map(|d| d["rows"].as_u64().unwrap())
+            .sum::<u64>(),
+        5
+    );
+}

@@ -1,7 +1,8 @@
 //! `score --answers` with LLM judges, end to end through the binary against a scripted
 //! OpenAI-compatible server: the figures, the JSON and table, rows without a reference
 //! answer, answer relevancy without an embedder, the invalid-share gate, and the run records
-//! that `compare` reads; a judge server that never answers, given up after `--timeout`.
+//! that `compare` reads; a judge server or a spec's embedder that never answers, given up
+//! after `--timeout`.
 
 mod support;
 
@@ -77,6 +78,8 @@ struct Script {
     q1_unsupported: AtomicBool,
     /// q3's answer holds a supported statement (else none: undetermined).
     q3_statement: AtomicBool,
+    /// The judge calls q1's statement supported with a quote found in no context.
+    q1_unquoted: AtomicBool,
     /// The user messages received.
     seen: Mutex<Vec<String>>,
 }
@@ -90,8 +93,18 @@ fn reply_for(schema: &str, prompt: &str, script: &Script) -> String {
             } else {
                 "supported"
             };
+            // The first passage's text, as a judge quoting its evidence would.
+            let first = prompt
+                .split_once("Context passages:\n[1] ")
+                .and_then(|(_, rest)| rest.lines().nth(1))
+                .unwrap_or_default();
+            let evidence = if script.q1_unquoted.load(Ordering::SeqCst) {
+                "the cat sat on the mat"
+            } else {
+                first
+            };
             json!({"statements": [{"statement": "The cat sat.", "verdict": verdict,
-                "context": 0, "evidence": "", "reason": "r"}]})
+                "context": 0, "evidence": evidence, "reason": "r"}]})
         }
         "faithfulness" if answer_is("Paris!") => {
             json!({"statements": [
@@ -100,7 +113,7 @@ fn reply_for(schema: &str, prompt: &str, script: &Script) -> String {
         }
         "faithfulness" if answer_is("no idea") && script.q3_statement.load(Ordering::SeqCst) => {
             json!({"statements": [{"statement": "No idea.", "verdict": "supported",
-                "context": 0, "evidence": "", "reason": "r"}]})
+                "context": 1, "evidence": "abcde", "reason": "r"}]})
         }
         // "no idea" holds no statement: undetermined.
         "faithfulness" => json!({"statements": []}),
@@ -433,6 +446,41 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
 }
 
 #[test]
+fn a_supported_statement_whose_evidence_is_in_no_context_is_unsupported_and_counted() {
+    let s = Setup::new();
+    s.script.q1_unquoted.store(true, Ordering::SeqCst);
+    let out = s.score(&["--judges", "faithfulness", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let q1 = &v["per_query"][0];
+    assert_eq!(q1["id"], "q1");
+    // The judge called it supported, quoting text that is in no context: 0, not 1.
+    assert_eq!(figure(&q1["metrics"], "faithfulness"), Some(0.0));
+    assert_eq!(v["judges"][0]["unlocated"], 1, "{}", v["judges"]);
+    assert!(
+        out.stderr.contains(
+            "faithfulness: 3 calls (0 repairs), 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed; statements counted unsupported for evidence in no context: 1"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Quoted as it stands in the context, the same statement is supported.
+    s.script.q1_unquoted.store(false, Ordering::SeqCst);
+    let out = s.score(&["--judges", "faithfulness", "--json"]);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(
+        figure(&v["per_query"][0]["metrics"], "faithfulness"),
+        Some(1.0)
+    );
+    assert_eq!(v["judges"][0]["unlocated"], 0);
+    assert!(
+        !out.stderr.contains("evidence in no context"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn answer_relevancy_needs_an_embedder_only_when_asked_for() {
     let s = Setup::new();
     // Left out of the default set, with a notice.
@@ -492,9 +540,10 @@ fn eval_answers_records_the_judges_with_the_run() {
     let s = Setup::new();
     let docs = s.dir.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
+    // The queries' words in the first chunk: every query retrieves it.
     std::fs::write(
         docs.join("a.md"),
-        "0123456789abcdefghijABCDEFGHIJklmnopqrstKLMNOPQRST",
+        "first second third 0123456789abcdefghijABCDEFGHIJ",
     )
     .unwrap();
     let out = ok(
@@ -567,6 +616,39 @@ fn a_judge_server_that_hangs_on_post_is_given_up_after_the_timeout() {
     assert!(
         out.stderr
             .contains("faithfulness: 100.0% of the judge's answers were invalid or failed"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.posts() >= 1);
+}
+
+#[test]
+fn an_embedder_built_from_its_spec_is_given_up_after_the_timeout() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let server = HostileServer::start(Hostility::HangOnPost);
+    let embedder = format!("openai:model=m,base_url={}", server.url("/v1"));
+    let started = std::time::Instant::now();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--embedder",
+            &embedder,
+            "--timeout",
+            "1",
+        ],
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("deadline of 1s") && out.stderr.contains("/v1/embeddings"),
         "{}",
         out.stderr
     );

@@ -205,20 +205,43 @@ fn faithfulness_parses_statements_and_locates_support_in_document_offsets() {
 }
 
 #[test]
-fn a_supported_statement_whose_quote_is_not_in_the_contexts_keeps_its_verdict_without_a_span() {
+fn a_supported_statement_whose_quote_is_in_no_context_counts_as_unsupported_and_is_counted() {
     let llm = Scripted::replies(&[r#"{"statements": [
       {"statement": "Flags live in RAM.", "verdict": "supported", "context": 1,
        "evidence": "flags are cached in RAM on every node", "reason": "paraphrase"},
       {"statement": "Restarts take 2 s.", "verdict": "supported", "context": 1,
-       "evidence": "", "reason": "no quote given"}]}"#]);
-    let answer = rag("Flags live in RAM; restarts take 2 s.");
-    let j = judge_once(&Faithfulness::new(&llm), &answer, None);
-    // The verdict is the judge's: both count as supported; neither has a support span, and the
-    // details list them so a report can show the judge quoted nothing that exists.
-    assert_eq!(j.score(), Some(1.0));
+       "evidence": "", "reason": "no quote given"},
+      {"statement": "Flags are in memory.", "verdict": "supported", "context": 1,
+       "evidence": "keeps every flag in memory", "reason": "said"},
+      {"statement": "Flags are encrypted.", "verdict": "not_supported", "context": 0,
+       "evidence": "", "reason": "not said"}]}"#]);
+    let answer = rag("Flags live in RAM; restarts take 2 s; in memory; encrypted.");
+    let answers = [answer];
+    let inputs = [input("q1", &answers[0], None)];
+    let run = pollster::block_on(judge_all(
+        &Faithfulness::new(&llm),
+        &inputs,
+        &JudgeConfig::default(),
+    ));
+    // The judge's claim of support is checked: a quote found nowhere (or none at all) leaves
+    // the statement unsupported, so one of four statements is supported.
+    let j = &run.judgements[0];
+    assert_eq!(j.score(), Some(0.25));
     let d = &j.samples[0].details;
+    let st = statements(d);
+    assert_eq!(
+        st.iter()
+            .map(|s| (s.supported, s.unlocated))
+            .collect::<Vec<_>>(),
+        [(false, true), (false, true), (true, false), (false, false)]
+    );
+    assert!(st[2].support.is_some());
     assert_eq!(d.unlocated().len(), 2);
-    assert!(statements(d).iter().all(|s| s.support.is_none()));
+    assert_eq!(d.unsupported().len(), 3);
+    // The summary counts them, and its JSON carries the count.
+    assert_eq!(run.summary.unlocated, 2);
+    let json = serde_json::to_value(&run.summary).unwrap();
+    assert_eq!(json["unlocated"], 2);
 }
 
 #[test]
@@ -492,7 +515,7 @@ fn per_sample(scores: &'static [(&'static str, [u32; 3])]) -> Scripted {
         let k = ks[r.sample.unwrap() as usize];
         let verdict = |i: u32| if i < k { "supported" } else { "not_supported" };
         Ok(format!(
-            r#"{{"statements": [{{"statement": "a", "verdict": "{}", "context": 0, "evidence": "", "reason": ""}}, {{"statement": "b", "verdict": "{}", "context": 0, "evidence": "", "reason": ""}}]}}"#,
+            r#"{{"statements": [{{"statement": "a", "verdict": "{}", "context": 0, "evidence": "in memory", "reason": ""}}, {{"statement": "b", "verdict": "{}", "context": 0, "evidence": "in memory", "reason": ""}}]}}"#,
             verdict(0),
             verdict(1)
         ))
@@ -559,7 +582,7 @@ fn the_gate_fails_when_invalid_and_failed_answers_exceed_the_share() {
             if bad.iter().any(|b| text.contains(&format!("Answer: {b}\n"))) {
                 Ok("{".into())
             } else {
-                Ok(r#"{"statements": [{"statement": "s", "verdict": "supported", "context": 0, "evidence": "", "reason": ""}]}"#.into())
+                Ok(r#"{"statements": [{"statement": "s", "verdict": "supported", "context": 0, "evidence": "in memory", "reason": ""}]}"#.into())
             }
         });
         pollster::block_on(judge_all(

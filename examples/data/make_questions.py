@@ -493,6 +493,52 @@ QUESTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
 ]
 
 
+# A reference answer per question: what a good answer says, written from the excerpts above
+# (the answer metrics and the judges that compare with a reference read it).
+REFERENCE_ANSWERS: dict[str, str] = {
+    'q0001': "Linux kernel 4.18 or later, on a 64-bit host (x86_64 or arm64).",
+    'q0002': "It runs as the unprivileged user larkspur with UID 10001.",
+    'q0003': "The bootstrap token expires after 24 hours.",
+    'q0004': "The default request_timeout is 15s.",
+    'q0005': "Exit code 3 means the server could not be reached.",
+    'q0006': "larkspur-sdk needs Python 3.9 or later.",
+    'q0007': "SDKs send evaluation counts every 60 seconds, with at most 500 events per batch.",
+    'q0008': "The default min_samples is 200 evaluations.",
+    'q0009': "Larkspur stores an Argon2id hash of each API token.",
+    'q0010': "TLS 1.2 is the minimum; TLS 1.3 is preferred when the client supports it.",
+    'q0011': "A tar archive compressed with zstd, with the extension .lkb.",
+    'q0012': "The advisory lock key 74201.",
+    'q0013': "Chihiro Matsumoto (松本 千尋).",
+    'q0014': "The default HTTP port was 8080; since 3.0.0 it is 7420.",
+    'q0015': "About 150 MB at idle, plus roughly 12 KB per flag per environment.",
+    'q0016': "Under systemd with journalctl -u larkspur; in a container with docker logs larkspur.",
+    'q0017': "The REST API listens on 0.0.0.0:7420, the streaming endpoint on 0.0.0.0:7421 and Prometheus metrics on 127.0.0.1:9464.",
+    'q0018': "A token expires after 90 days by default and can live at most 365 days; asking the CLI for more than 365d is refused with exit code 2.",
+    'q0019': "The SDK hashes the flag key, the flag's salt and the stickiness attribute's value with 32-bit MurmurHash3 onto 100,000 buckets; every SDK implements the same function and the server's test suite checks them all against one table of expected buckets.",
+    'q0020': "PostgreSQL 13 or newer (13 to 17 are tested); PostgreSQL 12 is no longer supported.",
+    'q0021': "A polling SDK configured with an interval below sdk.min_poll_interval (5 seconds by default), or more than 600 REST requests per minute made with one token.",
+    'q0022': "Both can read flags and change non-production environments; only a publisher can also change production. Neither can manage members and tokens.",
+    'q0023': "Streaming SDKs get a change in under 2 seconds at the 99th percentile; polling SDKs ask for a new rule set every 30 seconds by default.",
+    'q0024': "A backup leaves out the audit log, the configuration file and the TLS keys; the audit log can be included with --include-audit.",
+    'q0025': "Seven days: the default keep is 14 backups, and at two backups a day that is 7 days.",
+    'q0026': "0.25% of the traffic, since 1,000 buckets receive 1%.",
+    'q0027': "No. An archive restores only into the same or a later minor version of the same major version, never into an older version.",
+    'q0028': "Upgrade from 2.7 to 2.9 first, then to 3.4 directly: major versions may not be skipped, minor versions may.",
+    'q0029': "The SDK refuses it when the client is constructed, because the server rejects poll intervals shorter than 5 seconds with HTTP 429.",
+    'q0030': "No. max_flags_per_project defaults to 2000 and archived flags are excluded, so with 2,000 active flags the project is at the limit.",
+    'q0031': "Set the rollout's stickiness attribute to an account attribute such as accountId, so all users of one customer account see the same variant.",
+    'q0032': "After 5 failed password attempts in a row the account is locked for 15 minutes.",
+    'q0033': "No. There is no telemetry; the only outbound connections are the OpenID Connect provider and webhooks you configure.",
+    'q0034': "No. Evaluation happens in the SDKs, which keep evaluating with the last rule set they received; they only miss changes made during the outage.",
+    'q0035': "Larkspur Assist costs €1,150 a year and covers up to five server nodes.",
+    'q0036': "Yes, since version 3.3.0: larkspur backup restore --online <file> keeps the server up.",
+    'q0037': "The SDK returns the fallback value given to the evaluation call when the flag does not exist or was archived.",
+    'q0038': "Yes. Raising the on share from 10% to 20% only extends the on range, so every user who already had the feature keeps it.",
+    'q0039': "Set telemetry.log_level = \"debug\"; do not leave it on in production, as it multiplies log volume roughly tenfold.",
+    'q0040': "Yes. Export a rule set with larkspur flags export and start the SDK with bootstrap_file; it then evaluates from the file and never contacts a server.",
+}
+
+
 def load_corpus() -> dict[str, str]:
     docs = {}
     for path in sorted(CORPUS.rglob("*.md")):
@@ -528,7 +574,7 @@ def build(docs: dict[str, str]) -> list[str]:
         row = {
             "id": qid,
             "inputs": {"query": query},
-            "outputs": {"relevant_spans": spans},
+            "outputs": {"relevant_spans": spans, "reference_answer": REFERENCE_ANSWERS[qid]},
             "metadata": {
                 "difficulty": difficulty,
                 "source_docs": sorted({s["doc_id"] for s in spans}),

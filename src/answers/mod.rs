@@ -13,6 +13,27 @@
 //! turns into chunk ids ([`ChunkId::from_content`](crate::chunk::ChunkId::from_content)).
 //! `score` is optional: the order in the file is the rank. Other fields of a line are ignored.
 //!
+//! A context may also be given as text alone, as most vector stores keep it: a string, or an
+//! object with `text` and optionally `doc_id` (and `score`) but no offsets. Such contexts are
+//! placed in the corpus ([`Answers::place_in`], see [`place`]); without a corpus, or when the
+//! text is not found, they are judged but not span-scored. A line whose `contexts` is empty or
+//! missing has no retrieval: its retrieval metrics are not measured (absent, never 0).
+//!
+//! ```
+//! use rag_eval::answers::Answers;
+//! use rag_eval::corpus::{Corpus, Document};
+//! let mut a = Answers::parse(
+//!     r#"{"id":"q1","answer":"In May.","contexts":["ships in may"]}"#,
+//!     "answers.jsonl".into(),
+//! )?;
+//! let corpus = Corpus::new([Document::new("a.md", "Larkspur ships in May.")])?;
+//! let placed = a.place_in(&corpus);
+//! assert_eq!((placed.exact, placed.normalized, placed.unlocated), (0, 1, 0));
+//! let span = &a.get("q1").unwrap().contexts[0].chunk.span;
+//! assert_eq!((span.doc.as_str(), span.start, span.end), ("a.md", 9, 21));
+//! # Ok::<(), rag_eval::Error>(())
+//! ```
+//!
 //! ```
 //! use rag_eval::answers::Answers;
 //! let a = Answers::parse(
@@ -25,11 +46,14 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
+pub mod place;
 mod score;
 
+pub use place::{Placement, TextContext};
 pub use score::{embed_answers, score_answers, AnswerEmbeddings, AnswerScores, ContextItems};
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
+use crate::corpus::Corpus;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::level::Level;
@@ -43,21 +67,33 @@ use std::collections::HashMap;
 /// [judges](crate::judge) read.
 pub use crate::generator::RagAnswer;
 
-/// One context as written in an answers file.
+/// One context as written in an answers file: placed (`doc_id`, `start`, `end`) or text alone.
 #[derive(Deserialize)]
 struct Context {
-    doc_id: String,
-    start: usize,
-    end: usize,
+    #[serde(default)]
+    doc_id: Option<String>,
+    #[serde(default)]
+    start: Option<usize>,
+    #[serde(default)]
+    end: Option<usize>,
     text: String,
     #[serde(default)]
     score: Option<f32>,
 }
 
+/// One line of an answers file.
+#[derive(Debug, Clone)]
+struct Entry {
+    line: usize,
+    answer: RagAnswer,
+    /// The contexts given as text, by index in `answer.contexts`.
+    text: Vec<(usize, TextContext)>,
+}
+
 /// The answers of a file, by query id, with the line each came from.
 #[derive(Debug, Clone)]
 pub struct Answers {
-    by_id: HashMap<String, (usize, RagAnswer)>,
+    by_id: HashMap<String, Entry>,
     path: Utf8PathBuf,
 }
 
@@ -73,7 +109,7 @@ impl Answers {
     /// Parses answers JSONL; `path` names the input in messages. Blank lines and a leading
     /// byte order mark are skipped.
     pub fn parse(text: &str, path: Utf8PathBuf) -> Result<Self> {
-        let mut by_id: HashMap<String, (usize, RagAnswer)> = HashMap::new();
+        let mut by_id: HashMap<String, Entry> = HashMap::new();
         for (i, line) in crate::fs::strip_bom(text).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -83,13 +119,15 @@ impl Answers {
                 line: i + 1,
                 message,
             };
-            let (id, answer) = read_line(line).map_err(perr)?;
-            if let Some((first, _)) = by_id.get(&id) {
+            let (id, answer, text) = read_line(line).map_err(perr)?;
+            if let Some(first) = by_id.get(&id) {
                 return Err(perr(format!(
-                    "query `{id}` appears again (first on line {first})"
+                    "query `{id}` appears again (first on line {})",
+                    first.line
                 )));
             }
-            by_id.insert(id, (i + 1, answer));
+            let line = i + 1;
+            by_id.insert(id, Entry { line, answer, text });
         }
         Ok(Answers { by_id, path })
     }
@@ -101,7 +139,38 @@ impl Answers {
 
     /// The answer to a query id.
     pub fn get(&self, id: &str) -> Option<&RagAnswer> {
-        self.by_id.get(id).map(|(_, a)| a)
+        self.by_id.get(id).map(|e| &e.answer)
+    }
+
+    /// Takes the answer to a query id out of the set.
+    pub fn take(&mut self, id: &str) -> Option<RagAnswer> {
+        self.by_id.remove(id).map(|e| e.answer)
+    }
+
+    /// Whether context `index` of the answer to `id` was given as text, without offsets.
+    pub fn given_as_text(&self, id: &str, index: usize) -> bool {
+        self.by_id
+            .get(id)
+            .is_some_and(|e| e.text.iter().any(|(i, _)| *i == index))
+    }
+
+    /// How many contexts were given as text, without offsets.
+    pub fn text_contexts(&self) -> usize {
+        self.by_id.values().map(|e| e.text.len()).sum()
+    }
+
+    /// Places every context given as text in `corpus` ([`place`]): found ones get their
+    /// document's offsets; the rest keep their text with no character placed. Returns the
+    /// counts per match kind.
+    pub fn place_in(&mut self, corpus: &Corpus) -> Placement {
+        let locator = place::ContextLocator::new(corpus);
+        let mut placement = Placement::default();
+        for entry in self.by_id.values_mut() {
+            for (i, c) in &entry.text {
+                entry.answer.contexts[*i] = locator.place(c, &mut placement);
+            }
+        }
+        placement
     }
 
     /// Number of answers.
@@ -119,7 +188,7 @@ impl Answers {
         let mut v: Vec<(&str, usize)> = self
             .by_id
             .iter()
-            .map(|(k, (l, _))| (k.as_str(), *l))
+            .map(|(k, e)| (k.as_str(), e.line))
             .collect();
         v.sort_by_key(|&(_, l)| l);
         v
@@ -162,9 +231,12 @@ impl Answers {
     }
 }
 
+/// What one line gives: its id, its answer, and the contexts given as text by index.
+type Line = (String, RagAnswer, Vec<(usize, TextContext)>);
+
 /// Reads one line: its id and answer, or what is wrong, naming the field.
-fn read_line(line: &str) -> std::result::Result<(String, RagAnswer), String> {
-    const SHAPE: &str = "answer lines look like {\"id\":…,\"answer\":…,\"contexts\":[{\"doc_id\":…,\"start\":…,\"end\":…,\"text\":…}]}";
+fn read_line(line: &str) -> std::result::Result<Line, String> {
+    const SHAPE: &str = "answer lines look like {\"id\":…,\"answer\":…,\"contexts\":[{\"doc_id\":…,\"start\":…,\"end\":…,\"text\":…}]}, a context also as text alone or {\"text\":…,\"doc_id\":…}";
     let value: Value = serde_json::from_str(line).map_err(|e| format!("{e} ({SHAPE})"))?;
     let Value::Object(mut obj) = value else {
         return Err(format!("expected a JSON object ({SHAPE})"));
@@ -181,44 +253,82 @@ fn read_line(line: &str) -> std::result::Result<(String, RagAnswer), String> {
         Value::String(s) => s,
         other => return Err(format!("`answer` is {}, expected a string", kind(&other))),
     };
-    let contexts = match field("contexts")? {
-        Value::Array(items) => items,
-        other => {
+    let contexts = match obj.remove("contexts") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
             return Err(format!(
                 "`contexts` is {}, expected a list of retrieved chunks",
                 kind(&other)
             ))
         }
     };
+    let mut text = Vec::new();
     let contexts = contexts
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
             let at = |m: String| format!("`contexts[{i}]`: {m}");
-            let c: Context = serde_json::from_value(v).map_err(|e| at(e.to_string()))?;
-            if let Some(m) = crate::span::offset_problem(&c.doc_id, c.start, c.end) {
+            let c: Context = match v {
+                Value::String(text) => Context {
+                    doc_id: None,
+                    start: None,
+                    end: None,
+                    text,
+                    score: None,
+                },
+                Value::Object(_) => serde_json::from_value(v).map_err(|e| at(e.to_string()))?,
+                other => {
+                    return Err(at(format!(
+                        "is {}, expected the retrieved text or an object with `text`",
+                        kind(&other)
+                    )))
+                }
+            };
+            let (doc_id, start, end) = match (c.doc_id, c.start, c.end) {
+                (Some(doc), Some(start), Some(end)) => (doc, start, end),
+                (doc_id, None, None) => {
+                    if c.text.trim().is_empty() {
+                        return Err(at("`text` is empty and there are no offsets: nothing says what was retrieved".into()));
+                    }
+                    let t = TextContext {
+                        text: c.text,
+                        doc_id,
+                        score: c.score,
+                    };
+                    let chunk = RetrievedChunk::new(place::unplaced(&t), c.score.unwrap_or(0.0));
+                    text.push((i, t));
+                    return Ok(chunk);
+                }
+                (None, _, _) => return Err(at("offsets without `doc_id`: give the document they are in, or the text alone".into())),
+                (Some(_), start, _) => {
+                    let missing = if start.is_none() { "start" } else { "end" };
+                    return Err(at(format!("missing field `{missing}` (give both offsets, or neither and the text alone)")));
+                }
+            };
+            if let Some(m) = crate::span::offset_problem(&doc_id, start, end) {
                 return Err(at(m));
             }
             let chunk = RetrievedChunk::new(
-                PositionAwareChunk::new(c.doc_id, c.start, c.end, c.text),
+                PositionAwareChunk::new(doc_id, start, end, c.text),
                 c.score.unwrap_or(0.0),
             );
             // An empty text cannot be told from a missing one, and would make every answer
             // metric that reads the contexts see nothing.
-            if chunk.chunk.content.is_empty() && c.end > c.start {
+            if chunk.chunk.content.is_empty() && end > start {
                 return Err(at(format!(
-                    "`text` is empty but the span {}..{} is not",
-                    c.start, c.end
+                    "`text` is empty but the span {start}..{end} is not"
                 )));
             }
             chunk.check_text(None).map_err(at)?;
             Ok(chunk)
         })
         .collect::<std::result::Result<Vec<_>, String>>()?;
-    Ok((id, RagAnswer { answer, contexts }))
+    Ok((id, RagAnswer { answer, contexts }, text))
 }
 
-fn kind(v: &Value) -> &'static str {
+/// What kind of JSON value `v` is, for messages: `a number`, `null`, …
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -313,6 +423,79 @@ mod tests {
         assert_eq!(e, "a.jsonl:2: query `q1` appears again (first on line 1)");
         let e = err("[1]");
         assert!(e.starts_with("a.jsonl:1: expected a JSON object"), "{e}");
+    }
+
+    #[test]
+    fn contexts_as_text_are_read_and_placed_in_the_corpus() {
+        use crate::corpus::{Corpus, Document};
+        let mut a = Answers::parse(
+            concat!(
+                "{\"id\":\"q1\",\"answer\":\"a\",\"contexts\":[\"Larkspur ships in May.\",",
+                "{\"text\":\"needs rust 1.80\",\"doc_id\":\"b.md\",\"score\":0.5},",
+                "{\"doc_id\":\"a.md\",\"start\":0,\"end\":8,\"text\":\"Larkspur\"},",
+                "{\"text\":\"something else\"}]}\n",
+                "{\"id\":\"q2\",\"answer\":\"b\"}\n",
+            ),
+            "a.jsonl".into(),
+        )
+        .unwrap();
+        assert_eq!(a.text_contexts(), 3);
+        assert!(a.given_as_text("q1", 0) && !a.given_as_text("q1", 2));
+        // Before placing: text kept, nothing placed.
+        assert!(a.get("q1").unwrap().contexts[0].chunk.span.is_empty());
+        // Missing `contexts`: no context at all.
+        assert!(a.get("q2").unwrap().contexts.is_empty());
+        let corpus = Corpus::new([
+            Document::new("a.md", "Larkspur ships in May."),
+            Document::new("b.md", "It needs Rust 1.80."),
+        ])
+        .unwrap();
+        let placed = a.place_in(&corpus);
+        assert_eq!(
+            (placed.exact, placed.normalized, placed.unlocated),
+            (1, 1, 1)
+        );
+        let spans: Vec<(&str, usize, usize, f32)> = a
+            .get("q1")
+            .unwrap()
+            .contexts
+            .iter()
+            .map(|c| {
+                (
+                    c.chunk.span.doc.as_str(),
+                    c.chunk.span.start,
+                    c.chunk.span.end,
+                    c.score,
+                )
+            })
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                ("a.md", 0, 22, 0.0),
+                ("b.md", 3, 18, 0.5),
+                ("a.md", 0, 8, 0.0),
+                ("", 0, 0, 0.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_context_as_text_must_say_something_and_offsets_come_with_their_document() {
+        let line = |c: &str| format!("{{\"id\":\"q\",\"answer\":\"a\",\"contexts\":[{c}]}}");
+        assert_eq!(
+            err(&line("{\"start\":0,\"end\":1,\"text\":\"x\"}")),
+            "a.jsonl:1: `contexts[0]`: offsets without `doc_id`: give the document they are in, or the text alone"
+        );
+        assert_eq!(
+            err(&line("{\"doc_id\":\"a\",\"start\":0,\"text\":\"x\"}")),
+            "a.jsonl:1: `contexts[0]`: missing field `end` (give both offsets, or neither and the text alone)"
+        );
+        assert!(err(&line("\" \"")).contains("`text` is empty and there are no offsets"));
+        assert_eq!(
+            err(&line("7")),
+            "a.jsonl:1: `contexts[0]`: is a number, expected the retrieved text or an object with `text`"
+        );
     }
 
     #[test]

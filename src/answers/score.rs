@@ -12,7 +12,8 @@ use crate::metrics::{scorecard, Metric, RunResult, Scored, SpanMode};
 use crate::span::CharSpan;
 
 /// How a level reads the retrieved items of an answer's contexts: character spans at token
-/// level, content ids ([`ChunkId::from_content`]) at chunk level.
+/// level (a context with no character placed, text not found in the corpus, is left out),
+/// content ids ([`ChunkId::from_content`]) at chunk level.
 pub trait ContextItems: Level {
     /// The contexts as this level's ranked items.
     fn items(contexts: &[RetrievedChunk]) -> Vec<Self::Item>;
@@ -20,7 +21,11 @@ pub trait ContextItems: Level {
 
 impl ContextItems for TokenLevel {
     fn items(contexts: &[RetrievedChunk]) -> Vec<CharSpan> {
-        contexts.iter().map(|c| c.chunk.span.clone()).collect()
+        contexts
+            .iter()
+            .filter(|c| !c.chunk.span.is_empty())
+            .map(|c| c.chunk.span.clone())
+            .collect()
     }
 }
 
@@ -75,6 +80,9 @@ pub struct AnswerScores {
     pub without_reference: usize,
     /// Queries the answers file has no line for, scored as an empty answer with no contexts.
     pub unanswered: usize,
+    /// Queries whose retrieval is not measured: the dataset has no retrieval truth, or the
+    /// answer has no context to score (none given, or none found in the corpus).
+    pub retrieval_not_measured: usize,
 }
 
 /// Scores `answers` for every query of `dataset`: `retrieval` metrics at cut-off `k` over each
@@ -82,6 +90,10 @@ pub struct AnswerScores {
 /// read embeddings need `embeddings`, one entry per example of `dataset`, in order). Ids of
 /// `answers` must all be queries of `dataset` ([`Answers::check_ids`]); a query without an
 /// answer scores as an empty answer with no contexts and is counted.
+///
+/// Retrieval is not measured (its figures are absent, never 0) for a query with no context to
+/// score, and for every query of a dataset without retrieval truth; a retrieval metric no
+/// query measures is left out of the result.
 pub fn score_answers<L: ContextItems>(
     dataset: &Dataset<L>,
     answers: &Answers,
@@ -113,10 +125,21 @@ pub fn score_answers<L: ContextItems>(
         })
         .collect();
     let card = scorecard(&queries, retrieval, k, mode, None);
-    let mut names: Vec<String> = card.metrics.names().map(str::to_owned).collect();
+    let measured: Vec<bool> = items
+        .iter()
+        .map(|items| dataset.has_retrieval_truth() && !items.is_empty())
+        .collect();
+    let mut names: Vec<String> = if measured.contains(&true) {
+        card.metrics.names().map(str::to_owned).collect()
+    } else {
+        Vec::new()
+    };
     names.extend(answer.iter().map(|m| m.name().to_owned()));
     let mut per_query = card.per_query;
     for (i, (q, e)) in per_query.iter_mut().zip(dataset.examples()).enumerate() {
+        if !measured[i] {
+            q.metrics.0.clear();
+        }
         let mut input = AnswerInput::new(&given[i].answer, &e.reference_answers);
         if let Some(v) = embeddings.and_then(|all| all.get(i)) {
             input = input.with_embeddings(&v.answer, &v.references);
@@ -144,6 +167,7 @@ pub fn score_answers<L: ContextItems>(
             .iter()
             .filter(|e| answers.get(&e.id).is_none())
             .count(),
+        retrieval_not_measured: measured.iter().filter(|m| !**m).count(),
     })
 }
 
@@ -191,10 +215,12 @@ mod tests {
         .unwrap();
         assert_eq!((s.without_reference, s.unanswered), (1, 0));
         let r = &s.result;
-        // q1 retrieved half of its truth (0..5 of 0..10); q2 nothing.
+        // q1 retrieved half of its truth (0..5 of 0..10); q2 gave no context: its retrieval
+        // is not measured (no figure, not 0) and the mean is q1's alone.
         assert_eq!(r.per_query[0].metrics.get("span_recall@3"), Some(0.5));
-        assert_eq!(r.per_query[1].metrics.get("span_recall@3"), Some(0.0));
-        assert_eq!(r.metrics.get("span_recall@3"), Some(0.25));
+        assert_eq!(r.per_query[1].metrics.get("span_recall@3"), None);
+        assert_eq!(r.metrics.get("span_recall@3"), Some(0.5));
+        assert_eq!(s.retrieval_not_measured, 1);
         // "in may 2021" normalises to "in may 2021", as "In May 2021." does.
         assert_eq!(r.per_query[0].metrics.get("exact_match"), Some(1.0));
         assert_eq!(r.per_query[0].metrics.get("token_f1"), Some(1.0));
@@ -206,6 +232,73 @@ mod tests {
         let by = r.by_difficulty.as_ref().unwrap();
         assert_eq!(by["factual"].queries, 2);
         assert_eq!(by["factual"].metrics.get("token_f1"), Some(1.0));
+    }
+
+    #[test]
+    fn without_retrieval_truth_or_placed_contexts_retrieval_is_absent_not_zero() {
+        let qa = match dataset::parse(
+            concat!(
+                "{\"id\":\"q1\",\"inputs\":{\"query\":\"when?\"},\"outputs\":{\"reference_answer\":\"In May 2021.\"}}\n",
+                "{\"id\":\"q2\",\"inputs\":{\"query\":\"who?\"},\"outputs\":{\"reference_answer\":\"Ada\"}}\n",
+            ),
+            "qa.jsonl",
+        )
+        .unwrap()
+        {
+            AnyDataset::Token(d) => d,
+            AnyDataset::Chunk(_) => panic!(),
+        };
+        let answers = Answers::parse(
+            concat!(
+                "{\"id\":\"q1\",\"answer\":\"In May 2021\",\"contexts\":[{\"doc_id\":\"a.md\",\"start\":0,\"end\":5,\"text\":\"xxxxx\"}]}\n",
+                "{\"id\":\"q2\",\"answer\":\"Ada Lovelace\"}\n",
+            ),
+            "a.jsonl".into(),
+        )
+        .unwrap();
+        let retrieval = crate::metrics::token_level_metrics(SpanMode::Standard, None);
+        let s = score_answers(
+            &qa,
+            &answers,
+            &retrieval,
+            &answer_metrics(false),
+            None,
+            3,
+            SpanMode::Standard,
+        )
+        .unwrap();
+        assert_eq!(s.retrieval_not_measured, 2);
+        let names: Vec<&str> = s.result.metrics.names().collect();
+        let lexical = answer_metrics(false);
+        let answer_names: Vec<&str> = lexical.iter().map(|m| m.name()).collect();
+        assert_eq!(names, answer_names);
+        assert!(s
+            .result
+            .per_query
+            .iter()
+            .all(|q| q.metrics.get("span_recall@3").is_none()));
+        assert_eq!(s.result.per_query[0].metrics.get("exact_match"), Some(1.0));
+        // "ada lovelace" against "ada": precision 1/2, recall 1, F1 2/3.
+        let f1 = s.result.per_query[1].metrics.get("token_f1").unwrap();
+        assert!((f1 - 2.0 / 3.0).abs() < 1e-9, "{f1}");
+
+        // A context whose text is not in the corpus is kept for the judges, and left out of
+        // the spans: with no other context, q1's retrieval is not measured.
+        let d = dataset();
+        let mut unplaced = Answers::parse(
+            "{\"id\":\"q1\",\"answer\":\"x\",\"contexts\":[\"not in the corpus\"]}",
+            "a.jsonl".into(),
+        )
+        .unwrap();
+        let corpus =
+            crate::corpus::Corpus::new([crate::corpus::Document::new("a.md", "hello")]).unwrap();
+        assert_eq!(unplaced.place_in(&corpus).unlocated, 1);
+        assert_eq!(
+            unplaced.get("q1").unwrap().contexts[0].chunk.content,
+            "not in the corpus"
+        );
+        let s = score_answers(&d, &unplaced, &retrieval, &[], None, 3, SpanMode::Standard).unwrap();
+        assert_eq!(s.result.per_query[0].metrics.get("span_recall@3"), None);
     }
 
     #[test]

@@ -151,11 +151,14 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
         Some(summary) if a.json => out.json_line(summary)?,
         // A summary above a failure reads like success: text mode shows one or the other.
         Some(summary) if v.is_valid() => {
+            let what = match summary.stats.shape {
+                dataset::QA_SHAPE => "question/answer".to_owned(),
+                level => format!("{level}-level"),
+            };
             let mut text = format!(
-                "{}: {} {}-level rows over {} documents of {}\n",
+                "{}: {} {what} rows over {} documents of {}\n",
                 summary.dataset,
                 summary.stats.rows,
-                summary.level,
                 corpus.len(),
                 a.corpus.corpus
             );
@@ -166,14 +169,17 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
                 .map(|(k, v)| format!("{} {v}", terminal(k)))
                 .collect();
             text.push_str(&format!("difficulty: {}\n", mix.join(", ")));
-            let what = match v.dataset {
-                Some(AnyDataset::Token(_)) => "spans",
-                _ => "chunk ids",
-            };
-            text.push_str(&format!(
-                "{what}: {} ({} per row)\n",
-                summary.stats.truth_items, summary.stats.truth_per_row
-            ));
+            match summary.stats.shape {
+                dataset::QA_SHAPE => text.push_str(
+                    "retrieval truth: none (reference answers only): retrieval metrics are not measured\n",
+                ),
+                shape => text.push_str(&format!(
+                    "{}: {} ({} per row)\n",
+                    if shape == TokenLevel::NAME { "spans" } else { "chunk ids" },
+                    summary.stats.truth_items,
+                    summary.stats.truth_per_row
+                )),
+            }
             if let Some(c) = &summary.stats.span_chars {
                 text.push_str(&format!("span length in characters: {c}\n"));
             }

@@ -37,6 +37,11 @@ pub(super) struct EvalArgs {
     /// (every component and key is listed below).
     #[arg(long, value_name = "SPEC", default_value = "bm25")]
     retriever: String,
+    /// Evaluate a whole RAG system instead of a retriever: `http:url=URL` asks a service every
+    /// query and scores its answers (lexical metrics against `reference_answer`) and its
+    /// contexts (placed in the corpus when given as text). Keys are listed below (`rag:`).
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["chunkers", "retriever", "answers", "langsmith_experiment"])]
+    rag: Option<String>,
     /// Cache of embeddings: `rw`, `replay` (offline: a miss is an error) or `off`, with
     /// `:path=FILE` (default `target/rag-eval-cache.sqlite`). Without it nothing is cached.
     #[arg(long, value_name = "MODE[:path=FILE]")]
@@ -65,6 +70,20 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     if a.k == 0 {
         bail!("-k must be at least 1");
     }
+    if let Some(spec) = &a.rag {
+        let run = super::score::RagRun {
+            dataset: a.dataset.clone(),
+            corpus: a.corpus.corpus.clone(),
+            glob: a.corpus.glob.clone(),
+            k: a.k,
+            mode: a.mode,
+            cache: a.cache.clone(),
+            timeout: a.timeout,
+            json: a.json,
+            no_record: a.no_record,
+        };
+        return super::score::run_rag(run, spec, out);
+    }
     // Spec errors before any corpus is read.
     let retriever_spec = Spec::parse(Kind::Retriever, &a.retriever)?;
     let chunkers: Vec<(String, Arc<dyn PositionAwareChunker>)> =
@@ -89,7 +108,8 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     let context = match &a.cache {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
-    };
+    }
+    .with_limit(a.timeout.limit());
     let langsmith = a.langsmith.check(a.timeout)?;
     let mut answering = if a.answers.answers {
         Some(AnswerRun::new(&a.answers, context.cache(), a.timeout)?)
@@ -226,15 +246,7 @@ fn reference_answers<L: crate::level::Level>(
 
 /// The runtime the HTTP clients of `--answers` and the judges run on (reqwest needs Tokio).
 pub(super) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
-    if let Some(r) = RUNTIME.get() {
-        return Ok(r);
-    }
-    let r = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    Ok(RUNTIME.get_or_init(|| r))
+    crate::runtime::shared().map_err(anyhow::Error::msg)
 }
 
 /// `context` with the cache `text` names (none for `off`).

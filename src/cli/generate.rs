@@ -10,7 +10,7 @@ use crate::synth::{
     parse_mix, ChunkLevelDataGenerator, Dropped, FewShot, GenerateConfig, Prompts,
     TokenLevelDataGenerator,
 };
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -91,6 +91,19 @@ pub(super) struct GenerateArgs {
     /// Price per 1,000 tokens (prompt and answer alike), to show what the run costs.
     #[arg(long, value_name = "PRICE")]
     price_per_1k_tokens: Option<f64>,
+    /// The most tokens the model may answer one request with (sent as `max_tokens`).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = crate::synth::DEFAULT_MAX_TOKENS,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    max_tokens: u32,
+    /// The model's context in tokens (llama-server's `-c`), to cut documents into windows
+    /// that fit from the start. Without it, the first request the server refuses as too long
+    /// teaches the window size; a document that fits in no window is left out, not the run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    context_tokens: Option<u64>,
 }
 
 /// A temperature the servers accept: OpenAI's range, which the local servers share. A NaN
@@ -149,6 +162,10 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
         model: Some(a.model.clone()),
         temperature: a.temperature,
         seed: a.seed,
+        max_tokens: Some(a.max_tokens),
+        context_tokens: a
+            .context_tokens
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         ..GenerateConfig::default()
     };
     config.validate()?;
@@ -227,11 +244,7 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     );
 
     let mut out = ResumableOutput::open(a.output.clone(), header)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = super::eval::runtime()?;
     let started = std::time::Instant::now();
     let stop = StopSignal::new();
     let ended = runtime.block_on(async {
@@ -413,6 +426,17 @@ impl run::Progress for Progress {
         self.rows += r.rows;
         self.dropped += r.dropped;
         self.tokens = crate::llm::add_tokens(self.tokens, r.usage.total());
+        if let Some(reason) = &r.dropped_reason {
+            let note = format!(
+                "document `{}` left out: {}",
+                crate::escape::terminal(r.doc_id.as_str()),
+                crate::escape::terminal(reason)
+            );
+            match &self.bar {
+                Some(bar) => bar.println(note),
+                None => note!("{note}"),
+            }
+        }
         match &self.bar {
             Some(bar) => {
                 let bar = bar.clone();

@@ -50,6 +50,19 @@ pub(super) struct JudgeArgs {
     pub max_invalid_share: f64,
 }
 
+impl JudgeArgs {
+    /// No judge.
+    pub fn none() -> Self {
+        JudgeArgs {
+            judge_model: None,
+            judge_url: None,
+            judge_samples: 1,
+            judges: Vec::new(),
+            max_invalid_share: 0.05,
+        }
+    }
+}
+
 /// The judges of one run: the model, the settings, the judges picked, and their summaries.
 pub(super) struct Judging {
     model: String,
@@ -163,13 +176,18 @@ impl Judging {
         self.summaries[first..].to_vec()
     }
 
-    /// Calls, tokens and judge counts, one line per judge, for stderr.
+    /// Calls, tokens and judge counts, one line per judge, for stderr; faithfulness's
+    /// statements whose evidence is in no context, when there are any.
     pub fn usage_lines(&self) -> String {
         self.summaries
             .iter()
             .map(|j| {
+                let unlocated = match j.unlocated {
+                    0 => String::new(),
+                    n => format!("; statements counted unsupported for evidence in no context: {n}"),
+                };
                 format!(
-                    "{}: {} calls ({} repairs), {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed\n",
+                    "{}: {} calls ({} repairs), {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed{unlocated}\n",
                     j.metric,
                     j.usage.calls,
                     j.usage.repairs,

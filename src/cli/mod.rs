@@ -123,10 +123,9 @@ const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// `--timeout`, shared by the commands that call a server (a language model, LangSmith).
 #[derive(Args, Clone, Copy)]
 struct TimeoutArgs {
-    /// Seconds one request to a server (language model, LangSmith) may take in all, its
-    /// retries and the waits between them included; then the command fails naming the
-    /// request (1 to 86400). Components built from specs (embedders, rerankers, stores) keep
-    /// the library's own limit of 600 seconds.
+    /// Seconds one request to a server (language model, LangSmith, and the embedders,
+    /// rerankers and stores of specs) may take in all, its retries and the waits between them
+    /// included; then the command fails naming the request (1 to 86400).
     #[arg(
         long,
         value_name = "SECS",
@@ -137,11 +136,14 @@ struct TimeoutArgs {
 }
 
 impl TimeoutArgs {
+    /// The limit of one request.
+    fn limit(self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout)
+    }
+
     /// `config` with the deadline set, and a server's silence not waited for longer than it.
     fn apply(self, config: crate::http::HttpConfig) -> crate::http::HttpConfig {
-        let deadline = std::time::Duration::from_secs(self.timeout);
-        let idle = config.timeout.min(deadline);
-        config.with_deadline(Some(deadline)).with_timeout(idle)
+        config.with_limit(self.limit())
     }
 }
 

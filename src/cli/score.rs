@@ -93,6 +93,47 @@ pub(super) struct ScoreArgs {
     no_record: bool,
 }
 
+/// What `eval --rag` shares with `score --answers`.
+pub(super) struct RagRun {
+    pub dataset: Utf8PathBuf,
+    pub corpus: Utf8PathBuf,
+    pub glob: String,
+    pub k: usize,
+    pub mode: SpanMode,
+    pub cache: Option<String>,
+    pub timeout: super::TimeoutArgs,
+    pub json: bool,
+    pub no_record: bool,
+}
+
+/// `eval --rag SPEC`: the system the spec names is asked every query of the dataset, and its
+/// answers are scored as `score --answers` scores a file's.
+pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
+    let a = ScoreArgs {
+        dataset: Some(r.dataset.clone()),
+        retrieved: None,
+        answers: None,
+        embedder: None,
+        judge: super::judging::JudgeArgs::none(),
+        timeout: r.timeout,
+        api_key_env: "OPENAI_API_KEY".into(),
+        cache: r.cache,
+        qrels: None,
+        run: None,
+        k: vec![r.k],
+        mode: r.mode,
+        chunks: None,
+        measures: Vec::new(),
+        allow_missing: false,
+        skip_empty_truth: false,
+        corpus: Some(r.corpus),
+        glob: r.glob,
+        json: r.json,
+        no_record: r.no_record,
+    };
+    answers::run(&a, &r.dataset, answers::Source::Rag(spec), r.k, out)
+}
+
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
         return score_trec(qrels, run, &a.k, &a.measures, a.json, a.no_record, out);
@@ -104,7 +145,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
         _ => bail!("with --dataset, give one -k (got {})", a.k.len()),
     };
     if let (Some(dataset_path), Some(answers)) = (&a.dataset, &a.answers) {
-        return answers::run(&a, dataset_path, answers, k, out);
+        return answers::run(&a, dataset_path, answers::Source::File(answers), k, out);
     }
     let (Some(dataset_path), Some(retrieved)) = (&a.dataset, &a.retrieved) else {
         bail!("give --dataset with --retrieved or --answers, or --qrels with --run");

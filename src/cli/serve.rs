@@ -1,7 +1,7 @@
 //! `rag-eval serve`: the read-only HTTP API over the run store.
 
 use crate::runs::StoreChoice;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::io::Write as _;
 use std::sync::Arc;
@@ -26,11 +26,7 @@ pub(super) fn run(a: ServeArgs) -> Result<()> {
     // names no store is an error rather than a new, empty store.
     let store = super::runs::open_to_read(&choice)?;
     let location = store.location();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(crate::serve::serve(Arc::from(store), a.port, |addr| {
+    super::eval::runtime()?.block_on(crate::serve::serve(Arc::from(store), a.port, |addr| {
         // The first line tells a script (and a person) where to connect.
         // A standard output that cannot take it does not stop the server.
         let mut stdout = std::io::stdout();

@@ -1,7 +1,8 @@
 //! [`Comparison`]: 2–10 runs over the same queries, each against the first.
 
 use super::{CompareError, CompareOptions, PairedTest};
-use crate::metrics::{mean_std, RunResult};
+use crate::level::TokenLevel;
+use crate::metrics::{mean_std, MetricContext, ReportedName, RunResult};
 use crate::stats::{
     bootstrap_cis_until, paired_t_test, randomization_tests_until, Correction, WinTieLoss,
     TIE_TOLERANCE,
@@ -114,6 +115,18 @@ pub struct UntestedMetric {
     pub reason: String,
 }
 
+/// A metric every run reports under one name but not with one definition: another ground
+/// truth level, ranking cut-off or span mode (see [`Comparison::new`]). Not compared, never a
+/// regression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedefinedMetric {
+    /// The metric's report name.
+    pub metric: String,
+    /// Per run, baseline first: what its figures were computed under, e.g. `token level, k=5`
+    /// or `token level, mode standard`.
+    pub definitions: Vec<String>,
+}
+
 /// The comparison restricted to the queries with one difficulty label.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DifficultyComparison {
@@ -201,6 +214,9 @@ pub struct Comparison {
     pub confidence: f64,
     /// Metrics left out because some run lacks them.
     pub metrics_not_shared: Vec<String>,
+    /// Metrics every run has, left out because some run defines them differently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_redefined: Vec<RedefinedMetric>,
     /// Per metric, in the baseline's order, each over its paired queries.
     pub metrics: Vec<MetricComparison>,
     /// Shared metrics that got no test because missing figures left fewer than 2 paired
@@ -229,6 +245,14 @@ impl Comparison {
     /// that scored different query ids (unless `allow_different_datasets`, which compares the
     /// ids every run has), a query id repeated in a run, and a figure that is not finite.
     ///
+    /// A metric is compared only where every run defines it alike: retrieval metrics over the
+    /// same ground truth level ([`RunResult::level`]), those over the whole ranking (`mrr`,
+    /// `map`) at the same cut-off [`RunResult::k`], and the span metrics in the same
+    /// [`RunResult::mode`]; answer metrics and judges depend on none of these. Metrics that
+    /// the registry does not know are taken to depend on all three. The others are listed in
+    /// [`Comparison::metrics_redefined`]; when no metric is left the runs are refused
+    /// ([`CompareError::NoComparableMetrics`]).
+    ///
     /// A query without a figure for a metric in some run (an `undetermined` or `invalid` judge
     /// figure, a reference-based metric on a row without a reference) is left out of that
     /// metric only: each metric is compared over its paired queries, those with a figure in
@@ -255,7 +279,7 @@ impl Comparison {
             return Err(CompareError::RunCount(runs.len()));
         }
         options.check()?;
-        let (aligned, datasets_differ, not_shared) = align(runs, options)?;
+        let (aligned, datasets_differ, not_shared, redefined) = align(runs, options)?;
         let all: Vec<usize> = (0..aligned.ids.len()).collect();
         let (metrics, metrics_untested) = compare_rows(&aligned, &all, options, stop);
         let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
@@ -304,6 +328,7 @@ impl Comparison {
             correction: options.correction,
             confidence: options.confidence,
             metrics_not_shared: not_shared,
+            metrics_redefined: redefined,
             metrics,
             metrics_untested,
             by_difficulty,
@@ -331,10 +356,41 @@ impl Comparison {
     }
 }
 
+/// What a figure named `metric` means in `run` beyond its name: the level, cut-off and span
+/// mode it depends on (see [`Comparison::new`]); empty for answer metrics and judges.
+fn definition(run: &RunResult, metric: &str) -> String {
+    let name = ReportedName::parse(metric);
+    let info = crate::metrics::registry::lookup(name.metric);
+    if info.is_some_and(|i| i.is_answer_metric()) {
+        return String::new();
+    }
+    let mut parts = vec![format!("{} level", run.level.as_str())];
+    // A cut-off in the name is the one the figure was computed at; a metric over the whole
+    // ranking depends on how deep the ranking went.
+    let ranked = info.is_none_or(|i| i.needs(crate::metrics::Need::Ranking));
+    if name.k.is_none() && ranked {
+        parts.push(match run.k {
+            Some(k) => format!("k={k}"),
+            None => "no k".to_owned(),
+        });
+    }
+    let counts_characters = info.is_none_or(|i| {
+        i.build::<TokenLevel>(&MetricContext::default())
+            .is_some_and(|m| m.span_mode().is_some())
+    });
+    if counts_characters {
+        parts.push(match run.mode {
+            Some(mode) => format!("mode {mode}"),
+            None => "no mode".to_owned(),
+        });
+    }
+    parts.join(", ")
+}
+
 fn align<'a>(
     runs: &[(&'a str, &'a RunResult)],
     options: &CompareOptions,
-) -> Result<(Aligned<'a>, bool, Vec<String>), CompareError> {
+) -> Result<(Aligned<'a>, bool, Vec<String>, Vec<RedefinedMetric>), CompareError> {
     let (base_label, base) = runs[0];
     let mut datasets_differ = false;
     let mut indexes = Vec::with_capacity(runs.len());
@@ -403,18 +459,36 @@ fn align<'a>(
     }
     let mut metrics = Vec::new();
     let mut not_shared = Vec::new();
+    let mut redefined = Vec::new();
     let mut seen = HashSet::new();
     for (_, run) in runs {
         for name in run.metrics.names() {
             if !seen.insert(name.to_owned()) {
                 continue;
             }
-            if runs.iter().all(|(_, r)| r.metrics.get(name).is_some()) {
+            if !runs.iter().all(|(_, r)| r.metrics.get(name).is_some()) {
+                not_shared.push(name.to_owned());
+                continue;
+            }
+            let definitions: Vec<String> = runs.iter().map(|(_, r)| definition(r, name)).collect();
+            if definitions.iter().all(|d| *d == definitions[0]) {
                 metrics.push(name.to_owned());
             } else {
-                not_shared.push(name.to_owned());
+                redefined.push(RedefinedMetric {
+                    metric: name.to_owned(),
+                    definitions,
+                });
             }
         }
+    }
+    if metrics.is_empty() && !redefined.is_empty() {
+        return Err(CompareError::NoComparableMetrics {
+            metrics: redefined
+                .iter()
+                .map(|r| r.describe(runs.iter().map(|(l, _)| *l)))
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
     }
     if metrics.is_empty() {
         return Err(CompareError::NoSharedMetrics {
@@ -481,7 +555,21 @@ fn align<'a>(
         },
         datasets_differ,
         not_shared,
+        redefined,
     ))
+}
+
+impl RedefinedMetric {
+    /// `mrr (main: token level, k=10; branch: token level, k=5)`, the runs labelled `labels`
+    /// (baseline first).
+    pub fn describe<'a>(&self, labels: impl IntoIterator<Item = &'a str>) -> String {
+        let each: Vec<String> = labels
+            .into_iter()
+            .zip(&self.definitions)
+            .map(|(label, d)| format!("{label}: {d}"))
+            .collect();
+        format!("{} ({})", self.metric, each.join("; "))
+    }
 }
 
 /// A tested metric: its paired rows, and per run after the baseline its difference column, its

@@ -52,6 +52,16 @@ pub enum CompareError {
         /// The baseline's metric names, comma-separated.
         metrics: String,
     },
+    /// Every metric the runs share is defined differently in some run (another level, cut-off
+    /// or span mode).
+    #[error(
+        "the runs share no metric defined alike, so none can be compared: {metrics}; compare runs \
+         of one level, cut-off k and span mode"
+    )]
+    NoComparableMetrics {
+        /// Each shared metric with its definition per run.
+        metrics: String,
+    },
     /// A query id appears twice in one run.
     #[error("run `{run}` has query `{query}` twice")]
     DuplicateQuery {

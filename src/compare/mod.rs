@@ -15,7 +15,7 @@ mod text;
 
 pub use comparison::{
     ComparedRun, Comparison, Difference, DifficultyComparison, MetricComparison, QueryChange,
-    Regression, RunFigure, UntestedMetric, MAX_RUNS,
+    RedefinedMetric, Regression, RunFigure, UntestedMetric, MAX_RUNS,
 };
 pub use error::CompareError;
 pub use options::{CompareOptions, PairedTest};

@@ -8,7 +8,8 @@ impl Comparison {
     /// A plain-text report: the settings, one table of every metric and run (mean ± std,
     /// difference from the baseline with its interval, p-value before and after correction,
     /// wins/ties/losses; `*` marks a corrected p-value at most `alpha`), the queries that got
-    /// most worse where a run is significantly worse, and a table per difficulty label; below a
+    /// most worse where a run is significantly worse, and a table per difficulty label; above
+    /// the table, the metrics left out (not in every run, or defined differently); below a
     /// table, the metrics compared over fewer queries for missing figures and those untested.
     ///
     /// Labels, metric names, query ids and texts come from files anyone may have written: their
@@ -45,6 +46,13 @@ impl Comparison {
                 s,
                 "not in every run, left out: {}",
                 t(&self.metrics_not_shared.join(", "))
+            );
+        }
+        for r in &self.metrics_redefined {
+            let _ = writeln!(
+                s,
+                "defined differently, not compared: {}",
+                t(&r.describe(self.runs.iter().map(|r| r.label.as_str())))
             );
         }
         s.push('\n');

@@ -8,7 +8,7 @@ use crate::spec::message;
 use crate::spec::{builder, Kind, Spec};
 use std::sync::Arc;
 
-type Build = fn(&Spec) -> std::result::Result<Arc<dyn Embedder>, String>;
+type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn Embedder>, String>;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[("hashing", hashing), ("openai", openai), ("onnx", onnx)];
@@ -35,7 +35,7 @@ pub(crate) fn embedder_from(
     spec: &Spec,
     context: &Context,
 ) -> std::result::Result<Arc<dyn Embedder>, String> {
-    let embedder = (builder(Kind::Embedder, BUILDERS, spec.name())?)(spec)
+    let embedder = (builder(Kind::Embedder, BUILDERS, spec.name())?)(spec, context)
         .map_err(|m| format!("`{}`: {m}", spec.name()))?;
     // Hashing computes a vector faster than the cache could look one up.
     if spec.name() == "hashing" || !context.caches() {
@@ -44,14 +44,15 @@ pub(crate) fn embedder_from(
     Ok(context.cached(embedder))
 }
 
-fn hashing(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
+fn hashing(spec: &Spec, _: &Context) -> std::result::Result<Arc<dyn Embedder>, String> {
     Ok(Arc::new(HashingEmbedder::from_spec(spec)?))
 }
 
-fn openai(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
+fn openai(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Embedder>, String> {
     #[cfg(feature = "openai")]
     {
-        let mut b = crate::embed::OpenAiEmbedder::builder(spec.required("model")?);
+        let mut b = crate::embed::OpenAiEmbedder::builder(spec.required("model")?)
+            .http(|h| context.http(h));
         if let Some(url) = spec.text("base_url") {
             b = b.base_url(url);
         }
@@ -71,12 +72,12 @@ fn openai(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
     }
     #[cfg(not(feature = "openai"))]
     {
-        let _ = spec;
+        let _ = (spec, context);
         unreachable!("`lookup` refuses components whose feature is missing")
     }
 }
 
-fn onnx(spec: &Spec) -> std::result::Result<Arc<dyn Embedder>, String> {
+fn onnx(spec: &Spec, _: &Context) -> std::result::Result<Arc<dyn Embedder>, String> {
     #[cfg(feature = "onnx")]
     {
         let mut config = crate::embed::OnnxConfig::new();

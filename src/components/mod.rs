@@ -1,5 +1,5 @@
-//! Building any component from its spec: embedders, vector stores, rerankers, retrievers and
-//! the cache. Chunkers are built by [`chunker::parse_spec`](crate::chunker::parse_spec); the
+//! Building any component from its spec: embedders, vector stores, rerankers, retrievers, the
+//! cache and RAG systems evaluated whole (`http`, feature `service`). Chunkers are built by [`chunker::parse_spec`](crate::chunker::parse_spec); the
 //! grammar, the names and the keys are [`spec`](crate::spec)'s.
 //!
 //! ```
@@ -16,6 +16,8 @@
 mod cache;
 mod context;
 mod embedder;
+#[cfg(feature = "service")]
+mod rag;
 mod reranker;
 mod retriever;
 mod store;
@@ -24,6 +26,8 @@ mod store;
 pub use cache::{cache_spec, open_cache};
 pub use context::Context;
 pub use embedder::build_embedder;
+#[cfg(feature = "service")]
+pub use rag::build_rag;
 pub use reranker::build_reranker;
 pub use retriever::{build_retriever, AnyLevelRetriever};
 pub use store::build_store;

@@ -1,5 +1,6 @@
 //! Reranker specs: `cohere:model=…`.
 
+use super::Context;
 use crate::error::{Error, Result};
 use crate::rerank::Reranker;
 #[allow(unused_imports)] // the providers behind features use it
@@ -7,7 +8,7 @@ use crate::spec::message;
 use crate::spec::{builder, Kind, Spec};
 use std::sync::Arc;
 
-type Build = fn(&Spec) -> std::result::Result<Arc<dyn Reranker>, String>;
+type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn Reranker>, String>;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[("cohere", cohere)];
@@ -17,10 +18,11 @@ pub(super) fn names() -> Vec<&'static str> {
     BUILDERS.iter().map(|(n, _)| *n).collect()
 }
 
-/// Builds the reranker a spec such as `cohere:model=rerank-v3.5` names.
-pub fn build_reranker(text: &str) -> Result<Arc<dyn Reranker>> {
+/// Builds the reranker a spec such as `cohere:model=rerank-v3.5` names; its requests are
+/// limited as `context` says.
+pub fn build_reranker(text: &str, context: &Context) -> Result<Arc<dyn Reranker>> {
     let spec = Spec::parse(Kind::Reranker, text)?;
-    reranker_from(&spec).map_err(|m| {
+    reranker_from(&spec, context).map_err(|m| {
         Error::Config(format!(
             "reranker spec `{}`: {m}",
             crate::redact::redact_url(text)
@@ -29,15 +31,19 @@ pub fn build_reranker(text: &str) -> Result<Arc<dyn Reranker>> {
 }
 
 /// Builds the reranker a parsed spec names.
-pub(crate) fn reranker_from(spec: &Spec) -> std::result::Result<Arc<dyn Reranker>, String> {
-    (builder(Kind::Reranker, BUILDERS, spec.name())?)(spec)
+pub(crate) fn reranker_from(
+    spec: &Spec,
+    context: &Context,
+) -> std::result::Result<Arc<dyn Reranker>, String> {
+    (builder(Kind::Reranker, BUILDERS, spec.name())?)(spec, context)
         .map_err(|m| format!("`{}`: {m}", spec.name()))
 }
 
-fn cohere(spec: &Spec) -> std::result::Result<Arc<dyn Reranker>, String> {
+fn cohere(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Reranker>, String> {
     #[cfg(feature = "cohere")]
     {
-        let mut b = crate::rerank::CohereReranker::builder(spec.required("model")?);
+        let mut b = crate::rerank::CohereReranker::builder(spec.required("model")?)
+            .http(|h| context.http(h));
         if let Some(url) = spec.text("base_url") {
             b = b.base_url(url);
         }
@@ -51,7 +57,7 @@ fn cohere(spec: &Spec) -> std::result::Result<Arc<dyn Reranker>, String> {
     }
     #[cfg(not(feature = "cohere"))]
     {
-        let _ = spec;
+        let _ = (spec, context);
         unreachable!("`lookup` refuses components whose feature is missing")
     }
 }
@@ -64,12 +70,16 @@ mod tests {
     fn cohere_prints_the_spec_that_builds_it() {
         let r = build_reranker(
             "cohere:model=BAAI/bge-reranker-base,base_url=http://127.0.0.1:7997,path=/rerank",
+            &Context::new(),
         )
         .unwrap();
         assert_eq!(
             r.spec(),
             "cohere:model=BAAI/bge-reranker-base,base_url=http://127.0.0.1:7997,api_key_env=COHERE_API_KEY,path=/rerank"
         );
-        assert_eq!(build_reranker(&r.spec()).unwrap().spec(), r.spec());
+        assert_eq!(
+            build_reranker(&r.spec(), &Context::new()).unwrap().spec(),
+            r.spec()
+        );
     }
 }

@@ -106,11 +106,12 @@ fn dense(
     };
     let mut p = Pipeline::from_arc(chunker(spec, context)?, embedder);
     if let Some(s) = spec.nested("store") {
-        p = p.with_store(super::store::store_from(s).map_err(|m| format!("`store`: {m}"))?);
+        p = p
+            .with_store(super::store::store_from(s, context).map_err(|m| format!("`store`: {m}"))?);
     }
     if let Some(r) = spec.nested("reranker") {
         p = p.with_reranker(
-            super::reranker::reranker_from(r).map_err(|m| format!("`reranker`: {m}"))?,
+            super::reranker::reranker_from(r, context).map_err(|m| format!("`reranker`: {m}"))?,
         );
     }
     match spec.whole("candidates")? {

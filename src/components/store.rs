@@ -1,5 +1,6 @@
 //! Vector store specs: `memory`, `chroma:url=…,collection=…`.
 
+use super::Context;
 use crate::error::{Error, Result};
 #[allow(unused_imports)] // the providers behind features use it
 use crate::spec::message;
@@ -7,7 +8,7 @@ use crate::spec::{builder, Kind, Spec};
 use crate::store::{InMemoryStore, VectorStore};
 use std::sync::Arc;
 
-type Build = fn(&Spec) -> std::result::Result<Arc<dyn VectorStore>, String>;
+type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn VectorStore>, String>;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[("memory", memory), ("chroma", chroma)];
@@ -18,10 +19,10 @@ pub(super) fn names() -> Vec<&'static str> {
 }
 
 /// Builds the vector store a spec such as `chroma:url=http://127.0.0.1:8000,collection=docs`
-/// names.
-pub fn build_store(text: &str) -> Result<Arc<dyn VectorStore>> {
+/// names; its requests are limited as `context` says.
+pub fn build_store(text: &str, context: &Context) -> Result<Arc<dyn VectorStore>> {
     let spec = Spec::parse(Kind::Store, text)?;
-    store_from(&spec).map_err(|m| {
+    store_from(&spec, context).map_err(|m| {
         Error::Config(format!(
             "store spec `{}`: {m}",
             crate::redact::redact_url(text)
@@ -30,22 +31,25 @@ pub fn build_store(text: &str) -> Result<Arc<dyn VectorStore>> {
 }
 
 /// Builds the store a parsed spec names.
-pub(crate) fn store_from(spec: &Spec) -> std::result::Result<Arc<dyn VectorStore>, String> {
-    (builder(Kind::Store, BUILDERS, spec.name())?)(spec)
+pub(crate) fn store_from(
+    spec: &Spec,
+    context: &Context,
+) -> std::result::Result<Arc<dyn VectorStore>, String> {
+    (builder(Kind::Store, BUILDERS, spec.name())?)(spec, context)
         .map_err(|m| format!("`{}`: {m}", spec.name()))
 }
 
-fn memory(_: &Spec) -> std::result::Result<Arc<dyn VectorStore>, String> {
+fn memory(_: &Spec, _: &Context) -> std::result::Result<Arc<dyn VectorStore>, String> {
     Ok(Arc::new(InMemoryStore::new()))
 }
 
-fn chroma(spec: &Spec) -> std::result::Result<Arc<dyn VectorStore>, String> {
+fn chroma(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn VectorStore>, String> {
     #[cfg(feature = "chroma")]
     {
         let e = message;
+        let http = context.http(crate::http::HttpConfig::new(spec.required("url")?));
         let mut s =
-            crate::store::ChromaStore::new(spec.required("url")?, spec.required("collection")?)
-                .map_err(e)?;
+            crate::store::ChromaStore::with_http(http, spec.required("collection")?).map_err(e)?;
         if let Some(t) = spec.text("tenant") {
             s = s.with_tenant(t).map_err(e)?;
         }
@@ -56,7 +60,7 @@ fn chroma(spec: &Spec) -> std::result::Result<Arc<dyn VectorStore>, String> {
     }
     #[cfg(not(feature = "chroma"))]
     {
-        let _ = spec;
+        let _ = (spec, context);
         unreachable!("`lookup` refuses components whose feature is missing")
     }
 }
@@ -67,8 +71,9 @@ mod tests {
 
     #[test]
     fn stores_print_the_spec_that_builds_them() {
-        assert_eq!(build_store("memory").unwrap().spec(), "memory");
-        let err = build_store("memory:dim=3").err().unwrap().to_string();
+        let c = Context::new();
+        assert_eq!(build_store("memory", &c).unwrap().spec(), "memory");
+        let err = build_store("memory:dim=3", &c).err().unwrap().to_string();
         assert!(
             err.contains("unknown key `dim` for `memory`; keys: none"),
             "{err}"
@@ -78,20 +83,23 @@ mod tests {
     #[cfg(feature = "chroma")]
     #[test]
     fn chroma_specs_keep_urls_whole() {
-        let s =
-            build_store("chroma:url=http://127.0.0.1:8000/api/v2,collection=docs,database=docs_db")
-                .unwrap();
+        let c = Context::new();
+        let s = build_store(
+            "chroma:url=http://127.0.0.1:8000/api/v2,collection=docs,database=docs_db",
+            &c,
+        )
+        .unwrap();
         assert_eq!(
             s.spec(),
             "chroma:url=http://127.0.0.1:8000,collection=docs,tenant=default_tenant,database=docs_db"
         );
-        assert_eq!(build_store(&s.spec()).unwrap().spec(), s.spec());
-        let err = build_store("chroma:url=http://h:1")
+        assert_eq!(build_store(&s.spec(), &c).unwrap().spec(), s.spec());
+        let err = build_store("chroma:url=http://h:1", &c)
             .err()
             .unwrap()
             .to_string();
         assert!(err.contains("`chroma`: `collection` is required"), "{err}");
-        let err = build_store("chroma:url=http://h:1,collection=a")
+        let err = build_store("chroma:url=http://h:1,collection=a", &c)
             .err()
             .unwrap()
             .to_string();

@@ -17,6 +17,23 @@
 //! says, as a string or a list of strings (several acceptable answers; answer metrics that
 //! support several references take the best match). Rows without one stay valid; only the
 //! answer metrics that compare with a reference skip them.
+//!
+//! A third shape holds questions with reference answers and no retrieval truth, the pairs a
+//! team usually has: `outputs` carries `reference_answer` alone. Such a file loads as a
+//! token-level dataset whose [`has_retrieval_truth`](Dataset::has_retrieval_truth) is false:
+//! its answers are scored, and retrieval metrics are not measured (absent, never 0).
+//!
+//! ```
+//! use rag_eval::dataset::{self, AnyDataset};
+//! let d = dataset::parse(
+//!     r#"{"id":"q1","inputs":{"query":"When?"},"outputs":{"reference_answer":"In May."}}"#,
+//!     "qa.jsonl",
+//! )?;
+//! assert_eq!(d.shape(), "qa");
+//! let AnyDataset::Token(d) = d else { unreachable!() };
+//! assert!(!d.has_retrieval_truth());
+//! # Ok::<(), rag_eval::Error>(())
+//! ```
 
 pub mod destination;
 pub mod import;
@@ -203,12 +220,17 @@ pub struct Dataset<L: Level> {
     /// Example index by id.
     index: HashMap<String, usize>,
     source: String,
+    /// False for a file of questions with reference answers only (the `qa` shape).
+    retrieval_truth: bool,
 }
 
 /// Token-level dataset.
 pub type TokenDataset = Dataset<TokenLevel>;
 /// Chunk-level dataset.
 pub type ChunkDataset = Dataset<ChunkLevel>;
+
+/// The name of the shape of a file with reference answers and no retrieval truth.
+pub const QA_SHAPE: &str = "qa";
 
 /// A dataset of either level, as found in a file.
 #[derive(Debug, Clone, PartialEq)]
@@ -220,7 +242,16 @@ pub enum AnyDataset {
 }
 
 impl AnyDataset {
-    /// `"chunk"` or `"token"`.
+    /// What the file holds: `"chunk"` (chunk ids to find), `"token"` (character spans to
+    /// find) or `"qa"` (questions with reference answers and no retrieval truth).
+    pub fn shape(&self) -> &'static str {
+        match self {
+            AnyDataset::Token(d) if !d.has_retrieval_truth() => QA_SHAPE,
+            _ => self.level(),
+        }
+    }
+
+    /// `"chunk"` or `"token"` (a `qa` file is token-level: contexts are scored as spans).
     pub fn level(&self) -> &'static str {
         match self {
             AnyDataset::Chunk(_) => ChunkLevel::NAME,
@@ -262,9 +293,17 @@ impl<L: Level> Dataset<L> {
             originals,
             index: HashMap::new(),
             source,
+            retrieval_truth: true,
         };
         d.index = d.check_unique_ids()?;
         Ok(d)
+    }
+
+    /// Whether the rows say what retrieval should find. False for a file of questions with
+    /// reference answers only: retrieval metrics are then not measured, and no row counts as
+    /// having nothing to find.
+    pub fn has_retrieval_truth(&self) -> bool {
+        self.retrieval_truth
     }
 
     /// The line example `index` was read from, if it came from a file.
@@ -310,13 +349,23 @@ impl<L: Level> Dataset<L> {
     /// scoring refuses them ([`require_truth`](Dataset::require_truth)) unless they are left
     /// out on purpose ([`skip_empty_truth`](Dataset::skip_empty_truth)).
     pub fn empty_truth(&self) -> Vec<usize> {
+        if !self.retrieval_truth {
+            return Vec::new();
+        }
         (0..self.examples.len())
             .filter(|&i| L::truth_is_empty(&self.examples[i].truth))
             .collect()
     }
 
-    /// An error naming every example with nothing to find, if there is one.
+    /// An error naming every example with nothing to find, if there is one; for a dataset
+    /// without retrieval truth, an error saying that retrieval cannot be measured on it.
     pub fn require_truth(&self) -> Result<()> {
+        if !self.retrieval_truth {
+            return Err(Error::Dataset(format!(
+                "{} holds questions with reference answers and no retrieval truth (`relevant_spans` or `relevant_chunk_ids`): retrieval cannot be measured on it; score a system's answers instead (`rag-eval score --answers`, `rag-eval eval --rag`)",
+                self.source
+            )));
+        }
         let empty = self.empty_truth();
         if empty.is_empty() {
             return Ok(());
@@ -347,13 +396,14 @@ impl<L: Level> Dataset<L> {
         }
         let keep = |i: &usize| empty.binary_search(i).is_err();
         let idx: Vec<usize> = (0..self.examples.len()).filter(keep).collect();
-        let d = Dataset::assemble(
+        let mut d = Dataset::assemble(
             idx.iter().map(|&i| self.examples[i].clone()).collect(),
             idx.iter().map(|&i| self.lines[i]).collect(),
             idx.iter().map(|&i| self.originals[i].clone()).collect(),
             self.source.clone(),
         )
         .expect("a subset of unique ids is unique");
+        d.retrieval_truth = self.retrieval_truth;
         (d, empty.len())
     }
 
@@ -531,13 +581,15 @@ pub enum AnyExample {
     Chunk(Example<ChunkLevel>),
     /// A token-level row.
     Token(Example<TokenLevel>),
+    /// A question with reference answers and no retrieval truth (its `truth` is empty).
+    Qa(Example<TokenLevel>),
 }
 
 impl AnyExample {
     fn to_row(&self) -> String {
         match self {
             AnyExample::Chunk(e) => e.to_row(),
-            AnyExample::Token(e) => e.to_row(),
+            AnyExample::Token(e) | AnyExample::Qa(e) => e.to_row(),
         }
     }
 }
@@ -626,6 +678,14 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
                     .into(),
             ))
         }
+        (None, None) if !reference_answers.is_empty() => AnyExample::Qa(Example {
+            id: row.id,
+            query: row.inputs.query,
+            truth: Vec::new(),
+            span_texts: Vec::new(),
+            metadata: row.metadata,
+            reference_answers,
+        }),
         (None, None) => {
             // Other fields of `outputs` are allowed, so a misspelt truth field is named here.
             let near: Vec<String> = serde_json::from_str::<serde_json::Value>(line)
@@ -640,7 +700,7 @@ fn parse_row(line: &str, n: usize, source: &str) -> Result<Option<AnyExample>> {
                 })
                 .unwrap_or_default();
             return Err(perr(format!(
-                "`outputs` needs `relevant_spans` (token level) or `relevant_chunk_ids` (chunk level){}",
+                "`outputs` needs `relevant_spans` (token level), `relevant_chunk_ids` (chunk level) or, for questions with reference answers only, `reference_answer`{}",
                 near.concat()
             )));
         }
@@ -676,11 +736,24 @@ fn assemble(
 ) -> Result<AnyDataset> {
     let mut chunk: Vec<(usize, Example<ChunkLevel>, String)> = Vec::new();
     let mut token: Vec<(usize, Example<TokenLevel>, String)> = Vec::new();
+    let mut qa: Vec<(usize, Example<TokenLevel>, String)> = Vec::new();
     for row in rows {
         match row? {
             (n, AnyExample::Chunk(e), l) => chunk.push((n, e, l)),
             (n, AnyExample::Token(e), l) => token.push((n, e, l)),
+            (n, AnyExample::Qa(e), l) => qa.push((n, e, l)),
         }
+    }
+    if let Some((n, ..)) = qa.first() {
+        let other = chunk.first().map(|r| r.0).or(token.first().map(|r| r.0));
+        if let Some(m) = other {
+            return Err(Error::Dataset(format!(
+                "{source} mixes shapes: line {m} says what retrieval should find, line {n} has a reference answer only; a file holds one shape (split it, or give every row its truth)"
+            )));
+        }
+        let mut d = collect(qa, source)?;
+        d.retrieval_truth = false;
+        return Ok(AnyDataset::Token(d));
     }
     match (chunk.is_empty(), token.is_empty()) {
         (false, false) => Err(Error::Dataset(format!(
@@ -1101,6 +1174,44 @@ mod tests {
             row("[\"a\",\"\"]").starts_with("d.jsonl:1: `outputs.reference_answer[1]` is empty")
         );
         assert!(row("[]").starts_with("d.jsonl:1: `outputs.reference_answer` is an empty list"));
+    }
+
+    #[test]
+    fn questions_with_reference_answers_only_are_a_shape_of_their_own() {
+        let qa = concat!(
+            r#"{"id":"q1","inputs":{"query":"when?"},"outputs":{"reference_answer":"In May."},"metadata":{"difficulty":"factual"}}"#,
+            "\n",
+            r#"{"id":"q2","inputs":{"query":"who?"},"outputs":{"reference_answer":["Ada","Ada Lovelace"]}}"#,
+            "\n"
+        );
+        let d = parse(qa, "qa.jsonl").unwrap();
+        assert_eq!((d.shape(), d.level()), ("qa", "token"));
+        let AnyDataset::Token(t) = &d else { panic!() };
+        assert!(!t.has_retrieval_truth());
+        assert_eq!(t.examples()[1].reference_answers, ["Ada", "Ada Lovelace"]);
+        // No row "has nothing to find", and leaving such rows out keeps the shape.
+        assert!(t.empty_truth().is_empty());
+        assert!(!t.skip_empty_truth().0.has_retrieval_truth());
+        // Retrieval cannot be measured on it: said, not scored as 0.
+        let e = t.require_truth().unwrap_err().to_string();
+        assert!(
+            e.contains("qa.jsonl holds questions with reference answers and no retrieval truth"),
+            "{e}"
+        );
+        // Unchanged rows are written back as read.
+        assert_eq!(t.to_jsonl(), qa);
+        assert_eq!(parse(TOKEN, "t").unwrap().shape(), "token");
+
+        let mixed = format!("{}{qa}", TOKEN);
+        assert_eq!(
+            parse(&mixed, "m.jsonl").unwrap_err().to_string(),
+            "invalid dataset: m.jsonl mixes shapes: line 1 says what retrieval should find, line 3 has a reference answer only; a file holds one shape (split it, or give every row its truth)"
+        );
+        // Neither truth nor a reference answer: the message names all three.
+        assert_eq!(
+            err(r#"{"id":"q1","inputs":{"query":"?"},"outputs":{}}"#),
+            "d.jsonl:1: `outputs` needs `relevant_spans` (token level), `relevant_chunk_ids` (chunk level) or, for questions with reference answers only, `reference_answer`"
+        );
     }
 
     #[test]

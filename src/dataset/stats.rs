@@ -75,6 +75,9 @@ impl fmt::Display for Distribution {
 /// Figures describing a dataset.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DatasetStats {
+    /// What the file holds: `chunk`, `token` or `qa` (questions with reference answers and no
+    /// retrieval truth; the truth figures are then 0 and retrieval is not measured).
+    pub shape: &'static str,
     /// Rows (queries).
     pub rows: usize,
     /// Rows per `difficulty` label ([`UNLABELLED`] for rows without one).
@@ -98,7 +101,8 @@ pub struct DatasetStats {
 impl DatasetStats {
     /// The figures of `d`.
     pub fn of(d: &AnyDataset) -> Self {
-        match d {
+        let shape = d.shape();
+        let mut s = match d {
             AnyDataset::Token(d) => {
                 let mut s = of_level(d, Vec::len);
                 s.span_chars = Some(Distribution::of(
@@ -109,7 +113,12 @@ impl DatasetStats {
                 s
             }
             AnyDataset::Chunk(d) => of_level(d, Vec::len),
+        };
+        s.shape = shape;
+        if shape == super::QA_SHAPE {
+            s.span_chars = None;
         }
+        s
     }
 }
 
@@ -122,6 +131,7 @@ fn of_level<L: Level>(d: &Dataset<L>, count: impl Fn(&L::Truth) -> usize) -> Dat
     }
     let per_row: Vec<usize> = d.examples().iter().map(|e| count(&e.truth)).collect();
     DatasetStats {
+        shape: L::NAME,
         rows: d.len(),
         difficulty,
         truth_items: per_row.iter().sum(),
@@ -187,7 +197,7 @@ mod tests {
             "\n",
             r#"{"id":"c","inputs":{"query":"?"},"outputs":{"relevant_spans":[{"doc_id":"y","start":0,"end":1}]},"metadata":{"difficulty":"factual"}}"#,
         )));
-        assert_eq!(s.rows, 3);
+        assert_eq!((s.shape, s.rows), ("token", 3));
         assert_eq!(
             s.difficulty,
             BTreeMap::from([("factual".to_owned(), 2), (UNLABELLED.to_owned(), 1)])
@@ -214,6 +224,20 @@ mod tests {
             })
         );
         assert_eq!(s.chunker, None);
+    }
+
+    #[test]
+    fn question_answer_files_say_their_shape_and_have_no_truth() {
+        let s = DatasetStats::of(&d(concat!(
+            r#"{"id":"a","inputs":{"query":"?"},"outputs":{"reference_answer":"x"}}"#,
+            "\n",
+            r#"{"id":"b","inputs":{"query":"?"},"outputs":{"reference_answer":["y","z"]}}"#,
+        )));
+        assert_eq!(s.shape, "qa");
+        assert_eq!((s.rows, s.truth_items, s.with_reference_answer), (2, 0, 2));
+        assert_eq!(s.span_chars, None);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["shape"], "qa");
     }
 
     #[test]

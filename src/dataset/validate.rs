@@ -46,26 +46,42 @@ pub fn validate(path: impl AsRef<Utf8Path>, corpus: &Corpus) -> Result<Validatio
     let mut drifted = 0;
     let mut chunk = Vec::new();
     let mut token = Vec::new();
+    let mut qa = Vec::new();
     for row in lines_of(path)? {
         match row {
             Ok((n, AnyExample::Chunk(e), l)) => chunk.push((n, e, l)),
             Ok((n, AnyExample::Token(e), l)) => token.push((n, e, l)),
+            Ok((n, AnyExample::Qa(e), l)) => qa.push((n, e, l)),
             Err(Error::Parse { line, message, .. }) => {
                 problems.push((line, format!("{path}:{line}: {message}")))
             }
             Err(e) => return Err(e),
         }
     }
-    let dataset = if chunk.is_empty() && token.is_empty() {
+    let dataset = if chunk.is_empty() && token.is_empty() && qa.is_empty() {
         problems.push((0, format!("{path} has no readable examples")));
         None
+    } else if qa.len() > token.len().max(chunk.len()) {
+        let first = qa[0].0;
+        let truth = chunk.iter().map(|(n, e, _)| (*n, &e.id));
+        for (n, id) in truth.chain(token.iter().map(|(n, e, _)| (*n, &e.id))) {
+            problems.push((
+                n,
+                format!("{path}:{n}: example `{id}` says what retrieval should find in a file of questions with reference answers only (first such row: line {first}); a file holds one shape"),
+            ));
+        }
+        let mut d = one_level(path, qa, &mut problems);
+        d.retrieval_truth = false;
+        Some(AnyDataset::Token(d))
     } else if token.len() >= chunk.len() {
+        qa_rows(path, &qa, &token, &mut problems);
         other_level::<ChunkLevel, TokenLevel>(path, &chunk, &token, &mut problems);
         let d = one_level(path, token, &mut problems);
         drifted = check_token(&d, corpus, &mut problems);
         Some(AnyDataset::Token(d))
     } else {
         other_level::<TokenLevel, ChunkLevel>(path, &token, &chunk, &mut problems);
+        qa_rows(path, &qa, &chunk, &mut problems);
         let d = one_level(path, chunk, &mut problems);
         check_chunk(&d, corpus, &mut problems, &mut notes);
         Some(AnyDataset::Chunk(d))
@@ -96,6 +112,27 @@ fn other_level<O: Level, L: Level>(
                 "{path}:{n}: example `{}` is {}-level in a {}-level file (first {}-level row: line {first}); a file holds one level",
                 e.id,
                 O::NAME,
+                L::NAME,
+                L::NAME
+            ),
+        ));
+    }
+}
+
+/// Reports every row with a reference answer only in a file of level `L`.
+fn qa_rows<L: Level>(
+    path: &Utf8Path,
+    rows: &[Row<TokenLevel>],
+    file: &[Row<L>],
+    problems: &mut Vec<(usize, String)>,
+) {
+    let first = file.first().map_or(0, |r| r.0);
+    for (n, e, _) in rows {
+        problems.push((
+            *n,
+            format!(
+                "{path}:{n}: example `{}` has a reference answer and no retrieval truth in a {}-level file (first {}-level row: line {first}); a file holds one shape",
+                e.id,
                 L::NAME,
                 L::NAME
             ),

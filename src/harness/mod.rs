@@ -38,14 +38,7 @@ use std::sync::{Arc, OnceLock};
 /// The async runtime that builds retrievers and runs evaluations (user code often expects
 /// Tokio).
 fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .thread_name("rag-eval")
-            .build()
-            .expect("the harness needs an async runtime")
-    })
+    crate::runtime::shared().unwrap_or_else(|e| panic!("the harness needs an async runtime: {e}"))
 }
 
 /// Runs the cases as a libtest-compatible test binary (`--list`, `--exact`, filters,

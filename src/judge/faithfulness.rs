@@ -25,10 +25,13 @@ fn max_statements(answer: &str) -> usize {
 
 /// `faithfulness`: the answer decomposed into atomic statements, each judged against the
 /// contexts; score = supported / statements. A supported statement's quoted evidence is located
-/// in the chunk the judge names (then in the others) with the dataset generator's locator and
-/// mapped to document offsets ([`Support`]). A quote that cannot be located leaves the verdict
-/// as the judge gave it, with no support span; [`JudgeDetails::unlocated`] lists such
-/// statements. An empty answer, or one the judge finds no statement in, is `undetermined`.
+/// in the chunk the judge names (then in the others) with the crate's [`Locator`] and mapped to
+/// document offsets ([`Support`]). A statement the judge calls supported whose quote cannot be
+/// located in any context (or that has no quote) counts as unsupported: the judge's claim is
+/// checked against the contexts, not taken on trust. [`Statement::unlocated`] marks it,
+/// [`JudgeDetails::unlocated`] lists such statements and
+/// [`JudgeSummary::unlocated`](super::JudgeSummary::unlocated) counts them. An empty answer, or
+/// one the judge finds no statement in, is `undetermined`.
 ///
 /// ```
 /// use rag_eval::chunk::{PositionAwareChunk, RetrievedChunk};
@@ -224,16 +227,20 @@ impl Rubric for FaithfulnessRubric {
         let threshold = s.config.locate_threshold;
         let statements: Vec<Statement> = checked
             .into_iter()
-            .map(|(text, supported, context, evidence, reason)| Statement {
-                support: if supported {
+            .map(|(text, supported, context, evidence, reason)| {
+                let support = if supported {
                     locate_support(&evidence, context, contexts, threshold)
                 } else {
                     None
-                },
-                text,
-                supported,
-                reason,
-                evidence,
+                };
+                Statement {
+                    supported: support.is_some(),
+                    unlocated: supported && support.is_none(),
+                    support,
+                    text,
+                    reason,
+                    evidence,
+                }
             })
             .collect();
         let supported = statements.iter().filter(|s| s.supported).count();

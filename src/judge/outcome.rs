@@ -89,15 +89,18 @@ pub struct Support {
 pub struct Statement {
     /// The statement.
     pub text: String,
-    /// Whether the contexts support it.
+    /// Whether it counts as supported: the judge said so and its quote was located in a
+    /// context.
     pub supported: bool,
+    /// The judge called it supported, but its quote (or the lack of one) was found in no
+    /// context: it counts as unsupported (see [`JudgeDetails::unlocated`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlocated: bool,
     /// The judge's reason.
     pub reason: String,
     /// The judge's verbatim quote of the supporting passage (empty when it gave none).
     pub evidence: String,
-    /// The quote located in the contexts; `None` for an unsupported statement and for a
-    /// supported one whose quote is not in the contexts (the verdict still counts; see
-    /// [`JudgeDetails::unlocated`]).
+    /// The quote located in the contexts; `None` for an unsupported statement.
     pub support: Option<Support>,
 }
 
@@ -197,13 +200,13 @@ impl JudgeDetails {
         }
     }
 
-    /// Supported statements whose quoted evidence was not found in the contexts.
+    /// Statements the judge called supported whose quoted evidence was found in no context
+    /// (faithfulness): counted unsupported, so also among [`JudgeDetails::unsupported`].
     pub fn unlocated(&self) -> Vec<&Statement> {
         match self {
-            JudgeDetails::Faithfulness { statements } => statements
-                .iter()
-                .filter(|s| s.supported && s.support.is_none())
-                .collect(),
+            JudgeDetails::Faithfulness { statements } => {
+                statements.iter().filter(|s| s.unlocated).collect()
+            }
             _ => Vec::new(),
         }
     }

@@ -92,6 +92,13 @@ pub struct JudgeSummary {
     pub invalid: usize,
     /// Samples with status `error`.
     pub error: usize,
+    /// Faithfulness: statements of scored samples the judge called supported whose quoted
+    /// evidence is in no context, counted unsupported ([`Statement::unlocated`]); 0 for the
+    /// other judges.
+    ///
+    /// [`Statement::unlocated`]: super::Statement::unlocated
+    #[serde(default)]
+    pub unlocated: usize,
     /// Calls and tokens of the whole run.
     pub usage: JudgeUsage,
     /// The share of `invalid` and `error` samples above which the gate fails.
@@ -135,6 +142,11 @@ impl JudgeSummary {
             undetermined: count(JudgeStatus::Undetermined),
             invalid: count(JudgeStatus::Invalid),
             error: count(JudgeStatus::Error),
+            unlocated: judgements
+                .iter()
+                .flat_map(|j| &j.samples)
+                .map(|s| s.details.unlocated().len())
+                .sum(),
             usage,
             max_invalid_share,
         }

@@ -196,12 +196,20 @@ pub(super) fn method(report: &Report, analysis: &Analysis, charts: bool) -> Stri
                 .collect();
             if !partial.is_empty() {
                 note.push_str(&format!(
-                    "; where some run has no figure for a query, a metric is compared on the                      queries with a figure in every run: {}",
+                    "; where some run has no figure for a query, a metric is compared on the \
+                     queries with a figure in every run: {}",
                     partial.join(", ")
                 ));
             }
             for u in &c.metrics_untested {
                 note.push_str(&format!("; {} is not tested: {}", u.metric, u.reason));
+            }
+            for r in &c.metrics_redefined {
+                note.push_str(&format!(
+                    "; {} is not compared: the runs define it differently ({})",
+                    r.metric,
+                    r.definitions.join(" / ")
+                ));
             }
         }
         (None, Some(why)) => note.push_str(&format!(". The runs are not compared: {why}")),

@@ -20,11 +20,14 @@ pub enum Kind {
     Retriever,
     /// The record/replay cache of embeddings and LLM calls.
     Cache,
+    /// A whole RAG system evaluated as a black box: question in, answer and contexts out.
+    Rag,
 }
 
 impl Kind {
     /// Every kind, in the order help lists them.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
+        Kind::Rag,
         Kind::Retriever,
         Kind::Chunker,
         Kind::Embedder,
@@ -42,6 +45,7 @@ impl Kind {
             Kind::Reranker => "reranker",
             Kind::Retriever => "retriever",
             Kind::Cache => "cache",
+            Kind::Rag => "rag",
         }
     }
 
@@ -54,6 +58,7 @@ impl Kind {
             Kind::Reranker => RERANKERS.iter().collect(),
             Kind::Retriever => RETRIEVERS.iter().collect(),
             Kind::Cache => CACHES.iter().collect(),
+            Kind::Rag => RAGS.iter().collect(),
         }
     }
 }
@@ -286,6 +291,30 @@ pub(crate) static RETRIEVERS: &[Component] = &[
         ],
     },
 ];
+
+/// The RAG systems evaluated whole, one entry each.
+pub(crate) static RAGS: &[Component] = &[Component {
+    kind: Kind::Rag,
+    name: "http",
+    about: "a RAG service over HTTP: POSTs each question, reads the answer and contexts from the JSON response",
+    feature: Some("service"),
+    enabled: cfg!(feature = "service"),
+    keys: &[
+        Key::text("url", "required, e.g. http://127.0.0.1:8000/ask"),
+        Key::text("body", "{\"id\":\"{id}\",\"query\":\"{query}\"}: JSON with {id} and {query} placeholders"),
+        Key::text("answer", "/answer: JSON pointer to the answer text"),
+        Key::text("contexts", "/contexts: JSON pointer to the list of contexts (strings or objects)"),
+        Key::text("text", "text: a context object's field holding its text"),
+        Key::text("doc_id", "doc_id: its document field"),
+        Key::text("start", "start: its first character field"),
+        Key::text("end", "end: its end (exclusive) field"),
+        Key::text("score", "score: its score field"),
+        Key::text("headers", "none: Header-Name:ENV_VAR pairs separated by ;, values read from the environment"),
+        Key::text("concurrency", "4: requests in flight"),
+        Key::text("timeout", "60: seconds a request may wait for the server"),
+        Key::text("retries", "2: tries again after timeouts, 429 and 5xx"),
+    ],
+}];
 
 /// The cache modes, as components of kind [`Kind::Cache`].
 pub(crate) static CACHES: &[Component] = &[

@@ -60,7 +60,8 @@ pub(crate) fn read_difficulty(label: Option<&str>) -> Option<Difficulty> {
 }
 
 /// Sends a generation request; an answer that does not parse gets one more chance with a
-/// reminder. `None` when the second answer does not parse either.
+/// reminder. `None` when the second answer does not parse either, or when the reminder with
+/// the first answer is more than the model's context takes.
 pub(crate) async fn ask_json<C: LlmClient, Q: serde::de::DeserializeOwned>(
     client: &C,
     request: ChatRequest,
@@ -84,7 +85,16 @@ pub(crate) async fn ask_json<C: LlmClient, Q: serde::de::DeserializeOwned>(
         "That answer could not be used: {error}. Reply again with only the JSON object \
          {{\"questions\": [...]}} described above, with no other text."
     )));
-    let second = client.complete(&retry).await?;
+    let second = match client.complete(&retry).await {
+        Ok(second) => second,
+        // The broken answer ran on until the context was full, so the reminder does not fit:
+        // the answer is unusable, not the document.
+        Err(e) if super::fit::overflow(&e).is_some() => {
+            tracing::warn!("{what}: the answer was not the JSON asked for ({error}), and too long to send back with a reminder; skipping it");
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
     *calls += 1;
     add_usage(usage, second.usage);
     match parse_answer(&second.content) {
@@ -163,6 +173,47 @@ mod tests {
         assert_eq!(q(serde_json::json!({"answer": " \n "})), None);
         assert_eq!(q(serde_json::json!({"answer": 5})), None);
         assert_eq!(q(serde_json::json!({"question": "?"})), None);
+    }
+
+    /// Answers prose that never ends the first time, and refuses the reminder as longer than
+    /// its context.
+    struct Rambling;
+
+    #[async_trait::async_trait]
+    impl LlmClient for Rambling {
+        fn name(&self) -> String {
+            "rambling".into()
+        }
+        async fn complete(&self, request: &ChatRequest) -> Result<crate::llm::ChatResponse> {
+            if request.messages.len() > 1 {
+                return Err(crate::error::Error::Http {
+                    endpoint: "POST http://127.0.0.1:1/v1/chat/completions".into(),
+                    status: Some(400),
+                    message: r#"400 Bad Request: {"error":{"type":"exceed_context_size_error","n_prompt_tokens":2094,"n_ctx":2048}}"#.into(),
+                });
+            }
+            Ok(crate::llm::ChatResponse {
+                content: "{\"questions\": [{\"question\": \"What is what is what is".into(),
+                finish_reason: Some("length".into()),
+                usage: TokenUsage::default(),
+                model: "m".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_reminder_longer_than_the_context_leaves_the_answer_unusable_not_the_run() {
+        let (mut usage, mut calls) = (TokenUsage::default(), 0);
+        let request = ChatRequest::new(vec![ChatMessage::user("questions, please")]);
+        let got = pollster::block_on(ask_json::<_, serde_json::Value>(
+            &Rambling,
+            request,
+            &mut usage,
+            &mut calls,
+            "questions",
+        ));
+        assert!(matches!(got, Ok(None)), "{got:?}");
+        assert_eq!(calls, 1);
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct DocumentBatch<L: Level> {
     pub usage: TokenUsage,
     /// Model calls made (retries and answerability checks included).
     pub calls: usize,
+    /// Why the document gave nothing, when it was left out whole (counted in
+    /// [`Dropped::documents`]).
+    pub dropped_reason: Option<String>,
 }
 
 /// The dataset id of the `n`-th question: `q0001`, …

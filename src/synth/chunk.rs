@@ -1,6 +1,7 @@
 //! Chunk-level generation: questions citing the chunks of a given chunker.
 
 use super::filters;
+use super::fit::{Fit, Sent};
 use super::{
     ask_json, base_metadata, example_id, read_difficulty, read_reference, render_examples,
     share_questions, Difficulty, DocumentBatch, Dropped, GenerateConfig, SplitMix,
@@ -25,11 +26,14 @@ use std::sync::Arc;
 /// records its spec as `chunker`, and an evaluation must chunk the same way.
 ///
 /// A document whose chunks add up to more than `window_chars` is shown a run of chunks at a
-/// time, its questions shared among the runs.
+/// time, its questions shared among the runs; a request the server refuses as longer than the
+/// model's context makes the runs shorter, as at token level
+/// ([`TokenLevelDataGenerator::generate_document`](super::TokenLevelDataGenerator::generate_document)).
 pub struct ChunkLevelDataGenerator<C: LlmClient> {
     client: C,
     chunker: Arc<dyn PositionAwareChunker>,
     config: GenerateConfig,
+    fit: Fit,
 }
 
 impl<C: LlmClient + std::fmt::Debug> std::fmt::Debug for ChunkLevelDataGenerator<C> {
@@ -60,6 +64,8 @@ struct Acc {
     dropped: Dropped,
     usage: TokenUsage,
     calls: usize,
+    /// The last request sent.
+    sent: Sent,
 }
 
 /// A run of chunks of one document shown in one call.
@@ -69,6 +75,7 @@ impl<C: LlmClient> ChunkLevelDataGenerator<C> {
     /// A generator asking `client` about the chunks `chunker` makes, with `config`.
     pub fn new(client: C, chunker: Arc<dyn PositionAwareChunker>, config: GenerateConfig) -> Self {
         ChunkLevelDataGenerator {
+            fit: Fit::new(&config),
             client,
             chunker,
             config,
@@ -103,15 +110,47 @@ impl<C: LlmClient> ChunkLevelDataGenerator<C> {
         first_id: usize,
     ) -> Result<DocumentBatch<ChunkLevel>> {
         self.config.validate()?;
-        let cfg = &self.config;
         let mut acc = Acc::default();
+        let mut window = self.fit.window();
+        loop {
+            match self.in_runs(corpus, doc, first_id, window, &mut acc).await {
+                Ok(batch) => return Ok(batch),
+                Err(e) => {
+                    // What the document gave so far is asked for again; what it cost stays.
+                    acc.candidates.clear();
+                    acc.dropped = Dropped::default();
+                    let reason = super::fit::too_long(window, &e);
+                    match self.fit.after(e, window, acc.sent, &self.config)? {
+                        Some(smaller) => window = smaller,
+                        None => {
+                            return Ok(super::fit::dropped_document(
+                                doc, reason, acc.usage, acc.calls,
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`ChunkLevelDataGenerator::generate_document`] with runs of chunks of at most `window`
+    /// characters.
+    async fn in_runs(
+        &self,
+        corpus: &Corpus,
+        doc: &Document,
+        first_id: usize,
+        window: usize,
+        acc: &mut Acc,
+    ) -> Result<DocumentBatch<ChunkLevel>> {
+        let cfg = &self.config;
         let mut rng = SplitMix::keyed(cfg.seed, doc.id().as_str());
         let chunks = self.chunker.chunk_with_positions(doc);
-        let runs = runs(&chunks, cfg.window_chars);
+        let runs = runs(&chunks, window);
         let shares = share_questions(cfg.queries_per_doc, runs.len(), &mut rng);
         for (run, &n) in runs.iter().zip(&shares) {
             if n > 0 {
-                self.ask(&[run], n, false, &mut acc).await?;
+                self.ask(&[run], n, false, acc).await?;
             }
         }
         if cfg.cross_document && cfg.cross_document_queries > 0 && !runs.is_empty() {
@@ -124,10 +163,10 @@ impl<C: LlmClient> ChunkLevelDataGenerator<C> {
                 let partner = others[rng.below(others.len())];
                 let own = runs[rng.below(runs.len())];
                 let partner_chunks = self.chunker.chunk_with_positions(partner);
-                let partner_runs = self::runs(&partner_chunks, cfg.window_chars);
+                let partner_runs = self::runs(&partner_chunks, window);
                 if !partner_runs.is_empty() {
                     let theirs = partner_runs[rng.below(partner_runs.len())];
-                    self.ask(&[own, theirs], cfg.cross_document_queries, true, &mut acc)
+                    self.ask(&[own, theirs], cfg.cross_document_queries, true, acc)
                         .await?;
                 }
             }
@@ -179,6 +218,7 @@ impl<C: LlmClient> ChunkLevelDataGenerator<C> {
             dropped: acc.dropped,
             usage: acc.usage,
             calls: acc.calls,
+            dropped_reason: None,
         })
     }
 
@@ -217,6 +257,10 @@ impl<C: LlmClient> ChunkLevelDataGenerator<C> {
         } else {
             format!("Write {n} questions about these chunks.")
         });
+        acc.sent = Sent {
+            chars: system.chars().count() + user.chars().count(),
+            document_chars: shown.values().map(|(_, text)| text.chars().count()).sum(),
+        };
         let request = cfg
             .request(vec![ChatMessage::system(system), ChatMessage::user(user)])
             .with_json_schema("questions", schema());

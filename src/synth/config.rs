@@ -55,7 +55,23 @@ pub struct GenerateConfig {
     /// Seed for every choice made at random: the partner document, which windows get the
     /// questions, which questions the difficulty mix drops.
     pub seed: u64,
+    /// The most tokens the model may answer one request with (sent as `max_tokens`; default
+    /// [`DEFAULT_MAX_TOKENS`]); `None` leaves it to the server, which may then write until its
+    /// context is full.
+    pub max_tokens: Option<u32>,
+    /// The model's context, in tokens, when known: windows are cut short enough from the
+    /// start (an estimate at 3 characters a token, half the room the answer's `max_tokens`
+    /// leaves, at most half the context, for the document). Without it, the first request that a server refuses as longer than its
+    /// context (llama-server's `exceed_context_size_error`, OpenAI's
+    /// `context_length_exceeded`) teaches the window from the sizes the server names. Either
+    /// way a document that cannot fit is dropped ([`Dropped::documents`](super::Dropped::documents)),
+    /// not the run.
+    pub context_tokens: Option<usize>,
 }
+
+/// The default of [`GenerateConfig::max_tokens`]: enough for a few questions with their
+/// excerpts and answers.
+pub const DEFAULT_MAX_TOKENS: u32 = 2048;
 
 impl Default for GenerateConfig {
     fn default() -> Self {
@@ -76,6 +92,8 @@ impl Default for GenerateConfig {
             model: None,
             temperature: None,
             seed: 0,
+            max_tokens: Some(DEFAULT_MAX_TOKENS),
+            context_tokens: None,
         }
     }
 }
@@ -122,6 +140,12 @@ impl GenerateConfig {
         if let Some(mix) = &self.difficulty_mix {
             check_mix(mix)?;
         }
+        if self.max_tokens == Some(0) {
+            return bad("max_tokens is 0; the model could not answer".into());
+        }
+        if self.context_tokens == Some(0) {
+            return bad("context_tokens is 0".into());
+        }
         Ok(())
     }
 
@@ -134,11 +158,12 @@ impl GenerateConfig {
         }
     }
 
-    /// A request with the run's model and temperature.
+    /// A request with the run's model, temperature and `max_tokens`.
     pub(crate) fn request(&self, messages: Vec<ChatMessage>) -> ChatRequest {
         let mut r = ChatRequest::new(messages);
         r.model = self.model.clone();
         r.temperature = self.temperature;
+        r.max_tokens = self.max_tokens;
         r
     }
 }

@@ -28,11 +28,14 @@ pub struct Dropped {
     /// Questions without text or without excerpts / chunk ids, and answers with no question
     /// at all.
     pub empty: usize,
+    /// Documents left out whole: too long for the model's context even in the shortest
+    /// window (the reason is in the document's record).
+    pub documents: usize,
 }
 
 impl Dropped {
     /// Questions (and answers, for `invalid_json`) dropped, all reasons together, not counting
-    /// `unknown_chunk_ids` (ids, not questions).
+    /// `unknown_chunk_ids` (ids, not questions) and `documents`.
     pub fn total(&self) -> usize {
         self.unlocated
             + self.too_short
@@ -44,7 +47,7 @@ impl Dropped {
             + self.empty
     }
 
-    fn entries(&self) -> [(&'static str, usize); 9] {
+    fn entries(&self) -> [(&'static str, usize); 10] {
         [
             ("unlocated", self.unlocated),
             ("too short", self.too_short),
@@ -55,6 +58,7 @@ impl Dropped {
             ("unknown chunk ids", self.unknown_chunk_ids),
             ("over mix", self.over_mix),
             ("empty", self.empty),
+            ("documents left out", self.documents),
         ]
     }
 }
@@ -70,6 +74,7 @@ impl std::ops::AddAssign for Dropped {
         self.unknown_chunk_ids += o.unknown_chunk_ids;
         self.over_mix += o.over_mix;
         self.empty += o.empty;
+        self.documents += o.documents;
     }
 }
 

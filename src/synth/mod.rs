@@ -60,6 +60,7 @@ mod difficulty;
 mod dropped;
 mod few_shot;
 mod filters;
+mod fit;
 mod prompt;
 pub mod resume;
 mod rng;
@@ -68,7 +69,7 @@ mod token;
 
 pub use batch::{example_id, DocumentBatch};
 pub use chunk::ChunkLevelDataGenerator;
-pub use config::GenerateConfig;
+pub use config::{GenerateConfig, DEFAULT_MAX_TOKENS};
 pub use difficulty::{parse_mix, Difficulty, MIX_SUM_TOLERANCE};
 pub use dropped::Dropped;
 pub use few_shot::FewShot;

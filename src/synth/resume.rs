@@ -126,6 +126,9 @@ pub struct DocRecord {
     /// Rows written without a reference answer (the model gave none with the question).
     #[serde(default)]
     pub without_answer: usize,
+    /// Why the document was left out whole, when it was (see [`Dropped::documents`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_reason: Option<String>,
     /// SHA-256 of the document's text (16 hex digits), to notice a document that changed
     /// between a run and its continuation.
     pub sha256: String,
@@ -501,6 +504,7 @@ impl ResumableOutput {
             usage: batch.usage,
             calls: batch.calls,
             without_answer,
+            dropped_reason: batch.dropped_reason,
             sha256: crate::digest::short_sha256(doc.content().as_bytes()),
             end: self.end + text.len() as u64,
         };
@@ -727,6 +731,7 @@ mod tests {
                 completion_tokens: 10,
             },
             calls: 1,
+            dropped_reason: None,
         }
     }
 

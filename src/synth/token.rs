@@ -1,6 +1,7 @@
 //! Token-level generation: questions with verbatim excerpts, located as character spans.
 
 use super::filters;
+use super::fit::{Fit, Sent};
 use super::{
     ask_json, base_metadata, example_id, read_difficulty, read_reference, render_examples,
     share_questions, Difficulty, DocumentBatch, Dropped, GenerateConfig, SplitMix,
@@ -41,6 +42,7 @@ use serde_json::Value;
 pub struct TokenLevelDataGenerator<C: LlmClient> {
     client: C,
     config: GenerateConfig,
+    fit: Fit,
 }
 
 /// One window of one document shown to the model.
@@ -100,12 +102,18 @@ struct Acc {
     dropped: Dropped,
     usage: TokenUsage,
     calls: usize,
+    /// The last request sent.
+    sent: Sent,
 }
 
 impl<C: LlmClient> TokenLevelDataGenerator<C> {
     /// A generator asking `client`, with `config`.
     pub fn new(client: C, config: GenerateConfig) -> Self {
-        TokenLevelDataGenerator { client, config }
+        TokenLevelDataGenerator {
+            fit: Fit::new(&config),
+            client,
+            config,
+        }
     }
 
     /// The settings.
@@ -126,6 +134,11 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
     /// `q{first_id+1:04}`, …, in the order the model wrote them. Every question the model
     /// wrote is checked, also beyond the number asked for; a blank document costs no call.
     ///
+    /// A request the server refuses as longer than the model's context makes the windows
+    /// shorter (for this and every later document; see [`GenerateConfig::context_tokens`]) and
+    /// the document is asked about again; a document that fits in no window is left out whole
+    /// ([`Dropped::documents`], with the reason in [`DocumentBatch::dropped_reason`]).
+    ///
     /// Errors: an invalid configuration, or a call the client could not complete (after its
     /// own retries). Answers that are not the JSON asked for are retried once with a reminder
     /// and then counted, not errors.
@@ -136,7 +149,6 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
         first_id: usize,
     ) -> Result<DocumentBatch<TokenLevel>> {
         self.config.validate()?;
-        let cfg = &self.config;
         let mut acc = Acc::default();
         if doc.content().trim().is_empty() {
             // Nothing to ask about; a call would only invite invented questions.
@@ -146,28 +158,64 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
                 dropped: acc.dropped,
                 usage: acc.usage,
                 calls: 0,
+                dropped_reason: None,
             });
         }
+        let mut window = self.fit.window();
+        loop {
+            match self
+                .in_windows(corpus, doc, first_id, window, &mut acc)
+                .await
+            {
+                Ok(batch) => return Ok(batch),
+                Err(e) => {
+                    // What the document gave so far is asked for again; what it cost stays.
+                    acc.candidates.clear();
+                    acc.dropped = Dropped::default();
+                    let reason = super::fit::too_long(window, &e);
+                    match self.fit.after(e, window, acc.sent, &self.config)? {
+                        Some(smaller) => window = smaller,
+                        None => {
+                            return Ok(super::fit::dropped_document(
+                                doc, reason, acc.usage, acc.calls,
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`TokenLevelDataGenerator::generate_document`] with windows of `window` characters.
+    async fn in_windows(
+        &self,
+        corpus: &Corpus,
+        doc: &Document,
+        first_id: usize,
+        window: usize,
+        acc: &mut Acc,
+    ) -> Result<DocumentBatch<TokenLevel>> {
+        let cfg = &self.config;
         let mut rng = SplitMix::keyed(cfg.seed, doc.id().as_str());
-        let windows = windows(doc, cfg.window_chars, cfg.window_overlap);
+        let windows = windows(doc, window, cfg.window_overlap);
         let shares = share_questions(cfg.queries_per_doc, windows.len(), &mut rng);
         for (&(start, end), &n) in windows.iter().zip(&shares) {
             if n == 0 {
                 continue;
             }
             let views = [View::new(doc, start, end)];
-            self.ask(&views, n, false, &mut acc).await?;
+            self.ask(&views, n, false, acc).await?;
         }
         if cfg.cross_document && cfg.cross_document_queries > 0 {
             if let Some(partner) = partner_of(corpus, doc, &mut rng) {
                 let own = windows[rng.below(windows.len())];
-                let theirs = windows_of(partner, cfg);
+                let theirs = self::windows(partner, window, cfg.window_overlap);
                 let theirs = theirs[rng.below(theirs.len())];
                 let views = [
                     View::new(doc, own.0, own.1),
                     View::new(partner, theirs.0, theirs.1),
                 ];
-                self.ask(&views, cfg.cross_document_queries, true, &mut acc)
+                self.ask(&views, cfg.cross_document_queries, true, acc)
                     .await?;
             }
         }
@@ -247,6 +295,7 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
             dropped: acc.dropped,
             usage: acc.usage,
             calls: acc.calls,
+            dropped_reason: None,
         })
     }
 
@@ -281,6 +330,10 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
         } else {
             format!("Write {n} question{} about this document.", plural(n))
         });
+        acc.sent = Sent {
+            chars: system.chars().count() + user.chars().count(),
+            document_chars: views.iter().map(|v| v.end - v.start).sum(),
+        };
         let request = cfg
             .request(vec![ChatMessage::system(system), ChatMessage::user(user)])
             .with_json_schema("questions", schema());
@@ -402,10 +455,6 @@ fn partner_of<'c>(corpus: &'c Corpus, doc: &Document, rng: &mut SplitMix) -> Opt
         .filter(|d| d.id() != doc.id() && d.char_len() > 0)
         .collect();
     (!others.is_empty()).then(|| others[rng.below(others.len())])
-}
-
-fn windows_of(doc: &Document, cfg: &GenerateConfig) -> Vec<(usize, usize)> {
-    windows(doc, cfg.window_chars, cfg.window_overlap)
 }
 
 /// Char ranges covering `doc` in windows of at most `size` chars. A window ends, where it

@@ -2,7 +2,9 @@
 //! and their contexts as a retrieval.
 
 use super::{dataset_record, with_truth, ScoreArgs};
-use crate::answers::{embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems};
+use crate::answers::{
+    embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems, Placement,
+};
 use crate::cli::answering::client;
 use crate::cli::eval::{runtime, with_cache};
 use crate::cli::judging::Judging;
@@ -27,6 +29,12 @@ struct Card<'a> {
     #[serde(flatten)]
     result: &'a RunResult,
     without_reference: usize,
+    /// Queries whose retrieval metrics are not measured (no retrieval truth, or no context).
+    retrieval_not_measured: usize,
+    /// How the contexts given as text were placed in `--corpus`; absent when every context
+    /// came with offsets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contexts_located: Option<Placement>,
     #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
     judges: &'a [JudgeSummary],
 }
@@ -36,23 +44,37 @@ struct Card<'a> {
 struct Scored {
     result: RunResult,
     without_reference: usize,
+    retrieval_not_measured: usize,
 }
 
-pub(super) fn run(
+/// Where the answers come from.
+pub(in crate::cli) enum Source<'a> {
+    /// An answers file (`score --answers`).
+    File(&'a Utf8Path),
+    /// A RAG system's spec, asked every query of the dataset (`eval --rag`).
+    Rag(&'a str),
+}
+
+pub(in crate::cli) fn run(
     a: &ScoreArgs,
     dataset_path: &Utf8Path,
-    answers_path: &Utf8Path,
+    source: Source<'_>,
     k: usize,
     out: &mut Output,
 ) -> Result<()> {
     if a.chunks.is_some() {
         bail!("--chunks (precision_omega) scores a chunker's whole output; with --answers there are only the contexts");
     }
-    let answers = Answers::load(answers_path)?;
+    // A file is read (and its mistakes reported) before any server is asked.
+    let from_file = match source {
+        Source::File(path) => Some(Answers::load(path)?),
+        Source::Rag(_) => None,
+    };
     let context = match &a.cache {
         None => Context::new(),
         Some(text) => with_cache(Context::new(), text)?,
-    };
+    }
+    .with_limit(a.timeout.limit());
     let embedder = a
         .embedder
         .as_deref()
@@ -84,8 +106,37 @@ pub(super) fn run(
         .transpose()?;
     let j = judging.as_mut();
     let e = embedder.as_ref();
+    let dataset = dataset::load(dataset_path)?;
+    let (mut answers, origin, input) = match (from_file, source) {
+        (Some(answers), Source::File(path)) => (answers, "score", ("answers", path.to_string())),
+        (_, Source::Rag(spec)) => {
+            let rag = crate::components::build_rag(spec, &context)?;
+            let queries = match &dataset {
+                AnyDataset::Token(d) => id_queries(d),
+                AnyDataset::Chunk(d) => id_queries(d),
+            };
+            let started = std::time::Instant::now();
+            let (answers, _) = runtime()?
+                .block_on(rag.ask_all(&queries, None))
+                .context("asking the system under test")?;
+            note!(
+                "asked {} for {} answers in {:.1} s",
+                crate::redact::redact_url(rag.url()),
+                queries.len(),
+                started.elapsed().as_secs_f64()
+            );
+            (answers, "eval", ("rag", rag.spec()))
+        }
+        (None, Source::File(_)) => unreachable!("a file is read first"),
+    };
+    let contexts_located = locate_contexts(&mut answers, corpus.as_ref(), &dataset)?;
     let dataset_hash;
-    let scored = match dataset::load(dataset_path)? {
+    let scored = match dataset {
+        AnyDataset::Token(d) if !d.has_retrieval_truth() => {
+            dataset_hash = d.content_hash();
+            let metrics = metrics::token_level_metrics(a.mode, None);
+            score(a, &d, &answers, corpus.as_ref(), &metrics, k, a.mode, e, j)?
+        }
         AnyDataset::Token(d) => {
             let (d, _) = with_truth(d, a.skip_empty_truth)?;
             dataset_hash = d.content_hash();
@@ -133,6 +184,7 @@ pub(super) fn run(
     let Scored {
         result: card,
         without_reference,
+        retrieval_not_measured,
     } = scored;
     let summaries = judging
         .as_ref()
@@ -146,6 +198,8 @@ pub(super) fn run(
         out.json_line(&Card {
             result: &card,
             without_reference,
+            retrieval_not_measured,
+            contexts_located,
             judges: &summaries,
         })?;
     } else {
@@ -153,6 +207,12 @@ pub(super) fn run(
         if without_reference > 0 {
             text.push_str(&format!(
                 "{without_reference} of {} queries have no reference answer: the metrics that compare with one leave them out\n",
+                card.queries
+            ));
+        }
+        if retrieval_not_measured > 0 {
+            text.push_str(&format!(
+                "retrieval not measured for {retrieval_not_measured} of {} queries (no retrieval truth, or no context found)\n",
                 card.queries
             ));
         }
@@ -166,9 +226,10 @@ pub(super) fn run(
         dataset_path,
         card,
         dataset_hash,
-        ("answers", answers_path),
+        (input.0, Utf8Path::new(&input.1)),
         corpus.as_ref().zip(a.corpus.as_deref()),
     );
+    record.origin = origin.to_owned();
     // The spec the embedder prints (credentials left out), never the argument as typed.
     record.config.embedder = embedder.as_ref().map(|e| e.spec());
     if let Some(j) = &judging {
@@ -203,6 +264,12 @@ fn score<L: ContextItems>(
     answers.check_ids(d)?;
     if let Some(corpus) = corpus {
         check_contexts(answers, corpus)?;
+    }
+    if !d.has_retrieval_truth() {
+        note!(
+            "`{}` has reference answers and no retrieval truth: retrieval metrics are not measured",
+            d.source()
+        );
     }
     let missing: Vec<&str> = d
         .examples()
@@ -296,7 +363,46 @@ fn score<L: ContextItems>(
     Ok(Scored {
         result: s.result,
         without_reference: s.without_reference,
+        retrieval_not_measured: s.retrieval_not_measured,
     })
+}
+
+/// The `(id, query)` pairs of a dataset, in order.
+fn id_queries<L: crate::level::Level>(d: &Dataset<L>) -> Vec<(String, String)> {
+    d.examples()
+        .iter()
+        .map(|e| (e.id.clone(), e.query.clone()))
+        .collect()
+}
+
+/// Places the contexts given as text in the corpus and says how it went; without a corpus,
+/// an error when the dataset scores character spans (the contexts would score nothing).
+fn locate_contexts(
+    answers: &mut Answers,
+    corpus: Option<&Corpus>,
+    dataset: &AnyDataset,
+) -> Result<Option<Placement>> {
+    let given = answers.text_contexts();
+    if given == 0 {
+        return Ok(None);
+    }
+    let Some(corpus) = corpus else {
+        if let AnyDataset::Token(d) = dataset {
+            if d.has_retrieval_truth() {
+                bail!(
+                    "{given} context{} of `{}` {} given as text without offsets: give --corpus to find {} in the documents",
+                    if given == 1 { "" } else { "s" },
+                    answers.path(),
+                    if given == 1 { "is" } else { "are" },
+                    if given == 1 { "it" } else { "them" },
+                );
+            }
+        }
+        return Ok(None);
+    };
+    let placed = answers.place_in(corpus);
+    note!("{placed}");
+    Ok(Some(placed))
 }
 
 /// Every context that is not a range of `corpus` or whose text is not the document's there.
@@ -307,6 +413,9 @@ fn check_contexts(answers: &Answers, corpus: &Corpus) -> Result<()> {
             continue;
         };
         for (i, c) in answer.contexts.iter().enumerate() {
+            if answers.given_as_text(id, i) {
+                continue;
+            }
             let at = format!("{}:{line}: query `{id}`, `contexts[{i}]`", answers.path());
             match corpus.get(c.chunk.span.doc.as_str()) {
                 None => problems.push(format!(
@@ -339,18 +448,25 @@ fn by_difficulty(card: &RunResult) -> String {
     let Some(groups) = &card.by_difficulty else {
         return String::new();
     };
-    let mut cols: Vec<&str> = card.metrics.names().take(1).collect();
+    let answer_cols = [
+        "bleu",
+        "rouge_l",
+        "token_f1",
+        "exact_match",
+        "answer_similarity",
+    ];
+    // The first retrieval metric, when retrieval is measured.
+    let mut cols: Vec<&str> = card
+        .metrics
+        .names()
+        .take(1)
+        .filter(|n| !answer_cols.contains(n))
+        .collect();
     cols.extend(
-        [
-            "bleu",
-            "rouge_l",
-            "token_f1",
-            "exact_match",
-            "answer_similarity",
-        ]
-        .into_iter()
-        .chain(judge_names())
-        .filter(|n| card.metrics.get(n).is_some()),
+        answer_cols
+            .into_iter()
+            .chain(judge_names())
+            .filter(|n| card.metrics.get(n).is_some()),
     );
     let label_w = groups.keys().map(String::len).max().unwrap_or(10).max(10);
     let col_w = cols.iter().map(|c| c.len()).max().unwrap_or(8).max(8);

@@ -1,0 +1,460 @@
+//! The system under test as a black box over HTTP: a RAG service of any make, asked each
+//! question and read for its answer and the contexts it answered from.
+//!
+//! [`HttpRag`] is built from a spec (`http:url=…`, see [`crate::spec`] and
+//! `docs/reference/commands.md`): it POSTs `{"id": …, "query": …}` (or the `body` template with
+//! `{id}` and `{query}` placeholders in its strings) to `url`, and reads the answer and the
+//! contexts from the JSON response with JSON pointers (`answer`, default `/answer`; `contexts`,
+//! default `/contexts`). Each context is a string (the retrieved text) or an object whose text,
+//! document, offsets and score are read from the fields named by `text`, `doc_id`, `start`,
+//! `end` and `score` (defaults the same names). Contexts without offsets are placed in the
+//! corpus by [`answers::place`](crate::answers::place).
+//!
+//! Requests use the crate's [`HttpClient`] (timeouts, retries of transient failures, at most
+//! `concurrency` in flight). Headers are read from environment variables the spec names
+//! (`headers=X-Api-Key:SERVICE_KEY`), so a spec never holds a secret. With a
+//! [`Cache`], each response is recorded under the URL and the request body, and a replaying
+//! cache answers without the service: a CI run evaluates the recorded answers offline.
+//!
+//! ```
+//! use rag_eval::service::HttpRag;
+//! let rag = HttpRag::from_spec("http:url=http://127.0.0.1:8000/ask,answer=/output/text")?;
+//! assert_eq!(
+//!     rag.spec(),
+//!     "http:url=http://127.0.0.1:8000/ask,answer=/output/text,contexts=/contexts,text=text,\
+//!      doc_id=doc_id,start=start,end=end,score=score,concurrency=4,timeout=60,retries=2"
+//! );
+//! # Ok::<(), rag_eval::Error>(())
+//! ```
+
+use crate::answers::{kind, Answers, Placement};
+use crate::cache::Cache;
+use crate::corpus::Corpus;
+use crate::error::{Error, Result};
+use crate::generator::RagAnswer;
+use crate::http::{HttpClient, HttpConfig};
+use crate::spec::{Kind, Spec};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The name the cache records responses under.
+const PROVIDER: &str = "http-rag";
+
+/// A RAG service evaluated over HTTP. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct HttpRag {
+    client: HttpClient,
+    url: String,
+    body: Option<Value>,
+    answer: String,
+    contexts: String,
+    fields: Fields,
+    spec: String,
+    cache: Option<Arc<Cache>>,
+}
+
+/// The field names of a context object.
+#[derive(Debug, Clone)]
+struct Fields {
+    text: String,
+    doc_id: String,
+    start: String,
+    end: String,
+    score: String,
+}
+
+/// What the service gave for one query, in the answers file's form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceAnswer {
+    /// The query id.
+    pub id: String,
+    /// One line of an answers file: `{"id","answer","contexts":[…]}`, contexts with `text` and,
+    /// where the service gave them, `doc_id`, `start`, `end` and `score`.
+    pub line: Value,
+}
+
+impl HttpRag {
+    /// Builds the service client a spec such as `http:url=http://127.0.0.1:8000/ask` names.
+    pub fn from_spec(text: &str) -> Result<Self> {
+        let spec = Spec::parse(Kind::Rag, text)?;
+        Self::from_parsed(&spec).map_err(|m| {
+            Error::Config(format!(
+                "rag spec `{}`: {m}",
+                crate::redact::redact_url(text)
+            ))
+        })
+    }
+
+    pub(crate) fn from_parsed(spec: &Spec) -> std::result::Result<Self, String> {
+        let url = spec
+            .text("url")
+            .ok_or("`url` is required, e.g. `http:url=http://127.0.0.1:8000/ask`")?
+            .to_owned();
+        let body = spec
+            .text("body")
+            .map(|t| {
+                let v: Value = serde_json::from_str(t)
+                    .map_err(|e| format!("`body` is not JSON ({e}): `{t}`"))?;
+                if !t.contains("{query}") {
+                    return Err(format!(
+                        "`body` has no `{{query}}` placeholder: the service would never see the question: `{t}`"
+                    ));
+                }
+                Ok(v)
+            })
+            .transpose()?;
+        let pointer = |key: &str, default: &str| -> std::result::Result<String, String> {
+            let p = spec.text(key).unwrap_or(default);
+            if !(p.is_empty() || p.starts_with('/')) {
+                return Err(format!(
+                    "`{key}` is a JSON pointer and starts with `/`, e.g. `/{p}`"
+                ));
+            }
+            Ok(p.to_owned())
+        };
+        let field = |key: &str| spec.text(key).unwrap_or(key).to_owned();
+        let concurrency = spec.whole("concurrency")?.unwrap_or(4);
+        if concurrency == 0 {
+            return Err("`concurrency` must be at least 1".into());
+        }
+        let timeout = spec.whole("timeout")?.unwrap_or(60);
+        if timeout == 0 {
+            return Err("`timeout` must be at least 1 (seconds)".into());
+        }
+        let retries = spec.whole("retries")?.unwrap_or(2);
+        let mut config = HttpConfig::new(url.clone())
+            .with_concurrency(concurrency)
+            .with_timeout(Duration::from_secs(timeout as u64))
+            .with_max_retries(retries as u32);
+        let headers = spec.text("headers").unwrap_or_default();
+        for pair in headers.split(';').filter(|p| !p.trim().is_empty()) {
+            let (name, var) = pair.split_once(':').ok_or_else(|| {
+                format!(
+                    "`headers` lists `Header-Name:ENV_VAR` pairs separated by `;`, got `{pair}`"
+                )
+            })?;
+            let (name, var) = (name.trim(), var.trim());
+            let value = std::env::var(var).map_err(|_| {
+                format!("environment variable `{var}` (for header `{name}`) is not set")
+            })?;
+            config = config.with_header(name, value);
+        }
+        let fields = Fields {
+            text: field("text"),
+            doc_id: field("doc_id"),
+            start: field("start"),
+            end: field("end"),
+            score: field("score"),
+        };
+        let answer = pointer("answer", "/answer")?;
+        let contexts = pointer("contexts", "/contexts")?;
+        let mut printed = Spec::new("http").with("url", url.as_str());
+        if let Some(t) = spec.text("body") {
+            printed = printed.with("body", t);
+        }
+        printed = printed
+            .with("answer", answer.as_str())
+            .with("contexts", contexts.as_str())
+            .with("text", fields.text.as_str())
+            .with("doc_id", fields.doc_id.as_str())
+            .with("start", fields.start.as_str())
+            .with("end", fields.end.as_str())
+            .with("score", fields.score.as_str());
+        if !headers.is_empty() {
+            printed = printed.with("headers", headers);
+        }
+        printed = printed
+            .with("concurrency", concurrency.to_string())
+            .with("timeout", timeout.to_string())
+            .with("retries", retries.to_string());
+        let client = HttpClient::new(config).map_err(crate::spec::message)?;
+        Ok(HttpRag {
+            client,
+            url,
+            body,
+            answer,
+            contexts,
+            fields,
+            spec: printed.to_string(),
+            cache: None,
+        })
+    }
+
+    /// Records every response in `cache`, and answers from it when it holds one (in
+    /// [`CacheMode::Replay`](crate::cache::CacheMode::Replay) only from it).
+    pub fn with_cache(mut self, cache: Arc<Cache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The spec that builds this client again, every setting explicit (header names and
+    /// their variables, never their values).
+    pub fn spec(&self) -> String {
+        self.spec.clone()
+    }
+
+    /// The service's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The request body for one query.
+    fn request(&self, id: &str, query: &str) -> Value {
+        match &self.body {
+            None => json!({"id": id, "query": query}),
+            Some(template) => fill(template, id, query),
+        }
+    }
+
+    /// Asks the service one question: its response, from the cache when it holds one.
+    async fn respond(&self, id: &str, query: &str) -> Result<Value> {
+        let body = self.request(id, query);
+        if let Some(cache) = &self.cache {
+            if let Some(hit) = cache.get_response(PROVIDER, &self.url, &(), &body)? {
+                return Ok(hit.response);
+            }
+        }
+        let response: Value = self.client.post_json("", &body).await?;
+        if let Some(cache) = &self.cache {
+            cache.put_response(PROVIDER, &self.url, &(), &body, &response, None)?;
+        }
+        Ok(response)
+    }
+
+    /// Asks the service about query `id` and reads its answer and contexts.
+    pub async fn ask(&self, id: &str, query: &str) -> Result<ServiceAnswer> {
+        let response = self.respond(id, query).await?;
+        let line = self.read(id, &response).map_err(|message| Error::Http {
+            endpoint: format!("POST {}", crate::redact::redact_url(&self.url)),
+            status: None,
+            message: format!("query `{id}`: {message}"),
+        })?;
+        Ok(ServiceAnswer {
+            id: id.to_owned(),
+            line,
+        })
+    }
+
+    /// Asks every query (`(id, query)` pairs), at most `concurrency` at a time, and gives the
+    /// answers as [`Answers`] with the contexts given as text placed in `corpus` when there is
+    /// one (with their counts). The first failure fails the whole.
+    pub async fn ask_all(
+        &self,
+        queries: &[(String, String)],
+        corpus: Option<&Corpus>,
+    ) -> Result<(Answers, Option<Placement>)> {
+        // The first failure ends the run: the requests still in flight are dropped.
+        let asked = futures_util::future::try_join_all(
+            queries.iter().map(|(id, query)| self.ask(id, query)),
+        )
+        .await?;
+        let mut jsonl = String::new();
+        for a in asked {
+            jsonl.push_str(&a.line.to_string());
+            jsonl.push('\n');
+        }
+        let source = format!("responses of {}", crate::redact::redact_url(&self.url));
+        let mut answers = Answers::parse(&jsonl, source.into())?;
+        let placed = match corpus {
+            Some(corpus) if answers.text_contexts() > 0 => Some(answers.place_in(corpus)),
+            _ => None,
+        };
+        Ok((answers, placed))
+    }
+
+    /// Asks one question and gives the answer with its contexts, those given as text placed in
+    /// `corpus` (or left unplaced without one): what an answering `#[rag_eval]` case returns
+    /// (`async fn(&str) -> RagAnswer`). A case sees only the question, so the question is
+    /// also the `id` sent.
+    pub async fn answer(&self, query: &str, corpus: Option<&Corpus>) -> Result<RagAnswer> {
+        let (mut answers, _) = self
+            .ask_all(&[(query.to_owned(), query.to_owned())], corpus)
+            .await?;
+        let id = query.to_owned();
+        Ok(answers
+            .take(&id)
+            .expect("the answers hold the one question asked"))
+    }
+
+    /// The response as an answers line, or what is wrong with it.
+    fn read(&self, id: &str, response: &Value) -> std::result::Result<Value, String> {
+        let excerpt = || {
+            let s = response.to_string();
+            let cut: String = s.chars().take(200).collect();
+            if cut.len() < s.len() {
+                format!("{cut}…")
+            } else {
+                cut
+            }
+        };
+        let answer = match response.pointer(&self.answer) {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "`{}` in the response is {}, expected the answer text (response: {})",
+                    self.answer,
+                    kind(other),
+                    excerpt()
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "the response has no `{}` (set `answer=` to the JSON pointer of the answer; response: {})",
+                    self.answer,
+                    excerpt()
+                ))
+            }
+        };
+        let items = match response.pointer(&self.contexts) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "`{}` in the response is {}, expected a list of contexts (response: {})",
+                    self.contexts,
+                    kind(other),
+                    excerpt()
+                ))
+            }
+        };
+        let f = &self.fields;
+        let contexts = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(text) => Ok(json!({ "text": text })),
+                Value::Object(o) => {
+                    let mut c = Map::new();
+                    for (ours, theirs) in [
+                        ("text", &f.text),
+                        ("doc_id", &f.doc_id),
+                        ("start", &f.start),
+                        ("end", &f.end),
+                        ("score", &f.score),
+                    ] {
+                        if let Some(v) = o.get(theirs.as_str()).filter(|v| !v.is_null()) {
+                            c.insert(ours.to_owned(), v.clone());
+                        }
+                    }
+                    if !c.contains_key("text") {
+                        return Err(format!(
+                            "`{}/{i}` has no `{}` field (set `text=` to the field holding the context's text)",
+                            self.contexts, f.text
+                        ));
+                    }
+                    Ok(Value::Object(c))
+                }
+                other => Err(format!(
+                    "`{}/{i}` is {}, expected the context's text or an object",
+                    self.contexts,
+                    kind(&other)
+                )),
+            })
+            .collect::<std::result::Result<Vec<Value>, String>>()?;
+        Ok(json!({"id": id, "answer": answer, "contexts": contexts}))
+    }
+}
+
+/// `template` with `{id}` and `{query}` replaced in every string (keys included).
+fn fill(template: &Value, id: &str, query: &str) -> Value {
+    let text = |s: &str| s.replace("{id}", id).replace("{query}", query);
+    match template {
+        Value::String(s) => Value::String(text(s)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, id, query)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (text(k), fill(v, id, query)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_template_is_filled_inside_strings_so_quotes_stay_json() {
+        let rag = HttpRag::from_spec(
+            r#"http:url=http://127.0.0.1:1/ask,body="{\"input\":{\"question\":\"{query}\",\"tags\":[\"eval\",\"{id}\"]}}""#,
+        )
+        .unwrap();
+        assert_eq!(
+            rag.request("q1", r#"say "hi""#),
+            json!({"input": {"question": "say \"hi\"", "tags": ["eval", "q1"]}})
+        );
+        let e = HttpRag::from_spec(r#"http:url=http://h/ask,body="{\"q\":1}""#).unwrap_err();
+        assert!(e.to_string().contains("no `{query}` placeholder"), "{e}");
+        let e = HttpRag::from_spec("http:url=http://h/ask,answer=answer").unwrap_err();
+        assert!(
+            e.to_string().contains("starts with `/`, e.g. `/answer`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn contexts_are_read_with_the_configured_fields() {
+        let rag = HttpRag::from_spec(
+            "http:url=http://h/ask,answer=/output/text,contexts=/output/sources,text=page_content,doc_id=source",
+        )
+        .unwrap();
+        let response = json!({"output": {"text": "In May.", "sources": [
+            "Larkspur ships in May.",
+            {"page_content": "needs Rust", "source": "b.md", "score": 0.4, "other": 1},
+            {"page_content": "x", "source": null}
+        ]}});
+        assert_eq!(
+            rag.read("q1", &response).unwrap(),
+            json!({"id": "q1", "answer": "In May.", "contexts": [
+                {"text": "Larkspur ships in May."},
+                {"text": "needs Rust", "doc_id": "b.md", "score": 0.4},
+                {"text": "x"}
+            ]})
+        );
+        // No contexts at all: none (retrieval is then not measured).
+        assert_eq!(
+            rag.read("q1", &json!({"output": {"text": "a"}})).unwrap()["contexts"],
+            json!([])
+        );
+        let e = rag.read("q1", &json!({"answer": "a"})).unwrap_err();
+        assert!(e.starts_with("the response has no `/output/text`"), "{e}");
+        let e = rag
+            .read(
+                "q1",
+                &json!({"output": {"text": "a", "sources": [{"text": "a"}]}}),
+            )
+            .unwrap_err();
+        assert!(
+            e.starts_with("`/output/sources/0` has no `page_content` field"),
+            "{e}"
+        );
+        let e = rag.read("q1", &json!({"output": {"text": 3}})).unwrap_err();
+        assert!(
+            e.starts_with("`/output/text` in the response is a number"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn headers_come_from_the_environment_and_the_spec_keeps_only_their_names() {
+        // A variable only this test sets.
+        std::env::set_var("RAG_EVAL_TEST_SERVICE_KEY", "s3cret");
+        let rag =
+            HttpRag::from_spec("http:url=http://h/ask,headers=X-Api-Key:RAG_EVAL_TEST_SERVICE_KEY")
+                .unwrap();
+        assert!(rag
+            .spec()
+            .contains("headers=X-Api-Key:RAG_EVAL_TEST_SERVICE_KEY"));
+        assert!(!rag.spec().contains("s3cret") && !format!("{rag:?}").contains("s3cret"));
+        let e =
+            HttpRag::from_spec("http:url=http://h/ask,headers=X-Api-Key:RAG_EVAL_TEST_UNSET_VAR")
+                .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("environment variable `RAG_EVAL_TEST_UNSET_VAR` (for header `X-Api-Key`) is not set"),
+            "{e}"
+        );
+    }
+}

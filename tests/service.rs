@@ -1,0 +1,311 @@
+//! A RAG service evaluated as a black box (`http:url=…`): against a real service started here
+//! (`tests/support/rag_service.py`, Python's `http.server` over the bundled corpus), through
+//! the library and through `rag-eval eval --rag`, with its slow, failing and malformed answers,
+//! and replayed from the cache once the service is gone.
+
+mod support;
+
+use rag_eval::cache::{Cache, CacheMode};
+use rag_eval::corpus::Corpus;
+use rag_eval::service::HttpRag;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The stub service, stopped when dropped.
+struct Service {
+    child: Child,
+    base: String,
+}
+
+impl Service {
+    fn start(quality: &str) -> Service {
+        let mut child = Command::new("python3")
+            .arg(root().join("tests/support/rag_service.py"))
+            .args(["--corpus", "examples/data/corpus", "--port", "0"])
+            .args(["--quality", quality, "--delay", "5"])
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the stub service");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the stub says where it listens: {line:?}"))
+            .to_owned();
+        Service { child, base }
+    }
+
+    /// The spec of the service at `path`, reading the stub's own field names.
+    fn spec(&self, path: &str, extra: &str) -> String {
+        format!(
+            "http:url={}{path},contexts=/sources,text=content,doc_id=path{extra}",
+            self.base
+        )
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn corpus() -> Corpus {
+    Corpus::from_folder(root().join("examples/data/corpus").to_str().unwrap(), None).unwrap()
+}
+
+fn queries(n: usize) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(root().join("examples/data/questions.jsonl")).unwrap();
+    text.lines()
+        .take(n)
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["id"].as_str().unwrap().to_owned(),
+                v["inputs"]["query"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+#[test]
+fn answers_and_contexts_of_a_real_service_are_read_and_placed_in_the_corpus() {
+    let service = Service::start("good");
+    let rag = HttpRag::from_spec(&service.spec("/ask", "")).unwrap();
+    let corpus = corpus();
+    let asked = queries(10);
+    let (answers, placed) = block_on(rag.ask_all(&asked, Some(&corpus))).unwrap();
+    assert_eq!(answers.len(), 10);
+    // Three sources per question, and a fourth in no document for q0007.
+    let placed = placed.unwrap();
+    assert_eq!(placed.total(), 31);
+    assert_eq!(placed.unlocated, 1);
+    assert!(placed.normalized > 0, "{placed:?}");
+    for (id, _) in &asked {
+        let a = answers.get(id).unwrap();
+        assert!(!a.answer.is_empty(), "{id}");
+        for c in a.contexts.iter().filter(|c| !c.chunk.span.is_empty()) {
+            // Every placed context covers text of its document that reads as what the
+            // service sent, whitespace aside.
+            let doc = corpus.get(c.chunk.span.doc.as_str()).unwrap();
+            let there = doc.slice(c.chunk.span.start, c.chunk.span.end).unwrap();
+            let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(squash(there), squash(&c.chunk.content), "{id}");
+        }
+    }
+    // The stub's best source for q0001 is the installation guide's requirement.
+    let q1 = answers.get("q0001").unwrap();
+    assert_eq!(
+        q1.contexts[0].chunk.span.doc.as_str(),
+        "guides/installation.md"
+    );
+    assert!(q1.answer.contains("4.18"), "{}", q1.answer);
+    // What an answering `#[rag_eval]` case returns: the same answer and placed contexts.
+    let one = block_on(rag.answer(&asked[0].1, Some(&corpus))).unwrap();
+    assert_eq!(&one, q1);
+}
+
+#[test]
+fn slow_failing_and_malformed_services_fail_naming_the_url_and_what_went_wrong() {
+    let service = Service::start("good");
+    let one = queries(1);
+    let ask = |spec: String| {
+        let rag = HttpRag::from_spec(&spec).unwrap();
+        let started = Instant::now();
+        let e = block_on(rag.ask_all(&one, None)).unwrap_err().to_string();
+        (e, started.elapsed())
+    };
+    let (e, took) = ask(service.spec("/slow", ",timeout=1,retries=0,concurrency=1"));
+    assert!(e.contains(&format!("{}/slow", service.base)), "{e}");
+    assert!(e.contains("no complete answer within 1s"), "{e}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let (e, _) = ask(service.spec("/fail", ",retries=1"));
+    assert!(e.contains("500 Internal Server Error"), "{e}");
+    assert!(
+        e.contains("the model server is down") && e.contains("after 2 attempts"),
+        "{e}"
+    );
+    let (e, _) = ask(service.spec("/malformed", ",retries=0"));
+    assert!(
+        e.contains("query `q0001`: the response has no `/answer` (set `answer=`"),
+        "{e}"
+    );
+    let (e, _) = ask(service.spec("/broken", ",retries=0"));
+    assert!(e.contains("invalid JSON in the answer"), "{e}");
+    assert!(e.contains("Bad gateway"), "{e}");
+}
+
+#[test]
+fn responses_are_recorded_and_replayed_without_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.sqlite");
+    let asked = queries(5);
+    let corpus = corpus();
+    let service = Service::start("good");
+    let spec = service.spec("/ask", "");
+    let rw = Arc::new(Cache::open(path.to_str().unwrap(), CacheMode::ReadWrite).unwrap());
+    let rag = HttpRag::from_spec(&spec).unwrap().with_cache(rw);
+    let (live, placed) = block_on(rag.ask_all(&asked, Some(&corpus))).unwrap();
+    drop(rag);
+    drop(service);
+    let replay = Arc::new(Cache::open(path.to_str().unwrap(), CacheMode::Replay).unwrap());
+    let rag = HttpRag::from_spec(&spec).unwrap().with_cache(replay);
+    let (again, placed_again) = block_on(rag.ask_all(&asked, Some(&corpus))).unwrap();
+    assert_eq!(placed, placed_again);
+    for (id, _) in &asked {
+        assert_eq!(live.get(id), again.get(id), "{id}");
+    }
+    // A question never asked is a miss, named, not a call to the absent service.
+    let e = block_on(rag.ask_all(&[("q9".into(), "new?".into())], None)).unwrap_err();
+    assert!(e.to_string().contains("replay"), "{e}");
+}
+
+/// `rag-eval` with the run store at `store`.
+fn cli(store: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .env("RAG_EVAL_RUNS", store)
+        .current_dir(root())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn recorded_id(stderr: &str) -> String {
+    let at = stderr.find("recorded run ").expect(stderr) + "recorded run ".len();
+    stderr[at..].split_whitespace().next().unwrap().to_owned()
+}
+
+/// The walkthrough of `docs/guide/service.md`: question/answer pairs, a service whose contexts
+/// are text, `eval --rag`, a report, a gate that fails on a worse service, and a replay with
+/// the service stopped that gives the same figures.
+#[test]
+fn eval_rag_scores_a_service_reports_gates_and_replays_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    // The bundled questions without their spans: pairs of question and reference answer.
+    let mut qa = String::new();
+    let bundled = std::fs::read_to_string(root().join("examples/data/questions.jsonl")).unwrap();
+    for line in bundled.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        let reference = v["outputs"]["reference_answer"].clone();
+        v["outputs"] = serde_json::json!({ "reference_answer": reference });
+        qa.push_str(&format!("{v}\n"));
+    }
+    let dataset = dir.path().join("qa.jsonl");
+    std::fs::write(&dataset, qa).unwrap();
+    let (code, out, err) = cli(
+        &store,
+        &[
+            "dataset",
+            "validate",
+            dataset.to_str().unwrap(),
+            "--corpus",
+            "examples/data/corpus",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["shape"], "qa");
+    assert_eq!(summary["with_reference_answer"], 40);
+
+    let cache = format!("rw:path={}", dir.path().join("cache.sqlite").display());
+    let eval = |spec: &str, cache: &str| {
+        let (code, out, err) = cli(
+            &store,
+            &[
+                "eval",
+                "--rag",
+                spec,
+                "--dataset",
+                dataset.to_str().unwrap(),
+                "--corpus",
+                "examples/data/corpus",
+                "--cache",
+                cache,
+                "--json",
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+        let card: Value = serde_json::from_str(out.trim()).unwrap();
+        (card, recorded_id(&err), err)
+    };
+    let good = Service::start("good");
+    let spec = good.spec("/ask", "");
+    let (card, good_run, err) = eval(&spec, &cache);
+    assert!(err.contains("40 answers"), "{err}");
+    // Lexical answer metrics, and no retrieval figure anywhere: not measured, never 0.
+    let metrics = card["metrics"].as_object().unwrap();
+    assert!(metrics["token_f1"].as_f64().unwrap() > 0.1, "{card}");
+    assert!(
+        metrics.keys().all(|k| !k.contains('@') && k != "mrr"),
+        "{card}"
+    );
+    assert!(card["per_query"][0]["metrics"]
+        .get("span_recall@5")
+        .is_none());
+    assert_eq!(card["retrieval_not_measured"], 40);
+    // 120 sources and 4 in no document; the plain-text ones with collapsed whitespace are
+    // found ignoring whitespace.
+    assert_eq!(
+        card["contexts_located"],
+        serde_json::json!({"exact": 82, "normalized": 38, "unlocated": 4})
+    );
+    assert!(err.contains("124 contexts given as text"), "{err}");
+
+    // A report of the run.
+    let report = dir.path().join("report.html");
+    let (code, _, err) = cli(
+        &store,
+        &["report", &good_run, "-o", report.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&report)
+        .unwrap()
+        .contains("token_f1"));
+
+    // The same service answering worse: the gate fails.
+    let poor = Service::start("poor");
+    let (poor_card, poor_run, _) = eval(&poor.spec("/ask", ""), "off");
+    assert!(poor_card["metrics"]["token_f1"].as_f64() < card["metrics"]["token_f1"].as_f64());
+    let (code, out, err) = cli(
+        &store,
+        &["compare", &good_run, &poor_run, "--fail-on-regression"],
+    );
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("token_f1"), "{out}");
+
+    // The service stopped: the recorded responses give the same figures.
+    drop(good);
+    let replay = format!("replay:path={}", dir.path().join("cache.sqlite").display());
+    let (again, _, err) = eval(&spec, &replay);
+    assert!(err.contains("cache: 40 hits, 0 misses"), "{err}");
+    assert_eq!(again["metrics"], card["metrics"]);
+    assert_eq!(again["per_query"], card["per_query"]);
+}
