@@ -58,6 +58,7 @@ impl JudgeArgs {
             judge_url: None,
             judge_samples: 1,
             judges: Vec::new(),
+            criteria: Vec::new(),
             max_invalid_share: 0.05,
         }
     }
