@@ -524,9 +524,13 @@ fn per_sample(scores: &'static [(&'static str, [u32; 3])]) -> Scripted {
 
 #[test]
 fn repeats_give_the_mean_the_spread_and_pass_hat_n() {
-    // Query A: 2/2, 2/2, 1/2 supported; query B: 2/2 three times.
+    // Query A: 2/2, 2/2, 1/2 supported; query B: 2/2 three times (answers long enough for two
+    // statements).
     let llm = per_sample(&[("alpha", [2, 2, 1]), ("beta", [2, 2, 2])]);
-    let (a, b) = (rag("alpha"), rag("beta"));
+    let (a, b) = (
+        rag("alpha, of two statements"),
+        rag("beta, of two statements"),
+    );
     let inputs = [input("a", &a, None), input("b", &b, None)];
     let config = JudgeConfig {
         samples: 3,
@@ -652,7 +656,10 @@ mod cached {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("judge.sqlite");
         let path = path.to_str().unwrap();
-        let (a, b) = (rag("alpha"), rag("beta"));
+        let (a, b) = (
+            rag("alpha, of two statements"),
+            rag("beta, of two statements"),
+        );
         let inputs = [input("a", &a, None), input("b", &b, None)];
         let config = JudgeConfig {
             samples: 3,
@@ -690,11 +697,11 @@ mod cached {
         );
         assert_eq!(replayed.summary.usage.tokens(), 660);
 
-        // A new prompt version is a miss, not a stale hit.
+        // A new prompt version (the built-in is 2) is a miss, not a stale hit.
         let cache = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
         let prompt = PromptTemplate::parse(
             &format!(
-                "version: 2\n{}",
+                "version: 3\n{}",
                 Faithfulness::<&Scripted>::builtin_prompt().template
             ),
             "f.md",
