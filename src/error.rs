@@ -128,6 +128,14 @@ pub enum Error {
         /// What the retriever reported.
         source: Box<Error>,
     },
+    /// A generator failed to answer a query (the retrieval before it succeeded).
+    #[error("generation failed for query `{query}`: {source}")]
+    Generation {
+        /// The query's id (its text where the id is not known).
+        query: String,
+        /// What the generator reported.
+        source: Box<Error>,
+    },
     /// An embedder failed.
     #[error("embedding failed: {0}")]
     Embed(String),

@@ -168,6 +168,17 @@ where
         self
     }
 
+    /// The same evaluation over the queries whose ids `keep` accepts (the harness's share of
+    /// a partitioned run).
+    pub(crate) fn only(&self, keep: impl Fn(&str) -> bool) -> Self {
+        Evaluation {
+            corpus: self.corpus.clone(),
+            dataset: self.dataset.only(keep),
+            concurrency: self.concurrency,
+            mode: self.mode,
+        }
+    }
+
     /// The span mode.
     pub fn mode(&self) -> SpanMode {
         self.mode
@@ -329,6 +340,8 @@ where
                 index_ms: ms(indexed - started),
                 retrieve_ms: ms(fetched - indexed),
                 score_ms: ms(scored - fetched),
+                generate_ms: None,
+                judge_ms: None,
             },
             retrieved,
         })
@@ -365,9 +378,13 @@ where
                 id(failure.queries.end - 1)
             )
         };
-        Error::Retrieval {
-            query,
-            source: Box::new(failure.error),
+        match failure.error {
+            // A retriever that answers too (`eval --answers`) failed at generating.
+            Error::Generation { source, .. } => Error::Generation { query, source },
+            error => Error::Retrieval {
+                query,
+                source: Box::new(error),
+            },
         }
     }
 
@@ -450,7 +467,7 @@ pub struct EvaluationResult {
 }
 
 /// Wall-clock milliseconds per phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
     /// Chunking, embedding and indexing the corpus.
     pub index_ms: f64,
@@ -458,6 +475,13 @@ pub struct Timings {
     pub retrieve_ms: f64,
     /// Computing the metrics.
     pub score_ms: f64,
+    /// Generating answers (`eval --answers`): the share of the retrieval phase's wall-clock
+    /// time that went to the generator, the rest staying under `retrieve_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate_ms: Option<f64>,
+    /// Judging the answers, for runs with LLM judges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_ms: Option<f64>,
 }
 
 /// A comparison table of runs on the same dataset: one row per run (named by the first

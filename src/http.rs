@@ -3,8 +3,11 @@
 //! reach `Debug` output, logs or errors.
 //!
 //! Transient failures are retried: 408, 429 and 5xx answers (except 501 and 505), timeouts,
-//! connection failures, and 2xx answers whose body is cut short or is not the JSON expected
-//! (a proxy or an overloaded server can produce both). Other answers fail at once. After the
+//! connections cut short, and 2xx answers whose body is cut short or is not the JSON expected
+//! (a proxy or an overloaded server can produce both). Other answers fail at once, and so
+//! does a server that cannot be reached at all: a refused connection, a host name that does
+//! not resolve or a failed TLS handshake is named (`cannot connect (connection refused): …`)
+//! within seconds rather than after minutes of retries. After the
 //! last try the error names the endpoint (without credentials), the status and an excerpt of the
 //! body. A retry is sent alone: it waits until no other request of the client is in flight,
 //! and the others wait for it. Every retry is logged (a `tracing` warning naming the endpoint, the attempt, the wait
@@ -893,21 +896,52 @@ fn past_deadline(deadline: Option<Duration>) -> Failure {
 }
 
 fn transport_failure(e: reqwest::Error) -> Failure {
-    // Errors of reqwest's own request building (a malformed URL, say) will not go away.
-    let transient = !e.is_builder();
+    // Errors of reqwest's own request building (a malformed URL, say) will not go away, nor
+    // will a server that cannot be reached (a refused connection, an unknown host, a failed
+    // TLS handshake) within the seconds a retry waits: both fail at once. A connection that
+    // times out is retried.
+    let unreachable = e.is_connect() && !e.is_timeout();
+    let transient = !e.is_builder() && !unreachable;
     let e = e.without_url();
     let mut message = e.to_string();
     let mut source = std::error::Error::source(&e);
+    let mut refused = false;
     while let Some(s) = source {
+        refused |= s
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
         message.push_str(": ");
         message.push_str(&s.to_string());
         source = s.source();
+    }
+    if unreachable {
+        message = format!(
+            "cannot connect ({}): {message}",
+            unreachable_cause(refused, &message)
+        );
     }
     Failure {
         status: None,
         message,
         transient,
         retry_after: None,
+    }
+}
+
+/// Why a server could not be reached, in a few words, from the chain of errors `message`.
+fn unreachable_cause(refused: bool, message: &str) -> &'static str {
+    let lower = message.to_lowercase();
+    if refused || lower.contains("connection refused") {
+        "connection refused"
+    } else if lower.contains("dns") || lower.contains("lookup") {
+        "DNS lookup failed"
+    } else if ["tls", "certificate", "handshake"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        "TLS handshake failed"
+    } else {
+        "connection failed"
     }
 }
 
@@ -1292,35 +1326,47 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_connection_is_retried_then_reported_with_the_endpoint() {
-        // Port 1 on loopback refuses connections.
-        let client = HttpClient::new(
-            HttpConfig::new("http://127.0.0.1:1/v1")
-                .with_max_retries(2)
-                .with_backoff(Duration::from_millis(1), Duration::from_millis(2))
-                .with_timeout(Duration::from_secs(5)),
-        )
-        .unwrap();
-        let err = pollster::block_on(client.get_json::<serde_json::Value>("/models")).unwrap_err();
-        let Error::Http {
-            endpoint, status, ..
-        } = &err
-        else {
-            panic!("{err}");
-        };
-        assert_eq!(endpoint, "GET http://127.0.0.1:1/v1/models");
-        assert_eq!(*status, None);
-        assert!(
-            err.to_string().contains("gave up after 3 attempts"),
-            "{err}"
-        );
-        assert_eq!(
-            client.stats(),
-            HttpStats {
-                requests: 3,
-                retries: 2,
-                failures: 1
-            }
-        );
+    fn an_unreachable_server_fails_at_once_naming_the_url_and_the_cause() {
+        // Port 1 on loopback refuses connections; `.invalid` never resolves (RFC 2606).
+        for (url, cause) in [
+            (
+                "http://127.0.0.1:1/v1",
+                "cannot connect (connection refused)",
+            ),
+            (
+                "http://rag-eval-test.invalid/v1",
+                "cannot connect (DNS lookup failed)",
+            ),
+        ] {
+            let client = HttpClient::new(
+                HttpConfig::new(url)
+                    .with_max_retries(5)
+                    .with_backoff(Duration::from_secs(2), Duration::from_secs(2))
+                    .with_timeout(Duration::from_secs(5)),
+            )
+            .unwrap();
+            let started = std::time::Instant::now();
+            let err =
+                pollster::block_on(client.get_json::<serde_json::Value>("/models")).unwrap_err();
+            assert!(started.elapsed() < Duration::from_secs(2), "{err}");
+            let Error::Http {
+                endpoint, status, ..
+            } = &err
+            else {
+                panic!("{err}");
+            };
+            assert_eq!(endpoint, &format!("GET {url}/models"));
+            assert_eq!(*status, None);
+            assert!(err.to_string().contains(cause), "{err}");
+            assert_eq!(
+                client.stats(),
+                HttpStats {
+                    requests: 1,
+                    retries: 0,
+                    failures: 1
+                },
+                "{err}"
+            );
+        }
     }
 }

@@ -63,6 +63,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "compare")]
+pub mod align;
 pub mod answers;
 #[cfg(feature = "cache")]
 pub mod cache;
@@ -183,6 +185,8 @@ pub mod guide {
     pub mod datasets {}
     #[doc = include_str!("../docs/guide/langsmith.md")]
     pub mod langsmith {}
+    #[doc = include_str!("../docs/guide/ci.md")]
+    pub mod ci {}
 }
 
 /// The reference: the Markdown of `docs/reference/`. `cli` is the `--help` of every command,

@@ -37,7 +37,7 @@ autotests = false
 [workspace]
 
 [dev-dependencies]
-rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith"] }}
+rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith", "openai"] }}
 async-trait = "0.1"
 serde_json = "1"
 
@@ -47,6 +47,10 @@ harness = false
 
 [[test]]
 name = "records"
+
+[[test]]
+name = "unreachable"
+harness = false
 "#
         ),
     )
@@ -60,6 +64,11 @@ name = "records"
     std::fs::write(root.join("tests/records.rs"), RECORDS).unwrap();
     std::fs::create_dir_all(root.join("judges")).unwrap();
     std::fs::write(root.join("judges/polite.md"), POLITE).unwrap();
+    std::fs::copy(
+        Path::new(REPO).join("tests/fixtures/answers/unreachable.rs"),
+        root.join("tests/unreachable.rs"),
+    )
+    .unwrap();
     copy_dir(
         &Path::new(REPO).join("examples/data"),
         &root.join("examples/data"),
@@ -124,16 +133,23 @@ fn lexical_references() -> String {
     ])
 }
 
-/// The first rows of the example dataset, one per answer, each with its answer (when there is
-/// one) as `outputs.reference_answer`.
+/// The first rows of the example dataset, one per answer, each with its answer as
+/// `outputs.reference_answer`, or none (the bundled one removed) for `None`.
 fn with_references<const N: usize>(answers: [Option<Value>; N]) -> String {
     let questions =
         std::fs::read_to_string(Path::new(REPO).join("examples/data/questions.jsonl")).unwrap();
     let mut out = String::new();
     for (line, answer) in questions.lines().zip(answers) {
         let mut row: Value = serde_json::from_str(line).unwrap();
-        if let Some(answer) = answer {
-            row["outputs"]["reference_answer"] = answer;
+        match answer {
+            Some(answer) => row["outputs"]["reference_answer"] = answer,
+            // The bundled rows carry reference answers of their own.
+            None => {
+                row["outputs"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("reference_answer");
+            }
         }
         out.push_str(&row.to_string());
         out.push('\n');
@@ -623,4 +639,44 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
     assert_eq!(fake.state().feedback.len(), feedback);
     assert_eq!(fake.state().deliveries, deliveries);
     assert_eq!(calls(&log), recorded, "{again}");
+}
+
+#[test]
+fn a_case_whose_judge_cannot_be_reached_fails_in_seconds_naming_the_url_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("fx");
+    fixture(&root);
+    let (code, out) = cargo(&root, &["test", "--test", "unreachable", "--no-run"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let started = std::time::Instant::now();
+    let (code, out) = cargo_test_of(&root, "unreachable", &[], &[]);
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}: {out}");
+    assert_eq!(code, 101, "{out}");
+    // Every query's test fails, saying why it has no figure, and so does the summary.
+    let failures = failed(&out);
+    assert_eq!(failures.len(), 41, "{out}");
+    let q1 = failure_of(&out, "unreachable::q0001");
+    assert!(
+        q1.contains("faithfulness has no figure: judging failed: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
+        "{q1}"
+    );
+    let summary = failure_of(&out, "unreachable::summary");
+    assert!(
+        summary.contains("`faithfulness` has a bar but was not computed (judging failed for every query: 40 × unreachable, first: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
+        "{summary}"
+    );
+    assert!(!out.contains("precision_omega needs"), "{out}");
+    // No baseline without the gated figure is offered.
+    assert!(
+        summary.contains("was neither compared nor written"),
+        "{summary}"
+    );
+    assert!(!out.contains("cargo insta accept"), "{out}");
+    let snapshots: Vec<_> = std::fs::read_dir(root.join("golden"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".snap"))
+        .collect();
+    assert!(snapshots.is_empty(), "{snapshots:?}");
 }

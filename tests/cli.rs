@@ -1748,6 +1748,7 @@ fn the_cli_reference_is_the_help_of_every_command() {
         "runs pull",
         "runs import",
         "report",
+        "gate",
         "serve",
     ] {
         assert!(

@@ -474,3 +474,74 @@ fn resamples_and_permutations_beyond_their_maximum_are_usage_errors() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A run of 30 queries with `recall@5` lowered by `drop` and `mrr` raised by `rise` on the
+/// first 24: a trade-off.
+fn write_trade_off(dir: &Path, name: &str, drop: f64, rise: f64) -> String {
+    let per_query: Vec<serde_json::Value> = (0..30)
+        .map(|i| {
+            let (r, m) = if i < 24 {
+                (0.5 - drop, 0.5 + rise)
+            } else {
+                (0.5, 0.5)
+            };
+            serde_json::json!({"id": format!("q{i}"), "metrics": {"recall@5": r, "mrr": m}})
+        })
+        .collect();
+    let json = serde_json::json!({"level": "token", "k": 5, "mode": "standard", "queries": 30,
+        "metrics": {"recall@5": 0.5, "mrr": 0.5}, "std": {"recall@5": 0.0, "mrr": 0.0},
+        "per_query": per_query, "dataset_hash": "h"});
+    let path = dir.join(name);
+    std::fs::write(&path, json.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn metric_limits_what_is_compared_and_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_trade_off(dir.path(), "a.json", 0.0, 0.0);
+    let b = write_trade_off(dir.path(), "b.json", 0.25, 0.25);
+    // Every metric: recall@5 fell, the gate fails.
+    let all = rag_eval(&["compare", &a, &b, "--fail-on-regression"]);
+    assert_eq!(all.status.code(), Some(1));
+    // Gated on mrr alone (by its name) the trade-off passes, and only mrr is compared.
+    let mrr = rag_eval(&[
+        "compare",
+        &a,
+        &b,
+        "--fail-on-regression",
+        "--metric",
+        "mrr",
+        "--json",
+    ]);
+    assert!(
+        mrr.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mrr.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&mrr.stdout).unwrap();
+    let names: Vec<&str> = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mrr"]);
+    // By base name: `recall` names recall@5, which fell.
+    let recall = rag_eval(&[
+        "compare",
+        &a,
+        &b,
+        "--fail-on-regression",
+        "--metric",
+        "recall",
+    ]);
+    assert_eq!(recall.status.code(), Some(1));
+    let bad = rag_eval(&["compare", &a, &b, "--metric", "nope"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success()
+            && err.contains("--metric `nope`: no such figure (the run has mrr, recall@5)"),
+        "{err}"
+    );
+}

@@ -267,6 +267,20 @@ fn expected_failures(baseline: &str, run: &str) -> BTreeSet<String> {
     failed
 }
 
+/// What libtest printed for the failed test `name`.
+fn failure_of<'a>(out: &'a str, name: &str) -> &'a str {
+    let text = out
+        .split(&format!("---- {name} ----"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{name}'s failure is printed:\n{out}"));
+    let end = ["\n----", "\nfailures:\n"]
+        .iter()
+        .filter_map(|m| text.find(m))
+        .min()
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
 fn nextest_available() -> bool {
     Command::new(env!("CARGO"))
         .args(["nextest", "--version"])
@@ -360,22 +374,49 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     if let Some(Err(why)) = junit_schema::validate(&xml_path) {
         panic!("the harness's JUnit does not fit the schema: {why}\n{xml}");
     }
-    assert!(out.contains("regressed beyond the tolerance 0.01"), "{out}");
+    // Each failing query says what dropped in one line.
+    let q = expected.iter().find(|n| *n != "scenario::summary").unwrap();
+    let message = failure_of(&out, q);
     assert!(
-        out.contains("--- golden\n+++ this run"),
-        "a diff of the figures: {out}"
+        message.contains("regressed beyond the tolerance 0.01: ") && message.contains(" → "),
+        "{message}"
     );
-    assert!(out.contains(" → "), "old → new per metric: {out}");
-    // Some figures of this run are better than the baseline, but a run with drops is never
-    // advertised as a baseline to accept.
-    assert!(out.contains("IMPROVED scenario\n"), "a mixed run: {out}");
-    let (dropped, improved) = (
-        out.find("DROPPED scenario\n"),
-        out.find("IMPROVED scenario\n"),
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    // The summary leads with the means that dropped, then the queries that dropped most.
+    let summary = failure_of(&out, "scenario::summary");
+    let (means, queries) = (
+        summary.find("\n  means:\n").expect("the means first"),
+        summary.find("\n  queries (").expect("then the queries"),
     );
+    assert!(means < queries, "{summary}");
+    assert_eq!(
+        summary.matches("\n    q0").count(),
+        10,
+        "ten queries: {summary}"
+    );
+    // Some figures of this run are better than the baseline: said once, after the verdicts,
+    // for no query whose test failed; and a run with drops is never advertised as a baseline
+    // to accept.
+    assert_eq!(out.matches("IMPROVED").count(), 1, "{out}");
+    let improved = &out[out.find("IMPROVED scenario\n").expect("a mixed run")..];
     assert!(
-        dropped.is_some() && dropped < improved,
-        "drops first: {out}"
+        out.find("test result:") < out.find("IMPROVED scenario\n"),
+        "{out}"
+    );
+    for name in &expected {
+        let id = name.trim_start_matches("scenario::");
+        assert!(
+            !improved.contains(&format!("    {id}: ")),
+            "{id}: {improved}"
+        );
+    }
+    assert!(!out.contains("DROPPED"), "the drops are said once: {out}");
+    // One chunker change (400 → 200 characters) fits on a screen or two, not 820 lines.
+    let run = &out[out.find("Running tests/scenarios.rs").unwrap()..];
+    assert!(
+        run.lines().count() <= 170,
+        "{} lines: {run}",
+        run.lines().count()
     );
     assert!(!out.contains("accept the new baseline"), "{out}");
     assert!(
@@ -413,6 +454,13 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         out.contains("CHANGED scenario: the configuration changed (k 1 → 5): the snapshot"),
         "{out}"
     );
+    // Each query's test is skipped with the same line: its figures cannot be compared either.
+    assert_eq!(
+        out.matches("... ignored (the configuration changed (k 1 → 5): the snapshot")
+            .count(),
+        40,
+        "{out}"
+    );
     assert!(out.contains("cannot be compared; review it"), "{out}");
     assert!(!out.contains("is new") && !out.contains("is gone"), "{out}");
     assert!(
@@ -422,6 +470,11 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     let (code, out) = fx.cargo(&scenarios, &[("FIXTURE_VARIANT", "base"), ("CI", "true")]);
     assert_eq!(code, 101, "under CI it fails: {out}");
     assert!(out.contains("the configuration changed (k 1 → 5)"), "{out}");
+    assert_eq!(
+        failed_cargo_test(&out),
+        BTreeSet::from(["scenario::summary".to_owned()]),
+        "only the summary fails, not per-query map or mrr: {out}"
+    );
     std::fs::write(fx.root.join("golden/scenario.snap"), &baseline).unwrap();
     for p in fx.pending() {
         std::fs::remove_file(p).unwrap();

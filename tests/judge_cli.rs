@@ -330,7 +330,7 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
             .any(|p| p.contains("Paris\n\nthe capital, Paris")),
         "{seen:?}"
     );
-    assert!(out.stderr.contains("faithfulness: 3 calls (0 repairs), 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed"), "{}", out.stderr);
+    assert!(out.stderr.contains("faithfulness: 3 calls (0 repairs) and 0 HTTP retries, 144 tokens; 2 of 3 samples scored, 1 undetermined, 0 invalid, 0 failed"), "{}", out.stderr);
 
     // The recorded run carries the judges, their figures per query, and their tokens.
     let run = latest_run_with_judges(&s, 5);
@@ -338,8 +338,9 @@ fn every_judge_scores_the_answers_rows_without_a_reference_get_no_figure_and_the
         .iter()
         .map(|j| j["usage"]["calls"].as_u64().unwrap())
         .sum();
-    assert_eq!(run["usage"]["prompt_tokens"].as_u64(), Some(40 * calls));
-    assert_eq!(run["usage"]["completion_tokens"].as_u64(), Some(8 * calls));
+    let judge = &run["usage"]["judge"];
+    assert_eq!(judge["prompt_tokens"].as_u64(), Some(40 * calls));
+    assert_eq!(judge["completion_tokens"].as_u64(), Some(8 * calls));
     let q1 = &run["result"]["per_query"][0];
     assert_eq!(q1["id"], "q1");
     assert_eq!(figure(&q1["metrics"], "faithfulness"), Some(1.0));
@@ -579,9 +580,137 @@ fn eval_answers_records_the_judges_with_the_run() {
     assert_eq!(figure(&q3["metrics"], "faithfulness"), Some(1.0));
     assert_eq!(figure(&run["result"]["metrics"], "answer_match"), Some(1.0));
     // Judge tokens: faithfulness on 3 answers and answer_match on the 2 with a reference, at
-    // 40 + 8 tokens a call.
-    assert_eq!(run["usage"]["prompt_tokens"], 5 * 40, "{}", run["usage"]);
-    assert_eq!(run["usage"]["completion_tokens"], 5 * 8, "{}", run["usage"]);
+    // 40 + 8 tokens a call; the generator's apart: one call per query.
+    let usage = &run["usage"];
+    assert_eq!(
+        usage["judge"],
+        json!({"prompt_tokens": 5 * 40, "completion_tokens": 5 * 8}),
+        "{usage}"
+    );
+    assert_eq!(
+        usage["generator"],
+        json!({"prompt_tokens": 3 * 40, "completion_tokens": 3 * 8}),
+        "{usage}"
+    );
+    assert!(usage.get("embedding").is_none(), "{usage}");
+    // The generator is in the configuration: its model and prompt version.
+    let c = &run["config"];
+    assert_eq!(c["generator_model"], "gen-m", "{c}");
+    assert_eq!(c["generator_prompt"], "answer/1", "{c}");
+    // Generation and judging are timed apart from retrieval.
+    let t = &run["timings_ms"];
+    for phase in ["index", "retrieve", "generate", "judge", "score"] {
+        assert!(t[phase].as_f64().is_some(), "{phase}: {t}");
+    }
+    // What was judged is kept per query: the answer, its contexts, the references, and each
+    // judge's samples with their status, verdicts and reasons.
+    let q1 = per_query.iter().find(|q| q["id"] == "q1").unwrap();
+    assert_eq!(q1["answer"], "the cat sat");
+    assert_eq!(q1["references"], json!(["The cat sat on the mat."]));
+    // The generator saw what was retrieved (nothing here: no chunk shares a word with it).
+    assert_eq!(q1["contexts"], q1["retrieved"], "{q1}");
+    assert!(q1["contexts"].is_array(), "{q1}");
+    let judges = q1["judges"].as_array().unwrap();
+    assert_eq!(judges.len(), 2, "{q1}");
+    assert_eq!(judges[0]["metric"], "faithfulness");
+    let sample = &judges[0]["samples"][0];
+    assert_eq!(sample["status"], "ok");
+    let statement = &sample["details"]["statements"][0];
+    assert_eq!(
+        (
+            &statement["text"],
+            &statement["supported"],
+            &statement["reason"]
+        ),
+        (&json!("The cat sat."), &json!(true), &json!("r"))
+    );
+    assert_eq!(judges[1]["samples"][0]["details"]["reason"], "same");
+    // With reference answers the lexical metrics are computed too: "the cat sat" against
+    // "The cat sat on the mat.": 3 of 3 answer tokens, 3 of 6 reference tokens.
+    let f1 = figure(&q1["metrics"], "token_f1").unwrap();
+    assert!((f1 - 2.0 * 1.0 * 0.5 / 1.5).abs() < 1e-9, "{f1}");
+    assert_eq!(figure(&q3["metrics"], "token_f1"), None);
+    assert!(figure(&run["result"]["metrics"], "rouge_l").is_some());
+    // `--json` carries the same, and the judges' summaries.
+    let out = ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            "d.jsonl",
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            &s.url,
+            "--judge-model",
+            "judge-m",
+            "--json",
+            "--no-record",
+        ],
+    );
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["per_query"][0]["answer"], "the cat sat", "{v}");
+    assert_eq!(v["judges"][0]["metric"], "faithfulness", "{v}");
+    assert_eq!(v["judges"][0]["ok"], 3, "{v}");
+    assert!(v["timings"]["generate_ms"].as_f64().is_some(), "{v}");
+    assert!(figure(&v["metrics"], "exact_match").is_some(), "{v}");
+}
+
+#[test]
+fn score_answers_keeps_what_was_judged_and_takes_a_label() {
+    let s = Setup::new();
+    s.script.q1_unsupported.store(true, Ordering::SeqCst);
+    let out = s.score(&["--judges", "faithfulness", "--json", "--label", "system-b"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let q = &v["per_query"];
+    assert_eq!(q[0]["query"], "first");
+    assert_eq!(q[0]["answer"], "the cat sat");
+    assert_eq!(
+        q[0]["contexts"],
+        json!([{"doc_id": "a.md", "start": 10, "end": 20, "text": "0123456789"}])
+    );
+    assert_eq!(q[1]["references"], json!(["Paris", "the capital, Paris"]));
+    let st = &q[0]["judges"][0]["samples"][0];
+    assert_eq!(st["status"], "ok");
+    assert_eq!(st["details"]["statements"][0]["supported"], false);
+    // q3's answer holds no statement: undetermined, kept with its status.
+    assert_eq!(q[2]["judges"][0]["samples"][0]["status"], "undetermined");
+    let run: Value = serde_json::from_str(
+        ok(
+            s.dir.path(),
+            &s.store,
+            &["runs", "show", "latest", "--json"],
+        )
+        .stdout
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(run["label"], "system-b");
+    assert_eq!(run["result"]["per_query"][0]["judges"], q[0]["judges"]);
+    assert_eq!(run["usage"]["judge"]["prompt_tokens"], 3 * 40);
+    // A judge that answers prose: each sample invalid, with the reason kept.
+    s.script.broken.store(true, Ordering::SeqCst);
+    let out = s.score(&[
+        "--judges",
+        "faithfulness",
+        "--json",
+        "--max-invalid-share",
+        "1",
+    ]);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let sample = &v["per_query"][0]["judges"][0]["samples"][0];
+    assert_eq!(sample["status"], "invalid", "{sample}");
+    assert!(
+        sample["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{sample}"
+    );
 }
 
 #[test]
@@ -667,4 +796,229 @@ fn judge_samples_beyond_the_maximum_are_a_usage_error() {
         s.script.seen.lock().unwrap().is_empty(),
         "no judge was called"
     );
+}
+
+#[test]
+fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url_and_the_cause() {
+    // Port 1 on loopback refuses connections.
+    let s = Setup::new();
+    let dead = "http://127.0.0.1:1/v1";
+    let started = std::time::Instant::now();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            dead,
+        ],
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("error: faithfulness: 100.0% of the judge's answers were invalid or failed, above --max-invalid-share 5.0%: judging failed: 3 × unreachable, first: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
+        "{}",
+        out.stderr
+    );
+
+    // A generator that cannot be reached is named as one, not as a retriever.
+    let docs = s.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("a.md"),
+        "0123456789abcdefghijABCDEFGHIJklmnopqrstKLMNOPQRST",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            "d.jsonl",
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            dead,
+        ],
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("generation failed for query `q"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            "`POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("retrieval failed"), "{}", out.stderr);
+}
+
+/// The `judges` summary of a `score --json` run that let every failure through.
+fn judges_summary(out: &Out) -> Value {
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    v["judges"][0].clone()
+}
+
+#[test]
+fn the_first_failure_of_each_kind_is_printed_with_its_count_and_kept_in_the_summary() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let tolerant = [
+        "--judges",
+        "faithfulness",
+        "--max-invalid-share",
+        "1",
+        "--json",
+    ];
+    // A 401 (the hostile server echoes the key back: it is scrubbed).
+    let server = HostileServer::start(Hostility::EchoAuthorization);
+    let url = server.url("/v1");
+    let mut args = vec![
+        "score",
+        "--dataset",
+        "d.jsonl",
+        "--answers",
+        "a.jsonl",
+        "--judge-model",
+        "judge-m",
+        "--judge-url",
+        &url,
+    ];
+    args.extend(tolerant);
+    let out = run_in(s.dir.path(), &s.store, &args);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"].as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(j["failures"][0]["kind"], "HTTP 401", "{j}");
+    assert_eq!(j["failures"][0]["count"], 3, "{j}");
+    let first = j["failures"][0]["first"].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!("`POST {url}/chat/completions`: 401 Unauthorized")),
+        "{first}"
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "faithfulness:   3 × HTTP 401, first: `POST {url}/chat/completions`: 401"
+        )),
+        "{}",
+        out.stderr
+    );
+    // A 404 from a wrong path.
+    let wrong = format!("{}/wrong", s.url);
+    let mut args = vec![
+        "score",
+        "--dataset",
+        "d.jsonl",
+        "--answers",
+        "a.jsonl",
+        "--judge-model",
+        "judge-m",
+        "--judge-url",
+        &wrong,
+    ];
+    args.extend(tolerant);
+    let out = run_in(s.dir.path(), &s.store, &args);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"][0]["kind"], "HTTP 404", "{j}");
+    assert!(
+        out.stderr.contains("3 × HTTP 404, first: `POST"),
+        "{}",
+        out.stderr
+    );
+    // A replay miss: a cache recorded with another judge.
+    let recorded = s.score(&["--judges", "answer_match", "--cache", "rw:path=c.sqlite"]);
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    let out = s.score(&[
+        "--judges",
+        "faithfulness",
+        "--max-invalid-share",
+        "1",
+        "--json",
+        "--cache",
+        "replay:path=c.sqlite",
+    ]);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"][0]["kind"], "replay miss", "{j}");
+    assert!(
+        out.stderr.contains("3 × replay miss, first: cache `"),
+        "{}",
+        out.stderr
+    );
+    // Answers that break the schema.
+    s.script.broken.store(true, Ordering::SeqCst);
+    let out = s.score(&tolerant);
+    let j = judges_summary(&out);
+    assert_eq!(j["failures"][0]["kind"], "invalid answer", "{j}");
+    assert_eq!(j["failures"][0]["count"], 3, "{j}");
+}
+
+#[test]
+fn http_retries_of_the_judge_are_counted_apart_from_its_calls() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    // Every answer is a 429 asking for no wait: each call is retried until the client gives up.
+    let server = HostileServer::start(Hostility::RetryAfter("0"));
+    let url = server.url("/v1");
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            &url,
+            "--judges",
+            "faithfulness",
+            "--max-invalid-share",
+            "1",
+            "--json",
+        ],
+    );
+    let j = judges_summary(&out);
+    let (calls, retries) = (
+        j["usage"]["calls"].as_u64().unwrap(),
+        j["retries"].as_u64().unwrap(),
+    );
+    assert_eq!(calls, 3, "{j}");
+    assert!(retries > 0, "{j}");
+    assert_eq!(
+        (calls + retries) as usize,
+        server.posts(),
+        "every request the server saw: {j}"
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "faithfulness: 3 calls (0 repairs) and {retries} HTTP retries"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(j["failures"][0]["kind"], "HTTP 429", "{j}");
 }

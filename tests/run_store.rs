@@ -173,6 +173,21 @@ fn concurrent_writers_lose_nothing(b: &dyn Backend) {
     let mut ids: Vec<&RunId> = listed.iter().map(|s| &s.id).collect();
     ids.dedup();
     assert_eq!(ids.len(), WORKERS * PER_WORKER, "ids are unique and sorted");
+
+    // The run group the workers wrote into, as shards do: each worker's queries once, in
+    // their second (re-run) version; the query every worker reported, once per worker.
+    let (description, rows) = store.group_case("g", "case").unwrap().expect("described");
+    assert!(description.starts_with("described by w"), "{description}");
+    assert_eq!(rows.len(), WORKERS * PER_WORKER + WORKERS, "{rows:?}");
+    for w in 0..WORKERS {
+        let shard = format!("w{w}");
+        let mine: Vec<&runs::GroupRow> = rows.iter().filter(|r| r.shard == shard).collect();
+        assert_eq!(mine.len(), PER_WORKER + 1, "{shard}: {mine:?}");
+        assert!(mine.iter().all(|r| r.result == "second"), "{mine:?}");
+        assert!(mine.iter().any(|r| r.query == "everyone"));
+    }
+    assert_eq!(store.group_cases("g").unwrap(), ["case"]);
+    assert_eq!(store.group_case("other", "case").unwrap(), None);
 }
 
 /// One writer of [`concurrent_writers_lose_nothing`]: opens the store the parent names (a new
@@ -186,6 +201,17 @@ fn writer_worker() {
     let store = open(&location).unwrap();
     for i in 0..PER_WORKER {
         assert!(store.put(&run(&format!("{name}-{i}"), 0.5)).unwrap());
+    }
+    // A shard of run group `g`, run twice: the second run overwrites the first's rows.
+    store
+        .put_group_case("g", "case", &format!("described by {name}"))
+        .unwrap();
+    for version in ["first", "second"] {
+        let mut rows: Vec<(String, String)> = (0..PER_WORKER)
+            .map(|i| (format!("{name}-q{i}"), version.to_owned()))
+            .collect();
+        rows.push(("everyone".into(), version.into()));
+        store.put_group_queries("g", "case", &name, &rows).unwrap();
     }
 }
 
@@ -479,4 +505,30 @@ mod postgres {
             "{e}"
         );
     }
+}
+
+/// A record written by rag-eval before format 2 (`tests/fixtures/runs/README.md`) reads as
+/// this version: same run and figures, its chat tokens under the judges, its cache's under
+/// the embedder.
+#[test]
+fn a_format_1_record_reads_with_its_usage_split() {
+    let text = include_str!("fixtures/runs/format1.jsonl");
+    let run = RunRecord::from_json(text.trim_end()).unwrap();
+    assert_eq!(run.format, runs::FORMAT_VERSION);
+    assert_eq!(run.id.to_string(), "01M8C9RC671EBQNMAHMBK1PQSS");
+    assert_eq!(run.label.as_deref(), Some("recursive:size=400"));
+    assert_eq!(run.result.queries, 3);
+    assert_eq!(run.result.metrics.get("span_recall@5"), Some(1.0));
+    let usage = run.usage.clone().unwrap();
+    assert_eq!(usage.generator, None);
+    assert_eq!(usage.judge, Some(runs::Spend::tokens(120, 30)));
+    let embedding = usage.embedding.unwrap();
+    assert_eq!(
+        (embedding.prompt_tokens, embedding.cost_usd),
+        (500, Some(0.01))
+    );
+    // Written back, it is a format-2 record that reads as itself.
+    let again = run.to_json();
+    assert!(again.starts_with("{\"format\":2,"), "{again}");
+    assert_eq!(RunRecord::from_json(&again).unwrap(), run);
 }

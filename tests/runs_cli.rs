@@ -160,7 +160,7 @@ fn eval_records_each_chunker_and_runs_show_it() {
             "timings_ms"
         ]
     );
-    assert_eq!(record["format"], 1);
+    assert_eq!(record["format"], 2);
     // What eval printed is what was recorded, per query and per difficulty.
     let mut result = printed[1].clone();
     result.as_object_mut().unwrap().remove("timings");
@@ -442,7 +442,7 @@ fn export_import_delete() {
     assert_eq!(
         e.stderr,
         format!(
-            "error: {}:2: run record format 7 is not the one this rag-eval reads (1); upgrade rag-eval\n",
+            "error: {}:2: run record format 7 is not the one this rag-eval reads (2); upgrade rag-eval\n",
             bad.display()
         )
     );

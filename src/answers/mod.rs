@@ -50,7 +50,9 @@ pub mod place;
 mod score;
 
 pub use place::{Placement, TextContext};
-pub use score::{embed_answers, score_answers, AnswerEmbeddings, AnswerScores, ContextItems};
+pub use score::{
+    add_answers, embed_answers, score_answers, AnswerEmbeddings, AnswerScores, ContextItems,
+};
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::corpus::Corpus;

@@ -8,7 +8,7 @@ use crate::embed::{BatchingEmbedder, Embedder};
 use crate::error::Result;
 use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::metrics::answer::{AnswerInput, AnswerMetric};
-use crate::metrics::{scorecard, Metric, RunResult, Scored, SpanMode};
+use crate::metrics::{scorecard, Metric, Passage, QueryResult, RunResult, Scored, SpanMode};
 use crate::span::CharSpan;
 
 /// How a level reads the retrieved items of an answer's contexts: character spans at token
@@ -67,6 +67,33 @@ pub async fn embed_answers<E: Embedder>(
         out.push(AnswerEmbeddings { answer, references });
     }
     Ok(out)
+}
+
+/// Keeps in each query of `per_query` its answer, the contexts it was given and its reference
+/// answers (`given`, one pair per query, in order), and appends the figures of the `metrics`
+/// of the answer against the references (those that read embeddings from `embeddings`, one
+/// entry per query, when given). A metric with no value for a query (no reference answer)
+/// adds no figure to it.
+pub fn add_answers(
+    per_query: &mut [QueryResult],
+    given: &[(&RagAnswer, &[String])],
+    metrics: &[Box<dyn AnswerMetric>],
+    embeddings: Option<&[AnswerEmbeddings]>,
+) {
+    for (i, (q, (answer, references))) in per_query.iter_mut().zip(given).enumerate() {
+        let mut input = AnswerInput::new(&answer.answer, references);
+        if let Some(v) = embeddings.and_then(|all| all.get(i)) {
+            input = input.with_embeddings(&v.answer, &v.references);
+        }
+        for m in metrics {
+            if let Some(value) = m.compute(&input) {
+                q.metrics.0.push((m.name().to_owned(), value));
+            }
+        }
+        q.answer = Some(answer.answer.clone());
+        q.contexts = Some(answer.contexts.iter().map(Passage::of_retrieved).collect());
+        q.references = references.to_vec();
+    }
 }
 
 /// What [`score_answers`] gives: the run's figures and the counts behind them.
@@ -136,19 +163,19 @@ pub fn score_answers<L: ContextItems>(
     };
     names.extend(answer.iter().map(|m| m.name().to_owned()));
     let mut per_query = card.per_query;
-    for (i, (q, e)) in per_query.iter_mut().zip(dataset.examples()).enumerate() {
-        if !measured[i] {
+    for (q, measured) in per_query.iter_mut().zip(&measured) {
+        if !measured {
             q.metrics.0.clear();
         }
-        let mut input = AnswerInput::new(&given[i].answer, &e.reference_answers);
-        if let Some(v) = embeddings.and_then(|all| all.get(i)) {
-            input = input.with_embeddings(&v.answer, &v.references);
-        }
-        for m in answer {
-            if let Some(value) = m.compute(&input) {
-                q.metrics.0.push((m.name().to_owned(), value));
-            }
-        }
+    }
+    let pairs: Vec<(&RagAnswer, &[String])> = given
+        .iter()
+        .zip(dataset.examples())
+        .map(|(a, e)| (*a, e.reference_answers.as_slice()))
+        .collect();
+    add_answers(&mut per_query, &pairs, answer, embeddings);
+    for (q, e) in per_query.iter_mut().zip(dataset.examples()) {
+        q.query = Some(e.query.clone());
         q.difficulty = e.difficulty().map(str::to_owned);
     }
     let mut result = RunResult::from_queries(L::KIND.into(), names, per_query);

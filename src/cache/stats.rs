@@ -101,6 +101,8 @@ pub(super) struct Tally {
     pub(super) usage: TokenUsage,
     pub(super) saved_tokens: u64,
     pub(super) price: Option<Price>,
+    /// Whether the model is an embedder (its calls are vector lookups and stores).
+    pub(super) embedding: bool,
 }
 
 impl Tally {

@@ -413,9 +413,18 @@ impl Cache {
 
     /// Hits, misses and spending of every provider and model together.
     pub fn stats(&self) -> CacheStats {
+        self.sum(|_| true)
+    }
+
+    /// Hits, misses and spending of the embedders alone (no chat model).
+    pub fn embedding_stats(&self) -> CacheStats {
+        self.sum(|t| t.embedding)
+    }
+
+    fn sum(&self, which: impl Fn(&Tally) -> bool) -> CacheStats {
         let tallies = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
         let mut total = CacheStats::default();
-        for t in tallies.values() {
+        for t in tallies.values().filter(|t| which(t)) {
             let s = t.stats();
             total.hits += s.hits;
             total.misses += s.misses;
@@ -519,6 +528,7 @@ impl Cache {
         keys: &[CacheKey],
         legacy: Option<&dyn Fn(usize) -> CacheKey>,
     ) -> Result<Vec<Option<Hit>>> {
+        self.tally(provider, model, |t| t.embedding = true);
         let Some(mut conn) = self.lock() else {
             self.tally(provider, model, |t| t.misses += keys.len() as u64);
             return Ok(vec![None; keys.len()]);
@@ -647,6 +657,7 @@ impl Cache {
     ) -> Result<()> {
         let spent: u64 = rows.iter().filter_map(|r| r.2).sum();
         self.tally(provider, model, |t| {
+            t.embedding = true;
             t.usage.prompt_tokens = crate::llm::add_tokens(t.usage.prompt_tokens, spent)
         });
         if self.mode != CacheMode::ReadWrite || rows.is_empty() {

@@ -1,18 +1,22 @@
 //! `rag-eval eval --answers`: answers generated over the retrieved chunks, then judged.
 
 use super::judging::{JudgeArgs, Judging};
+use crate::answers::add_answers;
 use crate::cache::{Cache, CachedLlm};
 use crate::chunk::RetrievedChunk;
 use crate::generator::{Generator, LlmGenerator, RagAnswer};
+use crate::http::HttpClient;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::level::Level;
-use crate::llm::{LlmClient, OpenAiChat};
-use crate::metrics::RunResult;
+use crate::llm::{LlmClient, OpenAiChat, TokenUsage};
+use crate::metrics::{answer_metrics, RunResult};
 use crate::retrieve::Retriever;
+use crate::runs::{RunRecord, Spend};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// What `--answers` needs: the generator's model and, to judge, the judge's.
 #[derive(Args, Clone)]
@@ -33,14 +37,15 @@ pub(super) struct AnswerArgs {
     judge: JudgeArgs,
 }
 
-/// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one.
+/// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one,
+/// and its HTTP client (for its counts of retries).
 pub(super) fn client(
     model: &str,
     url: &str,
     key_env: &str,
     cache: Option<&Arc<Cache>>,
     timeout: super::TimeoutArgs,
-) -> Result<Arc<dyn LlmClient>> {
+) -> Result<(Arc<dyn LlmClient>, HttpClient)> {
     let key_set = std::env::var(key_env).is_ok_and(|v| !v.trim().is_empty());
     if !key_set && url.contains("api.openai.com") {
         bail!(
@@ -52,10 +57,12 @@ pub(super) fn client(
         .api_key_env(key_env)
         .http(|h| timeout.apply(h))
         .build()?;
-    Ok(match cache {
+    let http = chat.http_client();
+    let llm: Arc<dyn LlmClient> = match cache {
         Some(cache) => Arc::new(CachedLlm::new(chat, cache.clone())),
         None => Arc::new(chat),
-    })
+    };
+    Ok((llm, http))
 }
 
 /// A retriever that also answers: each query's chunks go to the generator, the answer is kept.
@@ -63,6 +70,8 @@ pub(super) struct Answering<'a, R: ?Sized> {
     retriever: &'a R,
     generator: &'a LlmGenerator<Arc<dyn LlmClient>>,
     answers: Mutex<HashMap<String, RagAnswer>>,
+    /// Time spent retrieving and generating, summed over queries (they overlap in time).
+    spent: Mutex<(Duration, Duration)>,
     bar: Option<indicatif::ProgressBar>,
 }
 
@@ -93,8 +102,22 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Answering<'_, R> {
     }
 
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
+        let started = Instant::now();
         let hits = self.retriever.retrieve(query, k).await?;
-        let answer = self.generator.generate(query, &hits).await?;
+        let retrieved = Instant::now();
+        let answer =
+            self.generator
+                .generate(query, &hits)
+                .await
+                .map_err(|e| crate::Error::Generation {
+                    query: query.to_owned(),
+                    source: Box::new(e),
+                })?;
+        {
+            let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+            spent.0 += retrieved - started;
+            spent.1 += retrieved.elapsed();
+        }
         self.answers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -107,18 +130,31 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Answering<'_, R> {
 }
 
 impl<R: ?Sized> Answering<'_, R> {
-    /// The answers, by question, once every query is answered.
-    pub fn finish(self) -> HashMap<String, RagAnswer> {
+    /// The answers, by question, once every query is answered, and the share of the time
+    /// spent in each query's retrieval and generation that went to generation.
+    pub fn finish(self) -> (HashMap<String, RagAnswer>, f64) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
-        self.answers.into_inner().unwrap_or_else(|e| e.into_inner())
+        let (retrieve, generate) = self.spent.into_inner().unwrap_or_else(|e| e.into_inner());
+        let total = (retrieve + generate).as_secs_f64();
+        let share = if total > 0.0 {
+            generate.as_secs_f64() / total
+        } else {
+            0.0
+        };
+        (
+            self.answers.into_inner().unwrap_or_else(|e| e.into_inner()),
+            share,
+        )
     }
 }
 
 /// The generator and judges of one `eval --answers` run.
 pub(super) struct AnswerRun {
     generator: LlmGenerator<Arc<dyn LlmClient>>,
+    /// The generator's model, as the server names it.
+    model: String,
     /// The judges, with a judge model.
     pub judging: Option<Judging>,
 }
@@ -134,15 +170,16 @@ impl AnswerRun {
             bail!("--answers needs --model (the generator's model)");
         };
         let generator =
-            LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache, timeout)?);
+            LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache, timeout)?.0);
         let judging = match &a.judge.judge_model {
             Some(m) => {
                 let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
-                let judge = client(m, url, &a.api_key_env, cache, timeout)?;
+                let (judge, http) = client(m, url, &a.api_key_env, cache, timeout)?;
                 Some(Judging::new(
                     &a.judge,
                     m,
                     judge,
+                    http,
                     None,
                     &["faithfulness"],
                     "eval --answers takes none; score --answers --embedder SPEC does",
@@ -150,7 +187,11 @@ impl AnswerRun {
             }
             None => None,
         };
-        Ok(AnswerRun { generator, judging })
+        Ok(AnswerRun {
+            generator,
+            model: model.clone(),
+            judging,
+        })
     }
 
     /// `retriever` answering too, with a progress bar over `queries` on a terminal.
@@ -170,46 +211,105 @@ impl AnswerRun {
             retriever,
             generator: &self.generator,
             answers: Mutex::default(),
+            spent: Mutex::default(),
             bar,
         }
     }
 
-    /// Judges `answers` (by question, as [`Answering::finish`] gives them), against the rows' reference answers
-    /// (`references`, by query id), and adds the figures to `result`; the judges' summaries.
+    /// Keeps `answers` (by question, as [`Answering::finish`] gives them) in `result` with the
+    /// rows' reference answers (`references`, by query id), adds the lexical answer metrics
+    /// when any row has a reference, and judges the answers; the judges' summaries.
     pub async fn score(
         &mut self,
         answers: HashMap<String, RagAnswer>,
         references: &HashMap<String, Vec<String>>,
         result: &mut RunResult,
     ) -> Vec<JudgeSummary> {
-        let Some(judging) = &mut self.judging else {
-            return Vec::new();
-        };
         let empty = RagAnswer {
             answer: String::new(),
             contexts: Vec::new(),
         };
-        // Owned, since the figures go into `result` while the inputs are alive.
-        let rows: Vec<(String, String, Option<String>)> = result
+        let given: Vec<(&RagAnswer, &[String])> = result
             .per_query
             .iter()
             .map(|q| {
-                let reference = references
-                    .get(&q.id)
-                    .and_then(|r| crate::judge::reference_text(r));
-                (q.id.clone(), q.query.clone().unwrap_or_default(), reference)
+                let answer = q.query.as_ref().and_then(|t| answers.get(t));
+                let refs = references.get(&q.id).map_or(&[][..], Vec::as_slice);
+                (answer.unwrap_or(&empty), refs)
+            })
+            .collect();
+        let metrics = if given.iter().any(|(_, r)| !r.is_empty()) {
+            answer_metrics(false)
+        } else {
+            Vec::new()
+        };
+        add_answers(&mut result.per_query, &given, &metrics, None);
+        // A metric no query could be scored on has no mean rather than a mean of 0.
+        let names: Vec<String> = metrics
+            .iter()
+            .map(|m| m.name().to_owned())
+            .filter(|n| result.per_query.iter().any(|q| q.metrics.get(n).is_some()))
+            .collect();
+        result.add_means(&names);
+        let Some(judging) = &mut self.judging else {
+            return Vec::new();
+        };
+        // Owned, since the figures go into `result` while the inputs are alive.
+        let rows: Vec<(String, String, Option<String>, &RagAnswer)> = result
+            .per_query
+            .iter()
+            .zip(&given)
+            .map(|(q, (answer, refs))| {
+                (
+                    q.id.clone(),
+                    q.query.clone().unwrap_or_default(),
+                    crate::judge::reference_text(refs),
+                    *answer,
+                )
             })
             .collect();
         let inputs: Vec<JudgeInput<'_>> = rows
             .iter()
-            .map(|(id, question, reference)| JudgeInput {
-                query_id: id,
-                question,
-                answer: answers.get(question).unwrap_or(&empty),
-                reference: reference.as_deref(),
-            })
+            .map(
+                |&(ref id, ref question, ref reference, answer)| JudgeInput {
+                    query_id: id,
+                    question,
+                    answer,
+                    reference: reference.as_deref(),
+                },
+            )
             .collect();
         judging.judge(&inputs, result).await
+    }
+
+    /// Tokens the generator spent so far.
+    pub fn generator_usage(&self) -> TokenUsage {
+        self.generator.usage()
+    }
+
+    /// Puts the generator and the judges in `record`: the generator's model and prompt
+    /// version, the judges' ([`Judging::fill`]), and the tokens each spent on this
+    /// run (the generator's since `before`, the judges' of `judged`).
+    pub fn fill(
+        &self,
+        record: &mut RunRecord,
+        before: Option<TokenUsage>,
+        judged: &[JudgeSummary],
+    ) {
+        // Its model and prompt version, never its name: that holds the server's URL.
+        let c = &mut record.config;
+        c.generator_model = Some(self.model.clone());
+        c.generator_prompt = Some(format!("answer/{}", self.generator.prompt().version));
+        let (now, before) = (self.generator.usage(), before.unwrap_or_default());
+        let generated = Spend::tokens(
+            now.prompt_tokens.saturating_sub(before.prompt_tokens),
+            now.completion_tokens
+                .saturating_sub(before.completion_tokens),
+        );
+        record.add_chat_usage(Some(generated), None);
+        if let Some(judging) = &self.judging {
+            judging.fill(record, judged);
+        }
     }
 
     /// Tokens and judge counts, one line each, for stderr.

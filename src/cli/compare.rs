@@ -24,6 +24,10 @@ pub(super) struct CompareArgs {
     /// (corrected p-value at most --alpha).
     #[arg(long)]
     fail_on_regression: bool,
+    /// Compare (and gate on) only this metric, by report name (`span_recall@5`) or base name
+    /// (`span_recall`); repeat for several. The p-values are corrected across these alone.
+    #[arg(long = "metric", value_name = "METRIC")]
+    metrics: Vec<String>,
     /// Compare runs of different datasets (or query sets) on their shared query ids.
     #[arg(long)]
     allow_different_datasets: bool,
@@ -93,7 +97,12 @@ impl StatsArgs {
 
 /// Prints the comparison; returns whether --fail-on-regression found a regression.
 pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
-    let runs = super::runs::load(&a.runs, a.store.as_deref())?;
+    let mut runs = super::runs::load(&a.runs, a.store.as_deref())?;
+    if !a.metrics.is_empty() {
+        for (label, run) in &mut runs {
+            keep_metrics(run, &a.metrics).map_err(|m| anyhow::anyhow!("run `{label}`: {m}"))?;
+        }
+    }
     if !(2..=MAX_RUNS).contains(&runs.len()) {
         bail!(
             "compare takes 2 to {MAX_RUNS} runs (the first is the baseline), got {}",
@@ -124,4 +133,33 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Leaves in `run` only the figures of `metrics` (report or base names); a name the run has
+/// no figure of is an error listing those it has.
+fn keep_metrics(run: &mut RunResult, metrics: &[String]) -> std::result::Result<(), String> {
+    let wanted = |n: &str| {
+        let name = crate::metrics::ReportedName::parse(n);
+        metrics.iter().any(|m| name.is_of(m))
+    };
+    if let Some(missing) = metrics.iter().find(|m| {
+        !run.metrics
+            .names()
+            .any(|n| crate::metrics::ReportedName::parse(n).is_of(m))
+    }) {
+        return Err(format!(
+            "--metric `{missing}`: no such figure (the run has {})",
+            run.metrics.names().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let keep = |f: &mut crate::metrics::Figures| f.0.retain(|(n, _)| wanted(n));
+    keep(&mut run.metrics);
+    keep(&mut run.std);
+    for q in &mut run.per_query {
+        keep(&mut q.metrics);
+    }
+    for g in run.by_difficulty.iter_mut().flat_map(|d| d.values_mut()) {
+        keep(&mut g.metrics);
+    }
+    Ok(())
 }

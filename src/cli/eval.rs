@@ -13,7 +13,7 @@ use crate::level::{ChunkLevel, TokenLevel};
 use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::SpanMode;
 use crate::retrieve::Retriever;
-use crate::runs::{RunRecord, Usage};
+use crate::runs::{RunRecord, Spend, Usage};
 use crate::spec::{Kind, Spec};
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
@@ -52,6 +52,11 @@ pub(super) struct EvalArgs {
     /// Span scoring mode (token level).
     #[arg(long, value_enum, default_value = "standard")]
     mode: SpanMode,
+    /// People's labels of the answers (JSONL of `{"id": …, "labels": {"<metric>": value}}`,
+    /// or a dataset with `outputs.labels`): kept in each run, and each judged metric with at
+    /// least two labelled queries gets its judge-corrected mean beside the raw one.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<Utf8PathBuf>,
     /// Print one JSON object per chunker (JSONL) instead of a table.
     #[arg(long)]
     json: bool,
@@ -81,6 +86,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             timeout: a.timeout,
             json: a.json,
             no_record: a.no_record,
+            labels: a.labels.clone(),
         };
         return super::score::run_rag(run, spec, out);
     }
@@ -130,7 +136,8 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     let mut results = Vec::new();
     let mut records = Vec::new();
     for (label, chunker) in chunkers {
-        let spent_before = context.cache().map(|c| c.stats());
+        let spent_before = context.cache().map(|c| c.embedding_stats());
+        let generated_before = answering.as_ref().map(AnswerRun::generator_usage);
         let context = match retriever_spec.nested("chunker") {
             Some(_) => context.clone(),
             None => context.clone().with_chunker(Arc::clone(&chunker)),
@@ -175,6 +182,10 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 )?
             }
         };
+        let mut result = result;
+        if let Some(path) = &a.labels {
+            super::labels::apply(path, &mut result.scores)?;
+        }
         // JSON cannot hold NaN or an infinity: such a figure is an error, never printed or
         // recorded.
         if let Some(what) = result.scores.non_finite() {
@@ -188,19 +199,25 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             record.config.extra.insert("cache".into(), cache.clone());
         }
         if let (Some(before), Some(cache)) = (spent_before, context.cache()) {
-            let after = cache.stats();
+            let after = cache.embedding_stats();
             record.usage = Some(Usage {
-                embedding_tokens: after.tokens.saturating_sub(before.tokens),
-                cost_usd: after.cost.map(|c| c - before.cost.unwrap_or(0.0)),
+                embedding: Some(Spend {
+                    prompt_tokens: after.tokens.saturating_sub(before.tokens),
+                    completion_tokens: 0,
+                    cost_usd: after.cost.map(|c| c - before.cost.unwrap_or(0.0)),
+                }),
                 ..Usage::default()
             });
         }
-        if let Some(judging) = answering.as_ref().and_then(|r| r.judging.as_ref()) {
-            judging.fill(&mut record, &judged);
+        if let Some(run) = &answering {
+            run.fill(&mut record, generated_before, &judged);
         }
         records.push(record);
         if a.json {
-            out.json_line(&result)?;
+            out.json_line(&Line {
+                result: &result,
+                judges: &judged,
+            })?;
             // Each chunker's line as soon as it exists: a comparison can take minutes.
             out.flush()?;
         }
@@ -212,6 +229,12 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             a.retriever,
             crate::eval::comparison_table(&results)
         ))?;
+        for (label, result) in &results {
+            let corrected = crate::align::corrected_text(&result.scores);
+            if !corrected.is_empty() {
+                out.text(&format!("{}: {corrected}", crate::escape::terminal(label)))?;
+            }
+        }
     }
     if let Some(cache) = context.cache() {
         note!("{}", cache.stats());
@@ -232,6 +255,16 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         a.langsmith.upload(&client, &results)?;
     }
     Ok(())
+}
+
+/// What `eval --json` prints per chunker: the evaluation, and with judges each judge's
+/// summary (as `score --answers --json` has it).
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    #[serde(flatten)]
+    result: &'a EvaluationResult,
+    #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
+    judges: &'a [JudgeSummary],
 }
 
 /// The reference answers of every row of `d`, by query id.
@@ -277,7 +310,16 @@ where
     };
     let wrapped = run.wrap(retriever, queries);
     let mut result = runtime()?.block_on(evaluation.run_reported(&wrapped, k))?;
-    let answers = wrapped.finish();
+    let (answers, generating) = wrapped.finish();
+    // Each query retrieved then generated, queries side by side: the wall-clock time is
+    // shared out by the time each step took.
+    let t = &mut result.timings;
+    t.generate_ms = Some(t.retrieve_ms * generating);
+    t.retrieve_ms *= 1.0 - generating;
+    let started = std::time::Instant::now();
     *judged = runtime()?.block_on(run.score(answers, references, &mut result.scores));
+    if run.judging.is_some() {
+        result.timings.judge_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+    }
     Ok(result)
 }

@@ -2,6 +2,7 @@
 //! pick, the figures they add, and what a run record keeps of them.
 
 use crate::embed::Embedder;
+use crate::http::HttpClient;
 use crate::judge::{
     add_to_result, judge_all_reporting, AnswerMatch, AnswerRelevancy, Criteria, CriteriaJudge,
     Faithfulness, Judge, JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision,
@@ -9,7 +10,7 @@ use crate::judge::{
 };
 use crate::llm::LlmClient;
 use crate::metrics::RunResult;
-use crate::runs::{RunRecord, Usage};
+use crate::runs::{RunRecord, Spend};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::sync::Arc;
@@ -69,18 +70,21 @@ pub(super) struct Judging {
     model: String,
     config: JudgeConfig,
     judges: Vec<Box<dyn Judge>>,
+    /// The judges' HTTP client, whose retries each judge run counts.
+    http: HttpClient,
     /// One per judge run, for the closing lines, the gate and the record.
     pub summaries: Vec<JudgeSummary>,
 }
 
 impl Judging {
-    /// The judges `a` asks for (`default` when it names none) through `client`. Without an
+    /// The judges `a` asks for (`default` when it names none) through `client` (over `http`). Without an
     /// `embedder`, answer_relevancy is an error when asked for by name and left out with a
     /// notice when it is only a default.
     pub fn new(
         a: &JudgeArgs,
         model: &str,
         client: Arc<dyn LlmClient>,
+        http: HttpClient,
         embedder: Option<Arc<dyn Embedder>>,
         default: &[&str],
         no_embedder: &str,
@@ -147,6 +151,7 @@ impl Judging {
                 ..JudgeConfig::default()
             },
             judges,
+            http,
             summaries: Vec::new(),
         })
     }
@@ -167,7 +172,11 @@ impl Judging {
             }
         };
         for judge in &self.judges {
-            let run = judge_all_reporting(judge.as_ref(), inputs, &self.config, &done).await;
+            // The judges run one after the other, so the client's retries meanwhile are this
+            // judge's.
+            let before = self.http.stats().retries;
+            let mut run = judge_all_reporting(judge.as_ref(), inputs, &self.config, &done).await;
+            run.summary.retries = self.http.stats().retries - before;
             add_to_result(result, &run);
             self.summaries.push(run.summary);
         }
@@ -177,40 +186,50 @@ impl Judging {
         self.summaries[first..].to_vec()
     }
 
-    /// Calls, tokens and judge counts, one line per judge, for stderr; faithfulness's
-    /// statements whose evidence is in no context, when there are any.
+    /// Calls, retries, tokens and judge counts, one line per judge (with faithfulness's
+    /// statements whose evidence is in no context, when there are any), each followed by the
+    /// first failure of each kind with its count, for stderr.
     pub fn usage_lines(&self) -> String {
-        self.summaries
-            .iter()
-            .map(|j| {
-                let unlocated = match j.unlocated {
-                    0 => String::new(),
-                    n => format!("; statements counted unsupported for evidence in no context: {n}"),
-                };
-                format!(
-                    "{}: {} calls ({} repairs), {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed{unlocated}\n",
-                    j.metric,
-                    j.usage.calls,
-                    j.usage.repairs,
-                    j.usage.tokens(),
-                    j.ok,
-                    j.samples,
-                    j.undetermined,
-                    j.invalid,
-                    j.error
-                )
-            })
-            .collect()
+        let mut lines = String::new();
+        for j in &self.summaries {
+            let unlocated = match j.unlocated {
+                0 => String::new(),
+                n => format!("; statements counted unsupported for evidence in no context: {n}"),
+            };
+            lines.push_str(&format!(
+                "{}: {} calls ({} repairs) and {} HTTP retries, {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed{unlocated}\n",
+                j.metric,
+                j.usage.calls,
+                j.usage.repairs,
+                j.retries,
+                j.usage.tokens(),
+                j.ok,
+                j.samples,
+                j.undetermined,
+                j.invalid,
+                j.error
+            ));
+            for f in &j.failures {
+                lines.push_str(&format!("{}:   {}\n", j.metric, f.describe()));
+            }
+        }
+        lines
     }
 
-    /// The judges whose invalid or failed answers exceed the allowed share.
+    /// The judges whose invalid or failed answers exceed the allowed share, each with its
+    /// most frequent failure.
     pub fn gate_failures(&self) -> Vec<String> {
         self.summaries
             .iter()
             .filter(|s| s.gate_fails())
             .map(|s| {
+                let cause = s
+                    .failures
+                    .first()
+                    .map(|f| format!(": judging failed: {}", f.describe()))
+                    .unwrap_or_default();
                 format!(
-                    "{}: {:.1}% of the judge's answers were invalid or failed, above --max-invalid-share {:.1}%",
+                    "{}: {:.1}% of the judge's answers were invalid or failed, above --max-invalid-share {:.1}%{cause}",
                     s.metric,
                     100.0 * s.invalid_share(),
                     100.0 * s.max_invalid_share
@@ -220,7 +239,7 @@ impl Judging {
     }
 
     /// Puts the judges in `record`: the model (never its URL), the samples, the prompt
-    /// versions, and the tokens of `summaries` (the run's) under the run's usage.
+    /// versions, and the tokens of `summaries` (the run's) under the run's judge usage.
     pub fn fill(&self, record: &mut RunRecord, summaries: &[JudgeSummary]) {
         let c = &mut record.config;
         if !c.judge_models.contains(&self.model) {
@@ -233,13 +252,7 @@ impl Judging {
                 c.judge_prompts.push(v);
             }
         }
-        let usage = record.usage.get_or_insert_with(Usage::default);
-        for s in summaries {
-            usage.prompt_tokens =
-                crate::llm::add_tokens(usage.prompt_tokens, s.usage.prompt_tokens);
-            usage.completion_tokens =
-                crate::llm::add_tokens(usage.completion_tokens, s.usage.completion_tokens);
-        }
+        record.add_chat_usage(None, Spend::of_judges(summaries));
     }
 }
 

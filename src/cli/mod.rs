@@ -12,13 +12,16 @@ macro_rules! note {
     };
 }
 
+mod align;
 mod answering;
 mod chunk;
 mod compare;
 mod dataset;
 mod eval;
+mod gate;
 mod generate;
 mod judging;
+mod labels;
 mod langsmith;
 mod log;
 mod output;
@@ -77,12 +80,20 @@ enum Command {
     /// paired test corrected across metrics × runs, wins/ties/losses, the queries that changed
     /// most, per difficulty.
     Compare(compare::CompareArgs),
+    /// How a run's figures agree with people's labels: per labelled metric accuracy, Cohen's
+    /// κ and the confusion matrix (pass/fail labels) or Spearman's ρ, Kendall's τ-b and the
+    /// mean absolute error (numeric labels), with bootstrap intervals, the judge-corrected
+    /// mean, and the queries where they disagree most.
+    Align(align::AlignArgs),
     /// The stored runs (every `eval` and `score` records one): list, show, delete, export,
     /// import, and pull from LangSmith.
     Runs(runs::RunsArgs),
     /// Render runs as one self-contained HTML page (charts, per-query table with the ground
     /// truth and the retrieved text), Markdown or JUnit XML.
     Report(report::ReportArgs),
+    /// Gate over the run group that shards of a run wrote into the run store: every query
+    /// present once, every bar and the golden snapshot over the merged results.
+    Gate(gate::GateArgs),
     /// Serve the stored runs read-only over HTTP on 127.0.0.1: `GET /runs`, `GET /runs/{id}`,
     /// `POST /compare` and HTML reports.
     Serve(serve::ServeArgs),
@@ -158,7 +169,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     log::init(cli.verbose);
     let mut out = Output::stdout();
-    // `compare --fail-on-regression` fails without an error.
+    // `compare --fail-on-regression` and `align --min-agreement` fail without an error.
     let mut code = ExitCode::SUCCESS;
     let result = match cli.command {
         Command::Chunk(a) => chunk::run(a, &mut out),
@@ -170,7 +181,17 @@ pub fn main() -> ExitCode {
                 code = ExitCode::FAILURE;
             }
         }),
+        Command::Align(a) => align::run(a, &mut out).map(|failed| {
+            if failed {
+                code = ExitCode::FAILURE;
+            }
+        }),
         Command::Runs(a) => runs::run(a, &mut out),
+        Command::Gate(a) => gate::run(a, &mut out).map(|failed| {
+            if failed {
+                code = ExitCode::FAILURE;
+            }
+        }),
         Command::Report(a) => report::run(a, &mut out),
         Command::Serve(a) => serve::run(a),
         Command::Generate(c) => match generate::run(c) {

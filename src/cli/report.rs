@@ -31,6 +31,11 @@ pub(super) struct ReportArgs {
     /// A bar from above, `METRIC=VALUE` (at most VALUE).
     #[arg(long = "max", value_name = "METRIC=VALUE")]
     max: Vec<String>,
+    /// Show this metric in the charts, the by-difficulty table and the query table, by
+    /// report name (`span_recall@5`) or base name; repeat for several (default: the headline
+    /// retrieval metrics and the answer metrics the runs have).
+    #[arg(long = "metric", value_name = "METRIC")]
+    metrics: Vec<String>,
     /// The report's title.
     #[arg(long, default_value = "rag-eval report")]
     title: String,
@@ -75,6 +80,7 @@ pub(super) fn run(a: ReportArgs, out: &mut Output) -> Result<()> {
         ReportFormat::Junit => Format::Junit,
     };
     let text = Report::new(runs)?
+        .with_metrics(&a.metrics)?
         .with_bars(bars)
         .with_title(a.title)
         .with_compare_options(options)

@@ -85,12 +85,21 @@ pub(super) struct ScoreArgs {
     /// Which files of the `--corpus` folder to read.
     #[arg(long, default_value = crate::corpus::DEFAULT_GLOB, requires = "corpus")]
     glob: String,
+    /// People's labels of the answers (JSONL of `{"id": …, "labels": {"<metric>": value}}`,
+    /// or a dataset with `outputs.labels`): kept in the run, and each judged metric with at
+    /// least two labelled queries gets its judge-corrected mean beside the raw one.
+    #[arg(long, value_name = "FILE", requires = "answers")]
+    labels: Option<Utf8PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
     /// Do not record the run in the run store (`RAG_EVAL_RUNS=off` does the same).
     #[arg(long)]
     no_record: bool,
+    /// A short name for the run in the run store, reports and comparisons (e.g. the system
+    /// or the change scored).
+    #[arg(long)]
+    label: Option<String>,
 }
 
 /// What `eval --rag` shares with `score --answers`.
@@ -104,6 +113,7 @@ pub(super) struct RagRun {
     pub timeout: super::TimeoutArgs,
     pub json: bool,
     pub no_record: bool,
+    pub labels: Option<Utf8PathBuf>,
 }
 
 /// `eval --rag SPEC`: the system the spec names is asked every query of the dataset, and its
@@ -130,13 +140,15 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         glob: r.glob,
         json: r.json,
         no_record: r.no_record,
+        label: None,
+        labels: r.labels,
     };
     answers::run(&a, &r.dataset, answers::Source::Rag(spec), r.k, out)
 }
 
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
-        return score_trec(qrels, run, &a.k, &a.measures, a.json, a.no_record, out);
+        return score_trec(&a, qrels, run, out);
     }
     let k = match a.k.as_slice() {
         [] => 5,
@@ -230,6 +242,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
         out.text(&render_table(&card.headline(), &card.metrics, &card.std))?;
     }
     let record = dataset_record(
+        &a,
         dataset_path,
         card,
         dataset_hash,
@@ -240,9 +253,10 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     Ok(())
 }
 
-/// The record of a `score` run against the dataset at `dataset_path`: its hash, the scored
+/// The record of a `score` run against the dataset at `dataset_path`: its label, its hash, the scored
 /// file (`input`: the option's name and the path), and the corpus when one was checked.
 fn dataset_record(
+    a: &ScoreArgs,
     dataset_path: &Utf8Path,
     card: RunResult,
     dataset_hash: String,
@@ -250,6 +264,7 @@ fn dataset_record(
     corpus: Option<(&Corpus, &Utf8Path)>,
 ) -> RunRecord {
     let mut record = RunRecord::new("score", dataset_path.as_str(), card);
+    record.label.clone_from(&a.label);
     record.dataset.hash = Some(dataset_hash);
     record
         .config
@@ -333,15 +348,8 @@ fn score_dataset<L: ReadItem>(
     Ok(metrics::scorecard(&queries, metrics, k, mode, None))
 }
 
-fn score_trec(
-    qrels: &Utf8Path,
-    run: &Utf8Path,
-    cutoffs: &[usize],
-    names: &[String],
-    json: bool,
-    no_record: bool,
-    out: &mut Output,
-) -> Result<()> {
+fn score_trec(a: &ScoreArgs, qrels: &Utf8Path, run: &Utf8Path, out: &mut Output) -> Result<()> {
+    let (cutoffs, names, json, no_record) = (&a.k, &a.measures, a.json, a.no_record);
     if cutoffs.contains(&0) {
         bail!("-k must be at least 1");
     }
@@ -388,6 +396,7 @@ fn score_trec(
         return Ok(());
     }
     let mut record = RunRecord::new("score", qrels_path.as_str(), scores.to_result());
+    record.label.clone_from(&a.label);
     // The qrels are the ground truth: their bytes identify it.
     record.dataset.hash = std::fs::read(qrels_path)
         .ok()

@@ -396,6 +396,19 @@ impl<L: Level> Dataset<L> {
         }
         let keep = |i: &usize| empty.binary_search(i).is_err();
         let idx: Vec<usize> = (0..self.examples.len()).filter(keep).collect();
+        (self.subset(&idx), empty.len())
+    }
+
+    /// The examples whose ids `keep` accepts, in file order, with their lines and source.
+    pub(crate) fn only(&self, keep: impl Fn(&str) -> bool) -> Self {
+        let idx: Vec<usize> = (0..self.examples.len())
+            .filter(|&i| keep(&self.examples[i].id))
+            .collect();
+        self.subset(&idx)
+    }
+
+    /// The examples at the ascending indices `idx`.
+    fn subset(&self, idx: &[usize]) -> Self {
         let mut d = Dataset::assemble(
             idx.iter().map(|&i| self.examples[i].clone()).collect(),
             idx.iter().map(|&i| self.lines[i]).collect(),
@@ -404,7 +417,7 @@ impl<L: Level> Dataset<L> {
         )
         .expect("a subset of unique ids is unique");
         d.retrieval_truth = self.retrieval_truth;
-        (d, empty.len())
+        d
     }
 
     fn check_unique_ids(&self) -> Result<HashMap<String, usize>> {

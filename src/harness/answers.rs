@@ -9,11 +9,10 @@ use crate::embed::Embedder;
 use crate::generator::{Generator, RagAnswer};
 use crate::judge::{
     add_to_result, judge_all, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig,
-    JudgeInput, JudgeSummary, LlmContextPrecision, LlmContextRecall,
+    JudgeInput, JudgeStatus, JudgeSummary, LlmContextPrecision, LlmContextRecall,
 };
 use crate::level::Level;
 use crate::llm::LlmClient;
-use crate::metrics::answer::AnswerInput;
 use crate::metrics::RunResult as Outcome;
 use crate::retrieve::Retriever;
 use crate::span::CharSpan;
@@ -110,12 +109,17 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
 
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
         let hits = self.inner.retrieve(query, k).await?;
-        let answer = self.generator.generate(query, &hits).await.map_err(|e| {
-            crate::Error::Config(format!(
-                "the generator `{}` failed: {e}",
-                self.generator.name()
-            ))
-        })?;
+        let answer =
+            self.generator
+                .generate(query, &hits)
+                .await
+                .map_err(|e| crate::Error::Generation {
+                    query: query.to_owned(),
+                    source: Box::new(crate::Error::Config(format!(
+                        "the generator `{}` failed: {e}",
+                        self.generator.name()
+                    ))),
+                })?;
         self.log.insert(query, answer);
         Ok(hits)
     }
@@ -143,6 +147,10 @@ pub(crate) struct Explained {
     /// Answer and judge figures of this query (queries without a reference answer, and
     /// queries a judge could not score, have none for the metrics concerned).
     pub figures: Vec<(String, f64)>,
+    /// The judges that could not score this query, each with why (the first failed or invalid
+    /// sample's message).
+    #[serde(default)]
+    pub failed: Vec<(String, String)>,
 }
 
 /// Scores the answers of `outcome`'s queries and adds the figures to it: the lexical metrics
@@ -174,6 +182,7 @@ pub(crate) async fn score(
                 unsupported: Vec::new(),
                 reference: crate::judge::reference_text(refs),
                 figures: Vec::new(),
+                failed: Vec::new(),
             };
             (id.clone(), explained)
         })
@@ -232,20 +241,23 @@ async fn lexical(
         }
         None => None,
     };
-    for (i, (id, _, answer, refs)) in owned.iter().enumerate() {
-        let mut input = AnswerInput::new(&answer.answer, refs);
-        if let Some(v) = embeddings.as_ref().and_then(|all| all.get(i)) {
-            input = input.with_embeddings(&v.answer, &v.references);
-        }
-        for m in &metrics {
-            let Some(value) = m.compute(&input) else {
-                continue;
-            };
-            if let Some(q) = outcome.per_query.iter_mut().find(|q| &q.id == id) {
-                q.metrics.0.push((m.name().to_owned(), value));
-            }
-            if let Some(e) = queries.get_mut(id) {
-                e.figures.push((m.name().to_owned(), value));
+    // `owned` is in the order of `outcome.per_query`.
+    let given: Vec<(&RagAnswer, &[String])> = owned
+        .iter()
+        .map(|(_, _, a, refs)| (a, refs.as_slice()))
+        .collect();
+    crate::answers::add_answers(
+        &mut outcome.per_query,
+        &given,
+        &metrics,
+        embeddings.as_deref(),
+    );
+    for q in &outcome.per_query {
+        if let Some(e) = queries.get_mut(&q.id) {
+            for m in &metrics {
+                if let Some(value) = q.metrics.get(m.name()) {
+                    e.figures.push((m.name().to_owned(), value));
+                }
             }
         }
     }
@@ -255,37 +267,8 @@ async fn lexical(
         .map(|m| m.name().to_owned())
         .filter(|n| outcome.per_query.iter().any(|q| q.metrics.get(n).is_some()))
         .collect();
-    add_means(outcome, names);
+    outcome.add_means(&names);
     Ok(())
-}
-
-/// Appends the means, standard deviations and per-difficulty means of `names`, figures the
-/// queries already hold, computed as every answers run computes them.
-fn add_means(outcome: &mut Outcome, names: Vec<String>) {
-    let mut fresh = Outcome::from_queries(outcome.level, names, outcome.per_query.clone());
-    outcome.metrics.0.append(&mut fresh.metrics.0);
-    outcome.std.0.append(&mut fresh.std.0);
-    if let Some(groups) = &mut outcome.by_difficulty {
-        fresh.group_by_difficulty();
-        for (label, group) in fresh.by_difficulty.into_iter().flatten() {
-            if let Some(g) = groups.get_mut(&label) {
-                // A group none of whose queries has a figure gets no mean, as for the judges.
-                let had: Vec<(String, f64)> = group
-                    .metrics
-                    .0
-                    .into_iter()
-                    .filter(|(n, _)| {
-                        fresh
-                            .per_query
-                            .iter()
-                            .filter(|q| q.difficulty.as_deref().unwrap_or("unlabelled") == label)
-                            .any(|q| q.metrics.get(n).is_some())
-                    })
-                    .collect();
-                g.metrics.0.extend(had);
-            }
-        }
-    }
 }
 
 /// Runs the case's judges over the answers and adds their figures.
@@ -363,6 +346,13 @@ async fn judge(
             }
             if let Some(score) = j.score() {
                 explained.figures.push((j.metric.clone(), score));
+            } else if let Some(why) = j
+                .samples
+                .iter()
+                .filter(|s| matches!(s.status, JudgeStatus::Error | JudgeStatus::Invalid))
+                .find_map(|s| s.message.clone())
+            {
+                explained.failed.push((j.metric.clone(), why));
             }
         }
         add_to_result(outcome, &run);

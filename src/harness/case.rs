@@ -48,13 +48,31 @@ pub(crate) struct Setup {
     /// The reference answers of the queries that have some, by id.
     references: HashMap<String, Vec<String>>,
     cache_key: String,
+    /// The whole dataset's content hash (a share of its queries records it too).
+    dataset_hash: String,
+}
+
+/// Which of a case's queries this process computes, and where its summary's figures come
+/// from: set from the trials the process runs, before any runs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope {
+    /// The queries whose trials run here; `None`: every query (a summary runs here and
+    /// computes the case's whole result).
+    pub queries: Option<std::collections::BTreeSet<String>>,
+    /// The summary runs here but gates over the run group's merged results (it runs without
+    /// the case's other queries, whose results other shards computed).
+    #[cfg_attr(not(feature = "runs"), allow(dead_code))]
+    pub merged_summary: bool,
 }
 
 /// A case with its setup (or the reason it cannot run) and its lazily computed outcome.
 pub(crate) struct Case {
     pub spec: CaseSpec,
     pub setup: Result<Setup, String>,
+    scope: OnceLock<Scope>,
     computed: OnceLock<Result<Computed, String>>,
+    #[cfg(feature = "runs")]
+    merged: OnceLock<Result<Arc<super::shards::Merged>, String>>,
     golden: OnceLock<Option<Arc<super::golden::Golden>>>,
 }
 
@@ -66,9 +84,58 @@ impl Case {
         Case {
             spec,
             setup,
+            scope: OnceLock::new(),
             computed: OnceLock::new(),
+            #[cfg(feature = "runs")]
+            merged: OnceLock::new(),
             golden: OnceLock::new(),
         }
+    }
+
+    /// Sets which queries this process computes (once, before any trial runs; unset, all).
+    pub fn set_scope(&self, scope: Scope) {
+        let _ = self.scope.set(scope);
+    }
+
+    fn scope(&self) -> Scope {
+        self.scope.get().cloned().unwrap_or_default()
+    }
+
+    /// Whether the summary gates over the run group's merged results.
+    #[cfg(feature = "runs")]
+    pub fn merged_summary(&self) -> bool {
+        self.scope().merged_summary
+    }
+
+    /// The run group's results of this case merged, read once by the summary that gates over
+    /// them.
+    #[cfg(feature = "runs")]
+    pub fn merged(&self) -> Result<Arc<super::shards::Merged>, String> {
+        self.merged
+            .get_or_init(|| {
+                // This process's own queries go in first (a summary alone computes none).
+                if self.scope().queries.is_none_or(|q| !q.is_empty()) {
+                    self.computed()?;
+                }
+                let (store, group) = run_group()?.ok_or_else(|| {
+                    format!(
+                        "case `{}`: no run group to read (set {} and RAG_EVAL_RUNS)",
+                        self.spec.name,
+                        super::shards::GROUP_ENV
+                    )
+                })?;
+                super::shards::read(store.as_ref(), &group, self.spec.name)
+                    .map_err(|e| format!("case `{}`: run group `{group}`: {e}", self.spec.name))?
+                    .map(Arc::new)
+                    .ok_or_else(|| {
+                        format!(
+                            "case `{}`: no shard of run group `{group}` recorded it in `{}`",
+                            self.spec.name,
+                            store.location()
+                        )
+                    })
+            })
+            .clone()
     }
 
     pub fn golden_path(&self) -> PathBuf {
@@ -103,11 +170,7 @@ impl Case {
         let c = self.computed()?;
         Ok(crate::eval::EvaluationResult {
             scores: (*c.outcome).clone(),
-            timings: c.retrieved.timings.clone().unwrap_or(crate::eval::Timings {
-                index_ms: 0.0,
-                retrieve_ms: 0.0,
-                score_ms: 0.0,
-            }),
+            timings: c.retrieved.timings.clone().unwrap_or_default(),
             retrieved: c.retrieved.chunks.clone(),
         })
     }
@@ -116,7 +179,12 @@ impl Case {
         self.computed
             .get_or_init(|| {
                 let setup = self.setup.as_ref().map_err(Clone::clone)?;
-                cached(self, setup)
+                let scope = self.scope();
+                let computed = match &scope.queries {
+                    None => cached(self, setup),
+                    Some(ids) => compute(self, setup, Some(ids)),
+                };
+                computed
                     .map(|(outcome, answers, retrieved)| Computed {
                         outcome: Arc::new(outcome),
                         answers: answers.map(Arc::new),
@@ -249,11 +317,16 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         }
     };
     let cache_key = crate::digest::short_hex(key);
+    let dataset_hash = match &prepared {
+        Prepared::Token(eval) => eval.dataset_hash(),
+        Prepared::Chunk(eval) => eval.dataset_hash(),
+    };
     Ok(Setup {
         prepared,
         queries,
         references,
         cache_key,
+        dataset_hash,
     })
 }
 
@@ -277,7 +350,7 @@ fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<(String, String)> {
 /// lock and read it. Outside nextest the outcome lives in memory only.
 fn cached(case: &Case, setup: &Setup) -> Result<Computation, String> {
     let Some(dir) = cache_dir() else {
-        return compute(case, setup);
+        return compute(case, setup, None);
     };
     let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_default();
     let exe = std::env::current_exe()
@@ -297,7 +370,7 @@ fn cached(case: &Case, setup: &Setup) -> Result<Computation, String> {
     // overwrites it, so nothing accumulates.
     let file = dir.join(format!("{}.json", case.spec.name));
     if std::fs::create_dir_all(&dir).is_err() {
-        return compute(case, setup);
+        return compute(case, setup, None);
     }
     let lock = std::fs::OpenOptions::new()
         .create(true)
@@ -311,7 +384,7 @@ fn cached(case: &Case, setup: &Setup) -> Result<Computation, String> {
     if let Some(c) = stored.filter(|c| c.key == key) {
         return Ok((c.outcome, c.answers, c.retrieved));
     }
-    let (outcome, answers, retrieved) = compute(case, setup)?;
+    let (outcome, answers, retrieved) = compute(case, setup, None)?;
     let entry = Cached {
         key,
         outcome,
@@ -349,7 +422,13 @@ fn cache_dir() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.join("rag-eval-harness"))
 }
 
-fn compute(case: &Case, setup: &Setup) -> Result<Computation, String> {
+/// Computes the case's result over `only` its queries with these ids (all without), and
+/// records it: in the run group when there is one, as a run of its own when it is whole.
+fn compute(
+    case: &Case,
+    setup: &Setup,
+    only: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Computation, String> {
     let runtime = super::runtime();
     let log = AnswerLog::default();
     let mut answering = false;
@@ -391,21 +470,40 @@ fn compute(case: &Case, setup: &Setup) -> Result<Computation, String> {
         }
     };
     let k = case.spec.k;
+    let keep = |id: &str| only.is_none_or(|ids| ids.contains(id));
+    // Several processes of one machine (nextest's, one per test) index in turn, so that a
+    // cached embedder embeds the corpus once per machine.
+    let lock = only
+        .and(super::one_test_per_process().then(cache_dir).flatten())
+        .map(|dir| dir.join(format!("{}.index.lock", case.spec.name)));
     let (result, corpus) = match &setup.prepared {
         Prepared::Token(eval) => {
             let r = retrievers.token.ok_or(
                 "the retriever does not implement `Retriever<TokenLevel>`, but the dataset is token-level",
             )?;
-            (runtime.block_on(eval.run_reported(&*r, k)), eval.corpus())
+            let r = machine_indexed(r, lock);
+            let eval = eval.only(keep);
+            (
+                runtime.block_on(eval.run_reported(&*r, k)),
+                eval.corpus().clone(),
+            )
         }
         Prepared::Chunk(eval) => {
             let r = retrievers.chunk.ok_or(
                 "the retriever does not implement `Retriever<ChunkLevel>`, but the dataset is chunk-level",
             )?;
-            (runtime.block_on(eval.run_reported(&*r, k)), eval.corpus())
+            let r = machine_indexed(r, lock);
+            let eval = eval.only(keep);
+            (
+                runtime.block_on(eval.run_reported(&*r, k)),
+                eval.corpus().clone(),
+            )
         }
     };
+    let corpus = &*corpus;
     let mut result = result.map_err(|e| e.to_string())?;
+    // A share of the queries still identifies the whole dataset.
+    result.scores.dataset_hash = Some(setup.dataset_hash.clone());
     let report = if answering {
         Some(runtime.block_on(super::answers::score(
             &case.spec,
@@ -417,7 +515,14 @@ fn compute(case: &Case, setup: &Setup) -> Result<Computation, String> {
         None
     };
     #[cfg(feature = "runs")]
-    record_run(case, corpus, &result, report.as_ref(), generator);
+    {
+        if let Some((store, group)) = run_group()? {
+            record_shard(case, setup, &store, &group, &result, report.as_ref())?;
+        }
+        if only.is_none() {
+            record_run(case, corpus, &result, report.as_ref(), generator);
+        }
+    }
     #[cfg(not(feature = "runs"))]
     let _ = (corpus, generator);
     let retrieved = Retrieved {
@@ -445,14 +550,7 @@ fn record_run(
     let mut run = case_record(case, corpus, result);
     if let Some(answers) = answers.filter(|a| !a.summaries.is_empty()) {
         run.config.judge_models.clone_from(&answers.judge_models);
-        let mut usage = crate::runs::Usage::default();
-        for s in &answers.summaries {
-            usage.prompt_tokens =
-                crate::llm::add_tokens(usage.prompt_tokens, s.usage.prompt_tokens);
-            usage.completion_tokens =
-                crate::llm::add_tokens(usage.completion_tokens, s.usage.completion_tokens);
-        }
-        run.usage = Some(usage);
+        run.add_chat_usage(None, crate::runs::Spend::of_judges(&answers.summaries));
     }
     run.config.generator = generator;
     let stored = crate::runs::open(&choice)
@@ -464,6 +562,162 @@ fn record_run(
         ),
         Ok(None) => {}
         Err(e) => eprintln!("warning: case `{}`: run not recorded: {e}", case.spec.name),
+    }
+}
+
+/// A run store and the name of a run group in it.
+#[cfg(feature = "runs")]
+pub(crate) type GroupStore = (Arc<dyn crate::runs::RunStore>, String);
+
+/// The run store and the run group the shards of this run write into, when
+/// `RAG_EVAL_RUNS` names a store and a group is named ([`super::shards::group_from_env`]);
+/// opened once per process.
+#[cfg(feature = "runs")]
+pub(crate) fn run_group() -> Result<Option<GroupStore>, String> {
+    static OPENED: OnceLock<Result<Option<GroupStore>, String>> = OnceLock::new();
+    OPENED
+        .get_or_init(|| {
+            let Some(group) = super::shards::group_from_env() else {
+                return Ok(None);
+            };
+            let Some(value) = std::env::var_os(crate::runs::RUNS_ENV) else {
+                return Ok(None);
+            };
+            let choice = crate::runs::StoreChoice::parse(Some(&value.to_string_lossy()));
+            let store = crate::runs::open(&choice).map_err(|e| {
+                format!("the run store of run group `{group}` cannot be opened: {e}")
+            })?;
+            Ok(store.map(|s| (Arc::from(s), group)))
+        })
+        .clone()
+}
+
+/// Writes the queries this process computed into the run group: its share of the run.
+#[cfg(feature = "runs")]
+fn record_shard(
+    case: &Case,
+    setup: &Setup,
+    store: &Arc<dyn crate::runs::RunStore>,
+    group: &str,
+    result: &crate::eval::EvaluationResult,
+    answers: Option<&AnswerReport>,
+) -> Result<(), String> {
+    use super::shards::{Bar, Description, Row};
+    let mut frame = result.scores.clone();
+    frame.per_query.clear();
+    let description = Description {
+        queries: setup.queries.iter().map(|(id, _)| id.clone()).collect(),
+        frame,
+        bars: case
+            .spec
+            .thresholds
+            .iter()
+            .map(|t| Bar {
+                metric: t.metric.to_owned(),
+                bound: match t.bound {
+                    super::private::Bound::Min => "min",
+                    super::private::Bound::Max => "max",
+                }
+                .to_owned(),
+                value: t.value,
+            })
+            .collect(),
+        tolerance: case.spec.tolerance,
+        judge_tolerance: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
+        judged_per_query: case.spec.judge.is_some_and(|j| j.per_query_snapshot),
+        judge_models: answers.map(|a| a.judge_models.clone()),
+    };
+    let rows: Vec<(String, Row)> = result
+        .scores
+        .per_query
+        .iter()
+        .map(|q| {
+            let answer = answers.and_then(|a| a.queries.get(&q.id).cloned());
+            let row = Row {
+                result: q.clone(),
+                answer,
+            };
+            (q.id.clone(), row)
+        })
+        .collect();
+    super::shards::write(store.as_ref(), group, case.spec.name, &description, &rows).map_err(
+        |e| {
+            format!(
+                "its results were not written into run group `{group}` of `{}`: {e}",
+                store.location()
+            )
+        },
+    )?;
+    eprintln!(
+        "case `{}`: {} queries written into run group `{group}` of `{}`",
+        case.spec.name,
+        rows.len(),
+        store.location()
+    );
+    Ok(())
+}
+
+/// `retriever`, indexing under the lock file `lock` when there is one.
+fn machine_indexed<L: Level>(
+    retriever: Arc<dyn Retriever<L>>,
+    lock: Option<PathBuf>,
+) -> Arc<dyn Retriever<L>> {
+    match lock {
+        Some(lock) => Arc::new(MachineIndexed {
+            inner: retriever,
+            lock,
+        }),
+        None => retriever,
+    }
+}
+
+/// A retriever whose indexing holds a lock file shared by the processes of one machine.
+struct MachineIndexed<L: Level> {
+    inner: Arc<dyn Retriever<L>>,
+    lock: PathBuf,
+}
+
+#[async_trait::async_trait]
+impl<L: Level> Retriever<L> for MachineIndexed<L> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+    fn chunker(&self) -> Option<String> {
+        self.inner.chunker()
+    }
+    fn chunker_object(&self) -> Option<&dyn crate::chunker::PositionAwareChunker> {
+        self.inner.chunker_object()
+    }
+    fn indexed_spans(&self) -> Option<Vec<crate::span::CharSpan>> {
+        self.inner.indexed_spans()
+    }
+    async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {
+        // Without the lock (a folder that cannot be written) each process indexes alone.
+        let file = self.lock.parent().and_then(|dir| {
+            std::fs::create_dir_all(dir).ok()?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&self.lock)
+                .ok()
+        });
+        let _guard = file.as_ref().and_then(|f| f.lock().ok().map(|_| f));
+        self.inner.index(corpus).await
+    }
+    async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
+        self.inner.retrieve(query, k).await
+    }
+    async fn retrieve_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        concurrency: usize,
+    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, crate::retrieve::BatchError> {
+        self.inner.retrieve_many(queries, k, concurrency).await
     }
 }
 
@@ -619,6 +873,62 @@ mod tests {
         assert_eq!(run.result, *Case::new(spec()).outcome().unwrap());
         assert_eq!(run.config.k, Some(3));
         assert_eq!(run.timings_ms.len(), 3);
+    }
+
+    /// The scope of the `windows` case in a process run with `args`.
+    fn scope_with(args: &[&str]) -> (Case, Scope) {
+        let case = Arc::new(Case::new(spec()));
+        let hook = Arc::new(crate::harness::private::InstaHook { assert: |_| {} });
+        let trials = crate::harness::trials_of(&case, &hook);
+        let args = libtest_mimic::Arguments::from_iter(
+            std::iter::once("test").chain(args.iter().copied()),
+        );
+        let scope = crate::harness::scope_of(&case, &args, &trials);
+        drop(trials);
+        let case = Arc::into_inner(case).expect("the trials are gone");
+        (case, scope)
+    }
+
+    #[test]
+    fn a_filtered_run_computes_only_the_queries_it_runs() {
+        let (case, scope) = scope_with(&["windows::q000"]);
+        let want: Vec<String> = (1..=9).map(|i| format!("q000{i}")).collect();
+        assert_eq!(
+            scope
+                .queries
+                .as_ref()
+                .map(|q| q.iter().cloned().collect::<Vec<_>>()),
+            Some(want.clone())
+        );
+        assert!(!scope.merged_summary);
+        case.set_scope(scope);
+        let outcome = case.outcome().unwrap();
+        let ids: Vec<&str> = outcome.per_query.iter().map(|q| q.id.as_str()).collect();
+        assert_eq!(ids, want);
+        // The figures of a query do not depend on the others computed with it.
+        let whole = Case::new(spec()).outcome().unwrap();
+        for q in &outcome.per_query {
+            assert_eq!(Some(q), whole.per_query.iter().find(|w| w.id == q.id));
+        }
+        assert_eq!(outcome.dataset_hash, whole.dataset_hash);
+    }
+
+    #[test]
+    fn a_run_with_the_summary_or_every_query_computes_the_whole_case() {
+        for args in [
+            &[][..],
+            &["windows::summary"],
+            &["--skip", "windows::summary"],
+            &["--exact", "windows::summary"],
+        ] {
+            let (_, scope) = scope_with(args);
+            assert!(scope.queries.is_none() && !scope.merged_summary, "{args:?}");
+        }
+        let (_, scope) = scope_with(&["--exact", "windows::q0040"]);
+        assert_eq!(
+            scope.queries,
+            Some(std::collections::BTreeSet::from(["q0040".to_owned()]))
+        );
     }
 
     #[test]

@@ -251,23 +251,10 @@ impl Comparison {
 pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: impl Into<Tolerance>) -> Comparison {
     let tolerance = tolerance.into();
     let mut out = Comparison::default();
-    let configuration = |h: &[(String, String)]| -> Vec<(String, String)> {
-        h.iter().filter(|(k, _)| k != "queries").cloned().collect()
-    };
-    let (was, is) = (configuration(&old.header), configuration(&new.header));
-    if was != is {
+    if let Some(moved) = configuration_change(&old.header, &new.header) {
         // Figures of another level, k or mode are not comparable one by one: the per-figure
         // account would be every figure gone and every figure new.
-        let mut moved: Vec<String> = was
-            .iter()
-            .zip(&is)
-            .filter(|((_, a), (_, b))| a != b)
-            .map(|((k, a), (_, b))| format!("{k} {a} → {b}"))
-            .collect();
-        if was.len() != is.len() || moved.is_empty() {
-            moved.push("the snapshot header".into());
-        }
-        out.configuration = Some(moved.join(", "));
+        out.configuration = Some(moved);
         return out;
     }
     compare_figures("summary", &old.summary, &new.summary, tolerance, &mut out);
@@ -298,6 +285,48 @@ pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: impl Into<Tolerance
             .then_with(|| a.metric.cmp(&b.metric))
     });
     out
+}
+
+/// How the configuration (level, k, mode) of snapshot header `new` differs from `old`'s,
+/// e.g. `k 5 → 1`; `None` when it is the same.
+pub(crate) fn configuration_change(
+    old: &[(String, String)],
+    new: &[(String, String)],
+) -> Option<String> {
+    let configuration = |h: &[(String, String)]| -> Vec<(String, String)> {
+        h.iter().filter(|(k, _)| k != "queries").cloned().collect()
+    };
+    let (was, is) = (configuration(old), configuration(new));
+    if was == is {
+        return None;
+    }
+    let mut moved: Vec<String> = was
+        .iter()
+        .zip(&is)
+        .filter(|((_, a), (_, b))| a != b)
+        .map(|((k, a), (_, b))| format!("{k} {a} → {b}"))
+        .collect();
+    if was.len() != is.len() || moved.is_empty() {
+        moved.push("the snapshot header".into());
+    }
+    Some(moved.join(", "))
+}
+
+/// The header of a snapshot body (`level`, `k`, `mode`, `queries`), read without the figures.
+pub(crate) fn header(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .take_while(|l| l.trim() != "summary:")
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// The header [`render`] writes for `outcome`.
+pub(crate) fn header_of(outcome: &RunResult) -> Vec<(String, String)> {
+    header(&render(&RunResult {
+        per_query: Vec::new(),
+        ..outcome.clone()
+    }))
 }
 
 fn compare_figures(
@@ -348,18 +377,69 @@ pub(crate) fn describe(changes: &[&Change]) -> String {
     s
 }
 
-/// A unified diff of one scope's figures (a query's or the summary's).
-pub(crate) fn figures_diff(old: &[(String, f64)], new: &[(String, f64)]) -> String {
-    let lines = |f: &[(String, f64)]| -> String {
-        f.iter()
-            .map(|(m, v)| format!("{m}: {v:.DECIMALS$}\n"))
-            .collect()
-    };
-    let (a, b) = (lines(old), lines(new));
-    similar::TextDiff::from_lines(&a, &b)
-        .unified_diff()
-        .header("golden", "this run")
-        .to_string()
+/// One query's changes on one line: `metric old → new (±delta); …`.
+pub(crate) fn describe_inline(changes: &[&Change]) -> String {
+    changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {:.4} → {:.4} ({:+.4})",
+                c.metric,
+                c.old,
+                c.new,
+                c.new - c.old
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Figures of one query shown on its line of a gate's account before the rest is counted.
+const SHOWN_FIGURES: usize = 3;
+
+/// A gate's account of `changes` (all regressions or all improvements), the news first: the
+/// means that moved, then the `shown` queries that moved most (one line each, their largest
+/// changes first), then how many more did. Empty when nothing moved.
+pub(crate) fn account(changes: &[&Change], shown: usize) -> String {
+    let means: Vec<&Change> = changes
+        .iter()
+        .copied()
+        .filter(|c| c.scope == "summary")
+        .collect();
+    let mut queries: Vec<(&str, Vec<&Change>)> = Vec::new();
+    // `changes` comes worst first, so each query's first change is its largest.
+    for c in changes.iter().copied().filter(|c| c.scope != "summary") {
+        match queries.iter_mut().find(|(id, _)| *id == c.scope) {
+            Some((_, list)) => list.push(c),
+            None => queries.push((&c.scope, vec![c])),
+        }
+    }
+    let mut s = String::new();
+    if !means.is_empty() {
+        s.push_str("  means:\n");
+        for line in describe(&means).lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+    if !queries.is_empty() {
+        let _ = writeln!(
+            s,
+            "  queries ({} in all, largest change first):",
+            queries.len()
+        );
+        for (id, list) in queries.iter().take(shown) {
+            let more = match list.len().saturating_sub(SHOWN_FIGURES) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            let first = &list[..list.len().min(SHOWN_FIGURES)];
+            let _ = writeln!(s, "    {id}: {}{more}", describe_inline(first));
+        }
+        if queries.len() > shown {
+            let _ = writeln!(s, "    … and {} more", queries.len() - shown);
+        }
+    }
+    s
 }
 
 /// insta comparator: snapshots match when they hold the same figures, each within the
@@ -441,11 +521,6 @@ mod tests {
         assert_eq!(
             describe(&c.regressions().collect::<Vec<_>>()),
             "  q1 span_recall@5: 1.0000 → 0.6000 (-0.4000)\n"
-        );
-        let diff = figures_diff(&old.per_query["q1"], &new.per_query["q1"]);
-        assert!(
-            diff.contains("-span_recall@5: 1.0000\n+span_recall@5: 0.6000"),
-            "{diff}"
         );
         assert!(compare(&old, &old, 0.0).is_match());
     }
@@ -543,6 +618,64 @@ mod tests {
             compare(&old, &both, 0.01).configuration.as_deref(),
             Some("k 5 → 1, mode standard → chroma")
         );
+    }
+
+    #[test]
+    fn an_account_gives_the_means_first_then_the_worst_queries_one_line_each() {
+        let mut old = String::from("level: token\nk: 5\nmode: standard\nqueries: 30\nsummary:\n  mrr: 0.9000\n  map: 0.9000\nper_query:\n");
+        let mut new = old.replace("  mrr: 0.9000", "  mrr: 0.6000");
+        for i in 0..30 {
+            old.push_str(&format!("  q{i:02}:\n    mrr: 1.0000\n    map: 1.0000\n"));
+            // Query i drops by 0.01 × (i + 5) on mrr, and q29 on map too.
+            let map = if i == 29 { 0.0 } else { 1.0 };
+            new.push_str(&format!(
+                "  q{i:02}:\n    mrr: {:.4}\n    map: {map:.4}\n",
+                1.0 - 0.01 * (i + 5) as f64
+            ));
+        }
+        let c = compare(&parse(&old).unwrap(), &parse(&new).unwrap(), 0.01);
+        let text = account(&c.regressions().collect::<Vec<_>>(), 10);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "  means:");
+        assert_eq!(lines[1], "    mrr: 0.9000 → 0.6000 (-0.3000)");
+        assert_eq!(lines[2], "  queries (30 in all, largest change first):");
+        assert_eq!(
+            lines[3],
+            "    q29: map 1.0000 → 0.0000 (-1.0000); mrr 1.0000 → 0.6600 (-0.3400)"
+        );
+        assert_eq!(lines[4], "    q28: mrr 1.0000 → 0.6700 (-0.3300)");
+        assert_eq!(lines.len(), 3 + 10 + 1, "{text}");
+        assert_eq!(lines[lines.len() - 1], "    … and 20 more");
+        assert_eq!(account(&[], 10), "");
+        // At most three figures a query.
+        let many: Vec<Change> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|m| Change {
+                scope: "q1".into(),
+                metric: (*m).into(),
+                old: 1.0,
+                new: 0.0,
+            })
+            .collect();
+        assert_eq!(
+            account(&many.iter().collect::<Vec<_>>(), 10).lines().nth(1),
+            Some("    q1: a 1.0000 → 0.0000 (-1.0000); b 1.0000 → 0.0000 (-1.0000); c 1.0000 → 0.0000 (-1.0000) and 2 more")
+        );
+    }
+
+    #[test]
+    fn the_header_is_read_alone_and_its_change_named() {
+        let h = header(OLD);
+        assert_eq!(h.len(), 4);
+        assert_eq!(configuration_change(&h, &h), None);
+        let other = header(&OLD.replace("mode: standard", "mode: chroma"));
+        assert_eq!(
+            configuration_change(&h, &other).as_deref(),
+            Some("mode standard → chroma")
+        );
+        // The count of queries is not configuration.
+        let more = header(&OLD.replace("queries: 2", "queries: 3"));
+        assert_eq!(configuration_change(&h, &more), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! (ignored trials as skipped).
 
 use crate::junit::{Case, Outcome, Suite, Suites};
-use libtest_mimic::Failed;
+use libtest_mimic::{Completion, Failed};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -24,13 +24,14 @@ fn case_of(trial: &str) -> String {
 /// `test`, timed, with its outcome kept for the file.
 pub(crate) fn recorded(
     name: String,
-    test: impl FnOnce() -> Result<(), Failed> + Send + 'static,
-) -> impl FnOnce() -> Result<(), Failed> + Send + 'static {
+    test: impl FnOnce() -> Result<Completion, Failed> + Send + 'static,
+) -> impl FnOnce() -> Result<Completion, Failed> + Send + 'static {
     move || {
         let started = Instant::now();
         let result = test();
         let outcome = match &result {
-            Ok(()) => Outcome::Passed,
+            Ok(Completion::Completed) => Outcome::Passed,
+            Ok(Completion::Ignored { .. }) => Outcome::Skipped,
             Err(e) => {
                 let detail = e.message().unwrap_or("failed").to_owned();
                 Outcome::Failed {

@@ -5,9 +5,15 @@
 //! case with `langsmith_experiment = "NAME"`: the upload of its runs and feedback, whose
 //! failure fails that trial alone), sorted. A case is a retriever, a function that ranks or
 //! answers, or a [`Rag`]: a retriever plus a generator. A case's retriever is built
-//! and run once per process, on the first trial that needs it; under `cargo nextest run`, where
-//! every trial is its own process, the results are shared through a file under the target
-//! directory keyed by the nextest run, the test binary and the inputs.
+//! and run once per process, on the first trial that needs it, over the queries whose trials
+//! the process runs (all of them when its summary runs; a name filter selects fewer); under
+//! `cargo nextest run`, where every trial is its own process, the results are shared through a
+//! file under the target directory keyed by the nextest run, the test binary and the inputs.
+//!
+//! With a run group (`RAG_EVAL_RUN_GROUP` or the CI's run, and `RAG_EVAL_RUNS`), each process
+//! writes the queries it computed into that group of the run store, nextest's processes compute
+//! their own query each, and a summary that runs without its case's queries gates over the
+//! group's merged results, as `gate` does (feature `runs`; `docs/guide/ci.md`).
 //!
 //! Golden snapshots live in `golden/<case>.snap` (insta's format). A query trial fails when one
 //! of its figures dropped by more than the case's tolerance; the summary trial also fails on
@@ -22,14 +28,18 @@ mod junit;
 mod langsmith;
 pub(crate) mod private;
 mod rag;
+#[cfg(feature = "runs")]
+mod shards;
 mod vocabulary;
 
 pub use rag::Rag;
+#[cfg(feature = "runs")]
+pub use shards::{gate, group_from_env, shard_from_env, Verdict, GROUP_ENV, SHARD_ENV};
 
 use crate::metrics::RunResult as Outcome;
 use case::Case;
 use golden::Golden;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use private::{Bound, CaseSpec, InstaHook, SnapshotRequest};
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -59,7 +69,9 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
             return ExitCode::FAILURE;
         }
         let case = Arc::new(Case::new(spec));
-        trials.extend(trials_of(&case, &hook));
+        let own = trials_of(&case, &hook);
+        case.set_scope(scope_of(&case, &args, &own));
+        trials.extend(own);
     }
     trials.sort_by(|a, b| a.name().cmp(b.name()));
     let ignored: Vec<String> = trials
@@ -87,6 +99,76 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
     conclusion.exit_code()
 }
 
+/// Whether libtest-mimic runs `trial` with `args` (its filters, `--skip`, `--ignored`).
+fn runs_here(args: &Arguments, trial: &Trial) -> bool {
+    !args.is_filtered_out(trial)
+        && !matches!(
+            (trial.has_ignored_flag(), args.ignored, args.include_ignored),
+            (true, false, false) | (false, true, false)
+        )
+}
+
+/// Which of the case's queries this process computes: those whose trials it runs (a filtered
+/// run, one of a named shard's nextest processes), or every query when its summary runs here.
+/// In a run group ([`shards`]) the summary of a named shard, or a summary run alone, gates
+/// over the group's merged results instead. Under nextest without a named shard, the
+/// processes of a machine share one computation of the whole case (a file under the target
+/// folder).
+fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
+    let Ok(setup) = &case.setup else {
+        return case::Scope::default();
+    };
+    let ids: std::collections::HashSet<&str> =
+        setup.queries.iter().map(|(id, _)| id.as_str()).collect();
+    let prefix = format!("{}::", case.spec.name);
+    let (mut selected, mut all, mut whole) = (std::collections::BTreeSet::new(), true, false);
+    for t in trials {
+        let rest = t.name().strip_prefix(&prefix).unwrap_or_default();
+        match (
+            case.spec.per_query && ids.contains(rest),
+            runs_here(args, t),
+        ) {
+            (true, true) => {
+                selected.insert(rest.to_owned());
+            }
+            (true, false) => all = false,
+            (false, here) => whole |= here,
+        }
+    }
+    let (grouped, shard) = run_group_and_shard();
+    let split = if one_test_per_process() {
+        // nextest runs every test in its own process: only a named shard splits the case (a
+        // run that is not sharded keeps its summary from racing the other processes).
+        shard
+    } else if whole {
+        // A summary gates over the group when it is a shard's, or runs alone (a gate job).
+        grouped && (shard || selected.is_empty())
+    } else {
+        true
+    };
+    if all || !split {
+        return case::Scope::default();
+    }
+    case::Scope {
+        queries: Some(selected),
+        merged_summary: whole,
+    }
+}
+
+/// Whether this run writes into a run group (`RAG_EVAL_RUNS` names a store and a group is
+/// named), and whether it is a named shard of it (`RAG_EVAL_SHARD`).
+fn run_group_and_shard() -> (bool, bool) {
+    #[cfg(feature = "runs")]
+    {
+        let grouped = shards::group_from_env().is_some()
+            && std::env::var(crate::runs::RUNS_ENV)
+                .is_ok_and(|v| !v.trim().is_empty() && !v.trim().eq_ignore_ascii_case("off"));
+        (grouped, grouped && !shards::shard_from_env().is_empty())
+    }
+    #[cfg(not(feature = "runs"))]
+    (false, false)
+}
+
 /// The metric tables of the summaries that ran, printed once every test has finished.
 fn reports() -> &'static std::sync::Mutex<Vec<String>> {
     static REPORTS: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
@@ -109,7 +191,7 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
         for (id, _) in &setup.queries {
             let (c, id_owned) = (case.clone(), id.clone());
             trials.push(
-                Trial::test(
+                Trial::ignorable_test(
                     format!("{name}::{id}"),
                     junit::recorded(format!("{name}::{id}"), move || query_trial(&c, &id_owned)),
                 )
@@ -121,18 +203,22 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
         let c = case.clone();
         let name = format!("{name}::langsmith_upload");
         trials.push(
-            Trial::test(
+            Trial::ignorable_test(
                 name.clone(),
-                junit::recorded(name, move || upload_trial(&c, experiment)),
+                junit::recorded(name, move || {
+                    upload_trial(&c, experiment).map(|()| Completion::Completed)
+                }),
             )
             .with_ignored_flag(case.spec.ignore),
         );
     }
     let (c, h) = (case.clone(), hook.clone());
     trials.push(
-        Trial::test(
+        Trial::ignorable_test(
             format!("{name}::summary"),
-            junit::recorded(format!("{name}::summary"), move || summary_trial(&c, &h)),
+            junit::recorded(format!("{name}::summary"), move || {
+                summary_trial(&c, &h).map(|()| Completion::Completed)
+            }),
         )
         .with_ignored_flag(case.spec.ignore),
     );
@@ -182,7 +268,12 @@ fn force_pass() -> bool {
 }
 
 fn read_golden_text(case: &Case) -> Option<String> {
-    let snapshot = insta::Snapshot::from_file(&case.golden_path()).ok()?;
+    snapshot_text(&case.golden_path())
+}
+
+/// The text of the snapshot file at `path`, if there is a readable one.
+fn snapshot_text(path: &std::path::Path) -> Option<String> {
+    let snapshot = insta::Snapshot::from_file(path).ok()?;
     Some(snapshot.as_text()?.to_string())
 }
 
@@ -197,35 +288,42 @@ fn one_test_per_process() -> bool {
     std::env::var_os("NEXTEST_RUN_ID").is_some()
 }
 
-fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
+fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
     let outcome = case.outcome()?;
     let Some(q) = outcome.per_query.iter().find(|q| q.id == id) else {
-        return Ok(());
+        return Ok(Completion::Completed);
     };
     if let Some(explained) = case.answers()?.and_then(|a| a.queries.get(id).cloned()) {
         answer_bars(case, id, &explained)?;
     }
-    let old = if one_test_per_process() {
-        read_golden_text(case).and_then(|t| golden::query_figures(&t, id))
+    let (old, header) = if one_test_per_process() {
+        let text = read_golden_text(case);
+        (
+            text.as_deref().and_then(|t| golden::query_figures(t, id)),
+            text.as_deref().map(golden::header),
+        )
     } else {
-        golden_of(case).and_then(|g| g.per_query.get(id).cloned())
+        let g = golden_of(case);
+        (
+            g.as_ref().and_then(|g| g.per_query.get(id).cloned()),
+            g.map(|g| g.header.clone()),
+        )
     };
+    // Figures of another k, mode or level are not comparable: skipped, for the summary's reason.
+    if let Some(what) =
+        header.and_then(|h| golden::configuration_change(&h, &golden::header_of(&outcome)))
+    {
+        return Ok(Completion::ignored_with(configuration_changed(case, &what)));
+    }
     let Some(old) = old else {
-        return Ok(()); // no baseline for this query: the summary reports it
+        return Ok(Completion::Completed); // no baseline for this query: the summary reports it
     };
     let new = golden::rounded(&snapshot_figures(case, &q.metrics));
     let comparison = golden::compare_scope(id, &old, &new, tolerance(case));
-    let (regressed, improved): (Vec<&golden::Change>, Vec<&golden::Change>) =
-        comparison.changes.iter().partition(|c| c.is_regression());
-    if !improved.is_empty() {
-        print!(
-            "IMPROVED {}::{id}\n{}",
-            case.spec.name,
-            golden::describe(&improved)
-        );
-    }
+    // Improvements are the summary's to report, once, for the queries that did not fail.
+    let regressed: Vec<&golden::Change> = comparison.regressions().collect();
     if regressed.is_empty() || force_pass() {
-        return Ok(());
+        return Ok(Completion::Completed);
     }
     let nextest = if one_test_per_process() {
         format!(
@@ -236,15 +334,20 @@ fn query_trial(case: &Case, id: &str) -> Result<(), Failed> {
         String::new()
     };
     Err(format!(
-        "query `{id}` ({:?}) of case `{}` regressed beyond the tolerance {} ({}):\n{}\n{}{nextest}",
+        "query `{id}` ({:?}) regressed beyond the tolerance {}: {}{nextest}",
         q.query.as_deref().unwrap_or_default(),
-        case.spec.name,
         case.spec.tolerance,
-        case.golden_path().display(),
-        golden::describe(&regressed),
-        golden::figures_diff(&old, &new)
+        golden::describe_inline(&regressed),
     )
     .into())
+}
+
+/// The one line that says a snapshot of another configuration cannot be compared.
+fn configuration_changed(case: &Case, what: &str) -> String {
+    format!(
+        "the configuration changed ({what}): the snapshot {} cannot be compared; review it with `cargo insta review`",
+        case.golden_path().display()
+    )
 }
 
 /// Uploads the case's runs and feedback to its LangSmith experiment. Its own trial: a failed
@@ -261,17 +364,51 @@ fn upload_trial(case: &Case, experiment: &str) -> Result<(), Failed> {
     .into());
 }
 
+/// The figures a summary gates: the case's own, or the run group's merged results with what
+/// is wrong with the group (missing queries, conflicting shards).
+type SummaryInputs = (
+    Arc<Outcome>,
+    Option<Arc<answers::AnswerReport>>,
+    Vec<String>,
+);
+
+fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
+    #[cfg(feature = "runs")]
+    if case.merged_summary() {
+        let merged = case.merged()?;
+        return Ok((
+            Arc::new(merged.outcome.clone()),
+            merged.answers.clone().map(Arc::new),
+            merged.problems(),
+        ));
+    }
+    Ok((case.outcome()?, case.answers()?, Vec::new()))
+}
+
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
-    let outcome = case.outcome()?;
-    reports()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(report(case, &outcome));
-    let mut problems = thresholds(case, &outcome);
-    if let Some(answers) = case.answers()? {
+    let (outcome, answers, mut problems) = summary_inputs(case)?;
+    let table = {
+        let mut reports = reports().lock().unwrap_or_else(|e| e.into_inner());
+        reports.push(report(case, &outcome));
+        reports.len() - 1
+    };
+    problems.extend(thresholds(case, &outcome, answers.as_deref()));
+    // Figures that cannot gate: a bar's figure missing, or a judge that failed too often.
+    let mut unusable = case
+        .spec
+        .thresholds
+        .iter()
+        .any(|t| outcome.metric_index(t.metric).is_none());
+    if let Some(answers) = &answers {
         for s in answers.summaries.iter().filter(|s| s.gate_fails()) {
+            unusable = true;
+            let cause = s
+                .failures
+                .first()
+                .map(|f| format!("; judging failed: {}", f.describe()))
+                .unwrap_or_default();
             problems.push(format!(
-                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything",
+                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything{cause}",
                 s.metric,
                 s.invalid,
                 s.error,
@@ -280,6 +417,14 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                 100.0 * s.max_invalid_share
             ));
         }
+    }
+    if unusable {
+        // A baseline without the figures a bar gates on would pass the next run unseen.
+        problems.push(format!(
+            "the golden snapshot {} was neither compared nor written: this run lacks figures the case gates on",
+            case.golden_path().display()
+        ));
+        return Err(format!("case `{}`:\n{}", case.spec.name, problems.join("\n")).into());
     }
 
     let mut snapshot = (*outcome).clone();
@@ -331,48 +476,48 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         Some(old) => {
             let comparison = golden::compare(old, &new, tolerance(case));
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
-            let improvements: Vec<&golden::Change> = comparison.improvements().collect();
+            // A query whose test failed gets no note that it improved.
+            let failed = |scope: &str| regressions.iter().any(|r| r.scope == scope);
+            let improvements: Vec<&golden::Change> = comparison
+                .improvements()
+                .filter(|c| c.scope == "summary" || !failed(&c.scope))
+                .collect();
             if let Some(what) = &comparison.configuration {
-                let line = format!(
-                    "the configuration changed ({what}): the snapshot {} cannot be compared; review it with `cargo insta review`",
-                    case.golden_path().display()
-                );
+                let line = configuration_changed(case, what);
                 if is_ci() && !force_pass() {
                     problems.push(line);
                 } else {
                     println!("CHANGED {}: {line}", case.spec.name);
                 }
             }
-            if !regressions.is_empty() && !force_pass() {
-                let queries = regressions.iter().filter(|c| c.scope != "summary").count();
-                problems.push(format!(
-                    "figures dropped beyond the tolerance {} against {} ({queries} per-query):\n{}\n{}",
+            if !regressions.is_empty() {
+                let account = format!(
+                    "figures dropped beyond the tolerance {} against {}:\n{}",
                     case.spec.tolerance,
                     case.golden_path().display(),
-                    golden::describe(&regressions),
-                    golden::figures_diff(&old.summary, &new.summary)
-                ));
+                    golden::account(&regressions, DROPS_SHOWN).trim_end()
+                );
+                if force_pass() {
+                    println!("DROPPED {}: {account}", case.spec.name);
+                } else {
+                    problems.push(account);
+                }
             }
             if !improvements.is_empty() {
                 // Accepting a baseline accepts every figure in it: never advise it while some
                 // figure dropped.
-                if !regressions.is_empty() {
-                    print!(
-                        "DROPPED {}\n{}",
-                        case.spec.name,
-                        golden::describe(&regressions)
-                    );
-                }
                 let advice = if regressions.is_empty() {
                     "  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n"
                 } else {
                     "  (other figures dropped: fix those before accepting a new baseline)\n"
                 };
-                print!(
+                // After the table, below the verdicts: good news never hides a failure.
+                let note = format!(
                     "IMPROVED {}\n{}{advice}",
                     case.spec.name,
-                    golden::describe(&improvements)
+                    golden::account(&improvements, IMPROVEMENTS_SHOWN)
                 );
+                reports().lock().unwrap_or_else(|e| e.into_inner())[table].push_str(&note);
             }
             if !comparison.structure.is_empty() {
                 let what = comparison.structure.join("; ");
@@ -396,6 +541,11 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     }
 }
 
+/// Queries a failing summary names one by one; the test of each one that dropped says more.
+const DROPS_SHOWN: usize = 10;
+/// Queries an improvement note names one by one.
+const IMPROVEMENTS_SHOWN: usize = 5;
+
 /// The case's tolerances: `tolerance` for its figures, `judge_tolerance` for its judges'.
 fn tolerance(case: &Case) -> golden::Tolerance {
     golden::Tolerance {
@@ -408,14 +558,26 @@ fn tolerance(case: &Case) -> golden::Tolerance {
 /// A query's figures as its golden snapshot records them: judge figures only with
 /// `judge_per_query = true` (a judge's per-query verdicts drift more than their mean).
 fn snapshot_figures(case: &Case, figures: &crate::metrics::Figures) -> crate::metrics::Figures {
-    let keep_judged = case.spec.judge.is_some_and(|j| j.per_query_snapshot);
+    kept_figures(
+        case.spec.judge.is_some_and(|j| j.per_query_snapshot),
+        figures,
+        |name| case.spec.criteria.iter().any(|c| c.name() == name),
+    )
+}
+
+/// `figures` without the judges' (the registry's, and those `is_criteria` names) unless
+/// `keep_judged`.
+fn kept_figures(
+    keep_judged: bool,
+    figures: &crate::metrics::Figures,
+    is_criteria: impl Fn(&str) -> bool,
+) -> crate::metrics::Figures {
     crate::metrics::Figures(
         figures
             .0
             .iter()
             .filter(|(name, _)| {
-                let judged = crate::metrics::registry::is_judged(name)
-                    || case.spec.criteria.iter().any(|c| c.name() == name);
+                let judged = crate::metrics::registry::is_judged(name) || is_criteria(name);
                 keep_judged || !judged
             })
             .cloned()
@@ -429,6 +591,9 @@ fn answer_bars(case: &Case, id: &str, e: &answers::Explained) -> Result<(), Fail
     let mut missed = Vec::new();
     for t in case.spec.thresholds {
         let Some(&(_, v)) = e.figures.iter().find(|(n, _)| n == t.metric) else {
+            if let Some((_, why)) = e.failed.iter().find(|(n, _)| n == t.metric) {
+                missed.push(format!("{} has no figure: judging failed: {why}", t.metric));
+            }
             continue;
         };
         let (miss, word, key) = match t.bound {
@@ -535,28 +700,58 @@ fn report(case: &Case, o: &Outcome) -> String {
 
 /// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric and
 /// the queries left out of its mean.
-fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
+fn thresholds(case: &Case, o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
+    let bars: Vec<(&str, Bound, f64)> = case
+        .spec
+        .thresholds
+        .iter()
+        .map(|t| (t.metric, t.bound, t.value))
+        .collect();
+    missed_bars(&bars, o, answers)
+}
+
+/// Every bar (metric, bound, value) the means of `o` miss, described as [`thresholds`] does;
+/// a judged figure that is missing is explained by the judge's failures in `answers`.
+fn missed_bars(
+    bars: &[(&str, Bound, f64)],
+    o: &Outcome,
+    answers: Option<&answers::AnswerReport>,
+) -> Vec<String> {
     let mut problems = Vec::new();
-    for t in case.spec.thresholds {
-        let Some(i) = o.metric_index(t.metric) else {
-            let why = if needs_reference(t.metric) {
+    for &(metric, bound, bar) in bars {
+        let Some(i) = o.metric_index(metric) else {
+            let judged = answers
+                .and_then(|a| a.summaries.iter().find(|s| s.metric == metric))
+                .filter(|s| s.scored == 0 && !s.failures.is_empty());
+            let why = if let Some(s) = judged {
+                format!(
+                    "judging failed for every query: {}",
+                    s.failures
+                        .iter()
+                        .map(|f| f.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            } else if needs_reference(metric) {
                 format!(
                     "no query of the dataset has a reference answer (`outputs.reference_answer`){}",
-                    without_figure(o, t.metric)
+                    without_figure(o, metric)
                 )
-            } else {
+            } else if metric == "precision_omega" {
                 "precision_omega needs a corpus and a retriever that exposes its chunker, `Retriever::chunker_object`".to_owned()
+            } else {
+                "the case computes no such figure".to_owned()
             };
             problems.push(format!(
                 "`{}` has a bar but was not computed ({why})",
-                t.metric
+                metric
             ));
             continue;
         };
         let (name, value) = (&o.metrics.0[i].0, o.metrics.0[i].1);
-        let (missed, word, key) = match t.bound {
-            Bound::Min => (value < t.value, "below", "min"),
-            Bound::Max => (value > t.value, "above", "max"),
+        let (missed, word, key) = match bound {
+            Bound::Min => (value < bar, "below", "min"),
+            Bound::Max => (value > bar, "above", "max"),
         };
         if !missed {
             continue;
@@ -569,13 +764,12 @@ fn thresholds(case: &Case, o: &Outcome) -> Vec<String> {
                 Some((value, q.id.as_str(), q.query.as_deref().unwrap_or_default()))
             })
             .collect();
-        worst.sort_by(|a, b| match t.bound {
+        worst.sort_by(|a, b| match bound {
             Bound::Min => a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)),
             Bound::Max => b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)),
         });
         let mut msg = format!(
-            "{name} = {value:.4} is {word} the bar {:.4} ({key}_{}); worst queries:",
-            t.value, t.metric
+            "{name} = {value:.4} is {word} the bar {bar:.4} ({key}_{metric}); worst queries:"
         );
         for (v, id, q) in worst.iter().take(5) {
             let _ = write!(msg, "\n  {id} {v:.4} {q:?}");

@@ -1,8 +1,8 @@
 //! Answer match: does the answer answer the question as the reference does.
 
 use super::driver::{LlmJudge, Rubric, Sample, Sealed};
-use super::outcome::{JudgeDetails, JudgeSample, JudgeUsage};
 use crate::llm::LlmClient;
+use crate::metrics::{JudgeDetails, JudgeSample, JudgeUsage};
 use serde::Deserialize;
 use serde_json::json;
 

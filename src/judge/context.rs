@@ -3,9 +3,9 @@
 
 use super::context_number;
 use super::driver::{LlmJudge, Rubric, Sample, Sealed};
-use super::outcome::{Attribution, ContextVerdict, JudgeDetails, JudgeSample, JudgeStatus};
 use crate::generator::numbered_contexts;
 use crate::llm::LlmClient;
+use crate::metrics::{Attribution, ContextVerdict, JudgeDetails, JudgeSample, JudgeStatus};
 use serde::Deserialize;
 use serde_json::json;
 

@@ -3,11 +3,11 @@
 //! judges.
 
 use super::driver::Sample;
-use super::outcome::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use super::{Judge, JudgeConfig, JudgeInput};
 use crate::error::{Error, Result};
 use crate::generator::{numbered_contexts, PromptTemplate};
 use crate::llm::{LlmClient, TokenLogprob};
+use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::json;

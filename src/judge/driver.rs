@@ -6,10 +6,10 @@
 //! Every judge is an [`LlmJudge`]: a model, a prompt, and a [`Rubric`] (the judge's name,
 //! built-in prompt, and how one sample is asked and scored through [`Sample::ask`]).
 
-use super::outcome::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use super::{Judge, JudgeConfig, JudgeInput};
 use crate::generator::PromptTemplate;
 use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmClient};
+use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use serde::de::DeserializeOwned;
 
 /// An LLM judge: a model, a prompt and what the judge asks (`R`). The judges of this module
@@ -188,7 +188,7 @@ impl<'a> Sample<'a> {
             }
             let response = match self.llm.complete(&request).await {
                 Ok(r) => r,
-                Err(e) => return Err(self.unscored(JudgeStatus::Error, e.to_string(), usage)),
+                Err(e) => return Err(self.failed(&e, usage)),
             };
             usage.prompt_tokens =
                 crate::llm::add_tokens(usage.prompt_tokens, response.usage.prompt_tokens);
@@ -238,7 +238,16 @@ impl<'a> Sample<'a> {
             score: Some(score),
             details,
             message: None,
+            kind: None,
             usage,
+        }
+    }
+
+    /// The sample of a call that failed with `e`: `error`, with the message and its kind.
+    pub(super) fn failed(&self, e: &crate::Error, usage: JudgeUsage) -> JudgeSample {
+        JudgeSample {
+            kind: Some(super::failure_kind(e)),
+            ..self.unscored(JudgeStatus::Error, e.to_string(), usage)
         }
     }
 
@@ -255,6 +264,7 @@ impl<'a> Sample<'a> {
             score: None,
             details: JudgeDetails::None,
             message: Some(message.into()),
+            kind: None,
             usage,
         }
     }

@@ -3,11 +3,11 @@
 
 use super::context_number;
 use super::driver::{LlmJudge, Rubric, Sample, Sealed};
-use super::outcome::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Statement, Support};
 use crate::chunk::RetrievedChunk;
 use crate::generator::numbered_contexts;
 use crate::llm::LlmClient;
 use crate::locate::Locator;
+use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Statement, Support};
 use crate::span::CharSpan;
 use serde::Deserialize;
 use serde_json::json;

@@ -3,8 +3,9 @@
 use super::run::JudgeRun;
 use crate::metrics::RunResult;
 
-/// Adds `run`'s figures to `result`: each scored query gets the judge's score under the
-/// metric's name, the means and population standard deviations get the summary's (over
+/// Adds `run`'s figures to `result`: each query keeps the judge's judgement
+/// ([`QueryResult::judges`](crate::metrics::QueryResult::judges)), each scored query gets the
+/// judge's score under the metric's name, the means and population standard deviations get the summary's (over
 /// scored queries), and each difficulty group the mean of its scored queries. Queries a judge
 /// could not score (`undetermined`, `invalid`, `error`) get no figure, so they stay out of
 /// every mean; a run that scored nothing adds no mean.
@@ -19,6 +20,12 @@ pub fn add_to_result(result: &mut RunResult, run: &JudgeRun) {
         if let Some(&score) = scores.get(q.id.as_str()) {
             q.metrics.0.push((metric.to_owned(), score));
         }
+        q.judges.extend(
+            run.judgements
+                .iter()
+                .filter(|j| j.query_id == q.id)
+                .cloned(),
+        );
     }
     let Some(mean) = run.summary.mean else {
         return;
@@ -70,6 +77,7 @@ mod tests {
                 score,
                 details: JudgeDetails::None,
                 message: None,
+                kind: None,
                 usage: Default::default(),
             }],
         }

@@ -52,10 +52,13 @@ mod criteria;
 mod driver;
 mod faithfulness;
 mod figures;
-mod outcome;
 mod relevancy;
 mod run;
 
+pub use crate::metrics::{
+    failure_kind, Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample,
+    JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support,
+};
 pub use answer_match::{AnswerMatch, AnswerMatchRubric, ANSWER_MATCH_PLACEHOLDERS};
 pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
@@ -65,12 +68,10 @@ pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACE
 pub use driver::{LlmJudge, Rubric};
 pub use faithfulness::{Faithfulness, FaithfulnessRubric, FAITHFULNESS_PLACEHOLDERS};
 pub use figures::add_to_result;
-pub use outcome::{
-    Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample, JudgeStatus,
-    JudgeUsage, QueryJudgement, Spread, Statement, Support,
-};
 pub use relevancy::{AnswerRelevancy, AnswerRelevancyRubric, ANSWER_RELEVANCY_PLACEHOLDERS};
-pub use run::{judge_all, judge_all_reporting, judge_query, pass_hat, JudgeRun, JudgeSummary};
+pub use run::{
+    judge_all, judge_all_reporting, judge_query, pass_hat, FailureCount, JudgeRun, JudgeSummary,
+};
 
 /// The reference answer the judges see for a query with `references`: each one trimmed, the
 /// empty ones left out, several one per paragraph; `None` when none is left. The CLI and the

@@ -1,9 +1,9 @@
 //! Answer relevancy: questions generated back from the answer, compared with the real one.
 
 use super::driver::{LlmJudge, Rubric, Sample, Sealed};
-use super::outcome::{GeneratedQuestion, JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use crate::embed::{cosine, Embedder};
 use crate::llm::LlmClient;
+use crate::metrics::{GeneratedQuestion, JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -125,7 +125,7 @@ impl<E: Embedder> Rubric for AnswerRelevancyRubric<E> {
                 );
                 return s.unscored(JudgeStatus::Error, why, usage);
             }
-            Err(e) => return s.unscored(JudgeStatus::Error, e.to_string(), usage),
+            Err(e) => return s.failed(&e, usage),
         };
         let questions: Vec<GeneratedQuestion> = questions
             .into_iter()

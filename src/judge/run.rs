@@ -1,7 +1,7 @@
 //! Judging many queries: repeats, the summary a gate reads, pass^n.
 
-use super::outcome::{JudgeStatus, JudgeUsage, QueryJudgement};
 use super::{Judge, JudgeConfig, JudgeInput};
+use crate::metrics::{JudgeStatus, JudgeUsage, QueryJudgement};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -101,8 +101,36 @@ pub struct JudgeSummary {
     pub unlocated: usize,
     /// Calls and tokens of the whole run.
     pub usage: JudgeUsage,
+    /// HTTP requests sent again after a transient failure (a timeout, 429, 5xx) during the
+    /// run: a provider may bill them, and `usage.calls` does not count them. Filled in by
+    /// whoever runs the judge over an HTTP client (the CLI does); 0 otherwise.
+    #[serde(default)]
+    pub retries: u64,
+    /// The `invalid` and `error` samples by kind of failure, most frequent first, each with
+    /// the first message of its kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<FailureCount>,
     /// The share of `invalid` and `error` samples above which the gate fails.
     pub max_invalid_share: f64,
+}
+
+/// How many samples failed one way, and the first message of that way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureCount {
+    /// `invalid answer` for an answer that broke the judge's schema; for an `error`, its
+    /// [`failure_kind`](super::failure_kind) (`HTTP 401`, `unreachable`, `replay miss`, …).
+    pub kind: String,
+    /// Samples that failed this way.
+    pub count: usize,
+    /// The first such sample's message (in query order).
+    pub first: String,
+}
+
+impl FailureCount {
+    /// `40 × unreachable, first: …`, for a person.
+    pub fn describe(&self) -> String {
+        format!("{} × {}, first: {}", self.count, self.kind, self.first)
+    }
 }
 
 impl JudgeSummary {
@@ -130,6 +158,24 @@ impl JudgeSummary {
         for j in judgements {
             usage.add(&j.usage());
         }
+        let mut failures: Vec<FailureCount> = Vec::new();
+        for s in judgements.iter().flat_map(|j| &j.samples) {
+            let kind = match s.status {
+                JudgeStatus::Invalid => "invalid answer",
+                JudgeStatus::Error => s.kind.as_deref().unwrap_or("error"),
+                _ => continue,
+            };
+            match failures.iter_mut().find(|f| f.kind == kind) {
+                Some(f) => f.count += 1,
+                None => failures.push(FailureCount {
+                    kind: kind.to_owned(),
+                    count: 1,
+                    first: s.message.clone().unwrap_or_default(),
+                }),
+            }
+        }
+        // Stable: kinds as frequent as each other stay in the order they first came.
+        failures.sort_by_key(|f| std::cmp::Reverse(f.count));
         JudgeSummary {
             metric: metric.to_owned(),
             queries: judgements.len(),
@@ -148,6 +194,8 @@ impl JudgeSummary {
                 .map(|s| s.details.unlocated().len())
                 .sum(),
             usage,
+            retries: 0,
+            failures,
             max_invalid_share,
         }
     }

@@ -184,15 +184,7 @@ impl ChatRequest {
     }
 }
 
-/// The largest token count kept anywhere: `i64::MAX`, what the cache and the run store hold.
-pub const MAX_TOKENS: u64 = i64::MAX as u64;
-
-/// `a + b`, at most [`MAX_TOKENS`]: how every token count is added up, and (as
-/// `add_tokens(0, n)`) how a count a server sent is bounded, so that a figure is the same
-/// live and replayed from the cache whatever a server claims.
-pub fn add_tokens(a: u64, b: u64) -> u64 {
-    a.saturating_add(b).min(MAX_TOKENS)
-}
+pub use crate::metrics::{add_tokens, MAX_TOKENS};
 
 /// Adds `n` to a shared count with [`add_tokens`].
 pub(crate) fn add_tokens_to(count: &std::sync::atomic::AtomicU64, n: u64) {

@@ -82,6 +82,11 @@ impl OpenAiChat {
         self.client.stats()
     }
 
+    /// The underlying HTTP client (a clone sharing its statistics).
+    pub(crate) fn http_client(&self) -> crate::http::HttpClient {
+        self.client.clone()
+    }
+
     fn body<'a>(&'a self, request: &'a ChatRequest) -> CompletionRequest<'a> {
         let (max_tokens, max_completion_tokens) = if self.max_completion_tokens {
             (None, request.max_tokens)

@@ -47,6 +47,7 @@
 pub mod answer;
 mod chunking_evaluation;
 mod detail;
+mod judgement;
 mod mode;
 mod name;
 mod rank;
@@ -63,6 +64,10 @@ pub use chunking_evaluation::{
     PrecisionOmega,
 };
 pub use detail::{Passage, Truth};
+pub use judgement::{
+    add_tokens, failure_kind, Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails,
+    JudgeSample, JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support, MAX_TOKENS,
+};
 pub use mode::SpanMode;
 pub use name::ReportedName;
 pub use rank::{

@@ -5,7 +5,7 @@
 //! (fields a kind of run has no value for are left out) and read back from it, so a run can be
 //! stored and compared later.
 
-use super::{mean_std, Passage, SpanMode, Truth};
+use super::{mean_std, Passage, QueryJudgement, SpanMode, Truth};
 use crate::level::LevelKind;
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
@@ -127,6 +127,20 @@ pub struct QueryResult {
     /// What was retrieved for it, best first (evaluations fill it in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieved: Option<Vec<Passage>>,
+    /// The answer the system under test gave (runs that scored answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The passages the answer was given, in the order the generator saw them: the chunks
+    /// retrieved for it (`eval --answers`) or the answers file's contexts (`score --answers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<Passage>>,
+    /// The row's reference answers, for runs that scored answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
+    /// What each LLM judge said of the answer: every sample with its status, score, details
+    /// (statements, verdicts, support spans, reasons, generated questions) and error message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<QueryJudgement>,
 }
 
 impl QueryResult {
@@ -205,6 +219,11 @@ pub struct RunResult {
     /// Identifies the dataset's content: the first 16 hex digits of SHA-256 over its rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_hash: Option<String>,
+    /// People's labels by query id (each a metric name and its value), when some queries were
+    /// labelled: what [`align`](crate::align) checks the figures against and what corrects a
+    /// judge's mean.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, Figures>,
 }
 
 impl RunResult {
@@ -217,26 +236,52 @@ impl RunResult {
         names: Vec<String>,
         per_query: Vec<QueryResult>,
     ) -> RunResult {
-        let mut means = Vec::with_capacity(names.len());
-        let mut stds = Vec::with_capacity(names.len());
-        for (i, n) in names.iter().enumerate() {
-            let values: Vec<f64> = per_query.iter().filter_map(|q| q.figure(i, n)).collect();
-            let (m, s) = mean_std(&values);
-            means.push((n.clone(), m));
-            stds.push((n.clone(), s));
-        }
-        RunResult {
+        let mut result = RunResult {
             level,
             k: None,
             cutoffs: None,
             mode: None,
             queries: per_query.len(),
-            metrics: Figures(means),
-            std: Figures(stds),
+            metrics: Figures(Vec::with_capacity(names.len())),
+            std: Figures(Vec::with_capacity(names.len())),
             per_query,
             by_difficulty: None,
             config: None,
             dataset_hash: None,
+            labels: BTreeMap::new(),
+        };
+        result.add_means(&names);
+        result
+    }
+
+    /// Appends the mean and population standard deviation over queries of each metric of
+    /// `names`, figures the queries already hold (a query without one is left out of its
+    /// mean), and, when [`RunResult::by_difficulty`] is filled, each group's mean of them (a
+    /// group none of whose queries has a figure gets none).
+    pub fn add_means(&mut self, names: &[String]) {
+        let at = self.metrics.0.len();
+        for (i, n) in names.iter().enumerate() {
+            let values: Vec<f64> = self
+                .per_query
+                .iter()
+                .filter_map(|q| q.figure(at + i, n))
+                .collect();
+            let (m, s) = mean_std(&values);
+            self.metrics.0.push((n.clone(), m));
+            self.std.0.push((n.clone(), s));
+        }
+        let per_query = &self.per_query;
+        for (label, group) in self.by_difficulty.iter_mut().flatten() {
+            for n in names {
+                let values: Vec<f64> = per_query
+                    .iter()
+                    .filter(|q| q.difficulty.as_deref().unwrap_or("unlabelled") == label)
+                    .filter_map(|q| q.metrics.get(n))
+                    .collect();
+                if !values.is_empty() {
+                    group.metrics.0.push((n.clone(), mean_std(&values).0));
+                }
+            }
         }
     }
 

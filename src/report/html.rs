@@ -9,7 +9,7 @@ use crate::metrics::{Passage, QueryResult, RunResult, Truth};
 use std::fmt::Write as _;
 
 const STYLE: &str = r#"
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:0 20px 60px;color:#1d1d1f;background:#fff}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1360px;padding:0 20px 60px;color:#1d1d1f;background:#fff}
 h1{font-size:24px;margin:24px 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:15px;margin:16px 0 6px}
 table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
@@ -20,14 +20,20 @@ th{background:#f4f4f6}td code{word-break:break-all}td.num{text-align:right;font-
 .pass{color:#1a7f37;font-weight:600}.fail{color:#cf222e;font-weight:600}
 svg.chart{max-width:100%;height:auto;margin:6px 12px 6px 0;font:11px system-ui,sans-serif}
 svg .tick{fill:#555}svg .legend{fill:#222}svg .caption{fill:#222;font-weight:600}svg .axis-label{fill:#222}
-.charts{display:flex;flex-wrap:wrap;align-items:flex-start}
+.charts{display:flex;flex-wrap:wrap;align-items:flex-start}.scroll{overflow-x:auto;max-width:100%}
 figure{margin:0}figure[hidden]{display:none}
 details{margin:4px 0}summary{cursor:pointer;color:#4269d0}
 .passage{border-left:3px solid #ccc;padding:2px 8px;margin:4px 0;white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace;background:#fafafa}
 .passage.hit{border-left-color:#3ca951}mark{background:#ffe58f;padding:0}
 .where{color:#666;font:11px system-ui,sans-serif}
-#query-table td:nth-child(3){min-width:380px}
+#query-table td:nth-child(3){min-width:380px;max-width:640px}#query-table th{font-size:12px}
 input[type=search]{font-size:14px;padding:4px 8px;width:320px}
+blockquote{margin:4px 0;padding:4px 10px;border-left:3px solid #4269d0;background:#f6f8ff}
+blockquote.reference{border-left-color:#3ca951;background:#f4fbf5}
+h4{font-size:13px;margin:8px 0 4px}.judge{margin:6px 0}
+ul.statements{margin:2px 0 6px;padding-left:18px}ul.statements li{list-style:none;margin:2px 0}
+li.supported{color:#1a7f37}li.unsupported{color:#cf222e}.reason{color:#555}
+.status-ok{color:#1a7f37}.status-undetermined{color:#777}.status-invalid,.status-error{color:#cf222e;font-weight:600}
 "#;
 
 const SCRIPT: &str = r#"
@@ -97,6 +103,7 @@ pub(crate) fn render(report: &Report) -> String {
     let analysis = Analysis::of(report);
     runs(&mut s, report);
     metrics(&mut s, report, &analysis);
+    corrected(&mut s, report);
     if !report.bars.is_empty() {
         bars(&mut s, report);
     }
@@ -110,6 +117,42 @@ pub(crate) fn render(report: &Report) -> String {
     s
 }
 
+/// The judge-corrected means of the runs whose queries carry people's labels; nothing when none
+/// does.
+fn corrected(s: &mut String, report: &Report) {
+    let rows: Vec<(usize, &String, crate::align::CorrectedFigure)> = report
+        .runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (label, r))| {
+            crate::align::corrected_means(r)
+                .into_iter()
+                .map(move |c| (i, label, c))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str("<section id=\"corrected\"><h2>Judge-corrected means</h2><p class=\"muted\">A judged metric's mean corrected by the judge's error on the queries people labelled (prediction-powered inference), with its 95% interval.</p><table><thead><tr><th>run</th><th>metric</th><th>raw mean</th><th>corrected</th><th>95% interval</th><th>labelled</th></tr></thead><tbody>\n");
+    for (i, label, c) in rows {
+        let m = &c.corrected;
+        let _ = writeln!(
+            s,
+            "<tr><td>{}{}</td><td>{}</td><td class=\"num\">{:.4}</td><td class=\"num\">{:.4}</td><td class=\"num\">[{:.4}, {:.4}]</td><td class=\"num\">{} of {}</td></tr>",
+            swatch(i),
+            esc(label),
+            esc(&c.metric),
+            c.raw,
+            m.mean,
+            m.low,
+            m.high,
+            m.labelled,
+            m.judged
+        );
+    }
+    s.push_str("</tbody></table></section>\n");
+}
+
 fn swatch(i: usize) -> String {
     format!(
         r#"<span class="swatch" style="background:{}"></span>"#,
@@ -118,7 +161,7 @@ fn swatch(i: usize) -> String {
 }
 
 fn runs(s: &mut String, report: &Report) {
-    s.push_str("<section id=\"runs\"><h2>Runs</h2><table><thead><tr><th>run</th><th>level</th><th>k</th><th>mode</th><th>queries</th><th>retriever</th><th>dataset</th><th>dataset hash</th></tr></thead><tbody>\n");
+    s.push_str("<section id=\"runs\"><h2>Runs</h2><table><thead><tr><th title=\"the run's short name in the query table\">#</th><th>run</th><th>level</th><th>k</th><th>mode</th><th>queries</th><th>retriever</th><th>dataset</th><th>dataset hash</th></tr></thead><tbody>\n");
     for (i, (label, r)) in report.runs.iter().enumerate() {
         let config = r.config.as_ref();
         let retriever = config
@@ -132,7 +175,8 @@ fn runs(s: &mut String, report: &Report) {
             .map_or("—", String::as_str);
         let _ = writeln!(
             s,
-            "<tr><td>{}{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
+            "<tr><td>{}</td><td>{}{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
+            Report::short_label(i),
             swatch(i),
             esc(label),
             if i == 0 && report.runs.len() > 1 { " <span class=\"muted\">(baseline)</span>" } else { "" },
@@ -348,7 +392,7 @@ fn difficulty(s: &mut String, report: &Report) {
         return;
     }
     s.push_str(
-        "<table id=\"difficulty-table\"><thead><tr><th>difficulty</th><th>run</th><th>queries</th>",
+        "<div class=\"scroll\"><table id=\"difficulty-table\"><thead><tr><th>difficulty</th><th>run</th><th>queries</th>",
     );
     for n in &head {
         let _ = write!(s, "<th>{}</th>", esc(n));
@@ -361,10 +405,11 @@ fn difficulty(s: &mut String, report: &Report) {
             };
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}{}</td><td class=\"num\">{}</td>",
+                "<tr><td>{}</td><td title=\"{}\">{}{}</td><td class=\"num\">{}</td>",
                 esc(label),
-                swatch(i),
                 esc(run),
+                swatch(i),
+                Report::short_label(i),
                 d.queries
             );
             for n in &head {
@@ -378,7 +423,7 @@ fn difficulty(s: &mut String, report: &Report) {
             s.push_str("</tr>\n");
         }
     }
-    s.push_str("</tbody></table></section>\n");
+    s.push_str("</tbody></table></div></section>\n");
 }
 
 fn select(s: &mut String, key: &str, label: &str, options: &[String]) {
@@ -469,6 +514,21 @@ fn highlighted(text: &str, marks: &[(usize, usize)]) -> String {
 fn passage(s: &mut String, p: &Passage, rank: Option<usize>, truth: Option<&Truth>) {
     let marks = truth.map(|t| t.matched(p)).unwrap_or_default();
     let hit = truth.is_some_and(|t| t.is_hit(p));
+    passage_with(s, p, rank, &marks, hit);
+}
+
+/// A context of an answer, `marks` (relative to its text) marked as supporting statements.
+fn passage_marked(s: &mut String, p: &Passage, rank: Option<usize>, marks: &[(usize, usize)]) {
+    passage_with(s, p, rank, marks, false);
+}
+
+fn passage_with(
+    s: &mut String,
+    p: &Passage,
+    rank: Option<usize>,
+    marks: &[(usize, usize)],
+    hit: bool,
+) {
     let _ = write!(
         s,
         "<div class=\"passage{}\"><span class=\"where\">{}{} {}–{}{}</span>\n{}</div>",
@@ -480,18 +540,52 @@ fn passage(s: &mut String, p: &Passage, rank: Option<usize>, truth: Option<&Trut
         if hit { " · relevant" } else { "" },
         p.text
             .as_deref()
-            .map(|t| highlighted(t, &marks))
+            .map(|t| highlighted(t, marks))
             .unwrap_or_else(|| "<span class=\"muted\">(text not recorded)</span>".into())
     );
 }
 
-fn detail(s: &mut String, report: &Report, row: &[Option<&QueryResult>]) {
+/// A query id short enough for a table cell (the whole id on hover).
+fn short_id(id: &str) -> String {
+    if id.chars().count() <= 12 {
+        return id.to_owned();
+    }
+    let head: String = id.chars().take(10).collect();
+    format!("{head}…")
+}
+
+fn detail(s: &mut String, report: &Report, n: usize, row: &[Option<&QueryResult>]) {
     let truth = row.iter().flatten().find_map(|q| q.truth.as_ref());
     let any_retrieved = row.iter().flatten().any(|q| q.retrieved.is_some());
-    if truth.is_none() && !any_retrieved {
+    let any_answer = row.iter().flatten().any(|q| q.answer.is_some());
+    if truth.is_none() && !any_retrieved && !any_answer {
         return;
     }
-    s.push_str("<details><summary>ground truth and retrieved chunks</summary>");
+    let _ = write!(
+        s,
+        "<details><summary>{}</summary>",
+        if any_answer {
+            "answers, judges and chunks"
+        } else {
+            "ground truth and retrieved chunks"
+        }
+    );
+    if let Some(refs) = row
+        .iter()
+        .flatten()
+        .map(|q| &q.references)
+        .find(|r| !r.is_empty())
+    {
+        s.push_str("<h3>Reference answer</h3>");
+        for r in refs {
+            let _ = write!(s, "<blockquote class=\"reference\">{}</blockquote>", esc(r));
+        }
+    }
+    for (i, q) in row.iter().enumerate() {
+        if let Some(q) = q.filter(|q| q.answer.is_some()) {
+            answer(s, report, n, i, q);
+        }
+    }
     match truth {
         Some(Truth::Spans(spans)) => {
             s.push_str("<h3>Ground truth</h3>");
@@ -511,6 +605,10 @@ fn detail(s: &mut String, report: &Report, row: &[Option<&QueryResult>]) {
         None => {}
     }
     for (i, q) in row.iter().enumerate() {
+        // A run that answered showed its retrieved chunks as its answer's contexts.
+        if q.is_some_and(|q| q.contexts.is_some()) {
+            continue;
+        }
         let Some(retrieved) = q.and_then(|q| q.retrieved.as_ref()) else {
             continue;
         };
@@ -530,33 +628,201 @@ fn detail(s: &mut String, report: &Report, row: &[Option<&QueryResult>]) {
     s.push_str("</details>");
 }
 
+/// Run `i`'s answer to query number `n`: the text, each judge's verdicts (statements marked
+/// supported or not, linked to the characters of the context that support them, with the
+/// judge's reasons), then the contexts with those characters marked.
+fn answer(s: &mut String, report: &Report, n: usize, i: usize, q: &QueryResult) {
+    let _ = write!(
+        s,
+        "<h3>{}{} {}: answer</h3><blockquote class=\"answer\">{}</blockquote>",
+        swatch(i),
+        Report::short_label(i),
+        esc(&report.runs[i].0),
+        esc(q.answer.as_deref().unwrap_or(""))
+    );
+    let anchor = |c: usize| format!("q{n}-r{i}-c{c}");
+    // Per context, the character ranges (relative to the passage) statements rest on.
+    let contexts = q.contexts.as_deref().unwrap_or_default();
+    let mut marks: Vec<Vec<(usize, usize)>> = vec![Vec::new(); contexts.len()];
+    for j in &q.judges {
+        for sample in &j.samples {
+            let _ = write!(
+                s,
+                "<div class=\"judge\"><b>{}</b>{} <span class=\"status-{}\">{}</span>{}",
+                esc(&j.metric),
+                if j.samples.len() > 1 {
+                    format!(" (sample {})", sample.sample + 1)
+                } else {
+                    String::new()
+                },
+                sample.status.as_str(),
+                match sample.score {
+                    Some(v) => format!("{v:.2}"),
+                    None => sample.status.as_str().to_owned(),
+                },
+                sample
+                    .message
+                    .as_deref()
+                    .map(|m| format!(" <span class=\"muted\">{}</span>", esc(m)))
+                    .unwrap_or_default()
+            );
+            judge_details(s, &sample.details, contexts, &mut marks, &anchor);
+            s.push_str("</div>");
+        }
+    }
+    if !contexts.is_empty() {
+        s.push_str("<h4>Contexts</h4>");
+    }
+    for (c, p) in contexts.iter().enumerate() {
+        let mut m = marks[c].clone();
+        m.sort_unstable();
+        let _ = write!(s, "<div id=\"{}\">", anchor(c));
+        passage_marked(s, p, Some(c + 1), &m);
+        s.push_str("</div>");
+    }
+}
+
+/// What a judge found, as a list; supported statements link to the characters that support
+/// them, which are added to `marks` (per context, relative to its text).
+fn judge_details(
+    s: &mut String,
+    details: &crate::metrics::JudgeDetails,
+    contexts: &[Passage],
+    marks: &mut [Vec<(usize, usize)>],
+    anchor: &dyn Fn(usize) -> String,
+) {
+    use crate::metrics::JudgeDetails as D;
+    let item = |s: &mut String, ok: bool, text: &str, reason: &str, link: String| {
+        let _ = write!(
+            s,
+            "<li class=\"{}\">{} {}{}{}</li>",
+            if ok { "supported" } else { "unsupported" },
+            if ok { "✓" } else { "✗" },
+            esc(text),
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(" <span class=\"reason\">— {}</span>", esc(reason))
+            },
+            link
+        );
+    };
+    match details {
+        D::Faithfulness { statements } => {
+            s.push_str("<ul class=\"statements\">");
+            for st in statements {
+                let link = match &st.support {
+                    Some(sup) => {
+                        let p = contexts.get(sup.context);
+                        let rel = p.map(|p| {
+                            (
+                                sup.span.start.saturating_sub(p.start),
+                                sup.span.end.saturating_sub(p.start),
+                            )
+                        });
+                        if let (Some(r), Some(m)) = (rel, marks.get_mut(sup.context)) {
+                            m.push(r);
+                        }
+                        format!(
+                            " <a href=\"#{}\">context {}, characters {}–{}</a>",
+                            anchor(sup.context),
+                            sup.context + 1,
+                            sup.span.start,
+                            sup.span.end
+                        )
+                    }
+                    None if st.supported => {
+                        " <span class=\"muted\">(quote not found in the contexts)</span>".into()
+                    }
+                    None => String::new(),
+                };
+                item(s, st.supported, &st.text, &st.reason, link);
+            }
+            s.push_str("</ul>");
+        }
+        D::AnswerRelevancy {
+            questions,
+            noncommittal,
+        } => {
+            s.push_str("<ul class=\"statements\">");
+            for q in questions {
+                let _ = write!(
+                    s,
+                    "<li>{} <span class=\"muted\">cosine {:.2}</span></li>",
+                    esc(&q.question),
+                    q.cosine
+                );
+            }
+            if *noncommittal {
+                s.push_str("<li class=\"unsupported\">noncommittal</li>");
+            }
+            s.push_str("</ul>");
+        }
+        D::ContextPrecision { verdicts } => {
+            s.push_str("<ul class=\"statements\">");
+            for v in verdicts {
+                let text = format!("context {}", v.context + 1);
+                item(s, v.useful, &text, &v.reason, String::new());
+            }
+            s.push_str("</ul>");
+        }
+        D::ContextRecall { statements } => {
+            s.push_str("<ul class=\"statements\">");
+            for st in statements {
+                item(s, st.attributed, &st.text, &st.reason, String::new());
+            }
+            s.push_str("</ul>");
+        }
+        D::AnswerMatch { matches, reason } => {
+            s.push_str("<ul class=\"statements\">");
+            let text = if *matches {
+                "matches"
+            } else {
+                "does not match"
+            };
+            item(s, *matches, text, reason, String::new());
+            s.push_str("</ul>");
+        }
+        _ => {}
+    }
+}
+
 fn queries(s: &mut String, report: &Report) {
-    let head: Vec<String> = report.headline_metrics().into_iter().take(3).collect();
+    let head = report.query_metrics();
     let rows = report.queries();
     let _ = write!(
         s,
-        "<section id=\"queries\"><h2>Queries</h2><p><input type=\"search\" id=\"query-search\" placeholder=\"Search questions, ids, truth and retrieved text\" aria-label=\"search queries\"> <span id=\"query-count\">{}</span> of {} shown; click a column to sort.</p><table id=\"query-table\"><thead><tr><th>id</th><th>difficulty</th><th>question</th>",
+        "<section id=\"queries\"><h2>Queries</h2><p><input type=\"search\" id=\"query-search\" placeholder=\"Search questions, ids, truth and retrieved text\" aria-label=\"search queries\"> <span id=\"query-count\">{}</span> of {} shown; click a column to sort.</p><div class=\"scroll\"><table id=\"query-table\"><thead><tr><th>id</th><th>difficulty</th><th>question</th>",
         rows.len(),
         rows.len()
     );
-    for (label, _) in &report.runs {
+    for (i, (label, _)) in report.runs.iter().enumerate() {
         for n in &head {
-            let _ = write!(s, "<th>{}<br>{}</th>", esc(label), esc(n));
+            let _ = write!(
+                s,
+                "<th title=\"{}: {}\">{}{}<br>{}</th>",
+                esc(label),
+                esc(n),
+                swatch(i),
+                Report::short_label(i),
+                esc(n)
+            );
         }
     }
     s.push_str("</tr></thead><tbody>\n");
-    for (id, row) in &rows {
+    for (n, (id, row)) in rows.iter().enumerate() {
         let any = row.iter().flatten().next();
         let question = any.and_then(|q| q.query.as_deref()).unwrap_or("");
         let difficulty = any.and_then(|q| q.difficulty.as_deref()).unwrap_or("");
         let _ = write!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}",
+            "<tr><td title=\"{}\">{}</td><td>{}</td><td>{}",
             esc(id),
+            esc(&short_id(id)),
             esc(difficulty),
             esc(question)
         );
-        detail(s, report, row);
+        detail(s, report, n, row);
         s.push_str("</td>");
         for q in row {
             for n in &head {
@@ -570,12 +836,24 @@ fn queries(s: &mut String, report: &Report) {
         }
         s.push_str("</tr>\n");
     }
-    s.push_str("</tbody></table></section>\n");
+    s.push_str("</tbody></table></div></section>\n");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_score_run_shows_its_dataset() {
+        use crate::metrics::{ResultLevel, RunResult};
+        let result = RunResult::from_queries(ResultLevel::Token, vec![], vec![]);
+        let mut record = crate::runs::RunRecord::new("score", "golden/questions.jsonl", result);
+        record.label = Some("system-b".into());
+        let run = super::super::record_result(record);
+        let html = Report::new(vec![("system-b".into(), run)]).unwrap().html();
+        let runs = &html[html.find("id=\"runs\"").unwrap()..html.find("id=\"metrics\"").unwrap()];
+        assert!(runs.contains("<td>golden/questions.jsonl</td>"), "{runs}");
+    }
 
     #[test]
     fn highlights_by_character_and_escapes_inside_and_out() {

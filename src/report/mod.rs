@@ -70,6 +70,7 @@ pub enum Format {
 #[derive(Debug, Clone)]
 pub struct Report {
     runs: Vec<(String, RunResult)>,
+    metrics: Vec<String>,
     bars: Vec<Bar>,
     title: String,
     options: CompareOptions,
@@ -92,6 +93,7 @@ impl Report {
         }
         Ok(Report {
             runs,
+            metrics: Vec::new(),
             bars: Vec::new(),
             title: "rag-eval report".into(),
             options: CompareOptions {
@@ -123,6 +125,31 @@ impl Report {
     /// The significance level of the `*` marker.
     pub fn alpha(&self) -> f64 {
         self.alpha
+    }
+
+    /// The metrics the charts, the by-difficulty table and the query table show, by report
+    /// name (`span_recall@5`) or base name (`span_recall`); without any, the headline
+    /// retrieval metrics and the answer metrics the runs have. A name no run has is an error
+    /// that lists the metrics there are.
+    pub fn with_metrics(mut self, metrics: &[String]) -> Result<Report> {
+        let all = self.metric_names();
+        let mut chosen = Vec::new();
+        for m in metrics {
+            let found: Vec<&String> = all
+                .iter()
+                .filter(|n| *n == m || crate::metrics::ReportedName::parse(n).is_of(m))
+                .collect();
+            if found.is_empty() {
+                return Err(Error::Config(format!(
+                    "--metric `{m}`: no run has it (they have {})",
+                    all.join(", ")
+                )));
+            }
+            chosen.extend(found.into_iter().cloned());
+        }
+        chosen.dedup();
+        self.metrics = chosen;
+        Ok(self)
     }
 
     /// The bars every run's means and every query's figures are held to.
@@ -187,10 +214,15 @@ impl Report {
         names
     }
 
-    /// The metrics shown first where space is short (span, chunk, PrecisionΩ, nDCG), else all.
+    /// The metrics shown where space is short: those chosen ([`Report::with_metrics`]), else
+    /// the headline retrieval metrics (span, chunk, PrecisionΩ, nDCG) followed by the headline
+    /// answer metrics the runs have ([`ANSWER_HEADLINE`]); all when none of them is there.
     pub(crate) fn headline_metrics(&self) -> Vec<String> {
+        if !self.metrics.is_empty() {
+            return self.metrics.clone();
+        }
         let all = self.metric_names();
-        let head: Vec<String> = all
+        let mut head: Vec<String> = all
             .iter()
             .filter(|n| {
                 n.starts_with("span_")
@@ -200,11 +232,41 @@ impl Report {
             })
             .cloned()
             .collect();
+        head.extend(
+            ANSWER_HEADLINE
+                .iter()
+                .filter(|a| all.iter().any(|n| n == *a))
+                .map(|a| (*a).to_owned()),
+        );
         if head.is_empty() {
             all
         } else {
             head
         }
+    }
+
+    /// The few metrics of the per-query table: the chosen ones, else the first two retrieval
+    /// and the first two answer metrics of [`Report::headline_metrics`].
+    pub(crate) fn query_metrics(&self) -> Vec<String> {
+        let head = self.headline_metrics();
+        if !self.metrics.is_empty() {
+            return head;
+        }
+        let (answer, retrieval): (Vec<String>, Vec<String>) = head
+            .into_iter()
+            .partition(|n| ANSWER_HEADLINE.contains(&n.as_str()));
+        let take = if answer.is_empty() { 3 } else { 2 };
+        retrieval
+            .into_iter()
+            .take(take)
+            .chain(answer.into_iter().take(2))
+            .collect()
+    }
+
+    /// The short name of run `i` in crowded tables and charts: `R1`, `R2`, … (the runs table
+    /// is their legend).
+    pub(crate) fn short_label(i: usize) -> String {
+        format!("R{}", i + 1)
     }
 
     /// Every difficulty label of any run, sorted.
@@ -243,6 +305,16 @@ impl Report {
     }
 }
 
+/// The answer metrics a report shows by default, in this order, where the runs have them.
+pub const ANSWER_HEADLINE: [&str; 6] = [
+    "faithfulness",
+    "answer_match",
+    "answer_relevancy",
+    "token_f1",
+    "rouge_l",
+    "answer_similarity",
+];
+
 /// Reads the runs in a JSON file written by `rag-eval score --json` or `rag-eval eval --json`
 /// (one object per line: `eval` with several chunkers writes several), labelled by the file's
 /// name, followed by the chunker's spec when the file holds several runs; or the run records
@@ -262,7 +334,7 @@ pub fn load_runs(path: &Utf8Path) -> Result<Vec<(String, RunResult)>> {
         };
         if is_record(line) {
             let record = crate::runs::RunRecord::from_json(line).map_err(|e| at(e.to_string()))?;
-            runs.push((Some(record_label(&record)), record.result));
+            runs.push((Some(record_label(&record)), record_result(record)));
             continue;
         }
         let run: RunResult = serde_json::from_str(line).map_err(|e| {
@@ -339,6 +411,23 @@ pub fn push_labelled(runs: &mut Vec<(String, RunResult)>, label: String, run: Ru
         n += 1;
     }
     runs.push((unique, run));
+}
+
+/// A stored run's result as reports and comparisons take it: the result, with the dataset
+/// and retriever of the record for runs whose result does not name them (`score` runs).
+pub fn record_result(record: crate::runs::RunRecord) -> RunResult {
+    let mut result = record.result;
+    if result.config.is_none() {
+        let retriever = record.config.retriever.unwrap_or_default();
+        result.config = Some(crate::metrics::RunConfig {
+            spec: retriever.clone(),
+            retriever,
+            chunker: record.config.chunker,
+            dataset: record.dataset.path,
+            corpus_documents: record.corpus.map_or(0, |c| c.documents),
+        });
+    }
+    result
 }
 
 /// How a report names a stored run: its label (the chunker `eval` compared, the harness case)

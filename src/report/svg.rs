@@ -29,9 +29,23 @@ pub(crate) fn bars(title: &str, groups: &[String], series: &[Series<'_>]) -> Str
     let bar_w = 16.0;
     let gap = 22.0;
     let group_w = bar_w * series.len().max(1) as f64 + gap;
-    let (left, top, plot_h) = (48.0, 34.0, 180.0);
+    // The title, then one legend line per run, then the plot.
+    let legend_top = 24.0;
+    let top = legend_top + 16.0 * series.len() as f64 + 12.0;
+    let (left, plot_h) = (48.0, 180.0);
+    let legend_w = series
+        .iter()
+        .map(|x| x.label.chars().count())
+        .max()
+        .unwrap_or(0) as f64
+        * 7.0
+        + 30.0;
+    let title_w = title.chars().count() as f64 * 7.0 + 10.0;
     // Room on the right for the last group's slanted label.
-    let width = left + group_w * groups.len().max(1) as f64 + 70.0;
+    let width = (left + group_w * groups.len().max(1) as f64 + 70.0)
+        .max(left + legend_w)
+        .max(title_w);
+    let plot_right = left + group_w * groups.len().max(1) as f64 + 10.0;
     let label_room = groups.iter().map(|g| g.chars().count()).max().unwrap_or(0) as f64 * 6.0;
     let height = top + plot_h + 16.0 + label_room.min(160.0);
     let mut lo: f64 = 0.0;
@@ -46,19 +60,26 @@ pub(crate) fn bars(title: &str, groups: &[String], series: &[Series<'_>]) -> Str
             }
         }
     }
-    if hi - lo < 1e-9 {
-        hi = lo + 1.0;
-    }
+    let (lo, hi, step) = round_range(lo, hi);
     let y = |v: f64| top + plot_h * (hi - v) / (hi - lo);
     let mut s = open(title, width, height);
-    axis(&mut s, left, top, plot_h, lo, hi, width - 70.0);
-    legend(&mut s, left, series.iter().map(|x| (x.label, x.colour)));
+    let _ = write!(
+        s,
+        r#"<text x="4" y="15" class="caption">{}</text>"#,
+        esc(title)
+    );
+    axis(&mut s, left, top, plot_h, (lo, hi, step), plot_right);
+    legend(
+        &mut s,
+        left,
+        legend_top,
+        series.iter().map(|x| (x.label, x.colour)),
+    );
     if lo < 0.0 {
         let _ = write!(
             s,
-            r##"<line class="zero" x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#444"/>"##,
+            r##"<line class="zero" x1="{left}" y1="{:.1}" x2="{plot_right:.1}" y2="{:.1}" stroke="#444"/>"##,
             y(0.0),
-            width - 70.0,
             y(0.0)
         );
     }
@@ -116,6 +137,8 @@ pub(crate) fn scatter(title: &str, a: &str, b: &str, points: &[(f64, f64)]) -> S
         lo = lo.min(*x).min(*y);
         hi = hi.max(*x).max(*y);
     }
+    let range = round_range(lo, hi);
+    let (lo, hi, _) = range;
     let px = |v: f64| left + side * (v - lo) / (hi - lo);
     let py = |v: f64| top + side * (hi - v) / (hi - lo);
     let mut counts: BTreeMap<(i64, i64), usize> = BTreeMap::new();
@@ -125,7 +148,7 @@ pub(crate) fn scatter(title: &str, a: &str, b: &str, points: &[(f64, f64)]) -> S
             .or_default() += 1;
     }
     let mut s = open(title, left + side + 20.0, top + side + 44.0);
-    axis(&mut s, left, top, side, lo, hi, left + side);
+    axis(&mut s, left, top, side, range, left + side);
     let _ = write!(
         s,
         r##"<line class="diagonal" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#999" stroke-dasharray="4 3"/>"##,
@@ -227,14 +250,40 @@ fn open(title: &str, width: f64, height: f64) -> String {
     )
 }
 
-/// The value axis with five ticks and grid lines.
-fn axis(s: &mut String, left: f64, top: f64, h: f64, lo: f64, hi: f64, right: f64) {
-    for i in 0..=4 {
-        let v = lo + (hi - lo) * i as f64 / 4.0;
+/// `[lo, hi]` widened to round numbers, and the step between ticks: 1, 2, 2.5 or 5 times a
+/// power of ten, at most six steps. An empty range becomes `[lo, lo + 1]`.
+pub(crate) fn round_range(lo: f64, hi: f64) -> (f64, f64, f64) {
+    let hi = if hi - lo < 1e-9 { lo + 1.0 } else { hi };
+    let raw = (hi - lo) / 5.0;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|s| (hi - lo) / s <= 6.0 + 1e-9)
+        .unwrap_or(10.0 * power);
+    let lo = (lo / step + 1e-9).floor() * step;
+    let hi = (hi / step - 1e-9).ceil() * step;
+    (lo, hi, step)
+}
+
+/// The value axis: a tick and grid line every `step` from `lo` to `hi`.
+fn axis(s: &mut String, left: f64, top: f64, h: f64, (lo, hi, step): (f64, f64, f64), right: f64) {
+    let n = ((hi - lo) / step).round() as usize;
+    let decimals = if step >= 1.0 {
+        0
+    } else if (step * 10.0).fract().abs() < 1e-9 {
+        1
+    } else {
+        2
+    };
+    for i in 0..=n {
+        let v = lo + step * i as f64;
         let y = top + h * (hi - v) / (hi - lo);
+        // `-0.0` prints as 0.
+        let v = if v.abs() < 1e-12 { 0.0 } else { v };
         let _ = write!(
             s,
-            r##"<line x1="{left}" y1="{y:.1}" x2="{right:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{v:.2}</text>"##,
+            r##"<line x1="{left}" y1="{y:.1}" x2="{right:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{v:.decimals$}</text>"##,
             left - 4.0,
             y + 4.0
         );
@@ -246,16 +295,23 @@ fn axis(s: &mut String, left: f64, top: f64, h: f64, lo: f64, hi: f64, right: f6
     );
 }
 
-fn legend<'a>(s: &mut String, left: f64, items: impl Iterator<Item = (&'a str, &'a str)>) {
-    let mut x = left;
-    for (label, colour) in items {
+/// One line per item, from `top` down.
+fn legend<'a>(
+    s: &mut String,
+    left: f64,
+    top: f64,
+    items: impl Iterator<Item = (&'a str, &'a str)>,
+) {
+    for (i, (label, colour)) in items.enumerate() {
+        let y = top + 16.0 * i as f64;
         let _ = write!(
             s,
-            r#"<rect x="{x:.1}" y="6" width="10" height="10" fill="{colour}"/><text x="{:.1}" y="15" class="legend">{}</text>"#,
-            x + 14.0,
+            r#"<rect x="{left:.1}" y="{:.1}" width="10" height="10" fill="{colour}"/><text x="{:.1}" y="{:.1}" class="legend">{}</text>"#,
+            y,
+            left + 14.0,
+            y + 9.0,
             esc(label)
         );
-        x += 24.0 + 7.0 * label.chars().count() as f64;
     }
 }
 
@@ -273,6 +329,34 @@ mod tests {
         assert!(svg.contains("2 queries in [0.90, 1.00]"), "{svg}");
         assert!(svg.contains("1 query in [0.50, 0.60)"));
         assert_eq!(svg.matches(r#"class="bin""#).count(), 10);
+    }
+
+    #[test]
+    fn ranges_widen_to_round_ticks() {
+        let close = |(lo, hi, step): (f64, f64, f64), want: (f64, f64, f64)| {
+            let ok = (lo - want.0).abs() < 1e-9
+                && (hi - want.1).abs() < 1e-9
+                && (step - want.2).abs() < 1e-9;
+            assert!(ok, "{:?} is not {want:?}", (lo, hi, step));
+        };
+        close(round_range(0.0, 0.89), (0.0, 1.0, 0.2));
+        close(round_range(-0.12, 0.3), (-0.2, 0.3, 0.1));
+        close(round_range(0.0, 0.0), (0.0, 1.0, 0.2));
+        close(round_range(-0.031, 0.047), (-0.04, 0.06, 0.02));
+        let bars = bars(
+            "Means",
+            &["a".into()],
+            &[Series {
+                label: "run",
+                colour: "#000",
+                values: vec![Some((0.89, None))],
+            }],
+        );
+        for tick in [">0.0<", ">0.2<", ">1.0<"] {
+            assert!(bars.contains(tick), "{tick}: {bars}");
+        }
+        assert!(!bars.contains(">0.89<"), "{bars}");
+        assert!(bars.contains("class=\"caption\">Means<"), "{bars}");
     }
 
     #[test]

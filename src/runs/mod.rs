@@ -26,13 +26,13 @@ pub use self::postgres::PostgresRunStore;
 pub use id::{BadRunId, RunId};
 pub use provenance::{corpus_fingerprint, now_rfc3339, rfc3339_from_ms, GitInfo};
 pub use record::{
-    CorpusInfo, DatasetInfo, RunRecord, RunSettings, RunSummary, Usage, FORMAT_VERSION,
+    CorpusInfo, DatasetInfo, RunRecord, RunSettings, RunSummary, Spend, Usage, FORMAT_VERSION,
 };
 #[cfg(feature = "runs")]
 pub use sqlite::SqliteRunStore;
 #[cfg(feature = "runs")]
 pub use store::{
-    open, open_from_env, open_read_only, record_runs, RunStore, StoreChoice, DEFAULT_PATH,
-    RUNS_ENV, SCHEMA_VERSION,
+    open, open_from_env, open_read_only, record_runs, GroupRow, RunStore, StoreChoice,
+    DEFAULT_PATH, RUNS_ENV, SCHEMA_VERSION,
 };
 pub use text::{describe, list_table, read_jsonl};

@@ -4,7 +4,7 @@
 use super::id::RunId;
 use super::record::{RunRecord, RunSummary};
 use super::sqlite::{summary_json, FORMAT};
-use super::store::{RunStore, SCHEMA_VERSION};
+use super::store::{GroupRow, RunStore, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
 use postgres::{Client, NoTls};
@@ -17,6 +17,11 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     "ALTER TABLE rag_eval_runs ADD COLUMN dataset_hash TEXT;
      ALTER TABLE rag_eval_runs ADD COLUMN summary TEXT;
      CREATE INDEX rag_eval_runs_dataset_hash ON rag_eval_runs (dataset_hash);",
+    "CREATE TABLE rag_eval_group_cases (run_group TEXT NOT NULL, name TEXT NOT NULL,
+         description TEXT NOT NULL, PRIMARY KEY (run_group, name));
+     CREATE TABLE rag_eval_group_queries (run_group TEXT NOT NULL, name TEXT NOT NULL,
+         query TEXT NOT NULL, shard TEXT NOT NULL, result TEXT NOT NULL,
+         PRIMARY KEY (run_group, name, query, shard));",
 ];
 
 /// Serialises schema changes between clients: a transaction-scoped advisory lock on this key
@@ -171,6 +176,82 @@ fn pg_message(e: &postgres::Error) -> String {
 impl RunStore for PostgresRunStore {
     fn location(&self) -> String {
         self.location.clone()
+    }
+
+    fn put_group_case(&self, group: &str, case: &str, description: &str) -> Result<()> {
+        self.client()
+            .execute(
+                "INSERT INTO rag_eval_group_cases (run_group, name, description) VALUES ($1, $2, $3)
+                 ON CONFLICT (run_group, name) DO UPDATE SET description = excluded.description",
+                &[&group, &case, &description],
+            )
+            .map_err(|e| self.fail("describe a case of a run group", e))?;
+        Ok(())
+    }
+
+    fn put_group_queries(
+        &self,
+        group: &str,
+        case: &str,
+        shard: &str,
+        results: &[(String, String)],
+    ) -> Result<()> {
+        let mut client = self.client();
+        let fail = |e| self.fail("write a run group's queries", e);
+        let mut tx = client.transaction().map_err(fail)?;
+        let st = tx
+            .prepare(
+                "INSERT INTO rag_eval_group_queries (run_group, name, query, shard, result)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (run_group, name, query, shard) DO UPDATE SET result = excluded.result",
+            )
+            .map_err(fail)?;
+        for (query, result) in results {
+            tx.execute(&st, &[&group, &case, query, &shard, result])
+                .map_err(fail)?;
+        }
+        tx.commit().map_err(fail)
+    }
+
+    fn group_case(&self, group: &str, case: &str) -> Result<Option<(String, Vec<GroupRow>)>> {
+        let mut client = self.client();
+        let fail = |e| self.fail("read a run group", e);
+        let Some(row) = client
+            .query_opt(
+                "SELECT description FROM rag_eval_group_cases WHERE run_group = $1 AND name = $2",
+                &[&group, &case],
+            )
+            .map_err(fail)?
+        else {
+            return Ok(None);
+        };
+        let rows = client
+            .query(
+                "SELECT query, shard, result FROM rag_eval_group_queries
+                 WHERE run_group = $1 AND name = $2 ORDER BY query, shard",
+                &[&group, &case],
+            )
+            .map_err(fail)?;
+        let rows = rows
+            .iter()
+            .map(|r| GroupRow {
+                query: r.get(0),
+                shard: r.get(1),
+                result: r.get(2),
+            })
+            .collect();
+        Ok(Some((row.get(0), rows)))
+    }
+
+    fn group_cases(&self, group: &str) -> Result<Vec<String>> {
+        let rows = self
+            .client()
+            .query(
+                "SELECT name FROM rag_eval_group_cases WHERE run_group = $1 ORDER BY name",
+                &[&group],
+            )
+            .map_err(|e| self.fail("read a run group", e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn put(&self, run: &RunRecord) -> Result<bool> {

@@ -9,10 +9,11 @@ use crate::spec::{Kind, Spec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The version of the JSON form this code writes and reads ([`RunRecord::format`]). Fields may
-/// be added without a new version (readers ignore fields they do not know); a field removed or
-/// changed in meaning makes a new version.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version of the JSON form this code writes ([`RunRecord::format`]). Fields may be added
+/// without a new version (readers ignore fields they do not know); a field removed or changed
+/// in meaning makes a new version. [`RunRecord::from_json`] also reads format 1 (before
+/// `usage` was split into generator, judge and embedding), converting it.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A run: its id and time, where it came from (command, git commit), its inputs (dataset and
 /// corpus fingerprints), its configuration, its [`RunResult`] (per-query figures of every
@@ -129,6 +130,13 @@ pub struct RunSettings {
     /// The answer generator's spec, for runs that generated answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<String>,
+    /// The generator's model, as its server names it, when rag-eval called the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_model: Option<String>,
+    /// The generator's prompt version (`answer/1`): answers are comparable only when made with
+    /// the same prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_prompt: Option<String>,
     /// The models of the LLM judges that scored answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge_models: Vec<String>,
@@ -164,21 +172,106 @@ impl RunSettings {
     }
 }
 
-/// Tokens a run spent and their cost, as far as the providers reported them.
+/// Tokens a run spent and their cost, as far as the providers reported them, split by who
+/// spent them: the generator under test, the LLM judges, the embedder. A part the run had
+/// none of is left out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Tokens sent to chat models (generators, judges).
+    /// The generator's chat calls (`eval --answers`, harness cases that answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<Spend>,
+    /// The LLM judges' chat calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Spend>,
+    /// The embedder's calls (embedded texts count as prompt tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Spend>,
+}
+
+/// What one part of a run spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    /// Tokens sent (for an embedder: tokens embedded).
     #[serde(default)]
     pub prompt_tokens: u64,
-    /// Tokens chat models answered with.
+    /// Tokens answered with (none for an embedder).
     #[serde(default)]
     pub completion_tokens: u64,
-    /// Tokens embedded.
-    #[serde(default)]
-    pub embedding_tokens: u64,
-    /// What it cost in US dollars, when prices were known.
+    /// What it cost in US dollars, when a price was known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+}
+
+impl Spend {
+    /// Prompt and completion tokens, no cost.
+    pub fn tokens(prompt_tokens: u64, completion_tokens: u64) -> Spend {
+        Spend {
+            prompt_tokens,
+            completion_tokens,
+            cost_usd: None,
+        }
+    }
+
+    /// What the judges of `summaries` spent together; `None` without any.
+    pub fn of_judges(summaries: &[crate::judge::JudgeSummary]) -> Option<Spend> {
+        let mut total = crate::judge::JudgeUsage::default();
+        for s in summaries {
+            total.add(&s.usage);
+        }
+        (!summaries.is_empty()).then(|| Spend::tokens(total.prompt_tokens, total.completion_tokens))
+    }
+
+    /// Prompt and completion tokens together.
+    pub fn total(&self) -> u64 {
+        crate::llm::add_tokens(self.prompt_tokens, self.completion_tokens)
+    }
+}
+
+/// The `usage` of a format-1 record: chat tokens (only judges wrote them) and the tokens the
+/// cache counted, LLM calls it wrapped included.
+#[derive(Deserialize)]
+struct UsageV1 {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    embedding_tokens: u64,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+}
+
+impl From<UsageV1> for Usage {
+    fn from(u: UsageV1) -> Usage {
+        let chat = u.prompt_tokens > 0 || u.completion_tokens > 0;
+        let embedded = u.embedding_tokens > 0 || u.cost_usd.is_some();
+        Usage {
+            generator: None,
+            judge: chat.then(|| Spend::tokens(u.prompt_tokens, u.completion_tokens)),
+            embedding: embedded.then_some(Spend {
+                prompt_tokens: u.embedding_tokens,
+                completion_tokens: 0,
+                cost_usd: u.cost_usd,
+            }),
+        }
+    }
+}
+
+/// A format-1 record read as this version: its `usage` split ([`UsageV1`]).
+fn from_v1(text: &str) -> Result<RunRecord> {
+    #[derive(Deserialize)]
+    struct V1 {
+        #[serde(default)]
+        usage: Option<UsageV1>,
+        #[serde(flatten)]
+        record: RunRecord,
+    }
+    let v1: V1 = serde_json::from_str(text)
+        .map_err(|e| Error::RunRecord(format!("invalid run record (format 1): {e}")))?;
+    let mut record = v1.record;
+    record.format = FORMAT_VERSION;
+    record.usage = v1.usage.map(Usage::from);
+    Ok(record)
 }
 
 /// What `rag-eval runs list` shows of a run: enough to pick one without reading per-query
@@ -297,11 +390,18 @@ impl RunRecord {
         self
     }
 
-    /// The record with an evaluation's timings (`index`, `retrieve`, `score`).
+    /// The record with an evaluation's timings (`index`, `retrieve`, `score`, and `generate`
+    /// and `judge` for runs that had them).
     pub fn with_timings(mut self, t: &crate::eval::Timings) -> Self {
         self.timings_ms.insert("index".into(), t.index_ms);
         self.timings_ms.insert("retrieve".into(), t.retrieve_ms);
         self.timings_ms.insert("score".into(), t.score_ms);
+        if let Some(ms) = t.generate_ms {
+            self.timings_ms.insert("generate".into(), ms);
+        }
+        if let Some(ms) = t.judge_ms {
+            self.timings_ms.insert("judge".into(), ms);
+        }
         self
     }
 
@@ -324,6 +424,7 @@ impl RunRecord {
             .map_err(|e| Error::RunRecord(format!("a run record is not valid JSON: {e}")))?;
         match head.format.as_ref().and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(1) => return from_v1(text),
             Some(v) => {
                 return Err(Error::RunRecord(format!(
                     "run record format {v} is not the one this rag-eval reads ({FORMAT_VERSION}){}",
@@ -341,6 +442,21 @@ impl RunRecord {
             }
         }
         serde_json::from_str(text).map_err(|e| Error::RunRecord(format!("invalid run record: {e}")))
+    }
+
+    /// Tokens the run's chat calls spent (generator and judges), to add to its usage.
+    pub fn add_chat_usage(&mut self, generator: Option<Spend>, judge: Option<Spend>) {
+        let usage = self.usage.get_or_insert_with(Usage::default);
+        let add = |part: &mut Option<Spend>, more: Option<Spend>| {
+            if let Some(m) = more {
+                let p = part.get_or_insert_with(Spend::default);
+                p.prompt_tokens = crate::llm::add_tokens(p.prompt_tokens, m.prompt_tokens);
+                p.completion_tokens =
+                    crate::llm::add_tokens(p.completion_tokens, m.completion_tokens);
+            }
+        };
+        add(&mut usage.generator, generator);
+        add(&mut usage.judge, judge);
     }
 
     /// What `runs list` shows of the run.
@@ -420,8 +536,11 @@ mod tests {
         run.config.judge_models = vec!["gpt-4o-mini".into()];
         run.timings_ms.insert("index".into(), 1.5);
         run.usage = Some(Usage {
-            embedding_tokens: 10,
-            cost_usd: Some(0.25),
+            embedding: Some(Spend {
+                prompt_tokens: 10,
+                completion_tokens: 0,
+                cost_usd: Some(0.25),
+            }),
             ..Usage::default()
         });
         run
@@ -448,33 +567,33 @@ mod tests {
         let json = run.to_json();
         assert!(
             json.starts_with(
-                r#"{"format":1,"id":"01HF7YAT00000000000000001A","created":"2023-11-14T22:13:20.000Z","origin":"eval","label":"recursive:size=400","git":{"commit":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","dirty":true},"dataset":{"path":"d.jsonl","hash":"0123456789abcdef"},"corpus":{"path":"docs","documents":2,"fingerprint":"fedcba9876543210"},"config":{"retriever":"dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory","chunker":"recursive:size=400","embedder":"hashing:dim=64","store":"memory","k":5,"mode":"standard","judge_models":["gpt-4o-mini"]},"result":{"level":"token","k":5,"mode":"standard","queries":2,"#
+                r#"{"format":2,"id":"01HF7YAT00000000000000001A","created":"2023-11-14T22:13:20.000Z","origin":"eval","label":"recursive:size=400","git":{"commit":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","dirty":true},"dataset":{"path":"d.jsonl","hash":"0123456789abcdef"},"corpus":{"path":"docs","documents":2,"fingerprint":"fedcba9876543210"},"config":{"retriever":"dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory","chunker":"recursive:size=400","embedder":"hashing:dim=64","store":"memory","k":5,"mode":"standard","judge_models":["gpt-4o-mini"]},"result":{"level":"token","k":5,"mode":"standard","queries":2,"#
             ),
             "{json}"
         );
         assert!(json.ends_with(
-            r#""timings_ms":{"index":1.5},"usage":{"prompt_tokens":0,"completion_tokens":0,"embedding_tokens":10,"cost_usd":0.25}}"#
+            r#""timings_ms":{"index":1.5},"usage":{"embedding":{"prompt_tokens":10,"completion_tokens":0,"cost_usd":0.25}}}"#
         ));
         assert_eq!(RunRecord::from_json(&json).unwrap(), run);
         // Fields a later version adds are ignored.
-        let extended = json.replacen("{\"format\":1,", "{\"format\":1,\"future\":[1],", 1);
+        let extended = json.replacen("{\"format\":2,", "{\"format\":2,\"future\":[1],", 1);
         assert_eq!(RunRecord::from_json(&extended).unwrap(), run);
     }
 
     #[test]
     fn other_formats_and_broken_records_are_refused() {
         let json = sample().to_json();
-        let newer = json.replacen("\"format\":1", "\"format\":2", 1);
+        let newer = json.replacen("\"format\":2", "\"format\":3", 1);
         let e = RunRecord::from_json(&newer).unwrap_err().to_string();
         assert!(
-            e.contains("format 2 is not the one this rag-eval reads (1); upgrade"),
+            e.contains("format 3 is not the one this rag-eval reads (2); upgrade"),
             "{e}"
         );
         let e = RunRecord::from_json(r#"{"id":"x"}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("no numeric `format`"), "{e}");
-        let e = RunRecord::from_json(r#"{"format":1,"id":"nope"}"#)
+        let e = RunRecord::from_json(r#"{"format":2,"id":"nope"}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("`nope` is not a run id"), "{e}");

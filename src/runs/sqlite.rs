@@ -3,7 +3,7 @@
 
 use super::id::RunId;
 use super::record::{RunRecord, RunSummary};
-use super::store::{RunStore, SCHEMA_VERSION};
+use super::store::{GroupRow, RunStore, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -27,7 +27,15 @@ pub(super) const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     "ALTER TABLE runs ADD COLUMN dataset_hash TEXT;
      ALTER TABLE runs ADD COLUMN summary TEXT;
      CREATE INDEX runs_dataset_hash ON runs (dataset_hash);",
+    GROUP_TABLES,
 ];
+
+/// Version 3: the run groups that shards of one run write into (the same in PostgreSQL).
+pub(super) const GROUP_TABLES: &str =
+    "CREATE TABLE group_cases (run_group TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+         PRIMARY KEY (run_group, name));
+     CREATE TABLE group_queries (run_group TEXT NOT NULL, name TEXT NOT NULL, query TEXT NOT NULL,
+         shard TEXT NOT NULL, result TEXT NOT NULL, PRIMARY KEY (run_group, name, query, shard));";
 
 /// A run store in a SQLite file (see [`RunStore`]). One connection behind a mutex; other
 /// processes may use the same file at once.
@@ -384,6 +392,91 @@ pub(super) fn summary_json(run: &RunRecord) -> String {
 impl RunStore for SqliteRunStore {
     fn location(&self) -> String {
         self.path.to_string()
+    }
+
+    fn put_group_case(&self, group: &str, case: &str, description: &str) -> Result<()> {
+        self.conn()
+            .execute(
+                "INSERT INTO group_cases (run_group, name, description) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_group, name) DO UPDATE SET description = excluded.description",
+                (group, case, description),
+            )
+            .map_err(|e| sql_error(&self.path, "describe a case of a run group", e))?;
+        Ok(())
+    }
+
+    fn put_group_queries(
+        &self,
+        group: &str,
+        case: &str,
+        shard: &str,
+        results: &[(String, String)],
+    ) -> Result<()> {
+        let mut conn = self.conn();
+        let fail = |e| sql_error(&self.path, "write a run group's queries", e);
+        let tx = conn.transaction().map_err(fail)?;
+        {
+            let mut st = tx
+                .prepare(
+                    "INSERT INTO group_queries (run_group, name, query, shard, result)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (run_group, name, query, shard) DO UPDATE SET result = excluded.result",
+                )
+                .map_err(fail)?;
+            for (query, result) in results {
+                st.execute((group, case, query, shard, result))
+                    .map_err(fail)?;
+            }
+        }
+        tx.commit().map_err(fail)
+    }
+
+    fn group_case(&self, group: &str, case: &str) -> Result<Option<(String, Vec<GroupRow>)>> {
+        let conn = self.conn();
+        let fail = |e| sql_error(&self.path, "read a run group", e);
+        let description: Option<String> = conn
+            .query_row(
+                "SELECT description FROM group_cases WHERE run_group = ?1 AND name = ?2",
+                (group, case),
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(fail)?;
+        let Some(description) = description else {
+            return Ok(None);
+        };
+        let mut st = conn
+            .prepare(
+                "SELECT query, shard, result FROM group_queries
+                 WHERE run_group = ?1 AND name = ?2 ORDER BY query, shard",
+            )
+            .map_err(fail)?;
+        let rows = st
+            .query_map((group, case), |r| {
+                Ok(GroupRow {
+                    query: r.get(0)?,
+                    shard: r.get(1)?,
+                    result: r.get(2)?,
+                })
+            })
+            .map_err(fail)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(fail)?;
+        Ok(Some((description, rows)))
+    }
+
+    fn group_cases(&self, group: &str) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let fail = |e| sql_error(&self.path, "read a run group", e);
+        let mut st = conn
+            .prepare("SELECT name FROM group_cases WHERE run_group = ?1 ORDER BY name")
+            .map_err(fail)?;
+        let names = st
+            .query_map([group], |r| r.get(0))
+            .map_err(fail)?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .map_err(fail)?;
+        Ok(names)
     }
 
     fn put(&self, run: &RunRecord) -> Result<bool> {

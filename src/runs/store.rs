@@ -12,7 +12,7 @@ pub const RUNS_ENV: &str = "RAG_EVAL_RUNS";
 pub const DEFAULT_PATH: &str = ".rag-eval/runs.sqlite";
 /// The version of the tables this code reads and writes. Opening a store of an older version
 /// migrates it (in one transaction); a newer one is refused.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Keeps run records. Every implementation behaves the same (one test suite runs against
 /// each): ids are unique, [`RunStore::put`] of an id already stored changes nothing, and
@@ -37,6 +37,28 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
 
     /// Removes the run with id `id`; `false` when there was none.
     fn delete(&self, id: &RunId) -> Result<bool>;
+
+    /// Records what case `case` of run group `group` is (the description every shard of the
+    /// group writes alike; the last write stays).
+    fn put_group_case(&self, group: &str, case: &str, description: &str) -> Result<()>;
+
+    /// Records the results (query id, result) that shard `shard` computed for case `case` of
+    /// run group `group`, in one transaction: a query the same shard reported before is
+    /// overwritten, never duplicated; other shards' rows are left as they are.
+    fn put_group_queries(
+        &self,
+        group: &str,
+        case: &str,
+        shard: &str,
+        results: &[(String, String)],
+    ) -> Result<()>;
+
+    /// The description and every shard's rows of case `case` in run group `group`, rows by
+    /// query id then shard; `None` when no shard described the case.
+    fn group_case(&self, group: &str, case: &str) -> Result<Option<(String, Vec<GroupRow>)>>;
+
+    /// The cases run group `group` holds, by name.
+    fn group_cases(&self, group: &str) -> Result<Vec<String>>;
 
     /// The id meant by `text`: a whole id, a unique prefix of one (any case), `latest` (the
     /// newest run, in [`RunStore::list`]'s order) or `latest~N` (the N-th before it). A whole id is looked up alone, without
@@ -103,6 +125,17 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
             id: text.to_owned(),
         }
     }
+}
+
+/// One query's result in a run group, as one shard reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRow {
+    /// The query's id.
+    pub query: String,
+    /// The shard that reported it (`RAG_EVAL_SHARD`, empty when unnamed).
+    pub shard: String,
+    /// The result, as the harness wrote it (JSON).
+    pub result: String,
 }
 
 /// Which store the configuration names.

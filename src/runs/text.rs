@@ -167,14 +167,27 @@ pub fn describe(run: &RunRecord) -> String {
         field("timings", &t.join(", "));
     }
     if let Some(u) = &run.usage {
-        let mut t = format!(
-            "{} prompt, {} completion, {} embedding tokens",
-            u.prompt_tokens, u.completion_tokens, u.embedding_tokens
-        );
-        if let Some(cost) = u.cost_usd {
-            let _ = write!(t, ", ${cost:.4}");
-        }
-        field("usage", &t);
+        let parts: Vec<String> = [
+            ("generator", &u.generator),
+            ("judge", &u.judge),
+            ("embedding", &u.embedding),
+        ]
+        .into_iter()
+        .filter_map(|(name, spend)| {
+            let spend = spend.as_ref()?;
+            let mut t = format!(
+                "{name} {} tokens ({} prompt, {} completion)",
+                spend.total(),
+                spend.prompt_tokens,
+                spend.completion_tokens
+            );
+            if let Some(cost) = spend.cost_usd {
+                let _ = write!(t, " ${cost:.4}");
+            }
+            Some(t)
+        })
+        .collect();
+        field("usage", &parts.join(", "));
     }
     let r = &run.result;
     let _ = write!(
@@ -183,6 +196,8 @@ pub fn describe(run: &RunRecord) -> String {
         r.headline(),
         crate::eval::metric_table(&escaped_names(&r.metrics), &escaped_names(&r.std))
     );
+    #[cfg(feature = "compare")]
+    s.push_str(&crate::align::corrected_text(r));
     if let Some(groups) = r.by_difficulty.as_ref().filter(|g| !g.is_empty()) {
         let escaped = escaped_names(&r.metrics);
         let names: Vec<&str> = escaped.names().collect();
@@ -385,7 +400,7 @@ mod tests {
     #[test]
     fn jsonl_errors_name_the_line() {
         let good = run().to_json();
-        let text = format!("{good}\n\n{{\"format\":1}}\n");
+        let text = format!("{good}\n\n{{\"format\":2}}\n");
         let e = read_jsonl(&text, Utf8Path::new("runs.jsonl"))
             .unwrap_err()
             .to_string();

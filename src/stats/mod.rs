@@ -1,5 +1,7 @@
 //! Statistics for comparing runs over the same queries: paired tests of a mean difference,
-//! its bootstrap confidence interval, multiple-comparison corrections and win/tie/loss counts.
+//! its bootstrap confidence interval, multiple-comparison corrections and win/tie/loss counts;
+//! and for checking a judge against people: agreement (Cohen's κ, Spearman's ρ, Kendall's τ-b)
+//! and the judge-corrected mean of prediction-powered inference.
 //!
 //! Every function takes per-query differences (run − baseline) and returns a defined,
 //! NaN-free result for every input without NaN, including no queries, one query and all
@@ -19,16 +21,20 @@
 //! assert!(adjusted[0] >= fisher.p_value);
 //! ```
 
+mod agreement;
 mod bootstrap;
 mod correction;
+mod ppi;
 mod randomization;
 mod rng;
 mod student;
 mod win_tie_loss;
 
+pub use agreement::{average_ranks, bootstrap_statistic, cohen_kappa, kendall_tau_b, spearman_rho};
 pub(crate) use bootstrap::bootstrap_cis_until;
 pub use bootstrap::{bootstrap_ci, bootstrap_cis, quantile, DEFAULT_RESAMPLES, MAX_RESAMPLES};
 pub use correction::{bonferroni, holm, Correction};
+pub use ppi::{corrected_mean, CorrectedMean, Z_95};
 pub(crate) use randomization::randomization_tests_until;
 pub use randomization::{
     exact_test, monte_carlo_tests, randomization_test, randomization_tests, Randomization,

@@ -73,6 +73,11 @@ pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) 
         "RAG_EVAL_CACHE",
         "RAG_EVAL_CACHE_PATH",
         "RAG_EVAL_RUNS",
+        "RAG_EVAL_RUN_GROUP",
+        "RAG_EVAL_SHARD",
+        "RAG_EVAL_HARNESS_CACHE",
+        "GITHUB_RUN_ID",
+        "CI_PIPELINE_ID",
         "LANGSMITH_API_KEY",
         "LANGSMITH_ENDPOINT",
     ] {

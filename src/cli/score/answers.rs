@@ -2,6 +2,7 @@
 //! and their contexts as a retrieval.
 
 use super::{dataset_record, with_truth, ScoreArgs};
+use crate::align::{corrected_means, corrected_text, CorrectedFigure};
 use crate::answers::{
     embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems, Placement,
 };
@@ -18,6 +19,7 @@ use crate::generator::RagAnswer;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::metrics::registry::judge_names;
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
+use crate::runs::Spend;
 use anyhow::{bail, Context as _, Result};
 use camino::Utf8Path;
 use std::sync::Arc;
@@ -37,6 +39,9 @@ struct Card<'a> {
     contexts_located: Option<Placement>,
     #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
     judges: &'a [JudgeSummary],
+    /// With --labels: the judge-corrected means.
+    #[serde(skip_serializing_if = "<[CorrectedFigure]>::is_empty")]
+    corrected: &'a [CorrectedFigure],
 }
 
 /// What scoring one level gives: the figures (the judges' included) and the rows without a
@@ -87,11 +92,12 @@ pub(in crate::cli) fn run(
                 .judge_url
                 .as_deref()
                 .unwrap_or(crate::http::OPENAI_BASE_URL);
-            let llm = client(model, url, &a.api_key_env, context.cache(), a.timeout)?;
+            let (llm, http) = client(model, url, &a.api_key_env, context.cache(), a.timeout)?;
             Some(Judging::new(
                 &a.judge,
                 model,
                 llm,
+                http,
                 embedder.clone(),
                 &judge_names(),
                 "give --embedder SPEC",
@@ -182,10 +188,14 @@ pub(in crate::cli) fn run(
         }
     };
     let Scored {
-        result: card,
+        result: mut card,
         without_reference,
         retrieval_not_measured,
     } = scored;
+    if let Some(path) = &a.labels {
+        super::super::labels::apply(path, &mut card)?;
+    }
+    let corrected = corrected_means(&card);
     let summaries = judging
         .as_ref()
         .map(|j| j.summaries.clone())
@@ -201,6 +211,7 @@ pub(in crate::cli) fn run(
             retrieval_not_measured,
             contexts_located,
             judges: &summaries,
+            corrected: &corrected,
         })?;
     } else {
         let mut text = render_table(&card.headline(), &card.metrics, &card.std);
@@ -217,12 +228,14 @@ pub(in crate::cli) fn run(
             ));
         }
         text.push_str(&by_difficulty(&card));
+        text.push_str(&corrected_text(&card));
         out.text(&text)?;
     }
     if let Some(cache) = context.cache() {
         note!("{}", cache.stats());
     }
     let mut record = dataset_record(
+        a,
         dataset_path,
         card,
         dataset_hash,
@@ -234,6 +247,16 @@ pub(in crate::cli) fn run(
     record.config.embedder = embedder.as_ref().map(|e| e.spec());
     if let Some(j) = &judging {
         j.fill(&mut record, &summaries);
+    }
+    if let Some(cache) = context.cache() {
+        let spent = cache.embedding_stats();
+        if spent.tokens > 0 || spent.cost.is_some() {
+            record.usage.get_or_insert_with(Default::default).embedding = Some(Spend {
+                prompt_tokens: spent.tokens,
+                completion_tokens: 0,
+                cost_usd: spent.cost,
+            });
+        }
     }
     crate::cli::runs::record(out, a.no_record, &[record])?;
     if let Some(j) = &judging {

@@ -1,9 +1,20 @@
-//! What a judge says about one query: per sample a status, a score and the details behind it.
+//! What a judge says about one query: per sample a status, a score and the details behind it,
+//! kept with the query's figures ([`QueryResult::judges`](super::QueryResult::judges)).
 
 use crate::chunk::PositionAwareChunkId;
 use crate::locate::MatchKind;
 use crate::span::CharSpan;
 use serde::{Deserialize, Serialize};
+
+/// The largest token count kept anywhere: `i64::MAX`, what the cache and the run store hold.
+pub const MAX_TOKENS: u64 = i64::MAX as u64;
+
+/// `a + b`, at most [`MAX_TOKENS`]: how every token count is added up, and (as
+/// `add_tokens(0, n)`) how a count a server sent is bounded, so that a figure is the same
+/// live and replayed from the cache whatever a server claims.
+pub fn add_tokens(a: u64, b: u64) -> u64 {
+    a.saturating_add(b).min(MAX_TOKENS)
+}
 
 /// How one judging of one query ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,7 +60,7 @@ pub struct JudgeUsage {
 impl JudgeUsage {
     /// Prompt and completion tokens together.
     pub fn tokens(&self) -> u64 {
-        crate::llm::add_tokens(self.prompt_tokens, self.completion_tokens)
+        add_tokens(self.prompt_tokens, self.completion_tokens)
     }
 
     /// What the tokens cost at these prices (US dollars per 1,000 tokens).
@@ -63,9 +74,8 @@ impl JudgeUsage {
     pub fn add(&mut self, other: &JudgeUsage) {
         self.calls += other.calls;
         self.repairs += other.repairs;
-        self.prompt_tokens = crate::llm::add_tokens(self.prompt_tokens, other.prompt_tokens);
-        self.completion_tokens =
-            crate::llm::add_tokens(self.completion_tokens, other.completion_tokens);
+        self.prompt_tokens = add_tokens(self.prompt_tokens, other.prompt_tokens);
+        self.completion_tokens = add_tokens(self.completion_tokens, other.completion_tokens);
     }
 }
 
@@ -226,8 +236,32 @@ pub struct JudgeSample {
     /// Why the status is not `ok` (the schema error, the transport error, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// For an `error` sample, the kind of failure, by which [`JudgeSummary`](crate::judge::JudgeSummary)
+    /// counts them: see [`failure_kind`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// Calls and tokens.
     pub usage: JudgeUsage,
+}
+
+/// The kind of failure `e` is, for counting failures by cause: `HTTP 401` (any status the
+/// server answered with), `unreachable` (a refused connection, an unknown host, a failed TLS
+/// handshake), `no answer` (a timeout, an answer cut short), `replay miss` (a replaying cache
+/// without the answer), `embedding`, or `error`.
+pub fn failure_kind(e: &crate::Error) -> String {
+    match e {
+        crate::Error::Http {
+            status: Some(status),
+            ..
+        } => format!("HTTP {status}"),
+        crate::Error::Http { message, .. } if message.starts_with("cannot connect") => {
+            "unreachable".into()
+        }
+        crate::Error::Http { .. } => "no answer".into(),
+        crate::Error::CacheMiss { .. } => "replay miss".into(),
+        crate::Error::Embed(_) => "embedding".into(),
+        _ => "error".into(),
+    }
 }
 
 /// Spread of one query's sample scores.

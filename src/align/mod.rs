@@ -1,0 +1,666 @@
+//! Whether a run's figures agree with people: [`Labels`] per query and metric, [`Alignment`]
+//! per labelled metric, and the judge-corrected means of [`corrected_means`].
+//!
+//! Labels are read from a labels file, one JSON line per query,
+//! `{"id": "q1", "labels": {"faithfulness": 1}}`, or from a dataset whose rows carry
+//! `outputs.labels`. A value is a number, `true`/`false` or `"pass"`/`"fail"` (1 and 0). They
+//! are put into the run ([`RunResult::labels`]) under the run's name of the metric, so any
+//! per-query metric can be labelled, judged or not.
+//!
+//! Per metric, labels that are all 0 or 1 are *binary*: the figure is binarised at a threshold
+//! (`figure ≥ threshold` passes) and compared by accuracy, Cohen's κ and the confusion matrix.
+//! Other labels are *numeric*: Spearman's ρ, Kendall's τ-b and the mean absolute error. Each
+//! statistic has a seeded percentile bootstrap interval over the labelled queries.
+//!
+//! ```
+//! use rag_eval::align::{AlignOptions, Alignment, Labels};
+//! use rag_eval::metrics::{Figures, QueryResult, ResultLevel, RunResult};
+//!
+//! let query = |id: &str, v: f64| QueryResult {
+//!     id: id.into(),
+//!     metrics: Figures(vec![("faithfulness".into(), v)]),
+//!     ..QueryResult::default()
+//! };
+//! let mut run = RunResult::from_queries(
+//!     ResultLevel::Token,
+//!     vec!["faithfulness".into()],
+//!     vec![query("a", 1.0), query("b", 0.2), query("c", 0.9), query("d", 0.6)],
+//! );
+//! let labels = Labels::parse(
+//!     "{\"id\":\"a\",\"labels\":{\"faithfulness\":1}}\n\
+//!      {\"id\":\"b\",\"labels\":{\"faithfulness\":\"fail\"}}\n\
+//!      {\"id\":\"c\",\"labels\":{\"faithfulness\":true}}\n\
+//!      {\"id\":\"d\",\"labels\":{\"faithfulness\":0}}",
+//!     "labels.jsonl".into(),
+//! )?;
+//! labels.apply(&mut run);
+//! let alignment = Alignment::new(&run, &AlignOptions::default(), None);
+//! let f = &alignment.metrics[0];
+//! assert_eq!(f.pairs, 4);
+//! assert_eq!(f.accuracy.as_ref().unwrap().value, 0.75); // d: 0.6 ≥ 0.5 passes, the person fails it
+//! assert_eq!(f.kappa.as_ref().unwrap().value, 0.5);
+//! # Ok::<(), rag_eval::Error>(())
+//! ```
+
+use crate::answers::Answers;
+use crate::error::{Error, Result};
+use crate::metrics::{Figures, RunResult};
+use crate::stats::{
+    bootstrap_statistic, cohen_kappa, corrected_mean, kendall_tau_b, spearman_rho, CorrectedMean,
+    DEFAULT_RESAMPLES,
+};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// People's labels by query id: each a metric name and its value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Labels {
+    by_id: BTreeMap<String, Figures>,
+}
+
+impl Labels {
+    /// Reads a labels file or a dataset with `outputs.labels`; errors name file:line.
+    pub fn load(path: impl AsRef<Utf8Path>) -> Result<Labels> {
+        let path = path.as_ref();
+        Labels::parse(&crate::corpus::read_utf8(path)?, path.to_owned())
+    }
+
+    /// Parses labels JSONL (`path` names the input in messages): a line is
+    /// `{"id", "labels": {…}}` or a dataset row `{"id", "outputs": {"labels": {…}}}`; rows
+    /// without labels are skipped; an id labelled twice is an error.
+    pub fn parse(text: &str, path: Utf8PathBuf) -> Result<Labels> {
+        let mut by_id: BTreeMap<String, Figures> = BTreeMap::new();
+        for (i, line) in crate::fs::strip_bom(text).lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let err = |message: String| Error::Parse {
+                path: path.clone(),
+                line: i + 1,
+                message,
+            };
+            let row: Value =
+                serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
+            let id = match row.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => return Err(err("no `id` (a string)".into())),
+            };
+            let labels = row
+                .get("labels")
+                .or_else(|| row.get("outputs").and_then(|o| o.get("labels")));
+            let Some(labels) = labels else { continue };
+            let Value::Object(map) = labels else {
+                return Err(err(format!(
+                    "query `{id}`: `labels` is not an object of metric names to values"
+                )));
+            };
+            let mut figures = Vec::new();
+            for (metric, value) in map {
+                let v = match value {
+                    Value::Null => continue,
+                    Value::Bool(b) => f64::from(u8::from(*b)),
+                    Value::Number(n) => n.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
+                        err(format!("query `{id}`: label `{metric}` is not a finite number"))
+                    })?,
+                    Value::String(s) if s == "pass" => 1.0,
+                    Value::String(s) if s == "fail" => 0.0,
+                    other => {
+                        return Err(err(format!(
+                            "query `{id}`: label `{metric}` is {other}; a label is a number, true/false or \"pass\"/\"fail\""
+                        )))
+                    }
+                };
+                figures.push((metric.clone(), v));
+            }
+            if by_id.insert(id.clone(), Figures(figures)).is_some() {
+                return Err(err(format!("query `{id}` is labelled again")));
+            }
+        }
+        Ok(Labels { by_id })
+    }
+
+    /// Number of labelled queries.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether no query is labelled.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// Puts the labels into `run` ([`RunResult::labels`]), over any it had for the same query
+    /// and metric, each under the run's name of its metric (`span_recall` names
+    /// `span_recall@5`); a metric the run lacks keeps its name. Returns the ids of labels for
+    /// queries the run does not have (left out).
+    pub fn apply(&self, run: &mut RunResult) -> Vec<String> {
+        let mut unknown = Vec::new();
+        for (id, figures) in &self.by_id {
+            if !run.per_query.iter().any(|q| &q.id == id) {
+                unknown.push(id.clone());
+                continue;
+            }
+            let names: Vec<String> = figures
+                .names()
+                .map(|n| match run.metric_index(n) {
+                    Some(i) => run.metrics.0[i].0.clone(),
+                    None => n.to_owned(),
+                })
+                .collect();
+            let held = run.labels.entry(id.clone()).or_default();
+            for (name, value) in names.into_iter().zip(figures.values()) {
+                match held.0.iter_mut().find(|(n, _)| *n == name) {
+                    Some(slot) => slot.1 = value,
+                    None => held.0.push((name, value)),
+                }
+            }
+        }
+        unknown
+    }
+}
+
+/// The (figure, label) pairs of `metric` in `run`, with their query's position.
+fn pairs(run: &RunResult, metric: &str) -> Vec<(usize, f64, f64)> {
+    run.per_query
+        .iter()
+        .enumerate()
+        .filter_map(|(i, q)| {
+            let label = run.labels.get(&q.id)?.get(metric)?;
+            Some((i, q.metrics.get(metric)?, label))
+        })
+        .collect()
+}
+
+/// The labelled metrics of `run`, in the run's metric order, then the others by name.
+fn labelled_metrics(run: &RunResult) -> Vec<String> {
+    let mut names: Vec<String> = run
+        .metrics
+        .names()
+        .filter(|n| run.labels.values().any(|l| l.get(n).is_some()))
+        .map(str::to_owned)
+        .collect();
+    let mut others: Vec<String> = run
+        .labels
+        .values()
+        .flat_map(|l| l.names())
+        .filter(|n| !names.iter().any(|m| m == n))
+        .map(str::to_owned)
+        .collect();
+    others.sort();
+    others.dedup();
+    names.extend(others);
+    names
+}
+
+/// A metric's judge-corrected mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedFigure {
+    /// The metric, as the run names it.
+    pub metric: String,
+    /// Its raw mean over the queries with a figure.
+    pub raw: f64,
+    /// The corrected mean and its interval.
+    #[serde(flatten)]
+    pub corrected: CorrectedMean,
+}
+
+/// The judge-corrected mean ([`corrected_mean`]) of every metric of `run` with at least two
+/// labelled queries, in the run's metric order.
+pub fn corrected_means(run: &RunResult) -> Vec<CorrectedFigure> {
+    run.metrics
+        .names()
+        .filter_map(|metric| {
+            let judged: Vec<f64> = run
+                .per_query
+                .iter()
+                .filter_map(|q| q.metrics.get(metric))
+                .collect();
+            let labelled: Vec<(f64, f64)> = pairs(run, metric)
+                .into_iter()
+                .map(|(_, f, y)| (f, y))
+                .collect();
+            Some(CorrectedFigure {
+                metric: metric.to_owned(),
+                raw: run.metrics.get(metric)?,
+                corrected: corrected_mean(&judged, &labelled)?,
+            })
+        })
+        .collect()
+}
+
+/// [`corrected_means`] as text, one line per metric beside its raw mean; empty without any.
+/// Metric names are escaped for a terminal.
+pub fn corrected_text(run: &RunResult) -> String {
+    let corrected = corrected_means(run);
+    if corrected.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("judge-corrected means (prediction-powered, 95% interval):\n");
+    for CorrectedFigure {
+        metric,
+        raw,
+        corrected: c,
+    } in corrected
+    {
+        s.push_str(&format!(
+            "  {:<24} raw {raw:.4}  corrected {:.4} [{:.4}, {:.4}]  {} of {} queries labelled\n",
+            crate::escape::terminal(&metric),
+            c.mean,
+            c.low,
+            c.high,
+            c.labelled,
+            c.judged
+        ));
+    }
+    s
+}
+
+/// How an alignment is computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlignOptions {
+    /// A figure at least this passes, when the labels are binary.
+    pub threshold: f64,
+    /// Bootstrap resamples of each interval.
+    pub resamples: usize,
+    /// Seed of the resamples.
+    pub seed: u64,
+    /// How many of the queries where figure and label differ most are listed.
+    pub shown: usize,
+}
+
+impl Default for AlignOptions {
+    /// Threshold 0.5, 10,000 resamples, seed 42, 5 queries shown.
+    fn default() -> Self {
+        AlignOptions {
+            threshold: 0.5,
+            resamples: DEFAULT_RESAMPLES,
+            seed: 42,
+            shown: 5,
+        }
+    }
+}
+
+/// A statistic with its 95% bootstrap interval (`None` when no resample defines it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The statistic over the labelled queries.
+    pub value: f64,
+    /// The percentile bootstrap interval.
+    pub interval: Option<[f64; 2]>,
+}
+
+/// What a metric's labels are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LabelKind {
+    /// Every label is 0 or 1: pass/fail.
+    Binary,
+    /// Any other numbers.
+    Numeric,
+}
+
+/// A query where figure and label differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disagreement {
+    /// The query id.
+    pub id: String,
+    /// The question, when the run has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The answer, when an answers file was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The run's figure.
+    pub figure: f64,
+    /// The person's label.
+    pub label: f64,
+}
+
+/// How one metric agrees with its labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricAlignment {
+    /// The metric, as the run names it.
+    pub metric: String,
+    /// Queries with both a figure and a label.
+    pub pairs: usize,
+    /// Binary or numeric labels.
+    pub labels: LabelKind,
+    /// Binary: share of queries where the binarised figure equals the label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<Estimate>,
+    /// Binary: Cohen's κ (`None` when both sides are constant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kappa: Option<Estimate>,
+    /// Binary: `[[fail/fail, fail/pass], [pass/fail, pass/pass]]`, rows the label, columns the
+    /// binarised figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confusion: Option<[[usize; 2]; 2]>,
+    /// Numeric: Spearman's ρ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spearman: Option<Estimate>,
+    /// Numeric: Kendall's τ-b.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kendall_tau_b: Option<Estimate>,
+    /// Numeric: mean |figure − label|.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_absolute_error: Option<Estimate>,
+    /// The judge-corrected mean, when at least two queries are labelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<CorrectedMean>,
+    /// The queries where figure and label differ most (binary: those that disagree), largest
+    /// difference first.
+    pub disagreements: Vec<Disagreement>,
+}
+
+impl MetricAlignment {
+    /// The figure `--min-agreement` gates on: κ for binary labels, Spearman's ρ for numeric
+    /// ones (`None` when undefined).
+    pub fn agreement(&self) -> Option<f64> {
+        match self.labels {
+            LabelKind::Binary => self.kappa.as_ref().map(|e| e.value),
+            LabelKind::Numeric => self.spearman.as_ref().map(|e| e.value),
+        }
+    }
+}
+
+/// The agreement of every labelled metric of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alignment {
+    /// The threshold binary labels were compared at.
+    pub threshold: f64,
+    /// One per labelled metric.
+    pub metrics: Vec<MetricAlignment>,
+}
+
+impl Alignment {
+    /// The agreement of `run`'s figures with its [labels](RunResult::labels); `answers`, when
+    /// given, puts each listed disagreement's answer beside it.
+    pub fn new(run: &RunResult, options: &AlignOptions, answers: Option<&Answers>) -> Alignment {
+        let metrics = labelled_metrics(run)
+            .into_iter()
+            .map(|metric| align_metric(run, &metric, options, answers))
+            .collect();
+        Alignment {
+            threshold: options.threshold,
+            metrics,
+        }
+    }
+
+    /// One line per metric whose agreement is below `min` (or undefined, or without pairs).
+    pub fn failures(&self, min: f64) -> Vec<String> {
+        self.metrics
+            .iter()
+            .filter(|m| m.agreement().is_none_or(|a| a < min))
+            .map(|m| {
+                let what = match m.labels {
+                    LabelKind::Binary => "Cohen's κ",
+                    LabelKind::Numeric => "Spearman's ρ",
+                };
+                match m.agreement() {
+                    Some(a) => format!(
+                        "{}: {what} {a:.4} over {} labelled queries is below --min-agreement {min}",
+                        m.metric, m.pairs
+                    ),
+                    None => format!(
+                        "{}: {what} is undefined over {} labelled queries (below --min-agreement {min})",
+                        m.metric, m.pairs
+                    ),
+                }
+            })
+            .collect()
+    }
+
+    /// The alignment as text: per metric its statistics, then the disagreements.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let estimate = |name: &str, e: &Option<Estimate>| match e {
+            None => format!("  {name:<22} undefined\n"),
+            Some(Estimate { value, interval }) => match interval {
+                Some([lo, hi]) => format!("  {name:<22} {value:.4}  [{lo:.4}, {hi:.4}]\n"),
+                None => format!("  {name:<22} {value:.4}\n"),
+            },
+        };
+        for m in &self.metrics {
+            let kind = match m.labels {
+                LabelKind::Binary => format!("binary labels, threshold {}", self.threshold),
+                LabelKind::Numeric => "numeric labels".to_owned(),
+            };
+            s.push_str(&format!(
+                "{}: {} labelled queries ({kind})\n",
+                m.metric, m.pairs
+            ));
+            match m.labels {
+                LabelKind::Binary => {
+                    s.push_str(&estimate("accuracy", &m.accuracy));
+                    s.push_str(&estimate("Cohen's kappa", &m.kappa));
+                    if let Some([[ff, fp], [pf, pp]]) = m.confusion {
+                        s.push_str(&format!(
+                            "  {:<22} label fail: {ff} fail, {fp} pass; label pass: {pf} fail, {pp} pass\n",
+                            "figure binarised"
+                        ));
+                    }
+                }
+                LabelKind::Numeric => {
+                    s.push_str(&estimate("Spearman's rho", &m.spearman));
+                    s.push_str(&estimate("Kendall's tau-b", &m.kendall_tau_b));
+                    s.push_str(&estimate("mean absolute error", &m.mean_absolute_error));
+                }
+            }
+            if let Some(c) = &m.corrected {
+                s.push_str(&format!(
+                    "  {:<22} {:.4}  [{:.4}, {:.4}] (judge-corrected mean over {} queries)\n",
+                    "corrected mean", c.mean, c.low, c.high, c.judged
+                ));
+            }
+            for d in &m.disagreements {
+                s.push_str(&format!(
+                    "  disagrees: {}  figure {:.4}, label {}\n",
+                    crate::escape::terminal(&d.id),
+                    d.figure,
+                    d.label
+                ));
+                if let Some(q) = &d.question {
+                    s.push_str(&format!("    question: {}\n", crate::escape::terminal(q)));
+                }
+                if let Some(a) = &d.answer {
+                    s.push_str(&format!("    answer: {}\n", crate::escape::terminal(a)));
+                }
+            }
+        }
+        if self.metrics.is_empty() {
+            s.push_str("no metric of the run has labels\n");
+        }
+        s
+    }
+}
+
+fn align_metric(
+    run: &RunResult,
+    metric: &str,
+    options: &AlignOptions,
+    answers: Option<&Answers>,
+) -> MetricAlignment {
+    let pairs = pairs(run, metric);
+    let figures: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    let labels: Vec<f64> = pairs.iter().map(|p| p.2).collect();
+    let kind = if labels.iter().all(|&y| y == 0.0 || y == 1.0) {
+        LabelKind::Binary
+    } else {
+        LabelKind::Numeric
+    };
+    let n = pairs.len();
+    let estimate = |f: &dyn Fn(&[usize]) -> Option<f64>| -> Option<Estimate> {
+        let all: Vec<usize> = (0..n).collect();
+        let value = f(&all)?;
+        let interval = bootstrap_statistic(n, options.resamples, options.seed, 0.95, f)
+            .map(|(lo, hi)| [lo, hi]);
+        Some(Estimate { value, interval })
+    };
+    let pick = |values: &[f64], idx: &[usize]| -> Vec<f64> {
+        idx.iter().map(|&i| values[i]).collect::<Vec<f64>>()
+    };
+    let mut m = MetricAlignment {
+        metric: metric.to_owned(),
+        pairs: n,
+        labels: kind,
+        accuracy: None,
+        kappa: None,
+        confusion: None,
+        spearman: None,
+        kendall_tau_b: None,
+        mean_absolute_error: None,
+        corrected: corrected_means(run)
+            .into_iter()
+            .find(|c| c.metric == metric)
+            .map(|c| c.corrected),
+        disagreements: Vec::new(),
+    };
+    let passes = |v: f64| usize::from(v >= options.threshold);
+    let judged: Vec<usize> = figures.iter().map(|&v| passes(v)).collect();
+    let person: Vec<usize> = labels.iter().map(|&y| usize::from(y == 1.0)).collect();
+    let mut differing: Vec<usize> = match kind {
+        LabelKind::Binary => {
+            let accuracy = |idx: &[usize]| {
+                (!idx.is_empty()).then(|| {
+                    idx.iter().filter(|&&i| judged[i] == person[i]).count() as f64
+                        / idx.len() as f64
+                })
+            };
+            m.accuracy = estimate(&accuracy);
+            let kappa = |idx: &[usize]| {
+                let a: Vec<usize> = idx.iter().map(|&i| judged[i]).collect();
+                let b: Vec<usize> = idx.iter().map(|&i| person[i]).collect();
+                cohen_kappa(&a, &b)
+            };
+            m.kappa = estimate(&kappa);
+            let mut confusion = [[0; 2]; 2];
+            for (j, p) in judged.iter().zip(&person) {
+                confusion[*p][*j] += 1;
+            }
+            m.confusion = Some(confusion);
+            (0..n).filter(|&i| judged[i] != person[i]).collect()
+        }
+        LabelKind::Numeric => {
+            m.spearman = estimate(&|idx| spearman_rho(&pick(&figures, idx), &pick(&labels, idx)));
+            m.kendall_tau_b =
+                estimate(&|idx| kendall_tau_b(&pick(&figures, idx), &pick(&labels, idx)));
+            m.mean_absolute_error = estimate(&|idx| {
+                (!idx.is_empty()).then(|| {
+                    idx.iter()
+                        .map(|&i| (figures[i] - labels[i]).abs())
+                        .sum::<f64>()
+                        / idx.len() as f64
+                })
+            });
+            (0..n).filter(|&i| figures[i] != labels[i]).collect()
+        }
+    };
+    // Largest difference first; ties in input order.
+    differing.sort_by(|&a, &b| {
+        let gap = |i: usize| (figures[i] - labels[i]).abs();
+        gap(b).total_cmp(&gap(a))
+    });
+    m.disagreements = differing
+        .into_iter()
+        .take(options.shown)
+        .map(|i| {
+            let q = &run.per_query[pairs[i].0];
+            Disagreement {
+                id: q.id.clone(),
+                question: q.query.clone(),
+                answer: answers.and_then(|a| a.get(&q.id)).map(|a| a.answer.clone()),
+                figure: figures[i],
+                label: labels[i],
+            }
+        })
+        .collect();
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{QueryResult, ResultLevel};
+
+    fn run(values: &[(&str, f64)]) -> RunResult {
+        RunResult::from_queries(
+            ResultLevel::Token,
+            vec!["span_recall@5".into()],
+            values
+                .iter()
+                .map(|(id, v)| QueryResult {
+                    id: (*id).into(),
+                    query: Some(format!("question {id}")),
+                    metrics: Figures(vec![("span_recall@5".into(), *v)]),
+                    ..QueryResult::default()
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn labels_from_a_labels_file_or_a_dataset_and_their_errors() {
+        let l = Labels::parse(
+            "{\"id\":\"a\",\"labels\":{\"span_recall\":0.5,\"tone\":null}}\n\n\
+             {\"id\":\"b\",\"inputs\":{},\"outputs\":{\"labels\":{\"span_recall\":\"pass\"}}}\n\
+             {\"id\":\"c\",\"outputs\":{}}",
+            "l.jsonl".into(),
+        )
+        .unwrap();
+        assert_eq!(l.len(), 2);
+        let mut r = run(&[("a", 0.2), ("b", 1.0)]);
+        assert!(l.apply(&mut r).is_empty());
+        // `span_recall` is stored under the run's name of the metric; a null label is none.
+        assert_eq!(r.labels["a"], Figures(vec![("span_recall@5".into(), 0.5)]));
+        assert_eq!(r.labels["b"].get("span_recall@5"), Some(1.0));
+        let bad = |text: &str| {
+            Labels::parse(text, "l.jsonl".into())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            bad("{\"labels\":{}}").contains("l.jsonl:1"),
+            "{}",
+            bad("{}")
+        );
+        assert!(bad("{\"id\":\"a\",\"labels\":{\"m\":\"maybe\"}}").contains("label `m`"));
+        assert!(bad("{\"id\":\"a\",\"labels\":[1]}").contains("not an object"));
+        assert!(
+            bad("{\"id\":\"a\",\"labels\":{}}\n{\"id\":\"a\",\"labels\":{}}")
+                .contains("l.jsonl:2: query `a` is labelled again")
+        );
+        let unknown = Labels::parse("{\"id\":\"z\",\"labels\":{\"m\":1}}", "l".into()).unwrap();
+        assert_eq!(unknown.apply(&mut r), ["z"]);
+    }
+
+    #[test]
+    fn numeric_labels_get_rank_correlations_and_the_largest_gaps_first() {
+        let mut r = run(&[("a", 0.9), ("b", 0.1), ("c", 0.5), ("d", 0.7)]);
+        Labels::parse(
+            "{\"id\":\"a\",\"labels\":{\"span_recall@5\":0.8}}\n\
+             {\"id\":\"b\",\"labels\":{\"span_recall@5\":0.6}}\n\
+             {\"id\":\"c\",\"labels\":{\"span_recall@5\":0.4}}\n\
+             {\"id\":\"d\",\"labels\":{\"span_recall@5\":0.7}}",
+            "l".into(),
+        )
+        .unwrap()
+        .apply(&mut r);
+        let a = Alignment::new(&r, &AlignOptions::default(), None);
+        let m = &a.metrics[0];
+        assert_eq!((m.pairs, m.labels), (4, LabelKind::Numeric));
+        // Ranks: figures 4,1,2,3 vs labels 4,2,1,3: d² sum 2 → ρ = 1 − 6·2/(4·15) = 0.8.
+        assert!((m.spearman.as_ref().unwrap().value - 0.8).abs() < 1e-12);
+        // 6 pairs, 5 concordant, 1 discordant: τ-b = 4/6.
+        assert!((m.kendall_tau_b.as_ref().unwrap().value - 4.0 / 6.0).abs() < 1e-12);
+        assert!((m.mean_absolute_error.as_ref().unwrap().value - 0.175).abs() < 1e-12);
+        let ids: Vec<&str> = m.disagreements.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert_eq!(m.disagreements[0].question.as_deref(), Some("question b"));
+        assert!(m.corrected.is_some());
+        assert_eq!(a.failures(0.7), Vec::<String>::new());
+        assert_eq!(a.failures(0.9).len(), 1);
+    }
+}

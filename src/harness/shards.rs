@@ -1,0 +1,462 @@
+//! Run groups: the shards of one run (nextest partitions on a CI's machine matrix) each write
+//! the results of the queries they computed into one group of the shared run store, and a
+//! final step gates over the group's merged results.
+//!
+//! A shard's rows are keyed by group, case, query and shard (`RAG_EVAL_SHARD`): a shard run
+//! again overwrites its own queries; two shards reporting one query keep two rows, which the
+//! merge compares.
+
+use super::answers::{AnswerReport, Explained};
+use crate::metrics::{QueryResult, RunResult as Outcome};
+use crate::runs::{GroupRow, RunStore};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Names the run group; unset, the CI's run (`GITHUB_RUN_ID`, `CI_PIPELINE_ID`) names it.
+pub const GROUP_ENV: &str = "RAG_EVAL_RUN_GROUP";
+/// Names the shard writing (a CI matrix's index), so that a re-run shard overwrites its own
+/// rows and two shards reporting one query are told apart.
+pub const SHARD_ENV: &str = "RAG_EVAL_SHARD";
+
+/// The run group this process writes into: `RAG_EVAL_RUN_GROUP`, else `github-<run id>` or
+/// `gitlab-<pipeline id>` on those CIs. The run's attempt is left out on purpose: re-running
+/// a failed shard job (a new attempt) must write into the group the other shards filled.
+pub fn group_from_env() -> Option<String> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    var(GROUP_ENV)
+        .or_else(|| var("GITHUB_RUN_ID").map(|id| format!("github-{id}")))
+        .or_else(|| var("CI_PIPELINE_ID").map(|id| format!("gitlab-{id}")))
+}
+
+/// This process's shard name (`RAG_EVAL_SHARD`, empty when unset).
+pub fn shard_from_env() -> String {
+    std::env::var(SHARD_ENV).unwrap_or_default()
+}
+
+/// What a case is, written by every shard alike: what the merge and the gate need besides the
+/// queries' rows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Description {
+    /// Every query id of the case, in dataset order.
+    pub queries: Vec<String>,
+    /// The case's result without its queries: level, cut-off, mode, configuration, dataset
+    /// hash, and the metrics' names in order.
+    pub frame: Outcome,
+    /// The case's `min_…`/`max_…` bars.
+    pub bars: Vec<Bar>,
+    /// The case's tolerance and its judges'.
+    pub tolerance: f64,
+    pub judge_tolerance: f64,
+    /// Whether judge figures appear per query in the golden snapshot.
+    pub judged_per_query: bool,
+    /// The models that judged, for a case that answers.
+    #[serde(default)]
+    pub judge_models: Option<Vec<String>>,
+}
+
+/// A bar as a description records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Bar {
+    pub metric: String,
+    /// `min` or `max`.
+    pub bound: String,
+    pub value: f64,
+}
+
+/// One query's row: its figures and, for a case that answers, its answer explained.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Row {
+    pub result: QueryResult,
+    #[serde(default)]
+    pub answer: Option<Explained>,
+}
+
+/// A group's rows of one case put together.
+#[derive(Debug, Clone)]
+pub(crate) struct Merged {
+    pub description: Description,
+    pub outcome: Outcome,
+    pub answers: Option<AnswerReport>,
+    /// Queries of the case no shard reported (a shard that died, or was never run).
+    pub missing: Vec<String>,
+    /// Queries reported by several shards with different figures, each with those shards.
+    pub conflicts: Vec<(String, Vec<String>)>,
+}
+
+impl Merged {
+    /// What is wrong with the group as a whole: the missing queries and the conflicting ones,
+    /// one line each (none when the shards covered the case exactly).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !self.missing.is_empty() {
+            const SHOWN: usize = 20;
+            let more = self.missing.len().saturating_sub(SHOWN);
+            problems.push(format!(
+                "{} of {} queries were reported by no shard (a shard died or was not run): {}{}",
+                self.missing.len(),
+                self.description.queries.len(),
+                self.missing[..self.missing.len().min(SHOWN)].join(", "),
+                if more > 0 {
+                    format!(", … and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        for (query, shards) in &self.conflicts {
+            let names: Vec<String> = shards.iter().map(|s| format!("`{s}`")).collect();
+            problems.push(format!(
+                "query `{query}` was reported with different figures by shards {}",
+                names.join(" and ")
+            ));
+        }
+        problems
+    }
+}
+
+/// One case's verdict over a run group's merged results ([`gate`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The case's name.
+    pub case: String,
+    /// How many queries the case has.
+    pub queries: usize,
+    /// How many of them some shard reported.
+    pub reported: usize,
+    /// Every reason the case fails the gate, one line each (none: it passes).
+    pub problems: Vec<String>,
+}
+
+/// Gates the cases of run group `group` in `store` over their merged results: the queries no
+/// shard reported, the queries shards reported with different figures, every `min_…`/`max_…`
+/// bar the merged means miss, and every figure that dropped beyond the case's tolerance from
+/// its golden snapshot `<golden>/<case>.snap` (a missing snapshot fails, as under CI).
+/// `cases` chooses cases by name (every case the group holds when empty); a named case the
+/// group lacks fails. A group with no case at all is an error naming the store.
+pub fn gate(
+    store: &dyn RunStore,
+    group: &str,
+    cases: &[String],
+    golden: &std::path::Path,
+) -> crate::Result<Vec<Verdict>> {
+    let names = if cases.is_empty() {
+        store.group_cases(group)?
+    } else {
+        cases.to_vec()
+    };
+    if names.is_empty() {
+        return Err(crate::Error::RunStore {
+            location: store.location(),
+            message: format!("run group `{group}` holds no case: did any shard run with it?"),
+        });
+    }
+    let mut verdicts = Vec::new();
+    for case in names {
+        let verdict = match read(store, group, &case) {
+            Ok(Some(merged)) => {
+                let mut problems = merged.problems();
+                let bars: Vec<(&str, super::private::Bound, f64)> = merged
+                    .description
+                    .bars
+                    .iter()
+                    .map(|b| {
+                        let bound = if b.bound == "max" {
+                            super::private::Bound::Max
+                        } else {
+                            super::private::Bound::Min
+                        };
+                        (b.metric.as_str(), bound, b.value)
+                    })
+                    .collect();
+                problems.extend(super::missed_bars(
+                    &bars,
+                    &merged.outcome,
+                    merged.answers.as_ref(),
+                ));
+                problems.extend(golden_problems(
+                    &merged,
+                    &golden.join(format!("{case}.snap")),
+                ));
+                Verdict {
+                    queries: merged.description.queries.len(),
+                    reported: merged.outcome.per_query.len(),
+                    case,
+                    problems,
+                }
+            }
+            Ok(None) => Verdict {
+                problems: vec![format!(
+                    "no shard of run group `{group}` recorded this case"
+                )],
+                case,
+                queries: 0,
+                reported: 0,
+            },
+            Err(e) => Verdict {
+                problems: vec![e],
+                case,
+                queries: 0,
+                reported: 0,
+            },
+        };
+        verdicts.push(verdict);
+    }
+    Ok(verdicts)
+}
+
+/// The merged results against the golden snapshot at `path`, as a summary under CI compares
+/// them.
+fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
+    use super::golden;
+    let Some(old) = super::snapshot_text(path).and_then(|t| golden::parse(&t)) else {
+        return vec![format!("no golden snapshot at {}", path.display())];
+    };
+    let mut snapshot = merged.outcome.clone();
+    for q in &mut snapshot.per_query {
+        // The group does not record criteria names: their figures count as unjudged here.
+        q.metrics = super::kept_figures(merged.description.judged_per_query, &q.metrics, |_| false);
+    }
+    let Some(new) = golden::parse(&golden::render(&snapshot)) else {
+        return vec!["the merged results cannot be rendered as a snapshot".into()];
+    };
+    let tolerance = golden::Tolerance {
+        figures: merged.description.tolerance,
+        judged: merged.description.judge_tolerance,
+        criteria: &[],
+    };
+    let comparison = golden::compare(&old, &new, tolerance);
+    let mut problems = Vec::new();
+    if let Some(what) = &comparison.configuration {
+        problems.push(format!(
+            "the configuration changed ({what}): the snapshot {} cannot be compared",
+            path.display()
+        ));
+    }
+    let regressions: Vec<&golden::Change> = comparison.regressions().collect();
+    if !regressions.is_empty() {
+        problems.push(format!(
+            "figures dropped beyond the tolerance {} against {}:\n{}",
+            tolerance.figures,
+            path.display(),
+            golden::describe(&regressions)
+        ));
+    }
+    if !comparison.structure.is_empty() {
+        problems.push(format!(
+            "the golden snapshot no longer fits the case ({})",
+            comparison.structure.join("; ")
+        ));
+    }
+    problems
+}
+
+/// Writes a shard's description of its case and the rows of the queries it computed.
+pub(crate) fn write(
+    store: &dyn RunStore,
+    group: &str,
+    case: &str,
+    description: &Description,
+    rows: &[(String, Row)],
+) -> Result<(), String> {
+    let text = serde_json::to_string(description).map_err(|e| e.to_string())?;
+    store
+        .put_group_case(group, case, &text)
+        .map_err(|e| e.to_string())?;
+    let rows: Vec<(String, String)> = rows
+        .iter()
+        .map(|(id, row)| Ok((id.clone(), serde_json::to_string(row)?)))
+        .collect::<Result<_, serde_json::Error>>()
+        .map_err(|e| e.to_string())?;
+    store
+        .put_group_queries(group, case, &shard_from_env(), &rows)
+        .map_err(|e| e.to_string())
+}
+
+/// Reads case `case` of group `group` and merges its rows; `Ok(None)` when no shard wrote it.
+pub(crate) fn read(
+    store: &dyn RunStore,
+    group: &str,
+    case: &str,
+) -> Result<Option<Merged>, String> {
+    let Some((description, rows)) = store.group_case(group, case).map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let description: Description = serde_json::from_str(&description).map_err(|e| {
+        format!("the description of case `{case}` in run group `{group}` is unreadable: {e}")
+    })?;
+    merge(description, &rows).map(Some)
+}
+
+/// The case's result from every shard's rows: queries in dataset order, means and deviations
+/// computed over them as a single run computes them.
+pub(crate) fn merge(description: Description, rows: &[GroupRow]) -> Result<Merged, String> {
+    let mut by_query: BTreeMap<&str, Vec<(&str, Row)>> = BTreeMap::new();
+    for r in rows {
+        let row: Row = serde_json::from_str(&r.result).map_err(|e| {
+            format!(
+                "the row of query `{}` from shard `{}` is unreadable: {e}",
+                r.query, r.shard
+            )
+        })?;
+        by_query
+            .entry(r.query.as_str())
+            .or_default()
+            .push((r.shard.as_str(), row));
+    }
+    let (mut missing, mut conflicts, mut per_query) = (Vec::new(), Vec::new(), Vec::new());
+    let mut explained = BTreeMap::new();
+    for id in &description.queries {
+        let Some(reports) = by_query.remove(id.as_str()) else {
+            missing.push(id.clone());
+            continue;
+        };
+        let figures: BTreeSet<String> = reports
+            .iter()
+            .map(|(_, r)| format!("{:?}", r.result.metrics))
+            .collect();
+        if figures.len() > 1 {
+            conflicts.push((
+                id.clone(),
+                reports.iter().map(|(s, _)| (*s).to_owned()).collect(),
+            ));
+        }
+        let (_, row) = reports
+            .into_iter()
+            .next()
+            .expect("a query's rows are not empty");
+        if let Some(answer) = row.answer {
+            explained.insert(id.clone(), answer);
+        }
+        per_query.push(row.result);
+    }
+    let frame = &description.frame;
+    let mut names: Vec<String> = frame.metrics.names().map(str::to_owned).collect();
+    for q in &per_query {
+        for (n, _) in &q.metrics.0 {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    let mut outcome = Outcome::from_queries(frame.level, names, per_query);
+    outcome.k = frame.k;
+    outcome.mode = frame.mode;
+    outcome.config.clone_from(&frame.config);
+    outcome.dataset_hash.clone_from(&frame.dataset_hash);
+    if frame.by_difficulty.is_some() {
+        outcome.group_by_difficulty();
+    }
+    let answers = description
+        .judge_models
+        .clone()
+        .map(|judge_models| AnswerReport {
+            summaries: Vec::new(),
+            queries: explained,
+            judge_models,
+        });
+    Ok(Merged {
+        description,
+        outcome,
+        answers,
+        missing,
+        conflicts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Figures, ResultLevel};
+
+    fn query(id: &str, recall: f64) -> QueryResult {
+        QueryResult {
+            id: id.into(),
+            metrics: Figures(vec![("recall@3".into(), recall)]),
+            ..QueryResult::default()
+        }
+    }
+
+    fn row(id: &str, shard: &str, recall: f64) -> GroupRow {
+        let row = Row {
+            result: query(id, recall),
+            answer: None,
+        };
+        GroupRow {
+            query: id.into(),
+            shard: shard.into(),
+            result: serde_json::to_string(&row).unwrap(),
+        }
+    }
+
+    fn description() -> Description {
+        let mut frame = Outcome::from_queries(ResultLevel::Token, vec!["recall@3".into()], vec![]);
+        frame.k = Some(3);
+        Description {
+            queries: ["q1", "q2", "q3", "q4"].map(String::from).to_vec(),
+            frame,
+            bars: Vec::new(),
+            tolerance: 0.0,
+            judge_tolerance: 0.0,
+            judged_per_query: false,
+            judge_models: None,
+        }
+    }
+
+    #[test]
+    fn a_merge_is_the_single_run_over_the_queries_present_and_names_the_rest() {
+        // Rows come back sorted by query, not in dataset order; q2 twice alike is no conflict.
+        let rows = [
+            row("q2", "b", 0.5),
+            row("q2", "c", 0.5),
+            row("q1", "a", 1.0),
+            row("q4", "b", 0.0),
+        ];
+        let merged = merge(description(), &rows).unwrap();
+        let want = Outcome::from_queries(
+            ResultLevel::Token,
+            vec!["recall@3".into()],
+            vec![query("q1", 1.0), query("q2", 0.5), query("q4", 0.0)],
+        );
+        assert_eq!(merged.outcome.per_query, want.per_query);
+        assert_eq!(
+            (&merged.outcome.metrics, &merged.outcome.std),
+            (&want.metrics, &want.std)
+        );
+        assert_eq!(merged.outcome.k, Some(3));
+        assert_eq!(merged.missing, ["q3"]);
+        assert!(merged.conflicts.is_empty());
+        assert_eq!(
+            merged.problems(),
+            ["1 of 4 queries were reported by no shard (a shard died or was not run): q3"]
+        );
+    }
+
+    #[test]
+    fn a_query_two_shards_report_differently_is_named_with_both() {
+        let rows = [
+            row("q1", "a", 1.0),
+            row("q2", "a", 1.0),
+            row("q2", "b", 0.0),
+            row("q3", "a", 1.0),
+            row("q4", "a", 1.0),
+        ];
+        let merged = merge(description(), &rows).unwrap();
+        assert!(merged.missing.is_empty());
+        assert_eq!(
+            merged.problems(),
+            ["query `q2` was reported with different figures by shards `a` and `b`"]
+        );
+    }
+
+    #[test]
+    fn an_unreadable_row_is_an_error_naming_it() {
+        let mut bad = row("q1", "a", 1.0);
+        bad.result = "{".into();
+        let e = merge(description(), &[bad]).unwrap_err();
+        assert!(
+            e.starts_with("the row of query `q1` from shard `a` is unreadable"),
+            "{e}"
+        );
+    }
+}
