@@ -519,6 +519,7 @@ impl LlmClient for Scripted {
                 completion_tokens: 5,
             },
             model: "scripted".into(),
+            logprobs: None,
         })
     }
 }

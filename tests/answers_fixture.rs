@@ -62,6 +62,8 @@ harness = false
     )
     .unwrap();
     std::fs::write(root.join("tests/records.rs"), RECORDS).unwrap();
+    std::fs::create_dir_all(root.join("judges")).unwrap();
+    std::fs::write(root.join("judges/polite.md"), POLITE).unwrap();
     std::fs::copy(
         Path::new(REPO).join("tests/fixtures/answers/unreachable.rs"),
         root.join("tests/unreachable.rs"),
@@ -78,6 +80,15 @@ harness = false
     )
     .unwrap();
 }
+
+/// The criteria judge of the `matched` case.
+const POLITE: &str = "---
+name: polite
+scale: 1-5
+inputs: question, answer
+---
+The answer is courteous and commits to an answer.
+";
 
 /// Prints every run of the store `FX_RUNS` names, one `RUN <json>` line each.
 const RECORDS: &str = r#"
@@ -269,6 +280,8 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
         "answer_relevancy = 0.0000 is below the bar 0.7000 (min_answer_relevancy)",
         "answer: I don't know.",
         "reference: Twenty-four hours.",
+        // The criteria judge's bar, on the verdict weighted by its token's probabilities.
+        "polite = 0.1250 is below the bar 0.5000 (min_polite)",
     ] {
         assert!(q3.contains(part), "`{part}` in:\n{q3}");
     }
@@ -287,6 +300,7 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
         ("answer_match".to_owned(), 3),
         ("answer_relevancy".to_owned(), 4),
         ("faithfulness".to_owned(), 124),
+        ("polite".to_owned(), 4),
     ]
     .into();
     assert_eq!(by_judge, want, "{out}");
@@ -322,6 +336,12 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
     let m = summary_figures(&matched);
     assert_eq!(m["answer_match"], "0.6667", "{matched}");
     assert_eq!(m["answer_relevancy"], "0.7500", "{matched}");
+    // The criteria judge: 1 for three answers, 0.125 for the one that does not know.
+    assert_eq!(m["polite"], "0.7812", "{matched}");
+    assert!(
+        query_block(&matched, "q0003").contains("polite: 0.1250"),
+        "{matched}"
+    );
     for (id, answer_match, relevancy) in [
         ("q0001", Some("1.0000"), "1.0000"),
         ("q0002", Some("1.0000"), "1.0000"),

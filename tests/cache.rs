@@ -458,6 +458,7 @@ mod keys {
                 completion_tokens: 2,
             },
             model: "local-chat".into(),
+            logprobs: None,
         };
         old.put_response(
             "openai-chat",

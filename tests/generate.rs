@@ -83,6 +83,7 @@ impl LlmClient for ScriptedLlm {
             content,
             finish_reason: Some("stop".into()),
             model: "scripted-1".into(),
+            logprobs: None,
         })
     }
 }

@@ -85,6 +85,7 @@ impl LlmClient for QuotingLlm {
             content,
             finish_reason: Some("stop".into()),
             model: "quoting-1".into(),
+            logprobs: None,
         })
     }
 }

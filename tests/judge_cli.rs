@@ -59,7 +59,7 @@ fn answers() -> String {
             "the cat sat",
             json!([{"doc_id": "a.md", "start": 10, "end": 20, "text": "0123456789", "score": 0.9}]),
         ),
-        line("q2", "Paris!", json!([])),
+        line("q2", "Paris, the capital city!", json!([])),
         line(
             "q3",
             "no idea",
@@ -106,7 +106,7 @@ fn reply_for(schema: &str, prompt: &str, script: &Script) -> String {
             json!({"statements": [{"statement": "The cat sat.", "verdict": verdict,
                 "context": 0, "evidence": evidence, "reason": "r"}]})
         }
-        "faithfulness" if answer_is("Paris!") => {
+        "faithfulness" if answer_is("Paris, the capital city!") => {
             json!({"statements": [
                 {"statement": "It is Paris.", "verdict": "not_supported", "context": 0, "evidence": "", "reason": "r"},
                 {"statement": "Paris is a city.", "verdict": "not_supported", "context": 0, "evidence": "", "reason": "r"}]})

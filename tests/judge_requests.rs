@@ -66,6 +66,7 @@ impl LlmClient for Recorder {
                 completion_tokens: 3,
             },
             model: "judge".into(),
+            logprobs: None,
         })
     }
 }

@@ -77,6 +77,7 @@ impl LlmClient for Scripted {
                     completion_tokens: 10,
                 },
                 model: "judge".into(),
+                logprobs: None,
             }),
             Err(message) => Err(rag_eval::Error::Http {
                 endpoint: "POST http://127.0.0.1:1/v1/chat/completions".into(),
@@ -196,7 +197,7 @@ fn faithfulness_parses_statements_and_locates_support_in_document_offsets() {
     // The request carried the schema, the prompt version and the sample index.
     let r = &llm.requests()[0];
     assert_eq!(r.json_schema.as_ref().unwrap().name, "faithfulness");
-    assert_eq!(r.prompt_version.as_deref(), Some("faithfulness/1"));
+    assert_eq!(r.prompt_version.as_deref(), Some("faithfulness/2"));
     assert_eq!((r.sample, r.temperature), (Some(0), Some(0.0)));
     assert!(r.messages[0]
         .content
@@ -523,9 +524,13 @@ fn per_sample(scores: &'static [(&'static str, [u32; 3])]) -> Scripted {
 
 #[test]
 fn repeats_give_the_mean_the_spread_and_pass_hat_n() {
-    // Query A: 2/2, 2/2, 1/2 supported; query B: 2/2 three times.
+    // Query A: 2/2, 2/2, 1/2 supported; query B: 2/2 three times (answers long enough for two
+    // statements).
     let llm = per_sample(&[("alpha", [2, 2, 1]), ("beta", [2, 2, 2])]);
-    let (a, b) = (rag("alpha"), rag("beta"));
+    let (a, b) = (
+        rag("alpha, of two statements"),
+        rag("beta, of two statements"),
+    );
     let inputs = [input("a", &a, None), input("b", &b, None)];
     let config = JudgeConfig {
         samples: 3,
@@ -651,7 +656,10 @@ mod cached {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("judge.sqlite");
         let path = path.to_str().unwrap();
-        let (a, b) = (rag("alpha"), rag("beta"));
+        let (a, b) = (
+            rag("alpha, of two statements"),
+            rag("beta, of two statements"),
+        );
         let inputs = [input("a", &a, None), input("b", &b, None)];
         let config = JudgeConfig {
             samples: 3,
@@ -689,11 +697,11 @@ mod cached {
         );
         assert_eq!(replayed.summary.usage.tokens(), 660);
 
-        // A new prompt version is a miss, not a stale hit.
+        // A new prompt version (the built-in is 2) is a miss, not a stale hit.
         let cache = Arc::new(Cache::open(path, CacheMode::Replay).unwrap());
         let prompt = PromptTemplate::parse(
             &format!(
-                "version: 2\n{}",
+                "version: 3\n{}",
                 Faithfulness::<&Scripted>::builtin_prompt().template
             ),
             "f.md",

@@ -391,3 +391,194 @@ fn llama_server_judges_record_then_replay() {
         started.elapsed()
     );
 }
+
+/// A criteria judge on a 1–5 scale against the real model: the server holds the verdict to the
+/// schema and returns its tokens' log-probabilities, so each score is their weighted mean (not
+/// only one of the five grid values); recorded, then replayed with no request.
+#[test]
+fn llama_server_criteria_judge_weights_its_verdicts_and_replays() {
+    use rag_eval::cache::CachedLlm;
+    use rag_eval::judge::{
+        judge_all, Criteria, CriteriaJudge, JudgeConfig, JudgeDetails, JudgeInput, JudgeStatus,
+    };
+    use rag_eval::llm::OpenAiChat;
+
+    let Some(chat_url) = server("RAG_EVAL_LLM_URL") else {
+        return;
+    };
+    let criteria = Criteria::parse(
+        "---\nname: polite\nscale: 1-5\ninputs: question, answer\n---\nThe answer is courteous.\n",
+        "polite.md",
+    )
+    .unwrap();
+    let contexts = vec![RetrievedChunk::new(
+        PositionAwareChunk::new("harbor.md", 0, 27, "The lantern is lit at dusk."),
+        1.0,
+    )];
+    let answers = [
+        RagAnswer {
+            answer: "Thank you for asking! The lantern is lit at dusk.".into(),
+            contexts: contexts.clone(),
+        },
+        RagAnswer {
+            answer: "Figure it out yourself.".into(),
+            contexts,
+        },
+    ];
+    let inputs: Vec<JudgeInput> = answers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| JudgeInput {
+            query_id: ["q1", "q2"][i],
+            question: "When is the lantern lit?",
+            answer: a,
+            reference: None,
+        })
+        .collect();
+    let config = JudgeConfig {
+        samples: 2,
+        max_tokens: 256,
+        concurrency: 1,
+        ..JudgeConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("criteria.sqlite");
+    let run = |mode: CacheMode| {
+        let live = Arc::new(
+            OpenAiChat::builder(model())
+                .base_url(&chat_url)
+                .api_key_env("RAG_EVAL_NO_KEY")
+                .build()
+                .unwrap(),
+        );
+        let llm = CachedLlm::new(Arc::clone(&live), cache(&path, mode));
+        let judge = CriteriaJudge::new(llm, criteria.clone());
+        let run = pollster::block_on(judge_all(&judge, &inputs, &config));
+        (run, live.requests())
+    };
+    let (recorded, requests) = run(CacheMode::ReadWrite);
+    let s = &recorded.summary;
+    eprintln!(
+        "polite: mean {:?}, ok {}, invalid {}, error {}, {} calls ({} repairs)",
+        s.mean, s.ok, s.invalid, s.error, s.usage.calls, s.usage.repairs
+    );
+    assert_eq!((s.samples, s.error), (4, 0), "{recorded:?}");
+    assert_eq!(requests, s.usage.calls);
+    let weighted = recorded
+        .judgements
+        .iter()
+        .flat_map(|j| &j.samples)
+        .filter(|x| x.status == JudgeStatus::Ok)
+        .filter(|x| {
+            matches!(&x.details, JudgeDetails::Criteria { probabilities: Some(p), .. } if !p.is_empty())
+        })
+        .count();
+    assert!(
+        weighted >= 1,
+        "llama-server returns log-probabilities: at least one score is weighted: {recorded:?}"
+    );
+    for x in recorded.judgements.iter().flat_map(|j| &j.samples) {
+        if let Some(score) = x.score {
+            assert!((0.0..=1.0).contains(&score), "{x:?}");
+        }
+    }
+    let (replayed, requests) = run(CacheMode::Replay);
+    assert_eq!(requests, 0, "replayed with no request");
+    assert_eq!(replayed, recorded);
+}
+
+/// The share of `invalid` faithfulness answers of the real model on the 50 answers of the
+/// judges bench (`benches/fixtures/judges/answers.jsonl`), one sample each, 1,024 tokens at
+/// most, no cache. Slow (minutes at SmolLM2's speed), so ignored; benches/README.md records
+/// its figures:
+///
+/// ```sh
+/// source .ci/llama.sh
+/// cargo test --all-features --test real_server llama_server_faithfulness_invalid_share -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "minutes against a real server; run by hand for benches/README.md"]
+fn llama_server_faithfulness_invalid_share() {
+    use rag_eval::judge::{judge_all, Faithfulness, JudgeConfig, JudgeInput, JudgeStatus};
+    use rag_eval::llm::OpenAiChat;
+
+    let Some(chat_url) = server("RAG_EVAL_LLM_URL") else {
+        return;
+    };
+    let text = std::fs::read_to_string(bundled("benches/fixtures/judges/answers.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let answers: Vec<RagAnswer> = rows
+        .iter()
+        .map(|r| RagAnswer {
+            answer: r["answer"].as_str().unwrap().to_owned(),
+            contexts: r["contexts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    let at = |k: &str| c[k].as_u64().unwrap() as usize;
+                    let chunk = PositionAwareChunk::new(
+                        c["doc_id"].as_str().unwrap(),
+                        at("start"),
+                        at("end"),
+                        c["text"].as_str().unwrap(),
+                    );
+                    RetrievedChunk::new(chunk, 1.0)
+                })
+                .collect(),
+        })
+        .collect();
+    let inputs: Vec<JudgeInput> = rows
+        .iter()
+        .zip(&answers)
+        .map(|(r, a)| JudgeInput {
+            query_id: r["id"].as_str().unwrap(),
+            question: r["question"].as_str().unwrap(),
+            answer: a,
+            reference: None,
+        })
+        .collect();
+    let chat = OpenAiChat::builder(model())
+        .base_url(&chat_url)
+        .api_key_env("RAG_EVAL_NO_KEY")
+        .build()
+        .unwrap();
+    let config = JudgeConfig {
+        concurrency: 1,
+        ..JudgeConfig::default()
+    };
+    let started = Instant::now();
+    let run = pollster::block_on(judge_all(&Faithfulness::new(&chat), &inputs, &config));
+    let s = &run.summary;
+    let cut = run
+        .judgements
+        .iter()
+        .flat_map(|j| &j.samples)
+        .filter(|x| {
+            x.status == JudgeStatus::Invalid
+                && x.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("token limit"))
+        })
+        .count();
+    println!(
+        "faithfulness on {} answers: {} ok, {} undetermined, {} invalid ({} cut off by the token \
+         limit), {} error; {} calls ({} repairs), {} prompt + {} completion tokens; {:.1} s",
+        s.queries,
+        s.ok,
+        s.undetermined,
+        s.invalid,
+        cut,
+        s.error,
+        s.usage.calls,
+        s.usage.repairs,
+        s.usage.prompt_tokens,
+        s.usage.completion_tokens,
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(s.queries, 50);
+}

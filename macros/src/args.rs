@@ -24,6 +24,7 @@ pub(crate) const MAX_INVALID_SHARE: &str = "max_invalid_share";
 pub(crate) const JUDGE_PER_QUERY: &str = "judge_per_query";
 pub(crate) const JUDGE_TOLERANCE: &str = "judge_tolerance";
 pub(crate) const EMBEDDER: &str = "embedder";
+pub(crate) const CRITERIA: &str = "criteria";
 pub(crate) const LANGSMITH_EXPERIMENT: &str = "langsmith_experiment";
 pub(crate) const MIN_PREFIX: &str = "min_";
 pub(crate) const MAX_PREFIX: &str = "max_";
@@ -43,6 +44,7 @@ pub(crate) const KEYS: &[&str] = &[
     MAX_INVALID_SHARE,
     JUDGE_PER_QUERY,
     JUDGE_TOLERANCE,
+    CRITERIA,
     EMBEDDER,
     LANGSMITH_EXPERIMENT,
 ];
@@ -98,6 +100,25 @@ impl PartialEq for JudgePath {
     }
 }
 
+/// A criteria file's path as written, and where it was written.
+#[derive(Clone)]
+pub(crate) struct CriteriaPath {
+    pub path: String,
+    pub span: Span,
+}
+
+impl std::fmt::Debug for CriteriaPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.path)
+    }
+}
+
+impl PartialEq for CriteriaPath {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+    }
+}
+
 /// What the attribute says, with defaults for what it leaves out.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CaseArgs {
@@ -115,6 +136,7 @@ pub(crate) struct CaseArgs {
     pub max_invalid_share: f64,
     pub judge_per_query: bool,
     pub judge_tolerance: f64,
+    pub criteria: Vec<CriteriaPath>,
     pub embedder: Option<JudgePath>,
     pub langsmith_experiment: Option<String>,
 }
@@ -136,6 +158,7 @@ impl Default for CaseArgs {
             max_invalid_share: DEFAULT_MAX_INVALID_SHARE,
             judge_per_query: false,
             judge_tolerance: DEFAULT_JUDGE_TOLERANCE,
+            criteria: Vec::new(),
             embedder: None,
             langsmith_experiment: None,
         }
@@ -154,6 +177,7 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         seen: Vec::new(),
         dataset_given: false,
         bars: Vec::new(),
+        criteria_key: None,
     };
     let parser = syn::meta::parser(|meta| state.entry(meta));
     let complete = match parser.parse2(tokens) {
@@ -174,6 +198,12 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         ));
     }
     state.check_bars();
+    if let (Some(key), None) = (state.criteria_key.take(), &state.args.judge) {
+        state.error(
+            key,
+            format!("`{CRITERIA}` needs `{JUDGE} = my_judge_client`: a function returning the `LlmClient` that judges them"),
+        );
+    }
     state.args
 }
 
@@ -193,6 +223,7 @@ enum Key {
     MaxInvalidShare,
     JudgePerQuery,
     JudgeTolerance,
+    Criteria,
     Embedder,
     LangsmithExperiment,
     Bar(Bound, String),
@@ -222,6 +253,7 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         MAX_INVALID_SHARE => Key::MaxInvalidShare,
         JUDGE_PER_QUERY => Key::JudgePerQuery,
         JUDGE_TOLERANCE => Key::JudgeTolerance,
+        CRITERIA => Key::Criteria,
         EMBEDDER => Key::Embedder,
         LANGSMITH_EXPERIMENT => Key::LangsmithExperiment,
         _ => {
@@ -277,6 +309,7 @@ fn example(key: &Key) -> String {
         Key::MaxInvalidShare => format!("{MAX_INVALID_SHARE} = {DEFAULT_MAX_INVALID_SHARE}"),
         Key::JudgePerQuery => format!("{JUDGE_PER_QUERY} = true"),
         Key::JudgeTolerance => format!("{JUDGE_TOLERANCE} = {DEFAULT_JUDGE_TOLERANCE}"),
+        Key::Criteria => format!("{CRITERIA} = \"judges/cites_sources.md\""),
         Key::Embedder => format!("{EMBEDDER} = my_embedder"),
         Key::LangsmithExperiment => format!("{LANGSMITH_EXPERIMENT} = \"bm25-k5\""),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(*bound)),
@@ -298,6 +331,8 @@ struct State<'a> {
     dataset_given: bool,
     /// Each bar with its value's tokens and text, to compare a metric's min and max.
     bars: Vec<(Threshold, TokenStream, String)>,
+    /// The `criteria` key, reported when no `judge` is given: criteria need one.
+    criteria_key: Option<proc_macro2::Ident>,
 }
 
 impl State<'_> {
@@ -471,6 +506,26 @@ impl State<'_> {
                 if let Some(tolerance) = self.fraction(value, JUDGE_TOLERANCE) {
                     self.args.judge_tolerance = tolerance;
                 }
+            }
+            // `criteria = "judges/x.md"` or `criteria = ["judges/x.md", "judges/y.md"]`:
+            // criteria files relative to the crate root, judged by the case's `judge`.
+            Key::Criteria => {
+                let items: Vec<&Expr> = match value {
+                    Expr::Array(array) => array.elems.iter().collect(),
+                    one => vec![one],
+                };
+                if items.is_empty() {
+                    self.error(value, format!("`{CRITERIA}` is empty, e.g. `{}`", example(&key)));
+                }
+                for item in items {
+                    let span = string(item).map(|l| l.span());
+                    if let (Some(path), Some(span)) =
+                        (self.path(item, CRITERIA, "criteria file", PathKind::File), span)
+                    {
+                        self.args.criteria.push(CriteriaPath { path, span });
+                    }
+                }
+                self.criteria_key = Some(ident.clone());
             }
             // `embedder = my_embedder`: a path to a `fn() -> impl Embedder` for answer
             // similarity and answer relevancy.
@@ -745,6 +800,7 @@ mod tests {
             max_invalid_share = 0.1,
             judge_per_query = true,
             judge_tolerance = 0.2,
+            criteria = ["judges/a.md", "judges/b.md"],
             embedder = embedders::hashing,
             langsmith_experiment = "bm25 k=10",
         ));
@@ -784,6 +840,12 @@ mod tests {
                 max_invalid_share: 0.1,
                 judge_per_query: true,
                 judge_tolerance: 0.2,
+                criteria: ["judges/a.md", "judges/b.md"]
+                    .map(|path| CriteriaPath {
+                        path: path.into(),
+                        span: Span::call_site()
+                    })
+                    .to_vec(),
                 embedder: Some(JudgePath(syn::parse_quote!(embedders::hashing))),
                 langsmith_experiment: Some("bm25 k=10".into()),
             }
@@ -859,7 +921,8 @@ mod tests {
                 "unknown key `tolerence`, did you mean `tolerance`?",
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
                  per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
-                 judge_tolerance, embedder, langsmith_experiment, min_<metric> and max_<metric>",
+                 judge_tolerance, criteria, embedder, langsmith_experiment, min_<metric> and \
+                 max_<metric>",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
                 "`k` is given twice",
@@ -974,6 +1037,39 @@ mod tests {
         assert_eq!(parse(quote!(--1)), None);
         assert_eq!(parse(quote!(x)), None);
         assert_eq!(parse(quote!("1")), None);
+    }
+
+    #[test]
+    fn criteria_files_must_exist_and_need_a_judge() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let check = |tokens: TokenStream| {
+            let mut errors = Errors::default();
+            let args = parse(tokens, Some(root), &mut errors);
+            (args, errors.messages())
+        };
+        let (args, problems) = check(quote!(
+            dataset = "Cargo.toml",
+            judge = j,
+            criteria = "Cargo.toml"
+        ));
+        assert_eq!(problems, Vec::<String>::new());
+        assert_eq!(args.criteria.len(), 1);
+        let (_, problems) = check(quote!(
+            dataset = "Cargo.toml",
+            criteria = ["Cargo.toml", "judges/none.md"]
+        ));
+        assert_eq!(
+            problems,
+            [
+                "criteria file `judges/none.md` does not exist relative to the crate root",
+                "`criteria` needs `judge = my_judge_client`: a function returning the `LlmClient` that judges them",
+            ]
+        );
+        let (_, problems) = check(quote!(dataset = "Cargo.toml", judge = j, criteria = []));
+        assert_eq!(
+            problems,
+            ["`criteria` is empty, e.g. `criteria = \"judges/cites_sources.md\"`"]
+        );
     }
 
     #[test]

@@ -52,6 +52,15 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) 
 fn bar_checks(args: &CaseArgs, answers: bool) -> TokenStream {
     let judge = args.judge.is_some();
     let embedder = args.embedder.is_some();
+    let criteria: Vec<TokenStream> = args
+        .criteria
+        .iter()
+        .map(|c| {
+            let text = criteria_text(c);
+            let path = &c.path;
+            quote!((#path, ::rag_eval::__private::criteria_name(#text)))
+        })
+        .collect();
     args.thresholds
         .iter()
         .map(|t| {
@@ -60,7 +69,7 @@ fn bar_checks(args: &CaseArgs, answers: bool) -> TokenStream {
             quote_spanned! {t.key.span()=>
                 const _: () = {
                     const PROBLEM: ::rag_eval::__private::BarProblem =
-                        ::rag_eval::__private::bar_problem(#key, #metric, #answers, #judge, #embedder);
+                        ::rag_eval::__private::bar_problem(#key, #metric, #answers, #judge, #embedder, &[#(#criteria),*]);
                     if !PROBLEM.is_empty() {
                         ::core::panic!("{}", PROBLEM.as_str())
                     }
@@ -68,6 +77,16 @@ fn bar_checks(args: &CaseArgs, answers: bool) -> TokenStream {
             }
         })
         .collect()
+}
+
+/// A criteria file's text, read by the compiler: at the path's token, and rebuilt when the
+/// file changes.
+fn criteria_text(c: &args::CriteriaPath) -> TokenStream {
+    let path = &c.path;
+    if std::path::Path::new(path).is_absolute() {
+        return quote_spanned!(c.span=> ::core::include_str!(#path));
+    }
+    quote_spanned!(c.span=> ::core::include_str!(::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), "/", #path)))
 }
 
 /// The hidden module named after the function, holding `__rag_eval_case` with `body`.
@@ -200,6 +219,11 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
         None => quote!(::core::option::Option::None),
     };
     let langsmith_experiment = option(args.langsmith_experiment.as_deref());
+    let criteria = args.criteria.iter().map(|c| {
+        let path = &c.path;
+        let text = criteria_text(c);
+        quote!(::rag_eval::__private::CriteriaFile { path: #path, text: #text })
+    });
     let body = quote! {
         #items
         ::rag_eval::__private::CaseSpec {
@@ -219,6 +243,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             levels: #levels,
             build: #build,
             judge: #judge,
+            criteria: &[#(#criteria),*],
             embedder: #embedder,
             langsmith_experiment: #langsmith_experiment,
         }

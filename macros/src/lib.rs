@@ -48,6 +48,11 @@ use proc_macro::TokenStream;
 ///   rows' `outputs.reference_answer`).
 /// - `judge_samples = 3` (default 1), `max_invalid_share = 0.05`, `judge_per_query = true`
 ///   (judge figures per query in the snapshot; default false), `judge_tolerance = 0.05`.
+/// - `criteria = "judges/cites_sources.md"` or `criteria = ["judges/a.md", "judges/b.md"]`:
+///   criteria files (`rag_eval::judge::Criteria`), relative to the crate root, judged by the
+///   case's `judge` and reported under the `name:` of their header, on which bars may be set
+///   (`min_cites_sources = 0.9`). The files are read by the compiler: a missing one is a
+///   compile error at its path, and an edit rebuilds the case. Needs `judge`.
 /// - `embedder = path::to_fn`: a `fn() -> impl Embedder` for `answer_similarity` and, with a
 ///   `judge`, `answer_relevancy`, both computed when it is given; a bar on either needs it.
 /// - `langsmith_experiment = "NAME"`: uploads the case's runs and feedback as a LangSmith

@@ -31,6 +31,7 @@ use std::sync::Arc;
 ///             finish_reason: Some("stop".into()),
 ///             usage: TokenUsage { prompt_tokens: 3, completion_tokens: 3 },
 ///             model: "caps".into(),
+///             logprobs: None,
 ///         })
 ///     }
 /// }
@@ -80,8 +81,9 @@ impl<C: LlmClient> CachedLlm<C> {
 
 /// Everything of a request but its messages: the cache key's parameters.
 ///
-/// The prompt version and the sample index are left out when unset, so that requests without
-/// them keep the keys they were recorded under before those fields existed.
+/// The prompt version, the sample index and the log-probabilities asked for are left out when
+/// unset, so that requests without them keep the keys they were recorded under before those
+/// fields existed.
 #[derive(serde::Serialize)]
 struct Params<'a> {
     temperature: Option<f32>,
@@ -91,6 +93,8 @@ struct Params<'a> {
     prompt_version: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sample: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u8>,
 }
 
 impl<'a> Params<'a> {
@@ -101,6 +105,7 @@ impl<'a> Params<'a> {
             json_schema: request.json_schema.as_ref(),
             prompt_version: request.prompt_version.as_deref(),
             sample: request.sample,
+            top_logprobs: request.top_logprobs,
         }
     }
 }
@@ -190,11 +195,13 @@ mod tests {
         let sample0 = request.clone().with_sample(0);
         let sample1 = request.clone().with_sample(1);
         let v2 = request.clone().with_prompt_version("2");
+        let logprobs = request.clone().with_top_logprobs(5);
         let all = [
             keyed(&request),
             keyed(&sample0),
             keyed(&sample1),
             keyed(&v2),
+            keyed(&logprobs),
         ];
         for i in 0..all.len() {
             for j in i + 1..all.len() {

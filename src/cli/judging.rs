@@ -4,13 +4,14 @@
 use crate::embed::Embedder;
 use crate::http::HttpClient;
 use crate::judge::{
-    add_to_result, judge_all_reporting, AnswerMatch, AnswerRelevancy, Faithfulness, Judge,
-    JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision, LlmContextRecall,
+    add_to_result, judge_all_reporting, AnswerMatch, AnswerRelevancy, Criteria, CriteriaJudge,
+    Faithfulness, Judge, JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision,
+    LlmContextRecall,
 };
 use crate::llm::LlmClient;
 use crate::metrics::RunResult;
 use crate::runs::{RunRecord, Spend};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::sync::Arc;
 
@@ -40,6 +41,11 @@ pub(super) struct JudgeArgs {
         requires = "judge_model"
     )]
     pub judges: Vec<String>,
+    /// A criteria judge's Markdown file (repeat for several): the team's criterion, reported
+    /// under the name in its header. With --criteria and no --judges, only the criteria
+    /// judges run.
+    #[arg(long, value_name = "FILE", requires = "judge_model")]
+    pub criteria: Vec<camino::Utf8PathBuf>,
     /// Share of judge answers that may be invalid or failed before the run fails.
     #[arg(long, default_value_t = 0.05, requires = "judge_model")]
     pub max_invalid_share: f64,
@@ -53,6 +59,7 @@ impl JudgeArgs {
             judge_url: None,
             judge_samples: 1,
             judges: Vec::new(),
+            criteria: Vec::new(),
             max_invalid_share: 0.05,
         }
     }
@@ -94,8 +101,10 @@ impl Judging {
         let explicit = !a.judges.is_empty();
         let mut names: Vec<&str> = if explicit {
             a.judges.iter().map(|n| n.trim()).collect()
-        } else {
+        } else if a.criteria.is_empty() {
             default.to_vec()
+        } else {
+            Vec::new()
         };
         let known = crate::metrics::registry::judge_names();
         if let Some(bad) = names.iter().find(|n| !known.contains(n)) {
@@ -123,6 +132,16 @@ impl Judging {
                 ("llm_context_recall", _) => Box::new(LlmContextRecall::new(c)),
                 _ => Box::new(AnswerMatch::new(c)),
             });
+        }
+        for path in &a.criteria {
+            let criteria = Criteria::from_file(path).context("--criteria")?;
+            if judges.iter().any(|j| j.name() == criteria.name) {
+                bail!(
+                    "--criteria {path}: another --criteria file is named `{}` too",
+                    criteria.name
+                );
+            }
+            judges.push(Box::new(CriteriaJudge::new(client.clone(), criteria)));
         }
         Ok(Judging {
             model: model.to_owned(),

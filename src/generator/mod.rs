@@ -21,7 +21,8 @@
 //!     async fn complete(&self, _: &ChatRequest) -> rag_eval::Result<ChatResponse> {
 //!         Ok(ChatResponse { content: " Flags live in memory [1]. ".into(),
 //!             finish_reason: Some("stop".into()),
-//!             usage: TokenUsage { prompt_tokens: 40, completion_tokens: 6 }, model: "p".into() })
+//!             usage: TokenUsage { prompt_tokens: 40, completion_tokens: 6 }, model: "p".into(),
+//!             logprobs: None })
 //!     }
 //! }
 //!

@@ -309,6 +309,13 @@ async fn judge(
     if named("answer_match") {
         judges.push(Box::new(AnswerMatch::new(client.clone())));
     }
+    for c in case.criteria {
+        let criteria = crate::judge::Criteria::parse(c.text, c.path).map_err(|e| e.to_string())?;
+        judges.push(Box::new(crate::judge::CriteriaJudge::new(
+            client.clone(),
+            criteria,
+        )));
+    }
     let texts: Vec<Option<String>> = owned
         .iter()
         .map(|(.., refs)| crate::judge::reference_text(refs))

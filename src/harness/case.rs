@@ -222,7 +222,25 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         .filter(|m| answers || !m.is_answer_metric())
         .map(|m| m.name)
         .collect();
+    for c in spec.criteria {
+        crate::judge::Criteria::parse(c.text, c.path).map_err(|e| e.to_string())?;
+        if !answers {
+            return Err(format!(
+                "criteria `{}` judges answers, and this case returns retrieved chunks only",
+                c.path
+            ));
+        }
+        if spec.judge.is_none() {
+            return Err(format!(
+                "criteria `{}` needs `judge = …` (a function returning an `LlmClient`)",
+                c.path
+            ));
+        }
+    }
     for t in spec.thresholds {
+        if spec.criteria.iter().any(|c| c.name() == t.metric) {
+            continue;
+        }
         if registry::lookup(t.metric).is_some_and(|m| m.is_answer_metric()) {
             if !answers {
                 return Err(format!(
@@ -785,6 +803,7 @@ mod tests {
             thresholds: &[],
             levels: Levels::BOTH,
             judge: None,
+            criteria: &[],
             embedder: None,
             langsmith_experiment: None,
             build: Build::Factory(|| {

@@ -84,12 +84,17 @@ pub(crate) struct Tolerance {
     pub figures: f64,
     /// For the figures of LLM judges.
     pub judged: f64,
+    /// The case's criteria files, whose figures are judges' too.
+    pub criteria: &'static [super::private::CriteriaFile],
 }
 
 impl Tolerance {
     /// The allowance for the figure reported as `name`.
     pub fn of(&self, name: &str) -> f64 {
-        if crate::metrics::registry::is_judged(crate::metrics::ReportedName::parse(name).metric) {
+        let metric = crate::metrics::ReportedName::parse(name).metric;
+        if crate::metrics::registry::is_judged(metric)
+            || self.criteria.iter().any(|c| c.name() == metric)
+        {
             self.judged
         } else {
             self.figures
@@ -102,6 +107,7 @@ impl From<f64> for Tolerance {
         Tolerance {
             figures: t,
             judged: t,
+            criteria: &[],
         }
     }
 }
@@ -450,6 +456,7 @@ impl ToleranceComparator {
             tolerance: Tolerance {
                 figures: tolerance,
                 judged,
+                criteria: &[],
             },
         }
     }
@@ -541,6 +548,24 @@ mod tests {
     }
 
     #[test]
+    fn a_criteria_judges_figures_have_the_judges_tolerance() {
+        static FILES: [super::super::private::CriteriaFile; 1] =
+            [super::super::private::CriteriaFile {
+                path: "judges/polite.md",
+                text: "---\nname: polite\nscale: pass/fail\n---\nBe nice.\n",
+            }];
+        let t = Tolerance {
+            figures: 0.01,
+            judged: 0.05,
+            criteria: &FILES,
+        };
+        assert_eq!(t.of("polite"), 0.05);
+        assert_eq!(t.of("faithfulness"), 0.05);
+        assert_eq!(t.of("mrr@5"), 0.01);
+        assert_eq!(Tolerance::from(0.01).of("polite"), 0.01);
+    }
+
+    #[test]
     fn judge_figures_have_their_own_tolerance() {
         let with_judge = OLD.replace("summary:\n", "summary:\n  faithfulness: 0.8000\n");
         let old = parse(&with_judge).unwrap();
@@ -548,6 +573,7 @@ mod tests {
         let wide = Tolerance {
             figures: 0.01,
             judged: 0.05,
+            criteria: &[],
         };
         // A judge's mean moving by 0.04 is within its tolerance, not within the figures'.
         let judge = moved("faithfulness: 0.8000", "faithfulness: 0.7600");

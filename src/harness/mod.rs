@@ -551,6 +551,7 @@ fn tolerance(case: &Case) -> golden::Tolerance {
     golden::Tolerance {
         figures: case.spec.tolerance,
         judged: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
+        criteria: case.spec.criteria,
     }
 }
 
@@ -560,16 +561,25 @@ fn snapshot_figures(case: &Case, figures: &crate::metrics::Figures) -> crate::me
     kept_figures(
         case.spec.judge.is_some_and(|j| j.per_query_snapshot),
         figures,
+        |name| case.spec.criteria.iter().any(|c| c.name() == name),
     )
 }
 
-/// `figures` without the judges' unless `keep_judged`.
-fn kept_figures(keep_judged: bool, figures: &crate::metrics::Figures) -> crate::metrics::Figures {
+/// `figures` without the judges' (the registry's, and those `is_criteria` names) unless
+/// `keep_judged`.
+fn kept_figures(
+    keep_judged: bool,
+    figures: &crate::metrics::Figures,
+    is_criteria: impl Fn(&str) -> bool,
+) -> crate::metrics::Figures {
     crate::metrics::Figures(
         figures
             .0
             .iter()
-            .filter(|(name, _)| keep_judged || !crate::metrics::registry::is_judged(name))
+            .filter(|(name, _)| {
+                let judged = crate::metrics::registry::is_judged(name) || is_criteria(name);
+                keep_judged || !judged
+            })
             .cloned()
             .collect(),
     )

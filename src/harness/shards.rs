@@ -213,7 +213,8 @@ fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
     };
     let mut snapshot = merged.outcome.clone();
     for q in &mut snapshot.per_query {
-        q.metrics = super::kept_figures(merged.description.judged_per_query, &q.metrics);
+        // The group does not record criteria names: their figures count as unjudged here.
+        q.metrics = super::kept_figures(merged.description.judged_per_query, &q.metrics, |_| false);
     }
     let Some(new) = golden::parse(&golden::render(&snapshot)) else {
         return vec!["the merged results cannot be rendered as a snapshot".into()];
@@ -221,6 +222,7 @@ fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
     let tolerance = golden::Tolerance {
         figures: merged.description.tolerance,
         judged: merged.description.judge_tolerance,
+        criteria: &[],
     };
     let comparison = golden::compare(&old, &new, tolerance);
     let mut problems = Vec::new();

@@ -160,16 +160,110 @@ const fn needs(needs: &[Need], need: Need) -> bool {
     false
 }
 
+/// The `name:` of a criteria file's header (between its first two `---` lines), or `""` when
+/// it has none: how a `#[rag_eval(criteria = …)]` case knows at compile time the metric its
+/// file reports. [`Criteria::parse`](crate::judge::Criteria::parse) reads the whole file.
+pub const fn criteria_name(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    let mut line = 0;
+    while at < bytes.len() {
+        let mut end = at;
+        while end < bytes.len() && bytes[end] != b'\n' {
+            end += 1;
+        }
+        let (head, _) = bytes.split_at(end);
+        let (_, this) = head.split_at(at);
+        let this = trim(this);
+        if line == 0 && !same_bytes(this, b"---") {
+            return "";
+        }
+        if line > 0 && same_bytes(this, b"---") {
+            return "";
+        }
+        if this.len() > 5 && same_bytes(this.split_at(5).0, b"name:") {
+            return match core::str::from_utf8(trim(this.split_at(5).1)) {
+                Ok(name) => name,
+                Err(_) => "",
+            };
+        }
+        at = end + 1;
+        line += 1;
+    }
+    ""
+}
+
+const fn trim(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// What is wrong with the bar `key` (e.g. `min_span_recall`) on `metric` in a case that
 /// answers (`answers`: it returns a `RagAnswer` or a `Rag`, or its shape is not known) and has
-/// a `judge` and an `embedder` or not. Empty when the bar is fine.
+/// a `judge` and an `embedder` or not, and whose `criteria` files (path and header name, from
+/// [`criteria_name`]) report those metrics. Empty when the bar is fine.
 pub const fn bar_problem(
     key: &str,
     metric: &str,
     answers: bool,
     judge: bool,
     embedder: bool,
+    criteria: &[(&str, &str)],
 ) -> BarProblem {
+    let m = BarProblem::new();
+    let mut c = 0;
+    while c < criteria.len() {
+        let (path, name) = criteria[c];
+        if name.is_empty() {
+            return m
+                .push("criteria file `")
+                .push(path)
+                .push("` has no `name:` in a header between `---` lines");
+        }
+        if same(name, metric) {
+            if !answers {
+                return m.push("`").push(name).push(
+                    "` judges answers, and this case returns retrieved chunks only: make it an \
+                     `async fn(&str) -> RagAnswer` or a function returning a `Rag`",
+                );
+            }
+            if !judge {
+                return m.push("`").push(name).push(
+                    "` is a criteria judge's figure: the case needs `judge = my_judge_client` \
+                     (a function returning an `LlmClient`)",
+                );
+            }
+            return m;
+        }
+        c += 1;
+    }
     let mut i = 0;
     let mut found = None;
     while i < REGISTRY.len() {
@@ -178,7 +272,6 @@ pub const fn bar_problem(
         }
         i += 1;
     }
-    let m = BarProblem::new();
     let Some(info) = found else {
         let m = m
             .push("unknown metric `")
@@ -227,7 +320,7 @@ mod tests {
     use super::*;
 
     fn problem(key: &str, metric: &str, answers: bool, judge: bool, embedder: bool) -> String {
-        bar_problem(key, metric, answers, judge, embedder)
+        bar_problem(key, metric, answers, judge, embedder, &[])
             .as_str()
             .to_owned()
     }
@@ -305,6 +398,41 @@ mod tests {
                 false,
                 true
             ),
+            ""
+        );
+    }
+
+    #[test]
+    fn a_criteria_files_name_is_a_bar() {
+        let text = "---\nscale: pass/fail\n name:  cites_sources \n---\nCite.\n";
+        assert_eq!(criteria_name(text), "cites_sources");
+        assert_eq!(criteria_name("name: x\n---\n"), "");
+        assert_eq!(criteria_name("---\nscale: 1-5\n---\nname: x\n"), "");
+        assert_eq!(criteria_name(""), "");
+        let files = [("judges/c.md", criteria_name(text))];
+        let p = |answers, judge| {
+            bar_problem(
+                "min_cites_sources",
+                "cites_sources",
+                answers,
+                judge,
+                false,
+                &files,
+            )
+            .as_str()
+            .to_owned()
+        };
+        assert_eq!(p(true, true), "");
+        assert!(p(true, false).contains("needs `judge = my_judge_client`"));
+        assert!(p(false, true).contains("returns retrieved chunks only"));
+        let unnamed = bar_problem("min_mrr", "mrr", true, true, true, &[("judges/c.md", "")]);
+        assert_eq!(
+            unnamed.as_str(),
+            "criteria file `judges/c.md` has no `name:` in a header between `---` lines"
+        );
+        // Other bars are checked as before.
+        assert_eq!(
+            bar_problem("min_mrr", "mrr", true, true, true, &files).as_str(),
             ""
         );
     }

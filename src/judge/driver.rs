@@ -8,7 +8,7 @@
 
 use super::{Judge, JudgeConfig, JudgeInput};
 use crate::generator::PromptTemplate;
-use crate::llm::{ChatMessage, LlmClient};
+use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmClient};
 use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use serde::de::DeserializeOwned;
 
@@ -72,7 +72,7 @@ pub trait Rubric: Send + Sync + Sealed {
 
 #[async_trait::async_trait]
 impl<C: LlmClient, R: Rubric> Judge for LlmJudge<C, R> {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         R::NAME
     }
 
@@ -86,16 +86,15 @@ impl<C: LlmClient, R: Rubric> Judge for LlmJudge<C, R> {
         sample: u32,
         config: &JudgeConfig,
     ) -> JudgeSample {
-        let s = Sample {
+        let s = Sample::new(
             input,
-            reference: input.reference.map(str::trim).unwrap_or_default(),
-            index: sample,
+            sample,
             config,
-            name: R::NAME,
-            version: self.prompt_version(),
-            llm: &self.llm,
-            prompt: &self.prompt,
-        };
+            R::NAME,
+            self.prompt_version(),
+            &self.llm,
+            &self.prompt,
+        );
         if R::NEEDS_REFERENCE && s.reference.is_empty() {
             let why = "the query has no reference answer";
             return s.unscored(JudgeStatus::Undetermined, why, JudgeUsage::default());
@@ -114,13 +113,35 @@ pub struct Sample<'a> {
     index: u32,
     /// How to call the model.
     pub(super) config: &'a JudgeConfig,
-    name: &'static str,
+    name: &'a str,
     version: String,
     llm: &'a dyn LlmClient,
     prompt: &'a PromptTemplate,
 }
 
-impl Sample<'_> {
+impl<'a> Sample<'a> {
+    /// Sample `index` of `input`, asked with `prompt` (version `version`, schema name `name`).
+    pub(super) fn new(
+        input: &'a JudgeInput<'a>,
+        index: u32,
+        config: &'a JudgeConfig,
+        name: &'a str,
+        version: String,
+        llm: &'a dyn LlmClient,
+        prompt: &'a PromptTemplate,
+    ) -> Self {
+        Sample {
+            input,
+            reference: input.reference.map(str::trim).unwrap_or_default(),
+            index,
+            config,
+            name,
+            version,
+            llm,
+            prompt,
+        }
+    }
+
     /// Renders the prompt with `values`, asks for an answer of `schema`, parses it as `T` and
     /// checks it with `check`; an answer failing either is sent back with the error, at most
     /// `config.repairs` times. The checked value and the calls' usage, or the sample that says
@@ -131,14 +152,34 @@ impl Sample<'_> {
         schema: serde_json::Value,
         check: impl Fn(T) -> Result<V, String>,
     ) -> Result<(V, JudgeUsage), JudgeSample> {
-        let mut usage = JudgeUsage::default();
-        let mut request = self.config.request(
+        let request = self.request(values, schema);
+        let (v, usage, _) = self.ask_with(request, check).await?;
+        Ok((v, usage))
+    }
+
+    /// The request [`Sample::ask`] sends first.
+    pub(super) fn request(
+        &self,
+        values: &[(&str, &str)],
+        schema: serde_json::Value,
+    ) -> ChatRequest {
+        self.config.request(
             self.prompt.render(values),
             self.version.clone(),
             self.index,
             self.name,
             schema,
-        );
+        )
+    }
+
+    /// [`Sample::ask`] with `request` as the first request, giving also the answer that
+    /// passed (for its token log-probabilities).
+    pub(super) async fn ask_with<T: DeserializeOwned, V>(
+        &self,
+        mut request: ChatRequest,
+        check: impl Fn(T) -> Result<V, String>,
+    ) -> Result<(V, JudgeUsage, ChatResponse), JudgeSample> {
+        let mut usage = JudgeUsage::default();
         let mut attempt = 0;
         loop {
             usage.calls += 1;
@@ -164,7 +205,7 @@ impl Sample<'_> {
                 })
                 .and_then(&check);
             match parsed {
-                Ok(v) => return Ok((v, usage)),
+                Ok(v) => return Ok((v, usage, response)),
                 // A repair runs under the same token limit, so an answer the limit cut off
                 // would be cut off again: it is invalid at once, at no further call.
                 Err(message) if attempt >= self.config.repairs || response.is_truncated() => {

@@ -13,7 +13,15 @@ use serde::Deserialize;
 use serde_json::json;
 
 /// Placeholders the faithfulness prompt may use.
-pub const FAITHFULNESS_PLACEHOLDERS: &[&str] = &["question", "answer", "contexts"];
+pub const FAITHFULNESS_PLACEHOLDERS: &[&str] =
+    &["question", "answer", "contexts", "max_statements"];
+
+/// The most statements the judge may list for `answer`: one per three words, at least one
+/// and at most 64. The schema says so (`maxItems`), so a server that enforces the schema
+/// (llama-server, OpenAI's strict mode) ends the list instead of running to the token limit.
+fn max_statements(answer: &str) -> usize {
+    answer.split_whitespace().count().div_ceil(3).clamp(1, 64)
+}
 
 /// `faithfulness`: the answer decomposed into atomic statements, each judged against the
 /// contexts; score = supported / statements. A supported statement's quoted evidence is located
@@ -37,7 +45,7 @@ pub const FAITHFULNESS_PLACEHOLDERS: &[&str] = &["question", "answer", "contexts
 ///     fn name(&self) -> String { "scripted".into() }
 ///     async fn complete(&self, _: &ChatRequest) -> rag_eval::Result<ChatResponse> {
 ///         Ok(ChatResponse { finish_reason: None, usage: TokenUsage::default(), model: "s".into(),
-///             content: r#"{"statements": [
+///             logprobs: None, content: r#"{"statements": [
 ///               {"statement": "Flags are kept in memory.", "verdict": "supported", "context": 1,
 ///                "evidence": "kept in memory", "reason": "stated"},
 ///               {"statement": "Flags are encrypted.", "verdict": "not_supported", "context": 0,
@@ -68,12 +76,13 @@ impl<C: LlmClient> Faithfulness<C> {
 /// What [`Faithfulness`] asks.
 pub struct FaithfulnessRubric;
 
-fn schema() -> serde_json::Value {
+fn schema(max_statements: usize) -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
             "statements": {
                 "type": "array",
+                "maxItems": max_statements,
                 "items": {
                     "type": "object",
                     "properties": {
@@ -112,7 +121,13 @@ struct RawStatement {
 /// A checked statement: (text, supported, context index, evidence, reason).
 type Checked = (String, bool, Option<usize>, String, String);
 
-fn check(reply: Reply, contexts: usize) -> Result<Vec<Checked>, String> {
+fn check(reply: Reply, contexts: usize, most: usize) -> Result<Vec<Checked>, String> {
+    if reply.statements.len() > most {
+        return Err(format!(
+            "{} statements, more than the {most} this answer can hold",
+            reply.statements.len()
+        ));
+    }
     reply
         .statements
         .into_iter()
@@ -193,12 +208,15 @@ impl Rubric for FaithfulnessRubric {
             return s.unscored(JudgeStatus::Undetermined, "the answer is empty", none);
         }
         let contexts = &s.input.answer.contexts;
+        let most = max_statements(answer);
         let values = [
             ("question", s.input.question),
             ("answer", answer),
             ("contexts", &numbered_contexts(contexts)),
+            ("max_statements", &most.to_string()),
         ];
-        let (checked, usage) = match s.ask(&values, schema(), |r| check(r, contexts.len())).await {
+        let ask = s.ask(&values, schema(most), |r| check(r, contexts.len(), most));
+        let (checked, usage) = match ask.await {
             Ok(v) => v,
             Err(failed) => return failed,
         };
@@ -228,5 +246,38 @@ impl Rubric for FaithfulnessRubric {
         let supported = statements.iter().filter(|s| s.supported).count();
         let score = supported as f64 / statements.len() as f64;
         s.scored(score, JudgeDetails::Faithfulness { statements }, usage)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_statements_are_bounded_by_the_answers_length() {
+        assert_eq!(max_statements(""), 1);
+        assert_eq!(max_statements("In May."), 1);
+        assert_eq!(max_statements("Flags are kept in memory."), 2);
+        assert_eq!(max_statements(&"word ".repeat(30)), 10);
+        assert_eq!(max_statements(&"word ".repeat(1000)), 64);
+        assert_eq!(schema(7)["properties"]["statements"]["maxItems"], 7);
+    }
+
+    #[test]
+    fn a_list_longer_than_the_bound_is_sent_back() {
+        let reply = |n: usize| Reply {
+            statements: (0..n)
+                .map(|_| RawStatement {
+                    statement: "Flags are kept in memory.".into(),
+                    verdict: "supported".into(),
+                    context: 1,
+                    evidence: String::new(),
+                    reason: String::new(),
+                })
+                .collect(),
+        };
+        assert_eq!(check(reply(2), 1, 2).unwrap().len(), 2);
+        let e = check(reply(3), 1, 2).unwrap_err();
+        assert_eq!(e, "3 statements, more than the 2 this answer can hold");
     }
 }

@@ -38,12 +38,17 @@
 //! Wrap the client in a `CachedLlm` (feature `cache`) to record a run and replay it with no
 //! calls.
 //!
+//! **Criteria judges** ([`CriteriaJudge`]) judge a team's own rule, written as a
+//! [`Criteria`] file or built in code, on a pass/fail, integer or categorical [`Scale`],
+//! through the same driver: schema, repairs, `invalid`/`error`, repeats and cache.
+//!
 //! The five judges are one type, [`LlmJudge`], with a different [`Rubric`] each (what is
 //! asked, the schema, how the answer is checked and scored): every judge's request, parsing,
 //! repairs and `invalid`/`error` outcomes go through the same code.
 
 mod answer_match;
 mod context;
+mod criteria;
 mod driver;
 mod faithfulness;
 mod figures;
@@ -59,6 +64,7 @@ pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
     CONTEXT_PLACEHOLDERS,
 };
+pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACEHOLDERS};
 pub use driver::{LlmJudge, Rubric};
 pub use faithfulness::{Faithfulness, FaithfulnessRubric, FAITHFULNESS_PLACEHOLDERS};
 pub use figures::add_to_result;
@@ -186,7 +192,7 @@ impl JudgeConfig {
 #[async_trait::async_trait]
 pub trait Judge: Send + Sync {
     /// The reported metric name, e.g. `faithfulness`.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// `name/version` of the prompt in use, recorded in every request's cache key.
     fn prompt_version(&self) -> String;
     /// Judges one query once (sample `sample`). Never fails: a failure is a sample with status

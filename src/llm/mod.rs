@@ -115,6 +115,10 @@ pub struct ChatRequest {
     /// recorded and replayed on its own instead of the first answer standing for all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample: Option<u32>,
+    /// Asks for the log-probabilities of each answer token and of this many alternatives to
+    /// it (OpenAI's `logprobs` and `top_logprobs`, at most 20); unset, none are asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u8>,
 }
 
 impl ChatRequest {
@@ -128,6 +132,7 @@ impl ChatRequest {
             json_schema: None,
             prompt_version: None,
             sample: None,
+            top_logprobs: None,
         }
     }
 
@@ -158,6 +163,13 @@ impl ChatRequest {
     /// Marks the request as sample `index` of several (cache key only).
     pub fn with_sample(mut self, index: u32) -> Self {
         self.sample = Some(index);
+        self
+    }
+
+    /// Asks for each answer token's log-probability and its `n` likeliest alternatives'
+    /// (`n` at most 20, OpenAI's limit).
+    pub fn with_top_logprobs(mut self, n: u8) -> Self {
+        self.top_logprobs = Some(n.min(20));
         self
     }
 
@@ -203,8 +215,22 @@ impl TokenUsage {
     }
 }
 
+/// One token of an answer with its log-probability and its likeliest alternatives', as the
+/// server reports them (asked for with [`ChatRequest::with_top_logprobs`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    /// The token's text.
+    pub token: String,
+    /// Its natural-log probability.
+    pub logprob: f64,
+    /// The likeliest tokens at this place (the token itself usually among them), each with
+    /// its log-probability.
+    #[serde(default)]
+    pub top: Vec<(String, f64)>,
+}
+
 /// A chat-completion answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {
     /// The model's text (with a schema: the JSON document).
     pub content: String,
@@ -214,6 +240,10 @@ pub struct ChatResponse {
     pub usage: TokenUsage,
     /// The model that answered, as the server names it.
     pub model: String,
+    /// The answer's tokens with their log-probabilities, when asked for and the server gives
+    /// them (a server may not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 impl ChatResponse {
@@ -302,6 +332,7 @@ mod tests {
                 content: last,
                 finish_reason: Some("stop".into()),
                 model: request.model.clone().unwrap_or_else(|| "echo-1".into()),
+                logprobs: None,
             })
         }
     }
@@ -339,6 +370,16 @@ mod tests {
         assert!(back.json_schema.unwrap().strict);
     }
 
+    /// Caches hold answers as JSON: one recorded before answers carried log-probabilities
+    /// reads back, and one without them is written as it was then.
+    #[test]
+    fn answers_recorded_without_logprobs_read_back_and_write_as_before() {
+        let old = r#"{"content":"ok","finish_reason":"stop","usage":{"prompt_tokens":3,"completion_tokens":1},"model":"m"}"#;
+        let answer: ChatResponse = serde_json::from_str(old).unwrap();
+        assert_eq!(answer.logprobs, None);
+        assert_eq!(serde_json::to_string(&answer).unwrap(), old);
+    }
+
     #[test]
     fn answers_parse_as_json_and_report_truncation() {
         let answer = ChatResponse {
@@ -346,6 +387,7 @@ mod tests {
             finish_reason: Some("length".into()),
             usage: TokenUsage::default(),
             model: "m".into(),
+            logprobs: None,
         };
         let v: serde_json::Value = answer.json().unwrap();
         assert_eq!(v["planet"], "Jupiter");

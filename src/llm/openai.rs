@@ -1,6 +1,6 @@
 //! Chat completions from any server that speaks OpenAI's `/chat/completions` API.
 
-use super::{ChatMessage, ChatRequest, ChatResponse, LlmClient, TokenUsage};
+use super::{ChatMessage, ChatRequest, ChatResponse, LlmClient, TokenLogprob, TokenUsage};
 use crate::error::{Error, Result};
 use crate::http::{redact_url, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,8 @@ impl OpenAiChat {
             temperature: request.temperature,
             max_tokens,
             max_completion_tokens,
+            logprobs: request.top_logprobs.map(|_| true),
+            top_logprobs: request.top_logprobs,
             response_format: request.json_schema.as_ref().map(|s| ResponseFormat {
                 kind: "json_schema",
                 json_schema: SchemaFormat {
@@ -160,6 +162,10 @@ struct CompletionRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat<'a>>,
 }
 
@@ -192,6 +198,28 @@ struct Choice {
     message: AnswerMessage,
     #[serde(default)]
     finish_reason: Option<String>,
+    #[serde(default)]
+    logprobs: Option<ChoiceLogprobs>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceLogprobs {
+    #[serde(default)]
+    content: Option<Vec<WireToken>>,
+}
+
+#[derive(Deserialize)]
+struct WireToken {
+    token: String,
+    logprob: f64,
+    #[serde(default)]
+    top_logprobs: Vec<WireAlternative>,
+}
+
+#[derive(Deserialize)]
+struct WireAlternative {
+    token: String,
+    logprob: f64,
 }
 
 #[derive(Deserialize)]
@@ -259,11 +287,26 @@ impl LlmClient for OpenAiChat {
         self.requests.fetch_add(1, Ordering::Relaxed);
         super::add_tokens_to(&self.prompt_tokens, usage.prompt_tokens);
         super::add_tokens_to(&self.completion_tokens, usage.completion_tokens);
+        let logprobs = choice.logprobs.and_then(|l| l.content).map(|tokens| {
+            tokens
+                .into_iter()
+                .map(|t| TokenLogprob {
+                    token: t.token,
+                    logprob: t.logprob,
+                    top: t
+                        .top_logprobs
+                        .into_iter()
+                        .map(|a| (a.token, a.logprob))
+                        .collect(),
+                })
+                .collect()
+        });
         Ok(ChatResponse {
             content,
             finish_reason: choice.finish_reason,
             usage,
             model: answer.model.unwrap_or_else(|| body.model.to_owned()),
+            logprobs,
         })
     }
 }

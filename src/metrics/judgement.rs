@@ -178,6 +178,18 @@ pub enum JudgeDetails {
         /// The statements.
         statements: Vec<Attribution>,
     },
+    /// A criteria judge: the verdict on the team's criterion.
+    Criteria {
+        /// The verdict as the judge wrote it (`pass`, `4`, a category).
+        verdict: String,
+        /// The judge's reason.
+        reason: String,
+        /// Each verdict's probability at the verdict's first token, normalised over the
+        /// verdicts the scale allows, when the score is their weighted mean; `None` when the
+        /// score is the sampled verdict's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        probabilities: Option<Vec<(String, f64)>>,
+    },
     /// Answer match: does the answer answer the question as the reference does.
     AnswerMatch {
         /// The verdict.

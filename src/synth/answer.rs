@@ -197,6 +197,7 @@ mod tests {
                 finish_reason: Some("length".into()),
                 usage: TokenUsage::default(),
                 model: "m".into(),
+                logprobs: None,
             })
         }
     }
