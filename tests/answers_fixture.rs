@@ -269,7 +269,7 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
         "question: Which Linux kernel version does a Larkspur host need at minimum?",
         "answer: Larkspur was written on the moon (11 words asked).",
         "unsupported statements:\n  - Larkspur was written on the moon (11 words asked).",
-        "reference: (the dataset has none)",
+        "reference: Linux kernel 4.18 or later, on a 64-bit host (x86_64 or arm64).",
     ] {
         assert!(q1.contains(part), "`{part}` in:\n{q1}");
     }
@@ -517,9 +517,9 @@ fn full_rag_cases_are_judged_recorded_replayed_and_uploaded() {
         serde_json::json!(["scripted-judge-rag"])
     );
     assert_eq!(run["config"]["generator"], "first-sentence");
-    // One faithfulness call of 100 + 20 tokens per query.
-    assert_eq!(run["usage"]["prompt_tokens"], 4000);
-    assert_eq!(run["usage"]["completion_tokens"], 800);
+    // One faithfulness call of 100 + 20 tokens per query, the judge's share of the usage.
+    assert_eq!(run["usage"]["judge"]["prompt_tokens"], 4000);
+    assert_eq!(run["usage"]["judge"]["completion_tokens"], 800);
     let per_query = run["result"]["per_query"].as_array().unwrap();
     assert_eq!(per_query.len(), 40);
     for q in per_query {

@@ -85,7 +85,7 @@ pub(crate) struct Tolerance {
     /// For the figures of LLM judges.
     pub judged: f64,
     /// The case's criteria files, whose figures are judges' too.
-    pub criteria: &'static [super::private::CriteriaFile],
+    pub criteria: &'static [super::vocabulary::CriteriaFile],
 }
 
 impl Tolerance {
@@ -549,8 +549,8 @@ mod tests {
 
     #[test]
     fn a_criteria_judges_figures_have_the_judges_tolerance() {
-        static FILES: [super::super::private::CriteriaFile; 1] =
-            [super::super::private::CriteriaFile {
+        static FILES: [super::super::vocabulary::CriteriaFile; 1] =
+            [super::super::vocabulary::CriteriaFile {
                 path: "judges/polite.md",
                 text: "---\nname: polite\nscale: pass/fail\n---\nBe nice.\n",
             }];

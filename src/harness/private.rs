@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
-pub use super::vocabulary::{bar_problem, criteria_name, BarProblem};
+pub use super::vocabulary::{bar_problem, criteria_name, BarProblem, CriteriaFile};
 
 /// A boxed future, as the expansions produce them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -64,22 +64,6 @@ impl CaseSpec {
     /// The folder of the case's snapshots and caches: `golden/` beside its crate's manifest.
     pub fn golden_dir(&self) -> std::path::PathBuf {
         std::path::Path::new(self.manifest_dir).join("golden")
-    }
-}
-
-/// A criteria file of a case, read at compile time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CriteriaFile {
-    /// The path as the attribute gives it, relative to the crate root.
-    pub path: &'static str,
-    /// The file's text.
-    pub text: &'static str,
-}
-
-impl CriteriaFile {
-    /// The metric it reports (the header's `name:`; empty when it has none).
-    pub fn name(&self) -> &'static str {
-        criteria_name(self.text)
     }
 }
 

@@ -160,6 +160,22 @@ const fn needs(needs: &[Need], need: Need) -> bool {
     false
 }
 
+/// A criteria file of a case, read at compile time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CriteriaFile {
+    /// The path as the attribute gives it, relative to the crate root.
+    pub path: &'static str,
+    /// The file's text.
+    pub text: &'static str,
+}
+
+impl CriteriaFile {
+    /// The metric it reports (the header's `name:`; empty when it has none).
+    pub fn name(&self) -> &'static str {
+        criteria_name(self.text)
+    }
+}
+
 /// The `name:` of a criteria file's header (between its first two `---` lines), or `""` when
 /// it has none: how a `#[rag_eval(criteria = …)]` case knows at compile time the metric its
 /// file reports. [`Criteria::parse`](crate::judge::Criteria::parse) reads the whole file.

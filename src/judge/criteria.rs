@@ -273,17 +273,13 @@ impl Criteria {
     ///
     /// ```
     /// use rag_eval::judge::{Criteria, CriteriaInput, Scale};
-    /// let c = Criteria::parse("---
-    /// name: cites_sources
-    /// scale: pass/fail
-    /// inputs: answer, contexts
-    /// ---
-    /// Every fact of the answer names the passage it comes from, as [1], [2].
-    ///
-    /// ## Steps
-    /// 1. List the facts of the answer.
-    /// 2. Check that each is followed by a passage number.
-    /// ", "judges/cites_sources.md")?;
+    /// let text = concat!(
+    ///     "---\nname: cites_sources\nscale: pass/fail\ninputs: answer, contexts\n---\n",
+    ///     "Every fact of the answer names the passage it comes from, as [1], [2].\n\n",
+    ///     "## Steps\n1. List the facts of the answer.\n",
+    ///     "2. Check that each is followed by a passage number.\n",
+    /// );
+    /// let c = Criteria::parse(text, "judges/cites_sources.md")?;
     /// assert_eq!(c.name, "cites_sources");
     /// assert_eq!(c.scale, Scale::PassFail);
     /// assert_eq!(c.inputs, [CriteriaInput::Answer, CriteriaInput::Contexts]);
