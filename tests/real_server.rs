@@ -183,6 +183,9 @@ fn llama_server_generate_at_default_concurrency_retries_nothing() {
         .arg(&out)
         .args(["--queries-per-doc", "2", "--model", &model()])
         .args(["--base-url", &url, "--temperature", "0"])
+        // The server's own cap (`-n 1024` in .ci/llama.sh): the default 2048 would let the
+        // small model ramble twice as long per request.
+        .args(["--max-tokens", "1024"])
         .args(["--api-key-env", "RAG_EVAL_NO_KEY"])
         .output()
         .unwrap();
