@@ -137,6 +137,24 @@ impl Fit {
         );
         Ok(Some(next))
     }
+    /// [`Fit::after`] for a document's attempt at windows of `tried` characters: `Ok(Ok(window))`
+    /// to try again with, `Ok(Err(batch))` when the document is left out (no rows, the reason
+    /// recorded, the `usage` and `calls` it cost kept), or the error when it is not about the
+    /// context.
+    pub(crate) fn retry_or_leave_out<L: Level>(
+        &self,
+        error: Error,
+        tried: usize,
+        sent: Sent,
+        config: &GenerateConfig,
+        (doc, usage, calls): (&Document, TokenUsage, usize),
+    ) -> Result<Result<usize, DocumentBatch<L>>, Error> {
+        let reason = too_long(tried, &error);
+        Ok(match self.after(error, tried, sent, config)? {
+            Some(smaller) => Ok(smaller),
+            None => Err(dropped_document(doc, reason, usage, calls)),
+        })
+    }
 }
 
 /// The tokens of a context of `context` left for the prompt: all but the answer's
@@ -148,7 +166,7 @@ fn room(context: usize, config: &GenerateConfig) -> usize {
 }
 
 /// The batch of a document left out whole: no rows, `reason` recorded, the calls it cost kept.
-pub(crate) fn dropped_document<L: Level>(
+fn dropped_document<L: Level>(
     doc: &Document,
     reason: String,
     usage: TokenUsage,
@@ -169,7 +187,7 @@ pub(crate) fn dropped_document<L: Level>(
 }
 
 /// Why a document is left out: even windows of `tried` characters exceed the context.
-pub(crate) fn too_long(tried: usize, error: &Error) -> String {
+fn too_long(tried: usize, error: &Error) -> String {
     format!("the model's context is too small even for windows of {tried} characters ({error})")
 }
 

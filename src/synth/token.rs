@@ -172,14 +172,13 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
                     // What the document gave so far is asked for again; what it cost stays.
                     acc.candidates.clear();
                     acc.dropped = Dropped::default();
-                    let reason = super::fit::too_long(window, &e);
-                    match self.fit.after(e, window, acc.sent, &self.config)? {
-                        Some(smaller) => window = smaller,
-                        None => {
-                            return Ok(super::fit::dropped_document(
-                                doc, reason, acc.usage, acc.calls,
-                            ))
-                        }
+                    let cost = (doc, acc.usage, acc.calls);
+                    match self
+                        .fit
+                        .retry_or_leave_out(e, window, acc.sent, &self.config, cost)?
+                    {
+                        Ok(smaller) => window = smaller,
+                        Err(left_out) => return Ok(left_out),
                     }
                 }
             }
