@@ -201,11 +201,10 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         if let (Some(before), Some(cache)) = (spent_before, context.cache()) {
             let after = cache.embedding_stats();
             record.usage = Some(Usage {
-                embedding: Some(Spend {
-                    prompt_tokens: after.tokens.saturating_sub(before.tokens),
-                    completion_tokens: 0,
-                    cost_usd: after.cost.map(|c| c - before.cost.unwrap_or(0.0)),
-                }),
+                embedding: Some(Spend::embedded(
+                    after.tokens.saturating_sub(before.tokens),
+                    after.cost.map(|c| c - before.cost.unwrap_or(0.0)),
+                )),
                 ..Usage::default()
             });
         }

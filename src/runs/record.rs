@@ -203,6 +203,15 @@ pub struct Spend {
 }
 
 impl Spend {
+    /// An embedder's spend: `tokens` embedded, and the cost when a price was known.
+    pub fn embedded(tokens: u64, cost_usd: Option<f64>) -> Spend {
+        Spend {
+            prompt_tokens: tokens,
+            completion_tokens: 0,
+            cost_usd,
+        }
+    }
+
     /// Prompt and completion tokens, no cost.
     pub fn tokens(prompt_tokens: u64, completion_tokens: u64) -> Spend {
         Spend {

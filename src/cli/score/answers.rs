@@ -251,11 +251,8 @@ pub(in crate::cli) fn run(
     if let Some(cache) = context.cache() {
         let spent = cache.embedding_stats();
         if spent.tokens > 0 || spent.cost.is_some() {
-            record.usage.get_or_insert_with(Default::default).embedding = Some(Spend {
-                prompt_tokens: spent.tokens,
-                completion_tokens: 0,
-                cost_usd: spent.cost,
-            });
+            record.usage.get_or_insert_with(Default::default).embedding =
+                Some(Spend::embedded(spent.tokens, spent.cost));
         }
     }
     crate::cli::runs::record(out, a.no_record, &[record])?;
