@@ -366,3 +366,45 @@ fn sibling_files_form_no_circle() {
         .collect();
     assert!(circles.is_empty(), "file circles:\n{}", circles.join("\n"));
 }
+
+/// A test binary that starts the `rag-eval` command needs the `cli` feature: without it the
+/// default `cargo test` builds the test but not the command, and every case fails with "No such
+/// file or directory" (a stale binary in `target/` hides this locally).
+#[test]
+fn every_test_that_runs_the_command_requires_the_cli_feature() {
+    let manifest = std::fs::read_to_string(Path::new(REPO).join("Cargo.toml")).unwrap();
+    let mut requires_cli = BTreeSet::new();
+    for block in manifest.split("[[test]]").skip(1) {
+        let field = |key: &str| {
+            block
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.trim_start().strip_prefix('='))
+                .map(str::trim)
+        };
+        if let (Some(name), Some(features)) = (field("name"), field("required-features")) {
+            if features.contains("\"cli\"") {
+                requires_cli.insert(name.trim_matches('"').to_owned());
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(Path::new(REPO).join("tests")).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "rs")
+            && std::fs::read_to_string(&path)
+                .unwrap()
+                .contains(concat!("CARGO_BIN_EXE_", "rag-eval"))
+            && !requires_cli.contains(stem)
+        {
+            missing.push(stem.to_owned());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "these tests run the `rag-eval` command but Cargo.toml does not give them \
+         `required-features = [\"cli\"]`: {missing:?}"
+    );
+}
