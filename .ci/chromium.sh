@@ -3,7 +3,7 @@
 #
 # - Installs Debian's `chromium` and `libxml2-utils` packages when missing (apt-get, as root or
 #   through sudo).
-# - Exports RAG_EVAL_CHROMIUM, the browser's path, which tests/reports.rs needs; without it
+# - Exports RAG_EVAL_CHROMIUM, the browser's path, which tests/cli/reports.rs needs; without it
 #   the browser test skips with a notice.
 #
 # Knobs: RAG_EVAL_SKIP_CHROMIUM=1 (skip: the browser test then skips too).

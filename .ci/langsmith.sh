@@ -1,5 +1,5 @@
 # Sourced by .ci/run (and by hand: `. .ci/langsmith.sh`): the official LangSmith Python SDK for
-# the interoperability tests of tests/langsmith.rs, which run it against the fake LangSmith
+# the interoperability tests of tests/cli/langsmith.rs, which run it against the fake LangSmith
 # server they start on 127.0.0.1 (handed over in LANGSMITH_ENDPOINT).
 #
 # - a venv at ~/.cache/rag-eval-ci/venv-langsmith with the `langsmith` package;

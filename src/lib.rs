@@ -190,7 +190,7 @@ pub mod guide {
 }
 
 /// The reference: the Markdown of `docs/reference/`. `cli` is the `--help` of every command,
-/// regenerated and compared by `tests/cli.rs`.
+/// regenerated and compared by `tests/cli/cli.rs`.
 #[cfg(any(doc, doctest))]
 pub mod reference {
     #[doc = include_str!("../docs/reference/commands.md")]

@@ -20,7 +20,7 @@
 //!
 //! Evaluations, `rag-eval eval` and `score`, and the harness (which thresholds are allowed)
 //! read the registry, so nothing else lists the metric. Two copies remain, each checked by
-//! `tests/vocabulary.rs`: the name in `METRICS` of `macros/src/args.rs` (the attribute crate
+//! `tests/lib/vocabulary.rs`: the name in `METRICS` of `macros/src/args.rs` (the attribute crate
 //! cannot depend on this one) and a row of the metric table of `docs/reference/metrics.md`, whose
 //! definition must be the registry's line.
 //!

@@ -1,6 +1,6 @@
 //! The paired t-test: Student's t distribution through the regularized incomplete beta
 //! function, equal to scipy's `ttest_rel` to 1e-9 (checked against a scipy fixture in
-//! `tests/stats.rs`).
+//! `tests/lib/stats.rs`).
 
 use serde::{Deserialize, Serialize};
 

@@ -8,7 +8,7 @@ use std::process::Command;
 /// Runs the binary: exit code, standard output, standard error.
 pub fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        // Runs are recorded in tests/runs_cli.rs, never in the crate's own folder.
+        // Runs are recorded in tests/cli/runs_cli.rs, never in the crate's own folder.
         .env("RAG_EVAL_RUNS", "off")
         .args(args)
         .output()

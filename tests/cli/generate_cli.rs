@@ -5,7 +5,7 @@
 //! of the JSON, empty answers, and 429s with `Retry-After`. The corpus is the bundled one in
 //! `examples/data/corpus`. The run against a real model is in `tests/real_server.rs`.
 
-mod support;
+use crate::support;
 
 use rag_eval::chunk::ChunkId;
 use serde_json::{json, Value};

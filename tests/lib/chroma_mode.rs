@@ -2,7 +2,7 @@
 //! figures produced by a transcription of chunking_evaluation's scoring
 //! (tests/fixtures/chroma/, see its README).
 
-mod shared_data;
+use crate::shared_data;
 
 use rag_eval::corpus::Corpus;
 use rag_eval::dataset::import::chroma_csv;

@@ -6,7 +6,7 @@
 //! `.ci/chroma.sh`); without it the Chroma test prints a notice and passes without checking
 //! anything, while the in-memory store test still runs.
 
-mod support;
+use crate::support;
 
 use rag_eval::embed::HashingEmbedder;
 use serde_json::{json, Value};
@@ -22,7 +22,7 @@ fn eval(args: &[&str]) -> (Vec<Value>, String) {
     let corpus = root.join("examples/data/corpus");
     let dataset = root.join("examples/data/questions.jsonl");
     let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        // Runs are recorded in tests/runs_cli.rs, never in the crate's own folder.
+        // Runs are recorded in tests/cli/runs_cli.rs, never in the crate's own folder.
         .env("RAG_EVAL_RUNS", "off")
         .args([
             "eval",

@@ -3,8 +3,9 @@
 //!
 //! The test starts copies of this test binary as workers (the ignored test `worker`, told its
 //! number and the file through the environment), releases them together and reads the file
-//! itself while they write. Run alone (`cargo test --features cache --test cache -- --ignored`),
-//! `worker` does one worker's part on a file of its own.
+//! itself while they write. Run alone
+//! (`cargo test --features cache --test lib cache::worker -- --ignored`), `worker` does one
+//! worker's part on a file of its own.
 //!
 //! With `openai`, the keys of cached OpenAI-compatible clients: recorded against a local
 //! server on one port, replayed against another port without a request, and caches recorded
@@ -12,7 +13,7 @@
 #![cfg(feature = "cache")]
 
 #[cfg(feature = "openai")]
-mod support;
+use crate::support;
 
 use rag_eval::cache::{Cache, CacheMode, CachedEmbedder};
 use rag_eval::embed::{Embedder, HashingEmbedder};
@@ -159,7 +160,7 @@ fn worker() {
 
 fn spawn_worker(index: usize, cache: &Path, go: &Path) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["worker", "--exact", "--ignored", "--nocapture"])
+        .args(["cache::worker", "--exact", "--ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env(WORKER_ENV, index.to_string())
         .env(GO_ENV, go)

@@ -4,8 +4,8 @@
 //! The server comes from `RAG_EVAL_CHROMA_URL` (`.ci/run` starts one through `.ci/chroma.sh`);
 //! without it the server tests print a notice and pass without checking anything.
 
-mod shared_data;
-mod support;
+use crate::shared_data;
+use crate::support;
 
 use pollster::block_on;
 use rag_eval::chunk::{PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};

@@ -3,7 +3,7 @@
 //! token log-probabilities, an answer that never follows the schema counted `invalid` and left
 //! out of the mean, repeats, the run record and `compare`, and a cache replay with no call.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! LangChain's `start_index` is found by searching for the chunk text and sometimes lands on an
 //! earlier copy. Those cases are listed below and asserted one by one.
 
-mod shared_data;
+use crate::shared_data;
 
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
 use rag_eval::corpus::Document;

@@ -4,7 +4,7 @@
 //! (`.ci/chromium.sh`), opened in headless Chromium and photographed at 1,400 and 800 pixels
 //! wide under `target/reports/` for a person to look at.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

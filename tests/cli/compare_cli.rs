@@ -2,8 +2,7 @@
 //! the refusals, metrics defined differently (another k, level or span mode), and the runs
 //! guide's walkthrough (`docs/guide/runs.md`), run as written.
 
-#[path = "support/cli.rs"]
-mod cli_support;
+use crate::cli_support;
 
 use std::path::Path;
 use std::process::{Command, Output};

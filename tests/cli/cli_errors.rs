@@ -1,8 +1,7 @@
 //! What the CLI says when its input is wrong, through the real binary: one line, each cause
 //! once, naming the path the user gave; and a standard error that cannot be written to.
 
-#[path = "support/cli.rs"]
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{fails_on_one_line, run, s, write};
 use std::path::Path;
@@ -83,7 +82,7 @@ fn a_broken_link_beside_the_documents_is_passed_over() {
 
 /// The chunker labels of the README's quickstart table, which the example prints.
 fn quickstart_labels() -> Vec<String> {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let table = readme
         .split("```text\nchunker ")
         .nth(1)
@@ -100,7 +99,7 @@ fn quickstart_labels() -> Vec<String> {
 fn the_quickstart_names_chunkers_as_the_cli_does() {
     let labels = quickstart_labels();
     assert_eq!(labels.len(), 4, "{labels:?}");
-    let example = include_str!("../examples/quickstart.rs");
+    let example = include_str!("../../examples/quickstart.rs");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.md"), "Alpha beta gamma.").unwrap();
     for label in &labels {

@@ -4,7 +4,7 @@
 //! asks for waits too long to represent, sends bodies without end or far too large, and leaves
 //! requests unanswered while answering its health check.
 
-mod support;
+use crate::support;
 
 use rag_eval::chunk::{PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use rag_eval::embed::{BatchingEmbedder, Embedder, OpenAiEmbedder};

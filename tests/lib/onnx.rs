@@ -522,7 +522,7 @@ fn a_runtime_that_is_no_library_is_reported_with_where_its_path_came_from() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_loads_the_library_named_by_ort_dylib_path",
+            "onnx::child_loads_the_library_named_by_ort_dylib_path",
             "--include-ignored",
             "--nocapture",
         ])
@@ -593,7 +593,7 @@ fn an_embedder_that_names_no_runtime_uses_the_loaded_one() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_reuses_the_loaded_runtime_when_none_is_named",
+            "onnx::child_reuses_the_loaded_runtime_when_none_is_named",
             "--include-ignored",
             "--nocapture",
         ])

@@ -387,17 +387,24 @@ fn every_test_that_runs_the_command_requires_the_cli_feature() {
             }
         }
     }
+    // A test binary is `tests/<name>.rs` or `tests/<name>/main.rs` with the files beside it.
     let mut missing = Vec::new();
     for entry in std::fs::read_dir(Path::new(REPO).join("tests")).unwrap() {
         let path = entry.unwrap().path();
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        if path.extension().is_some_and(|e| e == "rs")
-            && std::fs::read_to_string(&path)
+        let mut files = Vec::new();
+        if path.join("main.rs").is_file() {
+            sources(&path, &mut files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path.clone());
+        }
+        if files.iter().any(|file| {
+            std::fs::read_to_string(file)
                 .unwrap()
                 .contains(concat!("CARGO_BIN_EXE_", "rag-eval"))
-            && !requires_cli.contains(stem)
+        }) && !requires_cli.contains(stem)
         {
             missing.push(stem.to_owned());
         }

@@ -14,7 +14,7 @@
 //! CJK extension B), arbitrary scalar values, CRLF, runs of spaces and tabs, blank lines,
 //! sentence punctuation, Markdown syntax and very long words; empty documents included.
 
-mod shared_data;
+use crate::shared_data;
 
 use proptest::prelude::*;
 use rag_eval::chunk::{PositionAwareChunk, PositionAwareChunkId};

@@ -4,7 +4,7 @@
 //! that `compare` reads; a judge server or a spec's embedder that never answers, given up
 //! after `--timeout`.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::path::Path;

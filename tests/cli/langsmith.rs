@@ -3,9 +3,8 @@
 //! Python SDK reading and writing the same data (when `RAG_EVAL_LANGSMITH_PYTHON` names a
 //! Python with the `langsmith` package; `.ci/langsmith.sh` sets it up).
 
-#[path = "support/langsmith.rs"]
-mod fake;
-mod support;
+use crate::fake;
+use crate::support;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use fake::{FakeLangSmith, Fault};

@@ -2,7 +2,7 @@
 //! (quotes copied exactly, re-wrapped, re-cased, slightly misquoted or paraphrased; made-up
 //! chunk ids; broken JSON), over the bundled example corpus.
 
-mod shared_data;
+use crate::shared_data;
 
 use rag_eval::chunk::ChunkId;
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};

@@ -2,8 +2,7 @@
 //! shape, JUnit validated against its schema, and user text that tries to be markup shown as
 //! text everywhere.
 
-#[path = "support/junit_schema.rs"]
-mod junit_schema;
+use crate::junit_schema;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

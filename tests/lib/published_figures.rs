@@ -2,7 +2,7 @@
 //! Chroma-compatible PrecisionΩ over our chunkers must reproduce the figures published for
 //! chunking_evaluation's general set (README of the data set) exactly as printed.
 
-mod shared_data;
+use crate::shared_data;
 
 use rag_eval::chunker::parse_spec;
 use rag_eval::corpus::Corpus;

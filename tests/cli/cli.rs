@@ -1,8 +1,7 @@
 //! The CLI's behaviour and JSON contracts, through the real binary.
 
-#[path = "support/cli.rs"]
-mod cli_support;
-mod shared_data;
+use crate::cli_support;
+use crate::shared_data;
 
 use cli_support::{bundled_copy, fails, ok, run, s, walk, write};
 
@@ -789,7 +788,7 @@ fn eval_on_the_bundled_data_reproduces_the_committed_figures() {
 /// Runs `args` with standard output sent to `stdout`; returns the exit code and stderr.
 fn run_to(args: &[&str], stdout: impl Into<std::process::Stdio>) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        // Runs are recorded in tests/runs_cli.rs, never in the crate's own folder.
+        // Runs are recorded in tests/cli/runs_cli.rs, never in the crate's own folder.
         .env("RAG_EVAL_RUNS", "off")
         .args(args)
         .stdout(stdout)
@@ -1722,7 +1721,7 @@ fn the_cli_reference_is_the_help_of_every_command() {
     let mut generated = String::from(
         "# Command-line help\n\n\
          The `--help` of `rag-eval` and of every command under it, at 100 columns. \
-         `tests/cli.rs`\ngenerates it and fails when this file differs; \
+         `tests/cli/cli.rs`\ngenerates it and fails when this file differs; \
          `RAG_EVAL_BLESS=1 cargo test --all-features\n--test cli the_cli_reference` rewrites \
          it. What each command does, its input files and its JSON\noutput are in \
          `docs/reference/commands.md`.\n",
