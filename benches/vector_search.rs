@@ -2,20 +2,20 @@
 //! `InMemoryStore::search_many` against a NumPy brute force (benches/scripts/numpy_search.py),
 //! measured in one run with the same number of threads on both sides.
 //!
-//! `cargo bench --bench vector_search`. The vectors and queries are seeded random unit vectors,
-//! written to temporary raw float32 files that the Python side reads. Our side is timed from
-//! the queries as given to the ranked rows (the stored vectors are normalised when added, as
-//! NumPy's are before its clock starts). The Python side loads once and then runs one pass per
-//! request, so passes alternate between the sides and meet the same load; each side reports
-//! the median of its passes, and the median of the pass-by-pass ratios is printed too. The
-//! ranked rows of every 100th query are compared (identical, or differing only where two
-//! scores are within 1e-5 of each other). The Python side runs when benches/scripts/.venv
-//! exists (benches/scripts/setup.sh creates it) and is skipped with a notice otherwise.
+//! `cargo bench --features matrix --bench vector_search`. The vectors and queries are seeded random
+//! unit vectors, written to temporary raw float32 files that the Python side reads. Our side is
+//! timed from the queries as given to the ranked rows (the stored vectors are normalised when
+//! added, as NumPy's are before its clock starts). The Python side loads once and then runs one
+//! pass per request, so passes alternate between the sides and meet the same load; each side
+//! reports the median of its passes, and the median of the pass-by-pass ratios is printed too. The
+//! ranked rows of every 100th query are compared (identical, or differing only where two scores are
+//! within 1e-5 of each other). The Python side runs when benches/scripts/.venv exists
+//! (benches/scripts/setup.sh creates it) and is skipped with a notice otherwise.
 //!
-//! `cargo bench --bench vector_search -- --ours-only` measures our side alone (for tuning);
-//! `-- --peer-coretype NAME` passes `--coretype NAME` to the Python side (its default, `auto`,
-//! gives OpenBLAS its AVX-512 kernels wherever the CPU has them; `native` leaves the choice to
-//! OpenBLAS and the environment).
+//! `cargo bench --features matrix --bench vector_search -- --ours-only` measures our side alone
+//! (for tuning); `-- --peer-coretype NAME` passes `--coretype NAME` to the Python side (its
+//! default, `auto`, gives OpenBLAS its AVX-512 kernels wherever the CPU has them; `native` leaves
+//! the choice to OpenBLAS and the environment).
 //!
 //! Under `cargo test --benches` (no `--bench` flag) it runs a small configuration once and
 //! checks it against a sort-everything search, without timing and without Python.

@@ -3,8 +3,6 @@
 use super::{check_embeddings, check_lengths, check_vector, normalised, VectorStore};
 use crate::chunk::{PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use crate::error::{Error, Result};
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -346,23 +344,20 @@ impl Search<'_> {
                     transposed[c * height + i] = x;
                 }
             }
-            let a = ArrayView2::from_shape((height, d).strides((1, height)), &transposed[..])
-                .expect("query block shape matches its buffer");
             // Threads may split the rows anywhere; a product covers one stored block at most.
             let mut r0 = rows.start;
             while r0 < rows.end {
                 let r1 = ((r0 / vector_block + 1) * vector_block).min(rows.end);
                 let width = r1 - r0;
                 let block = &self.vectors[(r0 / vector_block) * d * vector_block..];
-                let b = ArrayView2::from_shape(
-                    (d, width).strides((vector_block, 1)),
-                    &block[r0 % vector_block..],
-                )
-                .expect("vector block shape matches its slice");
                 let cells = &mut tile[..height * width];
-                let mut c = ArrayViewMut2::from_shape((height, width), &mut *cells)
-                    .expect("tile shape matches its buffer");
-                general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+                product(
+                    &transposed[..height * d],
+                    height,
+                    &block[r0 % vector_block..],
+                    vector_block,
+                    cells,
+                );
                 for (scores, top) in cells
                     .chunks_exact(width)
                     .zip(&mut tops[q0 - range.start..q1 - range.start])
@@ -373,6 +368,38 @@ impl Search<'_> {
             }
         }
         tops
+    }
+}
+
+/// `cells = a · b`, row-major with `height` rows: `a` is a block of `height` queries stored
+/// component-major (`a[c * height + i]`), `b` a stored block from its first row
+/// (`b[c * stride + j]`). With the `matrix` feature through matrixmultiply's blocked SIMD
+/// kernels, without it one pass per component.
+#[cfg(feature = "matrix")]
+fn product(a: &[f32], height: usize, b: &[f32], stride: usize, cells: &mut [f32]) {
+    use ndarray::linalg::general_mat_mul;
+    use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
+    let (d, width) = (a.len() / height, cells.len() / height);
+    let a = ArrayView2::from_shape((height, d).strides((1, height)), a)
+        .expect("query block shape matches its buffer");
+    let b = ArrayView2::from_shape((d, width).strides((stride, 1)), b)
+        .expect("vector block shape matches its slice");
+    let mut c =
+        ArrayViewMut2::from_shape((height, width), cells).expect("tile shape matches its buffer");
+    general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+}
+
+#[cfg(not(feature = "matrix"))]
+fn product(a: &[f32], height: usize, b: &[f32], stride: usize, cells: &mut [f32]) {
+    let width = cells.len() / height;
+    cells.fill(0.0);
+    for (c, column) in a.chunks_exact(height).enumerate() {
+        let row = &b[c * stride..c * stride + width];
+        for (&x, out) in column.iter().zip(cells.chunks_exact_mut(width)) {
+            for (o, &y) in out.iter_mut().zip(row) {
+                *o += x * y;
+            }
+        }
     }
 }
 
