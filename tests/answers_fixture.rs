@@ -1,9 +1,7 @@
 //! Full-RAG cases as a downstream crate runs them: a fixture crate whose cases answer (an
 //! answering function, a retriever plus a generator, answers judged against reference
 //! answers), judged by a scripted model, run through `cargo test` — recorded, then replayed
-//! from the harness's LLM cache with no judge call, then uploaded to a fake LangSmith; and a
-//! case whose system under test is the stub RAG service over HTTP (`HttpRag`), replayed once
-//! the service and the judge are stopped.
+//! from the harness's LLM cache with no judge call, then uploaded to a fake LangSmith.
 //!
 //! Built in the target directory the macros' UI tests and `tests/harness_fixture.rs` use, with
 //! their flags, so that most dependencies are built once.
@@ -19,7 +17,6 @@ use fixture_crate::{cargo, copy_dir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use support::rag_service::{judge, qa_pairs, Service};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -40,7 +37,7 @@ autotests = false
 [workspace]
 
 [dev-dependencies]
-rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith", "openai", "service"] }}
+rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith", "openai"] }}
 async-trait = "0.1"
 serde_json = "1"
 
@@ -53,10 +50,6 @@ name = "records"
 
 [[test]]
 name = "unreachable"
-harness = false
-
-[[test]]
-name = "service"
 harness = false
 "#
         ),
@@ -80,12 +73,6 @@ harness = false
         &Path::new(REPO).join("examples/data"),
         &root.join("examples/data"),
     );
-    std::fs::copy(
-        Path::new(REPO).join("tests/fixtures/answers/service.rs"),
-        root.join("tests/service.rs"),
-    )
-    .unwrap();
-    std::fs::write(root.join("examples/data/qa.jsonl"), qa_pairs()).unwrap();
     std::fs::write(root.join("examples/data/references.jsonl"), references()).unwrap();
     std::fs::write(
         root.join("examples/data/lexical.jsonl"),
@@ -692,92 +679,4 @@ fn a_case_whose_judge_cannot_be_reached_fails_in_seconds_naming_the_url_and_the_
         .filter(|n| n.contains(".snap"))
         .collect();
     assert!(snapshots.is_empty(), "{snapshots:?}");
-}
-
-/// The records of the run store at `runs`, by label.
-fn records(root: &Path, runs: &str) -> BTreeMap<String, Value> {
-    let (code, printed) = cargo_test_of(root, "records", &["--nocapture"], &[("FX_RUNS", runs)]);
-    assert_eq!(code, 0, "{printed}");
-    printed
-        .lines()
-        .filter_map(|l| l.strip_prefix("RUN "))
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|r| (r["label"].as_str().unwrap().to_owned(), r))
-        .collect()
-}
-
-/// The end-to-end walk through `HttpRag`: question/answer pairs, the stub service's contexts
-/// given as text and placed in the corpus, its answers judged, the answers and what the judge
-/// said in the record, a failing lexical gate, and the same verdicts and figures replayed with
-/// the service and the judge stopped.
-#[test]
-fn a_case_evaluating_a_service_over_http_is_judged_recorded_and_replayed_without_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("fx");
-    fixture(&root);
-    let (code, out) = cargo(&root, &["test", "--test", "service", "--no-run"], &[]);
-    assert_eq!(code, 0, "{out}");
-    let service = Service::start("good");
-    let judge = judge();
-    let service_url = format!("{}/ask", service.base);
-    let judge_url = judge.url("/v1");
-    let runs = dir.path().join("runs.sqlite");
-    let runs_str = runs.to_str().unwrap();
-    let env = |mode: &'static str| {
-        [
-            ("FX_SERVICE_URL", service_url.clone()),
-            ("FX_JUDGE_URL", judge_url.clone()),
-            ("RAG_EVAL_CACHE", mode.to_owned()),
-            ("RAG_EVAL_RUNS", runs_str.to_owned()),
-        ]
-    };
-    let run = |mode: &'static str| {
-        let env = env(mode);
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        cargo_test_of(&root, "service", &[], &env)
-    };
-    let (code, out) = run("rw");
-    assert_eq!(code, 101, "the lexical bar fails:\n{out}");
-    let failures = failed(&out);
-    assert!(failures.contains(&"service::summary".to_owned()), "{out}");
-    let summary = failure_of(&out, "service::summary");
-    assert!(
-        summary.contains("is below the bar 0.9000 (min_token_f1)"),
-        "{summary}"
-    );
-    // Faithfulness holds: the judge found every answer's statement in passage 1.
-    assert!(!out.contains("(min_faithfulness)"), "{out}");
-    let q1 = failure_of(&out, "service::q0001");
-    assert!(q1.contains("(min_token_f1)"), "{q1}");
-    assert!(q1.contains("answer: "), "{q1}");
-    let snapshot = std::fs::read_to_string(root.join("golden/service.snap.new")).unwrap();
-    let figures = summary_figures(&snapshot);
-    assert_eq!(figures["faithfulness"], "1.0000", "{snapshot}");
-    assert!(figures.contains_key("token_f1"), "{snapshot}");
-
-    // The record keeps each answer, its contexts placed in the corpus, and the judge's
-    // statements with their verdicts and reasons.
-    let recorded = records(&root, runs_str);
-    let record = &recorded["service"];
-    assert_eq!(
-        record["config"]["judge_models"],
-        serde_json::json!(["judge-m"])
-    );
-    let q = &record["result"]["per_query"][0];
-    assert_eq!(q["id"], "q0001", "{q}");
-    assert!(q["answer"].as_str().unwrap().contains("4.18"), "{q}");
-    assert_eq!(q["contexts"][0]["doc_id"], "guides/installation.md", "{q}");
-    let statement = &q["judges"][0]["samples"][0]["details"]["statements"][0];
-    assert_eq!(statement["supported"], true, "{q}");
-    assert_eq!(statement["reason"], "passage 1 says it", "{q}");
-
-    // Both servers stopped: the replay gives the same verdicts and the same figures.
-    drop(service);
-    drop(judge);
-    std::fs::remove_file(root.join("golden/service.snap.new")).unwrap();
-    let (code, again) = run("replay");
-    assert_eq!(code, 101, "{again}");
-    assert_eq!(failed(&again), failures, "{again}");
-    let replayed = std::fs::read_to_string(root.join("golden/service.snap.new")).unwrap();
-    assert_eq!(replayed, snapshot);
 }
