@@ -196,6 +196,49 @@ impl Answers {
         v
     }
 
+    /// The answers as an answers file, one line per query in the order they were read: each
+    /// context as it was given, with its offsets, or as text (with its document when named)
+    /// when it came without, so that [`Answers::parse`] reads back the same answers.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = String::new();
+        for (id, _) in self.ids() {
+            let entry = &self.by_id[id];
+            let contexts: Vec<Value> = entry
+                .answer
+                .contexts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match entry.text.iter().find(|(at, _)| *at == i) {
+                    Some((_, t)) => {
+                        let mut v = serde_json::json!({ "text": t.text });
+                        if let Some(doc) = &t.doc_id {
+                            v["doc_id"] = doc.as_str().into();
+                        }
+                        if let Some(score) = t.score {
+                            v["score"] = score.into();
+                        }
+                        v
+                    }
+                    None => serde_json::json!({
+                        "doc_id": c.chunk.span.doc.as_str(),
+                        "start": c.chunk.span.start,
+                        "end": c.chunk.span.end,
+                        "text": c.chunk.content,
+                        "score": c.score,
+                    }),
+                })
+                .collect();
+            let line = serde_json::json!({
+                "id": id,
+                "answer": entry.answer.answer,
+                "contexts": contexts,
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        out
+    }
+
     /// An error naming every answer whose id is not a query of `dataset` (up to ten, with
     /// their lines): answers to unknown queries mean the files do not belong together.
     pub fn check_ids<L: Level>(&self, dataset: &Dataset<L>) -> Result<()> {
@@ -480,6 +523,43 @@ mod tests {
                 ("", 0, 0, 0.0)
             ]
         );
+    }
+
+    #[test]
+    fn written_answers_read_back_the_same_contexts_as_text_staying_text() {
+        use crate::corpus::{Corpus, Document};
+        let text = concat!(
+            "{\"id\":\"q2\",\"answer\":\"b\"}\n",
+            "{\"id\":\"q1\",\"answer\":\"a \\\"quoted\\\"\",\"contexts\":[\"Larkspur  ships in May.\",",
+            "{\"text\":\"needs rust 1.80\",\"doc_id\":\"b.md\",\"score\":0.5},",
+            "{\"doc_id\":\"a.md\",\"start\":0,\"end\":8,\"text\":\"Larkspur\",\"score\":0.25},",
+            "{\"text\":\"something else\"}]}\n",
+        );
+        let corpus = Corpus::new([
+            Document::new("a.md", "Larkspur ships in May."),
+            Document::new("b.md", "It needs Rust 1.80."),
+        ])
+        .unwrap();
+        let mut a = Answers::parse(text, "a.jsonl".into()).unwrap();
+        let placed = a.place_in(&corpus);
+        let written = a.to_jsonl();
+        // In file order; the contexts given as text are written as text, not at the offsets
+        // found (a normalized match's text is not the document's there).
+        assert!(
+            written.starts_with("{\"answer\":\"b\",\"contexts\":[],\"id\":\"q2\"}\n"),
+            "{written}"
+        );
+        assert!(
+            written.contains("{\"text\":\"Larkspur  ships in May.\"}"),
+            "{written}"
+        );
+        let mut back = Answers::parse(&written, "b.jsonl".into()).unwrap();
+        assert_eq!(back.text_contexts(), 3);
+        assert_eq!(back.place_in(&corpus), placed);
+        for id in ["q1", "q2"] {
+            assert_eq!(back.get(id), a.get(id), "{id}");
+        }
+        assert_eq!(back.ids(), [("q2", 1), ("q1", 2)]);
     }
 
     #[test]

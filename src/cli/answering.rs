@@ -29,12 +29,12 @@ pub(super) struct AnswerArgs {
     model: Option<String>,
     /// Base URL of the generator's OpenAI-compatible server.
     #[arg(long, default_value = crate::http::OPENAI_BASE_URL)]
-    base_url: String,
+    pub base_url: String,
     /// Environment variable holding the API key (local servers need none).
     #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
-    api_key_env: String,
+    pub api_key_env: String,
     #[command(flatten)]
-    judge: JudgeArgs,
+    pub judge: JudgeArgs,
 }
 
 /// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one,

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 #[derive(Args)]
+#[command(group = clap::ArgGroup::new("judged").args(["answers", "rag"]))]
 pub(super) struct EvalArgs {
     #[command(flatten)]
     corpus: CorpusArgs,
@@ -42,6 +43,14 @@ pub(super) struct EvalArgs {
     /// contexts (placed in the corpus when given as text). Keys are listed below (`rag:`).
     #[arg(long, value_name = "SPEC", conflicts_with_all = ["chunkers", "retriever", "answers", "langsmith_experiment"])]
     rag: Option<String>,
+    /// Embedder spec for `answer_similarity` and the `answer_relevancy` judge (with --rag),
+    /// e.g. `hashing` or `openai:model=text-embedding-3-small`; without it they are left out.
+    #[arg(long, value_name = "SPEC", requires = "rag")]
+    embedder: Option<String>,
+    /// Write the service's answers and contexts (with --rag) to FILE as an answers file, which
+    /// `score --answers FILE` scores again without the service.
+    #[arg(long, value_name = "FILE", requires = "rag")]
+    save_answers: Option<Utf8PathBuf>,
     /// Cache of embeddings: `rw`, `replay` (offline: a miss is an error) or `off`, with
     /// `:path=FILE` (default `target/rag-eval-cache.sqlite`). Without it nothing is cached.
     #[arg(long, value_name = "MODE[:path=FILE]")]
@@ -87,6 +96,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             json: a.json,
             no_record: a.no_record,
             labels: a.labels.clone(),
+            embedder: a.embedder.clone(),
+            judge: a.answers.judge.clone(),
+            judge_url: a.answers.base_url.clone(),
+            api_key_env: a.answers.api_key_env.clone(),
+            save_answers: a.save_answers.clone(),
         };
         return super::score::run_rag(run, spec, out);
     }
@@ -128,6 +142,12 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         AnyDataset::Token(d) => d.examples().len(),
         AnyDataset::Chunk(d) => d.examples().len(),
     };
+    if answering.is_some() {
+        match &dataset {
+            AnyDataset::Token(d) => distinct_questions(d)?,
+            AnyDataset::Chunk(d) => distinct_questions(d)?,
+        }
+    }
     // The rows' reference answers, for the judges that compare with one.
     let references: HashMap<String, Vec<String>> = match &dataset {
         AnyDataset::Token(d) => reference_answers(d),
@@ -264,6 +284,26 @@ struct Line<'a> {
     result: &'a EvaluationResult,
     #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
     judges: &'a [JudgeSummary],
+}
+
+/// An error naming the first row of `d` that asks a question an earlier row asks: the answers
+/// `--answers` generates are matched to their queries by question, so a question asked twice
+/// could not tell its two rows' answers apart.
+fn distinct_questions<L: crate::level::Level>(d: &crate::dataset::Dataset<L>) -> Result<()> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, e) in d.examples().iter().enumerate() {
+        if let Some(&first) = seen.get(e.query.as_str()) {
+            bail!(
+                "{}: query `{}` asks the same question as query `{}` ({}); --answers matches the generated answers to queries by question: ask each question once",
+                d.location(i),
+                e.id,
+                d.examples()[first].id,
+                d.location(first)
+            );
+        }
+        seen.insert(&e.query, i);
+    }
+    Ok(())
 }
 
 /// The reference answers of every row of `d`, by query id.

@@ -1,5 +1,5 @@
-//! The LLM judges of `eval --answers` and `score --answers`: their options, the judges they
-//! pick, the figures they add, and what a run record keeps of them.
+//! The LLM judges of `eval --answers`, `eval --rag` and `score --answers`: their options, the
+//! judges they pick, the figures they add, and what a run record keeps of them.
 
 use crate::embed::Embedder;
 use crate::http::HttpClient;
@@ -15,13 +15,14 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::sync::Arc;
 
-/// The judge options `eval --answers` and `score --answers` share.
+/// The judge options `eval --answers`, `eval --rag` and `score --answers` share. Each command
+/// names the options that bring answers in a group `judged`, which the judge's model requires.
 #[derive(Args, Clone)]
 pub(super) struct JudgeArgs {
     /// The judge's model: with it, the answers are judged.
-    #[arg(long, requires = "answers")]
+    #[arg(long, requires = "judged")]
     pub judge_model: Option<String>,
-    /// Base URL of the judge's OpenAI-compatible server (eval: default the generator's).
+    /// Base URL of the judge's OpenAI-compatible server (eval: default --base-url).
     #[arg(long, requires = "judge_model")]
     pub judge_url: Option<String>,
     /// Judgings per answer, 1 to 100 (each one a call to the judge's model).
@@ -33,7 +34,8 @@ pub(super) struct JudgeArgs {
     )]
     pub judge_samples: u32,
     /// The judges, comma-separated: faithfulness, answer_relevancy, llm_context_precision,
-    /// llm_context_recall, answer_match (score: every one; eval: faithfulness).
+    /// llm_context_recall, answer_match (score and eval --rag: every one; eval --answers:
+    /// faithfulness).
     #[arg(
         long,
         value_name = "NAMES",
@@ -49,20 +51,6 @@ pub(super) struct JudgeArgs {
     /// Share of judge answers that may be invalid or failed before the run fails.
     #[arg(long, default_value_t = 0.05, requires = "judge_model")]
     pub max_invalid_share: f64,
-}
-
-impl JudgeArgs {
-    /// No judge.
-    pub fn none() -> Self {
-        JudgeArgs {
-            judge_model: None,
-            judge_url: None,
-            judge_samples: 1,
-            judges: Vec::new(),
-            criteria: Vec::new(),
-            max_invalid_share: 0.05,
-        }
-    }
 }
 
 /// The judges of one run: the model, the settings, the judges picked, and their summaries.

@@ -20,6 +20,7 @@ use std::collections::HashSet;
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels"]))]
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
+#[command(group = clap::ArgGroup::new("judged").args(["answers"]))]
 pub(super) struct ScoreArgs {
     /// Dataset JSONL (token- or chunk-level).
     #[arg(long, requires = "output", conflicts_with_all = ["qrels", "run", "measures"])]
@@ -114,19 +115,31 @@ pub(super) struct RagRun {
     pub json: bool,
     pub no_record: bool,
     pub labels: Option<Utf8PathBuf>,
+    /// Embedder spec for `answer_similarity` and `answer_relevancy`.
+    pub embedder: Option<String>,
+    /// The judges, when a judge model is given.
+    pub judge: super::judging::JudgeArgs,
+    /// The judge's server when `judge` names none.
+    pub judge_url: String,
+    /// Environment variable holding the judge's API key.
+    pub api_key_env: String,
+    /// Where to write the service's answers.
+    pub save_answers: Option<Utf8PathBuf>,
 }
 
 /// `eval --rag SPEC`: the system the spec names is asked every query of the dataset, and its
 /// answers are scored as `score --answers` scores a file's.
 pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
+    let mut judge = r.judge;
+    judge.judge_url.get_or_insert(r.judge_url);
     let a = ScoreArgs {
         dataset: Some(r.dataset.clone()),
         retrieved: None,
         answers: None,
-        embedder: None,
-        judge: super::judging::JudgeArgs::none(),
+        embedder: r.embedder,
+        judge,
         timeout: r.timeout,
-        api_key_env: "OPENAI_API_KEY".into(),
+        api_key_env: r.api_key_env,
         cache: r.cache,
         qrels: None,
         run: None,
@@ -143,7 +156,11 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         label: None,
         labels: r.labels,
     };
-    answers::run(&a, &r.dataset, answers::Source::Rag(spec), r.k, out)
+    let source = answers::Source::Rag {
+        spec,
+        save: r.save_answers.as_deref(),
+    };
+    answers::run(&a, &r.dataset, source, r.k, out)
 }
 
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {

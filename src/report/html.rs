@@ -33,7 +33,7 @@ blockquote.reference{border-left-color:#3ca951;background:#f4fbf5}
 h4{font-size:13px;margin:8px 0 4px}.judge{margin:6px 0}
 ul.statements{margin:2px 0 6px;padding-left:18px}ul.statements li{list-style:none;margin:2px 0}
 li.supported{color:#1a7f37}li.unsupported{color:#cf222e}.reason{color:#555}
-.status-ok{color:#1a7f37}.status-undetermined{color:#777}.status-invalid,.status-error{color:#cf222e;font-weight:600}
+.status-ok{color:#1a7f37}.score-low{color:#cf222e}.status-undetermined{color:#777}.status-invalid,.status-error{color:#cf222e;font-weight:600}
 "#;
 
 const SCRIPT: &str = r#"
@@ -648,14 +648,14 @@ fn answer(s: &mut String, report: &Report, n: usize, i: usize, q: &QueryResult) 
         for sample in &j.samples {
             let _ = write!(
                 s,
-                "<div class=\"judge\"><b>{}</b>{} <span class=\"status-{}\">{}</span>{}",
+                "<div class=\"judge\"><b>{}</b>{} <span class=\"{}\">{}</span>{}",
                 esc(&j.metric),
                 if j.samples.len() > 1 {
                     format!(" (sample {})", sample.sample + 1)
                 } else {
                     String::new()
                 },
-                sample.status.as_str(),
+                judged_class(sample),
                 match sample.score {
                     Some(v) => format!("{v:.2}"),
                     None => sample.status.as_str().to_owned(),
@@ -679,6 +679,15 @@ fn answer(s: &mut String, report: &Report, n: usize, i: usize, q: &QueryResult) 
         let _ = write!(s, "<div id=\"{}\">", anchor(c));
         passage_marked(s, p, Some(c + 1), &m);
         s.push_str("</div>");
+    }
+}
+
+/// The class a judged sample's figure is shown in: an `ok` sample's colour follows its score
+/// (below one half reads as a failure, as an answer_match of 0 is), any other its status.
+fn judged_class(sample: &crate::metrics::JudgeSample) -> String {
+    match sample.score {
+        Some(v) if v < 0.5 => "score-low".to_owned(),
+        _ => format!("status-{}", sample.status.as_str()),
     }
 }
 
@@ -853,6 +862,57 @@ mod tests {
         let html = Report::new(vec![("system-b".into(), run)]).unwrap().html();
         let runs = &html[html.find("id=\"runs\"").unwrap()..html.find("id=\"metrics\"").unwrap()];
         assert!(runs.contains("<td>golden/questions.jsonl</td>"), "{runs}");
+    }
+
+    #[test]
+    fn a_judged_figure_is_coloured_by_its_score_not_only_its_status() {
+        use crate::metrics::{
+            JudgeDetails, JudgeSample, JudgeStatus, QueryJudgement, QueryResult, ResultLevel,
+            RunResult,
+        };
+        let sample = |score: Option<f64>, status: JudgeStatus, matches: bool| JudgeSample {
+            sample: 0,
+            status,
+            score,
+            details: JudgeDetails::AnswerMatch {
+                matches,
+                reason: "r".into(),
+            },
+            message: None,
+            kind: None,
+            usage: Default::default(),
+        };
+        let judged = |metric: &str, s: JudgeSample| QueryJudgement {
+            metric: metric.into(),
+            query_id: "q1".into(),
+            samples: vec![s],
+        };
+        let q = QueryResult {
+            id: "q1".into(),
+            answer: Some("Paris".into()),
+            judges: vec![
+                judged("answer_match", sample(Some(0.0), JudgeStatus::Ok, false)),
+                judged("faithfulness", sample(Some(1.0), JudgeStatus::Ok, true)),
+                judged("answer_relevancy", sample(None, JudgeStatus::Error, false)),
+            ],
+            ..Default::default()
+        };
+        let run = RunResult::from_queries(ResultLevel::Token, vec![], vec![]);
+        let report = Report::new(vec![("a".into(), run)]).unwrap();
+        let mut s = String::new();
+        answer(&mut s, &report, 0, 0, &q);
+        assert!(
+            s.contains("<b>answer_match</b> <span class=\"score-low\">0.00</span>"),
+            "{s}"
+        );
+        assert!(
+            s.contains("<b>faithfulness</b> <span class=\"status-ok\">1.00</span>"),
+            "{s}"
+        );
+        assert!(
+            s.contains("<b>answer_relevancy</b> <span class=\"status-error\">error</span>"),
+            "{s}"
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use support::{Reply, Request, TestServer};
+use support::chat::{chat_server, Chat};
+use support::TestServer;
 
 const CRITERIA: &str = "---
 name: polite
@@ -98,15 +99,10 @@ impl Setup {
         let calls = Arc::new(AtomicUsize::new(0));
         let bodies = Arc::new(Mutex::new(Vec::new()));
         let (c, b) = (Arc::clone(&calls), Arc::clone(&bodies));
-        let server = TestServer::start(move |r: Request| {
-            let body = r.json().expect("a JSON body");
+        let server = chat_server(move |chat: &Chat| {
             c.fetch_add(1, Ordering::SeqCst);
-            let prompt = body["messages"][0]["content"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            b.lock().unwrap().push(body);
-            Reply::json(200, &reply(&prompt))
+            b.lock().unwrap().push(chat.body.clone());
+            reply(&chat.prompt)
         });
         Setup {
             url: server.url("/v1"),

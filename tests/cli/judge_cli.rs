@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use support::{Reply, Request, TestServer};
+use support::chat::{chat_server, completion, Chat};
+use support::TestServer;
 
 /// Three rows: q1 with one reference answer, q2 with two, q3 with none.
 fn dataset() -> String {
@@ -131,38 +132,17 @@ fn reply_for(schema: &str, prompt: &str, script: &Script) -> String {
 }
 
 fn judge_server(script: Arc<Script>) -> TestServer {
-    TestServer::start(move |r: Request| {
-        if r.method != "POST" || r.path() != "/v1/chat/completions" {
-            return Reply::json(404, &json!({"error": {"message": "no such route"}}));
-        }
-        let body = r.json().expect("a JSON body");
-        let prompt = body["messages"][0]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let schema = body["response_format"]["json_schema"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        script.seen.lock().unwrap().push(prompt.clone());
-        let content = if schema.is_empty() {
+    chat_server(move |c: &Chat| {
+        script.seen.lock().unwrap().push(c.prompt.clone());
+        let content = if c.schema.is_empty() {
             // The generator of `eval --answers`.
             "the cat sat".to_owned()
         } else if script.broken.load(Ordering::SeqCst) {
             "I think the answer is fine.".to_owned()
         } else {
-            reply_for(&schema, &prompt, &script)
+            reply_for(&c.schema, &c.prompt, &script)
         };
-        Reply::json(
-            200,
-            &json!({
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 1_760_000_000,
-                "model": "judge-m",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48},
-            }),
-        )
+        completion(&content, (40, 8))
     })
 }
 
@@ -660,6 +640,47 @@ fn eval_answers_records_the_judges_with_the_run() {
     assert_eq!(v["judges"][0]["ok"], 3, "{v}");
     assert!(v["timings"]["generate_ms"].as_f64().is_some(), "{v}");
     assert!(figure(&v["metrics"], "exact_match").is_some(), "{v}");
+}
+
+#[test]
+fn eval_answers_refuses_a_question_asked_twice_naming_both_rows() {
+    let s = Setup::new();
+    let twice = dataset().replace("\"second\"", "\"first\"");
+    std::fs::write(s.dir.path().join("twice.jsonl"), twice).unwrap();
+    std::fs::create_dir_all(s.dir.path().join("docs")).unwrap();
+    std::fs::write(
+        s.dir.path().join("docs/a.md"),
+        "first second third 0123456789abcdefghijABCDEFGHIJ",
+    )
+    .unwrap();
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            "twice.jsonl",
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            &s.url,
+        ],
+    );
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "twice.jsonl:2: query `q2` asks the same question as query `q1` (twice.jsonl:1)"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Nothing was generated.
+    assert!(s.script.seen.lock().unwrap().is_empty());
 }
 
 #[test]

@@ -9,7 +9,8 @@ use crate::support;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::{Reply, Request, TestServer};
+use support::chat::{chat_server, completion, first_passage_words, Chat};
+use support::TestServer;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -29,37 +30,20 @@ fn rag_eval(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The first words of passage 1 in a prompt made by `numbered_contexts`: the line after
-/// `[1] (…)`.
-fn first_passage_words(prompt: &str) -> Option<String> {
-    let at = prompt.find("[1] (")?;
-    let line = prompt[at..].lines().nth(1)?.trim();
-    let words: Vec<&str> = line.split_whitespace().take(6).collect();
-    (!words.is_empty()).then(|| words.join(" "))
-}
-
 /// The generator answers with the start of its first passage and a claim no passage makes;
 /// faithfulness finds the first statement supported by passage 1 (quoting it) and the second
 /// not; answer_match says the answer matches when it is about the reference's first word.
 fn scripted() -> TestServer {
-    TestServer::start(|r: Request| {
-        let body = r.json().expect("a JSON body");
-        let prompt = body["messages"][0]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let schema = body["response_format"]["json_schema"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let content = match schema.as_str() {
-            "" => match first_passage_words(&prompt) {
+    chat_server(|c: &Chat| {
+        let prompt = &c.prompt;
+        let content = match c.schema.as_str() {
+            "" => match first_passage_words(prompt) {
                 Some(words) => format!("{words}. It also runs on the moon."),
                 None => "I do not know.".to_owned(),
             },
             "faithfulness" => {
                 let answer = prompt.rsplit("Answer: ").next().unwrap_or("").trim();
-                match (answer.split_once(". It also"), first_passage_words(&prompt)) {
+                match (answer.split_once(". It also"), first_passage_words(prompt)) {
                     (Some((claim, _)), Some(quote)) => json!({"statements": [
                         {"statement": claim, "verdict": "supported", "context": 1,
                          "evidence": quote, "reason": "passage 1 says it in these words"},
@@ -77,13 +61,7 @@ fn scripted() -> TestServer {
             }
             other => panic!("unexpected judge {other}"),
         };
-        Reply::json(
-            200,
-            &json!({"id": "c", "object": "chat.completion", "created": 1_760_000_000,
-                    "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}),
-        )
+        completion(&content, (100, 10))
     })
 }
 

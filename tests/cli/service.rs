@@ -7,58 +7,14 @@ use rag_eval::cache::{Cache, CacheMode};
 use rag_eval::corpus::Corpus;
 use rag_eval::service::HttpRag;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::rag_service::{judge, qa_pairs, Service};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The stub service, stopped when dropped.
-struct Service {
-    child: Child,
-    base: String,
-}
-
-impl Service {
-    fn start(quality: &str) -> Service {
-        let mut child = Command::new("python3")
-            .arg(root().join("tests/support/rag_service.py"))
-            .args(["--corpus", "examples/data/corpus", "--port", "0"])
-            .args(["--quality", quality, "--delay", "5"])
-            .current_dir(root())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the stub service");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the stub says where it listens: {line:?}"))
-            .to_owned();
-        Service { child, base }
-    }
-
-    /// The spec of the service at `path`, reading the stub's own field names.
-    fn spec(&self, path: &str, extra: &str) -> String {
-        format!(
-            "http:url={}{path},contexts=/sources,text=content,doc_id=path{extra}",
-            self.base
-        )
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn corpus() -> Corpus {
@@ -200,23 +156,15 @@ fn recorded_id(stderr: &str) -> String {
 }
 
 /// The walkthrough of `docs/guide/service.md`: question/answer pairs, a service whose contexts
-/// are text, `eval --rag`, a report, a gate that fails on a worse service, and a replay with
-/// the service stopped that gives the same figures.
+/// are text, `eval --rag` with judges, the answers saved and scored again from the file, a
+/// report with the answers, a gate that fails on a worse service, and a replay with the
+/// service and the judge stopped that gives the same figures.
 #[test]
 fn eval_rag_scores_a_service_reports_gates_and_replays_without_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
-    // The bundled questions without their spans: pairs of question and reference answer.
-    let mut qa = String::new();
-    let bundled = std::fs::read_to_string(root().join("examples/data/questions.jsonl")).unwrap();
-    for line in bundled.lines() {
-        let mut v: Value = serde_json::from_str(line).unwrap();
-        let reference = v["outputs"]["reference_answer"].clone();
-        v["outputs"] = serde_json::json!({ "reference_answer": reference });
-        qa.push_str(&format!("{v}\n"));
-    }
     let dataset = dir.path().join("qa.jsonl");
-    std::fs::write(&dataset, qa).unwrap();
+    std::fs::write(&dataset, qa_pairs()).unwrap();
     let (code, out, err) = cli(
         &store,
         &[
@@ -234,29 +182,43 @@ fn eval_rag_scores_a_service_reports_gates_and_replays_without_it() {
     assert_eq!(summary["with_reference_answer"], 40);
 
     let cache = format!("rw:path={}", dir.path().join("cache.sqlite").display());
-    let eval = |spec: &str, cache: &str| {
-        let (code, out, err) = cli(
-            &store,
-            &[
-                "eval",
-                "--rag",
-                spec,
-                "--dataset",
-                dataset.to_str().unwrap(),
-                "--corpus",
-                "examples/data/corpus",
-                "--cache",
-                cache,
-                "--json",
-            ],
-        );
+    let judge = judge();
+    let judge_url = judge.url("/v1");
+    let saved = dir.path().join("saved.jsonl");
+    let judged = [
+        "--judge-model",
+        "judge-m",
+        "--judge-url",
+        &judge_url,
+        "--judges",
+        "faithfulness,answer_relevancy",
+        "--embedder",
+        "hashing",
+        "--save-answers",
+        saved.to_str().unwrap(),
+    ];
+    let eval = |spec: &str, cache: &str, extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--rag",
+            spec,
+            "--dataset",
+            dataset.to_str().unwrap(),
+            "--corpus",
+            "examples/data/corpus",
+            "--cache",
+            cache,
+            "--json",
+        ];
+        args.extend(extra);
+        let (code, out, err) = cli(&store, &args);
         assert_eq!(code, 0, "{err}");
         let card: Value = serde_json::from_str(out.trim()).unwrap();
         (card, recorded_id(&err), err)
     };
     let good = Service::start("good");
     let spec = good.spec("/ask", "");
-    let (card, good_run, err) = eval(&spec, &cache);
+    let (card, good_run, err) = eval(&spec, &cache, &judged);
     assert!(err.contains("40 answers"), "{err}");
     // Lexical answer metrics, and no retrieval figure anywhere: not measured, never 0.
     let metrics = card["metrics"].as_object().unwrap();
@@ -277,6 +239,69 @@ fn eval_rag_scores_a_service_reports_gates_and_replays_without_it() {
     );
     assert!(err.contains("124 contexts given as text"), "{err}");
 
+    // Every answer judged: a figure and a summary per judge, and per query what the judge
+    // said.
+    let judges: Vec<(&str, u64)> = card["judges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| (j["metric"].as_str().unwrap(), j["ok"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        judges,
+        [("faithfulness", 40), ("answer_relevancy", 40)],
+        "{err}"
+    );
+    assert_eq!(metrics["faithfulness"], 1.0, "{card}");
+    assert!(metrics["answer_relevancy"].as_f64().is_some(), "{card}");
+    assert!(metrics["answer_similarity"].as_f64().is_some(), "{card}");
+
+    // The record keeps the answers, their placed contexts and what the judges said.
+    let (code, shown, err) = cli(&store, &["runs", "show", &good_run, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !shown.contains(&judge_url),
+        "the judge's URL is not recorded"
+    );
+    let run: Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(
+        run["config"]["judge_models"],
+        serde_json::json!(["judge-m"])
+    );
+    let q1 = &run["result"]["per_query"][0];
+    assert_eq!(q1["id"], "q0001");
+    assert!(q1["answer"].as_str().unwrap().contains("4.18"), "{q1}");
+    assert_eq!(
+        q1["contexts"][0]["doc_id"], "guides/installation.md",
+        "{q1}"
+    );
+    let statement = &q1["judges"][0]["samples"][0]["details"]["statements"][0];
+    assert_eq!(statement["supported"], true, "{q1}");
+    assert_eq!(statement["reason"], "passage 1 says it", "{q1}");
+    assert_eq!(q1["judges"][1]["metric"], "answer_relevancy", "{q1}");
+
+    // The saved answers score again from the file, without the service: the same figures.
+    let (code, out, err) = cli(
+        &store,
+        &[
+            "score",
+            "--answers",
+            saved.to_str().unwrap(),
+            "--dataset",
+            dataset.to_str().unwrap(),
+            "--corpus",
+            "examples/data/corpus",
+            "--json",
+            "--no-record",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let from_file: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(from_file["contexts_located"], card["contexts_located"]);
+    for m in ["token_f1", "rouge_l", "bleu", "exact_match"] {
+        assert_eq!(from_file["metrics"][m], metrics[m], "{m}");
+    }
+
     // A report of the run.
     let report = dir.path().join("report.html");
     let (code, _, err) = cli(
@@ -284,13 +309,15 @@ fn eval_rag_scores_a_service_reports_gates_and_replays_without_it() {
         &["report", &good_run, "-o", report.to_str().unwrap()],
     );
     assert_eq!(code, 0, "{err}");
-    assert!(std::fs::read_to_string(&report)
-        .unwrap()
-        .contains("token_f1"));
+    let page = std::fs::read_to_string(&report).unwrap();
+    assert!(page.contains("token_f1"));
+    // With the answers and what the judge said of them.
+    assert!(page.contains("passage 1 says it"));
+    assert!(page.contains("faithfulness"));
 
     // The same service answering worse: the gate fails.
     let poor = Service::start("poor");
-    let (poor_card, poor_run, _) = eval(&poor.spec("/ask", ""), "off");
+    let (poor_card, poor_run, _) = eval(&poor.spec("/ask", ""), "off", &[]);
     assert!(poor_card["metrics"]["token_f1"].as_f64() < card["metrics"]["token_f1"].as_f64());
     let (code, out, err) = cli(
         &store,
@@ -299,11 +326,12 @@ fn eval_rag_scores_a_service_reports_gates_and_replays_without_it() {
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(out.contains("token_f1"), "{out}");
 
-    // The service stopped: the recorded responses give the same figures.
+    // The service and the judge stopped: the recorded responses give the same figures.
     drop(good);
+    drop(judge);
     let replay = format!("replay:path={}", dir.path().join("cache.sqlite").display());
-    let (again, _, err) = eval(&spec, &replay);
-    assert!(err.contains("cache: 40 hits, 0 misses"), "{err}");
+    let (again, _, err) = eval(&spec, &replay, &judged);
+    assert!(err.contains("0 misses"), "{err}");
     assert_eq!(again["metrics"], card["metrics"]);
     assert_eq!(again["per_query"], card["per_query"]);
 }

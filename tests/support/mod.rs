@@ -9,7 +9,9 @@
 
 #![allow(dead_code)]
 
+pub mod chat;
 pub mod hostile;
+pub mod rag_service;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -56,8 +56,12 @@ struct Scored {
 pub(in crate::cli) enum Source<'a> {
     /// An answers file (`score --answers`).
     File(&'a Utf8Path),
-    /// A RAG system's spec, asked every query of the dataset (`eval --rag`).
-    Rag(&'a str),
+    /// A RAG system's spec, asked every query of the dataset (`eval --rag`), and where to
+    /// save its answers.
+    Rag {
+        spec: &'a str,
+        save: Option<&'a Utf8Path>,
+    },
 }
 
 pub(in crate::cli) fn run(
@@ -73,7 +77,7 @@ pub(in crate::cli) fn run(
     // A file is read (and its mistakes reported) before any server is asked.
     let from_file = match source {
         Source::File(path) => Some(Answers::load(path)?),
-        Source::Rag(_) => None,
+        Source::Rag { .. } => None,
     };
     let context = match &a.cache {
         None => Context::new(),
@@ -115,7 +119,7 @@ pub(in crate::cli) fn run(
     let dataset = dataset::load(dataset_path)?;
     let (mut answers, origin, input) = match (from_file, source) {
         (Some(answers), Source::File(path)) => (answers, "score", ("answers", path.to_string())),
-        (_, Source::Rag(spec)) => {
+        (_, Source::Rag { spec, save }) => {
             let rag = crate::components::build_rag(spec, &context)?;
             let queries = match &dataset {
                 AnyDataset::Token(d) => id_queries(d),
@@ -131,6 +135,11 @@ pub(in crate::cli) fn run(
                 queries.len(),
                 started.elapsed().as_secs_f64()
             );
+            if let Some(path) = save {
+                crate::fs::write_atomic(path, answers.to_jsonl().as_bytes())
+                    .context("--save-answers")?;
+                note!("wrote the {} answers to {path}", answers.len());
+            }
             (answers, "eval", ("rag", rag.spec()))
         }
         (None, Source::File(_)) => unreachable!("a file is read first"),
