@@ -452,7 +452,7 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
         );
     }
     s.push_str("<button id=\"save-next\" name=\"go\" value=\"next\">Save and next</button> <button name=\"go\" value=\"stay\">Save</button> <button name=\"go\" value=\"prev\">Save and previous</button></form>");
-    let _ = write!(s, "<script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(s, "<script>{SCRIPT}</script></body></html>");
     s
 }
 
