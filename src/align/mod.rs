@@ -5,7 +5,9 @@
 //! `{"id": "q1", "labels": {"faithfulness": 1}}`, or from a dataset whose rows carry
 //! `outputs.labels`. A value is a number, `true`/`false` or `"pass"`/`"fail"` (1 and 0). They
 //! are put into the run ([`RunResult::labels`]) under the run's name of the metric, so any
-//! per-query metric can be labelled, judged or not.
+//! per-query metric can be labelled, judged or not. A line may also carry `notes`, an object of
+//! metric names to a person's text (`rag-eval serve --labels` writes them); the statistics
+//! leave them out.
 //!
 //! Per metric, labels that are all 0 or 1 are *binary*: the figure is binarised at a threshold
 //! (`figure ≥ threshold` passes) and compared by accuracy, Cohen's κ and the confusion matrix.
@@ -58,6 +60,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Labels {
     by_id: BTreeMap<String, Figures>,
+    notes: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Labels {
@@ -68,10 +71,12 @@ impl Labels {
     }
 
     /// Parses labels JSONL (`path` names the input in messages): a line is
-    /// `{"id", "labels": {…}}` or a dataset row `{"id", "outputs": {"labels": {…}}}`; rows
-    /// without labels are skipped; an id labelled twice is an error.
+    /// `{"id", "labels": {…}, "notes": {…}}` (notes optional) or a dataset row
+    /// `{"id", "outputs": {"labels": {…}}}`; rows without labels are skipped; an id labelled
+    /// twice is an error.
     pub fn parse(text: &str, path: Utf8PathBuf) -> Result<Labels> {
         let mut by_id: BTreeMap<String, Figures> = BTreeMap::new();
+        let mut notes: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         for (i, line) in crate::fs::strip_bom(text).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -92,6 +97,19 @@ impl Labels {
                 .get("labels")
                 .or_else(|| row.get("outputs").and_then(|o| o.get("labels")));
             let Some(labels) = labels else { continue };
+            if let Some(given) = row.get("notes") {
+                let texts: Option<BTreeMap<String, String>> = given.as_object().and_then(|m| {
+                    m.iter()
+                        .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                });
+                let texts = texts.ok_or_else(|| {
+                    err(format!(
+                        "query `{id}`: `notes` is not an object of metric names to text"
+                    ))
+                })?;
+                notes.insert(id.clone(), texts);
+            }
             let Value::Object(map) = labels else {
                 return Err(err(format!(
                     "query `{id}`: `labels` is not an object of metric names to values"
@@ -119,7 +137,58 @@ impl Labels {
                 return Err(err(format!("query `{id}` is labelled again")));
             }
         }
-        Ok(Labels { by_id })
+        Ok(Labels { by_id, notes })
+    }
+
+    /// The labels of query `id`, by metric.
+    pub fn get(&self, id: &str) -> Option<&Figures> {
+        self.by_id.get(id)
+    }
+
+    /// The note on query `id`'s label of `metric`.
+    pub fn note(&self, id: &str, metric: &str) -> Option<&str> {
+        self.notes.get(id)?.get(metric).map(String::as_str)
+    }
+
+    /// Sets (or, with `None`, removes) query `id`'s label of `metric` and its note; a query
+    /// left with neither is dropped.
+    pub fn set(&mut self, id: &str, metric: &str, value: Option<f64>, note: Option<String>) {
+        let figures = self.by_id.entry(id.to_owned()).or_default();
+        figures.0.retain(|(n, _)| n != metric);
+        if let Some(v) = value {
+            figures.0.push((metric.to_owned(), v));
+        }
+        let texts = self.notes.entry(id.to_owned()).or_default();
+        match note {
+            Some(text) => texts.insert(metric.to_owned(), text),
+            None => texts.remove(metric),
+        };
+        if texts.is_empty() {
+            self.notes.remove(id);
+        }
+        if self.by_id[id].0.is_empty() && !self.notes.contains_key(id) {
+            self.by_id.remove(id);
+        }
+    }
+
+    /// The labels as a labels file (what [`Labels::parse`] reads back): one line per query,
+    /// `{"id", "labels", "notes"}`, by id.
+    pub fn to_jsonl(&self) -> String {
+        let mut s = String::new();
+        for (id, figures) in &self.by_id {
+            let labels: serde_json::Map<String, Value> = figures
+                .0
+                .iter()
+                .map(|(n, v)| (n.clone(), Value::from(*v)))
+                .collect();
+            let mut line = serde_json::json!({ "id": id, "labels": labels });
+            if let Some(texts) = self.notes.get(id) {
+                line["notes"] = serde_json::json!(texts);
+            }
+            s.push_str(&line.to_string());
+            s.push('\n');
+        }
+        s
     }
 
     /// Number of labelled queries.
@@ -138,7 +207,7 @@ impl Labels {
     /// queries the run does not have (left out).
     pub fn apply(&self, run: &mut RunResult) -> Vec<String> {
         let mut unknown = Vec::new();
-        for (id, figures) in &self.by_id {
+        for (id, figures) in self.by_id.iter().filter(|(_, f)| !f.0.is_empty()) {
             if !run.per_query.iter().any(|q| &q.id == id) {
                 unknown.push(id.clone());
                 continue;
@@ -310,9 +379,14 @@ pub struct Disagreement {
     /// The question, when the run has it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
-    /// The answer, when an answers file was given.
+    /// The answer: the answers file's when one was given, else the run's (runs that scored
+    /// answers keep them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// The judge's reasons for its figure ([`JudgeDetails::reason`](crate::metrics::JudgeDetails::reason) of the query's first
+    /// scored sample), when the run kept them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The run's figure.
     pub figure: f64,
     /// The person's label.
@@ -468,6 +542,9 @@ impl Alignment {
                 if let Some(a) = &d.answer {
                     s.push_str(&format!("    answer: {}\n", crate::escape::terminal(a)));
                 }
+                if let Some(r) = &d.reason {
+                    s.push_str(&format!("    judge: {}\n", crate::escape::terminal(r)));
+                }
             }
         }
         if self.metrics.is_empty() {
@@ -571,7 +648,17 @@ fn align_metric(
             Disagreement {
                 id: q.id.clone(),
                 question: q.query.clone(),
-                answer: answers.and_then(|a| a.get(&q.id)).map(|a| a.answer.clone()),
+                answer: answers
+                    .and_then(|a| a.get(&q.id))
+                    .map(|a| a.answer.clone())
+                    .or_else(|| q.answer.clone()),
+                reason: q
+                    .judges
+                    .iter()
+                    .filter(|j| j.metric == metric)
+                    .flat_map(|j| &j.samples)
+                    .find(|s| s.score.is_some())
+                    .and_then(|s| s.details.reason()),
                 figure: figures[i],
                 label: labels[i],
             }
@@ -628,6 +715,8 @@ mod tests {
         );
         assert!(bad("{\"id\":\"a\",\"labels\":{\"m\":\"maybe\"}}").contains("label `m`"));
         assert!(bad("{\"id\":\"a\",\"labels\":[1]}").contains("not an object"));
+        assert!(bad("{\"id\":\"a\",\"labels\":{},\"notes\":{\"m\":1}}")
+            .contains("`notes` is not an object of metric names to text"));
         assert!(
             bad("{\"id\":\"a\",\"labels\":{}}\n{\"id\":\"a\",\"labels\":{}}")
                 .contains("l.jsonl:2: query `a` is labelled again")

@@ -28,17 +28,8 @@ pub(super) struct AlignArgs {
     /// labels, Spearman's ρ for numeric ones (an undefined one fails too).
     #[arg(long, value_name = "MIN")]
     min_agreement: Option<f64>,
-    /// Bootstrap resamples of the intervals, at most 100000.
-    #[arg(
-        long,
-        default_value_t = crate::stats::DEFAULT_RESAMPLES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
-            .range(0..=crate::stats::MAX_RESAMPLES as u64)
-    )]
-    resamples: usize,
-    /// Seed of the resamples.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
+    #[command(flatten)]
+    resampling: super::compare::ResampleArgs,
     /// How many of the queries where figure and label differ most are listed per metric.
     #[arg(long, default_value_t = 5)]
     show: usize,
@@ -74,8 +65,8 @@ pub(super) fn run(a: AlignArgs, out: &mut Output) -> Result<bool> {
     let answers = a.answers.as_ref().map(Answers::load).transpose()?;
     let options = AlignOptions {
         threshold: a.threshold,
-        resamples: a.resamples,
-        seed: a.seed,
+        resamples: a.resampling.resamples,
+        seed: a.resampling.seed,
         shown: a.show,
     };
     let alignment = Alignment::new(&run, &options, answers.as_ref());

@@ -51,17 +51,8 @@ pub(super) struct StatsArgs {
             .range(0..=crate::stats::MAX_PERMUTATIONS as u64)
     )]
     permutations: usize,
-    /// Bootstrap resamples of the confidence intervals, at most 100000.
-    #[arg(
-        long,
-        default_value_t = crate::stats::DEFAULT_RESAMPLES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
-            .range(0..=crate::stats::MAX_RESAMPLES as u64)
-    )]
-    resamples: usize,
-    /// Seed of the permutations and resamples.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
+    #[command(flatten)]
+    resampling: ResampleArgs,
     /// Correction of the p-values across metrics × runs.
     #[arg(long, default_value = "holm", value_parser = ["none", "bonferroni", "holm"])]
     correction: String,
@@ -69,6 +60,22 @@ pub(super) struct StatsArgs {
     /// --fail-on-regression gates on it).
     #[arg(long, default_value_t = crate::report::DEFAULT_ALPHA)]
     pub(super) alpha: f64,
+}
+
+/// The bootstrap options `compare`, `report` and `align` share.
+#[derive(Args)]
+pub(super) struct ResampleArgs {
+    /// Bootstrap resamples of the confidence intervals, at most 100000.
+    #[arg(
+        long,
+        default_value_t = crate::stats::DEFAULT_RESAMPLES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(0..=crate::stats::MAX_RESAMPLES as u64)
+    )]
+    pub(super) resamples: usize,
+    /// Seed of the random draws: the resamples, and the permutations of `compare` and `report`.
+    #[arg(long, default_value_t = 42)]
+    pub(super) seed: u64,
 }
 
 impl StatsArgs {
@@ -83,8 +90,8 @@ impl StatsArgs {
                 .parse::<PairedTest>()
                 .map_err(anyhow::Error::msg)?,
             permutations: self.permutations,
-            resamples: self.resamples,
-            seed: self.seed,
+            resamples: self.resampling.resamples,
+            seed: self.resampling.seed,
             correction: self
                 .correction
                 .parse::<Correction>()

@@ -48,6 +48,11 @@ pub(super) struct JudgeArgs {
     /// judges run.
     #[arg(long, value_name = "FILE", requires = "judge_model")]
     pub criteria: Vec<camino::Utf8PathBuf>,
+    /// Criteria judges ask for no token log-probabilities: the score is the sampled verdict's,
+    /// not the probability-weighted mean of the verdicts (for a server that refuses
+    /// `logprobs`, or to see the unweighted figure).
+    #[arg(long, requires = "criteria")]
+    pub no_logprobs: bool,
     /// Share of judge answers that may be invalid or failed before the run fails.
     #[arg(long, default_value_t = 0.05, requires = "judge_model")]
     pub max_invalid_share: f64,
@@ -129,7 +134,9 @@ impl Judging {
                     criteria.name
                 );
             }
-            judges.push(Box::new(CriteriaJudge::new(client.clone(), criteria)));
+            judges.push(Box::new(
+                CriteriaJudge::new(client.clone(), criteria).with_logprobs(!a.no_logprobs),
+            ));
         }
         Ok(Judging {
             model: model.to_owned(),

@@ -2,6 +2,7 @@
 
 use crate::runs::StoreChoice;
 use anyhow::Result;
+use camino::Utf8PathBuf;
 use clap::Args;
 use std::io::Write as _;
 use std::sync::Arc;
@@ -15,6 +16,11 @@ pub(super) struct ServeArgs {
     /// `.rag-eval/runs.sqlite`).
     #[arg(long, value_name = "FILE|URL")]
     store: Option<String>,
+    /// Serve the labelling page (`/runs/{id}/label`) too, saving a person's labels to this
+    /// labels file (the format `align --labels` reads; created when missing, its labels kept
+    /// when it exists). The store is never written.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<Utf8PathBuf>,
 }
 
 pub(super) fn run(a: ServeArgs) -> Result<()> {
@@ -26,12 +32,30 @@ pub(super) fn run(a: ServeArgs) -> Result<()> {
     // names no store is an error rather than a new, empty store.
     let store = super::runs::open_to_read(&choice)?;
     let location = store.location();
-    super::eval::runtime()?.block_on(crate::serve::serve(Arc::from(store), a.port, |addr| {
-        // The first line tells a script (and a person) where to connect.
-        // A standard output that cannot take it does not stop the server.
-        let mut stdout = std::io::stdout();
-        let _ = writeln!(stdout, "listening on http://{addr} (runs from {location})");
-        let _ = stdout.flush();
-    }))?;
+    let labels = a
+        .labels
+        .as_ref()
+        .map(crate::serve::LabelFile::open)
+        .transpose()?
+        .map(Arc::new);
+    let labelling = match &labels {
+        Some(l) => format!("; labels to {}: /runs/latest/label", l.path()),
+        None => String::new(),
+    };
+    super::eval::runtime()?.block_on(crate::serve::serve(
+        Arc::from(store),
+        a.port,
+        labels,
+        |addr| {
+            // The first line tells a script (and a person) where to connect.
+            // A standard output that cannot take it does not stop the server.
+            let mut stdout = std::io::stdout();
+            let _ = writeln!(
+                stdout,
+                "listening on http://{addr} (runs from {location}{labelling})"
+            );
+            let _ = stdout.flush();
+        },
+    ))?;
     Ok(())
 }

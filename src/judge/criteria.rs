@@ -466,7 +466,8 @@ impl<C: LlmClient> CriteriaJudge<C> {
         self
     }
 
-    /// Whether to ask for token log-probabilities (default yes; some servers refuse them).
+    /// Whether to ask for token log-probabilities and weight the verdicts by them (default yes;
+    /// some servers refuse them). Without, the score is the sampled verdict's.
     pub fn with_logprobs(mut self, yes: bool) -> Self {
         self.logprobs = yes;
         self
@@ -585,9 +586,11 @@ impl<C: LlmClient> Judge for CriteriaJudge<C> {
             Ok(v) => v,
             Err(failed) => return failed,
         };
+        // Not asked for, not used: a server may send them anyway.
         let weights = response
             .logprobs
             .as_deref()
+            .filter(|_| self.logprobs)
             .and_then(|tokens| verdict_weights(tokens, &options, &verdict));
         let score = match &weights {
             Some(w) => {

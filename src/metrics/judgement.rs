@@ -210,6 +210,57 @@ impl JudgeDetails {
         }
     }
 
+    /// What the judge gave as its reasons, in one line: a criteria or answer-match judge's
+    /// reason; each statement's (faithfulness, context recall) or each context's (context
+    /// precision) verdict and reason; whether an answer was noncommittal (answer relevancy).
+    /// `None` when it gave none.
+    pub fn reason(&self) -> Option<String> {
+        let verdict = |on: bool, yes: &str, no: &str| if on { yes } else { no }.to_owned();
+        let parts: Vec<String> = match self {
+            JudgeDetails::None => Vec::new(),
+            JudgeDetails::Criteria {
+                verdict, reason, ..
+            } => vec![format!("{verdict}: {reason}")],
+            JudgeDetails::AnswerMatch { matches, reason } => vec![format!(
+                "{}: {reason}",
+                verdict(*matches, "matches", "does not match")
+            )],
+            JudgeDetails::Faithfulness { statements } => statements
+                .iter()
+                .map(|s| {
+                    let v = if s.unlocated {
+                        "evidence not found".to_owned()
+                    } else {
+                        verdict(s.supported, "supported", "unsupported")
+                    };
+                    format!("\"{}\" {v}: {}", s.text, s.reason)
+                })
+                .collect(),
+            JudgeDetails::ContextRecall { statements } => statements
+                .iter()
+                .map(|s| {
+                    let v = verdict(s.attributed, "attributed", "not attributed");
+                    format!("\"{}\" {v}: {}", s.text, s.reason)
+                })
+                .collect(),
+            JudgeDetails::ContextPrecision { verdicts } => verdicts
+                .iter()
+                .map(|c| {
+                    let v = verdict(c.useful, "useful", "not useful");
+                    format!("context {} {v}: {}", c.context + 1, c.reason)
+                })
+                .collect(),
+            JudgeDetails::AnswerRelevancy { noncommittal, .. } => {
+                if *noncommittal {
+                    vec!["the answer is noncommittal".into()]
+                } else {
+                    Vec::new()
+                }
+            }
+        };
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
     /// Statements the judge called supported whose quoted evidence was found in no context
     /// (faithfulness): counted unsupported, so also among [`JudgeDetails::unsupported`].
     pub fn unlocated(&self) -> Vec<&Statement> {

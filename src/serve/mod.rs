@@ -1,5 +1,6 @@
 //! `rag-eval serve`: a read-only HTTP API over a [run store](crate::runs::RunStore), on the
-//! loopback interface only.
+//! loopback interface only, with a page for labelling a run's answers (written to a labels
+//! file, never to the store).
 //!
 //! | request | answer |
 //! |---|---|
@@ -9,6 +10,7 @@
 //! | `GET /` | an HTML page listing the runs |
 //! | `GET /runs/{id}/report` | the run's HTML report |
 //! | `GET /report?run_ids=A,B,…` | the HTML report of several runs |
+//! | `GET`, `POST /runs/{id}/label?q=N` | the [labelling page](label) of a run's query `N`, when the server was given a [`LabelFile`] (`rag-eval serve --labels FILE`) |
 //!
 //! `POST /compare` takes the options of `rag-eval compare`, each optional with the command's
 //! default: `test` (`fisher`, `student`), `correction` (`none`, `bonferroni`, `holm`),
@@ -34,7 +36,7 @@ use crate::report::Report;
 use crate::runs::{RunRecord, RunStore};
 use crate::stats::Correction;
 use axum::extract::rejection::{JsonRejection, PathRejection};
-use axum::extract::{Path, RawQuery, Request, State};
+use axum::extract::{FromRef, Path, RawQuery, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
@@ -47,6 +49,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod label;
+pub use label::LabelFile;
+
 /// How long a client may take to send a request's headers, or to start the next request on a
 /// connection kept open, before the connection is closed: half-sent requests hold nothing for
 /// long.
@@ -56,6 +61,25 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_COMPARED: usize = crate::compare::MAX_RUNS;
 
 type Store = Arc<dyn RunStore>;
+
+/// What the routes share: the store, and the labels file when labelling is on.
+#[derive(Clone)]
+struct AppState {
+    store: Store,
+    labelling: label::Labelling,
+}
+
+impl FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Store {
+        Arc::clone(&state.store)
+    }
+}
+
+impl FromRef<AppState> for label::Labelling {
+    fn from_ref(state: &AppState) -> label::Labelling {
+        state.labelling.clone()
+    }
+}
 
 /// An error answered as JSON with its status.
 #[derive(Debug)]
@@ -148,13 +172,14 @@ async fn with_store<T: Send + 'static>(
         .map_err(ApiError::from)
 }
 
-/// The API's routes over `store`.
-pub fn router(store: Arc<dyn RunStore>) -> Router {
+/// The API's routes over `store`; with `labels`, the labelling page too, saving to that file.
+pub fn router(store: Arc<dyn RunStore>, labels: Option<Arc<LabelFile>>) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/runs", get(list))
         .route("/runs/{id}", get(show))
         .route("/runs/{id}/report", get(run_report))
+        .route("/runs/{id}/label", get(label::page).post(label::save))
         .route("/report", get(report))
         .route("/compare", post(compare))
         .fallback(|| async {
@@ -163,15 +188,20 @@ pub fn router(store: Arc<dyn RunStore>) -> Router {
                 "no such endpoint; see GET /runs, GET /runs/{id}, POST /compare".into(),
             )
         })
-        .with_state(store)
+        .with_state(AppState {
+            store,
+            labelling: label::Labelling(labels),
+        })
 }
 
-/// Serves `store` on 127.0.0.1 at `port` (0: any free port) until the process ends; `ready`
-/// is called with the bound address first. Only requests whose `Host` is a loopback name are
-/// answered, and a client has [`HEADER_READ_TIMEOUT`] to send its request's headers.
+/// Serves `store` on 127.0.0.1 at `port` (0: any free port) until the process ends, with the
+/// labelling page when `labels` is given; `ready` is called with the bound address first. Only
+/// requests whose `Host` is a loopback name are answered, and a client has
+/// [`HEADER_READ_TIMEOUT`] to send its request's headers.
 pub async fn serve(
     store: Arc<dyn RunStore>,
     port: u16,
+    labels: Option<Arc<LabelFile>>,
     ready: impl FnOnce(SocketAddr),
 ) -> crate::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
@@ -184,7 +214,7 @@ pub async fn serve(
         .local_addr()
         .map_err(|e| Error::Config(format!("cannot listen on {addr}: {e}")))?;
     ready(bound);
-    let app = router(store).layer(axum::middleware::from_fn(loopback_hosts_only));
+    let app = router(store, labels).layer(axum::middleware::from_fn(loopback_hosts_only));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);

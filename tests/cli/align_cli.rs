@@ -41,8 +41,16 @@ fn lenient_judge_run(dir: &Path) -> String {
                     0.5
                 }
             };
+            // What the judge said: one statement, with its reason.
+            let sample = serde_json::json!({"sample": 0, "status": "ok", "score": v,
+                "details": {"kind": "faithfulness", "statements": [{"text": format!("claim of {id}"),
+                    "supported": v == 1.0, "reason": format!("reason for {id}"), "evidence": "",
+                    "support": null}]},
+                "usage": {"calls": 1, "repairs": 0, "prompt_tokens": 0, "completion_tokens": 0}});
             serde_json::json!({"id": id, "query": row["inputs"]["query"],
-                               "metrics": {"faithfulness": v}})
+                               "metrics": {"faithfulness": v},
+                               "judges": [{"metric": "faithfulness", "query_id": id,
+                                           "samples": [sample]}]})
         })
         .collect();
     let n = per_query.len();
@@ -103,6 +111,10 @@ fn agreement_of_a_lenient_judge_by_hand_and_the_gate() {
     );
     assert!(d["question"].as_str().unwrap().contains("kernel"));
     assert!(d["answer"].as_str().unwrap().contains("74-bit"));
+    assert_eq!(
+        d["reason"],
+        "\"claim of q0001-a\" supported: reason for q0001-a"
+    );
     assert_eq!(m["disagreements"].as_array().unwrap().len(), 5);
     // Every query labelled: the corrected mean is the labels' mean (40/79).
     assert!((m["corrected"]["mean"].as_f64().unwrap() - 40.0 / 79.0).abs() < 1e-12);
@@ -131,6 +143,10 @@ fn agreement_of_a_lenient_judge_by_hand_and_the_gate() {
     );
     assert!(
         text.contains("label fail: 26 fail, 13 pass; label pass: 0 fail, 40 pass"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    judge: \"claim of q0001-a\" supported: reason for q0001-a\n"),
         "{text}"
     );
     let fail = rag_eval(&[

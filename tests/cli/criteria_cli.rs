@@ -130,6 +130,11 @@ impl Setup {
     }
 
     fn score(&self, cache: &str) -> Value {
+        self.score_with(cache, &[])
+    }
+
+    /// `score` with the criteria judge and `extra` arguments, as JSON.
+    fn score_with(&self, cache: &str, extra: &[&str]) -> Value {
         let args = [
             "score",
             "--dataset",
@@ -150,7 +155,7 @@ impl Setup {
             cache,
             "--json",
         ];
-        let (code, stdout, stderr) = self.run(&args);
+        let (code, stdout, stderr) = self.run(&[&args[..], extra].concat());
         assert_eq!(code, 0, "{stderr}");
         serde_json::from_str(stdout.trim()).unwrap()
     }
@@ -300,4 +305,18 @@ fn a_bad_criteria_file_is_a_usage_error_naming_the_file_and_line() {
     assert!(stderr.contains("judges/bad.md:3"), "{stderr}");
     assert!(stderr.contains("unknown scale `often`"), "{stderr}");
     assert_eq!(s.calls.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn no_logprobs_scores_the_sampled_verdict_and_asks_for_none() {
+    let s = Setup::new();
+    let v = s.score_with("off", &["--no-logprobs"]);
+    // q1's sampled 4 (0.75), not its weighted 0.5.
+    assert_eq!(figure(&v, "q1"), Some(0.75));
+    assert_eq!(figure(&v, "q2"), Some(0.25));
+    let first = s.bodies.lock().unwrap()[0].clone();
+    assert!(
+        first.get("logprobs").is_none() && first.get("top_logprobs").is_none(),
+        "{first}"
+    );
 }

@@ -4,6 +4,7 @@
 
 use rag_eval::metrics::{Figures, QueryResult, ResultLevel, RunResult};
 use rag_eval::runs::{RunRecord, RunStore, SqliteRunStore};
+use rag_eval::serve::LabelFile;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -52,6 +53,21 @@ fn server() -> Server {
         assert!(store.put(&record).unwrap());
         ids.push(record.id.as_str().to_owned());
     }
+    let (base, runtime) = spawn(store, None);
+    Server {
+        base,
+        ids,
+        _dir: dir,
+        _runtime: runtime,
+    }
+}
+
+/// Serves `store` (with the labelling page when `labels` is given): its address and the
+/// runtime that serves it.
+fn spawn(
+    store: SqliteRunStore,
+    labels: Option<Arc<LabelFile>>,
+) -> (String, tokio::runtime::Runtime) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -60,17 +76,12 @@ fn server() -> Server {
     let (tx, rx) = std::sync::mpsc::channel();
     let store: Arc<dyn RunStore> = Arc::new(store);
     runtime.spawn(async move {
-        rag_eval::serve::serve(store, 0, move |addr| tx.send(addr).unwrap())
+        rag_eval::serve::serve(store, 0, labels, move |addr| tx.send(addr).unwrap())
             .await
             .unwrap();
     });
     let addr = rx.recv().unwrap();
-    Server {
-        base: format!("http://{addr}"),
-        ids,
-        _dir: dir,
-        _runtime: runtime,
-    }
+    (format!("http://{addr}"), runtime)
 }
 
 /// A request over a fresh connection: (status, content type, body).
@@ -222,6 +233,8 @@ fn the_command_prints_its_address_and_serves_the_store() {
     let mut child = Child(
         std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
             .args(["serve", "--port", "0", "--store", path.to_str().unwrap()])
+            .arg("--labels")
+            .arg(dir.path().join("labels.jsonl"))
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap(),
@@ -239,6 +252,12 @@ fn the_command_prints_its_address_and_serves_the_store() {
     let (status, _, text) = request("GET", &format!("{url}/runs"), None);
     assert_eq!(status, 200);
     assert_eq!(json(&text)[0]["id"], record.id.as_str());
+    // With --labels: the labelling page, every metric of a run without judges, and the file.
+    assert!(line.contains("labels.jsonl"), "{line}");
+    let (status, _, page) = request("GET", &format!("{url}/runs/latest/label"), None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("name=\"label.span_recall@5\"") && page.contains("name=\"label.mrr\""));
+    assert!(dir.path().join("labels.jsonl").is_file());
 }
 
 /// `rag-eval compare --json` on runs of the store the server serves.
@@ -488,4 +507,320 @@ fn report_run_ids_are_decoded_and_may_repeat() {
     let (status, kind, text) = request("GET", &format!("{}/report?run_ids=%FF", s.base), None);
     assert_eq!(status, 400, "{text}");
     assert!(kind.starts_with("application/json"), "{kind}");
+}
+
+/// Five answered queries, each judged for faithfulness (one statement, its reason and
+/// evidence) and by a `polite` criteria judge.
+fn answered_run() -> RunResult {
+    use rag_eval::metrics::{
+        JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Passage, QueryJudgement, Statement,
+    };
+    let sample = |details, score| JudgeSample {
+        sample: 0,
+        status: JudgeStatus::Ok,
+        score: Some(score),
+        details,
+        message: None,
+        kind: None,
+        usage: JudgeUsage::default(),
+    };
+    let per_query = (0..5)
+        .map(|i| QueryResult {
+            id: format!("q{i}"),
+            query: Some(format!("When was release {i} shipped?")),
+            metrics: Figures(vec![("faithfulness".into(), 1.0), ("polite".into(), 0.75)]),
+            answer: Some(format!("Release {i} shipped in 201{i}.")),
+            contexts: Some(vec![Passage {
+                doc_id: "notes.md".into(),
+                start: 0,
+                end: 33,
+                text: Some(format!("Release {i} shipped in 201{i}, in May.")),
+            }]),
+            references: vec![format!("In 201{i}.")],
+            judges: vec![
+                QueryJudgement {
+                    metric: "faithfulness".into(),
+                    query_id: format!("q{i}"),
+                    samples: vec![sample(
+                        JudgeDetails::Faithfulness {
+                            statements: vec![Statement {
+                                text: format!("Release {i} shipped in 201{i}."),
+                                supported: true,
+                                unlocated: false,
+                                reason: format!("the notes say 201{i} <b>"),
+                                evidence: format!("shipped in 201{i}"),
+                                support: None,
+                            }],
+                        },
+                        1.0,
+                    )],
+                },
+                QueryJudgement {
+                    metric: "polite".into(),
+                    query_id: format!("q{i}"),
+                    samples: vec![sample(
+                        JudgeDetails::Criteria {
+                            verdict: "4".into(),
+                            reason: "courteous enough".into(),
+                            probabilities: None,
+                        },
+                        0.75,
+                    )],
+                },
+            ],
+            ..QueryResult::default()
+        })
+        .collect();
+    RunResult::from_queries(
+        ResultLevel::Token,
+        vec!["faithfulness".into(), "polite".into()],
+        per_query,
+    )
+}
+
+fn utf8(path: std::path::PathBuf) -> camino::Utf8PathBuf {
+    camino::Utf8PathBuf::from_path_buf(path).unwrap()
+}
+
+/// A store in `dir` holding the answered run: the store and the run's id.
+fn answered_store(dir: &std::path::Path) -> (SqliteRunStore, String) {
+    let store = SqliteRunStore::open(utf8(dir.join("runs.sqlite"))).unwrap();
+    let record = RunRecord::new("test", "answers.jsonl", answered_run());
+    store.put(&record).unwrap();
+    (store, record.id.as_str().to_owned())
+}
+
+/// A form posted as a browser without JavaScript posts it, redirects not followed:
+/// (status, `Location`, body).
+fn post_form(url: &str, form: &str) -> (u16, String, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let resp = client
+            .post(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form.to_owned())
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let location = resp
+            .headers()
+            .get("location")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (status, location, resp.text().await.unwrap())
+    })
+}
+
+#[test]
+fn the_labelling_page_saves_plain_forms_to_the_labels_file_and_shows_them_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = utf8(dir.path().join("labels.jsonl"));
+    let (store, id) = answered_store(dir.path());
+    let (base, runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
+    assert_eq!(
+        std::fs::read_to_string(&labels).unwrap(),
+        "",
+        "a new, empty file"
+    );
+    let page = |base: &str, q: &str| request("GET", &format!("{base}/runs/{id}/label?q={q}"), None);
+
+    // The query, its contexts and what each judge said.
+    let (status, kind, html) = page(&base, "1");
+    assert_eq!(status, 200, "{html}");
+    assert!(kind.starts_with("text/html"), "{kind}");
+    for shown in [
+        "When was release 1 shipped?",
+        "Release 1 shipped in 2011.",
+        "In 2011.",
+        "Release 1 shipped in 2011, in May.",
+        "the notes say 2011 &lt;b&gt;",
+        "<td>shipped in 2011</td>",
+        ">supported<",
+        "verdict <b>4</b>: courteous enough",
+        "name=\"label.faithfulness\"",
+        "name=\"label.polite\"",
+        "Query 2 of 5; 0 labelled",
+    ] {
+        assert!(html.contains(shown), "{shown}");
+    }
+
+    // A plain form: a fail with a note and a score, then the next query.
+    let url = |q: u32| format!("{base}/runs/{id}/label?q={q}");
+    let (status, location, _) = post_form(
+        &url(1),
+        "label.faithfulness=fail&score.faithfulness=&note.faithfulness=the+year+is+wrong\
+         &label.polite=score&score.polite=0.25&note.polite=&go=next",
+    );
+    assert_eq!((status, location), (303, format!("/runs/{id}/label?q=2")));
+    // The last query's next is itself; a label left empty is none.
+    let (status, location, _) = post_form(
+        &url(4),
+        "label.faithfulness=pass&label.polite=&note.polite=curt%3F&go=next",
+    );
+    assert_eq!((status, location), (303, format!("/runs/{id}/label?q=4")));
+    let written = std::fs::read_to_string(&labels).unwrap();
+    assert_eq!(
+        written,
+        "{\"id\":\"q1\",\"labels\":{\"faithfulness\":0.0,\"polite\":0.25},\"notes\":{\"faithfulness\":\"the year is wrong\"}}\n\
+         {\"id\":\"q4\",\"labels\":{\"faithfulness\":1.0},\"notes\":{\"polite\":\"curt?\"}}\n"
+    );
+
+    // What `align --labels` reads.
+    let mut run = answered_run();
+    assert!(rag_eval::align::Labels::load(&labels)
+        .unwrap()
+        .apply(&mut run)
+        .is_empty());
+    let alignment = rag_eval::align::Alignment::new(&run, &Default::default(), None);
+    let pairs: Vec<(&str, usize)> = alignment
+        .metrics
+        .iter()
+        .map(|m| (m.metric.as_str(), m.pairs))
+        .collect();
+    assert_eq!(pairs, [("faithfulness", 2), ("polite", 1)]);
+
+    // Bad requests are JSON errors, and change nothing.
+    for (form, error) in [
+        (
+            "label.mrr=pass",
+            "`mrr` is not a metric labelled in this run",
+        ),
+        ("label.polite=score&score.polite=4", "between 0 and 1"),
+        ("label.polite=great", "got `great`"),
+    ] {
+        let (status, _, body) = post_form(&url(0), form);
+        assert_eq!(status, 400, "{form}");
+        assert!(
+            json(&body)["error"].as_str().unwrap().contains(error),
+            "{body}"
+        );
+    }
+    let (status, _, body) = post_form(&url(5), "label.polite=pass");
+    assert_eq!(status, 404);
+    assert!(json(&body)["error"]
+        .as_str()
+        .unwrap()
+        .contains("the run has 5 queries"));
+    let (status, _, body) = page(&base, "one");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(std::fs::read_to_string(&labels).unwrap(), written);
+    drop(runtime);
+
+    // A new server on the same file resumes: the saved labels are shown.
+    let (store, _) = answered_store(dir.path());
+    let (base, _runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
+    let (_, _, html) = page(&base, "1");
+    assert!(html.contains("value=\"fail\" checked"), "{html}");
+    assert!(html.contains("value=\"score\" checked"));
+    assert!(html.contains("value=\"0.25\""));
+    assert!(html.contains("value=\"the year is wrong\""));
+    assert!(html.contains("Query 2 of 5; 2 labelled"));
+    let (_, _, html) = page(&base, "4");
+    assert!(html.contains("name=\"label.polite\" value=\"\" checked"));
+    assert!(html.contains("value=\"curt?\""));
+
+    // Without a labels file there is no labelling page; a bad labels file fails at start.
+    let (store, _) = answered_store(dir.path());
+    let (plain, _plain_runtime) = spawn(store, None);
+    let (status, _, body) = page(&plain, "0");
+    assert_eq!(status, 404);
+    assert!(json(&body)["error"]
+        .as_str()
+        .unwrap()
+        .contains("serve --labels FILE"));
+    let broken = utf8(dir.path().join("broken.jsonl"));
+    std::fs::write(&broken, "{\"id\":\"q1\",\"labels\":{}}\n{\"labels\":{}}\n").unwrap();
+    let err = LabelFile::open(&broken).unwrap_err().to_string();
+    assert!(err.contains("broken.jsonl:2"), "{err}");
+}
+
+#[cfg(target_os = "linux")]
+#[path = "support/cdp.rs"]
+mod cdp;
+
+/// The page in headless Chromium, as a person uses it: four queries by keyboard (one skipped),
+/// one by mouse, then a reload; the file holds what was pressed and clicked.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
+    let Some(chromium) = std::env::var("RAG_EVAL_CHROMIUM")
+        .ok()
+        .filter(|p| !p.is_empty())
+    else {
+        eprintln!("skipped: RAG_EVAL_CHROMIUM is not set (source .ci/chromium.sh)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let labels = utf8(dir.path().join("labels.jsonl"));
+    let (store, id) = answered_store(dir.path());
+    let (base, _runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
+    let mut b = cdp::Browser::launch(&chromium, 1200, 1500);
+    b.open(&format!("{base}/runs/{id}/label"));
+    assert_eq!(b.eval("document.body.dataset.ready"), "yes");
+    let here = |b: &mut cdp::Browser| b.eval("location.search").as_str().unwrap().to_owned();
+    // q0: pass, pass; q1: fail, pass; q2 skipped; q3: metric 2 first, fail, then 1, pass.
+    for keys in [&["p", "p"][..], &["f", "p"], &[], &["2", "f", "1", "p"]] {
+        let last = if keys.is_empty() {
+            "ArrowRight"
+        } else {
+            "Enter"
+        };
+        for key in keys {
+            b.press(key);
+        }
+        b.until_loaded(|b| b.press(last));
+    }
+    assert_eq!(here(&mut b), "?q=4");
+    // q4 by mouse: polite fails, with a note typed into its field, saved in place.
+    b.click("input[name='label.polite'][value='fail']");
+    b.click("input[name='note.polite']");
+    b.type_text("too curt");
+    b.until_loaded(|b| b.click("button[value='stay']"));
+    assert_eq!(here(&mut b), "?q=4");
+    assert_eq!(
+        std::fs::read_to_string(&labels).unwrap(),
+        "{\"id\":\"q0\",\"labels\":{\"faithfulness\":1.0,\"polite\":1.0}}\n\
+         {\"id\":\"q1\",\"labels\":{\"faithfulness\":0.0,\"polite\":1.0}}\n\
+         {\"id\":\"q3\",\"labels\":{\"faithfulness\":1.0,\"polite\":0.0}}\n\
+         {\"id\":\"q4\",\"labels\":{\"polite\":0.0},\"notes\":{\"polite\":\"too curt\"}}\n"
+    );
+    // A reload, and the first query reopened: the saved labels are checked.
+    let checked = "[...document.querySelectorAll('input[type=radio]:checked')]\
+                   .map(e => e.name + '=' + e.value).join(' ')";
+    b.until_loaded(|b| {
+        b.call("Page.reload", serde_json::json!({}));
+    });
+    assert_eq!(b.eval(checked), "label.faithfulness= label.polite=fail");
+    assert_eq!(
+        b.eval("document.querySelector(\"input[name='note.polite']\").value"),
+        "too curt"
+    );
+    b.open(&format!("{base}/runs/{id}/label?q=1"));
+    assert_eq!(b.eval(checked), "label.faithfulness=fail label.polite=pass");
+    assert_eq!(
+        b.eval("[...document.querySelectorAll('nav .done')].map(a => a.textContent).join(',')"),
+        "1,2,4,5"
+    );
+    assert!(b.console().is_empty(), "console: {:#?}", b.console());
+
+    // A screenshot for a person to look at.
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reports");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("label-page.png");
+    let png = b.screenshot();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{} bytes",
+        png.len()
+    );
+    std::fs::write(&shot, png).unwrap();
+    eprintln!("screenshot: {}", shot.canonicalize().unwrap().display());
 }

@@ -1,0 +1,638 @@
+//! The labelling page of `rag-eval serve --labels FILE`: a run's queries one at a time, with
+//! what the judges said, and a form that records a person's label per metric into the labels
+//! file `rag-eval align --labels` reads.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET /runs/{id}/label?q=N` | query `N` (0-based; default 0) of the run: question, answer, references, contexts, each judged metric's figure and the judge's samples (statements with verdicts, reasons and evidence; a criteria judge's verdict and reason; …) and the saved labels |
+//! | `POST /runs/{id}/label?q=N` | an HTML form (`application/x-www-form-urlencoded`): per metric `label.<metric>` = `pass`, `fail`, `score` or empty (no label), `score.<metric>` (a number in [0, 1], when `score`), `note.<metric>` (optional text); `go` = `next` (default), `prev` or `stay`. The labels are saved, then `303 See Other` to the query `go` names |
+//!
+//! A pass is written as 1, a fail as 0 and a score as given, on the [0, 1] scale the run's
+//! figures use (a 1–5 criteria judge's 4 is 0.75). The labelled metrics are those a judge
+//! scored in the run, or every metric of a run without judges. Each save rewrites the whole
+//! labels file atomically, so a crash leaves the previous save or this one; labels the file held
+//! when the server started (for this run or any other) are kept, and a reopened page shows them.
+
+use super::{form_decode, with_store, ApiError, Store};
+use crate::align::Labels;
+use crate::escape::html as esc;
+use crate::metrics::{JudgeDetails, JudgeSample, QueryResult, RunResult};
+use crate::runs::RunRecord;
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use camino::{Utf8Path, Utf8PathBuf};
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+/// The labels file a labelling server writes: its labels, read when the server starts and
+/// rewritten atomically on every save.
+#[derive(Debug)]
+pub struct LabelFile {
+    path: Utf8PathBuf,
+    labels: Mutex<Labels>,
+}
+
+impl LabelFile {
+    /// Opens the labels file at `path`: its labels when it exists (errors name file:line), else
+    /// a new, empty file, so that a path that cannot be written fails now rather than at the
+    /// first save.
+    pub fn open(path: impl AsRef<Utf8Path>) -> crate::Result<LabelFile> {
+        let path = path.as_ref().to_owned();
+        let labels = if path.exists() {
+            Labels::load(&path)?
+        } else {
+            crate::fs::write_atomic(&path, b"")?;
+            Labels::default()
+        };
+        Ok(LabelFile {
+            path,
+            labels: Mutex::new(labels),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Utf8Path {
+        &self.path
+    }
+
+    fn labels(&self) -> std::sync::MutexGuard<'_, Labels> {
+        // A panic while the lock was held left the labels as the last save wrote them.
+        self.labels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Applies `changes` (metric, value, note) to query `id` and writes the file; on a failed
+    /// write the labels stay as they were.
+    fn save(&self, id: &str, changes: Vec<Change>) -> crate::Result<()> {
+        let mut held = self.labels();
+        let mut next = held.clone();
+        for c in changes {
+            next.set(id, &c.metric, c.value, c.note);
+        }
+        crate::fs::write_atomic(&self.path, next.to_jsonl().as_bytes())?;
+        *held = next;
+        Ok(())
+    }
+}
+
+/// One metric's label as the form gave it.
+struct Change {
+    metric: String,
+    value: Option<f64>,
+    note: Option<String>,
+}
+
+/// The state of the server's routes: the store, and the labels file when labelling is on.
+#[derive(Clone)]
+pub(super) struct Labelling(pub(super) Option<Arc<LabelFile>>);
+
+impl Labelling {
+    fn file(&self) -> Result<Arc<LabelFile>, ApiError> {
+        self.0.clone().ok_or_else(|| {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                "labelling is off: start the server with `rag-eval serve --labels FILE`".into(),
+            )
+        })
+    }
+}
+
+fn bad(message: String) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, message)
+}
+
+/// The `q` parameter of `query`: a query's position, 0 when absent.
+fn position(query: Option<&str>) -> Result<usize, ApiError> {
+    for pair in query.unwrap_or_default().split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if form_decode(name)? == "q" {
+            let value = form_decode(value)?;
+            return value.parse().map_err(|_| {
+                bad(format!(
+                    "`q` must be a query's position, a whole number (got `{value}`)"
+                ))
+            });
+        }
+    }
+    Ok(0)
+}
+
+/// The metrics a person labels in `run`: those a judge scored, in the run's order, or every
+/// metric when no judge did.
+fn labelled_metrics(run: &RunResult) -> Vec<String> {
+    let judged: Vec<String> = run
+        .metrics
+        .names()
+        .filter(|n| {
+            run.per_query
+                .iter()
+                .any(|q| q.judges.iter().any(|j| j.metric == *n))
+        })
+        .map(str::to_owned)
+        .collect();
+    if judged.is_empty() {
+        run.metrics.names().map(str::to_owned).collect()
+    } else {
+        judged
+    }
+}
+
+async fn load(store: &Store, id: String) -> Result<RunRecord, ApiError> {
+    with_store(store, move |s| s.load(&id)).await
+}
+
+/// The query at `q` of `record`, or a 404 naming how many the run has.
+fn query_at(record: &RunRecord, q: usize) -> Result<&QueryResult, ApiError> {
+    record.result.per_query.get(q).ok_or_else(|| {
+        ApiError(
+            StatusCode::NOT_FOUND,
+            format!(
+                "the run has {} queries; there is no query at position {q} (the first is 0)",
+                record.result.per_query.len()
+            ),
+        )
+    })
+}
+
+pub(super) async fn page(
+    State(store): State<Store>,
+    State(labelling): State<Labelling>,
+    id: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Result<Html<String>, ApiError> {
+    let Path(id) = id.map_err(super::bad_path)?;
+    let file = labelling.file()?;
+    let q = position(query.as_deref())?;
+    let record = load(&store, id).await?;
+    query_at(&record, q)?;
+    let labels = file.labels().clone();
+    Ok(Html(render(&record, q, &labels, file.path())))
+}
+
+pub(super) async fn save(
+    State(store): State<Store>,
+    State(labelling): State<Labelling>,
+    id: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let Path(id) = id.map_err(super::bad_path)?;
+    let file = labelling.file()?;
+    let q = position(query.as_deref())?;
+    let record = load(&store, id).await?;
+    let query_id = query_at(&record, q)?.id.clone();
+    let metrics = labelled_metrics(&record.result);
+    let form = std::str::from_utf8(&body)
+        .map_err(|_| bad("the form is not UTF-8".into()))
+        .and_then(parse_form)?;
+    let (changes, go) = changes(&form, &metrics)?;
+    tokio::task::spawn_blocking(move || file.save(&query_id, changes))
+        .await
+        .map_err(|e| {
+            ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the save failed: {e}"),
+            )
+        })?
+        .map_err(|e| {
+            tracing::error!("labels file: {e}");
+            ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the labels could not be written (the server's standard error says why)".into(),
+            )
+        })?;
+    let last = record.result.per_query.len() - 1;
+    let to = match go {
+        Go::Next => (q + 1).min(last),
+        Go::Prev => q.saturating_sub(1),
+        Go::Stay => q,
+    };
+    let location = format!("/runs/{}/label?q={to}", record.id.as_str());
+    Ok((StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response())
+}
+
+/// The form's fields, decoded, in order.
+fn parse_form(body: &str) -> Result<Vec<(String, String)>, ApiError> {
+    body.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((form_decode(name)?, form_decode(value)?))
+        })
+        .collect()
+}
+
+/// Where a save goes next.
+enum Go {
+    Next,
+    Prev,
+    Stay,
+}
+
+/// The labels the form sets: one change per metric it has a `label.<metric>` field for.
+fn changes(form: &[(String, String)], metrics: &[String]) -> Result<(Vec<Change>, Go), ApiError> {
+    let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim());
+    let go = match field("go").unwrap_or("next") {
+        "next" => Go::Next,
+        "prev" => Go::Prev,
+        "stay" => Go::Stay,
+        other => {
+            return Err(bad(format!(
+                "`go` is `next`, `prev` or `stay` (got `{other}`)"
+            )))
+        }
+    };
+    let mut changes = Vec::new();
+    for (name, choice) in form {
+        let Some(metric) = name.strip_prefix("label.") else {
+            continue;
+        };
+        if !metrics.iter().any(|m| m == metric) {
+            return Err(bad(format!(
+                "`{metric}` is not a metric labelled in this run (they are: {})",
+                metrics.join(", ")
+            )));
+        }
+        let value = match choice.as_str() {
+            "pass" => Some(1.0),
+            "fail" => Some(0.0),
+            "" => None,
+            "score" => {
+                let given = field(&format!("score.{metric}")).unwrap_or_default();
+                let v: f64 = given
+                    .parse()
+                    .map_err(|_| bad(format!("`{metric}`: the score `{given}` is not a number")))?;
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(bad(format!(
+                        "`{metric}`: a score is between 0 and 1 (got {v})"
+                    )));
+                }
+                Some(v)
+            }
+            other => {
+                return Err(bad(format!(
+                    "`{metric}`: a label is `pass`, `fail`, `score` or empty (got `{other}`)"
+                )))
+            }
+        };
+        let note = field(&format!("note.{metric}"))
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned);
+        changes.push(Change {
+            metric: metric.to_owned(),
+            value,
+            note,
+        });
+    }
+    Ok((changes, go))
+}
+
+const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:20px;max-width:1100px}\
+nav a{margin-right:4px}nav .done{background:#d7f0d7}nav .here{outline:2px solid #333}\
+.text{white-space:pre-wrap;background:#f6f6f6;padding:6px 8px;border-radius:4px}\
+table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}\
+fieldset{margin:12px 0;border:1px solid #bbb;border-radius:4px}fieldset.current{border:2px solid #2a6ebb}\
+.yes{color:#176317}.no{color:#a31515}.saved{font-weight:bold}kbd{border:1px solid #aaa;border-radius:3px;padding:0 3px}";
+
+/// Keyboard: `p`/`f` mark the current metric pass/fail and move to the next, `u` clears it,
+/// `1`–`9` pick a metric, `Enter` or `s` saves and goes on, `←`/`→` move without saving.
+const SCRIPT: &str = r#"(function(){
+const form=document.getElementById('labels');
+const sets=[...form.querySelectorAll('fieldset')];
+let cur=0;
+function show(i){sets.forEach((s,j)=>s.classList.toggle('current',j===i));cur=i;}
+if(sets.length)show(0);
+sets.forEach((s,i)=>s.addEventListener('focusin',()=>show(i)));
+form.querySelectorAll('input[type=number]').forEach(n=>n.addEventListener('input',()=>{
+  const r=n.closest('fieldset').querySelector('input[value=score]');if(r)r.checked=true;}));
+function mark(v){const r=sets[cur]&&sets[cur].querySelector('input[type=radio][value="'+v+'"]');
+  if(r){r.checked=true;if(cur+1<sets.length)show(cur+1);}}
+document.addEventListener('keydown',e=>{
+  if(e.ctrlKey||e.metaKey||e.altKey)return;
+  if(e.target.matches('input[type=text],input[type=number],textarea')){
+    if(e.key==='Escape')e.target.blur();return;}
+  const link=id=>{const a=document.getElementById(id);if(a)location.href=a.href;};
+  if(e.key==='p')mark('pass');else if(e.key==='f')mark('fail');else if(e.key==='u')mark('');
+  else if(e.key>='1'&&e.key<='9'&&+e.key<=sets.length)show(+e.key-1);
+  else if(e.key==='Enter'||e.key==='s')form.requestSubmit(document.getElementById('save-next'));
+  else if(e.key==='ArrowRight')link('next');else if(e.key==='ArrowLeft')link('prev');
+  else return;
+  e.preventDefault();});
+document.body.dataset.ready='yes';
+})();"#;
+
+/// The labelling page of query `q` of `record`.
+fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> String {
+    let run = &record.result;
+    let query = &run.per_query[q];
+    let metrics = labelled_metrics(run);
+    let base = format!("/runs/{}/label", esc(record.id.as_str()));
+    let total = run.per_query.len();
+    let done = run
+        .per_query
+        .iter()
+        .filter(|x| labels.get(&x.id).is_some_and(|f| !f.0.is_empty()))
+        .count();
+    let mut s = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>label {} · {}</title><style>{STYLE}</style></head><body>",
+        esc(&query.id),
+        esc(&crate::report::record_label(record)),
+    );
+    let _ = write!(
+        s,
+        "<h1>Label run <a href=\"/runs/{id}/report\">{label}</a></h1><p>Query {} of {total}; {done} labelled, saved to <code>{}</code>. Keys: <kbd>p</kbd> pass, <kbd>f</kbd> fail, <kbd>u</kbd> no label (then the next metric), <kbd>1</kbd>–<kbd>9</kbd> a metric, <kbd>Enter</kbd> save and next, <kbd>←</kbd> <kbd>→</kbd> move.</p><nav>",
+        q + 1,
+        esc(path.as_str()),
+        id = esc(record.id.as_str()),
+        label = esc(&crate::report::record_label(record)),
+    );
+    if q > 0 {
+        let _ = write!(
+            s,
+            "<a id=\"prev\" href=\"{base}?q={}\">← previous</a> ",
+            q - 1
+        );
+    }
+    if q + 1 < total {
+        let _ = write!(s, "<a id=\"next\" href=\"{base}?q={}\">next →</a> ", q + 1);
+    }
+    for (i, x) in run.per_query.iter().enumerate() {
+        let mut class = Vec::new();
+        if labels.get(&x.id).is_some_and(|f| !f.0.is_empty()) {
+            class.push("done");
+        }
+        if i == q {
+            class.push("here");
+        }
+        let _ = write!(
+            s,
+            "<a class=\"{}\" href=\"{base}?q={i}\" title=\"{}\">{}</a>",
+            class.join(" "),
+            esc(&x.id),
+            i + 1
+        );
+    }
+    s.push_str("</nav>");
+    let _ = write!(s, "<h2>{}</h2>", esc(&query.id));
+    section(&mut s, "Question", query.query.as_deref());
+    section(&mut s, "Answer", query.answer.as_deref());
+    for (i, r) in query.references.iter().enumerate() {
+        section(&mut s, &format!("Reference {}", i + 1), Some(r));
+    }
+    if let Some(contexts) = query.contexts.as_ref().or(query.retrieved.as_ref()) {
+        s.push_str("<h3>Contexts</h3><ol>");
+        for c in contexts {
+            let _ = write!(
+                s,
+                "<li><code>{}</code> [{}, {})<div class=\"text\">{}</div></li>",
+                esc(&c.doc_id),
+                c.start,
+                c.end,
+                esc(c.text.as_deref().unwrap_or(""))
+            );
+        }
+        s.push_str("</ol>");
+    }
+    let _ = write!(
+        s,
+        "<form id=\"labels\" method=\"post\" action=\"{base}?q={q}\">"
+    );
+    let saved = labels.get(&query.id);
+    for (i, metric) in metrics.iter().enumerate() {
+        let m = esc(metric);
+        let value = saved.and_then(|f| f.get(metric));
+        let figure = query
+            .metrics
+            .get(metric)
+            .map_or("no figure".to_owned(), |v| format!("figure {v:.4}"));
+        let _ = write!(
+            s,
+            "<fieldset><legend>{} <b>{m}</b>: {figure}{}</legend>",
+            i + 1,
+            match value {
+                Some(v) => format!(
+                    " <span class=\"saved\">· saved label {}</span>",
+                    match v {
+                        1.0 => "pass".to_owned(),
+                        0.0 => "fail".to_owned(),
+                        v => v.to_string(),
+                    }
+                ),
+                None => String::new(),
+            }
+        );
+        for j in query.judges.iter().filter(|j| j.metric == *metric) {
+            for sample in &j.samples {
+                judge_sample(&mut s, sample);
+            }
+        }
+        let checked = |on: bool| if on { " checked" } else { "" };
+        let is_score = value.is_some_and(|v| v != 0.0 && v != 1.0);
+        for (choice, text, on) in [
+            ("pass", "pass", value == Some(1.0)),
+            ("fail", "fail", value == Some(0.0)),
+            ("score", "score", is_score),
+            ("", "no label", value.is_none()),
+        ] {
+            let _ = write!(
+                s,
+                "<label><input type=\"radio\" name=\"label.{m}\" value=\"{choice}\"{}> {text}</label> ",
+                checked(on)
+            );
+        }
+        let _ = write!(
+            s,
+            "<input type=\"number\" name=\"score.{m}\" min=\"0\" max=\"1\" step=\"any\" placeholder=\"score, 0 to 1\" aria-label=\"score of {m}\" value=\"{}\"> <input type=\"text\" name=\"note.{m}\" size=\"50\" placeholder=\"note\" aria-label=\"note on {m}\" value=\"{}\"></fieldset>",
+            if is_score { value.map(|v| v.to_string()).unwrap_or_default() } else { String::new() },
+            esc(labels.note(&query.id, metric).unwrap_or("")),
+        );
+    }
+    s.push_str("<button id=\"save-next\" name=\"go\" value=\"next\">Save and next</button> <button name=\"go\" value=\"stay\">Save</button> <button name=\"go\" value=\"prev\">Save and previous</button></form>");
+    let _ = writeln!(s, "<script>{SCRIPT}</script></body></html>");
+    s
+}
+
+/// A heading and its text, when there is any.
+fn section(s: &mut String, heading: &str, text: Option<&str>) {
+    if let Some(t) = text {
+        let _ = write!(s, "<h3>{heading}</h3><div class=\"text\">{}</div>", esc(t));
+    }
+}
+
+fn yes_no(on: bool, yes: &str, no: &str) -> String {
+    if on {
+        format!("<span class=\"yes\">{yes}</span>")
+    } else {
+        format!("<span class=\"no\">{no}</span>")
+    }
+}
+
+/// One judge sample: its status, score and what the judge said.
+fn judge_sample(s: &mut String, sample: &JudgeSample) {
+    let _ = write!(
+        s,
+        "<p>judge sample {}: {}{}{}</p>",
+        sample.sample + 1,
+        sample.status.as_str(),
+        sample
+            .score
+            .map(|v| format!(", score {v:.4}"))
+            .unwrap_or_default(),
+        sample
+            .message
+            .as_deref()
+            .map(|m| format!(" ({})", esc(m)))
+            .unwrap_or_default(),
+    );
+    match &sample.details {
+        JudgeDetails::None => {}
+        JudgeDetails::Faithfulness { statements } => {
+            s.push_str("<table><tr><th>statement</th><th>verdict</th><th>reason</th><th>evidence</th></tr>");
+            for st in statements {
+                let verdict = if st.unlocated {
+                    "<span class=\"no\">evidence not found</span>".to_owned()
+                } else {
+                    yes_no(st.supported, "supported", "unsupported")
+                };
+                let _ = write!(
+                    s,
+                    "<tr><td>{}</td><td>{verdict}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&st.text),
+                    esc(&st.reason),
+                    esc(&st.evidence)
+                );
+            }
+            s.push_str("</table>");
+        }
+        JudgeDetails::AnswerRelevancy {
+            questions,
+            noncommittal,
+        } => {
+            let _ = write!(
+                s,
+                "<table><tr><th>question generated from the answer{}</th><th>cosine</th></tr>",
+                if *noncommittal {
+                    " (the answer is noncommittal)"
+                } else {
+                    ""
+                }
+            );
+            for g in questions {
+                let _ = write!(
+                    s,
+                    "<tr><td>{}</td><td>{:.4}</td></tr>",
+                    esc(&g.question),
+                    g.cosine
+                );
+            }
+            s.push_str("</table>");
+        }
+        JudgeDetails::ContextPrecision { verdicts } => {
+            s.push_str("<table><tr><th>context</th><th>verdict</th><th>reason</th></tr>");
+            for v in verdicts {
+                let _ = write!(
+                    s,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    v.context + 1,
+                    yes_no(v.useful, "useful", "not useful"),
+                    esc(&v.reason)
+                );
+            }
+            s.push_str("</table>");
+        }
+        JudgeDetails::ContextRecall { statements } => {
+            s.push_str(
+                "<table><tr><th>reference statement</th><th>verdict</th><th>reason</th></tr>",
+            );
+            for a in statements {
+                let _ = write!(
+                    s,
+                    "<tr><td>{}</td><td>{}{}</td><td>{}</td></tr>",
+                    esc(&a.text),
+                    yes_no(a.attributed, "attributed", "not attributed"),
+                    a.context
+                        .map(|c| format!(" (context {})", c + 1))
+                        .unwrap_or_default(),
+                    esc(&a.reason)
+                );
+            }
+            s.push_str("</table>");
+        }
+        JudgeDetails::Criteria {
+            verdict,
+            reason,
+            probabilities,
+        } => {
+            let _ = write!(s, "<p>verdict <b>{}</b>: {}</p>", esc(verdict), esc(reason));
+            if let Some(p) = probabilities {
+                let shown: Vec<String> = p
+                    .iter()
+                    .map(|(v, p)| format!("{} {p:.3}", esc(v)))
+                    .collect();
+                let _ = write!(s, "<p>verdict probabilities: {}</p>", shown.join(", "));
+            }
+        }
+        JudgeDetails::AnswerMatch { matches, reason } => {
+            let _ = write!(
+                s,
+                "<p>{}: {}</p>",
+                yes_no(
+                    *matches,
+                    "matches the reference",
+                    "does not match the reference"
+                ),
+                esc(reason)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_form_sets_pass_fail_scores_and_notes_and_refuses_the_rest() {
+        let metrics = ["faithfulness".to_owned(), "tone".to_owned()];
+        let (c, go) = changes(
+            &form(&[
+                ("label.faithfulness", "fail"),
+                ("note.faithfulness", " invents a date "),
+                ("label.tone", "score"),
+                ("score.tone", "0.75"),
+                ("go", "stay"),
+            ]),
+            &metrics,
+        )
+        .unwrap();
+        assert!(matches!(go, Go::Stay));
+        assert_eq!(
+            c.iter()
+                .map(|c| (c.metric.as_str(), c.value, c.note.as_deref()))
+                .collect::<Vec<_>>(),
+            [
+                ("faithfulness", Some(0.0), Some("invents a date")),
+                ("tone", Some(0.75), None)
+            ]
+        );
+        let err = |pairs: &[(&str, &str)]| changes(&form(pairs), &metrics).err().unwrap().1;
+        assert!(err(&[("label.mrr", "pass")]).contains("`mrr` is not a metric labelled"));
+        assert!(err(&[("label.tone", "maybe")]).contains("got `maybe`"));
+        assert!(err(&[("label.tone", "score"), ("score.tone", "4")]).contains("between 0 and 1"));
+        assert!(err(&[("label.tone", "score")]).contains("is not a number"));
+        assert!(err(&[("go", "up")]).contains("`go`"));
+        assert!(position(Some("q=x")).is_err());
+        assert_eq!(position(Some("a=1&q=3")).unwrap(), 3);
+    }
+}
