@@ -119,7 +119,8 @@ pub struct HttpConfig {
     pub timeout: Duration,
     /// Tries after the first one for transient failures.
     pub max_retries: u32,
-    /// Requests in flight at once, across all clones of the client (at least 1).
+    /// Most requests in flight at once, across all clones of the client (at least 1); fewer
+    /// while the server shows signs of overload (see the [module docs](self)).
     pub concurrency: usize,
     /// Environment variable holding the API key, read once by [`HttpClient::new`]. Unset or
     /// empty means no key is sent (local servers need none).
@@ -147,6 +148,9 @@ pub struct HttpConfig {
     pub max_response_bytes: usize,
 }
 
+/// The default of [`HttpConfig::concurrency`]: 8 requests in flight at most.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
 /// The default of [`HttpConfig::deadline`]: 10 minutes.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
 
@@ -162,7 +166,7 @@ impl HttpConfig {
             base_url: base_url.into(),
             timeout: Duration::from_secs(60),
             max_retries: 5,
-            concurrency: 8,
+            concurrency: DEFAULT_CONCURRENCY,
             api_key_env: None,
             api_key: None,
             auth_header: AuthHeader::Bearer,
