@@ -635,6 +635,12 @@ fn record_shard(
         judge_tolerance: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
         judged_per_query: case.spec.judge.is_some_and(|j| j.per_query_snapshot),
         judge_models: answers.map(|a| a.judge_models.clone()),
+        criteria: case
+            .spec
+            .criteria
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect(),
     };
     let rows: Vec<(String, Row)> = result
         .scores

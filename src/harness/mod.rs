@@ -551,7 +551,7 @@ fn tolerance(case: &Case) -> golden::Tolerance {
     golden::Tolerance {
         figures: case.spec.tolerance,
         judged: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
-        criteria: case.spec.criteria,
+        criteria: golden::Criteria::Files(case.spec.criteria),
     }
 }
 
