@@ -192,18 +192,22 @@ fn build_fixture(root: &Path, queries: usize) -> PathBuf {
         dataset.push('\n');
     }
     std::fs::write(root.join("questions.jsonl"), dataset).unwrap();
+    // The chunk holds the document's own text: the harness checks it against the document.
     std::fs::write(
         root.join("tests/rag.rs"),
-        r#"use rag_eval::prelude::*;
+        format!(
+            r#"use rag_eval::prelude::*;
 
 /// Returns the same chunk for every query: the cost measured is the harness's.
 #[rag_eval(dataset = "questions.jsonl", corpus = "docs", k = 5)]
-async fn case(_query: &str) -> Vec<RetrievedChunk> {
-    vec![RetrievedChunk::new(PositionAwareChunk::new("a.md", 0, 100, "x".repeat(100)), 1.0)]
-}
+async fn case(_query: &str) -> Vec<RetrievedChunk> {{
+    vec![RetrievedChunk::new(PositionAwareChunk::new("a.md", 0, 100, {:?}), 1.0)]
+}}
 
 rag_eval::main!(case);
 "#,
+            &doc[..100]
+        ),
     )
     .unwrap();
     std::fs::write(
