@@ -92,6 +92,8 @@ pub(crate) struct Tolerance<'a> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Criteria<'a> {
     Files(&'static [super::vocabulary::CriteriaFile]),
+    /// A run group's record of the names (the gate, with the `runs` feature).
+    #[cfg_attr(not(feature = "runs"), allow(dead_code))]
     Names(&'a [String]),
 }
 
