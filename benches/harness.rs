@@ -3,12 +3,14 @@
 //!
 //! ```sh
 //! cargo bench --bench harness            # -- --queries N --reps R to change the size
+//! cargo bench --bench harness -- --queries 100000 --reps 3   # the large-suite figures
 //! ```
 //!
 //! It writes a fixture crate to a temporary folder, builds it in `target/harness-bench`, records
 //! the golden snapshot once, then times (medians):
 //! - the whole binary as `cargo test` runs it (all trials in one process), per trial;
 //! - `--list`;
+//! - the peak memory (largest resident set) of the whole run and of `--list`;
 //! - one trial per process, as `cargo nextest run` does, with the nextest cache warm, against
 //!   the binary's own start (`--help`, which exits before any case is read).
 //!
@@ -46,10 +48,15 @@ fn main() {
         );
         return;
     }
-    let run = |args: &[&str], env: &[(&str, &str)]| -> Duration {
+    let output = dir.path().join("output.txt");
+    // The time a run took and its peak resident set in KiB.
+    let measure = |args: &[&str], env: &[(&str, &str)]| -> (Duration, u64) {
         let mut cmd = Command::new(&exe);
+        let file = std::fs::File::create(&output).expect("the output file");
         cmd.args(args)
             .current_dir(dir.path())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
             .env_remove("CI")
             .env_remove("INSTA_UPDATE")
             .env_remove("NEXTEST_RUN_ID");
@@ -57,16 +64,17 @@ fn main() {
             cmd.env(k, v);
         }
         let started = Instant::now();
-        let out = cmd.output().expect("the fixture runs");
+        let child = cmd.spawn().expect("the fixture runs");
+        let (status, peak_kib) = wait_with_peak(child);
         let took = started.elapsed();
         assert!(
-            out.status.success(),
-            "{args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            status == 0,
+            "{args:?} failed:\n{}",
+            std::fs::read_to_string(&output).unwrap_or_default()
         );
-        took
+        (took, peak_kib)
     };
+    let run = |args: &[&str], env: &[(&str, &str)]| measure(args, env).0;
     // Record the baseline, then every later run compares against it.
     run(&["-q"], &[("INSTA_UPDATE", "always")]);
     if !measuring {
@@ -82,13 +90,22 @@ fn main() {
     let trials = queries + 1;
     let whole = median(&|| run(&["-q"], &[("CI", "true")]));
     let list = median(&|| run(&["--list"], &[]));
+    let whole_peak = measure(&["-q"], &[("CI", "true")]).1;
+    let list_peak = measure(&["--list"], &[]).1;
     let start = median(&|| run(&["--help"], &[]));
     let nextest_env = [("CI", "true"), ("NEXTEST_RUN_ID", "bench-run")];
-    run(&["--exact", "case::q00001"], &nextest_env); // warms the per-run cache
+    // Warms the per-run cache.
+    run(
+        &["--exact", &format!("case::{}", id_of(1, queries))],
+        &nextest_env,
+    );
     let per_process = median(&|| {
         let mut total = Duration::ZERO;
         for id in [1, queries / 2, queries] {
-            total += run(&["--exact", &format!("case::q{id:05}")], &nextest_env);
+            total += run(
+                &["--exact", &format!("case::{}", id_of(id, queries))],
+                &nextest_env,
+            );
         }
         total / 3
     });
@@ -104,6 +121,11 @@ fn main() {
     println!(
         "--list:                                   {:>9.1} ms",
         ms(list)
+    );
+    println!(
+        "peak memory: whole run {:.1} MiB, --list {:.1} MiB",
+        whole_peak as f64 / 1024.0,
+        list_peak as f64 / 1024.0
     );
     println!(
         "binary start (--help):                    {:>9.1} ms",
@@ -125,6 +147,27 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Query `q`'s id, zero-padded to the width of the largest (at least 5 digits) so that ids
+/// sort as numbers.
+fn id_of(q: usize, queries: usize) -> String {
+    let width = queries.to_string().len().max(5);
+    format!("q{q:0width$}")
+}
+
+/// Waits for `child`: its exit status (0 for success) and its peak resident set in KiB, from
+/// the kernel's account of that one process (`wait4`).
+fn wait_with_peak(child: std::process::Child) -> (i32, u64) {
+    let pid = i32::try_from(child.id()).expect("a process id");
+    let mut status = 0;
+    // SAFETY: a zeroed `rusage` is a valid value, and `wait4` writes only into the two
+    // pointers given, which outlive the call.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    // Linux reports ru_maxrss in KiB.
+    (status, u64::try_from(usage.ru_maxrss).unwrap_or(0))
+}
+
 /// Writes the fixture crate (corpus, dataset of `queries` questions, one case) and builds its
 /// test binary in release mode, returning the binary's path.
 fn build_fixture(root: &Path, queries: usize) -> PathBuf {
@@ -141,7 +184,7 @@ fn build_fixture(root: &Path, queries: usize) -> PathBuf {
         let start = (q * 37) % (doc.len() - 60);
         let text = &doc[start..start + 40];
         let row = serde_json::json!({
-            "id": format!("q{q:05}"),
+            "id": id_of(q, queries),
             "inputs": {"query": format!("question {q}")},
             "outputs": {"relevant_spans": [{"doc_id": "a.md", "start": start, "end": start + 40, "text": text}]},
         });
@@ -149,18 +192,22 @@ fn build_fixture(root: &Path, queries: usize) -> PathBuf {
         dataset.push('\n');
     }
     std::fs::write(root.join("questions.jsonl"), dataset).unwrap();
+    // The chunk holds the document's own text: the harness checks it against the document.
     std::fs::write(
         root.join("tests/rag.rs"),
-        r#"use rag_eval::prelude::*;
+        format!(
+            r#"use rag_eval::prelude::*;
 
 /// Returns the same chunk for every query: the cost measured is the harness's.
 #[rag_eval(dataset = "questions.jsonl", corpus = "docs", k = 5)]
-async fn case(_query: &str) -> Vec<RetrievedChunk> {
-    vec![RetrievedChunk::new(PositionAwareChunk::new("a.md", 0, 100, "x".repeat(100)), 1.0)]
-}
+async fn case(_query: &str) -> Vec<RetrievedChunk> {{
+    vec![RetrievedChunk::new(PositionAwareChunk::new("a.md", 0, 100, {:?}), 1.0)]
+}}
 
 rag_eval::main!(case);
 "#,
+            &doc[..100]
+        ),
     )
     .unwrap();
     std::fs::write(

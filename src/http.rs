@@ -13,6 +13,14 @@
 //! and the others wait for it. Every retry is logged (a `tracing` warning naming the endpoint, the attempt, the wait
 //! and the reason).
 //!
+//! The number of requests in flight adapts to the server, never above
+//! [`HttpConfig::concurrency`] and never below one: it halves when the server shows signs of
+//! overload (a 429 or 503, a timeout, or an answer more than four times slower than the median
+//! of the recent ones) and grows back by one request per round of answers in good time
+//! (additive increase, multiplicative decrease). With retries sent alone, a struggling server
+//! (a local one above all) gets less work after a failure, never more.
+//! [`HttpClient::in_flight_limit`] tells the current number.
+//!
 //! The timeout is a test of the server's liveness, not a deadline for each request: a request
 //! times out when the server has answered nothing at all (to it or to any other request of the
 //! client and its clones) for [`HttpConfig::timeout`] and then does not answer a check either.
@@ -65,6 +73,8 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+mod window;
+
 /// How an API key is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthHeader {
@@ -109,7 +119,8 @@ pub struct HttpConfig {
     pub timeout: Duration,
     /// Tries after the first one for transient failures.
     pub max_retries: u32,
-    /// Requests in flight at once, across all clones of the client (at least 1).
+    /// Most requests in flight at once, across all clones of the client (at least 1); fewer
+    /// while the server shows signs of overload (see the [module docs](self)).
     pub concurrency: usize,
     /// Environment variable holding the API key, read once by [`HttpClient::new`]. Unset or
     /// empty means no key is sent (local servers need none).
@@ -137,6 +148,9 @@ pub struct HttpConfig {
     pub max_response_bytes: usize,
 }
 
+/// The default of [`HttpConfig::concurrency`]: 8 requests in flight at most.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
 /// The default of [`HttpConfig::deadline`]: 10 minutes.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
 
@@ -152,7 +166,7 @@ impl HttpConfig {
             base_url: base_url.into(),
             timeout: Duration::from_secs(60),
             max_retries: 5,
-            concurrency: 8,
+            concurrency: DEFAULT_CONCURRENCY,
             api_key_env: None,
             api_key: None,
             auth_header: AuthHeader::Bearer,
@@ -287,6 +301,8 @@ struct Inner {
     key: Option<ApiKey>,
     client: reqwest::Client,
     permits: Semaphore,
+    /// How many of the `permits` may be in flight now (see [`window`]).
+    gate: window::Gate,
     liveness: Arc<Liveness>,
     requests: AtomicU64,
     retries: AtomicU64,
@@ -410,14 +426,15 @@ impl HttpClient {
         let permits = Semaphore::new(config.concurrency);
         Ok(HttpClient {
             inner: Arc::new(Inner {
-                config,
                 key,
                 client,
                 permits,
+                gate: window::Gate::new(config.concurrency),
                 liveness: Arc::new(Liveness::new()),
                 requests: AtomicU64::new(0),
                 retries: AtomicU64::new(0),
                 failures: AtomicU64::new(0),
+                config,
             }),
         })
     }
@@ -425,6 +442,12 @@ impl HttpClient {
     /// The settings (`Debug` redacts the key).
     pub fn config(&self) -> &HttpConfig {
         &self.inner.config
+    }
+
+    /// Requests the client lets in flight now: [`HttpConfig::concurrency`] at most, fewer
+    /// while the server shows signs of overload (see the [module docs](self)).
+    pub fn in_flight_limit(&self) -> usize {
+        self.inner.gate.limit()
     }
 
     /// Whether an API key is sent.
@@ -538,6 +561,7 @@ impl HttpClient {
                             status: None,
                             message: "the client was shut down".to_owned(),
                         })?;
+                let slot = inner.gate.enter().await;
                 if attempt == 1 {
                     until = inner
                         .config
@@ -572,7 +596,7 @@ impl HttpClient {
                 };
                 let max_bytes = inner.config.max_response_bytes;
                 let deadline = inner.config.deadline;
-                on_runtime(async move {
+                let outcome = on_runtime(async move {
                     let exchange = attempt_once(request, limits, &liveness, probe, max_bytes);
                     match until {
                         Some(until) => tokio::time::timeout_at(until, exchange)
@@ -583,7 +607,10 @@ impl HttpClient {
                 })
                 .await
                 .and_then(|answer| answer)
-                .and_then(|answer| judge(answer, &decode))
+                .and_then(|answer| judge(answer, &decode));
+                let sign = load_sign(&outcome, slot.elapsed(), inner.config.timeout);
+                slot.leave(sign);
+                outcome
             };
             let failure = match outcome {
                 Ok(value) => return Ok(value),
@@ -742,6 +769,26 @@ fn judge<T>(
         transient,
         retry_after: answer.retry_after,
     })
+}
+
+/// What an attempt that took `elapsed` shows of the server's load: a 429 or 503, or no answer
+/// for the whole `timeout`, is overload; any other answer tells how long answers take.
+fn load_sign<T>(
+    outcome: &std::result::Result<T, Failure>,
+    elapsed: Duration,
+    timeout: Duration,
+) -> window::Sign {
+    match outcome {
+        Ok(_) => window::Sign::Answered(elapsed),
+        Err(f) => match f.status {
+            Some(StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE) => {
+                window::Sign::Overloaded
+            }
+            Some(_) => window::Sign::Answered(elapsed),
+            None if f.transient && elapsed >= timeout => window::Sign::Overloaded,
+            None => window::Sign::Neutral,
+        },
+    }
 }
 
 /// When the server last answered anything, shared by a client and its clones.

@@ -26,6 +26,7 @@ pub(crate) const JUDGE_TOLERANCE: &str = "judge_tolerance";
 pub(crate) const EMBEDDER: &str = "embedder";
 pub(crate) const CRITERIA: &str = "criteria";
 pub(crate) const LANGSMITH_EXPERIMENT: &str = "langsmith_experiment";
+pub(crate) const CONCURRENCY: &str = "concurrency";
 pub(crate) const MIN_PREFIX: &str = "min_";
 pub(crate) const MAX_PREFIX: &str = "max_";
 
@@ -47,6 +48,7 @@ pub(crate) const KEYS: &[&str] = &[
     CRITERIA,
     EMBEDDER,
     LANGSMITH_EXPERIMENT,
+    CONCURRENCY,
 ];
 
 pub(crate) const MODE_STANDARD: &str = "standard";
@@ -139,6 +141,7 @@ pub(crate) struct CaseArgs {
     pub criteria: Vec<CriteriaPath>,
     pub embedder: Option<JudgePath>,
     pub langsmith_experiment: Option<String>,
+    pub concurrency: Option<usize>,
 }
 
 impl Default for CaseArgs {
@@ -161,6 +164,7 @@ impl Default for CaseArgs {
             criteria: Vec::new(),
             embedder: None,
             langsmith_experiment: None,
+            concurrency: None,
         }
     }
 }
@@ -226,6 +230,7 @@ enum Key {
     Criteria,
     Embedder,
     LangsmithExperiment,
+    Concurrency,
     Bar(Bound, String),
 }
 
@@ -256,6 +261,7 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         CRITERIA => Key::Criteria,
         EMBEDDER => Key::Embedder,
         LANGSMITH_EXPERIMENT => Key::LangsmithExperiment,
+        CONCURRENCY => Key::Concurrency,
         _ => {
             let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
                 (Bound::Min, metric)
@@ -312,6 +318,7 @@ fn example(key: &Key) -> String {
         Key::Criteria => format!("{CRITERIA} = \"judges/cites_sources.md\""),
         Key::Embedder => format!("{EMBEDDER} = my_embedder"),
         Key::LangsmithExperiment => format!("{LANGSMITH_EXPERIMENT} = \"bm25-k5\""),
+        Key::Concurrency => format!("{CONCURRENCY} = 2"),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(*bound)),
     }
 }
@@ -480,6 +487,22 @@ impl State<'_> {
                     }) if n >= 1 => match u32::try_from(n) {
                         Ok(n) => self.args.judge_samples = n,
                         Err(_) => self.error(value, format!("`{JUDGE_SAMPLES}` = {n} is too large")),
+                    },
+                    Some(Number { text, .. }) => {
+                        self.error(value, format!("{expected}, got {text}"));
+                    }
+                    None => self.error(value, expected),
+                }
+            }
+            // `concurrency = 2`: an integer literal ≥ 1.
+            Key::Concurrency => {
+                let expected = format!("`{CONCURRENCY}` must be an integer literal ≥ 1");
+                match number(value) {
+                    Some(Number {
+                        integer: Some(n), ..
+                    }) if n >= 1 => match usize::try_from(n) {
+                        Ok(n) => self.args.concurrency = Some(n),
+                        Err(_) => self.error(value, format!("`{CONCURRENCY}` = {n} is too large")),
                     },
                     Some(Number { text, .. }) => {
                         self.error(value, format!("{expected}, got {text}"));
@@ -803,6 +826,7 @@ mod tests {
             criteria = ["judges/a.md", "judges/b.md"],
             embedder = embedders::hashing,
             langsmith_experiment = "bm25 k=10",
+            concurrency = 2,
         ));
         assert_eq!(
             args,
@@ -848,6 +872,7 @@ mod tests {
                     .to_vec(),
                 embedder: Some(JudgePath(syn::parse_quote!(embedders::hashing))),
                 langsmith_experiment: Some("bm25 k=10".into()),
+                concurrency: Some(2),
             }
         );
     }
@@ -921,7 +946,7 @@ mod tests {
                 "unknown key `tolerence`, did you mean `tolerance`?",
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
                  per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
-                 judge_tolerance, criteria, embedder, langsmith_experiment, min_<metric> and \
+                 judge_tolerance, criteria, embedder, langsmith_experiment, concurrency, min_<metric> and \
                  max_<metric>",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
@@ -957,6 +982,17 @@ mod tests {
                 "`tolerance` must be a number between 0 and 1",
                 "`mode` must be \"standard\" or \"chunking_evaluation\"",
                 "`min_hit` must be a number between 0 and 1",
+            ]
+        );
+        assert_eq!(
+            messages(quote!(
+                dataset = "d.jsonl",
+                concurrency = 0,
+                judge_samples = 2.0
+            )),
+            [
+                "`concurrency` must be an integer literal ≥ 1, got 0",
+                "`judge_samples` must be an integer literal ≥ 1, got 2.0",
             ]
         );
         assert_eq!(

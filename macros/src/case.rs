@@ -219,6 +219,10 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
         None => quote!(::core::option::Option::None),
     };
     let langsmith_experiment = option(args.langsmith_experiment.as_deref());
+    let concurrency = match args.concurrency {
+        Some(n) => quote!(::core::option::Option::Some(#n)),
+        None => quote!(::core::option::Option::None),
+    };
     let criteria = args.criteria.iter().map(|c| {
         let path = &c.path;
         let text = criteria_text(c);
@@ -246,6 +250,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             criteria: &[#(#criteria),*],
             embedder: #embedder,
             langsmith_experiment: #langsmith_experiment,
+            concurrency: #concurrency,
         }
     };
     module(function, body, quote!())

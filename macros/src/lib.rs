@@ -58,6 +58,9 @@ use proc_macro::TokenStream;
 /// - `langsmith_experiment = "NAME"`: uploads the case's runs and feedback as a LangSmith
 ///   experiment (rag-eval's `langsmith` feature, `LANGSMITH_API_KEY`), in the extra test
 ///   `NAME::langsmith_upload`.
+/// - `concurrency = 2`: the most queries retrieved, answered and judged at once (default: the
+///   evaluation's 8 and the judges' 4). Each HTTP client keeps its own cap and sends fewer
+///   requests while its server answers 429 or 503, times out or slows down.
 ///
 /// The function is one of:
 ///

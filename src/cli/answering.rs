@@ -45,6 +45,7 @@ pub(super) fn client(
     key_env: &str,
     cache: Option<&Arc<Cache>>,
     timeout: super::TimeoutArgs,
+    concurrency: usize,
 ) -> Result<(Arc<dyn LlmClient>, HttpClient)> {
     let key_set = std::env::var(key_env).is_ok_and(|v| !v.trim().is_empty());
     if !key_set && url.contains("api.openai.com") {
@@ -55,7 +56,7 @@ pub(super) fn client(
     let chat = OpenAiChat::builder(model)
         .base_url(url)
         .api_key_env(key_env)
-        .http(|h| timeout.apply(h))
+        .http(|h| timeout.apply(h).with_concurrency(concurrency))
         .build()?;
     let http = chat.http_client();
     let llm: Arc<dyn LlmClient> = match cache {
@@ -169,12 +170,22 @@ impl AnswerRun {
         let Some(model) = &a.model else {
             bail!("--answers needs --model (the generator's model)");
         };
-        let generator =
-            LlmGenerator::new(client(model, &a.base_url, &a.api_key_env, cache, timeout)?.0);
+        let concurrency = a.judge.concurrency;
+        let generator = LlmGenerator::new(
+            client(
+                model,
+                &a.base_url,
+                &a.api_key_env,
+                cache,
+                timeout,
+                concurrency,
+            )?
+            .0,
+        );
         let judging = match &a.judge.judge_model {
             Some(m) => {
                 let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
-                let (judge, http) = client(m, url, &a.api_key_env, cache, timeout)?;
+                let (judge, http) = client(m, url, &a.api_key_env, cache, timeout, concurrency)?;
                 Some(Judging::new(
                     &a.judge,
                     m,

@@ -53,7 +53,8 @@ pub(super) struct GenerateArgs {
     /// Environment variable holding the API key (local servers need none).
     #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
     api_key_env: String,
-    /// Documents worked on at once.
+    /// Documents worked on at once, and the most requests in flight to the server (fewer
+    /// while it answers 429 or 503, times out or slows down, growing back as it recovers).
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
     /// Seed of every random choice (windows, partner documents, the difficulty mix).

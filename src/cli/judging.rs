@@ -56,6 +56,16 @@ pub(super) struct JudgeArgs {
     /// Share of judge answers that may be invalid or failed before the run fails.
     #[arg(long, default_value_t = 0.05, requires = "judge_model")]
     pub max_invalid_share: f64,
+    /// The most requests in flight at once to the generator's and to the judge's server, 1 to
+    /// 256 (also the answers judged at once); fewer while a server answers 429 or 503, times
+    /// out or slows down, growing back as it recovers.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = crate::http::DEFAULT_CONCURRENCY,
+        value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=256), usize::from)
+    )]
+    pub concurrency: usize,
 }
 
 /// The judges of one run: the model, the settings, the judges picked, and their summaries.
@@ -143,6 +153,7 @@ impl Judging {
             config: JudgeConfig {
                 samples: a.judge_samples,
                 max_invalid_share: a.max_invalid_share,
+                concurrency: a.concurrency,
                 ..JudgeConfig::default()
             },
             judges,

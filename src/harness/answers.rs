@@ -285,6 +285,9 @@ async fn judge(
     let config = JudgeConfig {
         samples: spec.samples.max(1),
         max_invalid_share: spec.max_invalid_share,
+        concurrency: case
+            .concurrency
+            .unwrap_or(JudgeConfig::default().concurrency),
         ..JudgeConfig::default()
     };
     let mut judges: Vec<Box<dyn Judge>> = vec![Box::new(Faithfulness::new(client.clone()))];

@@ -308,11 +308,20 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
                 // Without a corpus there is nothing to check spans against.
                 TokenLevelEvaluation::unchecked(corpus, d)
             };
-            (Prepared::Token(eval.with_mode(spec.mode)), queries)
+            let eval = eval.with_mode(spec.mode);
+            let eval = match spec.concurrency {
+                Some(n) => eval.with_concurrency(n),
+                None => eval,
+            };
+            (Prepared::Token(eval), queries)
         }
         AnyDataset::Chunk(d) => {
             let queries = ids(d.examples());
             let eval = ChunkLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?;
+            let eval = match spec.concurrency {
+                Some(n) => eval.with_concurrency(n),
+                None => eval,
+            };
             (Prepared::Chunk(eval), queries)
         }
     };
@@ -626,6 +635,12 @@ fn record_shard(
         judge_tolerance: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
         judged_per_query: case.spec.judge.is_some_and(|j| j.per_query_snapshot),
         judge_models: answers.map(|a| a.judge_models.clone()),
+        criteria: case
+            .spec
+            .criteria
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect(),
     };
     let rows: Vec<(String, Row)> = result
         .scores
@@ -806,6 +821,7 @@ mod tests {
             criteria: &[],
             embedder: None,
             langsmith_experiment: None,
+            concurrency: None,
             build: Build::Factory(|| {
                 Box::pin(async {
                     let r = Arc::new(Bm25Retriever::new(Windows));
@@ -962,6 +978,52 @@ mod tests {
             );
         }
         assert!(outcome.metrics.0[i].1 > 0.0);
+    }
+
+    /// Queries in the function retriever at once, and the most seen.
+    static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static MOST_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// A retriever that stays in flight for a turn of the executor, so every query the
+    /// evaluation lets in at once is in flight together.
+    fn counted(_query: String) -> super::super::private::BoxFuture<Vec<RetrievedChunk>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async {
+            let now = IN_FLIGHT.fetch_add(1, SeqCst) + 1;
+            MOST_IN_FLIGHT.fetch_max(now, SeqCst);
+            let mut yielded = false;
+            std::future::poll_fn(|cx| {
+                if yielded {
+                    return std::task::Poll::Ready(());
+                }
+                yielded = true;
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            })
+            .await;
+            IN_FLIGHT.fetch_sub(1, SeqCst);
+            Vec::new()
+        })
+    }
+
+    #[test]
+    fn the_concurrency_option_caps_the_queries_in_flight() {
+        use std::sync::atomic::Ordering::SeqCst;
+        for (concurrency, most) in [(Some(2), 2), (None, 8)] {
+            MOST_IN_FLIGHT.store(0, SeqCst);
+            let case = Case::new(CaseSpec {
+                build: Build::Function(counted),
+                levels: Levels {
+                    token: true,
+                    chunk: false,
+                },
+                concurrency,
+                ..spec()
+            });
+            let setup = case.setup.as_ref().unwrap();
+            compute(&case, setup, None).unwrap();
+            assert_eq!(MOST_IN_FLIGHT.load(SeqCst), most, "{concurrency:?}");
+        }
     }
 
     #[test]

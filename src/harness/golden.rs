@@ -79,22 +79,39 @@ pub(crate) fn rounded(figures: &Figures) -> Vec<(String, f64)> {
 /// How far a figure may move before it counts as a change: LLM judges' figures get their own,
 /// usually wider, allowance.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Tolerance {
+pub(crate) struct Tolerance<'a> {
     /// For retrieval and lexical figures.
     pub figures: f64,
     /// For the figures of LLM judges.
     pub judged: f64,
-    /// The case's criteria files, whose figures are judges' too.
-    pub criteria: &'static [super::vocabulary::CriteriaFile],
+    /// The case's criteria judges, whose figures are judges' too.
+    pub criteria: Criteria<'a>,
 }
 
-impl Tolerance {
+/// A case's criteria judges: its files, or their names as a run group recorded them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Criteria<'a> {
+    Files(&'static [super::vocabulary::CriteriaFile]),
+    /// A run group's record of the names (the gate, with the `runs` feature).
+    #[cfg_attr(not(feature = "runs"), allow(dead_code))]
+    Names(&'a [String]),
+}
+
+impl Criteria<'_> {
+    /// Whether `metric` is the figure of one of the criteria judges.
+    pub fn has(&self, metric: &str) -> bool {
+        match self {
+            Criteria::Files(files) => files.iter().any(|c| c.name() == metric),
+            Criteria::Names(names) => names.iter().any(|n| n == metric),
+        }
+    }
+}
+
+impl Tolerance<'_> {
     /// The allowance for the figure reported as `name`.
     pub fn of(&self, name: &str) -> f64 {
         let metric = crate::metrics::ReportedName::parse(name).metric;
-        if crate::metrics::registry::is_judged(metric)
-            || self.criteria.iter().any(|c| c.name() == metric)
-        {
+        if crate::metrics::registry::is_judged(metric) || self.criteria.has(metric) {
             self.judged
         } else {
             self.figures
@@ -102,22 +119,22 @@ impl Tolerance {
     }
 }
 
-impl From<f64> for Tolerance {
+impl From<f64> for Tolerance<'_> {
     fn from(t: f64) -> Self {
         Tolerance {
             figures: t,
             judged: t,
-            criteria: &[],
+            criteria: Criteria::Files(&[]),
         }
     }
 }
 
 /// Changes beyond the tolerance between two lists of figures of one scope.
-pub(crate) fn compare_scope(
+pub(crate) fn compare_scope<'a>(
     scope: &str,
     old: &[(String, f64)],
     new: &[(String, f64)],
-    tolerance: impl Into<Tolerance>,
+    tolerance: impl Into<Tolerance<'a>>,
 ) -> Comparison {
     let mut out = Comparison::default();
     compare_figures(scope, old, new, tolerance.into(), &mut out);
@@ -248,7 +265,11 @@ impl Comparison {
 
 /// Compares two snapshot bodies figure by figure. A figure changed when it differs by more
 /// than `tolerance` (with a little slack for the 4-decimal rounding).
-pub(crate) fn compare(old: &Golden, new: &Golden, tolerance: impl Into<Tolerance>) -> Comparison {
+pub(crate) fn compare<'a>(
+    old: &Golden,
+    new: &Golden,
+    tolerance: impl Into<Tolerance<'a>>,
+) -> Comparison {
     let tolerance = tolerance.into();
     let mut out = Comparison::default();
     if let Some(moved) = configuration_change(&old.header, &new.header) {
@@ -446,7 +467,7 @@ pub(crate) fn account(changes: &[&Change], shown: usize) -> String {
 /// tolerance. Bodies that are not in the harness's format compare as text.
 #[derive(Debug, Clone)]
 pub struct ToleranceComparator {
-    tolerance: Tolerance,
+    tolerance: Tolerance<'static>,
 }
 
 impl ToleranceComparator {
@@ -456,7 +477,7 @@ impl ToleranceComparator {
             tolerance: Tolerance {
                 figures: tolerance,
                 judged,
-                criteria: &[],
+                criteria: Criteria::Files(&[]),
             },
         }
     }
@@ -557,7 +578,7 @@ mod tests {
         let t = Tolerance {
             figures: 0.01,
             judged: 0.05,
-            criteria: &FILES,
+            criteria: Criteria::Files(&FILES),
         };
         assert_eq!(t.of("polite"), 0.05);
         assert_eq!(t.of("faithfulness"), 0.05);
@@ -573,7 +594,7 @@ mod tests {
         let wide = Tolerance {
             figures: 0.01,
             judged: 0.05,
-            criteria: &[],
+            criteria: Criteria::Files(&[]),
         };
         // A judge's mean moving by 0.04 is within its tolerance, not within the figures'.
         let judge = moved("faithfulness: 0.8000", "faithfulness: 0.7600");

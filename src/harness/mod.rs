@@ -547,11 +547,11 @@ const DROPS_SHOWN: usize = 10;
 const IMPROVEMENTS_SHOWN: usize = 5;
 
 /// The case's tolerances: `tolerance` for its figures, `judge_tolerance` for its judges'.
-fn tolerance(case: &Case) -> golden::Tolerance {
+fn tolerance(case: &Case) -> golden::Tolerance<'static> {
     golden::Tolerance {
         figures: case.spec.tolerance,
         judged: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
-        criteria: case.spec.criteria,
+        criteria: golden::Criteria::Files(case.spec.criteria),
     }
 }
 

@@ -58,6 +58,10 @@ pub struct CaseSpec {
     pub embedder: Option<fn() -> Arc<dyn Embedder>>,
     /// The LangSmith experiment the case's runs and feedback go to (`langsmith_experiment`).
     pub langsmith_experiment: Option<&'static str>,
+    /// The most queries retrieved, answered and judged at once (`concurrency = …`); unset, the
+    /// evaluation's and the judges' defaults. Each client's requests in flight stay below its
+    /// own limit too, and fewer while its server shows signs of overload.
+    pub concurrency: Option<usize>,
 }
 
 impl CaseSpec {

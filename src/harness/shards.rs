@@ -52,6 +52,9 @@ pub(crate) struct Description {
     /// The models that judged, for a case that answers.
     #[serde(default)]
     pub judge_models: Option<Vec<String>>,
+    /// The names of the case's criteria judges, whose figures are judges' too.
+    #[serde(default)]
+    pub criteria: Vec<String>,
 }
 
 /// A bar as a description records it.
@@ -211,18 +214,13 @@ fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
     let Some(old) = super::snapshot_text(path).and_then(|t| golden::parse(&t)) else {
         return vec![format!("no golden snapshot at {}", path.display())];
     };
-    let mut snapshot = merged.outcome.clone();
-    for q in &mut snapshot.per_query {
-        // The group does not record criteria names: their figures count as unjudged here.
-        q.metrics = super::kept_figures(merged.description.judged_per_query, &q.metrics, |_| false);
-    }
-    let Some(new) = golden::parse(&golden::render(&snapshot)) else {
+    let Some(new) = golden::parse(&golden::render(&snapshot(merged))) else {
         return vec!["the merged results cannot be rendered as a snapshot".into()];
     };
     let tolerance = golden::Tolerance {
         figures: merged.description.tolerance,
         judged: merged.description.judge_tolerance,
-        criteria: &[],
+        criteria: super::golden::Criteria::Names(&merged.description.criteria),
     };
     let comparison = golden::compare(&old, &new, tolerance);
     let mut problems = Vec::new();
@@ -248,6 +246,19 @@ fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
         ));
     }
     problems
+}
+
+/// The merged results as the golden snapshot records them: judge and criteria figures per
+/// query only when the case keeps them.
+fn snapshot(merged: &Merged) -> Outcome {
+    let criteria = super::golden::Criteria::Names(&merged.description.criteria);
+    let mut snapshot = merged.outcome.clone();
+    for q in &mut snapshot.per_query {
+        q.metrics = super::kept_figures(merged.description.judged_per_query, &q.metrics, |m| {
+            criteria.has(m)
+        });
+    }
+    snapshot
 }
 
 /// Writes a shard's description of its case and the rows of the queries it computed.
@@ -400,7 +411,41 @@ mod tests {
             judge_tolerance: 0.0,
             judged_per_query: false,
             judge_models: None,
+            criteria: Vec::new(),
         }
+    }
+
+    #[test]
+    fn criteria_figures_over_a_group_have_the_judges_tolerance() {
+        let rows = |polite: f64| -> Vec<GroupRow> {
+            ["q1", "q2", "q3", "q4"]
+                .map(|id| {
+                    let mut r = row(id, "a", 1.0);
+                    let mut parsed: Row = serde_json::from_str(&r.result).unwrap();
+                    parsed.result.metrics.0.push(("polite".into(), polite));
+                    r.result = serde_json::to_string(&parsed).unwrap();
+                    r
+                })
+                .to_vec()
+        };
+        let mut d = description();
+        d.judge_tolerance = 0.1;
+        d.criteria = vec!["polite".into()];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.snap");
+        let before = merge(d.clone(), &rows(0.8)).unwrap();
+        let body = super::super::golden::render(&snapshot(&before));
+        std::fs::write(&path, format!("---\nsource: shards.rs\n---\n{body}")).unwrap();
+        assert!(!std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("q1: {recall@3: 1.0000, polite"));
+        // A drop of 0.05: within the judges' tolerance, beyond the figures' (0).
+        let after = merge(d, &rows(0.75)).unwrap();
+        assert_eq!(golden_problems(&after, &path), Vec::<String>::new());
+        let mut unnamed = after.clone();
+        unnamed.description.criteria.clear();
+        let problems = golden_problems(&unnamed, &path).join("\n");
+        assert!(problems.contains("polite"), "{problems}");
     }
 
     #[test]

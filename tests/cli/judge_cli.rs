@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use support::chat::{chat_server, completion, Chat};
-use support::TestServer;
+use support::{Reply, TestServer};
 
 /// Three rows: q1 with one reference answer, q2 with two, q3 with none.
 fn dataset() -> String {
@@ -83,6 +83,8 @@ struct Script {
     q1_unquoted: AtomicBool,
     /// The user messages received.
     seen: Mutex<Vec<String>>,
+    /// Milliseconds each answer takes.
+    delay_ms: std::sync::atomic::AtomicU64,
 }
 
 fn reply_for(schema: &str, prompt: &str, script: &Script) -> String {
@@ -142,7 +144,9 @@ fn judge_server(script: Arc<Script>) -> TestServer {
         } else {
             reply_for(&c.schema, &c.prompt, &script)
         };
-        completion(&content, (40, 8))
+        Reply::from(completion(&content, (40, 8))).delayed(std::time::Duration::from_millis(
+            script.delay_ms.load(Ordering::SeqCst),
+        ))
     })
 }
 
@@ -494,6 +498,24 @@ fn answer_relevancy_needs_an_embedder_only_when_asked_for() {
         "{}",
         out.stderr
     );
+}
+
+/// `--concurrency N` caps the requests in flight at the judge's server (and the answers judged
+/// at once).
+#[test]
+fn the_concurrency_option_caps_the_requests_in_flight() {
+    for (option, most) in [(None, 3), (Some("1"), 1)] {
+        let s = Setup::new();
+        s.script.delay_ms.store(100, Ordering::SeqCst);
+        let mut args = vec!["--judges", "faithfulness"];
+        args.extend(option.iter().flat_map(|n| ["--concurrency", n]));
+        let out = s.score(&args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(s._server.max_in_flight(), most, "{option:?}");
+    }
+    let out = Setup::new().score(&["--concurrency", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--concurrency"), "{}", out.stderr);
 }
 
 #[test]

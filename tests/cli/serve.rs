@@ -743,8 +743,7 @@ fn the_labelling_page_saves_plain_forms_to_the_labels_file_and_shows_them_again(
 }
 
 #[cfg(target_os = "linux")]
-#[path = "support/cdp.rs"]
-mod cdp;
+use crate::support::cdp;
 
 /// The page in headless Chromium, as a person uses it: four queries by keyboard (one skipped),
 /// one by mouse, then a reload; the file holds what was pressed and clicked.

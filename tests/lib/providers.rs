@@ -8,7 +8,7 @@ use crate::support;
 
 use rag_eval::chunk::{PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use rag_eval::embed::{BatchingEmbedder, Embedder, OpenAiEmbedder};
-use rag_eval::http::{ApiKey, HttpConfig};
+use rag_eval::http::{ApiKey, HttpClient, HttpConfig};
 use rag_eval::llm::{ChatMessage, ChatRequest, LlmClient, OpenAiChat};
 use rag_eval::rerank::{CohereReranker, RerankUsage, Reranker};
 use rag_eval::Error;
@@ -1149,4 +1149,38 @@ async fn vectors_with_components_beyond_f32_are_refused_naming_the_server() {
         .await
         .unwrap();
     assert!(v[0].iter().all(|x| x.is_finite()));
+}
+
+/// Requests in flight back off when the server throttles and come back when it recovers: the
+/// server counts the requests in flight when each arrives. At the cap (8) before the 429s, at
+/// most half of it right after them, and at the cap again once answers have come in good time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_in_flight_halve_after_429s_and_climb_back_to_the_cap() {
+    const CAP: usize = 8;
+    let server = HostileServer::start(Hostility::Throttles {
+        busy: 40..48,
+        delay: Duration::from_millis(50),
+    });
+    let client = HttpClient::new(
+        HttpConfig::new(server.url(""))
+            .with_concurrency(CAP)
+            .with_backoff(Duration::from_millis(1), Duration::from_millis(5)),
+    )
+    .unwrap();
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..160 {
+        let client = client.clone();
+        calls.spawn(async move { client.post_json::<_, Value>("/work", &json!({})).await });
+    }
+    while let Some(done) = calls.join_next().await {
+        done.unwrap().unwrap();
+    }
+    let seen = server.in_flight_seen();
+    assert_eq!(seen.len(), 168, "160 calls, 8 of them retried once");
+    let max = |range: std::ops::Range<usize>| seen[range].iter().copied().max().unwrap();
+    assert_eq!(max(0..40), CAP, "before the 429s: {seen:?}");
+    assert!(max(48..56) <= CAP / 2, "right after the 429s: {seen:?}");
+    assert_eq!(max(100..168), CAP, "after answers in good time: {seen:?}");
+    assert_eq!(client.in_flight_limit(), CAP);
+    assert_eq!(client.stats().retries, 8);
 }

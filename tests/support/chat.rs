@@ -15,9 +15,11 @@ pub struct Chat {
     pub body: Value,
 }
 
-/// A server answering `POST /v1/chat/completions` with the response body `answer` gives (any
-/// other request gets a 404).
-pub fn chat_server(answer: impl Fn(&Chat) -> Value + Send + Sync + 'static) -> TestServer {
+/// A server answering `POST /v1/chat/completions` with what `answer` gives: a response body,
+/// or a whole [`Reply`] (a delayed one, say). Any other request gets a 404.
+pub fn chat_server<R: Into<Reply>>(
+    answer: impl Fn(&Chat) -> R + Send + Sync + 'static,
+) -> TestServer {
     TestServer::start(move |r: Request| {
         if r.method != "POST" || r.path() != "/v1/chat/completions" {
             return Reply::json(404, &json!({"error": {"message": "no such route"}}));
@@ -29,7 +31,7 @@ pub fn chat_server(answer: impl Fn(&Chat) -> Value + Send + Sync + 'static) -> T
             schema: text(&body["response_format"]["json_schema"]["name"]),
             body,
         };
-        Reply::json(200, &answer(&chat))
+        answer(&chat).into()
     })
 }
 

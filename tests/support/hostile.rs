@@ -1,7 +1,8 @@
 //! A server that sends what real servers will not: waits too long to represent, bodies without
 //! end or far too large, embedding vectors with huge or non-finite components, pagination that
 //! never advances, a request's `Authorization` header echoed back, and requests left unanswered
-//! while a health check is answered at once.
+//! while a health check is answered at once, and a server that throttles for a while (429) and
+//! counts the requests in flight it sees.
 //!
 //! Every `GET` that is not part of the LangSmith pagination (the liveness check of the HTTP
 //! client, `GET /health`) is answered `200 {}` at once, whatever the hostility, so that a server
@@ -9,8 +10,10 @@
 
 use super::{Reply, Request, TestServer};
 use serde_json::{json, Value};
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// What the server does wrong.
 #[derive(Debug, Clone)]
@@ -38,12 +41,16 @@ pub enum Hostility {
     /// LangSmith: an experiment of two runs whose every feedback score is `1e308`, finite
     /// alone, infinite once summed.
     HugeScores,
+    /// Every `POST` is answered after `delay`: `200 {}`, but a 429 with `Retry-After: 0` for
+    /// the `POST`s numbered (from 0) in `busy`.
+    Throttles { busy: Range<usize>, delay: Duration },
 }
 
 /// The hostile server; stops when dropped.
 pub struct HostileServer {
     server: TestServer,
     posts: Arc<AtomicUsize>,
+    seen: Arc<Mutex<Vec<usize>>>,
 }
 
 /// The page size of the LangSmith client (a full page asks for the next).
@@ -59,14 +66,43 @@ impl HostileServer {
     /// Starts a server that misbehaves as `hostility` says.
     pub fn start(hostility: Hostility) -> HostileServer {
         let posts = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&posts);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let (counter, log) = (Arc::clone(&posts), Arc::clone(&seen));
         let server = TestServer::start(move |request| {
-            if request.method == "POST" {
-                counter.fetch_add(1, Ordering::SeqCst);
+            if request.method != "POST" {
+                return answer(&hostility, &request);
             }
-            answer(&hostility, &request)
+            let number = counter.fetch_add(1, Ordering::SeqCst);
+            let Hostility::Throttles { busy, delay } = &hostility else {
+                return answer(&hostility, &request);
+            };
+            log.lock()
+                .unwrap()
+                .push(in_flight.fetch_add(1, Ordering::SeqCst) + 1);
+            let reply = if busy.contains(&number) {
+                too_many().with_header("retry-after", "0")
+            } else {
+                Reply::json(200, &json!({}))
+            };
+            let done = Arc::clone(&in_flight);
+            reply
+                .on_sent(move || {
+                    done.fetch_sub(1, Ordering::SeqCst);
+                })
+                .delayed(*delay)
         });
-        HostileServer { server, posts }
+        HostileServer {
+            server,
+            posts,
+            seen,
+        }
+    }
+
+    /// [`Hostility::Throttles`]: for each `POST` in the order they came, the `POST`s in flight
+    /// when it came, itself included.
+    pub fn in_flight_seen(&self) -> Vec<usize> {
+        self.seen.lock().unwrap().clone()
     }
 
     /// `http://127.0.0.1:PORT` followed by `path`.
@@ -96,9 +132,10 @@ fn answer(hostility: &Hostility, request: &Request) -> Reply {
             )}}),
         ),
         Hostility::HangOnPost if post => Reply::Hang,
-        Hostility::RepeatedCursor | Hostility::IgnoredOffset | Hostility::HugeScores => {
-            langsmith(hostility, request)
-        }
+        Hostility::RepeatedCursor
+        | Hostility::IgnoredOffset
+        | Hostility::HugeScores
+        | Hostility::Throttles { .. } => langsmith(hostility, request),
         _ => Reply::json(200, &json!({})),
     }
 }

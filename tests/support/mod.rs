@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod cdp;
 pub mod chat;
 pub mod hostile;
 pub mod rag_service;
@@ -111,6 +113,13 @@ impl Reply {
             delay,
             reply: Box::new(self),
         }
+    }
+}
+
+/// A JSON body is a 200 reply with it.
+impl From<serde_json::Value> for Reply {
+    fn from(body: serde_json::Value) -> Reply {
+        Reply::json(200, &body)
     }
 }
 

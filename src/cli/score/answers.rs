@@ -96,7 +96,14 @@ pub(in crate::cli) fn run(
                 .judge_url
                 .as_deref()
                 .unwrap_or(crate::http::OPENAI_BASE_URL);
-            let (llm, http) = client(model, url, &a.api_key_env, context.cache(), a.timeout)?;
+            let (llm, http) = client(
+                model,
+                url,
+                &a.api_key_env,
+                context.cache(),
+                a.timeout,
+                a.judge.concurrency,
+            )?;
             Some(Judging::new(
                 &a.judge,
                 model,
