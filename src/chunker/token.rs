@@ -3,7 +3,7 @@
 use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
-use crate::error::{Error, Result};
+use crate::error::{Result, SettingError};
 use std::ops::Range;
 use tiktoken_rs::CoreBPE;
 
@@ -53,18 +53,22 @@ impl FixedTokenChunker {
         }
     }
 
-    /// Like [`FixedTokenChunker::new`], with an [`Error::Config`] for a window of 0 tokens or
+    /// Like [`FixedTokenChunker::new`], with an [`Error::Setting`](crate::Error::Setting) for a window of 0 tokens or
     /// an overlap that is not smaller than the window.
     pub fn try_new(tokens: usize, overlap: usize) -> Result<Self> {
         if tokens == 0 {
-            return Err(Error::Config(
-                "token chunker: size must be at least 1 token".into(),
-            ));
+            return Err(
+                SettingError::new("token chunker", "size", 0, "must be at least 1 token").into(),
+            );
         }
         if overlap >= tokens {
-            return Err(Error::Config(format!(
-                "token chunker: overlap ({overlap}) must be smaller than size ({tokens})"
-            )));
+            return Err(SettingError::new(
+                "token chunker",
+                "overlap",
+                overlap,
+                format!("must be smaller than size ({tokens})"),
+            )
+            .into());
         }
         Ok(FixedTokenChunker {
             size: tokens,
