@@ -216,9 +216,7 @@ fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
         // The group does not record criteria names: their figures count as unjudged here.
         q.metrics = super::kept_figures(merged.description.judged_per_query, &q.metrics, |_| false);
     }
-    let Some(new) = golden::parse(&golden::render(&snapshot)) else {
-        return vec!["the merged results cannot be rendered as a snapshot".into()];
-    };
+    let new = golden::Golden::of(&snapshot);
     let tolerance = golden::Tolerance {
         figures: merged.description.tolerance,
         judged: merged.description.judge_tolerance,
