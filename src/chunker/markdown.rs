@@ -317,7 +317,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("overlap (5) must be smaller than size (5)"),
+            e.contains("overlap must be smaller than size (5), got 5"),
             "{e}"
         );
     }

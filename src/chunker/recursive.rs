@@ -760,14 +760,14 @@ pub(super) mod tests {
         let e = RecursiveCharacterChunker::try_new(10, 11).unwrap_err();
         assert!(
             e.to_string()
-                .contains("overlap 11 is larger than chunk size 10"),
+                .contains("overlap must be at most the chunk size (10), got 11"),
             "{e}"
         );
         assert!(RecursiveCharacterChunker::try_new(10, 10).is_ok());
     }
 
     #[test]
-    #[should_panic(expected = "overlap 5 is larger than chunk size 4")]
+    #[should_panic(expected = "overlap must be at most the chunk size (4), got 5")]
     fn new_panics_on_invalid_sizes() {
         let _ = RecursiveCharacterChunker::new(4, 5);
     }

@@ -243,14 +243,14 @@ mod tests {
         assert!(e.contains("size must be at least 1"), "{e}");
         let e = FixedTokenChunker::try_new(4, 4).unwrap_err().to_string();
         assert!(
-            e.contains("overlap (4) must be smaller than size (4)"),
+            e.contains("overlap must be smaller than size (4), got 4"),
             "{e}"
         );
         assert!(FixedTokenChunker::try_new(4, 3).is_ok());
     }
 
     #[test]
-    #[should_panic(expected = "overlap (9) must be smaller than size (3)")]
+    #[should_panic(expected = "overlap must be smaller than size (3), got 9")]
     fn new_panics_on_invalid_configuration() {
         let _ = FixedTokenChunker::new(3, 9);
     }

@@ -96,7 +96,7 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            err.starts_with("invalid configuration: store spec `chroma:url=http://h:1,collection=a`: `chroma`: chroma collection name `a` must have"),
+            err.starts_with("invalid configuration: store spec `chroma:url=http://h:1,collection=a`: `chroma`: chroma store: collection name must have"),
             "{err}"
         );
     }

@@ -873,7 +873,7 @@ mod tests {
             .unwrap()
             .with_database("d")
             .unwrap_err();
-        assert!(err.to_string().contains("database name `d`"), "{err}");
+        assert!(err.to_string().contains("database name must have 3 to 512 characters from [a-zA-Z0-9._-], starting and ending with a letter or digit, got `d`"), "{err}");
     }
 
     #[test]

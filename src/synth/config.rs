@@ -227,21 +227,21 @@ mod tests {
                     temperature: Some(f32::NAN),
                     ..ok.clone()
                 },
-                "temperature NaN",
+                "temperature must be in [0, 2], got NaN",
             ),
             (
                 GenerateConfig {
                     temperature: Some(2.5),
                     ..ok.clone()
                 },
-                "temperature 2.5",
+                "temperature must be in [0, 2], got 2.5",
             ),
             (
                 GenerateConfig {
                     difficulty_mix: Some(BTreeMap::from([(Difficulty::Factual, 0.5)])),
                     ..ok.clone()
                 },
-                "sum to 0.5",
+                "must sum to 1, got factual=0.5 = 0.5",
             ),
         ];
         for (c, name) in cases {
