@@ -233,7 +233,7 @@ pub(crate) fn sort_files(files: &mut [DocumentFile]) -> Result<()> {
 }
 
 fn duplicate_id(id: &str) -> Error {
-    Error::Config(format!("duplicate document id `{id}`"))
+    Error::DuplicateDocument(id.to_owned())
 }
 
 /// The files under `root` that [`Corpus::from_folder`] reads, in walk order, without reading

@@ -59,9 +59,100 @@ pub enum Error {
         /// Document length in characters.
         len: usize,
     },
-    /// A chunker or metric configuration is invalid.
+    /// A configuration is invalid. The library reports its own errors through the typed
+    /// variants ([`Error::Spec`], [`Error::Setting`], …); this one is for components written
+    /// outside the crate (a [`Retriever`](crate::retrieve::Retriever) of your own, say) that
+    /// have nothing more precise to say.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A component spec (`recursive:size=400`) does not parse, or names a component that
+    /// cannot be built as written.
+    #[error("invalid configuration: {0}")]
+    Spec(#[from] SpecError),
+    /// A component, metric or run was given a setting it cannot work with.
+    #[error("invalid configuration: {0}")]
+    Setting(#[from] SettingError),
+    /// A name that is none of the known ones: a cache mode, a span mode, a trec_eval
+    /// measure, a difficulty.
+    #[error("invalid configuration: unknown {what} `{given}` ({known})")]
+    Unknown {
+        /// What the name was to be ("cache mode", "measure", …).
+        what: &'static str,
+        /// The name as given.
+        given: String,
+        /// The names known, or what was expected.
+        known: String,
+    },
+    /// An environment variable holds something unusable.
+    #[error("invalid configuration: environment variable {var}: {message}")]
+    Env {
+        /// The variable.
+        var: String,
+        /// What is wrong with its value.
+        message: String,
+    },
+    /// A file cannot be used for what it was given for as it stands: an output that is its
+    /// input or lies in the corpus, a progress file or journal from another run, a damaged
+    /// one. The message names the file.
+    #[error("{message}")]
+    File {
+        /// The file.
+        path: Utf8PathBuf,
+        /// What is wrong, naming the file.
+        message: String,
+    },
+    /// Two documents of a corpus have the same id.
+    #[error("invalid configuration: duplicate document id `{0}`")]
+    DuplicateDocument(String),
+    /// A value cannot be written as JSON (a map with keys that are not strings, say).
+    #[error("{what} is not representable as JSON: {source}")]
+    Json {
+        /// What was being written ("cache key part", "response", …).
+        what: String,
+        /// Why serde_json refused it.
+        source: serde_json::Error,
+    },
+    /// A retriever was asked for chunks before it indexed a corpus.
+    #[error("`{retriever}` has no index yet: call `index` with the corpus before `retrieve`")]
+    NotIndexed {
+        /// The retriever (its spec or name).
+        retriever: String,
+    },
+    /// A vector store refused a batch or a collection.
+    #[error("invalid configuration: {store}: {message}")]
+    Store {
+        /// The store ("in-memory vector store", "chroma store `c` (tenant/database)").
+        store: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An evaluation's inputs do not fit together: metrics in another span mode, a dataset
+    /// made with another chunker, a retriever that answered too few queries, retrieved text
+    /// that contradicts its offsets.
+    #[error("invalid configuration: {0}")]
+    Evaluation(String),
+    /// A report cannot be made from the runs given.
+    #[error("invalid configuration: {0}")]
+    Report(String),
+    /// LangSmith refused or cannot take an upload as given.
+    #[error("invalid configuration: {0}")]
+    LangSmith(String),
+    /// A criteria judge's definition is not usable (its name, its scale, its inputs).
+    #[error("invalid configuration: criteria `{name}`: {message}")]
+    Criteria {
+        /// The criterion's name.
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// `rag-eval serve` cannot listen on its address.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// A line of an input file could not be parsed.
     #[error("{path}:{line}: {message}")]
     Parse {
@@ -166,6 +257,121 @@ pub enum Error {
         /// Why the document failed.
         source: Box<Error>,
     },
+}
+
+/// A component spec that does not parse or build: the spec, and what is wrong where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} spec `{spec}`: {fault}")]
+#[non_exhaustive]
+pub struct SpecError {
+    /// The kind of component the spec was read as (`chunker`, `retriever`, …).
+    pub kind: &'static str,
+    /// The spec as given, with any secret of a URL in it redacted.
+    pub spec: String,
+    /// What is wrong, and where.
+    pub fault: Fault,
+}
+
+/// What is wrong in a spec and where: the nested components leading to the fault, the key at
+/// fault when there is one, and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Fault {
+    /// The keys and component names leading from the spec's component to the one at fault,
+    /// outermost first (`["embedder", "openai"]`); empty when the spec's own component is.
+    pub within: Vec<String>,
+    /// The key at fault (`size`), when the fault is one key's.
+    pub key: Option<String>,
+    /// What is wrong, naming the key (``` `size` must be a whole number, got `ten` ```).
+    pub message: String,
+}
+
+impl Fault {
+    /// A fault of the component as a whole.
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Fault {
+            within: Vec::new(),
+            key: None,
+            message: message.into(),
+        }
+    }
+
+    /// A fault of one key.
+    pub(crate) fn key(key: &str, message: impl Into<String>) -> Self {
+        Fault {
+            key: Some(key.to_owned()),
+            ..Fault::new(message)
+        }
+    }
+
+    /// The same fault seen from the component that holds this one under `at` (a key or a
+    /// component name).
+    pub(crate) fn within(mut self, at: &str) -> Self {
+        self.within.insert(0, at.to_owned());
+        self
+    }
+
+    /// The fault of an error a component's constructor returned: a setting's error keeps
+    /// its key, any other error its message.
+    pub(crate) fn of(e: Error) -> Self {
+        match e {
+            Error::Setting(s) => Fault::key(&s.setting.clone(), s.to_string()),
+            Error::Spec(s) => s.fault,
+            other => Fault::new(other.to_string()),
+        }
+    }
+
+    /// The spec error this fault makes of `spec`, read as a `kind` component.
+    pub(crate) fn in_spec(self, kind: &'static str, spec: &str) -> SpecError {
+        SpecError {
+            kind,
+            spec: crate::redact::redact_url(spec),
+            fault: self,
+        }
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for at in &self.within {
+            write!(f, "`{at}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// A setting a component, metric or run cannot work with: whose, which, the value given and
+/// what it must be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{component}: {setting} {expected}, got {value}")]
+#[non_exhaustive]
+pub struct SettingError {
+    /// The component ("recursive chunker", "bm25", "HTTP client", …).
+    pub component: String,
+    /// The setting (`overlap`).
+    pub setting: String,
+    /// The value given, as written.
+    pub value: String,
+    /// What it must be ("must be smaller than `size` (400)").
+    pub expected: String,
+}
+
+impl SettingError {
+    /// `component`'s `setting` was `value` where it `expected` (a phrase such as "must be at
+    /// least 1").
+    pub(crate) fn new(
+        component: impl Into<String>,
+        setting: impl Into<String>,
+        value: impl ToString,
+        expected: impl Into<String>,
+    ) -> Self {
+        SettingError {
+            component: component.into(),
+            setting: setting.into(),
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
 }
 
 /// `Result` with [`Error`].

@@ -35,7 +35,7 @@
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{ChunkDataset, Dataset, ToRow, TokenDataset};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 use crate::level::{ChunkLevel, Level, LevelKind, TokenLevel};
 use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::{
@@ -212,7 +212,7 @@ where
             .iter()
             .find(|m| m.span_mode().is_some_and(|mode| mode != self.mode))
         {
-            return Err(Error::Config(format!(
+            return Err(Error::Evaluation(format!(
                 "metric `{}` counts characters in mode `{}` but the evaluation's mode is `{}`; build the metrics in the evaluation's mode (`Evaluation::with_mode`)",
                 m.name(),
                 m.span_mode().unwrap_or_default(),
@@ -260,7 +260,7 @@ where
         M: AsRef<[Box<dyn Metric<L>>]>,
     {
         if k == 0 {
-            return Err(Error::Config("k must be at least 1".into()));
+            return Err(SettingError::new("evaluation", "k", 0, "must be at least 1").into());
         }
         if L::KIND == LevelKind::Chunk {
             self.check_chunker(retriever.chunker())?;
@@ -282,7 +282,7 @@ where
             .await
             .map_err(|failure| self.retrieval_error(failure))?;
         if retrieved.len() != queries.len() {
-            return Err(Error::Config(format!(
+            return Err(Error::Evaluation(format!(
                 "retriever `{}` answered {} of {} queries",
                 retriever.name(),
                 retrieved.len(),
@@ -396,7 +396,7 @@ where
                 let doc = self.corpus.get(c.chunk.span.doc.as_str());
                 c.check_text(doc).map_err(|message| Error::Retrieval {
                     query: e.id.clone(),
-                    source: Box::new(Error::Config(message)),
+                    source: Box::new(Error::Evaluation(message)),
                 })?;
             }
         }
@@ -411,7 +411,7 @@ where
             .find_map(|e| e.metadata.get("chunker").and_then(|v| v.as_str()));
         if let (Some(recorded), Some(used)) = (recorded, retriever_chunker) {
             if !same_chunker(recorded, &used) {
-                return Err(Error::Config(format!(
+                return Err(Error::Evaluation(format!(
                     "{} was made with chunker `{recorded}` but the retriever chunks with `{used}`; chunk ids from different chunkers never match (use a token-level dataset to compare chunkers)",
                     self.dataset.source()
                 )));

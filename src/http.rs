@@ -59,7 +59,7 @@
 //! # Ok(()) }
 //! ```
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 pub(crate) use crate::redact::redact_url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
@@ -345,33 +345,50 @@ struct Answer {
     body: Vec<u8>,
 }
 
+/// A base URL the client cannot use, and why.
+fn base_url(url: &str, expected: impl Into<String>) -> Error {
+    SettingError::new(
+        "HTTP client",
+        "base url",
+        format!("`{}`", redact_url(url)),
+        expected,
+    )
+    .into()
+}
+
+/// A header name the client cannot send.
+fn header_name(name: &str) -> SettingError {
+    SettingError::new(
+        "HTTP client",
+        "header name",
+        format!("`{name}`"),
+        "is not a valid header name",
+    )
+}
+
 impl HttpClient {
     /// A client for `config`; reads the API key from `config.api_key_env` unless
     /// `config.api_key` is set.
     ///
     /// Fails when the base URL or a header is malformed, or the key variable is not Unicode.
     pub fn new(mut config: HttpConfig) -> Result<Self> {
-        let base = Url::parse(&config.base_url).map_err(|e| {
-            Error::Config(format!(
-                "base url `{}` is not a valid url: {e}",
-                redact_url(&config.base_url)
-            ))
-        })?;
+        let base = Url::parse(&config.base_url)
+            .map_err(|e| base_url(&config.base_url, format!("is not a valid url ({e})")))?;
         if !matches!(base.scheme(), "http" | "https") {
-            return Err(Error::Config(format!(
-                "base url `{}` must start with http:// or https://",
-                redact_url(&config.base_url)
-            )));
+            return Err(base_url(
+                &config.base_url,
+                "must start with http:// or https://",
+            ));
         }
         if !base.username().is_empty() || base.password().is_some() {
             // The HTTP stack would send them as Basic authentication in place of the API key,
             // and every name, spec and record of the component would have to hide them.
-            return Err(Error::Config(format!(
-                "base url `{}` carries a user name or password: rag-eval does not send them \
-                 (they would replace the API key); leave them out and give the key through \
-                 its environment variable (`api_key_env`)",
-                redact_url(&config.base_url)
-            )));
+            return Err(base_url(
+                &config.base_url,
+                "carries a user name or password: rag-eval does not send them (they would \
+                 replace the API key); leave them out and give the key through its environment \
+                 variable (`api_key_env`)",
+            ));
         }
         config.concurrency = config.concurrency.max(1);
         let key = match (&config.api_key, &config.api_key_env) {
@@ -380,9 +397,10 @@ impl HttpClient {
                 Ok(v) if !v.trim().is_empty() => Some(ApiKey(v.trim().to_owned())),
                 Ok(_) | Err(std::env::VarError::NotPresent) => None,
                 Err(std::env::VarError::NotUnicode(_)) => {
-                    return Err(Error::Config(format!(
-                        "environment variable `{var}` (API key) is not valid Unicode"
-                    )))
+                    return Err(Error::Env {
+                        var: var.clone(),
+                        message: "the API key is not valid Unicode".into(),
+                    })
                 }
             },
             (None, None) => None,
@@ -391,12 +409,14 @@ impl HttpClient {
 
         let mut headers = HeaderMap::new();
         for (name, value) in &config.headers {
-            let header = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| Error::Config(format!("`{name}` is not a valid header name")))?;
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| header_name(name))?;
             let mut value = HeaderValue::from_str(value).map_err(|_| {
-                Error::Config(format!(
-                    "the value of header `{name}` has characters not allowed in a header"
-                ))
+                SettingError::new(
+                    "HTTP client",
+                    format!("header `{name}`"),
+                    "a value not shown",
+                    "has characters not allowed in a header",
+                )
             })?;
             value.set_sensitive(true);
             headers.insert(header, value);
@@ -405,14 +425,17 @@ impl HttpClient {
             let (name, value) = match &config.auth_header {
                 AuthHeader::Bearer => (reqwest::header::AUTHORIZATION, format!("Bearer {}", key.0)),
                 AuthHeader::Header(name) => (
-                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                        Error::Config(format!("`{name}` is not a valid header name"))
-                    })?,
+                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| header_name(name))?,
                     key.0.clone(),
                 ),
             };
             let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                Error::Config("the API key has characters not allowed in an HTTP header".to_owned())
+                SettingError::new(
+                    "HTTP client",
+                    "API key",
+                    "a key not shown",
+                    "has characters not allowed in an HTTP header",
+                )
             })?;
             value.set_sensitive(true);
             headers.insert(name, value);
@@ -422,7 +445,11 @@ impl HttpClient {
             .user_agent(concat!("rag-eval/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(config.timeout)
             .build()
-            .map_err(|e| Error::Config(format!("cannot set up the HTTP client: {e}")))?;
+            .map_err(|e| Error::Http {
+                endpoint: redact_url(&config.base_url),
+                status: None,
+                message: format!("cannot set up the HTTP client: {e}"),
+            })?;
         let permits = Semaphore::new(config.concurrency);
         Ok(HttpClient {
             inner: Arc::new(Inner {

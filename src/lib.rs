@@ -120,7 +120,7 @@ pub mod synth;
 pub mod trec;
 mod vector;
 
-pub use error::{Error, Result};
+pub use error::{Error, Fault, Result, SettingError, SpecError};
 
 /// The data set that the tests marked `#[ignore = "needs ../shared/data"]` read.
 #[cfg(test)]

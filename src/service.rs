@@ -30,7 +30,7 @@
 use crate::answers::{kind, Answers, Placement};
 use crate::cache::Cache;
 use crate::corpus::Corpus;
-use crate::error::{Error, Result};
+use crate::error::{Error, Fault, Result};
 use crate::generator::RagAnswer;
 use crate::http::{HttpClient, HttpConfig};
 use crate::spec::{Kind, Spec};
@@ -78,37 +78,38 @@ impl HttpRag {
     /// Builds the service client a spec such as `http:url=http://127.0.0.1:8000/ask` names.
     pub fn from_spec(text: &str) -> Result<Self> {
         let spec = Spec::parse(Kind::Rag, text)?;
-        Self::from_parsed(&spec).map_err(|m| {
-            Error::Config(format!(
-                "rag spec `{}`: {m}",
-                crate::redact::redact_url(text)
-            ))
-        })
+        Self::from_parsed(&spec).map_err(|f| f.in_spec(Kind::Rag.as_str(), text).into())
     }
 
-    pub(crate) fn from_parsed(spec: &Spec) -> std::result::Result<Self, String> {
+    pub(crate) fn from_parsed(spec: &Spec) -> std::result::Result<Self, Fault> {
         let url = spec
             .text("url")
-            .ok_or("`url` is required, e.g. `http:url=http://127.0.0.1:8000/ask`")?
+            .ok_or_else(|| {
+                Fault::key(
+                    "url",
+                    "`url` is required, e.g. `http:url=http://127.0.0.1:8000/ask`",
+                )
+            })?
             .to_owned();
         let body = spec
             .text("body")
             .map(|t| {
                 let v: Value = serde_json::from_str(t)
-                    .map_err(|e| format!("`body` is not JSON ({e}): `{t}`"))?;
+                    .map_err(|e| Fault::key("body", format!("`body` is not JSON ({e}): `{t}`")))?;
                 if !t.contains("{query}") {
-                    return Err(format!(
+                    return Err(Fault::key("body", format!(
                         "`body` has no `{{query}}` placeholder: the service would never see the question: `{t}`"
-                    ));
+                    )));
                 }
                 Ok(v)
             })
             .transpose()?;
-        let pointer = |key: &str, default: &str| -> std::result::Result<String, String> {
+        let pointer = |key: &str, default: &str| -> std::result::Result<String, Fault> {
             let p = spec.text(key).unwrap_or(default);
             if !(p.is_empty() || p.starts_with('/')) {
-                return Err(format!(
-                    "`{key}` is a JSON pointer and starts with `/`, e.g. `/{p}`"
+                return Err(Fault::key(
+                    key,
+                    format!("`{key}` is a JSON pointer and starts with `/`, e.g. `/{p}`"),
                 ));
             }
             Ok(p.to_owned())
@@ -116,11 +117,17 @@ impl HttpRag {
         let field = |key: &str| spec.text(key).unwrap_or(key).to_owned();
         let concurrency = spec.whole("concurrency")?.unwrap_or(4);
         if concurrency == 0 {
-            return Err("`concurrency` must be at least 1".into());
+            return Err(Fault::key(
+                "concurrency",
+                "`concurrency` must be at least 1",
+            ));
         }
         let timeout = spec.whole("timeout")?.unwrap_or(60);
         if timeout == 0 {
-            return Err("`timeout` must be at least 1 (seconds)".into());
+            return Err(Fault::key(
+                "timeout",
+                "`timeout` must be at least 1 (seconds)",
+            ));
         }
         let retries = spec.whole("retries")?.unwrap_or(2);
         let mut config = HttpConfig::new(url.clone())
@@ -130,13 +137,19 @@ impl HttpRag {
         let headers = spec.text("headers").unwrap_or_default();
         for pair in headers.split(';').filter(|p| !p.trim().is_empty()) {
             let (name, var) = pair.split_once(':').ok_or_else(|| {
-                format!(
-                    "`headers` lists `Header-Name:ENV_VAR` pairs separated by `;`, got `{pair}`"
+                Fault::key(
+                    "headers",
+                    format!(
+                        "`headers` lists `Header-Name:ENV_VAR` pairs separated by `;`, got `{pair}`"
+                    ),
                 )
             })?;
             let (name, var) = (name.trim(), var.trim());
             let value = std::env::var(var).map_err(|_| {
-                format!("environment variable `{var}` (for header `{name}`) is not set")
+                Fault::key(
+                    "headers",
+                    format!("environment variable `{var}` (for header `{name}`) is not set"),
+                )
             })?;
             config = config.with_header(name, value);
         }
@@ -168,7 +181,7 @@ impl HttpRag {
             .with("concurrency", concurrency.to_string())
             .with("timeout", timeout.to_string())
             .with("retries", retries.to_string());
-        let client = HttpClient::new(config).map_err(crate::spec::message)?;
+        let client = HttpClient::new(config).map_err(Fault::of)?;
         Ok(HttpRag {
             client,
             url,

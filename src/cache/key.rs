@@ -168,8 +168,10 @@ fn starts_with_key(s: &str) -> bool {
 /// # Ok::<(), rag_eval::Error>(())
 /// ```
 pub fn canonical_json(value: &impl Serialize) -> Result<String> {
-    let value = serde_json::to_value(value)
-        .map_err(|e| Error::Config(format!("cache key part is not representable as JSON: {e}")))?;
+    let value = serde_json::to_value(value).map_err(|source| Error::Json {
+        what: "a cache key part".into(),
+        source,
+    })?;
     let mut out = String::new();
     write_canonical(&value, &mut out);
     Ok(out)

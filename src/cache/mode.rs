@@ -29,12 +29,14 @@ impl CacheMode {
         match value {
             None => Ok(CacheMode::default()),
             Some(v) => match v.to_str() {
-                Some(s) => s
-                    .parse()
-                    .map_err(|e: Error| Error::Config(format!("{MODE_ENV}: {e}"))),
-                None => Err(Error::Config(format!(
-                    "{MODE_ENV} is not valid UTF-8: {v:?}"
-                ))),
+                Some(s) => s.parse().map_err(|e: Error| Error::Env {
+                    var: MODE_ENV.into(),
+                    message: e.to_string(),
+                }),
+                None => Err(Error::Env {
+                    var: MODE_ENV.into(),
+                    message: format!("not valid UTF-8: {v:?}"),
+                }),
             },
         }
     }
@@ -58,9 +60,11 @@ impl FromStr for CacheMode {
             "" | "rw" => Ok(CacheMode::ReadWrite),
             "off" => Ok(CacheMode::Off),
             "replay" => Ok(CacheMode::Replay),
-            other => Err(Error::Config(format!(
-                "unknown cache mode `{other}` (expected `rw`, `off` or `replay`)"
-            ))),
+            other => Err(Error::Unknown {
+                what: "cache mode",
+                given: other.to_owned(),
+                known: "expected `rw`, `off` or `replay`".into(),
+            }),
         }
     }
 }

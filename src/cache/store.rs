@@ -779,8 +779,10 @@ impl Cache {
         usage: Option<TokenUsage>,
     ) -> Result<()> {
         let key = CacheKey::for_response(provider, model, params, input)?;
-        let text = serde_json::to_string(response)
-            .map_err(|e| Error::Config(format!("response is not representable as JSON: {e}")))?;
+        let text = serde_json::to_string(response).map_err(|source| Error::Json {
+            what: "the response".into(),
+            source,
+        })?;
         if let Some(u) = usage {
             self.tally(provider, model, |t| {
                 t.usage.prompt_tokens =

@@ -3,7 +3,7 @@
 use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
-use crate::error::{Error, Result};
+use crate::error::{Result, SettingError};
 use std::ops::Range;
 use std::sync::Arc;
 use text_splitter::{Characters, ChunkConfig, MarkdownSplitter};
@@ -49,7 +49,7 @@ impl MarkdownChunker {
         }
     }
 
-    /// Like [`MarkdownChunker::new`], with an [`Error::Config`] when `max_chars` is 0.
+    /// Like [`MarkdownChunker::new`], with an [`Error::Setting`](crate::Error::Setting) when `max_chars` is 0.
     pub fn try_new(max_chars: usize) -> Result<Self> {
         Self::build(max_chars, 0)
     }
@@ -67,7 +67,7 @@ impl MarkdownChunker {
         }
     }
 
-    /// Like [`MarkdownChunker::with_overlap`], with an [`Error::Config`] when the overlap is
+    /// Like [`MarkdownChunker::with_overlap`], with an [`Error::Setting`](crate::Error::Setting) when the overlap is
     /// not smaller than the chunk size.
     pub fn try_with_overlap(self, overlap: usize) -> Result<Self> {
         Self::build(self.max_chars, overlap)
@@ -75,18 +75,33 @@ impl MarkdownChunker {
 
     fn build(max_chars: usize, overlap: usize) -> Result<Self> {
         if max_chars == 0 {
-            return Err(Error::Config(
-                "markdown chunker: size must be at least 1 character".into(),
-            ));
+            return Err(SettingError::new(
+                "markdown chunker",
+                "size",
+                0,
+                "must be at least 1 character",
+            )
+            .into());
         }
         if overlap >= max_chars {
-            return Err(Error::Config(format!(
-                "markdown chunker: overlap ({overlap}) must be smaller than size ({max_chars})"
-            )));
+            return Err(SettingError::new(
+                "markdown chunker",
+                "overlap",
+                overlap,
+                format!("must be smaller than size ({max_chars})"),
+            )
+            .into());
         }
         let config = ChunkConfig::new(max_chars)
             .with_overlap(overlap)
-            .map_err(|e| Error::Config(format!("markdown chunker: {e}")))?;
+            .map_err(|e| {
+                SettingError::new(
+                    "markdown chunker",
+                    "overlap",
+                    overlap,
+                    format!("must fit the size ({e})"),
+                )
+            })?;
         Ok(MarkdownChunker {
             max_chars,
             overlap,
@@ -302,7 +317,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("overlap (5) must be smaller than size (5)"),
+            e.contains("overlap must be smaller than size (5), got 5"),
             "{e}"
         );
     }

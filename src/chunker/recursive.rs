@@ -8,7 +8,7 @@ use super::scan::{find, find_byte, rfind_byte, scan_pieces};
 use super::{Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
-use crate::error::{Error, Result};
+use crate::error::{Result, SettingError};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -90,17 +90,21 @@ impl RecursiveCharacterChunker {
     }
 
     /// A chunker with LangChain's separators that measures in characters; a `chunk_size` of 0
-    /// or an `overlap` larger than `chunk_size` is an [`Error::Config`].
+    /// or an `overlap` larger than `chunk_size` is an [`Error::Setting`].
     pub fn try_new(chunk_size: usize, overlap: usize) -> Result<Self> {
         if chunk_size == 0 {
-            return Err(Error::Config(
-                "recursive chunker: chunk size must be at least 1".into(),
-            ));
+            return Err(
+                SettingError::new("recursive chunker", "size", 0, "must be at least 1").into(),
+            );
         }
         if overlap > chunk_size {
-            return Err(Error::Config(format!(
-                "recursive chunker: overlap {overlap} is larger than chunk size {chunk_size}"
-            )));
+            return Err(SettingError::new(
+                "recursive chunker",
+                "overlap",
+                overlap,
+                format!("must be at most the chunk size ({chunk_size})"),
+            )
+            .into());
         }
         Ok(RecursiveCharacterChunker {
             chunk_size,
@@ -748,22 +752,22 @@ pub(super) mod tests {
     #[test]
     fn invalid_configurations_are_errors() {
         let e = RecursiveCharacterChunker::try_new(0, 0).unwrap_err();
-        assert!(matches!(e, Error::Config(_)));
+        assert!(matches!(&e, crate::Error::Setting(s) if s.setting == "size"));
         assert!(
-            e.to_string().contains("chunk size must be at least 1"),
+            e.to_string().contains("size must be at least 1, got 0"),
             "{e}"
         );
         let e = RecursiveCharacterChunker::try_new(10, 11).unwrap_err();
         assert!(
             e.to_string()
-                .contains("overlap 11 is larger than chunk size 10"),
+                .contains("overlap must be at most the chunk size (10), got 11"),
             "{e}"
         );
         assert!(RecursiveCharacterChunker::try_new(10, 10).is_ok());
     }
 
     #[test]
-    #[should_panic(expected = "overlap 5 is larger than chunk size 4")]
+    #[should_panic(expected = "overlap must be at most the chunk size (4), got 5")]
     fn new_panics_on_invalid_sizes() {
         let _ = RecursiveCharacterChunker::new(4, 5);
     }

@@ -4,7 +4,7 @@ use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
 use crate::embed::{cosine, Embedder, HashingEmbedder};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 use crate::span::CharSpan;
 use std::fmt;
 use std::ops::Range;
@@ -93,7 +93,7 @@ impl SemanticChunker {
         }
     }
 
-    /// A fully configured chunker; [`Error::Config`] if `percentile` is not a number in
+    /// A fully configured chunker; [`Error::Setting`](crate::Error::Setting) if `percentile` is not a number in
     /// `0..=100` or `max_chars` is `Some(0)`.
     pub fn try_new(
         embedder: Arc<dyn Embedder>,
@@ -121,13 +121,17 @@ impl SemanticChunker {
         }
     }
 
-    /// Like [`SemanticChunker::with_percentile`], with an [`Error::Config`] for a percentile
+    /// Like [`SemanticChunker::with_percentile`], with an [`Error::Setting`](crate::Error::Setting) for a percentile
     /// outside `0..=100` (or NaN).
     pub fn try_with_percentile(mut self, percentile: f64) -> Result<Self> {
         if !(0.0..=100.0).contains(&percentile) {
-            return Err(Error::Config(format!(
-                "semantic chunker: percentile must be between 0 and 100, got {percentile}"
-            )));
+            return Err(SettingError::new(
+                "semantic chunker",
+                "percentile",
+                percentile,
+                "must be between 0 and 100",
+            )
+            .into());
         }
         self.percentile = percentile;
         Ok(self)
@@ -152,12 +156,16 @@ impl SemanticChunker {
         }
     }
 
-    /// Like [`SemanticChunker::with_max_chars`], with an [`Error::Config`] for `Some(0)`.
+    /// Like [`SemanticChunker::with_max_chars`], with an [`Error::Setting`](crate::Error::Setting) for `Some(0)`.
     pub fn try_with_max_chars(mut self, max_chars: Option<usize>) -> Result<Self> {
         if max_chars == Some(0) {
-            return Err(Error::Config(
-                "semantic chunker: max_chars must be at least 1".into(),
-            ));
+            return Err(SettingError::new(
+                "semantic chunker",
+                "max_chars",
+                0,
+                "must be at least 1",
+            )
+            .into());
         }
         self.max_chars = max_chars;
         Ok(self)

@@ -1,10 +1,11 @@
 //! Building chunkers from their specs. Every built-in chunker's `name()` is a spec that builds the same chunker.
 
 use crate::chunker::PositionAwareChunker;
-use crate::error::{Error, Result};
-use crate::spec::{builder, message, Kind, Spec};
+use crate::error::{Fault, Result};
+use crate::spec::{builder, Kind, Spec};
 
-type Build = fn(&Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, String>;
+type Built = std::result::Result<Box<dyn PositionAwareChunker>, Fault>;
+type Build = fn(&Spec) -> Built;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[
@@ -20,34 +21,38 @@ static BUILDERS: &[(&str, Build)] = &[
 /// closest valid one), a missing or malformed value, an invalid combination.
 pub fn parse_spec(text: &str) -> Result<Box<dyn PositionAwareChunker>> {
     let spec = Spec::parse(Kind::Chunker, text)?;
-    chunker_from(&spec).map_err(|m| Error::Config(format!("chunker spec `{text}`: {m}")))
+    chunker_from(&spec).map_err(|f| f.in_spec(Kind::Chunker.as_str(), text).into())
 }
 
-/// Builds the chunker a parsed spec names; the message says what is wrong.
-pub(crate) fn chunker_from(
-    spec: &Spec,
-) -> std::result::Result<Box<dyn PositionAwareChunker>, String> {
+/// [`parse_spec`] for a spec already parsed (errors quote its printed form).
+pub(crate) fn build_parsed_chunker(spec: &Spec) -> Result<Box<dyn PositionAwareChunker>> {
+    chunker_from(spec).map_err(|f| f.in_spec(Kind::Chunker.as_str(), &spec.to_string()).into())
+}
+
+/// Builds the chunker a parsed spec names; the fault says what is wrong.
+pub(crate) fn chunker_from(spec: &Spec) -> Built {
     (builder(Kind::Chunker, BUILDERS, spec.name())?)(spec)
 }
 
-fn size(spec: &Spec) -> std::result::Result<usize, String> {
+fn size(spec: &Spec) -> std::result::Result<usize, Fault> {
     spec.whole("size")?
-        .ok_or_else(|| "`size` is required".to_owned())
+        .ok_or_else(|| Fault::key("size", "`size` is required"))
 }
 
-fn recursive(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, String> {
+fn recursive(spec: &Spec) -> Built {
     use crate::chunker::RecursiveCharacterChunker;
     let mut c =
         RecursiveCharacterChunker::try_new(size(spec)?, spec.whole("overlap")?.unwrap_or(0))
-            .map_err(message)?;
+            .map_err(Fault::of)?;
     match spec.text("separators") {
         None | Some("langchain") => {}
         Some("chroma") => {
             c = c.with_separators(RecursiveCharacterChunker::CHROMA_SEPARATORS.iter().copied())
         }
         Some(other) => {
-            return Err(format!(
-                "`separators` must be `langchain` or `chroma`, got `{other}`"
+            return Err(Fault::key(
+                "separators",
+                format!("`separators` must be `langchain` or `chroma`, got `{other}`"),
             ))
         }
     }
@@ -56,17 +61,23 @@ fn recursive(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, 
         #[cfg(feature = "tiktoken")]
         Some("tokens") => c = c.with_length(crate::chunker::LengthUnit::Cl100kTokens),
         #[cfg(not(feature = "tiktoken"))]
-        Some("tokens") => return Err("`length=tokens` needs the `tiktoken` feature".into()),
+        Some("tokens") => {
+            return Err(Fault::key(
+                "length",
+                "`length=tokens` needs the `tiktoken` feature",
+            ))
+        }
         Some(other) => {
-            return Err(format!(
-                "`length` must be `chars` or `tokens`, got `{other}`"
+            return Err(Fault::key(
+                "length",
+                format!("`length` must be `chars` or `tokens`, got `{other}`"),
             ))
         }
     }
     Ok(Box::new(c))
 }
 
-fn token(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, String> {
+fn token(spec: &Spec) -> Built {
     #[cfg(feature = "tiktoken")]
     {
         Ok(Box::new(
@@ -74,7 +85,7 @@ fn token(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, Stri
                 size(spec)?,
                 spec.whole("overlap")?.unwrap_or(0),
             )
-            .map_err(message)?,
+            .map_err(Fault::of)?,
         ))
     }
     #[cfg(not(feature = "tiktoken"))]
@@ -84,14 +95,14 @@ fn token(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, Stri
     }
 }
 
-fn markdown(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, String> {
+fn markdown(spec: &Spec) -> Built {
     #[cfg(feature = "markdown")]
     {
         let overlap = spec.whole("overlap")?.unwrap_or(0);
         Ok(Box::new(
             crate::chunker::MarkdownChunker::try_new(size(spec)?)
                 .and_then(|c| c.try_with_overlap(overlap))
-                .map_err(message)?,
+                .map_err(Fault::of)?,
         ))
     }
     #[cfg(not(feature = "markdown"))]
@@ -101,17 +112,18 @@ fn markdown(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, S
     }
 }
 
-fn semantic(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, String> {
+fn semantic(spec: &Spec) -> Built {
     // Only the offline embedder: a chunker spec is recorded in datasets, and chunking must
     // give the same chunks wherever the dataset is evaluated.
     let embedder = match spec.nested("embedder") {
         None => crate::embed::HashingEmbedder::default(),
         Some(e) if e.name() == "hashing" => {
-            crate::embed::HashingEmbedder::from_spec(e).map_err(|m| format!("`embedder`: {m}"))?
+            crate::embed::HashingEmbedder::from_spec(e).map_err(|f| f.within("embedder"))?
         }
         Some(other) => {
-            return Err(format!(
-                "`embedder` must be `hashing` or `hashing(dim=N,ngrams=M)` (the offline embedder), got `{other}`"
+            return Err(Fault::key(
+                "embedder",
+                format!("`embedder` must be `hashing` or `hashing(dim=N,ngrams=M)` (the offline embedder), got `{other}`"),
             ))
         }
     };
@@ -121,14 +133,19 @@ fn semantic(spec: &Spec) -> std::result::Result<Box<dyn PositionAwareChunker>, S
             .parse()
             .ok()
             .filter(|p: &f64| (0.0..=100.0).contains(p))
-            .ok_or_else(|| format!("`percentile` must be a number in [0, 100], got `{p}`"))?;
+            .ok_or_else(|| {
+                Fault::key(
+                    "percentile",
+                    format!("`percentile` must be a number in [0, 100], got `{p}`"),
+                )
+            })?;
         c = c.with_percentile(p);
     }
     if let Some(b) = spec.whole("buffer")? {
         c = c.with_buffer(b);
     }
     if let Some(m) = spec.whole("max_chars")? {
-        c = c.try_with_max_chars(Some(m)).map_err(message)?;
+        c = c.try_with_max_chars(Some(m)).map_err(Fault::of)?;
     }
     Ok(Box::new(c))
 }

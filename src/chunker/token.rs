@@ -3,7 +3,7 @@
 use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
-use crate::error::{Error, Result};
+use crate::error::{Result, SettingError};
 use std::ops::Range;
 use tiktoken_rs::CoreBPE;
 
@@ -53,18 +53,22 @@ impl FixedTokenChunker {
         }
     }
 
-    /// Like [`FixedTokenChunker::new`], with an [`Error::Config`] for a window of 0 tokens or
+    /// Like [`FixedTokenChunker::new`], with an [`Error::Setting`](crate::Error::Setting) for a window of 0 tokens or
     /// an overlap that is not smaller than the window.
     pub fn try_new(tokens: usize, overlap: usize) -> Result<Self> {
         if tokens == 0 {
-            return Err(Error::Config(
-                "token chunker: size must be at least 1 token".into(),
-            ));
+            return Err(
+                SettingError::new("token chunker", "size", 0, "must be at least 1 token").into(),
+            );
         }
         if overlap >= tokens {
-            return Err(Error::Config(format!(
-                "token chunker: overlap ({overlap}) must be smaller than size ({tokens})"
-            )));
+            return Err(SettingError::new(
+                "token chunker",
+                "overlap",
+                overlap,
+                format!("must be smaller than size ({tokens})"),
+            )
+            .into());
         }
         Ok(FixedTokenChunker {
             size: tokens,
@@ -239,14 +243,14 @@ mod tests {
         assert!(e.contains("size must be at least 1"), "{e}");
         let e = FixedTokenChunker::try_new(4, 4).unwrap_err().to_string();
         assert!(
-            e.contains("overlap (4) must be smaller than size (4)"),
+            e.contains("overlap must be smaller than size (4), got 4"),
             "{e}"
         );
         assert!(FixedTokenChunker::try_new(4, 3).is_ok());
     }
 
     #[test]
-    #[should_panic(expected = "overlap (9) must be smaller than size (3)")]
+    #[should_panic(expected = "overlap must be smaller than size (3), got 9")]
     fn new_panics_on_invalid_configuration() {
         let _ = FixedTokenChunker::new(3, 9);
     }

@@ -3,7 +3,7 @@
 use super::answering::{AnswerArgs, AnswerRun};
 use super::output::Output;
 use super::CorpusArgs;
-use crate::chunker::{parse_spec, PositionAwareChunker};
+use crate::chunker::{build_parsed_chunker, parse_spec, PositionAwareChunker};
 use crate::components::{self, Context};
 use crate::dataset::ToRow;
 use crate::dataset::{self, AnyDataset};
@@ -113,7 +113,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 a.retriever
             ),
             (Some(c), true) => {
-                let chunker: Arc<dyn PositionAwareChunker> = parse_spec(&c.to_string())?.into();
+                let chunker: Arc<dyn PositionAwareChunker> = build_parsed_chunker(c)?.into();
                 vec![(chunker.name(), chunker)]
             }
             (None, true) => {
@@ -162,7 +162,8 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             Some(_) => context.clone(),
             None => context.clone().with_chunker(Arc::clone(&chunker)),
         };
-        let retriever = components::build_retriever(&a.retriever, &context)?;
+        let retriever =
+            components::build_parsed_retriever(&retriever_spec, &a.retriever, &context)?;
         let mut judged = Vec::new();
         let result = match &dataset {
             AnyDataset::Token(d) => {

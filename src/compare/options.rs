@@ -36,13 +36,17 @@ impl fmt::Display for PairedTest {
 }
 
 impl FromStr for PairedTest {
-    type Err = String;
+    type Err = crate::Error;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
         match s {
             "fisher" => Ok(PairedTest::Fisher),
             "student" => Ok(PairedTest::Student),
-            _ => Err(format!("unknown test `{s}` (expected fisher or student)")),
+            _ => Err(crate::Error::Unknown {
+                what: "test",
+                given: s.to_owned(),
+                known: "expected fisher or student".into(),
+            }),
         }
     }
 }

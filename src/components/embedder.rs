@@ -2,13 +2,11 @@
 
 use super::Context;
 use crate::embed::{Embedder, HashingEmbedder};
-use crate::error::{Error, Result};
-#[allow(unused_imports)] // the providers behind features use it
-use crate::spec::message;
+use crate::error::{Fault, Result};
 use crate::spec::{builder, Kind, Spec};
 use std::sync::Arc;
 
-type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn Embedder>, String>;
+type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn Embedder>, Fault>;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[("hashing", hashing), ("openai", openai), ("onnx", onnx)];
@@ -22,21 +20,16 @@ pub(super) fn names() -> Vec<&'static str> {
 /// the context's cache when there is one (see [`Context`]).
 pub fn build_embedder(text: &str, context: &Context) -> Result<Arc<dyn Embedder>> {
     let spec = Spec::parse(Kind::Embedder, text)?;
-    embedder_from(&spec, context).map_err(|m| {
-        Error::Config(format!(
-            "embedder spec `{}`: {m}",
-            crate::redact::redact_url(text)
-        ))
-    })
+    embedder_from(&spec, context).map_err(|f| f.in_spec(Kind::Embedder.as_str(), text).into())
 }
 
 /// Builds the embedder a parsed spec names.
 pub(crate) fn embedder_from(
     spec: &Spec,
     context: &Context,
-) -> std::result::Result<Arc<dyn Embedder>, String> {
+) -> std::result::Result<Arc<dyn Embedder>, Fault> {
     let embedder = (builder(Kind::Embedder, BUILDERS, spec.name())?)(spec, context)
-        .map_err(|m| format!("`{}`: {m}", spec.name()))?;
+        .map_err(|f| f.within(spec.name()))?;
     // Hashing computes a vector faster than the cache could look one up.
     if spec.name() == "hashing" || !context.caches() {
         return Ok(embedder);
@@ -44,11 +37,11 @@ pub(crate) fn embedder_from(
     Ok(context.cached(embedder))
 }
 
-fn hashing(spec: &Spec, _: &Context) -> std::result::Result<Arc<dyn Embedder>, String> {
+fn hashing(spec: &Spec, _: &Context) -> std::result::Result<Arc<dyn Embedder>, Fault> {
     Ok(Arc::new(HashingEmbedder::from_spec(spec)?))
 }
 
-fn openai(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Embedder>, String> {
+fn openai(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Embedder>, Fault> {
     #[cfg(feature = "openai")]
     {
         let mut b = crate::embed::OpenAiEmbedder::builder(spec.required("model")?)
@@ -68,7 +61,7 @@ fn openai(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Embedde
         if let Some(p) = spec.text("path") {
             b = b.path(p);
         }
-        Ok(Arc::new(b.build().map_err(message)?))
+        Ok(Arc::new(b.build().map_err(Fault::of)?))
     }
     #[cfg(not(feature = "openai"))]
     {
@@ -77,7 +70,7 @@ fn openai(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Embedde
     }
 }
 
-fn onnx(spec: &Spec, _: &Context) -> std::result::Result<Arc<dyn Embedder>, String> {
+fn onnx(spec: &Spec, _: &Context) -> std::result::Result<Arc<dyn Embedder>, Fault> {
     #[cfg(feature = "onnx")]
     {
         let mut config = crate::embed::OnnxConfig::new();
@@ -88,7 +81,7 @@ fn onnx(spec: &Spec, _: &Context) -> std::result::Result<Arc<dyn Embedder>, Stri
             config = config.batch_size(n);
         }
         let e = crate::embed::OnnxEmbedder::with_config(spec.required("dir")?, config)
-            .map_err(message)?;
+            .map_err(Fault::of)?;
         Ok(Arc::new(e))
     }
     #[cfg(not(feature = "onnx"))]

@@ -1,14 +1,12 @@
 //! Reranker specs: `cohere:model=…`.
 
 use super::Context;
-use crate::error::{Error, Result};
+use crate::error::{Fault, Result};
 use crate::rerank::Reranker;
-#[allow(unused_imports)] // the providers behind features use it
-use crate::spec::message;
 use crate::spec::{builder, Kind, Spec};
 use std::sync::Arc;
 
-type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn Reranker>, String>;
+type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn Reranker>, Fault>;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[("cohere", cohere)];
@@ -22,24 +20,19 @@ pub(super) fn names() -> Vec<&'static str> {
 /// limited as `context` says.
 pub fn build_reranker(text: &str, context: &Context) -> Result<Arc<dyn Reranker>> {
     let spec = Spec::parse(Kind::Reranker, text)?;
-    reranker_from(&spec, context).map_err(|m| {
-        Error::Config(format!(
-            "reranker spec `{}`: {m}",
-            crate::redact::redact_url(text)
-        ))
-    })
+    reranker_from(&spec, context).map_err(|f| f.in_spec(Kind::Reranker.as_str(), text).into())
 }
 
 /// Builds the reranker a parsed spec names.
 pub(crate) fn reranker_from(
     spec: &Spec,
     context: &Context,
-) -> std::result::Result<Arc<dyn Reranker>, String> {
+) -> std::result::Result<Arc<dyn Reranker>, Fault> {
     (builder(Kind::Reranker, BUILDERS, spec.name())?)(spec, context)
-        .map_err(|m| format!("`{}`: {m}", spec.name()))
+        .map_err(|f| f.within(spec.name()))
 }
 
-fn cohere(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Reranker>, String> {
+fn cohere(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Reranker>, Fault> {
     #[cfg(feature = "cohere")]
     {
         let mut b = crate::rerank::CohereReranker::builder(spec.required("model")?)
@@ -53,7 +46,7 @@ fn cohere(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn Reranke
         if let Some(p) = spec.text("path") {
             b = b.path(p);
         }
-        Ok(Arc::new(b.build().map_err(message)?))
+        Ok(Arc::new(b.build().map_err(Fault::of)?))
     }
     #[cfg(not(feature = "cohere"))]
     {

@@ -6,7 +6,7 @@
 
 use super::Context;
 use crate::chunker::PositionAwareChunker;
-use crate::error::{Error, Result};
+use crate::error::{Fault, Result};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::retrieve::{Bm25Retriever, Pipeline, Retriever};
 use crate::spec::{builder, Kind, Spec};
@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub trait AnyLevelRetriever: Retriever<TokenLevel> + Retriever<ChunkLevel> {}
 impl<T: Retriever<TokenLevel> + Retriever<ChunkLevel> + ?Sized> AnyLevelRetriever for T {}
 
-type Build = fn(&Spec, &Context) -> std::result::Result<Box<dyn AnyLevelRetriever>, String>;
+type Build = fn(&Spec, &Context) -> std::result::Result<Box<dyn AnyLevelRetriever>, Fault>;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[("bm25", bm25), ("dense", dense)];
@@ -43,40 +43,47 @@ pub(super) fn names() -> Vec<&'static str> {
 /// # Ok::<(), rag_eval::Error>(())
 /// ```
 pub fn build_retriever(text: &str, context: &Context) -> Result<Box<dyn AnyLevelRetriever>> {
-    let spec = Spec::parse(Kind::Retriever, text)?;
-    retriever_from(&spec, context).map_err(|m| {
-        Error::Config(format!(
-            "retriever spec `{}`: {m}",
-            crate::redact::redact_url(text)
-        ))
-    })
+    build_parsed_retriever(&Spec::parse(Kind::Retriever, text)?, text, context)
+}
+
+/// [`build_retriever`] for a spec already parsed from `text` (which errors quote).
+pub(crate) fn build_parsed_retriever(
+    spec: &Spec,
+    text: &str,
+    context: &Context,
+) -> Result<Box<dyn AnyLevelRetriever>> {
+    retriever_from(spec, context).map_err(|f| f.in_spec(Kind::Retriever.as_str(), text).into())
 }
 
 /// Builds the retriever a parsed spec names.
 pub(crate) fn retriever_from(
     spec: &Spec,
     context: &Context,
-) -> std::result::Result<Box<dyn AnyLevelRetriever>, String> {
+) -> std::result::Result<Box<dyn AnyLevelRetriever>, Fault> {
     (builder(Kind::Retriever, BUILDERS, spec.name())?)(spec, context)
 }
 
 fn chunker(
     spec: &Spec,
     context: &Context,
-) -> std::result::Result<Arc<dyn PositionAwareChunker>, String> {
+) -> std::result::Result<Arc<dyn PositionAwareChunker>, Fault> {
     match (spec.nested("chunker"), context.chunker()) {
-        (Some(_), Some(_)) => Err(
-            "the spec names a chunker and one was given besides (e.g. --chunker): give one".into(),
-        ),
+        (Some(_), Some(_)) => Err(Fault::key(
+            "chunker",
+            "the spec names a chunker and one was given besides (e.g. --chunker): give one",
+        )),
         (Some(c), None) => Ok(crate::chunker::chunker_from(c)
-            .map_err(|m| format!("`chunker`: {m}"))?
+            .map_err(|f| f.within("chunker"))?
             .into()),
         (None, Some(c)) => Ok(Arc::clone(c)),
-        (None, None) => Err("no chunker: give the `chunker` key (or --chunker)".into()),
+        (None, None) => Err(Fault::key(
+            "chunker",
+            "no chunker: give the `chunker` key (or --chunker)",
+        )),
     }
 }
 
-fn bm25(spec: &Spec, context: &Context) -> std::result::Result<Box<dyn AnyLevelRetriever>, String> {
+fn bm25(spec: &Spec, context: &Context) -> std::result::Result<Box<dyn AnyLevelRetriever>, Fault> {
     let k1 = spec
         .number("k1")?
         .unwrap_or(f64::from(Bm25Retriever::DEFAULT_K1));
@@ -84,38 +91,35 @@ fn bm25(spec: &Spec, context: &Context) -> std::result::Result<Box<dyn AnyLevelR
         .number("b")?
         .unwrap_or(f64::from(Bm25Retriever::DEFAULT_B));
     if k1 < 0.0 {
-        return Err(format!("`k1` must be at least 0, got `{k1}`"));
+        return Err(Fault::key(
+            "k1",
+            format!("`k1` must be at least 0, got `{k1}`"),
+        ));
     }
     if !(0.0..=1.0).contains(&b) {
-        return Err(format!("`b` must be in [0, 1], got `{b}`"));
+        return Err(Fault::key("b", format!("`b` must be in [0, 1], got `{b}`")));
     }
     Ok(Box::new(
         Bm25Retriever::from_arc(chunker(spec, context)?).with_params(k1 as f32, b as f32),
     ))
 }
 
-fn dense(
-    spec: &Spec,
-    context: &Context,
-) -> std::result::Result<Box<dyn AnyLevelRetriever>, String> {
+fn dense(spec: &Spec, context: &Context) -> std::result::Result<Box<dyn AnyLevelRetriever>, Fault> {
     let embedder = match spec.nested("embedder") {
-        Some(e) => {
-            super::embedder::embedder_from(e, context).map_err(|m| format!("`embedder`: {m}"))?
-        }
+        Some(e) => super::embedder::embedder_from(e, context).map_err(|f| f.within("embedder"))?,
         None => Arc::new(crate::embed::HashingEmbedder::default()),
     };
     let mut p = Pipeline::from_arc(chunker(spec, context)?, embedder);
     if let Some(s) = spec.nested("store") {
-        p = p
-            .with_store(super::store::store_from(s, context).map_err(|m| format!("`store`: {m}"))?);
+        p = p.with_store(super::store::store_from(s, context).map_err(|f| f.within("store"))?);
     }
     if let Some(r) = spec.nested("reranker") {
         p = p.with_reranker(
-            super::reranker::reranker_from(r, context).map_err(|m| format!("`reranker`: {m}"))?,
+            super::reranker::reranker_from(r, context).map_err(|f| f.within("reranker"))?,
         );
     }
     match spec.whole("candidates")? {
-        Some(0) => return Err("`candidates` must be at least 1".into()),
+        Some(0) => return Err(Fault::key("candidates", "`candidates` must be at least 1")),
         Some(n) => p = p.with_candidates(n),
         None => {}
     }

@@ -1,14 +1,12 @@
 //! Vector store specs: `memory`, `chroma:url=…,collection=…`.
 
 use super::Context;
-use crate::error::{Error, Result};
-#[allow(unused_imports)] // the providers behind features use it
-use crate::spec::message;
+use crate::error::{Fault, Result};
 use crate::spec::{builder, Kind, Spec};
 use crate::store::{InMemoryStore, VectorStore};
 use std::sync::Arc;
 
-type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn VectorStore>, String>;
+type Build = fn(&Spec, &Context) -> std::result::Result<Arc<dyn VectorStore>, Fault>;
 
 /// The builder of each component of the table in [`crate::spec`], by name.
 static BUILDERS: &[(&str, Build)] = &[("memory", memory), ("chroma", chroma)];
@@ -22,31 +20,25 @@ pub(super) fn names() -> Vec<&'static str> {
 /// names; its requests are limited as `context` says.
 pub fn build_store(text: &str, context: &Context) -> Result<Arc<dyn VectorStore>> {
     let spec = Spec::parse(Kind::Store, text)?;
-    store_from(&spec, context).map_err(|m| {
-        Error::Config(format!(
-            "store spec `{}`: {m}",
-            crate::redact::redact_url(text)
-        ))
-    })
+    store_from(&spec, context).map_err(|f| f.in_spec(Kind::Store.as_str(), text).into())
 }
 
 /// Builds the store a parsed spec names.
 pub(crate) fn store_from(
     spec: &Spec,
     context: &Context,
-) -> std::result::Result<Arc<dyn VectorStore>, String> {
-    (builder(Kind::Store, BUILDERS, spec.name())?)(spec, context)
-        .map_err(|m| format!("`{}`: {m}", spec.name()))
+) -> std::result::Result<Arc<dyn VectorStore>, Fault> {
+    (builder(Kind::Store, BUILDERS, spec.name())?)(spec, context).map_err(|f| f.within(spec.name()))
 }
 
-fn memory(_: &Spec, _: &Context) -> std::result::Result<Arc<dyn VectorStore>, String> {
+fn memory(_: &Spec, _: &Context) -> std::result::Result<Arc<dyn VectorStore>, Fault> {
     Ok(Arc::new(InMemoryStore::new()))
 }
 
-fn chroma(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn VectorStore>, String> {
+fn chroma(spec: &Spec, context: &Context) -> std::result::Result<Arc<dyn VectorStore>, Fault> {
     #[cfg(feature = "chroma")]
     {
-        let e = message;
+        let e = Fault::of;
         let http = context.http(crate::http::HttpConfig::new(spec.required("url")?));
         let mut s =
             crate::store::ChromaStore::with_http(http, spec.required("collection")?).map_err(e)?;
@@ -104,7 +96,7 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            err.starts_with("invalid configuration: store spec `chroma:url=http://h:1,collection=a`: `chroma`: chroma collection name `a` must have"),
+            err.starts_with("invalid configuration: store spec `chroma:url=http://h:1,collection=a`: `chroma`: chroma store: collection name must have"),
             "{err}"
         );
     }

@@ -34,24 +34,33 @@ pub fn check_output(
     let existing = std::fs::metadata(output).ok();
     if let Some(m) = &existing {
         if !m.is_file() {
-            return Err(Error::Config(format!(
+            return Err(Error::File {
+ path: output.to_owned(),
+ message: format!(
                 "output `{output}` is not a regular file; the output is written to a file of its own"
-            )));
+            ),
+ });
         }
         for input in inputs {
             if same_file(output, input) {
-                return Err(Error::Config(format!(
+                return Err(Error::File {
+                    path: output.to_owned(),
+                    message: format!(
                     "output `{output}` is the input `{input}`; writing it would destroy the input"
-                )));
+                ),
+                });
             }
         }
     }
     if let (Some(root), Some(resolved)) = (corpus_root, resolve(output)) {
         if let Ok(root_resolved) = std::fs::canonicalize(root) {
             if resolved.starts_with(&root_resolved) {
-                return Err(Error::Config(format!(
+                return Err(Error::File {
+                    path: output.to_owned(),
+                    message: format!(
                     "output `{output}` lies inside the corpus `{root}`; write it outside the corpus"
-                )));
+                ),
+                });
             }
         }
     }

@@ -1,5 +1,5 @@
 use super::Embedder;
-use crate::error::Result;
+use crate::error::{Fault, Result};
 
 /// Deterministic, offline embedder: signed feature hashing of lower-cased word n-grams,
 /// L2-normalised.
@@ -32,11 +32,11 @@ impl Default for HashingEmbedder {
 
 impl HashingEmbedder {
     /// `hashing[:dim=N,ngrams=M]`.
-    pub(crate) fn from_spec(spec: &crate::spec::Spec) -> std::result::Result<Self, String> {
-        let positive = |key: &str, default: usize| -> std::result::Result<usize, String> {
+    pub(crate) fn from_spec(spec: &crate::spec::Spec) -> std::result::Result<Self, Fault> {
+        let positive = |key: &str, default: usize| -> std::result::Result<usize, Fault> {
             match spec.whole(key)? {
                 None => Ok(default),
-                Some(0) => Err(format!("`{key}` must be at least 1")),
+                Some(0) => Err(Fault::key(key, format!("`{key}` must be at least 1"))),
                 Some(n) => Ok(n),
             }
         };

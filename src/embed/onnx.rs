@@ -1,7 +1,7 @@
 //! Local sentence-transformers models exported to ONNX, run by onnxruntime.
 
 use super::{Embedder, OnnxProfile};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 use camino::{Utf8Path, Utf8PathBuf};
 use ort::session::Session;
 use ort::session::SessionInputValue;
@@ -163,9 +163,12 @@ impl OnnxEmbedder {
         let dir = utf8(dir.as_ref())?;
         let meta = std::fs::metadata(&dir).map_err(|e| Error::io("open model folder", &dir, e))?;
         if !meta.is_dir() {
-            return Err(Error::Config(format!(
-                "`{dir}` is not a folder (an ONNX model folder holds model.onnx and tokenizer.json)"
-            )));
+            return Err(Error::File {
+                message: format!(
+                    "`{dir}` is not a folder (an ONNX model folder holds model.onnx and tokenizer.json)"
+                ),
+                path: dir,
+            });
         }
         let model_path = dir.join("model.onnx");
         let tokenizer_path = dir.join("tokenizer.json");
@@ -178,9 +181,13 @@ impl OnnxEmbedder {
         };
         if let Some(limit) = max_position_embeddings(&dir)? {
             if max_len > limit {
-                return Err(Error::Config(format!(
-                    "max_len {max_len} exceeds the model's {limit} positions (`{dir}/config.json`)"
-                )));
+                return Err(SettingError::new(
+                    "onnx embedder",
+                    "max_len",
+                    max_len,
+                    format!("must be at most the model's {limit} positions (`{dir}/config.json`)"),
+                )
+                .into());
             }
         }
 
@@ -190,9 +197,13 @@ impl OnnxEmbedder {
             .get_post_processor()
             .map_or(0, |p| p.added_tokens(false));
         if max_len <= added {
-            return Err(Error::Config(format!(
-                "max_len {max_len} leaves no room for text next to the tokenizer's {added} special tokens"
-            )));
+            return Err(SettingError::new(
+                "onnx embedder",
+                "max_len",
+                max_len,
+                format!("must leave room for text next to the tokenizer's {added} special tokens"),
+            )
+            .into());
         }
         tokenizer
             .with_truncation(Some(TruncationParams {
@@ -600,7 +611,10 @@ fn read_json(path: &Utf8Path) -> Result<Option<serde_json::Value>> {
     match std::fs::read_to_string(path) {
         Ok(text) => serde_json::from_str(&text)
             .map(Some)
-            .map_err(|e| Error::Config(format!("`{path}` is not valid JSON: {e}"))),
+            .map_err(|e| Error::File {
+                path: path.to_owned(),
+                message: format!("`{path}` is not valid JSON: {e}"),
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("read", path, e)),
     }
@@ -890,7 +904,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            msg.contains("max_len 1000 exceeds the model's 512 positions"),
+            msg.contains("max_len must be at most the model's 512 positions")
+                && msg.contains("got 1000"),
             "{msg}"
         );
         let msg = OnnxEmbedder::from_dir(dir.path()).unwrap_err().to_string();

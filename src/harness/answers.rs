@@ -115,10 +115,7 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
                 .await
                 .map_err(|e| crate::Error::Generation {
                     query: query.to_owned(),
-                    source: Box::new(crate::Error::Config(format!(
-                        "the generator `{}` failed: {e}",
-                        self.generator.name()
-                    ))),
+                    source: Box::new(e),
                 })?;
         self.log.insert(query, answer);
         Ok(hits)

@@ -34,13 +34,28 @@ pub(crate) struct Golden {
     pub per_query: BTreeMap<String, Vec<(String, f64)>>,
 }
 
+impl Golden {
+    /// The snapshot of `outcome`: what [`parse`] reads from the body [`render`] writes for it,
+    /// made without the text (figures rounded to the stored decimals).
+    pub(crate) fn of(outcome: &RunResult) -> Golden {
+        Golden {
+            header: header_of(outcome),
+            summary: rounded(&outcome.metrics),
+            per_query: outcome
+                .per_query
+                .iter()
+                .map(|q| (q.id.clone(), rounded(&q.metrics)))
+                .collect(),
+        }
+    }
+}
+
 /// Renders an outcome as a snapshot body.
 pub(crate) fn render(outcome: &RunResult) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "level: {}", outcome.level);
-    let _ = writeln!(s, "k: {}", outcome.k.unwrap_or_default());
-    let _ = writeln!(s, "mode: {}", outcome.mode.unwrap_or_default());
-    let _ = writeln!(s, "queries: {}", outcome.per_query.len());
+    for (key, value) in header_of(outcome) {
+        let _ = writeln!(s, "{key}: {value}");
+    }
     s.push_str("summary:\n");
     for (name, value) in &outcome.metrics.0 {
         let _ = writeln!(s, "  {name}: {value:.DECIMALS$}");
@@ -342,12 +357,17 @@ pub(crate) fn header(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The header [`render`] writes for `outcome`.
+/// The header [`render`] writes for `outcome`: `level`, `k`, `mode` and `queries`.
 pub(crate) fn header_of(outcome: &RunResult) -> Vec<(String, String)> {
-    header(&render(&RunResult {
-        per_query: Vec::new(),
-        ..outcome.clone()
-    }))
+    [
+        ("level", outcome.level.to_string()),
+        ("k", outcome.k.unwrap_or_default().to_string()),
+        ("mode", outcome.mode.unwrap_or_default().to_string()),
+        ("queries", outcome.per_query.len().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
 }
 
 fn compare_figures(
@@ -505,6 +525,33 @@ mod tests {
     use super::*;
 
     const OLD: &str = "level: token\nk: 5\nmode: standard\nqueries: 2\nsummary:\n  span_recall@5: 0.7500\n  mrr: 0.5000\nper_query:\n  q1:\n    span_recall@5: 1.0000\n    mrr: 1.0000\n  \"odd id: x\":\n    span_recall@5: 0.5000\n    mrr: 0.0000\n";
+
+    #[test]
+    fn a_snapshot_is_what_its_rendered_body_reads_back_as() {
+        use crate::metrics::{QueryResult, ResultLevel};
+        let query = |id: &str, v: f64| QueryResult {
+            id: id.into(),
+            metrics: Figures(vec![("span_recall@5".into(), v), ("mrr".into(), 1.0 - v)]),
+            ..QueryResult::default()
+        };
+        let mut outcome = RunResult::from_queries(
+            ResultLevel::Token,
+            vec!["span_recall@5".into(), "mrr".into()],
+            vec![
+                query("q1", 1.0 / 3.0),
+                query("odd id: x", 0.123_456),
+                query("", 2.0 / 3.0),
+            ],
+        );
+        outcome.k = Some(5);
+        let body = render(&outcome);
+        assert_eq!(Golden::of(&outcome), parse(&body).unwrap(), "{body}");
+        assert_eq!(header_of(&outcome), header(&body));
+        assert_eq!(
+            Golden::of(&outcome).summary[0],
+            ("span_recall@5".into(), 0.3745)
+        );
+    }
 
     #[test]
     fn bodies_round_trip_and_odd_ids_are_quoted() {

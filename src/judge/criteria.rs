@@ -217,8 +217,10 @@ impl Criteria {
             inputs: vec![CriteriaInput::Question, CriteriaInput::Answer],
             scale,
         };
-        c.check()
-            .map_err(|e| Error::Config(format!("criteria `{name}`: {e}")))?;
+        c.check().map_err(|message| Error::Criteria {
+            name: name.to_owned(),
+            message,
+        })?;
         Ok(c)
     }
 

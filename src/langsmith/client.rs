@@ -360,7 +360,7 @@ impl LangSmith {
             .iter()
             .find(|r| r.trace_id.is_empty() || r.dotted_order.is_empty())
         {
-            return Err(Error::Config(format!(
+            return Err(Error::LangSmith(format!(
                 "run `{}` has no trace_id or dotted_order; batch ingestion needs both",
                 r.id
             )));
@@ -518,7 +518,7 @@ fn uuid_segment(id: &str) -> Result<&str> {
     if is_uuid(id) {
         Ok(id)
     } else {
-        Err(Error::Config(format!(
+        Err(Error::LangSmith(format!(
             "`{id}` is not a LangSmith id (a UUID)"
         )))
     }

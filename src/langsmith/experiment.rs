@@ -137,7 +137,7 @@ impl Experiment {
     ) -> Result<UploadReport> {
         let scores = &result.scores;
         if result.retrieved.len() != scores.per_query.len() {
-            return Err(Error::Config(format!(
+            return Err(Error::LangSmith(format!(
                 "the result has {} queries but {} retrieval lists",
                 scores.per_query.len(),
                 result.retrieved.len()
@@ -219,7 +219,7 @@ impl Experiment {
                 Ok(_) => {}
                 Err(e) if is_conflict(&e) => {
                     if client.read_session(&session).await?.is_none() {
-                        return Err(Error::Config(format!(
+                        return Err(Error::LangSmith(format!(
                             "an experiment named `{}` already exists in LangSmith; choose another name",
                             self.name
                         )));

@@ -80,23 +80,23 @@ impl Journal {
             }
         };
         if header.experiment != experiment {
-            return Err(Error::Config(format!(
+            return Err(Error::File { path: path.to_owned(), message: format!(
                 "journal `{path}` records an upload of experiment `{}`, not `{experiment}`; give another journal or delete it",
                 header.experiment
-            )));
+            ) });
         }
         if let (Some(was), Some(now)) = (&header.dataset_hash, dataset_hash) {
             if was != now {
-                return Err(Error::Config(format!(
+                return Err(Error::File { path: path.to_owned(), message: format!(
                     "journal `{path}` records an upload of experiment `{experiment}` over another dataset (hash {was}, now {now}); name a new experiment, or delete the journal to upload it again"
-                )));
+                ) });
             }
         }
         if let (Some(was), Some(now)) = (&header.result_hash, result_hash) {
             if was != now {
-                return Err(Error::Config(format!(
+                return Err(Error::File { path: path.to_owned(), message: format!(
                     "journal `{path}` records an upload of experiment `{experiment}` with other figures or retrieved chunks (result {was}, now {now}); name a new experiment for this run, or delete the journal to upload it under this name"
-                )));
+                ) });
             }
         }
         let file = std::fs::OpenOptions::new()

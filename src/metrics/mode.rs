@@ -78,9 +78,11 @@ impl FromStr for SpanMode {
             .find(|(name, _)| *name == s)
             .map(|(_, mode)| *mode)
             .ok_or_else(|| {
-                crate::Error::Config(format!(
-                    "unknown span mode `{s}` (modes: standard, chunking_evaluation; `chroma` is the older name of chunking_evaluation)"
-                ))
+                crate::Error::Unknown {
+                    what: "span mode",
+                    given: s.to_owned(),
+                    known: "modes: standard, chunking_evaluation; `chroma` is the older name of chunking_evaluation".into(),
+                }
             })
     }
 }

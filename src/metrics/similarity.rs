@@ -3,7 +3,7 @@
 //! See [`precision_at_k_similarity`] for relevance and [`HybridLogRank`] for the score.
 
 use super::{Metric, MetricInput};
-use crate::error::{Error, Result};
+use crate::error::{Result, SettingError};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::span::{CharSpan, SpanSet};
 use crate::vector::cosine;
@@ -159,16 +159,16 @@ impl HybridLogRank {
     /// log-rank steepness `gamma` (positive and finite).
     pub fn new(alpha: f64, gamma: f64) -> Result<Self> {
         if !(0.0..=1.0).contains(&alpha) {
-            return Err(Error::Config(format!(
-                "{}: alpha must be in [0, 1], got {alpha}",
-                Self::NAME
-            )));
+            return Err(SettingError::new(Self::NAME, "alpha", alpha, "must be in [0, 1]").into());
         }
         if !(gamma.is_finite() && gamma > 0.0) {
-            return Err(Error::Config(format!(
-                "{}: gamma must be positive and finite, got {gamma}",
-                Self::NAME
-            )));
+            return Err(SettingError::new(
+                Self::NAME,
+                "gamma",
+                gamma,
+                "must be positive and finite",
+            )
+            .into());
         }
         Ok(HybridLogRank { alpha, gamma })
     }

@@ -48,7 +48,7 @@ impl Bar {
 
     /// Parses `METRIC=VALUE` as a bar with `bound`.
     pub fn parse_with(text: &str, bound: Bound) -> Result<Bar> {
-        let bad = |why: &str| Error::Config(format!("bar `{text}`: {why}"));
+        let bad = |why: &str| Error::Report(format!("bar `{text}`: {why}"));
         let (metric, value) = text
             .split_once('=')
             .ok_or_else(|| bad("expected METRIC=VALUE, e.g. span_recall=0.8"))?;

@@ -82,11 +82,11 @@ impl Report {
     /// must differ, as they name the runs in every table.
     pub fn new(runs: Vec<(String, RunResult)>) -> Result<Report> {
         if runs.is_empty() {
-            return Err(Error::Config("a report needs at least one run".into()));
+            return Err(Error::Report("a report needs at least one run".into()));
         }
         for (i, (label, _)) in runs.iter().enumerate() {
             if runs[..i].iter().any(|(l, _)| l == label) {
-                return Err(Error::Config(format!(
+                return Err(Error::Report(format!(
                     "two runs are labelled `{label}`; give them different labels"
                 )));
             }
@@ -140,7 +140,7 @@ impl Report {
                 .filter(|n| *n == m || crate::metrics::ReportedName::parse(n).is_of(m))
                 .collect();
             if found.is_empty() {
-                return Err(Error::Config(format!(
+                return Err(Error::Report(format!(
                     "--metric `{m}`: no run has it (they have {})",
                     all.join(", ")
                 )));

@@ -9,7 +9,7 @@
 use crate::chunk::{rank, PositionAwareChunk, RetrievedChunk};
 use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 use crate::level::Level;
 use crate::retrieve::{BatchError, Retriever};
 use crate::span::CharSpan;
@@ -140,7 +140,7 @@ impl Bm25Retriever {
 
     /// Sets the term-frequency saturation `k1` (finite, ≥ 0) and the length normalisation `b`
     /// (in `[0, 1]`). Values outside those ranges make [`index`](Retriever::index) fail with
-    /// [`Error::Config`]. Drops any index built so far.
+    /// [`Error::Setting`]. Drops any index built so far.
     pub fn with_params(mut self, k1: f32, b: f32) -> Self {
         self.k1 = k1;
         self.b = b;
@@ -186,7 +186,7 @@ impl Bm25Retriever {
     }
 
     /// The best `k` chunks for `query`, best first; what [`Retriever::retrieve`] does, without
-    /// `async`. An [`Error::Config`] before any corpus is indexed.
+    /// `async`. An [`Error::NotIndexed`] before any corpus is indexed.
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
         Ok(self.search_in(&*self.indexed()?, query, k))
     }
@@ -239,11 +239,8 @@ impl Bm25Retriever {
     }
 
     fn indexed(&self) -> Result<Arc<Index>> {
-        self.current().ok_or_else(|| {
-            Error::Config(format!(
-                "`{}` has no index yet: call `index` with the corpus before `retrieve`",
-                self.describe()
-            ))
+        self.current().ok_or_else(|| Error::NotIndexed {
+            retriever: self.describe(),
         })
     }
 
@@ -275,16 +272,15 @@ impl Bm25Retriever {
     }
 
     fn check_params(&self) -> Result<()> {
-        let k1_ok = self.k1.is_finite() && self.k1 >= 0.0;
-        let b_ok = (0.0..=1.0).contains(&self.b);
-        if k1_ok && b_ok {
-            Ok(())
-        } else {
-            Err(Error::Config(format!(
-                "bm25 needs a finite k1 >= 0 and b in [0, 1], got k1={} and b={}",
-                self.k1, self.b
-            )))
+        if !(self.k1.is_finite() && self.k1 >= 0.0) {
+            return Err(
+                SettingError::new("bm25", "k1", self.k1, "must be finite and at least 0").into(),
+            );
         }
+        if !(0.0..=1.0).contains(&self.b) {
+            return Err(SettingError::new("bm25", "b", self.b, "must be in [0, 1]").into());
+        }
+        Ok(())
     }
 
     fn current(&self) -> Option<Arc<Index>> {
@@ -717,30 +713,37 @@ mod tests {
     }
 
     #[test]
-    fn retrieving_before_indexing_is_a_config_error() {
+    fn retrieving_before_indexing_is_an_error_naming_the_retriever() {
         let r = Bm25Retriever::new(Lines);
         let err = r.search("trees", 5).unwrap_err();
-        assert!(matches!(err, Error::Config(_)), "{err:?}");
+        assert!(
+            matches!(&err, Error::NotIndexed { retriever } if retriever.starts_with("bm25")),
+            "{err:?}"
+        );
         let msg = err.to_string();
         assert!(msg.contains("index") && msg.contains("bm25"), "{msg}");
         let via_trait = pollster::block_on(Retriever::<TokenLevel>::retrieve(&r, "trees", 5));
-        assert!(matches!(via_trait, Err(Error::Config(_))));
+        assert!(matches!(via_trait, Err(Error::NotIndexed { .. })));
     }
 
     #[test]
-    fn invalid_parameters_are_config_errors_at_index_time() {
-        for (k1, b) in [
-            (-0.1, 0.75),
-            (f32::NAN, 0.75),
-            (f32::INFINITY, 0.5),
-            (1.2, 1.5),
-            (1.2, -0.1),
-            (1.2, f32::NAN),
+    fn invalid_parameters_are_setting_errors_at_index_time() {
+        for (k1, b, wrong) in [
+            (-0.1, 0.75, "k1"),
+            (f32::NAN, 0.75, "k1"),
+            (f32::INFINITY, 0.5, "k1"),
+            (1.2, 1.5, "b"),
+            (1.2, -0.1, "b"),
+            (1.2, f32::NAN, "b"),
         ] {
             let r = Bm25Retriever::new(Lines).with_params(k1, b);
             match r.build_index(&garden()) {
-                Err(Error::Config(msg)) => {
-                    assert!(msg.contains("k1") && msg.contains("b"), "{msg}")
+                Err(Error::Setting(s)) => {
+                    assert_eq!((s.component.as_str(), s.setting.as_str()), ("bm25", wrong));
+                    assert!(
+                        s.to_string().starts_with(&format!("bm25: {wrong} must be")),
+                        "{s}"
+                    )
                 }
                 other => panic!("k1={k1}, b={b}: {other:?}"),
             }

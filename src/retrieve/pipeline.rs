@@ -157,9 +157,9 @@ impl Pipeline {
 
     async fn check_indexed(&self) -> Result<()> {
         if self.indexed.lock().await.is_none() {
-            return Err(Error::Config(
-                "the pipeline has no index yet: call `index` with the corpus first".into(),
-            ));
+            return Err(Error::NotIndexed {
+                retriever: self.describe(),
+            });
         }
         Ok(())
     }

@@ -209,10 +209,14 @@ pub async fn serve(
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| Error::Config(format!("cannot listen on {addr}: {e}")))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| Error::Config(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|source| Error::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| Error::Listen {
+        addr: addr.to_string(),
+        source,
+    })?;
     ready(bound);
     let app = router(store, labels).layer(axum::middleware::from_fn(loopback_hosts_only));
     let mut http = hyper::server::conn::http1::Builder::new();

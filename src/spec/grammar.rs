@@ -6,7 +6,7 @@
 
 use super::components::{Component, Kind};
 use super::registry::did_you_mean;
-use crate::error::{Error, Result};
+use crate::error::{Fault, Result};
 use std::fmt;
 
 /// A parsed component spec: a component name and its `key=value` settings in the
@@ -84,18 +84,13 @@ impl Spec {
             p.skip_blanks();
             match p.peek() {
                 None => Ok(spec),
-                Some(c) => Err(format!(
+                Some(c) => Err(Fault::new(format!(
                     "unexpected `{c}` at character {}",
                     text[..p.pos].chars().count() + 1
-                )),
+                ))),
             }
         });
-        result.map_err(|m| {
-            Error::Config(format!(
-                "{kind} spec `{}`: {m}",
-                crate::redact::redact_url(text)
-            ))
-        })
+        result.map_err(|f| f.in_spec(kind.as_str(), text).into())
     }
 
     /// The component's name, e.g. `openai`.
@@ -130,23 +125,24 @@ impl Spec {
     }
 
     /// The value of `key` as a whole number.
-    pub(crate) fn whole(&self, key: &str) -> std::result::Result<Option<usize>, String> {
+    pub(crate) fn whole(&self, key: &str) -> std::result::Result<Option<usize>, Fault> {
         self.text(key)
             .map(|v| {
-                v.parse::<usize>()
-                    .map_err(|_| format!("`{key}` must be a whole number, got `{v}`"))
+                v.parse::<usize>().map_err(|_| {
+                    Fault::key(key, format!("`{key}` must be a whole number, got `{v}`"))
+                })
             })
             .transpose()
     }
 
     /// The value of `key` as a number.
-    pub(crate) fn number(&self, key: &str) -> std::result::Result<Option<f64>, String> {
+    pub(crate) fn number(&self, key: &str) -> std::result::Result<Option<f64>, Fault> {
         self.text(key)
             .map(|v| {
                 v.parse::<f64>()
                     .ok()
                     .filter(|x| x.is_finite())
-                    .ok_or_else(|| format!("`{key}` must be a number, got `{v}`"))
+                    .ok_or_else(|| Fault::key(key, format!("`{key}` must be a number, got `{v}`")))
             })
             .transpose()
     }
@@ -161,8 +157,9 @@ impl Spec {
         )),
         allow(dead_code)
     )]
-    pub(crate) fn required(&self, key: &str) -> std::result::Result<&str, String> {
-        self.text(key).ok_or_else(|| format!("`{key}` is required"))
+    pub(crate) fn required(&self, key: &str) -> std::result::Result<&str, Fault> {
+        self.text(key)
+            .ok_or_else(|| Fault::key(key, format!("`{key}` is required")))
     }
 
     fn write_params(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -235,7 +232,7 @@ struct Parser<'a> {
     pos: usize,
 }
 
-type Parsed<T> = std::result::Result<T, String>;
+type Parsed<T> = std::result::Result<T, Fault>;
 
 impl Parser<'_> {
     fn peek(&self) -> Option<char> {
@@ -260,7 +257,7 @@ impl Parser<'_> {
             self.bump();
             Ok(())
         } else {
-            Err(format!("`(` of {what} is never closed"))
+            Err(Fault::new(format!("`(` of {what} is never closed")))
         }
     }
 
@@ -285,7 +282,7 @@ impl Parser<'_> {
         let components = kind.components();
         let Some(component) = components.iter().find(|c| c.name == name).copied() else {
             let names: Vec<&str> = components.iter().map(|c| c.name).collect();
-            return Err(if name.is_empty() {
+            return Err(Fault::new(if name.is_empty() {
                 format!("no {kind} named; known: {}", names.join(", "))
             } else {
                 format!(
@@ -293,7 +290,7 @@ impl Parser<'_> {
                     did_you_mean(name, &names),
                     names.join(", ")
                 )
-            });
+            }));
         };
         let mut spec = Spec::new(name);
         match self.peek() {
@@ -346,7 +343,7 @@ impl Parser<'_> {
                     // A trailing comma.
                     return Ok(());
                 }
-                return Err(format!("`{key}` is not key=value"));
+                return Err(Fault::key(key, format!("`{key}` is not key=value")));
             }
             // The first key after `name:` is the component's own, whoever else has it.
             if !leading && outer.iter().any(|o| o.key(key).is_some()) {
@@ -357,7 +354,7 @@ impl Parser<'_> {
                 return Err(unknown_key(component, key, outer));
             };
             if spec.get(key).is_some() {
-                return Err(format!("key `{key}` given twice"));
+                return Err(Fault::key(key, format!("key `{key}` given twice")));
             }
             self.bump();
             let value = match k.nested {
@@ -369,7 +366,7 @@ impl Parser<'_> {
                     enclosing.push(component);
                     Value::Spec(
                         self.component(kind, &enclosing)
-                            .map_err(|m| format!("`{key}`: {m}"))?,
+                            .map_err(|f| f.within(key))?,
                     )
                 }
                 None => Value::Text(self.text(key)?),
@@ -386,7 +383,7 @@ impl Parser<'_> {
             let mut out = String::new();
             loop {
                 match self.peek() {
-                    None => return Err(format!("the quoted value of `{key}` is never closed")),
+                    None => return Err(never_closed(key)),
                     Some('"') => {
                         self.bump();
                         return Ok(out);
@@ -398,9 +395,7 @@ impl Parser<'_> {
                                 out.push(c);
                                 self.bump();
                             }
-                            None => {
-                                return Err(format!("the quoted value of `{key}` is never closed"))
-                            }
+                            None => return Err(never_closed(key)),
                         }
                     }
                     Some(c) => {
@@ -424,13 +419,17 @@ impl Parser<'_> {
         }
         let value = self.src[start..self.pos].trim();
         if value.is_empty() {
-            return Err(format!("`{key}` has no value"));
+            return Err(Fault::key(key, format!("`{key}` has no value")));
         }
         Ok(value.to_owned())
     }
 }
 
-fn unknown_key(component: &Component, key: &str, outer: &[&'static Component]) -> String {
+fn never_closed(key: &str) -> Fault {
+    Fault::key(key, format!("the quoted value of `{key}` is never closed"))
+}
+
+fn unknown_key(component: &Component, key: &str, outer: &[&'static Component]) -> Fault {
     let keys: Vec<&str> = component.keys.iter().map(|k| k.name).collect();
     let mut hint = did_you_mean(key, &keys);
     if hint.is_empty() {
@@ -450,8 +449,11 @@ fn unknown_key(component: &Component, key: &str, outer: &[&'static Component]) -
     } else {
         keys.join(", ")
     };
-    format!(
-        "unknown key `{key}` for `{}`{hint}; keys: {list}",
-        component.name
+    Fault::key(
+        key,
+        format!(
+            "unknown key `{key}` for `{}`{hint}; keys: {list}",
+            component.name
+        ),
     )
 }

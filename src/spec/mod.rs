@@ -77,7 +77,7 @@ mod registry;
 
 pub use components::{Component, Key, Kind, CHUNKER_NAMES};
 pub use grammar::{Spec, Value};
-pub(crate) use registry::{builder, message};
+pub(crate) use registry::builder;
 pub use registry::{help, help_for};
 
 #[cfg(test)]

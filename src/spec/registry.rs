@@ -1,6 +1,7 @@
 //! The help text made from the component tables, and what the builders share.
 
 use super::components::Kind;
+use crate::error::Fault;
 
 /// The builder of `spec`'s component from `builders` (name → function): fails when the
 /// component's feature is not compiled in. The parser has already checked that it exists.
@@ -8,29 +9,20 @@ pub(crate) fn builder<B: Copy>(
     kind: Kind,
     builders: &[(&str, B)],
     name: &str,
-) -> std::result::Result<B, String> {
+) -> std::result::Result<B, Fault> {
     let info = kind
         .components()
         .into_iter()
         .find(|c| c.name == name)
-        .ok_or_else(|| format!("unknown {kind} `{name}`"))?;
+        .ok_or_else(|| Fault::new(format!("unknown {kind} `{name}`")))?;
     if !info.enabled {
-        return Err(info.missing_feature());
+        return Err(Fault::new(info.missing_feature()));
     }
     builders
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, b)| *b)
-        .ok_or_else(|| format!("the {kind} `{name}` has no builder"))
-}
-
-/// The message of a builder's error, without the "invalid configuration: " every
-/// configuration error starts with (the spec's own error says it once).
-pub(crate) fn message(e: crate::Error) -> String {
-    match e {
-        crate::Error::Config(m) => m,
-        other => other.to_string(),
-    }
+        .ok_or_else(|| Fault::new(format!("the {kind} `{name}` has no builder")))
 }
 
 /// ` (did you mean `x`?)` when a candidate is close, else nothing.

@@ -46,16 +46,18 @@ impl fmt::Display for Correction {
 }
 
 impl FromStr for Correction {
-    type Err = String;
+    type Err = crate::Error;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
         match s {
             "none" => Ok(Correction::None),
             "bonferroni" => Ok(Correction::Bonferroni),
             "holm" => Ok(Correction::Holm),
-            _ => Err(format!(
-                "unknown correction `{s}` (expected none, bonferroni or holm)"
-            )),
+            _ => Err(crate::Error::Unknown {
+                what: "correction",
+                given: s.to_owned(),
+                known: "expected none, bonferroni or holm".into(),
+            }),
         }
     }
 }
@@ -116,10 +118,13 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for c in [Correction::None, Correction::Bonferroni, Correction::Holm] {
-            assert_eq!(c.as_str().parse::<Correction>(), Ok(c));
+            assert_eq!(c.as_str().parse::<Correction>().unwrap(), c);
             assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{c}\""));
         }
-        assert!("sidak".parse::<Correction>().unwrap_err().contains("sidak"));
+        assert_eq!(
+            "sidak".parse::<Correction>().unwrap_err().to_string(),
+            "invalid configuration: unknown correction `sidak` (expected none, bonferroni or holm)"
+        );
     }
 
     proptest::proptest! {

@@ -3,7 +3,7 @@
 use super::{check_embeddings, check_lengths, check_vector, normalised, VectorStore};
 use crate::chunk::{rank, PositionAwareChunk, PositionAwareChunkId, RetrievedChunk};
 use crate::corpus::Metadata;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 use crate::http::{HttpClient, HttpConfig, HttpStats};
 use futures_util::lock::Mutex;
 use serde::{Deserialize, Serialize};
@@ -314,9 +314,8 @@ impl ChromaStore {
         // `get_or_create` returns an existing collection as it is, whatever was asked for.
         let space = answer.space();
         if space != "cosine" {
-            return Err(Error::Config(format!(
-                "chroma collection `{}` ({}/{}) measures `{space}` distance, not cosine: delete it or use another name",
-                self.collection, self.tenant, self.database
+            return Err(self.config(format!(
+                "the collection measures `{space}` distance, not cosine: delete it or use another name"
             )));
         }
         let c = Collection {
@@ -710,10 +709,13 @@ impl ChromaStore {
     }
 
     fn config(&self, message: String) -> Error {
-        Error::Config(format!(
-            "chroma store `{}` ({}/{}): {message}",
-            self.collection, self.tenant, self.database
-        ))
+        Error::Store {
+            store: format!(
+                "chroma store `{}` ({}/{})",
+                self.collection, self.tenant, self.database
+            ),
+            message,
+        }
     }
 }
 
@@ -729,9 +731,13 @@ fn check_name(what: &str, name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Config(format!(
-            "chroma {what} name `{name}` must have 3 to 512 characters from [a-zA-Z0-9._-], starting and ending with a letter or digit"
-        )))
+        Err(SettingError::new(
+            "chroma store",
+            format!("{what} name"),
+            format!("`{name}`"),
+            "must have 3 to 512 characters from [a-zA-Z0-9._-], starting and ending with a letter or digit",
+        )
+        .into())
     }
 }
 
@@ -754,11 +760,9 @@ fn chunk_metadata(chunk: &PositionAwareChunk) -> Result<Map<String, Value>> {
     m.insert(START_KEY.into(), chunk.start().into());
     m.insert(END_KEY.into(), chunk.end().into());
     if !chunk.metadata.is_empty() {
-        let text = serde_json::to_string(&chunk.metadata).map_err(|e| {
-            Error::Config(format!(
-                "metadata of chunk `{}` cannot be written as JSON: {e}",
-                chunk.id
-            ))
+        let text = serde_json::to_string(&chunk.metadata).map_err(|source| Error::Json {
+            what: format!("the metadata of chunk `{}`", chunk.id),
+            source,
         })?;
         m.insert(METADATA_KEY.into(), text.into());
     }
@@ -869,7 +873,7 @@ mod tests {
             .unwrap()
             .with_database("d")
             .unwrap_err();
-        assert!(err.to_string().contains("database name `d`"), "{err}");
+        assert!(err.to_string().contains("database name must have 3 to 512 characters from [a-zA-Z0-9._-], starting and ending with a letter or digit, got `d`"), "{err}");
     }
 
     #[test]

@@ -314,7 +314,10 @@ fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
 }
 
 fn config(message: String) -> Error {
-    Error::Config(format!("in-memory vector store: {message}"))
+    Error::Store {
+        store: "in-memory vector store".into(),
+        message,
+    }
 }
 
 /// One search's inputs, shared by its threads.

@@ -1,7 +1,7 @@
 //! Settings of a generation run.
 
 use super::{check_mix, Difficulty, FewShot, Prompts};
-use crate::error::{Error, Result};
+use crate::error::{Result, SettingError};
 use crate::llm::{ChatMessage, ChatRequest};
 use std::collections::BTreeMap;
 
@@ -101,50 +101,66 @@ impl Default for GenerateConfig {
 impl GenerateConfig {
     /// Checks that the settings make sense together.
     pub fn validate(&self) -> Result<()> {
-        let bad = |m: String| Err(Error::Config(m));
+        let bad = |setting: &str, value: &dyn std::fmt::Display, expected: String| {
+            Err(SettingError::new("generation", setting, value, expected).into())
+        };
         if self.window_chars < 100 {
-            return bad(format!(
-                "window_chars is {}; a window needs at least 100 characters",
-                self.window_chars
-            ));
+            return bad(
+                "window_chars",
+                &self.window_chars,
+                "must be at least 100 (characters of a window)".into(),
+            );
         }
         if self.window_overlap * 2 > self.window_chars {
-            return bad(format!(
-                "window_overlap {} is more than half of window_chars {}",
-                self.window_overlap, self.window_chars
-            ));
+            return bad(
+                "window_overlap",
+                &self.window_overlap,
+                format!(
+                    "must be at most half of window_chars ({})",
+                    self.window_chars
+                ),
+            );
         }
         if self.min_excerpt_chars > self.max_excerpt_chars {
-            return bad(format!(
-                "min_excerpt_chars {} exceeds max_excerpt_chars {}",
-                self.min_excerpt_chars, self.max_excerpt_chars
-            ));
+            return bad(
+                "min_excerpt_chars",
+                &self.min_excerpt_chars,
+                format!(
+                    "must be at most max_excerpt_chars ({})",
+                    self.max_excerpt_chars
+                ),
+            );
         }
         if !(0.0..=1.0).contains(&self.fuzzy_threshold) {
-            return bad(format!(
-                "fuzzy_threshold {} is outside [0, 1]",
-                self.fuzzy_threshold
-            ));
+            return bad(
+                "fuzzy_threshold",
+                &self.fuzzy_threshold,
+                "must be in [0, 1]".into(),
+            );
         }
         if let Some(t) = self.dedup_threshold {
             if !(-1.0..=1.0).contains(&t) {
-                return bad(format!("dedup_threshold {t} is outside [-1, 1]"));
+                return bad("dedup_threshold", &t, "must be in [-1, 1]".into());
             }
         }
         if let Some(t) = self.temperature {
             // NaN would be sent as JSON `null`, silently keeping the server's default.
             if !t.is_finite() || !(0.0..=2.0).contains(&t) {
-                return bad(format!("temperature {t} is outside [0, 2]"));
+                return bad("temperature", &t, "must be in [0, 2]".into());
             }
         }
         if let Some(mix) = &self.difficulty_mix {
             check_mix(mix)?;
         }
         if self.max_tokens == Some(0) {
-            return bad("max_tokens is 0; the model could not answer".into());
+            return bad(
+                "max_tokens",
+                &0,
+                "must be at least 1 (the model could not answer)".into(),
+            );
         }
         if self.context_tokens == Some(0) {
-            return bad("context_tokens is 0".into());
+            return bad("context_tokens", &0, "must be at least 1".into());
         }
         Ok(())
     }
@@ -211,21 +227,21 @@ mod tests {
                     temperature: Some(f32::NAN),
                     ..ok.clone()
                 },
-                "temperature NaN",
+                "temperature must be in [0, 2], got NaN",
             ),
             (
                 GenerateConfig {
                     temperature: Some(2.5),
                     ..ok.clone()
                 },
-                "temperature 2.5",
+                "temperature must be in [0, 2], got 2.5",
             ),
             (
                 GenerateConfig {
                     difficulty_mix: Some(BTreeMap::from([(Difficulty::Factual, 0.5)])),
                     ..ok.clone()
                 },
-                "sum to 0.5",
+                "must sum to 1, got factual=0.5 = 0.5",
             ),
         ];
         for (c, name) in cases {

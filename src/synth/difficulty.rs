@@ -1,6 +1,6 @@
 //! How hard a question is, and the share of each difficulty a run aims for.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -55,10 +55,10 @@ impl FromStr for Difficulty {
         Difficulty::ALL
             .into_iter()
             .find(|d| d.as_str().eq_ignore_ascii_case(t))
-            .ok_or_else(|| {
-                Error::Config(format!(
-                    "unknown difficulty `{t}` (expected factual, analytical, inferential or paraphrased)"
-                ))
+            .ok_or_else(|| Error::Unknown {
+                what: "difficulty",
+                given: t.to_owned(),
+                known: "expected factual, analytical, inferential or paraphrased".into(),
             })
     }
 }
@@ -70,19 +70,30 @@ pub fn parse_mix(s: &str) -> Result<BTreeMap<Difficulty, f64>> {
     let mut mix = BTreeMap::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, share) = part.split_once('=').ok_or_else(|| {
-            Error::Config(format!(
-                "difficulty mix entry `{part}` is not `difficulty=share`"
-            ))
+            SettingError::new(
+                "difficulty mix",
+                "entry",
+                format!("`{part}`"),
+                "is not `difficulty=share`",
+            )
         })?;
         let d: Difficulty = name.parse()?;
         let share: f64 = share.trim().parse().map_err(|_| {
-            Error::Config(format!(
-                "difficulty mix entry `{part}`: `{}` is not a number",
-                share.trim()
-            ))
+            SettingError::new(
+                "difficulty mix",
+                format!("the share of `{d}`"),
+                format!("`{}`", share.trim()),
+                "must be a number",
+            )
         })?;
         if mix.insert(d, share).is_some() {
-            return Err(Error::Config(format!("difficulty mix names `{d}` twice")));
+            return Err(SettingError::new(
+                "difficulty mix",
+                format!("`{d}`"),
+                format!("a second share ({share})"),
+                "must be named once",
+            )
+            .into());
         }
     }
     check_mix(&mix)?;
@@ -97,9 +108,13 @@ pub const MIX_SUM_TOLERANCE: f64 = 1e-3;
 /// forgotten entry) are refused rather than silently rescaled: the user sees the sum.
 pub(crate) fn check_mix(mix: &BTreeMap<Difficulty, f64>) -> Result<()> {
     if let Some((d, s)) = mix.iter().find(|(_, s)| !s.is_finite() || **s < 0.0) {
-        return Err(Error::Config(format!(
-            "difficulty mix: share {s} of `{d}` is not a non-negative number"
-        )));
+        return Err(SettingError::new(
+            "difficulty mix",
+            format!("the share of `{d}`"),
+            s,
+            "must be a non-negative number",
+        )
+        .into());
     }
     let sum: f64 = mix.values().sum();
     // The margin keeps the boundary itself (0.999) on the accepted side despite rounding.
@@ -107,10 +122,13 @@ pub(crate) fn check_mix(mix: &BTreeMap<Difficulty, f64>) -> Result<()> {
         let shares: Vec<String> = mix.iter().map(|(d, s)| format!("{d}={s}")).collect();
         // Rounded so that 0.4 + 0.3 reads 0.7, not 0.7000000000000001.
         let shown = (sum * 1e6).round() / 1e6;
-        return Err(Error::Config(format!(
-            "difficulty mix: the shares sum to {shown}, not 1 ({})",
-            shares.join(" + ")
-        )));
+        return Err(SettingError::new(
+            "difficulty mix",
+            "the shares",
+            format!("{} = {shown}", shares.join(" + ")),
+            "must sum to 1",
+        )
+        .into());
     }
     Ok(())
 }
@@ -129,17 +147,23 @@ mod tests {
         assert!(parse_mix("factual=1").is_ok());
         for (bad, msg) in [
             ("factual", "is not `difficulty=share`"),
-            ("factual=x", "`x` is not a number"),
+            (
+                "factual=x",
+                "the share of `factual` must be a number, got `x`",
+            ),
             ("easy=1", "unknown difficulty `easy`"),
-            ("factual=-1", "not a non-negative number"),
-            ("factual=0", "the shares sum to 0, not 1 (factual=0)"),
+            ("factual=-1", "must be a non-negative number, got -1"),
+            ("factual=0", "the shares must sum to 1, got factual=0 = 0"),
             (
                 "factual=0.4,analytical=0.3",
-                "the shares sum to 0.7, not 1 (factual=0.4 + analytical=0.3)",
+                "the shares must sum to 1, got factual=0.4 + analytical=0.3 = 0.7",
             ),
-            ("factual=4,analytical=6", "the shares sum to 10, not 1"),
-            ("factual=0.5,inferential=0.51", "sum to 1.01, not 1"),
-            ("factual=1,factual=2", "names `factual` twice"),
+            (
+                "factual=4,analytical=6",
+                "must sum to 1, got factual=4 + analytical=6 = 10",
+            ),
+            ("factual=0.5,inferential=0.51", "= 1.01"),
+            ("factual=1,factual=2", "`factual` must be named once"),
         ] {
             let e = parse_mix(bad).unwrap_err().to_string();
             assert!(e.contains(msg), "{bad}: {e}");

@@ -225,9 +225,12 @@ impl ResumableOutput {
         match progress.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::Config(format!(
+                return Err(Error::File {
+ path: path.clone(),
+ message: format!(
                     "another process is writing `{path}` (its progress file `{progress_path}` is locked)"
-                )))
+                ),
+ })
             }
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(Error::io("lock", progress_path.as_path(), e))
@@ -269,11 +272,14 @@ impl ResumableOutput {
                 if !progress_existed {
                     let _ = std::fs::remove_file(&out.progress_path);
                 }
-                return Err(Error::Config(format!(
-                    "`{}` exists and has no progress file `{}`, so it was not written by a \
+                return Err(Error::File {
+                    path: out.path.clone(),
+                    message: format!(
+                        "`{}` exists and has no progress file `{}`, so it was not written by a \
                      generation run; choose another output or delete it",
-                    out.path, out.progress_path
-                )));
+                        out.path, out.progress_path
+                    ),
+                });
             }
             out.progress
                 .set_len(0)
@@ -289,11 +295,14 @@ impl ResumableOutput {
             });
         };
         if let Some(why) = header.mismatch(started) {
-            return Err(Error::Config(format!(
+            return Err(Error::File {
+                path: out.path.clone(),
+                message: format!(
                 "cannot continue `{}`: {why}; run with the same settings to continue, or choose \
                  another output",
                 out.path
-            )));
+            ),
+            });
         }
         out.header = started.clone();
         let data_len = data_len.unwrap_or(0);
@@ -307,10 +316,13 @@ impl ResumableOutput {
         for line in &rest[..kept] {
             match line {
                 ProgressLine::Start(_) => {
-                    return Err(Error::Config(format!(
-                        "`{}` has a second `start` line; it is damaged",
-                        out.progress_path
-                    )))
+                    return Err(Error::File {
+                        path: out.progress_path.clone(),
+                        message: format!(
+                            "`{}` has a second `start` line; it is damaged",
+                            out.progress_path
+                        ),
+                    })
                 }
                 ProgressLine::Document(r) => out.record(r.clone()),
                 ProgressLine::Finished(f) => {
@@ -324,11 +336,14 @@ impl ResumableOutput {
             out.finished = None;
         }
         if data_len < out.end {
-            return Err(Error::Config(format!(
+            return Err(Error::File {
+                path: out.path.clone(),
+                message: format!(
                 "`{}` is {data_len} bytes long but its progress file records {} bytes of rows; \
                  it was changed by something else, so the run cannot continue",
                 out.path, out.end
-            )));
+            ),
+            });
         }
         if data_len > out.end {
             out.data

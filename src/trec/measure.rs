@@ -1,6 +1,6 @@
 //! trec_eval's measures: names, cut-offs and the value of each for one query.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SettingError};
 use crate::metrics::{
     average_precision, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank, Grade,
 };
@@ -80,20 +80,31 @@ impl Measure {
             "ndcg" if name.contains('@') => Some(Measure::Ndcg),
             "ndcg" if own.is_empty() => return Ok(vec![Measure::NdcgFull]),
             "ndcg" => {
-                return Err(Error::Config(format!(
-                    "measure `{name}`: trec_eval's `ndcg` is over the whole ranking and takes no cut-off; nDCG at a cut-off is `ndcg_cut` (`ndcg_cut.{}`)",
-                    own.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
-                )))
+                let own = own
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                return Err(SettingError::new(
+                    format!("measure `{name}`"),
+                    "cut-off",
+                    &own,
+                    format!("is not taken: trec_eval's `ndcg` is over the whole ranking and takes no cut-off; nDCG at a cut-off is `ndcg_cut` (`ndcg_cut.{own}`)"),
+                )
+                .into());
             }
             "recip_rank" | "mrr" => return Ok(vec![Measure::ReciprocalRank]),
             "map" => return Ok(vec![Measure::AveragePrecision]),
             _ => None,
         };
         let Some(make) = at_k else {
-            return Err(Error::Config(format!(
-                "unknown measure `{name}` (known: P, recall, ndcg_cut, ndcg, recip_rank, map, \
-                 with cut-offs as in `P.5,10` or `P_5`)"
-            )));
+            return Err(Error::Unknown {
+                what: "measure",
+                given: name.to_owned(),
+                known: "known: P, recall, ndcg_cut, ndcg, recip_rank, map, with cut-offs as in \
+                        `P.5,10` or `P_5`"
+                    .into(),
+            });
         };
         let chosen: Vec<usize> = match (own.is_empty(), cutoffs.is_empty()) {
             (false, _) => own,
@@ -101,9 +112,13 @@ impl Measure {
             (true, true) => Self::DEFAULT_CUTOFFS.to_vec(),
         };
         if chosen.contains(&0) {
-            return Err(Error::Config(format!(
-                "measure `{name}`: cut-offs must be at least 1"
-            )));
+            return Err(SettingError::new(
+                format!("measure `{name}`"),
+                "cut-offs",
+                0,
+                "must be at least 1",
+            )
+            .into());
         }
         let mut out: Vec<Measure> = Vec::with_capacity(chosen.len());
         for k in chosen {
@@ -172,8 +187,11 @@ impl fmt::Display for Measure {
 /// Splits `P.5,10`, `P_5` and `precision@5` into the base name and its cut-offs.
 fn split_cutoffs(name: &str) -> Result<(&str, Vec<usize>)> {
     let bad = |list: &str| {
-        Error::Config(format!(
-            "measure `{name}`: cut-offs `{list}` are not positive integers"
+        Error::from(SettingError::new(
+            format!("measure `{name}`"),
+            "cut-offs",
+            format!("`{list}`"),
+            "must be positive integers",
         ))
     };
     let parse_list = |list: &str| -> Result<Vec<usize>> {

@@ -931,7 +931,7 @@ fn errors_are_one_line_naming_what_failed() {
     ]);
     let e = fails(&partial);
     assert!(
-        e.contains("the shares sum to 0.7, not 1 (factual=0.4 + analytical=0.3)"),
+        e.contains("the shares must sum to 1, got factual=0.4 + analytical=0.3 = 0.7"),
         "{e}"
     );
     assert!(!dir.path().join("p.jsonl").exists(), "{e}");
