@@ -870,9 +870,9 @@ mod tests {
         );
         assert_eq!(run.dataset.path, "examples/data/questions.jsonl");
         assert_eq!(run.corpus.as_ref().unwrap().documents, 12);
-        assert_eq!(run.result, *Case::new(spec()).outcome().unwrap());
-        assert_eq!(run.config.k, Some(3));
+        assert_eq!(run.result.k, Some(3));
         assert_eq!(run.timings_ms.len(), 3);
+        assert_eq!(run.into_result(), *Case::new(spec()).outcome().unwrap());
     }
 
     /// The scope of the `windows` case in a process run with `args`.

@@ -634,7 +634,10 @@ fn answer_bars(case: &Case, id: &str, e: &answers::Explained) -> Result<(), Fail
 
 /// The retriever's description a case's result records.
 fn retriever_of(o: &Outcome) -> &str {
-    o.config.as_ref().map_or("", |c| c.retriever.as_str())
+    o.config
+        .as_ref()
+        .and_then(|c| c.retriever.as_deref())
+        .unwrap_or("")
 }
 
 /// A pending `.snap.new` left by an earlier run is stale once the baseline on disk holds this
