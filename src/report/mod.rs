@@ -26,15 +26,13 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
-mod bar;
-
 mod html;
 mod junit;
 mod markdown;
 mod stats;
 mod svg;
 
-pub use bar::{Bar, Bound};
+pub use crate::metrics::{Bar, Bound};
 #[cfg(feature = "serve")]
 pub use stats::Interval;
 
