@@ -55,7 +55,7 @@
 //!
 //! # Guides and reference
 //!
-//! [`guide`] holds the guides and [`reference`] the command reference, the command-line help,
+//! [`guide`] holds the guides and [`reference`](mod@reference) the command reference, the command-line help,
 //! the metric table and the features; both are the Markdown files of the repository's `docs/`
 //! folder, and their Rust examples are compiled and run as tests.
 //!
@@ -82,10 +82,10 @@ pub mod dataset;
 pub mod digest;
 mod doc_id;
 pub mod embed;
-pub mod error;
+mod error;
 mod escape;
 pub mod eval;
-pub mod fs;
+mod fs;
 pub mod generator;
 pub mod harness;
 #[cfg(feature = "http")]
@@ -98,7 +98,7 @@ pub mod level;
 pub mod llm;
 pub mod locate;
 pub mod metrics;
-pub mod redact;
+mod redact;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod rerank;

@@ -17,7 +17,7 @@
 //! |---|---|
 //! | `rw` (default) | answer from the cache, call the provider on a miss and record the result |
 //! | `off` | no file is opened; every request goes to the provider |
-//! | `replay` | answer from the cache only; a miss is an error ([`Error::CacheMiss`]) naming the provider, the model and the input, so an offline CI run cannot silently call out |
+//! | `replay` | answer from the cache only; a miss is an error ([`Error::CacheMiss`](crate::Error::CacheMiss)) naming the provider, the model and the input, so an offline CI run cannot silently call out |
 //!
 //! The file is `RAG_EVAL_CACHE_PATH` if set, else the path given in code, else
 //! [`DEFAULT_PATH`] (`target/rag-eval-cache.sqlite`, relative to the current directory, which

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 /// Environment variable holding the [`CacheMode`]: `rw`, `off` or `replay`.
 pub const MODE_ENV: &str = "RAG_EVAL_CACHE";
-/// Whether and how a [`Cache`] is used.
+/// Whether and how a [`Cache`](super::Cache) is used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum CacheMode {
     /// Read hits, record misses (`rw`).

@@ -87,7 +87,7 @@ pub struct EntryCounts {
 }
 
 /// A cache file opened in some [`CacheMode`]. Share it between embedders and chat clients with
-/// an `Arc`; see the [module docs](self).
+/// an `Arc`; see the [module docs](crate::cache).
 pub struct Cache {
     path: Utf8PathBuf,
     mode: CacheMode,

@@ -67,52 +67,33 @@ pub trait Embedder: Send + Sync {
 // Shared and boxed embedders are embedders, so wrappers such as
 // `BatchingEmbedder<Arc<dyn Embedder>>` compose. `embed_query` is forwarded too: a model's own
 // query encoding must survive the indirection.
-#[async_trait::async_trait]
-impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn spec(&self) -> String {
-        (**self).spec()
-    }
-    fn dimension(&self) -> usize {
-        (**self).dimension()
-    }
-    fn preferred_batch_size(&self) -> Option<usize> {
-        (**self).preferred_batch_size()
-    }
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        (**self).embed(texts).await
-    }
-    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
-        (**self).embed_query(query).await
-    }
-    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
-        (**self).embed_queries(queries).await
-    }
+macro_rules! forward_embedder {
+    ($($pointer:ident)::+) => {
+        #[async_trait::async_trait]
+        impl<E: Embedder + ?Sized> Embedder for $($pointer)::+<E> {
+            fn name(&self) -> String {
+                (**self).name()
+            }
+            fn spec(&self) -> String {
+                (**self).spec()
+            }
+            fn dimension(&self) -> usize {
+                (**self).dimension()
+            }
+            fn preferred_batch_size(&self) -> Option<usize> {
+                (**self).preferred_batch_size()
+            }
+            async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+                (**self).embed(texts).await
+            }
+            async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+                (**self).embed_query(query).await
+            }
+            async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+                (**self).embed_queries(queries).await
+            }
+        }
+    };
 }
-
-#[async_trait::async_trait]
-impl<E: Embedder + ?Sized> Embedder for Box<E> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn spec(&self) -> String {
-        (**self).spec()
-    }
-    fn dimension(&self) -> usize {
-        (**self).dimension()
-    }
-    fn preferred_batch_size(&self) -> Option<usize> {
-        (**self).preferred_batch_size()
-    }
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        (**self).embed(texts).await
-    }
-    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
-        (**self).embed_query(query).await
-    }
-    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
-        (**self).embed_queries(queries).await
-    }
-}
+forward_embedder!(std::sync::Arc);
+forward_embedder!(Box);

@@ -21,7 +21,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
-/// An experiment to upload; see the [module docs](self).
+/// An experiment to upload; see the [module docs](crate::langsmith).
 ///
 /// ```no_run
 /// # async fn f(result: rag_eval::eval::EvaluationResult) -> rag_eval::Result<()> {
@@ -128,7 +128,7 @@ impl Experiment {
         Utf8Path::new("target/rag-eval-langsmith").join(format!("{safe}.jsonl"))
     }
 
-    /// Uploads `result` (see the [module docs](self)). On failure, what was acknowledged stays
+    /// Uploads `result` (see the [module docs](crate::langsmith)). On failure, what was acknowledged stays
     /// in the journal and the same call continues from there.
     pub async fn upload(
         &self,

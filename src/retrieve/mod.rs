@@ -83,68 +83,43 @@ pub trait Retriever<L: Level>: Send + Sync {
     }
 }
 
-#[async_trait::async_trait]
-impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Box<R> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn spec(&self) -> String {
-        (**self).spec()
-    }
-    fn chunker(&self) -> Option<String> {
-        (**self).chunker()
-    }
-    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
-        (**self).chunker_object()
-    }
-    fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
-        (**self).indexed_spans()
-    }
-    async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
-        (**self).index(corpus).await
-    }
-    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
-        (**self).retrieve(query, k).await
-    }
-    async fn retrieve_many(
-        &self,
-        queries: &[&str],
-        k: usize,
-        concurrency: usize,
-    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
-        (**self).retrieve_many(queries, k, concurrency).await
-    }
+// Boxed and shared retrievers are retrievers, with every method forwarded (a retriever's own
+// batching and chunker must survive the indirection).
+macro_rules! forward_retriever {
+    ($pointer:ident) => {
+        #[async_trait::async_trait]
+        impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for $pointer<R> {
+            fn name(&self) -> String {
+                (**self).name()
+            }
+            fn spec(&self) -> String {
+                (**self).spec()
+            }
+            fn chunker(&self) -> Option<String> {
+                (**self).chunker()
+            }
+            fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
+                (**self).chunker_object()
+            }
+            fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
+                (**self).indexed_spans()
+            }
+            async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
+                (**self).index(corpus).await
+            }
+            async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
+                (**self).retrieve(query, k).await
+            }
+            async fn retrieve_many(
+                &self,
+                queries: &[&str],
+                k: usize,
+                concurrency: usize,
+            ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+                (**self).retrieve_many(queries, k, concurrency).await
+            }
+        }
+    };
 }
-
-#[async_trait::async_trait]
-impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Arc<R> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn spec(&self) -> String {
-        (**self).spec()
-    }
-    fn chunker(&self) -> Option<String> {
-        (**self).chunker()
-    }
-    fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
-        (**self).chunker_object()
-    }
-    fn indexed_spans(&self) -> Option<Vec<CharSpan>> {
-        (**self).indexed_spans()
-    }
-    async fn index(&self, corpus: &Arc<Corpus>) -> Result<()> {
-        (**self).index(corpus).await
-    }
-    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<RetrievedChunk>> {
-        (**self).retrieve(query, k).await
-    }
-    async fn retrieve_many(
-        &self,
-        queries: &[&str],
-        k: usize,
-        concurrency: usize,
-    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
-        (**self).retrieve_many(queries, k, concurrency).await
-    }
-}
+forward_retriever!(Box);
+forward_retriever!(Arc);

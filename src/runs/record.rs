@@ -86,7 +86,7 @@ pub struct RunRecord {
 pub struct DatasetInfo {
     /// The path as given (TREC scoring: the qrels file).
     pub path: String,
-    /// The content hash ([`dataset_hash`](super::dataset_hash); TREC: of the qrels file), the
+    /// The content hash ([`dataset_hash`](crate::eval::Evaluation::dataset_hash); TREC: of the qrels file), the
     /// key that says two runs are comparable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,

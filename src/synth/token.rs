@@ -17,7 +17,7 @@ use serde_json::Value;
 
 /// Generates token-level examples: per document, the model writes questions and copies the
 /// passages that answer them; each passage is located in the document
-/// ([`locate`](super::locate)) and becomes a character span whose recorded text is the corpus
+/// ([`locate`](crate::locate)) and becomes a character span whose recorded text is the corpus
 /// text at that span.
 ///
 /// A document longer than `window_chars` is shown in overlapping windows, its questions shared
