@@ -445,7 +445,7 @@ fn export_import_delete() {
     assert_eq!(
         e.stderr,
         format!(
-            "error: {}:2: run record format 7 is not the one this rag-eval reads (2); upgrade rag-eval\n",
+            "error: {}:2: run record format 7 is not the one this rag-eval reads (3); upgrade rag-eval\n",
             bad.display()
         )
     );
