@@ -4,7 +4,7 @@
 use super::id::RunId;
 use super::provenance::GitInfo;
 use crate::error::{Error, Result};
-use crate::metrics::{Figures, ResultLevel, RunConfig, RunResult, SpanMode};
+use crate::metrics::{Figures, ResultLevel, RunConfig, RunResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -499,7 +499,7 @@ impl RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::QueryResult;
+    use crate::metrics::{QueryResult, SpanMode};
 
     fn sample() -> RunRecord {
         let q = |id: &str, d: Option<&str>, r: f64| QueryResult {
