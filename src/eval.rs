@@ -326,11 +326,9 @@ where
         }
         scores.group_by_difficulty();
         scores.config = Some(RunConfig {
-            retriever: retriever.name(),
-            spec: retriever.spec(),
-            chunker: retriever.chunker(),
-            dataset: self.dataset.source().to_owned(),
-            corpus_documents: self.corpus.len(),
+            dataset: Some(self.dataset.source().to_owned()),
+            corpus_documents: Some(self.corpus.len()),
+            ..RunConfig::of_retriever(retriever.name(), retriever.spec(), retriever.chunker())
         });
         scores.dataset_hash = Some(self.dataset_hash());
         let scored = Instant::now();

@@ -4,7 +4,7 @@
 //! their `.stderr` files, those in `tests/ui/pass/` must compile and run. The other tests read
 //! the case descriptions that the attribute expands to in this file.
 
-use rag_eval::__private::{Bound, Build, CaseSpec, Levels, Mode, Retrievers, Threshold};
+use rag_eval::__private::{Bar, Bound, Build, CaseSpec, Levels, Mode, Retrievers};
 use rag_eval::prelude::*;
 use rag_eval::rag_eval;
 use std::path::{Path, PathBuf};
@@ -152,16 +152,8 @@ fn the_attribute_records_every_key() {
     assert_eq!(
         spec.thresholds,
         [
-            Threshold {
-                metric: "span_recall",
-                bound: Bound::Min,
-                value: 0.5
-            },
-            Threshold {
-                metric: "chunk_precision",
-                bound: Bound::Max,
-                value: 1.0
-            },
+            Bar::fixed("span_recall", Bound::Min, 0.5),
+            Bar::fixed("chunk_precision", Bound::Max, 1.0),
         ]
     );
 

@@ -527,8 +527,90 @@ fn a_format_1_record_reads_with_its_usage_split() {
         (embedding.prompt_tokens, embedding.cost_usd),
         (500, Some(0.01))
     );
-    // Written back, it is a format-2 record that reads as itself.
+    // Its settings and its result's configuration are one `config`.
+    let spec = "bm25:chunker=recursive(size=400,overlap=0,length=chars,separators=langchain),k1=1.2,b=0.75";
+    assert_eq!(run.config.spec.as_deref(), Some(spec));
+    assert_eq!(
+        run.config.retriever.as_deref(),
+        Some("bm25(k1=1.2,b=0.75) over recursive:size=400,overlap=0,length=chars,separators=langchain")
+    );
+    assert_eq!(run.config.corpus_documents, Some(12));
+    assert_eq!(
+        run.config.extra["cache"],
+        "rw:path=/tmp/tmp.V1tSO1JXri/c.sqlite"
+    );
+    assert_eq!(run.result.config, None);
+    assert_eq!(
+        (run.result.k, run.result.mode.map(|m| m.to_string())),
+        (Some(5), Some("standard".into()))
+    );
+    reads_back_as_itself(&run);
+}
+
+/// `run`, written, is a record of this format that reads back as itself.
+fn reads_back_as_itself(run: &RunRecord) {
     let again = run.to_json();
-    assert!(again.starts_with("{\"format\":2,"), "{again}");
-    assert_eq!(RunRecord::from_json(&again).unwrap(), run);
+    let head = format!("{{\"format\":{},", runs::FORMAT_VERSION);
+    assert!(again.starts_with(&head), "{again}");
+    assert_eq!(&RunRecord::from_json(&again).unwrap(), run);
+}
+
+/// Records written by rag-eval in format 2 (`tests/fixtures/runs/README.md`: an `eval` over a
+/// dense retriever and a `score --answers`) read as this version: same runs and figures, the
+/// record's settings and the result's configuration joined into one `config`, each value as
+/// one of them had it.
+#[test]
+fn format_2_records_read_with_one_configuration() {
+    let text = include_str!("fixtures/runs/format2.jsonl");
+    let runs: Vec<RunRecord> = text
+        .lines()
+        .map(|l| RunRecord::from_json(l).unwrap())
+        .collect();
+    let [eval, score] = &runs[..] else {
+        panic!("two records")
+    };
+    assert_eq!(eval.format, runs::FORMAT_VERSION);
+    assert_eq!(eval.id.to_string(), "01M8CKAT0X1T1MPCTR43DCN5NK");
+    assert_eq!(eval.result.queries, 3);
+    assert_eq!(
+        eval.result.metrics.get("span_recall@5"),
+        Some(0.3333333333333333)
+    );
+    let c = &eval.config;
+    let spec = "dense:chunker=recursive(size=400,overlap=0,length=chars,separators=langchain),embedder=hashing(dim=64,ngrams=2),store=memory";
+    assert_eq!(c.spec.as_deref(), Some(spec));
+    assert_eq!(
+        c.retriever.as_deref(),
+        Some("dense(recursive:size=400,overlap=0,length=chars,separators=langchain -> hashing(dim=64,ngrams=2) -> in-memory(exact cosine))")
+    );
+    assert_eq!(
+        c.chunker.as_deref(),
+        Some("recursive:size=400,overlap=0,length=chars,separators=langchain")
+    );
+    assert_eq!(c.embedder.as_deref(), Some("hashing:dim=64,ngrams=2"));
+    assert_eq!(c.store.as_deref(), Some("memory"));
+    assert_eq!(c.dataset.as_deref(), Some("questions.jsonl"));
+    assert_eq!(c.corpus_documents, Some(12));
+    assert_eq!(eval.result.config, None);
+    assert_eq!(eval.summary().retriever.as_deref(), Some(spec));
+    // A `score` run's result had no configuration: the record's settings are all of it.
+    assert_eq!(score.origin, "score");
+    let c = &score.config;
+    assert_eq!((c.retriever.as_deref(), c.spec.as_deref()), (None, None));
+    assert_eq!(c.embedder.as_deref(), Some("hashing:dim=384,ngrams=2"));
+    assert_eq!(c.extra["answers"], "answers.jsonl");
+    assert_eq!(
+        score.result.per_query[0]
+            .answer
+            .as_deref()
+            .map(str::is_empty),
+        Some(false)
+    );
+    assert_eq!(
+        (score.result.k, score.result.mode.map(|m| m.to_string())),
+        (Some(5), Some("standard".into()))
+    );
+    for run in &runs {
+        reads_back_as_itself(run);
+    }
 }

@@ -155,11 +155,11 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
         };
         let value = Literal::f64_suffixed(threshold.value);
         quote! {
-            ::rag_eval::__private::Threshold {
-                metric: #metric,
-                bound: ::rag_eval::__private::Bound::#bound,
-                value: #value,
-            }
+            ::rag_eval::__private::Bar::fixed(
+                #metric,
+                ::rag_eval::__private::Bound::#bound,
+                #value,
+            )
         }
     });
     let (items, levels, build) = match *shape {
@@ -243,7 +243,10 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             mode: ::rag_eval::__private::Mode::#mode,
             per_query: #per_query,
             ignore: #ignore,
-            thresholds: &[#(#thresholds),*],
+            thresholds: {
+                const THRESHOLDS: &[::rag_eval::__private::Bar] = &[#(#thresholds),*];
+                THRESHOLDS
+            },
             levels: #levels,
             build: #build,
             judge: #judge,

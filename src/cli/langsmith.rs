@@ -130,7 +130,7 @@ pub(super) fn pull_experiment(name: &str, timeout: super::TimeoutArgs) -> Result
     let dataset = result
         .config
         .as_ref()
-        .map(|c| c.dataset.clone())
+        .and_then(|c| c.dataset.clone())
         .unwrap_or_default();
     let mut record = RunRecord::new("langsmith", &dataset, result);
     record.label = Some(name.to_owned());

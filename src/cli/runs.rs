@@ -138,10 +138,7 @@ pub(super) fn load(texts: &[String], store: Option<&str>) -> Result<Vec<(String,
             };
             let record =
                 load_noted(s.as_ref(), text).with_context(|| format!("`{text}` is no file"))?;
-            vec![(
-                crate::report::record_label(&record),
-                crate::report::record_result(record),
-            )]
+            vec![(crate::report::record_label(&record), record.into_result())]
         };
         for (label, run) in found {
             crate::report::push_labelled(&mut runs, label, run);

@@ -1,6 +1,7 @@
 //! Prompt templates kept as versioned files: a `version: N` first line, then the template with
-//! `{{name}}` placeholders. The generator and every judge ship one and accept a user's file in
-//! its place; the version goes into each request's cache key.
+//! `{{name}}` placeholders. The generator, every judge and synthetic generation (`synth`) ship
+//! theirs and accept a user's file in their place; the version goes into each request's cache
+//! key (and, for synthetic datasets, into every row's metadata).
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
@@ -27,39 +28,63 @@ impl PromptTemplate {
     /// # Ok::<(), rag_eval::Error>(())
     /// ```
     pub fn parse(text: &str, source: &str, allowed: &[&str]) -> Result<Self> {
-        let err = |line: usize, message: String| Error::Parse {
+        let (version, rest) = Self::split_version(text).ok_or_else(|| Error::Parse {
             path: source.into(),
-            line,
-            message,
-        };
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
-        let version = first
-            .trim()
-            .strip_prefix("version:")
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| err(1, "a prompt file starts with a `version: N` line".into()))?;
+            line: 1,
+            message: "a prompt file starts with a `version: N` line".into(),
+        })?;
         if rest.trim().is_empty() {
-            return Err(err(2, "the prompt is empty".into()));
+            return Err(Error::Parse {
+                path: source.into(),
+                line: 2,
+                message: "the prompt is empty".into(),
+            });
         }
-        for (i, line) in rest.lines().enumerate() {
-            if let Some(bad) = placeholders(line).find(|p| !allowed.contains(p)) {
-                let known = allowed
-                    .iter()
-                    .map(|p| format!("{{{{{p}}}}}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                return Err(err(
-                    i + 2,
-                    format!("unknown placeholder {{{{{bad}}}}} (known: {known})"),
-                ));
+        Self::checked(version, rest, source, 2, allowed)
+    }
+
+    /// The template `template` of version `version`, allowing only the placeholders in
+    /// `allowed`; it starts on line `line` of `source`, so that an error names the line of
+    /// the unknown placeholder. What prompt files holding several templates (`rag-eval
+    /// generate --prompts`) build each of theirs with.
+    pub fn checked(
+        version: &str,
+        template: &str,
+        source: &str,
+        line: usize,
+        allowed: &[&str],
+    ) -> Result<Self> {
+        for (i, text) in template.lines().enumerate() {
+            if let Some(bad) = placeholders(text).find(|p| !allowed.contains(p)) {
+                let known = if allowed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    allowed
+                        .iter()
+                        .map(|p| format!("{{{{{p}}}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(Error::Parse {
+                    path: source.into(),
+                    line: line + i,
+                    message: format!("unknown placeholder {{{{{bad}}}}} (known: {known})"),
+                });
             }
         }
         Ok(PromptTemplate {
             version: version.to_owned(),
-            template: rest.to_owned(),
+            template: template.to_owned(),
         })
+    }
+
+    /// The value of a leading `version: N` line (a byte-order mark before it is skipped) and
+    /// the text after that line; `None` without one.
+    pub(crate) fn split_version(text: &str) -> Option<(&str, &str)> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+        let version = first.trim().strip_prefix("version:")?.trim();
+        (!version.is_empty()).then_some((version, rest))
     }
 
     /// Reads and parses a prompt file (see [`PromptTemplate::parse`]).
@@ -75,9 +100,10 @@ impl PromptTemplate {
             .unwrap_or_else(|e| panic!("built-in prompt {name} does not parse: {e}"))
     }
 
-    /// The template with each `{{name}}` replaced by its value, in one pass, so that a value
-    /// holding `{{…}}` (a question quoting a template) is left as it is.
-    pub fn render(&self, values: &[(&str, &str)]) -> String {
+    /// The template with each `{{name}}` (or `{{ name }}`) replaced by its value, in one pass,
+    /// so that a value holding `{{…}}` (a question quoting a template) is left as it is; a
+    /// placeholder without a value stays as it is.
+    pub fn render<V: AsRef<str>>(&self, values: &[(&str, V)]) -> String {
         let mut out = String::with_capacity(self.template.len());
         let mut rest = self.template.as_str();
         while let Some(at) = rest.find("{{") {
@@ -86,7 +112,7 @@ impl PromptTemplate {
             match after.split_once("}}") {
                 Some((name, tail)) => match values.iter().find(|(n, _)| *n == name.trim()) {
                     Some((_, value)) => {
-                        out.push_str(value);
+                        out.push_str(value.as_ref());
                         rest = tail;
                     }
                     None => {

@@ -238,36 +238,35 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         }
     }
     for t in spec.thresholds {
-        if spec.criteria.iter().any(|c| c.name() == t.metric) {
+        let metric = &*t.metric;
+        if spec.criteria.iter().any(|c| c.name() == metric) {
             continue;
         }
-        if registry::lookup(t.metric).is_some_and(|m| m.is_answer_metric()) {
+        if registry::lookup(metric).is_some_and(|m| m.is_answer_metric()) {
             if !answers {
                 return Err(format!(
                     "`{}` scores answers, and this case returns retrieved chunks only: make it an `async fn(&str) -> RagAnswer` or a function returning a `Rag` (a retriever and a generator)",
-                    t.metric
+                    metric
                 ));
             }
-            let judged = crate::metrics::registry::is_judged(t.metric);
+            let judged = crate::metrics::registry::is_judged(metric);
             if judged && spec.judge.is_none() {
                 return Err(format!(
                     "`{}` is an LLM judge's figure, but the case has no `judge = …`",
-                    t.metric
+                    metric
                 ));
             }
-            if matches!(t.metric, "answer_relevancy" | "answer_similarity")
-                && spec.embedder.is_none()
+            if matches!(metric, "answer_relevancy" | "answer_similarity") && spec.embedder.is_none()
             {
                 return Err(format!(
                     "`{}` compares embeddings, but the case has no `embedder = …` (a function returning an `Embedder`)",
-                    t.metric
+                    metric
                 ));
             }
         }
-        if !known.contains(&t.metric) {
+        if !known.contains(&metric) {
             return Err(format!(
-                "`{}` is not reported for a {level}-level dataset (reported: {})",
-                t.metric,
+                "`{metric}` is not reported for a {level}-level dataset (reported: {})",
                 known.join(", ")
             ));
         }
@@ -611,26 +610,13 @@ fn record_shard(
     result: &crate::eval::EvaluationResult,
     answers: Option<&AnswerReport>,
 ) -> Result<(), String> {
-    use super::shards::{Bar, Description, Row};
+    use super::shards::{Description, Row};
     let mut frame = result.scores.clone();
     frame.per_query.clear();
     let description = Description {
         queries: setup.queries.iter().map(|(id, _)| id.clone()).collect(),
         frame,
-        bars: case
-            .spec
-            .thresholds
-            .iter()
-            .map(|t| Bar {
-                metric: t.metric.to_owned(),
-                bound: match t.bound {
-                    super::private::Bound::Min => "min",
-                    super::private::Bound::Max => "max",
-                }
-                .to_owned(),
-                value: t.value,
-            })
-            .collect(),
+        bars: case.spec.thresholds.to_vec(),
         tolerance: case.spec.tolerance,
         judge_tolerance: case.spec.judge.map_or(case.spec.tolerance, |j| j.tolerance),
         judged_per_query: case.spec.judge.is_some_and(|j| j.per_query_snapshot),
@@ -886,9 +872,9 @@ mod tests {
         );
         assert_eq!(run.dataset.path, "examples/data/questions.jsonl");
         assert_eq!(run.corpus.as_ref().unwrap().documents, 12);
-        assert_eq!(run.result, *Case::new(spec()).outcome().unwrap());
-        assert_eq!(run.config.k, Some(3));
+        assert_eq!(run.result.k, Some(3));
         assert_eq!(run.timings_ms.len(), 3);
+        assert_eq!(run.into_result(), *Case::new(spec()).outcome().unwrap());
     }
 
     /// The scope of the `windows` case in a process run with `args`.
@@ -1028,12 +1014,8 @@ mod tests {
 
     #[test]
     fn an_answer_metric_bar_on_a_retrieval_case_says_there_are_no_answers() {
-        use crate::harness::private::{Bound, Threshold};
-        static BARS: &[Threshold] = &[Threshold {
-            metric: "rouge_l",
-            bound: Bound::Min,
-            value: 0.5,
-        }];
+        use crate::metrics::{Bar, Bound};
+        static BARS: &[Bar] = &[Bar::fixed("rouge_l", Bound::Min, 0.5)];
         let e = prepare(&CaseSpec {
             thresholds: BARS,
             ..spec()

@@ -36,11 +36,12 @@ pub use rag::Rag;
 #[cfg(feature = "runs")]
 pub use shards::{gate, group_from_env, shard_from_env, Verdict, GROUP_ENV, SHARD_ENV};
 
+use crate::metrics::Bar;
 use crate::metrics::RunResult as Outcome;
 use case::Case;
 use golden::Golden;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
-use private::{Bound, CaseSpec, InstaHook, SnapshotRequest};
+use private::{CaseSpec, InstaHook, SnapshotRequest};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -398,7 +399,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         .spec
         .thresholds
         .iter()
-        .any(|t| outcome.metric_index(t.metric).is_none());
+        .any(|t| t.index_in(&outcome.metrics).is_none());
     if let Some(answers) = &answers {
         for s in answers.summaries.iter().filter(|s| s.gate_fails()) {
             unusable = true;
@@ -590,20 +591,19 @@ fn kept_figures(
 fn answer_bars(case: &Case, id: &str, e: &answers::Explained) -> Result<(), Failed> {
     let mut missed = Vec::new();
     for t in case.spec.thresholds {
-        let Some(&(_, v)) = e.figures.iter().find(|(n, _)| n == t.metric) else {
-            if let Some((_, why)) = e.failed.iter().find(|(n, _)| n == t.metric) {
+        let Some(&(_, v)) = e.figures.iter().find(|(n, _)| *n == t.metric) else {
+            if let Some((_, why)) = e.failed.iter().find(|(n, _)| *n == t.metric) {
                 missed.push(format!("{} has no figure: judging failed: {why}", t.metric));
             }
             continue;
         };
-        let (miss, word, key) = match t.bound {
-            Bound::Min => (v < t.value, "below", "min"),
-            Bound::Max => (v > t.value, "above", "max"),
-        };
-        if miss {
+        if !t.passes(v) {
             missed.push(format!(
-                "{} = {v:.4} is {word} the bar {:.4} ({key}_{})",
-                t.metric, t.value, t.metric
+                "{} = {v:.4} is {} the bar {:.4} ({})",
+                t.metric,
+                t.bound.side_missed(),
+                t.value,
+                t.key()
             ));
         }
     }
@@ -634,7 +634,10 @@ fn answer_bars(case: &Case, id: &str, e: &answers::Explained) -> Result<(), Fail
 
 /// The retriever's description a case's result records.
 fn retriever_of(o: &Outcome) -> &str {
-    o.config.as_ref().map_or("", |c| c.retriever.as_str())
+    o.config
+        .as_ref()
+        .and_then(|c| c.retriever.as_deref())
+        .unwrap_or("")
 }
 
 /// A pending `.snap.new` left by an earlier run is stale once the baseline on disk holds this
@@ -687,9 +690,9 @@ fn report(case: &Case, o: &Outcome) -> String {
     // have none, also when the bar holds.
     let mut named: Vec<&str> = Vec::new();
     for t in case.spec.thresholds {
-        if needs_reference(t.metric) && !named.contains(&t.metric) {
-            named.push(t.metric);
-            let line = without_figure(o, t.metric);
+        if needs_reference(&t.metric) && !named.contains(&&*t.metric) {
+            named.push(&t.metric);
+            let line = without_figure(o, &t.metric);
             if !line.is_empty() {
                 let _ = writeln!(s, "{}:{line}", t.metric);
             }
@@ -701,25 +704,16 @@ fn report(case: &Case, o: &Outcome) -> String {
 /// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric and
 /// the queries left out of its mean.
 fn thresholds(case: &Case, o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
-    let bars: Vec<(&str, Bound, f64)> = case
-        .spec
-        .thresholds
-        .iter()
-        .map(|t| (t.metric, t.bound, t.value))
-        .collect();
-    missed_bars(&bars, o, answers)
+    missed_bars(case.spec.thresholds, o, answers)
 }
 
-/// Every bar (metric, bound, value) the means of `o` miss, described as [`thresholds`] does;
-/// a judged figure that is missing is explained by the judge's failures in `answers`.
-fn missed_bars(
-    bars: &[(&str, Bound, f64)],
-    o: &Outcome,
-    answers: Option<&answers::AnswerReport>,
-) -> Vec<String> {
+/// Every bar the means of `o` miss, described as [`thresholds`] does; a judged figure that
+/// is missing is explained by the judge's failures in `answers`.
+fn missed_bars(bars: &[Bar], o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
     let mut problems = Vec::new();
-    for &(metric, bound, bar) in bars {
-        let Some(i) = o.metric_index(metric) else {
+    for bar in bars {
+        let metric = &*bar.metric;
+        let Some(i) = bar.index_in(&o.metrics) else {
             let judged = answers
                 .and_then(|a| a.summaries.iter().find(|s| s.metric == metric))
                 .filter(|s| s.scored == 0 && !s.failures.is_empty());
@@ -749,11 +743,7 @@ fn missed_bars(
             continue;
         };
         let (name, value) = (&o.metrics.0[i].0, o.metrics.0[i].1);
-        let (missed, word, key) = match bound {
-            Bound::Min => (value < bar, "below", "min"),
-            Bound::Max => (value > bar, "above", "max"),
-        };
-        if !missed {
+        if bar.passes(value) {
             continue;
         }
         let mut worst: Vec<(f64, &str, &str)> = o
@@ -764,12 +754,12 @@ fn missed_bars(
                 Some((value, q.id.as_str(), q.query.as_deref().unwrap_or_default()))
             })
             .collect();
-        worst.sort_by(|a, b| match bound {
-            Bound::Min => a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)),
-            Bound::Max => b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)),
-        });
+        worst.sort_by(|a, b| bar.bound.worst_first(a.0, b.0).then_with(|| a.1.cmp(b.1)));
         let mut msg = format!(
-            "{name} = {value:.4} is {word} the bar {bar:.4} ({key}_{metric}); worst queries:"
+            "{name} = {value:.4} is {} the bar {:.4} ({}); worst queries:",
+            bar.bound.side_missed(),
+            bar.value,
+            bar.key()
         );
         for (v, id, q) in worst.iter().take(5) {
             let _ = write!(msg, "\n  {id} {v:.4} {q:?}");

@@ -44,7 +44,7 @@ pub struct CaseSpec {
     /// Whether the case's trials are ignored unless asked for.
     pub ignore: bool,
     /// `min_…` / `max_…` bars.
-    pub thresholds: &'static [Threshold],
+    pub thresholds: &'static [Bar],
     /// The levels the retriever implements, when known from its type.
     pub levels: Levels,
     /// How to obtain the retriever.
@@ -117,25 +117,9 @@ impl<G: Generator + 'static> CaseGenerator for G {
 /// Span scoring mode of a case: the library's own type, so nothing maps one to the other.
 pub use crate::metrics::SpanMode as Mode;
 
-/// Which side of a bar a figure must stay on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bound {
-    /// The figure must be at least the value.
-    Min,
-    /// The figure must be at most the value.
-    Max,
-}
-
-/// A `min_<metric>` or `max_<metric>` bar on the case's mean.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Threshold {
-    /// Metric name without cut-off, e.g. `span_recall`.
-    pub metric: &'static str,
-    /// Min or max.
-    pub bound: Bound,
-    /// The bar.
-    pub value: f64,
-}
+/// A `min_<metric>` or `max_<metric>` bar on the case's mean: the library's own type, which
+/// `rag-eval gate` and the reports hold runs to as well.
+pub use crate::metrics::{Bar, Bound};
 
 /// Which levels a case's retriever implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

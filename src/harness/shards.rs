@@ -43,7 +43,7 @@ pub(crate) struct Description {
     /// hash, and the metrics' names in order.
     pub frame: Outcome,
     /// The case's `min_…`/`max_…` bars.
-    pub bars: Vec<Bar>,
+    pub bars: Vec<crate::metrics::Bar>,
     /// The case's tolerance and its judges'.
     pub tolerance: f64,
     pub judge_tolerance: f64,
@@ -55,15 +55,6 @@ pub(crate) struct Description {
     /// The names of the case's criteria judges, whose figures are judges' too.
     #[serde(default)]
     pub criteria: Vec<String>,
-}
-
-/// A bar as a description records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Bar {
-    pub metric: String,
-    /// `min` or `max`.
-    pub bound: String,
-    pub value: f64,
 }
 
 /// One query's row: its figures and, for a case that answers, its answer explained.
@@ -158,21 +149,8 @@ pub fn gate(
         let verdict = match read(store, group, &case) {
             Ok(Some(merged)) => {
                 let mut problems = merged.problems();
-                let bars: Vec<(&str, super::private::Bound, f64)> = merged
-                    .description
-                    .bars
-                    .iter()
-                    .map(|b| {
-                        let bound = if b.bound == "max" {
-                            super::private::Bound::Max
-                        } else {
-                            super::private::Bound::Min
-                        };
-                        (b.metric.as_str(), bound, b.value)
-                    })
-                    .collect();
                 problems.extend(super::missed_bars(
-                    &bars,
+                    &merged.description.bars,
                     &merged.outcome,
                     merged.answers.as_ref(),
                 ));

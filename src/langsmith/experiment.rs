@@ -265,7 +265,8 @@ impl Experiment {
                     name: scores
                         .config
                         .as_ref()
-                        .map_or_else(|| "rag-eval".to_owned(), |c| c.retriever.clone()),
+                        .and_then(|c| c.retriever.clone())
+                        .unwrap_or_else(|| "rag-eval".to_owned()),
                     run_type: "chain".into(),
                     start_time: start.rfc3339(),
                     end_time: Some(start.rfc3339()),
@@ -389,12 +390,16 @@ impl Experiment {
             m.insert("dataset_hash".into(), Value::from(h.as_str()));
         }
         if let Some(c) = &s.config {
-            m.insert("retriever".into(), Value::from(c.retriever.as_str()));
-            m.insert("spec".into(), Value::from(c.spec.as_str()));
-            if let Some(ch) = &c.chunker {
-                m.insert("chunker".into(), Value::from(ch.as_str()));
+            for (key, value) in [
+                ("retriever", &c.retriever),
+                ("spec", &c.spec),
+                ("chunker", &c.chunker),
+                ("dataset", &c.dataset),
+            ] {
+                if let Some(v) = value {
+                    m.insert(key.into(), Value::from(v.as_str()));
+                }
             }
-            m.insert("dataset".into(), Value::from(c.dataset.as_str()));
         }
         m.extend(self.metadata.clone());
         m

@@ -45,6 +45,7 @@
 //! ```
 
 pub mod answer;
+mod bar;
 mod chunking_evaluation;
 mod detail;
 mod judgement;
@@ -59,6 +60,7 @@ mod similarity;
 mod span;
 
 // Re-exports of the built-in metrics go here, one line each.
+pub use bar::{Bar, Bound};
 pub use chunking_evaluation::{
     chunking_evaluation_scores, precision_omega, ChunkIndex, ChunkingEvaluationScores,
     PrecisionOmega,

@@ -7,6 +7,7 @@
 
 use super::{mean_std, Passage, QueryJudgement, SpanMode, Truth};
 use crate::level::LevelKind;
+use crate::spec::{Kind, Spec};
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -163,22 +164,91 @@ pub struct DifficultyScores {
     pub metrics: Figures,
 }
 
-/// The configuration a run was made with: enough to say what was measured and to rebuild it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a run evaluated: every component as the [spec](crate::spec) that rebuilds it, where the
+/// data came from, and what else shaped the run (the generator and judges of answers, a cache
+/// mode, an input file). One type for every kind of run: `rag-eval eval --json` prints it as
+/// the result's `config`, and a run record stores it once, as the record's `config`. Fields a
+/// run has no value for are `None` or empty, and left out of the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
-    /// The retriever's description (or spec).
-    pub retriever: String,
-    /// The [spec](crate::spec) that rebuilds the retriever, chunker included
+    /// The retriever's description for reports ([`Retriever::name`](crate::retrieve::Retriever::name)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retriever: Option<String>,
+    /// The spec that rebuilds the retriever, its components included
     /// ([`Retriever::spec`](crate::retrieve::Retriever::spec)); its name for retrievers no
     /// spec builds.
-    #[serde(default)]
-    pub spec: String,
-    /// The retriever's chunker spec, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    /// The chunker's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunker: Option<String>,
+    /// The embedder's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
+    /// The vector store's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// The reranker's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranker: Option<String>,
     /// Where the dataset came from.
-    pub dataset: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
     /// Number of documents in the corpus.
-    pub corpus_documents: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_documents: Option<usize>,
+    /// The answer generator's spec, for runs that generated answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    /// The generator's model, as its server names it, when rag-eval called the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_model: Option<String>,
+    /// The generator's prompt version (`answer/1`): answers are comparable only when made with
+    /// the same prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_prompt: Option<String>,
+    /// The models of the LLM judges that scored answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge_models: Vec<String>,
+    /// Judgings per answer, for runs whose answers were judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_samples: Option<u32>,
+    /// The judges' prompt versions (`faithfulness/1`, …): a judge figure is comparable only
+    /// with one made with the same prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge_prompts: Vec<String>,
+    /// Anything else that shaped the run, by name (a cache mode, an input file).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl RunConfig {
+    /// The configuration of a retriever described as `name`, built by `spec`, whose chunks
+    /// come from `chunker`: the retriever's `chunker` (when `chunker` is `None`), `embedder`,
+    /// `store` and `reranker` components are read from the spec when it has them. A spec that
+    /// does not parse (a custom retriever's name) names the retriever alone.
+    pub fn of_retriever(name: String, spec: String, chunker: Option<String>) -> RunConfig {
+        let mut c = RunConfig {
+            retriever: Some(name),
+            chunker,
+            ..RunConfig::default()
+        };
+        if let Ok(parsed) = Spec::parse(Kind::Retriever, &spec) {
+            let part = |key: &str| parsed.nested(key).map(|n| n.to_string());
+            c.chunker = c.chunker.or_else(|| part("chunker"));
+            c.embedder = part("embedder");
+            c.store = part("store");
+            c.reranker = part("reranker");
+        }
+        c.spec = Some(spec);
+        c
+    }
+
+    /// The spec that rebuilds the retriever, or, for a run that recorded none, its
+    /// description.
+    pub fn retriever_spec(&self) -> Option<&str> {
+        self.spec.as_deref().or(self.retriever.as_deref())
+    }
 }
 
 /// A whole run's results: means, population standard deviations and per-query figures, with
@@ -213,7 +283,7 @@ pub struct RunResult {
     /// Means per difficulty label, labels sorted (evaluations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_difficulty: Option<BTreeMap<String, DifficultyScores>>,
-    /// What was evaluated (evaluations).
+    /// What was evaluated (evaluations). A run record keeps it as its own `config`, not here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<RunConfig>,
     /// Identifies the dataset's content: the first 16 hex digits of SHA-256 over its rows.
@@ -487,5 +557,30 @@ mod tests {
             json,
             r#"{"level":"trec","cutoffs":[5],"queries":0,"metrics":{"mrr":0.0},"std":{"mrr":0.0},"per_query":[]}"#
         );
+    }
+
+    #[test]
+    fn a_configuration_names_the_components_of_its_retriever_spec() {
+        let spec = "dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory";
+        let c = RunConfig::of_retriever("dense over recursive".into(), spec.into(), None);
+        assert_eq!(c.retriever.as_deref(), Some("dense over recursive"));
+        assert_eq!(c.retriever_spec(), Some(spec));
+        assert_eq!(c.chunker.as_deref(), Some("recursive:size=400"));
+        assert_eq!(c.embedder.as_deref(), Some("hashing:dim=64"));
+        assert_eq!(c.store.as_deref(), Some("memory"));
+        assert_eq!(c.reranker, None);
+        // The retriever's own chunker spec wins over the spec's part.
+        let own = RunConfig::of_retriever("x".into(), spec.into(), Some("mine".into()));
+        assert_eq!(own.chunker.as_deref(), Some("mine"));
+        // A custom retriever's name is no spec: it names the retriever alone.
+        let custom = RunConfig::of_retriever("my search()".into(), "my search()".into(), None);
+        assert_eq!(custom.retriever_spec(), Some("my search()"));
+        assert_eq!((custom.chunker, custom.embedder), (None, None));
+        // A configuration read without a spec (older `eval --json`) falls back to the name.
+        let named = RunConfig {
+            retriever: Some("bm25".into()),
+            ..RunConfig::default()
+        };
+        assert_eq!(named.retriever_spec(), Some("bm25"));
     }
 }

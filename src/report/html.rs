@@ -164,15 +164,7 @@ fn runs(s: &mut String, report: &Report) {
     s.push_str("<section id=\"runs\"><h2>Runs</h2><table><thead><tr><th title=\"the run's short name in the query table\">#</th><th>run</th><th>level</th><th>k</th><th>mode</th><th>queries</th><th>retriever</th><th>dataset</th><th>dataset hash</th></tr></thead><tbody>\n");
     for (i, (label, r)) in report.runs.iter().enumerate() {
         let config = r.config.as_ref();
-        let retriever = config
-            .map(|c| {
-                if c.spec.is_empty() {
-                    &c.retriever
-                } else {
-                    &c.spec
-                }
-            })
-            .map_or("—", String::as_str);
+        let retriever = config.and_then(|c| c.retriever_spec()).unwrap_or("—");
         let _ = writeln!(
             s,
             "<tr><td>{}</td><td>{}{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
@@ -185,7 +177,7 @@ fn runs(s: &mut String, report: &Report) {
             r.mode.map_or("—".into(), |m| m.to_string()),
             r.queries,
             esc(retriever),
-            esc(config.map_or("—", |c| c.dataset.as_str())),
+            esc(config.and_then(|c| c.dataset.as_deref()).unwrap_or("—")),
             esc(r.dataset_hash.as_deref().unwrap_or("—"))
         );
     }
@@ -858,7 +850,7 @@ mod tests {
         let result = RunResult::from_queries(ResultLevel::Token, vec![], vec![]);
         let mut record = crate::runs::RunRecord::new("score", "golden/questions.jsonl", result);
         record.label = Some("system-b".into());
-        let run = super::super::record_result(record);
+        let run = record.into_result();
         let html = Report::new(vec![("system-b".into(), run)]).unwrap().html();
         let runs = &html[html.find("id=\"runs\"").unwrap()..html.find("id=\"metrics\"").unwrap()];
         assert!(runs.contains("<td>golden/questions.jsonl</td>"), "{runs}");

@@ -15,14 +15,8 @@ pub(crate) fn render(report: &Report) -> String {
         let retriever = r
             .config
             .as_ref()
-            .map(|c| {
-                if c.spec.is_empty() {
-                    c.retriever.clone()
-                } else {
-                    c.spec.clone()
-                }
-            })
-            .unwrap_or_else(|| "—".into());
+            .and_then(|c| c.retriever_spec())
+            .unwrap_or("—");
         let _ = writeln!(
             s,
             "| {}{} | {} | {} | {} | {} | {} |",
@@ -36,7 +30,7 @@ pub(crate) fn render(report: &Report) -> String {
             r.k.map_or("—".into(), |k| k.to_string()),
             r.mode.map_or("—".into(), |m| m.to_string()),
             r.queries,
-            cell(&retriever)
+            cell(retriever)
         );
     }
     let _ = write!(

@@ -26,15 +26,13 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
-mod bar;
-
 mod html;
 mod junit;
 mod markdown;
 mod stats;
 mod svg;
 
-pub use bar::{Bar, Bound};
+pub use crate::metrics::{Bar, Bound};
 #[cfg(feature = "serve")]
 pub use stats::Interval;
 
@@ -334,7 +332,7 @@ pub fn load_runs(path: &Utf8Path) -> Result<Vec<(String, RunResult)>> {
         };
         if is_record(line) {
             let record = crate::runs::RunRecord::from_json(line).map_err(|e| at(e.to_string()))?;
-            runs.push((Some(record_label(&record)), record_result(record)));
+            runs.push((Some(record_label(&record)), record.into_result()));
             continue;
         }
         let run: RunResult = serde_json::from_str(line).map_err(|e| {
@@ -411,23 +409,6 @@ pub fn push_labelled(runs: &mut Vec<(String, RunResult)>, label: String, run: Ru
         n += 1;
     }
     runs.push((unique, run));
-}
-
-/// A stored run's result as reports and comparisons take it: the result, with the dataset
-/// and retriever of the record for runs whose result does not name them (`score` runs).
-pub fn record_result(record: crate::runs::RunRecord) -> RunResult {
-    let mut result = record.result;
-    if result.config.is_none() {
-        let retriever = record.config.retriever.unwrap_or_default();
-        result.config = Some(crate::metrics::RunConfig {
-            spec: retriever.clone(),
-            retriever,
-            chunker: record.config.chunker,
-            dataset: record.dataset.path,
-            corpus_documents: record.corpus.map_or(0, |c| c.documents),
-        });
-    }
-    result
 }
 
 /// How a report names a stored run: its label (the chunker `eval` compared, the harness case)

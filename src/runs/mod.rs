@@ -25,9 +25,7 @@ mod text;
 pub use self::postgres::PostgresRunStore;
 pub use id::{BadRunId, RunId};
 pub use provenance::{corpus_fingerprint, now_rfc3339, rfc3339_from_ms, GitInfo};
-pub use record::{
-    CorpusInfo, DatasetInfo, RunRecord, RunSettings, RunSummary, Spend, Usage, FORMAT_VERSION,
-};
+pub use record::{CorpusInfo, DatasetInfo, RunRecord, RunSummary, Spend, Usage, FORMAT_VERSION};
 #[cfg(feature = "runs")]
 pub use sqlite::SqliteRunStore;
 #[cfg(feature = "runs")]

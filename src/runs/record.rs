@@ -4,16 +4,16 @@
 use super::id::RunId;
 use super::provenance::GitInfo;
 use crate::error::{Error, Result};
-use crate::metrics::{Figures, ResultLevel, RunResult, SpanMode};
-use crate::spec::{Kind, Spec};
+use crate::metrics::{Figures, ResultLevel, RunConfig, RunResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the JSON form this code writes ([`RunRecord::format`]). Fields may be added
 /// without a new version (readers ignore fields they do not know); a field removed or changed
 /// in meaning makes a new version. [`RunRecord::from_json`] also reads format 1 (before
-/// `usage` was split into generator, judge and embedding), converting it.
-pub const FORMAT_VERSION: u32 = 2;
+/// `usage` was split into generator, judge and embedding) and format 2 (before the record's
+/// settings and its result's configuration became one `config`), converting them.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// A run: its id and time, where it came from (command, git commit), its inputs (dataset and
 /// corpus fingerprints), its configuration, its [`RunResult`] (per-query figures of every
@@ -23,12 +23,13 @@ pub const FORMAT_VERSION: u32 = 2;
 /// (*`rag-eval runs`*):
 ///
 /// ```json
-/// {"format":1,"id":"01JDX3V8Q2M7R4K9N0T5W6Y1ZB","created":"2026-11-24T01:02:03.456Z",
+/// {"format":3,"id":"01JDX3V8Q2M7R4K9N0T5W6Y1ZB","created":"2026-11-24T01:02:03.456Z",
 ///  "origin":"eval","label":"recursive:size=400",
 ///  "git":{"commit":"9fceb02…","dirty":false},
 ///  "dataset":{"path":"golden/datasets/handbook.jsonl","hash":"5d41402abc4b2a76"},
 ///  "corpus":{"path":"docs","documents":12,"fingerprint":"7c211433f0207158"},
-///  "config":{"retriever":"bm25:…","chunker":"recursive(…)","k":5,"mode":"standard"},
+///  "config":{"retriever":"bm25(k1=1.2,b=0.75) over recursive:…","spec":"bm25:…",
+///            "chunker":"recursive:…","dataset":"golden/datasets/handbook.jsonl","corpus_documents":12},
 ///  "result":{"level":"token","k":5,"mode":"standard","queries":40,"metrics":{…},…},
 ///  "timings_ms":{"index":12.5,"retrieve":3.1,"score":0.4},
 ///  "usage":{"prompt_tokens":0,"completion_tokens":0,"embedding_tokens":1234}}
@@ -66,8 +67,10 @@ pub struct RunRecord {
     /// The corpus retrieved from, when the run knows it (`score` without `--corpus` does not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<CorpusInfo>,
-    /// What was evaluated, as specs.
-    pub config: RunSettings,
+    /// What was evaluated, as specs: the result's [`RunResult::config`], kept here (the
+    /// stored `result` has none), and what the command added (judges, cache, input files).
+    #[serde(default)]
+    pub config: RunConfig,
     /// The figures: means, standard deviations, per-query values, per-difficulty means.
     pub result: RunResult,
     /// Wall-clock milliseconds per phase (`index`, `retrieve`, `score`, …).
@@ -99,77 +102,6 @@ pub struct CorpusInfo {
     pub documents: usize,
     /// [`corpus_fingerprint`](super::corpus_fingerprint) over ids and contents.
     pub fingerprint: String,
-}
-
-/// A run's configuration: every component as the spec that rebuilds it ([`crate::spec`]),
-/// and the settings of the scoring. Fields a run has no value for are left out of the JSON.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
-    /// The retriever's spec, its components included (or its name, for retrievers no spec
-    /// builds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retriever: Option<String>,
-    /// The chunker's spec.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chunker: Option<String>,
-    /// The embedder's spec.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub embedder: Option<String>,
-    /// The vector store's spec.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub store: Option<String>,
-    /// The reranker's spec.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reranker: Option<String>,
-    /// The cut-off of the `@k` metrics.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub k: Option<usize>,
-    /// How span metrics counted characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<SpanMode>,
-    /// The answer generator's spec, for runs that generated answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<String>,
-    /// The generator's model, as its server names it, when rag-eval called the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator_model: Option<String>,
-    /// The generator's prompt version (`answer/1`): answers are comparable only when made with
-    /// the same prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator_prompt: Option<String>,
-    /// The models of the LLM judges that scored answers.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub judge_models: Vec<String>,
-    /// Judgings per answer, for runs whose answers were judged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge_samples: Option<u32>,
-    /// The judges' prompt versions (`faithfulness/1`, …): a judge figure is comparable only
-    /// with one made with the same prompt.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub judge_prompts: Vec<String>,
-    /// Anything else that shaped the run, by name (a cache mode, an input file).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, String>,
-}
-
-impl RunSettings {
-    /// Settings from a retriever spec: the spec itself, and its `chunker`, `embedder`, `store`
-    /// and `reranker` components when it has them. Text that is not a retriever spec (a
-    /// custom retriever's name) is kept as the retriever alone.
-    pub fn from_retriever_spec(spec: &str) -> RunSettings {
-        let mut s = RunSettings {
-            retriever: Some(spec.to_owned()),
-            ..RunSettings::default()
-        };
-        if let Ok(parsed) = Spec::parse(Kind::Retriever, spec) {
-            let part = |key: &str| parsed.nested(key).map(|n| n.to_string());
-            s.chunker = part("chunker");
-            s.embedder = part("embedder");
-            s.store = part("store");
-            s.reranker = part("reranker");
-        }
-        s
-    }
 }
 
 /// Tokens a run spent and their cost, as far as the providers reported them, split by who
@@ -266,20 +198,84 @@ impl From<UsageV1> for Usage {
     }
 }
 
-/// A format-1 record read as this version: its `usage` split ([`UsageV1`]).
-fn from_v1(text: &str) -> Result<RunRecord> {
+/// The `config` of a format-1 or format-2 record: every component's spec (`retriever` the
+/// retriever's), and `k` and `mode` again, which the result holds.
+#[derive(Deserialize)]
+struct SettingsV2 {
+    #[serde(default)]
+    retriever: Option<String>,
+    #[serde(default)]
+    chunker: Option<String>,
+    #[serde(default)]
+    embedder: Option<String>,
+    #[serde(default)]
+    store: Option<String>,
+    #[serde(default)]
+    reranker: Option<String>,
+    #[serde(default)]
+    generator: Option<String>,
+    #[serde(default)]
+    generator_model: Option<String>,
+    #[serde(default)]
+    generator_prompt: Option<String>,
+    #[serde(default)]
+    judge_models: Vec<String>,
+    #[serde(default)]
+    judge_samples: Option<u32>,
+    #[serde(default)]
+    judge_prompts: Vec<String>,
+    #[serde(default)]
+    extra: BTreeMap<String, String>,
+}
+
+impl SettingsV2 {
+    /// One configuration of these settings and the result's configuration `of_result` (the
+    /// retriever's description, spec, chunker, dataset and corpus size), which says the same
+    /// of the retriever where both have it.
+    fn joined(self, of_result: Option<RunConfig>) -> RunConfig {
+        let c = of_result.unwrap_or_default();
+        RunConfig {
+            retriever: c.retriever,
+            spec: c.spec.or(self.retriever),
+            chunker: c.chunker.or(self.chunker),
+            embedder: self.embedder,
+            store: self.store,
+            reranker: self.reranker,
+            dataset: c.dataset,
+            corpus_documents: c.corpus_documents,
+            generator: self.generator,
+            generator_model: self.generator_model,
+            generator_prompt: self.generator_prompt,
+            judge_models: self.judge_models,
+            judge_samples: self.judge_samples,
+            judge_prompts: self.judge_prompts,
+            extra: self.extra,
+        }
+    }
+}
+
+/// A record of format 1 (its `usage` a [`UsageV1`]) or 2 (a [`Usage`]) read as this version:
+/// its usage converted, its settings and its result's configuration joined into one
+/// `config` ([`SettingsV2::joined`]).
+fn from_earlier<U: serde::de::DeserializeOwned + Into<Usage>>(
+    text: &str,
+    format: u64,
+) -> Result<RunRecord> {
     #[derive(Deserialize)]
-    struct V1 {
+    #[serde(bound = "V: Deserialize<'de>")]
+    struct Earlier<V> {
+        config: SettingsV2,
         #[serde(default)]
-        usage: Option<UsageV1>,
+        usage: Option<V>,
         #[serde(flatten)]
         record: RunRecord,
     }
-    let v1: V1 = serde_json::from_str(text)
-        .map_err(|e| Error::RunRecord(format!("invalid run record (format 1): {e}")))?;
-    let mut record = v1.record;
+    let earlier: Earlier<U> = serde_json::from_str(text)
+        .map_err(|e| Error::RunRecord(format!("invalid run record (format {format}): {e}")))?;
+    let mut record = earlier.record;
     record.format = FORMAT_VERSION;
-    record.usage = v1.usage.map(Usage::from);
+    record.usage = earlier.usage.map(Into::into);
+    record.config = earlier.config.joined(record.result.config.take());
     Ok(record)
 }
 
@@ -301,7 +297,7 @@ pub struct RunSummary {
     /// The dataset's hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_hash: Option<String>,
-    /// The retriever's spec.
+    /// The retriever's spec ([`RunConfig::retriever_spec`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retriever: Option<String>,
     /// The ground truth's level.
@@ -347,27 +343,10 @@ impl RunSummary {
 
 impl RunRecord {
     /// A record made now ([`RunId::new`], the current time and git commit) of `result`, made by
-    /// `origin` against the dataset at `dataset_path`. The dataset hash, the cut-off and the
-    /// span mode are taken from the result, and the retriever's settings from its
-    /// [`RunConfig`](crate::metrics::RunConfig) when it has one.
-    pub fn new(origin: &str, dataset_path: &str, result: RunResult) -> RunRecord {
-        let mut config = match &result.config {
-            Some(c) => {
-                let spec = if c.spec.is_empty() {
-                    &c.retriever
-                } else {
-                    &c.spec
-                };
-                let mut s = RunSettings::from_retriever_spec(spec);
-                if s.chunker.is_none() {
-                    s.chunker.clone_from(&c.chunker);
-                }
-                s
-            }
-            None => RunSettings::default(),
-        };
-        config.k = result.k;
-        config.mode = result.mode;
+    /// `origin` against the dataset at `dataset_path`. The dataset hash is taken from the
+    /// result, and the configuration out of it ([`RunRecord::config`]).
+    pub fn new(origin: &str, dataset_path: &str, mut result: RunResult) -> RunRecord {
+        let config = result.config.take().unwrap_or_default();
         let id = RunId::new();
         RunRecord {
             format: FORMAT_VERSION,
@@ -414,14 +393,30 @@ impl RunRecord {
         self
     }
 
+    /// The run's result as reports and comparisons take it: with the record's configuration,
+    /// and the record's dataset path and corpus size where the configuration has none
+    /// (`score` runs).
+    pub fn into_result(self) -> RunResult {
+        let mut result = self.result;
+        let mut config = self.config;
+        if config.dataset.is_none() {
+            config.dataset = Some(self.dataset.path);
+        }
+        if config.corpus_documents.is_none() {
+            config.corpus_documents = self.corpus.map(|c| c.documents);
+        }
+        result.config = Some(config);
+        result
+    }
+
     /// The record as one line of JSON (no newline).
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail.
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// A record from its JSON form. A `format` other than [`FORMAT_VERSION`] is refused with
-    /// an error that names both ([`Error::RunRecord`]).
+    /// A record from its JSON form, records of formats 1 and 2 converted to this one. A later
+    /// `format` is refused with an error that names both ([`Error::RunRecord`]).
     pub fn from_json(text: &str) -> Result<RunRecord> {
         // Read straight from the text, never through `serde_json::Value`, whose maps would
         // sort the metrics by name.
@@ -433,7 +428,8 @@ impl RunRecord {
             .map_err(|e| Error::RunRecord(format!("a run record is not valid JSON: {e}")))?;
         match head.format.as_ref().and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(FORMAT_VERSION) => {}
-            Some(1) => return from_v1(text),
+            Some(1) => return from_earlier::<UsageV1>(text, 1),
+            Some(2) => return from_earlier::<Usage>(text, 2),
             Some(v) => {
                 return Err(Error::RunRecord(format!(
                     "run record format {v} is not the one this rag-eval reads ({FORMAT_VERSION}){}",
@@ -477,7 +473,7 @@ impl RunRecord {
             label: self.label.clone(),
             dataset: self.dataset.path.clone(),
             dataset_hash: self.dataset.hash.clone(),
-            retriever: self.config.retriever.clone(),
+            retriever: self.config.retriever_spec().map(str::to_owned),
             level: self.result.level,
             k: self.result.k,
             queries: self.result.queries,
@@ -503,7 +499,7 @@ impl RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::QueryResult;
+    use crate::metrics::{QueryResult, SpanMode};
 
     fn sample() -> RunRecord {
         let q = |id: &str, d: Option<&str>, r: f64| QueryResult {
@@ -522,12 +518,14 @@ mod tests {
         result.mode = Some(SpanMode::Standard);
         result.group_by_difficulty();
         result.dataset_hash = Some("0123456789abcdef".into());
-        result.config = Some(crate::metrics::RunConfig {
-            retriever: "bm25".into(),
-            spec: "dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory".into(),
-            chunker: Some("recursive(size=400)".into()),
-            dataset: "d.jsonl".into(),
-            corpus_documents: 2,
+        result.config = Some(RunConfig {
+            dataset: Some("d.jsonl".into()),
+            corpus_documents: Some(2),
+            ..RunConfig::of_retriever(
+                "dense over recursive".into(),
+                "dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory".into(),
+                None,
+            )
         });
         let mut run = RunRecord::new("eval", "d.jsonl", result);
         run.id = RunId::from_parts(1_700_000_000_000, 42);
@@ -556,18 +554,26 @@ mod tests {
     }
 
     #[test]
-    fn settings_come_from_the_retriever_spec() {
+    fn the_configuration_is_kept_once_and_given_back_with_the_result() {
         let run = sample();
+        assert_eq!(run.result.config, None);
         let c = &run.config;
-        assert_eq!(c.chunker.as_deref(), Some("recursive:size=400"));
+        assert_eq!(c.retriever.as_deref(), Some("dense over recursive"));
         assert_eq!(c.embedder.as_deref(), Some("hashing:dim=64"));
-        assert_eq!(c.store.as_deref(), Some("memory"));
-        assert_eq!(c.reranker, None);
-        assert_eq!((c.k, c.mode), (Some(5), Some(SpanMode::Standard)));
+        assert_eq!(c.judge_models, ["gpt-4o-mini"]);
         assert_eq!(run.dataset.hash.as_deref(), Some("0123456789abcdef"));
-        let custom = RunSettings::from_retriever_spec("my search()");
-        assert_eq!(custom.retriever.as_deref(), Some("my search()"));
-        assert_eq!(custom.chunker, None);
+        assert_eq!(
+            run.summary().retriever.as_deref(),
+            Some("dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory")
+        );
+        let config = run.config.clone();
+        assert_eq!(run.into_result().config, Some(config));
+        // A run whose result had none (`score`) gets the record's dataset and corpus.
+        let mut score = sample();
+        score.config = RunConfig::default();
+        let c = score.into_result().config.unwrap();
+        assert_eq!(c.dataset.as_deref(), Some("d.jsonl"));
+        assert_eq!(c.corpus_documents, Some(2));
     }
 
     #[test]
@@ -576,7 +582,7 @@ mod tests {
         let json = run.to_json();
         assert!(
             json.starts_with(
-                r#"{"format":2,"id":"01HF7YAT00000000000000001A","created":"2023-11-14T22:13:20.000Z","origin":"eval","label":"recursive:size=400","git":{"commit":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","dirty":true},"dataset":{"path":"d.jsonl","hash":"0123456789abcdef"},"corpus":{"path":"docs","documents":2,"fingerprint":"fedcba9876543210"},"config":{"retriever":"dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory","chunker":"recursive:size=400","embedder":"hashing:dim=64","store":"memory","k":5,"mode":"standard","judge_models":["gpt-4o-mini"]},"result":{"level":"token","k":5,"mode":"standard","queries":2,"#
+                r#"{"format":3,"id":"01HF7YAT00000000000000001A","created":"2023-11-14T22:13:20.000Z","origin":"eval","label":"recursive:size=400","git":{"commit":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","dirty":true},"dataset":{"path":"d.jsonl","hash":"0123456789abcdef"},"corpus":{"path":"docs","documents":2,"fingerprint":"fedcba9876543210"},"config":{"retriever":"dense over recursive","spec":"dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory","chunker":"recursive:size=400","embedder":"hashing:dim=64","store":"memory","dataset":"d.jsonl","corpus_documents":2,"judge_models":["gpt-4o-mini"]},"result":{"level":"token","k":5,"mode":"standard","queries":2,"#
             ),
             "{json}"
         );
@@ -585,24 +591,24 @@ mod tests {
         ));
         assert_eq!(RunRecord::from_json(&json).unwrap(), run);
         // Fields a later version adds are ignored.
-        let extended = json.replacen("{\"format\":2,", "{\"format\":2,\"future\":[1],", 1);
+        let extended = json.replacen("{\"format\":3,", "{\"format\":3,\"future\":[1],", 1);
         assert_eq!(RunRecord::from_json(&extended).unwrap(), run);
     }
 
     #[test]
     fn other_formats_and_broken_records_are_refused() {
         let json = sample().to_json();
-        let newer = json.replacen("\"format\":2", "\"format\":3", 1);
+        let newer = json.replacen("\"format\":3", "\"format\":4", 1);
         let e = RunRecord::from_json(&newer).unwrap_err().to_string();
         assert!(
-            e.contains("format 3 is not the one this rag-eval reads (2); upgrade"),
+            e.contains("format 4 is not the one this rag-eval reads (3); upgrade"),
             "{e}"
         );
         let e = RunRecord::from_json(r#"{"id":"x"}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("no numeric `format`"), "{e}");
-        let e = RunRecord::from_json(r#"{"format":2,"id":"nope"}"#)
+        let e = RunRecord::from_json(r#"{"format":3,"id":"nope"}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("`nope` is not a run id"), "{e}");

@@ -141,7 +141,7 @@ pub fn describe(run: &RunRecord) -> String {
     }
     let c = &run.config;
     for (name, value) in [
-        ("retriever", &c.retriever),
+        ("retriever", &c.spec),
         ("chunker", &c.chunker),
         ("embedder", &c.embedder),
         ("store", &c.store),
@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn jsonl_errors_name_the_line() {
         let good = run().to_json();
-        let text = format!("{good}\n\n{{\"format\":2}}\n");
+        let text = format!("{good}\n\n{{\"format\":3}}\n");
         let e = read_jsonl(&text, Utf8Path::new("runs.jsonl"))
             .unwrap_err()
             .to_string();

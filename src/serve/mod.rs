@@ -380,7 +380,7 @@ fn labelled(records: Vec<RunRecord>) -> Vec<(String, crate::metrics::RunResult)>
     let mut runs = Vec::with_capacity(records.len());
     for r in records {
         let label = crate::report::record_label(&r);
-        crate::report::push_labelled(&mut runs, label, r.result);
+        crate::report::push_labelled(&mut runs, label, r.into_result());
     }
     runs
 }

@@ -120,7 +120,7 @@ pub(crate) async fn answerable_without_document<C: LlmClient>(
 ) -> Result<bool> {
     let request = cfg
         .request(vec![
-            ChatMessage::system(cfg.prompts.answerable.render(&[])),
+            ChatMessage::system(cfg.prompts.answerable.render::<&str>(&[])),
             ChatMessage::user(question),
         ])
         .with_json_schema(

@@ -73,7 +73,7 @@ pub use config::{GenerateConfig, DEFAULT_MAX_TOKENS};
 pub use difficulty::{parse_mix, Difficulty, MIX_SUM_TOLERANCE};
 pub use dropped::Dropped;
 pub use few_shot::FewShot;
-pub use prompt::{Prompt, Prompts};
+pub use prompt::Prompts;
 pub use token::TokenLevelDataGenerator;
 
 use answer::{

@@ -1,38 +1,18 @@
 //! The prompts of a generation run: built-in templates and prompt files that override them.
 
 use crate::error::{Error, Result};
+use crate::generator::PromptTemplate;
 use camino::Utf8Path;
-
-/// One prompt template: the system message of a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    /// Its version (the `version:` line), recorded in every row's metadata.
-    pub version: String,
-    /// The template text, with `{{…}}` placeholders.
-    pub template: String,
-}
-
-impl Prompt {
-    /// The template with each `{{name}}` replaced by its value. Placeholders without a value
-    /// stay as they are (the prompt files were checked at load time).
-    pub fn render(&self, values: &[(&str, String)]) -> String {
-        let mut out = self.template.clone();
-        for (name, value) in values {
-            out = out.replace(&format!("{{{{{name}}}}}"), value);
-        }
-        out
-    }
-}
 
 /// The prompts of a generation run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompts {
     /// Token-level generation: questions with verbatim excerpts.
-    pub token: Prompt,
+    pub token: PromptTemplate,
     /// Chunk-level generation: questions citing chunk ids.
-    pub chunk: Prompt,
+    pub chunk: PromptTemplate,
     /// The check whether a question can be answered without the document.
-    pub answerable: Prompt,
+    pub answerable: PromptTemplate,
 }
 
 const TOKEN_PROMPT: &str = include_str!("prompts/token.md");
@@ -53,18 +33,14 @@ impl Default for Prompts {
 impl Prompts {
     /// The prompts shipped with the library.
     pub fn builtin() -> Self {
-        let parse = |text: &str, name: &str| {
-            split_version(text)
-                .map(|(version, template)| Prompt {
-                    version: version.to_owned(),
-                    template: template.to_owned(),
-                })
-                .unwrap_or_else(|| panic!("built-in prompt {name} lacks its version line"))
-        };
         Prompts {
-            token: parse(TOKEN_PROMPT, "token.md"),
-            chunk: parse(CHUNK_PROMPT, "chunk.md"),
-            answerable: parse(ANSWERABLE_PROMPT, "answerable.md"),
+            token: PromptTemplate::builtin(TOKEN_PROMPT, "token.md", TOKEN_PLACEHOLDERS),
+            chunk: PromptTemplate::builtin(CHUNK_PROMPT, "chunk.md", CHUNK_PLACEHOLDERS),
+            answerable: PromptTemplate::builtin(
+                ANSWERABLE_PROMPT,
+                "answerable.md",
+                ANSWERABLE_PLACEHOLDERS,
+            ),
         }
     }
 
@@ -84,7 +60,7 @@ impl Prompts {
             line,
             message,
         };
-        let (version, body) = split_version(text).ok_or_else(|| {
+        let (version, body) = PromptTemplate::split_version(text).ok_or_else(|| {
             err(
                 1,
                 "a prompt file starts with a `version: N` line".to_owned(),
@@ -132,51 +108,17 @@ impl Prompts {
                 "chunk" => (&mut self.chunk, CHUNK_PLACEHOLDERS),
                 _ => (&mut self.answerable, ANSWERABLE_PLACEHOLDERS),
             };
-            if let Some(bad) = placeholders(&template).find(|p| !allowed.contains(p)) {
-                let known = if allowed.is_empty() {
-                    "none".to_owned()
-                } else {
-                    allowed
-                        .iter()
-                        .map(|p| format!("{{{{{p}}}}}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                return Err(err(
-                    line,
-                    format!(
-                        "section `{name}` uses unknown placeholder {{{{{bad}}}}} (known: {known})"
-                    ),
-                ));
-            }
             if template.trim().is_empty() {
                 return Err(err(line, format!("section `{name}` is empty")));
             }
-            *slot = Prompt {
-                version: version.to_owned(),
-                template: template.trim().to_owned() + "\n",
-            };
+            // The template starts on the line after its `=== name ===` line.
+            let mut prompt =
+                PromptTemplate::checked(version, &template, source, line + 1, allowed)?;
+            prompt.template = prompt.template.trim().to_owned() + "\n";
+            *slot = prompt;
         }
         Ok(self)
     }
-}
-
-/// The value of a leading `version: N` line and the text after that line.
-fn split_version(text: &str) -> Option<(&str, &str)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
-    let version = first.trim().strip_prefix("version:")?.trim();
-    (!version.is_empty()).then_some((version, rest))
-}
-
-/// Names of the `{{…}}` placeholders in a template.
-fn placeholders(template: &str) -> impl Iterator<Item = &str> {
-    template.split("{{").skip(1).filter_map(|s| {
-        let (name, _) = s.split_once("}}")?;
-        let name = name.trim();
-        (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-            .then_some(name)
-    })
 }
 
 #[cfg(test)]
@@ -186,16 +128,10 @@ mod tests {
     #[test]
     fn builtin_prompts_have_versions_and_only_known_placeholders() {
         let p = Prompts::builtin();
-        for (prompt, allowed, version) in [
-            (&p.token, TOKEN_PLACEHOLDERS, "2"),
-            (&p.chunk, CHUNK_PLACEHOLDERS, "2"),
-            (&p.answerable, ANSWERABLE_PLACEHOLDERS, "1"),
-        ] {
+        // `builtin` checked their placeholders.
+        for (prompt, version) in [(&p.token, "2"), (&p.chunk, "2"), (&p.answerable, "1")] {
             assert_eq!(prompt.version, version);
             assert!(!prompt.template.starts_with("version"));
-            for name in placeholders(&prompt.template) {
-                assert!(allowed.contains(&name), "{name}");
-            }
         }
         assert!(p.token.template.contains("{{examples}}"));
         for d in Difficulty::ALL {
@@ -206,13 +142,15 @@ mod tests {
 
     #[test]
     fn prompt_files_override_named_sections_only() {
-        let text = "version: 7\n=== token ===\nAsk {{questions}} things.\n\n=== answerable ===\nAnswer it.\n";
+        let text = "version: 7\n=== token ===\nAsk {{ questions }} things.\n\n=== answerable ===\nAnswer it.\n";
         let p = Prompts::builtin().overridden_by(text, "p.md").unwrap();
         assert_eq!(p.token.version, "7");
-        assert_eq!(p.token.template, "Ask {{questions}} things.\n");
+        assert_eq!(p.token.template, "Ask {{ questions }} things.\n");
+        // A placeholder spelled with spaces is filled too, and a value is not filled again.
+        assert_eq!(p.token.render(&[("questions", "4")]), "Ask 4 things.\n");
         assert_eq!(
-            p.token.render(&[("questions", "4".into())]),
-            "Ask 4 things.\n"
+            p.token.render(&[("questions", "{{questions}}")]),
+            "Ask {{questions}} things.\n"
         );
         assert_eq!(p.answerable.template, "Answer it.\n");
         assert_eq!(p.chunk, Prompts::builtin().chunk);
@@ -239,8 +177,12 @@ mod tests {
             "p.md:2: unknown section `tokens` (expected token, chunk or answerable)"
         );
         assert_eq!(
-            e("version: 2\n=== chunk ===\nUse {{min_chars}}."),
-            "p.md:2: section `chunk` uses unknown placeholder {{min_chars}} (known: {{questions}}, {{examples}})"
+            e("version: 2\n=== chunk ===\nFine.\nUse {{min_chars}}."),
+            "p.md:4: unknown placeholder {{min_chars}} (known: {{questions}}, {{examples}})"
+        );
+        assert_eq!(
+            e("version: 2\n=== answerable ===\nUse {{questions}}."),
+            "p.md:3: unknown placeholder {{questions}} (known: none)"
         );
         assert_eq!(
             e("version: 2\n=== chunk ===\n\n=== token ===\nx"),

@@ -160,17 +160,20 @@ fn eval_records_each_chunker_and_runs_show_it() {
             "timings_ms"
         ]
     );
-    assert_eq!(record["format"], 2);
-    // What eval printed is what was recorded, per query and per difficulty.
+    assert_eq!(record["format"], 3);
+    // What eval printed is what was recorded, per query and per difficulty; its `config` is
+    // the record's, kept once.
     let mut result = printed[1].clone();
     result.as_object_mut().unwrap().remove("timings");
+    let config = result.as_object_mut().unwrap().remove("config").unwrap();
     assert_eq!(record["result"], result);
+    assert_eq!(record["config"], config);
     assert_eq!(record["dataset"]["hash"], printed[1]["dataset_hash"]);
     assert_eq!(record["corpus"]["documents"], 12);
     assert_eq!(record["corpus"]["fingerprint"].as_str().unwrap().len(), 16);
-    assert_eq!(record["config"]["k"], 5);
-    assert_eq!(record["config"]["mode"], "standard");
-    assert!(record["config"]["retriever"]
+    assert_eq!(record["result"]["k"], 5);
+    assert_eq!(record["result"]["mode"], "standard");
+    assert!(record["config"]["spec"]
         .as_str()
         .unwrap()
         .starts_with("bm25:chunker=recursive(size=200"));
@@ -442,7 +445,7 @@ fn export_import_delete() {
     assert_eq!(
         e.stderr,
         format!(
-            "error: {}:2: run record format 7 is not the one this rag-eval reads (2); upgrade rag-eval\n",
+            "error: {}:2: run record format 7 is not the one this rag-eval reads (3); upgrade rag-eval\n",
             bad.display()
         )
     );

@@ -113,7 +113,14 @@ fn bundled_evaluation_matches_the_in_memory_store() {
         started.elapsed().as_secs_f64()
     );
     assert_eq!(block_on(store.len()).unwrap(), spans.len());
-    let retriever = &got.scores.config.as_ref().unwrap().retriever;
+    let retriever = got
+        .scores
+        .config
+        .as_ref()
+        .unwrap()
+        .retriever
+        .as_deref()
+        .unwrap();
     assert!(retriever.contains("chroma("), "{retriever}");
 
     // The embedder is deterministic, so every chunk's true score can be recomputed.

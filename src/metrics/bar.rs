@@ -1,13 +1,18 @@
 //! Bars a run is held to: `span_recall=0.8` (a minimum) or a maximum, as the harness's
-//! `min_<metric>` and `max_<metric>` keys are.
+//! `min_<metric>` and `max_<metric>` keys, `rag-eval gate` and the reports' `--min`/`--max`
+//! are. One type and one check for all of them.
 
+use super::{Figures, RunResult};
 use crate::error::{Error, Result};
-use crate::metrics::{Figures, RunResult};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
 /// Which side of the bar passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Bound {
     /// The figure must be at least the bar.
     Min,
@@ -15,12 +20,39 @@ pub enum Bound {
     Max,
 }
 
+impl Bound {
+    /// `min` or `max`: the prefix of the harness's keys (`min_span_recall`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Min => "min",
+            Bound::Max => "max",
+        }
+    }
+
+    /// Where a figure that misses the bar is: `below` a minimum, `above` a maximum.
+    pub fn side_missed(self) -> &'static str {
+        match self {
+            Bound::Min => "below",
+            Bound::Max => "above",
+        }
+    }
+
+    /// Orders two figures worst first: the lowest first for a minimum, the highest for a
+    /// maximum.
+    pub fn worst_first(self, a: f64, b: f64) -> Ordering {
+        match self {
+            Bound::Min => a.total_cmp(&b),
+            Bound::Max => b.total_cmp(&a),
+        }
+    }
+}
+
 /// A bar: a metric (base name such as `span_recall`, or a report name such as
 /// `span_recall@5`), a bound and a value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bar {
     /// The metric, as given.
-    pub metric: String,
+    pub metric: Cow<'static, str>,
     /// Minimum or maximum.
     pub bound: Bound,
     /// The bar.
@@ -29,7 +61,7 @@ pub struct Bar {
 
 impl Bar {
     /// A minimum bar.
-    pub fn min(metric: impl Into<String>, value: f64) -> Bar {
+    pub fn min(metric: impl Into<Cow<'static, str>>, value: f64) -> Bar {
         Bar {
             metric: metric.into(),
             bound: Bound::Min,
@@ -38,10 +70,20 @@ impl Bar {
     }
 
     /// A maximum bar.
-    pub fn max(metric: impl Into<String>, value: f64) -> Bar {
+    pub fn max(metric: impl Into<Cow<'static, str>>, value: f64) -> Bar {
         Bar {
             metric: metric.into(),
             bound: Bound::Max,
+            value,
+        }
+    }
+
+    /// A bar fixed at compile time, for a `static` list (what `#[rag_eval]`'s `min_…` and
+    /// `max_…` keys expand to).
+    pub const fn fixed(metric: &'static str, bound: Bound, value: f64) -> Bar {
+        Bar {
+            metric: Cow::Borrowed(metric),
+            bound,
             value,
         }
     }
@@ -64,7 +106,7 @@ impl Bar {
             return Err(bad("the value must be a finite number"));
         }
         Ok(Bar {
-            metric: metric.to_owned(),
+            metric: metric.to_owned().into(),
             bound,
             value,
         })
@@ -76,7 +118,7 @@ impl Bar {
         figures.names().position(|n| n == self.metric).or_else(|| {
             figures
                 .names()
-                .position(|n| crate::metrics::ReportedName::parse(n).is_of(&self.metric))
+                .position(|n| super::ReportedName::parse(n).is_of(&self.metric))
         })
     }
 
@@ -91,7 +133,7 @@ impl Bar {
     /// `run`'s mean of the bar's metric and how many of its queries miss the bar; `None`
     /// when the run did not compute the metric, or scored no queries (whose mean measures
     /// nothing, and so passes no bar).
-    pub(crate) fn mean_and_missed(&self, run: &RunResult) -> Option<(f64, usize)> {
+    pub fn mean_and_missed(&self, run: &RunResult) -> Option<(f64, usize)> {
         if run.per_query.is_empty() {
             return None;
         }
@@ -102,6 +144,11 @@ impl Bar {
             .filter(|q| q.metrics.0.get(i).is_some_and(|f| !self.passes(f.1)))
             .count();
         Some((run.metrics.0[i].1, missed))
+    }
+
+    /// The harness's key for the bar: `min_span_recall`.
+    pub fn key(&self) -> String {
+        format!("{}_{}", self.bound.as_str(), self.metric)
     }
 
     /// `>=` or `<=`.
@@ -146,6 +193,20 @@ mod tests {
         let max = Bar::parse_with("span_iou=0.2", Bound::Max).unwrap();
         assert!(max.passes(0.2) && !max.passes(0.21));
         assert_eq!(max.to_string(), "span_iou <= 0.2");
+        assert_eq!(
+            (max.key(), max.bound.side_missed()),
+            ("max_span_iou".into(), "above")
+        );
+        assert_eq!(Bar::fixed("span_iou", Bound::Max, 0.2), max);
+        // The JSON form `rag-eval gate` reads from a shard's description.
+        let json = serde_json::to_string(&max).unwrap();
+        assert_eq!(json, r#"{"metric":"span_iou","bound":"max","value":0.2}"#);
+        assert_eq!(serde_json::from_str::<Bar>(&json).unwrap(), max);
+        let mut figures = vec![0.5, 0.1, 0.9];
+        figures.sort_by(|a, b| Bound::Max.worst_first(*a, *b));
+        assert_eq!(figures, [0.9, 0.5, 0.1]);
+        figures.sort_by(|a, b| Bound::Min.worst_first(*a, *b));
+        assert_eq!(figures, [0.1, 0.5, 0.9]);
         for bad in ["span_recall", "=0.5", "span_recall=high", "span_recall=NaN"] {
             let e = bad.parse::<Bar>().unwrap_err().to_string();
             assert!(e.contains(&format!("bar `{bad}`")), "{e}");
