@@ -3,6 +3,8 @@
 //! the library and through `rag-eval eval --rag`, with its slow, failing and malformed answers,
 //! and replayed from the cache once the service is gone.
 
+use crate::support;
+
 use rag_eval::cache::{Cache, CacheMode};
 use rag_eval::corpus::Corpus;
 use rag_eval::service::HttpRag;
