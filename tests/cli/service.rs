@@ -3,8 +3,7 @@
 //! the library and through `rag-eval eval --rag`, with its slow, failing and malformed answers,
 //! and replayed from the cache once the service is gone.
 
-use crate::support;
-
+use crate::support::rag_service::{judge, qa_pairs, Service};
 use rag_eval::cache::{Cache, CacheMode};
 use rag_eval::corpus::Corpus;
 use rag_eval::service::HttpRag;
@@ -13,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use crate::support::rag_service::{judge, qa_pairs, Service};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -390,7 +390,7 @@ fn requests_carry_the_prompts_schema_model_and_few_shot_examples() {
     assert!(user.ends_with("Write 2 questions about this document."));
 
     // The built-in prompt explains the four difficulties and shows built-in examples.
-    let builtin = Prompts::builtin().token.render(&[]);
+    let builtin = Prompts::builtin().token.render::<&str>(&[]);
     for label in [
         "\"factual\"",
         "\"analytical\"",

@@ -111,7 +111,7 @@ fn embedder() -> HashingEmbedder {
 #[test]
 fn every_registered_metric_is_accepted_as_a_bar() {
     let spec = every_bar::__rag_eval_case();
-    let bars: BTreeSet<&str> = spec.thresholds.iter().map(|t| t.metric).collect();
+    let bars: BTreeSet<&str> = spec.thresholds.iter().map(|t| t.metric.as_ref()).collect();
     assert_eq!(bars, registered(), "the case above must name every metric");
     assert_eq!(spec.thresholds.len(), bars.len());
     assert!(spec.thresholds.iter().any(|t| t.bound == Bound::Max));
