@@ -18,8 +18,10 @@ mod token;
 pub use markdown::MarkdownChunker;
 pub use recursive::{LengthUnit, RecursiveCharacterChunker};
 pub use semantic::SemanticChunker;
+#[cfg(feature = "cli")]
+pub(crate) use spec::build_parsed_chunker;
+pub(crate) use spec::chunker_from;
 pub use spec::parse_spec;
-pub(crate) use spec::{build_parsed_chunker, chunker_from};
 #[cfg(feature = "tiktoken")]
 pub use token::FixedTokenChunker;
 

@@ -25,6 +25,7 @@ pub fn parse_spec(text: &str) -> Result<Box<dyn PositionAwareChunker>> {
 }
 
 /// [`parse_spec`] for a spec already parsed (errors quote its printed form).
+#[cfg(feature = "cli")]
 pub(crate) fn build_parsed_chunker(spec: &Spec) -> Result<Box<dyn PositionAwareChunker>> {
     chunker_from(spec).map_err(|f| f.in_spec(Kind::Chunker.as_str(), &spec.to_string()).into())
 }
