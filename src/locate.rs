@@ -659,14 +659,12 @@ mod tests {
             edited[i] = '#';
         }
         let edited: String = edited.into_iter().collect();
-        let t = std::time::Instant::now();
+        // The alignment budget is under 1% of the table an alignment against the whole
+        // document would fill, so finding the excerpt within it means only candidate places
+        // were aligned (what keeps it fast is measured by benches, not timed here).
+        assert!(DEFAULT_BUDGET < chars.len() * edited.chars().count() / 100);
         let hit = locate(&doc, &edited, 0.9).expect("found");
         assert!(hit.start.abs_diff(at) <= 2, "{} vs {at}", hit.start);
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(20),
-            "{:?}",
-            t.elapsed()
-        );
     }
 
     /// Case changes the normal form treats as equal (true of nearly every letter).

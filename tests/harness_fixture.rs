@@ -101,12 +101,13 @@ impl Fixture {
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::create_dir_all(root.join("tests")).unwrap();
         std::fs::write(root.join("src/lib.rs"), "").unwrap();
+        let unique = package_suffix(dir.path());
         // The repository's own cases (`tests/rag.rs`) split Markdown, which is not a default.
         std::fs::write(
             root.join("Cargo.toml"),
             format!(
                 r#"[package]
-name = "fx"
+name = "fx-{unique}"
 version = "0.1.0"
 edition = "2021"
 autotests = false
@@ -584,4 +585,18 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         fx.pending().is_empty(),
         "CI writes nothing under nextest either"
     );
+}
+
+/// A name part unique to one fixture's folder. Fixtures share one target folder, and cargo
+/// names a path package's artifacts independently of where it sits, so two fixtures built at
+/// once under one package name overwrite each other's test binaries (each with the other's
+/// folder compiled in).
+fn package_suffix(dir: &Path) -> String {
+    dir.file_name()
+        .unwrap()
+        .to_string_lossy()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase()
 }
