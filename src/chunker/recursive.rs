@@ -90,7 +90,7 @@ impl RecursiveCharacterChunker {
     }
 
     /// A chunker with LangChain's separators that measures in characters; a `chunk_size` of 0
-    /// or an `overlap` larger than `chunk_size` is an [`Error::Setting`].
+    /// or an `overlap` larger than `chunk_size` is an [`Error::Setting`](crate::Error::Setting).
     pub fn try_new(chunk_size: usize, overlap: usize) -> Result<Self> {
         if chunk_size == 0 {
             return Err(
