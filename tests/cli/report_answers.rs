@@ -4,6 +4,7 @@
 //! (`.ci/chromium.sh`), opened in headless Chromium and photographed at 1,400 and 800 pixels
 //! wide under `target/reports/` for a person to look at.
 
+use crate::reports::headless;
 use crate::support;
 
 use serde_json::{json, Value};
@@ -255,7 +256,7 @@ fn an_answer_run_shows_answers_statements_support_and_answer_metrics() {
         let opened = html.replacen("<details>", "<details open>", 1);
         let page = dir.path().join(format!("{name}-open.html"));
         std::fs::write(&page, &opened).unwrap();
-        let (dom, log) = headless(&browser, &page, &["--dump-dom"]);
+        let (dom, log) = headless(&browser, &page, &["--hide-scrollbars", "--dump-dom"]);
         let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
         assert!(console.is_empty(), "{name}: console messages: {console:#?}");
         assert!(dom.contains("data-ready=\"yes\""), "{name}: the script ran");
@@ -269,41 +270,11 @@ fn an_answer_run_shows_answers_statements_support_and_answer_metrics() {
                 let _ = std::fs::remove_file(&shot);
                 let size = format!("--window-size={width},2000");
                 let arg = format!("--screenshot={}", shot.display());
-                headless(&browser, page, &[&size, &arg]);
+                headless(&browser, page, &["--hide-scrollbars", &size, &arg]);
                 let png = std::fs::read(&shot).expect("a screenshot");
                 assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{name}");
                 eprintln!("screenshot: {}", shot.canonicalize().unwrap().display());
             }
         }
     }
-}
-
-/// Runs headless Chromium on `page`: (stdout, stderr).
-fn headless(browser: &str, page: &Path, extra: &[&str]) -> (String, String) {
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new("timeout")
-        .arg("120")
-        .arg(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("chromium runs");
-    assert!(out.status.success(), "chromium failed: {out:?}");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }

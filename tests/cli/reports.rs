@@ -156,7 +156,7 @@ fn chromium() -> Option<String> {
 }
 
 /// Runs headless Chromium on `page` with `extra` arguments: (stdout, stderr).
-fn headless(browser: &str, page: &Path, extra: &[&str]) -> (String, String) {
+pub(crate) fn headless(browser: &str, page: &Path, extra: &[&str]) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new("timeout")
         .arg("120")
