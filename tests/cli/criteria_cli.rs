@@ -7,7 +7,6 @@ use crate::support;
 
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use support::chat::{chat_server, Chat};
@@ -115,18 +114,7 @@ impl Setup {
     }
 
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("RAG_EVAL_RUNS", &self.store)
-            .env_remove("OPENAI_API_KEY")
-            .output()
-            .expect("the binary runs");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
-        )
+        crate::cli_support::run_in(self.dir.path(), &self.store, args)
     }
 
     fn score(&self, cache: &str) -> Value {

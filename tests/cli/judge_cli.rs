@@ -8,7 +8,6 @@ use crate::support;
 
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use support::chat::{chat_server, completion, Chat};
@@ -157,17 +156,11 @@ struct Out {
 }
 
 fn run_in(cwd: &Path, store: &str, args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .args(args)
-        .current_dir(cwd)
-        .env("RAG_EVAL_RUNS", store)
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .expect("the binary runs");
+    let (code, stdout, stderr) = crate::cli_support::run_in(cwd, store, args);
     Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
+        code,
+        stdout,
+        stderr,
     }
 }
 

@@ -9,7 +9,6 @@ use rag_eval::corpus::Corpus;
 use rag_eval::service::HttpRag;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -137,17 +136,7 @@ fn responses_are_recorded_and_replayed_without_the_service() {
 
 /// `rag-eval` with the run store at `store`.
 fn cli(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .env("RAG_EVAL_RUNS", store)
-        .current_dir(root())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    crate::cli_support::run_in(&root(), store, args)
 }
 
 fn recorded_id(stderr: &str) -> String {

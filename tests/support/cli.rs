@@ -7,12 +7,32 @@ use std::process::Command;
 
 /// Runs the binary: exit code, standard output, standard error.
 pub fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        // Runs are recorded in tests/cli/runs_cli.rs, never in the crate's own folder.
-        .env("RAG_EVAL_RUNS", "off")
-        .args(args)
-        .output()
-        .expect("the binary runs");
+    // Runs are recorded in tests/cli/runs_cli.rs, never in the crate's own folder.
+    outcome(
+        Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .env("RAG_EVAL_RUNS", "off")
+            .args(args),
+    )
+}
+
+/// Runs the binary in `cwd` with its run store at `store` (a path, or `off`) and no OpenAI key
+/// from the environment: exit code, standard output, standard error.
+pub fn run_in(
+    cwd: &Path,
+    store: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+) -> (i32, String, String) {
+    outcome(
+        Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .args(args)
+            .current_dir(cwd)
+            .env("RAG_EVAL_RUNS", store)
+            .env_remove("OPENAI_API_KEY"),
+    )
+}
+
+fn outcome(command: &mut Command) -> (i32, String, String) {
+    let out = command.output().expect("the binary runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
