@@ -36,7 +36,7 @@ pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
             format!("{NEITHER_SHAPE}; {why}"),
         ))
     };
-    if let Some(unsafety) = &sig.unsafety {
+    if let syn::Safety::Unsafe(unsafety) = &sig.safety {
         return fail(unsafety, "this one is `unsafe`");
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {

@@ -882,9 +882,9 @@ mod tests {
         let case = Arc::new(Case::new(spec()));
         let hook = Arc::new(crate::harness::private::InstaHook { assert: |_| {} });
         let trials = crate::harness::trials_of(&case, &hook);
-        let args = libtest_mimic::Arguments::from_iter(
-            std::iter::once("test").chain(args.iter().copied()),
-        );
+        let args = crate::harness::libtest::Arguments::parse(args.iter().map(|a| a.to_string()))
+            .unwrap()
+            .unwrap();
         let scope = crate::harness::scope_of(&case, &args, &trials);
         drop(trials);
         let case = Arc::into_inner(case).expect("the trials are gone");

@@ -3,8 +3,8 @@
 //! atomically once every test has finished. A suite per case, a test case per trial that ran
 //! (ignored trials as skipped).
 
+use super::libtest::{Completion, Failed};
 use crate::junit::{Case, Outcome, Suite, Suites};
-use libtest_mimic::{Completion, Failed};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -33,7 +33,7 @@ pub(crate) fn recorded(
             Ok(Completion::Completed) => Outcome::Passed,
             Ok(Completion::Ignored { .. }) => Outcome::Skipped,
             Err(e) => {
-                let detail = e.message().unwrap_or("failed").to_owned();
+                let detail = e.message().to_owned();
                 Outcome::Failed {
                     message: detail.lines().next().unwrap_or_default().to_owned(),
                     detail,

@@ -26,6 +26,7 @@ pub(crate) mod golden;
 mod junit;
 #[cfg(feature = "langsmith")]
 mod langsmith;
+mod libtest;
 pub(crate) mod private;
 mod rag;
 #[cfg(feature = "runs")]
@@ -40,7 +41,7 @@ use crate::metrics::Bar;
 use crate::metrics::RunResult as Outcome;
 use case::Case;
 use golden::Golden;
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest::{Arguments, Completion, Failed, Trial};
 use private::{CaseSpec, InstaHook, SnapshotRequest};
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -55,7 +56,10 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 /// Runs the cases as a libtest-compatible test binary (`--list`, `--exact`, filters,
 /// `--ignored`, `-q`, `--test-threads` as with `cargo test`).
 pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
-    let args = Arguments::from_args();
+    let args = match Arguments::from_env() {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
     quiet_snapshot_panics();
     quiet_insta_output();
     let hook = Arc::new(hook);
@@ -81,7 +85,7 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         .map(|t| t.name().to_owned())
         .collect();
     let listing = args.list;
-    let mut conclusion = libtest_mimic::run(&args, trials);
+    let mut conclusion = libtest::run(&args, trials);
     // The tables come after every test's line, where a reader of the log looks last.
     for report in reports().lock().unwrap_or_else(|e| e.into_inner()).iter() {
         print!("{report}");
@@ -92,7 +96,7 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
             Some(Ok(path)) => println!("JUnit report: {}", path.display()),
             Some(Err(e)) => {
                 eprintln!("error: cannot write the JUnit report ({}): {e}", junit::VAR);
-                conclusion.num_failed += 1;
+                conclusion.failed += 1;
             }
             None => {}
         }
@@ -100,7 +104,7 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
     conclusion.exit_code()
 }
 
-/// Whether libtest-mimic runs `trial` with `args` (its filters, `--skip`, `--ignored`).
+/// Whether the run includes `trial` with `args` (its filters, `--skip`, `--ignored`).
 fn runs_here(args: &Arguments, trial: &Trial) -> bool {
     !args.is_filtered_out(trial)
         && !matches!(
