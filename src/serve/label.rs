@@ -5,10 +5,12 @@
 //! | request | answer |
 //! |---|---|
 //! | `GET /runs/{id}/label?q=N` | query `N` (0-based; default 0) of the run: question, answer, references, contexts, each judged metric's figure and the judge's samples (statements with verdicts, reasons and evidence; a criteria judge's verdict and reason; …) and the saved labels |
-//! | `POST /runs/{id}/label?q=N` | an HTML form (`application/x-www-form-urlencoded`): per metric `label.<metric>` = `pass`, `fail`, `score` or empty (no label), `score.<metric>` (a number in [0, 1], when `score`), `note.<metric>` (optional text), and for a judge with statements `verdict.<metric>.<i>` = `supported` or `unsupported` for each statement `i` (0-based; all or none); `go` = `next` (default), `prev` or `stay`. The labels are saved, then `303 See Other` to the query `go` names |
+//! | `POST /runs/{id}/label?q=N` | an HTML form (`application/x-www-form-urlencoded`): per metric `label.<metric>` = `pass`, `fail`, a verdict of its criteria judge's scale, `score` or empty (no label), `score.<metric>` (a number in [0, 1], when `score`), `note.<metric>` (optional text), and for a judge with statements `verdict.<metric>.<i>` = `supported` or `unsupported` for each statement `i` (0-based; all or none); `go` = `next` (default), `prev` or `stay`. The labels are saved, then `303 See Other` to the query `go` names |
 //!
 //! A pass is written as 1, a fail as 0 and a score as given, on the [0, 1] scale the run's
-//! figures use (a 1–5 criteria judge's 4 is 0.75). The labelled metrics are those a judge
+//! figures use. A criteria judge whose run kept its scale is labelled on that scale instead of
+//! pass/fail: a `label.<metric>` that is one of its verdicts is that verdict's score (a 1–5
+//! judge's 4 is 0.75). The labelled metrics are those a judge
 //! scored in the run, or every metric of a run without judges.
 //!
 //! The statements of faithfulness (and context recall) in the judge's first scored sample are
@@ -208,7 +210,7 @@ pub(super) async fn save(
     let form = std::str::from_utf8(&body)
         .map_err(|_| bad("the form is not UTF-8".into()))
         .and_then(parse_form)?;
-    let (changes, go) = changes(&form, &metrics)?;
+    let (changes, go) = changes(&form, query, &metrics)?;
     let verdicts = verdicts(&form, query, &metrics, &changes)?;
     tokio::task::spawn_blocking(move || file.save(&query_id, changes, verdicts))
         .await
@@ -265,8 +267,27 @@ enum Go {
     Stay,
 }
 
-/// The labels the form sets: one change per metric it has a `label.<metric>` field for.
-fn changes(form: &[(String, String)], metrics: &[String]) -> Result<(Vec<Change>, Go), ApiError> {
+/// The verdicts of the scale the criteria judge of `metric` used in `query`, with their scores,
+/// when the run kept it.
+fn scale(query: &QueryResult, metric: &str) -> Option<Vec<(String, f64)>> {
+    query
+        .judges
+        .iter()
+        .filter(|j| j.metric == metric)
+        .flat_map(|j| &j.samples)
+        .find_map(|s| match &s.details {
+            JudgeDetails::Criteria { scale, .. } => scale.clone(),
+            _ => None,
+        })
+}
+
+/// The labels the form sets for `query`: one change per metric it has a `label.<metric>` field
+/// for; a label that is a verdict of the metric's criteria scale is that verdict's score.
+fn changes(
+    form: &[(String, String)],
+    query: &QueryResult,
+    metrics: &[String],
+) -> Result<(Vec<Change>, Go), ApiError> {
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim());
     let go = match field("go").unwrap_or("next") {
         "next" => Go::Next,
@@ -284,7 +305,10 @@ fn changes(form: &[(String, String)], metrics: &[String]) -> Result<(Vec<Change>
             continue;
         };
         known(metric, metrics)?;
+        let verdict =
+            scale(query, metric).and_then(|options| options.into_iter().find(|(v, _)| v == choice));
         let value = match choice.as_str() {
+            _ if verdict.is_some() => verdict.map(|(_, score)| score),
             "pass" => Some(1.0),
             "fail" => Some(0.0),
             "" => None,
@@ -408,7 +432,8 @@ fieldset{margin:12px 0;border:1px solid #bbb;border-radius:4px}fieldset.current{
 .yes{color:#176317}.no{color:#a31515}.saved{font-weight:bold}kbd{border:1px solid #aaa;border-radius:3px;padding:0 3px}\
 tr.flipped td{background:#fff1c2}tr.at td:first-child{outline:2px solid #2a6ebb}";
 
-/// Keyboard: `p`/`f` mark the current metric pass/fail and move to the next, `u` clears it,
+/// Keyboard: `p`/`f` mark the current metric pass/fail (the verdict scored 1 or 0 on a criteria
+/// judge's scale) and move to the next, `u` clears it,
 /// `1`–`9` pick a metric, `j`/`k` pick the current metric's next/previous statement and `x`
 /// flips the person's verdict on it, `Enter` or `s` saves and goes on, `←`/`→` move without
 /// saving. A flipped statement's row is marked and the count of supported ones follows.
@@ -430,14 +455,14 @@ form.addEventListener('change',e=>{if(e.target.name.startsWith('verdict.'))updat
 function flip(){const r=rows(sets[cur])[st];if(!r)return;r.querySelector('input:not(:checked)').checked=true;update(sets[cur]);}
 form.querySelectorAll('input[type=number]').forEach(n=>n.addEventListener('input',()=>{
   const r=n.closest('fieldset').querySelector('input[value=score]');if(r)r.checked=true;}));
-function mark(v){const r=sets[cur]&&sets[cur].querySelector('input[type=radio][value="'+v+'"]');
+function mark(v){const r=sets[cur]&&sets[cur].querySelector(v?'input[data-score="'+v+'"]':'input[name^="label."][value=""]');
   if(r){r.checked=true;if(cur+1<sets.length)show(cur+1);}}
 document.addEventListener('keydown',e=>{
   if(e.ctrlKey||e.metaKey||e.altKey)return;
   if(e.target.matches('input[type=text],input[type=number],textarea')){
     if(e.key==='Escape')e.target.blur();return;}
   const link=id=>{const a=document.getElementById(id);if(a)location.href=a.href;};
-  if(e.key==='p')mark('pass');else if(e.key==='f')mark('fail');else if(e.key==='u')mark('');
+  if(e.key==='p')mark('1');else if(e.key==='f')mark('0');else if(e.key==='u')mark('');
   else if(e.key>='1'&&e.key<='9'&&+e.key<=sets.length)show(+e.key-1);
   else if(e.key==='j')at(st+1);else if(e.key==='k')at(st-1);else if(e.key==='x')flip();
   else if(e.key==='Enter'||e.key==='s')form.requestSubmit(document.getElementById('save-next'));
@@ -574,10 +599,26 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
             }
         }
         let checked = |on: bool| if on { " checked" } else { "" };
-        let is_score = value.is_some_and(|v| v != 0.0 && v != 1.0);
+        // The judge's own scale, when the run kept it, else pass and fail; `data-score` is
+        // what `p` (1) and `f` (0) look for.
+        let options = scale(query, metric)
+            .unwrap_or_else(|| vec![("pass".into(), 1.0), ("fail".into(), 0.0)]);
+        let chosen = value.and_then(|v| options.iter().position(|o| o.1 == v));
+        let is_score = value.is_some() && chosen.is_none();
+        for (i, (verdict, score)) in options.iter().enumerate() {
+            let text = if matches!(verdict.as_str(), "pass" | "fail") {
+                esc(verdict)
+            } else {
+                format!("{} <small>({score})</small>", esc(verdict))
+            };
+            let _ = write!(
+                s,
+                "<label><input type=\"radio\" name=\"label.{m}\" value=\"{}\" data-score=\"{score}\"{}> {text}</label> ",
+                esc(verdict),
+                checked(chosen == Some(i))
+            );
+        }
         for (choice, text, on) in [
-            ("pass", "pass", value == Some(1.0)),
-            ("fail", "fail", value == Some(0.0)),
             ("score", "score", is_score),
             ("", "no label", value.is_none()),
         ] {
@@ -762,6 +803,7 @@ fn judge_sample(s: &mut String, sample: &JudgeSample, edit: Option<(&str, &[bool
             verdict,
             reason,
             probabilities,
+            ..
         } => {
             let _ = write!(s, "<p>verdict <b>{}</b>: {}</p>", esc(verdict), esc(reason));
             if let Some(p) = probabilities {
@@ -801,6 +843,7 @@ mod tests {
     #[test]
     fn a_form_sets_pass_fail_scores_and_notes_and_refuses_the_rest() {
         let metrics = ["faithfulness".to_owned(), "tone".to_owned()];
+        let none = QueryResult::default();
         let (c, go) = changes(
             &form(&[
                 ("label.faithfulness", "fail"),
@@ -809,6 +852,7 @@ mod tests {
                 ("score.tone", "0.75"),
                 ("go", "stay"),
             ]),
+            &none,
             &metrics,
         )
         .unwrap();
@@ -822,7 +866,7 @@ mod tests {
                 ("tone", Some(0.75), None)
             ]
         );
-        let err = |pairs: &[(&str, &str)]| changes(&form(pairs), &metrics).err().unwrap().1;
+        let err = |pairs: &[(&str, &str)]| changes(&form(pairs), &none, &metrics).err().unwrap().1;
         assert!(err(&[("label.mrr", "pass")]).contains("`mrr` is not a metric labelled"));
         assert!(err(&[("label.tone", "maybe")]).contains("got `maybe`"));
         assert!(err(&[("label.tone", "score"), ("score.tone", "4")]).contains("between 0 and 1"));

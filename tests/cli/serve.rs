@@ -510,7 +510,8 @@ fn report_run_ids_are_decoded_and_may_repeat() {
 }
 
 /// Five answered queries, each judged for faithfulness (two statements, the first supported
-/// with its reason and evidence, the second not) and by a `polite` criteria judge.
+/// with its reason and evidence, the second not) and by a `polite` criteria judge on a 1–5
+/// scale.
 fn answered_run() -> RunResult {
     use rag_eval::metrics::{
         JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Passage, QueryJudgement, Statement,
@@ -573,6 +574,11 @@ fn answered_run() -> RunResult {
                             verdict: "4".into(),
                             reason: "courteous enough".into(),
                             probabilities: None,
+                            scale: Some(
+                                (1..=5)
+                                    .map(|v| (v.to_string(), f64::from(v - 1) / 4.0))
+                                    .collect(),
+                            ),
                         },
                         0.75,
                     )],
@@ -728,9 +734,12 @@ fn the_labelling_page_saves_plain_forms_to_the_labels_file_and_shows_them_again(
     let (store, _) = answered_store(dir.path());
     let (base, _runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
     let (_, _, html) = page(&base, "1");
-    assert!(html.contains("value=\"fail\" checked"), "{html}");
-    assert!(html.contains("value=\"score\" checked"));
-    assert!(html.contains("value=\"0.25\""));
+    assert!(
+        html.contains("value=\"fail\" data-score=\"0\" checked"),
+        "{html}"
+    );
+    // The score 0.25 is the 1–5 judge's 2, and shown as such.
+    assert!(html.contains("name=\"label.polite\" value=\"2\" data-score=\"0.25\" checked"));
     assert!(html.contains("value=\"the year is wrong\""));
     assert!(html.contains("Query 2 of 5; 2 labelled"));
     let (_, _, html) = page(&base, "4");
@@ -790,7 +799,7 @@ fn statement_verdicts_flipped_in_a_plain_form_are_saved_and_label_the_metric() {
         (
             1,
             format!(
-                "label.faithfulness=fail&label.polite=&{}",
+                "label.faithfulness=fail&label.polite=4&{}",
                 both("supported", "unsupported")
             ),
         ),
@@ -811,11 +820,12 @@ fn statement_verdicts_flipped_in_a_plain_form_are_saved_and_label_the_metric() {
         "{\"id\":\"q0\",\"labels\":{},\"statements\":{\"faithfulness\":[\
          {\"supported\":true,\"text\":\"Release 0 shipped in 2010.\"},\
          {\"supported\":true,\"text\":\"It shipped on time.\"}]}}\n\
-         {\"id\":\"q1\",\"labels\":{\"faithfulness\":0.0},\"statements\":{\"faithfulness\":[\
+         {\"id\":\"q1\",\"labels\":{\"faithfulness\":0.0,\"polite\":0.75},\"statements\":{\"faithfulness\":[\
          {\"supported\":true,\"text\":\"Release 1 shipped in 2011.\"},\
          {\"supported\":false,\"text\":\"It shipped on time.\"}]}}\n"
     );
-    // The flipped verdicts label q0's faithfulness with their share; q1 keeps its own label.
+    // The flipped verdicts label q0's faithfulness with their share; q1 keeps its own label,
+    // and the 1–5 judge's 4 is 0.75.
     let mut run = answered_run();
     assert!(rag_eval::align::Labels::load(&labels)
         .unwrap()
@@ -827,7 +837,7 @@ fn statement_verdicts_flipped_in_a_plain_form_are_saved_and_label_the_metric() {
     );
     assert_eq!(
         run.labels["q1"],
-        Figures(vec![("faithfulness".into(), 0.0)])
+        Figures(vec![("faithfulness".into(), 0.0), ("polite".into(), 0.75)])
     );
     assert!(!run.labels.contains_key("q2"));
 
@@ -846,6 +856,7 @@ fn statement_verdicts_flipped_in_a_plain_form_are_saved_and_label_the_metric() {
     // Bad verdicts are JSON errors, and change nothing.
     for (form, error) in [
         ("verdict.faithfulness.0=maybe", "got `maybe`"),
+        ("label.polite=6", "got `6`"),
         (
             "verdict.faithfulness.0=supported",
             "`verdict.faithfulness.1` is missing",
@@ -906,6 +917,7 @@ fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
                    .map(e => e.textContent).join('|') + ' ' + document.querySelector('.share').textContent";
     // q0: pass, pass; q1: fail, pass; q2: the second statement flipped (no faithfulness label),
     // polite fails; q3: metric 2 first, fail, then 1, pass; q4: the first statement flipped.
+    // On polite's 1–5 scale `p` is 5 and `f` is 1.
     for (q, keys) in [
         (0, &["p", "p"][..]),
         (1, &["f", "p"]),
@@ -926,9 +938,9 @@ fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
     }
     // The last query's next is itself.
     assert_eq!(here(&mut b), "?q=4");
-    // q4 by mouse: polite fails, with a note typed into its field, and the second statement
-    // flipped as well; saved in place.
-    b.click("input[name='label.polite'][value='fail']");
+    // q4 by mouse: polite gets a 2 of the judge's 1–5 (0.25), with a note typed into its
+    // field, and the second statement flipped as well; saved in place.
+    b.click("input[name='label.polite'][value='2']");
     b.click("input[name='note.polite']");
     b.type_text("too curt");
     b.click("input[name='verdict.faithfulness.1'][value='supported']");
@@ -951,7 +963,7 @@ fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
              {{\"id\":\"q1\",\"labels\":{{\"faithfulness\":0.0,\"polite\":1.0}},{}}}\n\
              {{\"id\":\"q2\",\"labels\":{{\"polite\":0.0}},{}}}\n\
              {{\"id\":\"q3\",\"labels\":{{\"faithfulness\":1.0,\"polite\":0.0}},{}}}\n\
-             {{\"id\":\"q4\",\"labels\":{{\"polite\":0.0}},\"notes\":{{\"polite\":\"too curt\"}},{}}}\n",
+             {{\"id\":\"q4\",\"labels\":{{\"polite\":0.25}},\"notes\":{{\"polite\":\"too curt\"}},{}}}\n",
             verdicts(0, true, false),
             verdicts(1, true, false),
             verdicts(2, true, true),
@@ -968,7 +980,7 @@ fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
     assert_eq!(
         b.eval(checked),
         "verdict.faithfulness.0=unsupported verdict.faithfulness.1=supported \
-         label.faithfulness= label.polite=fail"
+         label.faithfulness= label.polite=2"
     );
     assert_eq!(
         b.eval("document.querySelector(\"input[name='note.polite']\").value"),
@@ -983,7 +995,7 @@ fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
     assert_eq!(
         b.eval(checked),
         "verdict.faithfulness.0=supported verdict.faithfulness.1=supported \
-         label.faithfulness= label.polite=fail"
+         label.faithfulness= label.polite=1"
     );
     assert_eq!(b.eval(flipped), "It shipped on time. 2 of 2");
     assert_eq!(
