@@ -129,8 +129,9 @@ pub struct Verdict {
 /// Gates the cases of run group `group` in `store` over their merged results: the queries no
 /// shard reported, the queries shards reported with different figures, every `min_…`/`max_…`
 /// bar the merged means miss, every judge whose invalid and failed answers over the whole
-/// group exceed the case's `max_invalid_share`, and every figure that dropped beyond the case's tolerance from
-/// its golden snapshot `<golden>/<case>.snap` (a missing snapshot fails, as under CI).
+/// group exceed the case's `max_invalid_share`, and every figure that dropped beyond the
+/// case's tolerance from its golden snapshot `<golden>/<case>.snap` (a missing snapshot fails,
+/// as under CI).
 /// `cases` chooses cases by name (every case the group holds when empty); a named case the
 /// group lacks fails. A group with no case at all is an error naming the store.
 pub fn gate(
