@@ -8,7 +8,7 @@
 //! and a notice says so. Needs `RAG_EVAL_TEST_POSTGRES` (`.ci/postgres.sh` sets it); skips
 //! without it. A shard is also killed (SIGKILL) after writing some of its queries: the gate
 //! names the queries it left out, and the shard run again completes the group (Unix: the kill
-//! is a process group's).
+//! is a kill(2) of every process of the shard).
 
 #![cfg(unix)]
 
@@ -325,7 +325,7 @@ fn shard(root: &Path, env: &[(String, String)], i: usize, nextest: bool) -> (i32
     all
 }
 
-/// Starts shard `i` (its tests `tests`) and kills it with SIGKILL, its whole process group,
+/// Starts shard `i` (its tests `tests`) and kills it with SIGKILL, every process of it,
 /// once `caught` says it has written some of its queries and is computing another: a shard
 /// machine dying mid-run. Under nextest the partition runs one test at a time; without it, the
 /// first test runs to its end and the process of the second is killed.
@@ -337,7 +337,6 @@ fn kill_midway(
     nextest: bool,
     caught: impl Fn() -> bool,
 ) {
-    use std::os::unix::process::CommandExt;
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let p = format!("hash:{i}/{SHARDS}");
     let mut cmd = if nextest {
@@ -365,7 +364,6 @@ fn kill_midway(
         fixture_crate::command(root, &args, &env)
     };
     let mut child = cmd
-        .process_group(0)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -382,10 +380,34 @@ fn kill_midway(
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let group = i32::try_from(child.id()).unwrap();
-    // SAFETY: a plain kill(2) of the process group this test started.
-    assert_eq!(unsafe { libc::kill(-group, libc::SIGKILL) }, 0);
+    // nextest puts each test in a process group of its own: every process below the shard's
+    // is killed, parents first (so none starts another).
+    for pid in tree(child.id()) {
+        let pid = i32::try_from(pid).unwrap();
+        // SAFETY: a plain kill(2) of a process this test started; one already gone is no error.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
     child.wait().unwrap();
+}
+
+/// `pid` and every process below it, parents first (`pgrep -P`, level by level).
+fn tree(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        let out = std::process::Command::new("pgrep")
+            .args(["-P", &all[i].to_string()])
+            .output()
+            .expect("pgrep runs");
+        let children = String::from_utf8_lossy(&out.stdout);
+        all.extend(
+            children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+        i += 1;
+    }
+    all
 }
 
 /// The summary's table of figures in a run's output: its lines up to a blank line or
