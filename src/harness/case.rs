@@ -627,6 +627,7 @@ fn record_shard(
             .iter()
             .map(|c| c.name().to_owned())
             .collect(),
+        max_invalid_share: case.spec.judge.map(|j| j.max_invalid_share),
     };
     let rows: Vec<(String, Row)> = result
         .scores
@@ -641,14 +642,21 @@ fn record_shard(
             (q.id.clone(), row)
         })
         .collect();
-    super::shards::write(store.as_ref(), group, case.spec.name, &description, &rows).map_err(
-        |e| {
-            format!(
-                "its results were not written into run group `{group}` of `{}`: {e}",
-                store.location()
-            )
-        },
-    )?;
+    let shard = super::shards::shard_from_env();
+    super::shards::write(
+        store.as_ref(),
+        group,
+        case.spec.name,
+        &shard,
+        &description,
+        &rows,
+    )
+    .map_err(|e| {
+        format!(
+            "its results were not written into run group `{group}` of `{}`: {e}",
+            store.location()
+        )
+    })?;
     eprintln!(
         "case `{}`: {} queries written into run group `{group}` of `{}`",
         case.spec.name,
