@@ -328,7 +328,7 @@ where
         scores.config = Some(RunConfig {
             dataset: Some(self.dataset.source().to_owned()),
             corpus_documents: Some(self.corpus.len()),
-            ..RunConfig::of_retriever(retriever.name(), retriever.spec(), retriever.chunker())
+            ..RunConfig::of_retriever(retriever.name(), &retriever.spec(), retriever.chunker())
         });
         scores.dataset_hash = Some(self.dataset_hash());
         let scored = Instant::now();
