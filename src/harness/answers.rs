@@ -91,7 +91,7 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         self.inner.spec()
     }
     fn chunker(&self) -> Option<String> {

@@ -5,8 +5,8 @@
 use super::driver::Sample;
 use super::{Judge, JudgeConfig, JudgeInput};
 use crate::error::{Error, Result};
-use crate::generator::{numbered_contexts, PromptTemplate};
-use crate::llm::{LlmClient, TokenLogprob};
+use crate::generator::numbered_contexts;
+use crate::llm::{LlmClient, PromptTemplate, TokenLogprob};
 use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,6 @@
-//! Chat-completion clients: the [`LlmClient`] trait, its request and response types, and (with
-//! the `openai` feature) `OpenAiChat` for OpenAI-compatible servers.
+//! Chat-completion clients: the [`LlmClient`] trait, its request and response types, (with
+//! the `openai` feature) `OpenAiChat` for OpenAI-compatible servers, and [`PromptTemplate`],
+//! the versioned prompt files the generator, the judges and synthetic generation send.
 //!
 //! ```
 //! use rag_eval::llm::{ChatMessage, ChatRequest};
@@ -21,9 +22,11 @@
 
 #[cfg(feature = "openai")]
 mod openai;
+mod prompt;
 
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiChat, OpenAiChatBuilder};
+pub use prompt::PromptTemplate;
 
 use crate::error::Result;
 use serde::de::DeserializeOwned;
