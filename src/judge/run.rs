@@ -200,6 +200,33 @@ impl JudgeSummary {
         }
     }
 
+    /// Calls, HTTP retries, tokens and sample counts on one line (with faithfulness's
+    /// statements whose evidence is in no context, when there are any), then the first failure
+    /// of each kind with its count, each line starting with the metric's name.
+    pub fn usage_lines(&self) -> String {
+        let unlocated = match self.unlocated {
+            0 => String::new(),
+            n => format!("; statements counted unsupported for evidence in no context: {n}"),
+        };
+        let mut lines = format!(
+            "{}: {} calls ({} repairs) and {} HTTP retries, {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed{unlocated}\n",
+            self.metric,
+            self.usage.calls,
+            self.usage.repairs,
+            self.retries,
+            self.usage.tokens(),
+            self.ok,
+            self.samples,
+            self.undetermined,
+            self.invalid,
+            self.error
+        );
+        for f in &self.failures {
+            lines.push_str(&format!("{}:   {}\n", self.metric, f.describe()));
+        }
+        lines
+    }
+
     /// `invalid` and `error` samples as a share of all samples (0 for none).
     pub fn invalid_share(&self) -> f64 {
         if self.samples == 0 {
