@@ -103,7 +103,8 @@ pub struct JudgeSummary {
     pub usage: JudgeUsage,
     /// HTTP requests sent again after a transient failure (a timeout, 429, 5xx) during the
     /// run: a provider may bill them, and `usage.calls` does not count them. Filled in by
-    /// whoever runs the judge over an HTTP client (the CLI does); 0 otherwise.
+    /// whoever runs the judge over an HTTP client (the CLI and the `cargo test` harness do,
+    /// from [`LlmClient::http_retries`](crate::llm::LlmClient::http_retries)); 0 otherwise.
     #[serde(default)]
     pub retries: u64,
     /// The `invalid` and `error` samples by kind of failure, most frequent first, each with
