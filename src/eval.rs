@@ -140,7 +140,8 @@ where
     crate::dataset::Example<L>: ToRow,
 {
     /// An evaluation whose spans are not checked against the corpus (the harness uses it for
-    /// cases without a corpus, whose retrievers search elsewhere).
+    /// cases without a corpus, whose retrievers search elsewhere, and for cases that answer
+    /// questions with reference answers only, whose retrieval is not measured).
     pub(crate) fn unchecked(corpus: Arc<Corpus>, dataset: Dataset<L>) -> Self {
         Evaluation {
             corpus,
@@ -236,9 +237,10 @@ where
     where
         L: RegisteredLevel,
     {
-        let wanted = REGISTRY
-            .iter()
-            .any(|m| m.applies_to(L::KIND) && m.needs(Need::ChunkerOutput));
+        let wanted = self.dataset.has_retrieval_truth()
+            && REGISTRY
+                .iter()
+                .any(|m| m.applies_to(L::KIND) && m.needs(Need::ChunkerOutput));
         self.run_with(retriever, k, |r| {
             let mut ctx = MetricContext::new(self.mode);
             if wanted && !self.corpus.is_empty() {
@@ -269,7 +271,10 @@ where
         retriever.index(&self.corpus).await?;
         // Built after indexing: PrecisionΩ reads the chunks the index was made of.
         let metrics = metrics(retriever);
-        let metrics = metrics.as_ref();
+        // Questions with reference answers only (a case that answers them): retrieval is not
+        // measured, its figures absent rather than 0.
+        let truth = self.dataset.has_retrieval_truth();
+        let metrics = if truth { metrics.as_ref() } else { &[] };
         let indexed = Instant::now();
         let queries: Vec<&str> = self
             .dataset
@@ -317,11 +322,8 @@ where
         {
             q.query = Some(e.query.clone());
             q.difficulty = e.difficulty().map(str::to_owned);
-            q.truth = Some(Truth::of(
-                L::truth_view(&e.truth),
-                &e.span_texts,
-                &self.corpus,
-            ));
+            q.truth =
+                truth.then(|| Truth::of(L::truth_view(&e.truth), &e.span_texts, &self.corpus));
             q.retrieved = Some(r.iter().map(Passage::of_retrieved).collect());
         }
         scores.group_by_difficulty();

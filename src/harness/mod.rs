@@ -389,8 +389,12 @@ fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let (outcome, answers, mut problems) = summary_inputs(case)?;
     let table = {
+        let mut text = report(case, &outcome);
+        for s in answers.iter().flat_map(|a| &a.summaries) {
+            text.push_str(&s.usage_lines());
+        }
         let mut reports = reports().lock().unwrap_or_else(|e| e.into_inner());
-        reports.push(report(case, &outcome));
+        reports.push(text);
         reports.len() - 1
     };
     problems.extend(thresholds(case, &outcome, answers.as_deref()));
@@ -671,6 +675,13 @@ fn report(case: &Case, o: &Outcome) -> String {
             }
             s.push('\n');
         }
+    }
+    if case.setup.as_ref().is_ok_and(|s| !s.retrieval_measured()) {
+        let _ = writeln!(
+            s,
+            "retrieval not measured: {} holds questions with reference answers and no retrieval truth",
+            case.spec.dataset
+        );
     }
     // A bar on an answer metric judges only the queries with a reference answer: say which
     // have none, also when the bar holds.
