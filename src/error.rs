@@ -126,17 +126,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// An evaluation's inputs do not fit together: metrics in another span mode, a dataset
-    /// made with another chunker, a retriever that answered too few queries, retrieved text
-    /// that contradicts its offsets.
+    /// An evaluation's inputs do not fit together.
     #[error("invalid configuration: {0}")]
-    Evaluation(String),
-    /// A report cannot be made from the runs given.
+    Evaluation(#[from] EvaluationError),
+    /// A report cannot be made from the runs given, or a bar does not parse.
     #[error("invalid configuration: {0}")]
-    Report(String),
-    /// LangSmith refused or cannot take an upload as given.
+    Report(#[from] ReportError),
+    /// LangSmith cannot take an upload as given.
     #[error("invalid configuration: {0}")]
-    LangSmith(String),
+    LangSmith(#[from] LangSmithError),
     /// A criteria judge's definition is not usable (its name, its scale, its inputs).
     #[error("invalid configuration: criteria `{name}`: {message}")]
     Criteria {
@@ -372,6 +370,96 @@ impl SettingError {
             expected: expected.into(),
         }
     }
+}
+
+/// An evaluation whose inputs do not fit together: what does not fit, and with what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvaluationError {
+    /// A metric counts characters in another span mode than the evaluation's.
+    #[error("metric `{metric}` counts characters in mode `{metric_mode}` but the evaluation's mode is `{mode}`; build the metrics in the evaluation's mode (`Evaluation::with_mode`)")]
+    SpanMode {
+        /// The metric.
+        metric: String,
+        /// The metric's span mode.
+        metric_mode: String,
+        /// The evaluation's span mode.
+        mode: String,
+    },
+    /// A retriever returned fewer result lists than it was given queries.
+    #[error("retriever `{retriever}` answered {answered} of {asked} queries")]
+    TooFewAnswers {
+        /// The retriever's name.
+        retriever: String,
+        /// Result lists returned.
+        answered: usize,
+        /// Queries asked.
+        asked: usize,
+    },
+    /// A chunk-level dataset was made with another chunker than the retriever's.
+    #[error("{dataset} was made with chunker `{recorded}` but the retriever chunks with `{used}`; chunk ids from different chunkers never match (use a token-level dataset to compare chunkers)")]
+    OtherChunker {
+        /// The dataset.
+        dataset: String,
+        /// The chunker the dataset records.
+        recorded: String,
+        /// The retriever's chunker.
+        used: String,
+    },
+    /// A retrieved chunk's text contradicts its offsets in its document.
+    #[error("{0}")]
+    ChunkText(String),
+}
+
+/// A report that cannot be made from the runs given, or a bar that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// No run was given.
+    #[error("a report needs at least one run")]
+    NoRuns,
+    /// Two runs have the same label.
+    #[error("two runs are labelled `{0}`; give them different labels")]
+    SameLabel(String),
+    /// A metric asked for is in none of the runs.
+    #[error("--metric `{metric}`: no run has it (they have {})", .known.join(", "))]
+    UnknownMetric {
+        /// The metric asked for.
+        metric: String,
+        /// The metrics the runs have.
+        known: Vec<String>,
+    },
+    /// A bar (`span_recall=0.8`) does not parse.
+    #[error("bar `{bar}`: {message}")]
+    Bar {
+        /// The bar as given.
+        bar: String,
+        /// What is wrong with it.
+        message: &'static str,
+    },
+}
+
+/// An upload LangSmith cannot take as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LangSmithError {
+    /// A result's per-query figures and retrieval lists do not pair up.
+    #[error("the result has {queries} queries but {lists} retrieval lists")]
+    Unpaired {
+        /// Queries with figures.
+        queries: usize,
+        /// Retrieval lists.
+        lists: usize,
+    },
+    /// An experiment of that name exists already.
+    #[error("an experiment named `{0}` already exists in LangSmith; choose another name")]
+    ExperimentExists(String),
+    /// A run lacks the trace fields batch ingestion needs.
+    #[error("run `{0}` has no trace_id or dotted_order; batch ingestion needs both")]
+    Untraced(String),
+    /// An id that is not a UUID.
+    #[error("`{0}` is not a LangSmith id (a UUID)")]
+    NotAnId(String),
 }
 
 /// `Result` with [`Error`].

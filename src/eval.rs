@@ -35,7 +35,7 @@
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{ChunkDataset, Dataset, ToRow, TokenDataset};
-use crate::error::{Error, Result, SettingError};
+use crate::error::{Error, EvaluationError, Result, SettingError};
 use crate::level::{ChunkLevel, Level, LevelKind, TokenLevel};
 use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::{
@@ -140,7 +140,8 @@ where
     crate::dataset::Example<L>: ToRow,
 {
     /// An evaluation whose spans are not checked against the corpus (the harness uses it for
-    /// cases without a corpus, whose retrievers search elsewhere).
+    /// cases without a corpus, whose retrievers search elsewhere, and for cases that answer
+    /// questions with reference answers only, whose retrieval is not measured).
     pub(crate) fn unchecked(corpus: Arc<Corpus>, dataset: Dataset<L>) -> Self {
         Evaluation {
             corpus,
@@ -212,12 +213,12 @@ where
             .iter()
             .find(|m| m.span_mode().is_some_and(|mode| mode != self.mode))
         {
-            return Err(Error::Evaluation(format!(
-                "metric `{}` counts characters in mode `{}` but the evaluation's mode is `{}`; build the metrics in the evaluation's mode (`Evaluation::with_mode`)",
-                m.name(),
-                m.span_mode().unwrap_or_default(),
-                self.mode
-            )));
+            return Err(EvaluationError::SpanMode {
+                metric: m.name().to_string(),
+                metric_mode: m.span_mode().unwrap_or_default().to_string(),
+                mode: self.mode.to_string(),
+            }
+            .into());
         }
         self.run_with(retriever, k, |_| metrics).await
     }
@@ -236,9 +237,10 @@ where
     where
         L: RegisteredLevel,
     {
-        let wanted = REGISTRY
-            .iter()
-            .any(|m| m.applies_to(L::KIND) && m.needs(Need::ChunkerOutput));
+        let wanted = self.dataset.has_retrieval_truth()
+            && REGISTRY
+                .iter()
+                .any(|m| m.applies_to(L::KIND) && m.needs(Need::ChunkerOutput));
         self.run_with(retriever, k, |r| {
             let mut ctx = MetricContext::new(self.mode);
             if wanted && !self.corpus.is_empty() {
@@ -269,7 +271,10 @@ where
         retriever.index(&self.corpus).await?;
         // Built after indexing: PrecisionΩ reads the chunks the index was made of.
         let metrics = metrics(retriever);
-        let metrics = metrics.as_ref();
+        // Questions with reference answers only (a case that answers them): retrieval is not
+        // measured, its figures absent rather than 0.
+        let truth = self.dataset.has_retrieval_truth();
+        let metrics = if truth { metrics.as_ref() } else { &[] };
         let indexed = Instant::now();
         let queries: Vec<&str> = self
             .dataset
@@ -282,12 +287,12 @@ where
             .await
             .map_err(|failure| self.retrieval_error(failure))?;
         if retrieved.len() != queries.len() {
-            return Err(Error::Evaluation(format!(
-                "retriever `{}` answered {} of {} queries",
-                retriever.name(),
-                retrieved.len(),
-                queries.len()
-            )));
+            return Err(EvaluationError::TooFewAnswers {
+                retriever: retriever.name(),
+                answered: retrieved.len(),
+                asked: queries.len(),
+            }
+            .into());
         }
         if L::KIND == crate::level::LevelKind::Token {
             self.check_retrieved_text(&retrieved)?;
@@ -317,18 +322,15 @@ where
         {
             q.query = Some(e.query.clone());
             q.difficulty = e.difficulty().map(str::to_owned);
-            q.truth = Some(Truth::of(
-                L::truth_view(&e.truth),
-                &e.span_texts,
-                &self.corpus,
-            ));
+            q.truth =
+                truth.then(|| Truth::of(L::truth_view(&e.truth), &e.span_texts, &self.corpus));
             q.retrieved = Some(r.iter().map(Passage::of_retrieved).collect());
         }
         scores.group_by_difficulty();
         scores.config = Some(RunConfig {
             dataset: Some(self.dataset.source().to_owned()),
             corpus_documents: Some(self.corpus.len()),
-            ..RunConfig::of_retriever(retriever.name(), retriever.spec(), retriever.chunker())
+            ..RunConfig::of_retriever(retriever.name(), &retriever.spec(), retriever.chunker())
         });
         scores.dataset_hash = Some(self.dataset_hash());
         let scored = Instant::now();
@@ -394,7 +396,7 @@ where
                 let doc = self.corpus.get(c.chunk.span.doc.as_str());
                 c.check_text(doc).map_err(|message| Error::Retrieval {
                     query: e.id.clone(),
-                    source: Box::new(Error::Evaluation(message)),
+                    source: Box::new(EvaluationError::ChunkText(message).into()),
                 })?;
             }
         }
@@ -409,10 +411,12 @@ where
             .find_map(|e| e.metadata.get("chunker").and_then(|v| v.as_str()));
         if let (Some(recorded), Some(used)) = (recorded, retriever_chunker) {
             if !same_chunker(recorded, &used) {
-                return Err(Error::Evaluation(format!(
-                    "{} was made with chunker `{recorded}` but the retriever chunks with `{used}`; chunk ids from different chunkers never match (use a token-level dataset to compare chunkers)",
-                    self.dataset.source()
-                )));
+                return Err(EvaluationError::OtherChunker {
+                    dataset: self.dataset.source().to_string(),
+                    recorded: recorded.to_string(),
+                    used: used.to_string(),
+                }
+                .into());
             }
         }
         Ok(())

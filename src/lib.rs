@@ -120,7 +120,9 @@ pub mod synth;
 pub mod trec;
 mod vector;
 
-pub use error::{Error, Fault, Result, SettingError, SpecError};
+pub use error::{
+    Error, EvaluationError, Fault, LangSmithError, ReportError, Result, SettingError, SpecError,
+};
 
 /// The data set that the tests marked `#[ignore = "needs ../shared/data"]` read.
 #[cfg(test)]

@@ -431,6 +431,13 @@ pub fn locate(text: &str, excerpt: &str, threshold: f64) -> Option<Located> {
     Locator::new(text).locate(excerpt, threshold)
 }
 
+/// Whether `a` and `b` read the same once normalized as the normalized step compares texts
+/// (case, whitespace, typographic punctuation and Unicode form folded; leading and trailing
+/// whitespace ignored): a text found that way is the same text as the document's there.
+pub fn same_normalized(a: &str, b: &str) -> bool {
+    normalize(a).0.trim_matches(' ') == normalize(b).0.trim_matches(' ')
+}
+
 /// The normalized form of `s` and, for each of its chars, the char offset in `s` it came from.
 pub fn normalize(s: &str) -> (String, Vec<usize>) {
     let mut out = String::with_capacity(s.len());
@@ -527,6 +534,16 @@ fn best_substring(needle: &[char], text: &[char]) -> Option<(usize, usize, usize
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn texts_equal_once_normalized_are_the_same_text_and_others_are_not() {
+        assert!(same_normalized(
+            "It needs  Rust\n1.80 \u{2014} \u{201C}stable\u{201D}.",
+            " it needs rust 1.80 - \"STABLE\". "
+        ));
+        assert!(!same_normalized("it needs rust 1.80", "it needs rust 1.81"));
+        assert!(!same_normalized("needs rust", "it needs rust"));
+    }
 
     fn slice(s: &str, a: usize, b: usize) -> String {
         s.chars().skip(a).take(b - a).collect()

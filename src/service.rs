@@ -280,6 +280,10 @@ impl HttpRag {
     /// `corpus` (or left unplaced without one): what an answering `#[rag_eval]` case returns
     /// (`async fn(&str) -> RagAnswer`). A case sees only the question, so the question is
     /// also the `id` sent.
+    ///
+    /// A context found ignoring case, whitespace or Unicode form keeps the service's text, which
+    /// the judges read: the case scores its retrieval on the document's characters at the span
+    /// it was found at. A context not found is judged and not span-scored.
     pub async fn answer(&self, query: &str, corpus: Option<&Corpus>) -> Result<RagAnswer> {
         let (mut answers, _) = self
             .ask_all(&[(query.to_owned(), query.to_owned())], corpus)

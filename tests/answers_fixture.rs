@@ -17,6 +17,9 @@ use fixture_crate::{cargo, copy_dir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use support::chat::{chat_server, completion, first_passage_words};
+use support::rag_service::{qa_pairs, Service};
+use support::Reply;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -49,7 +52,7 @@ autotests = false
 [workspace]
 
 [dev-dependencies]
-rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith", "openai"] }}
+rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith", "openai", "service"] }}
 async-trait = "0.1"
 serde_json = "1"
 
@@ -62,6 +65,10 @@ name = "records"
 
 [[test]]
 name = "unreachable"
+harness = false
+
+[[test]]
+name = "service"
 harness = false
 "#
         ),
@@ -81,10 +88,21 @@ harness = false
         root.join("tests/unreachable.rs"),
     )
     .unwrap();
+    std::fs::copy(
+        Path::new(REPO).join("tests/fixtures/answers/service.rs"),
+        root.join("tests/service.rs"),
+    )
+    .unwrap();
     copy_dir(
         &Path::new(REPO).join("examples/data"),
         &root.join("examples/data"),
     );
+    let qa: String = qa_pairs()
+        .lines()
+        .take(10)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(root.join("examples/data/qa.jsonl"), qa).unwrap();
     std::fs::write(root.join("examples/data/references.jsonl"), references()).unwrap();
     std::fs::write(
         root.join("examples/data/lexical.jsonl"),
@@ -242,6 +260,12 @@ fn failure_of<'a>(out: &'a str, name: &str) -> &'a str {
         .nth(1)
         .unwrap_or_else(|| panic!("{name}'s failure is printed:\n{out}"));
     &text[..text.find("\n----").unwrap_or(text.len())]
+}
+
+/// The failure text of `name`, without the list of failures libtest prints after the last one.
+fn last_failure<'a>(out: &'a str, name: &str) -> &'a str {
+    let text = failure_of(out, name);
+    text.split("\nfailures:\n").next().unwrap_or(text)
 }
 
 #[test]
@@ -697,4 +721,125 @@ fn a_case_whose_judge_cannot_be_reached_fails_in_seconds_naming_the_url_and_the_
         .filter(|n| n.contains(".snap"))
         .collect();
     assert!(snapshots.is_empty(), "{snapshots:?}");
+}
+
+/// The Must-show of a team's service gated in `cargo test`: a case over the stub RAG service
+/// (HTTP, its sources given as text and found in the corpus) and ten questions with reference
+/// answers only, judged by a scripted judge that is down for its first request; its record
+/// keeps the answers, the placed sources and the judge's statements; its token-F1 bar fails
+/// the gate; then, the service and the judge stopped, the replay gives the same verdicts.
+#[test]
+fn a_service_case_over_question_answer_pairs_is_judged_recorded_gated_and_replayed_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("fx");
+    fixture(&root);
+    let runs = dir.path().join("runs.sqlite");
+    let runs_str = runs.to_str().unwrap();
+    let service = Service::start("good");
+    let spec = service.spec("/ask", "");
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let judge = chat_server(move |c| {
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            return Reply::json(
+                503,
+                &serde_json::json!({"error": {"message": "warming up"}}),
+            );
+        }
+        let quote = first_passage_words(&c.prompt).expect("the judge is shown the sources");
+        let content = serde_json::json!({"statements": [
+            {"statement": "The answer is in the documentation.", "verdict": "supported",
+             "context": 1, "evidence": quote, "reason": "passage 1 says it"}]});
+        Reply::json(200, &completion(&content.to_string(), (50, 10)))
+    });
+    let judge_url = judge.url("/v1");
+    let env = [
+        ("FX_SERVICE", spec.as_str()),
+        ("FX_JUDGE_URL", judge_url.as_str()),
+        ("RAG_EVAL_RUNS", runs_str),
+    ];
+    let (code, out) = cargo_test_of(&root, "service", &[], &env);
+    assert_eq!(code, 101, "the token-F1 bar fails:\n{out}");
+    let failures = failed(&out);
+    assert!(
+        failures.contains(&"service_answers::summary".to_owned()),
+        "{out}"
+    );
+    let summary = last_failure(&out, "service_answers::summary");
+    assert!(
+        summary.contains("is below the bar 0.9000 (min_token_f1); worst queries:"),
+        "{summary}"
+    );
+    // Faithfulness holds: no query fails on it, and the judge's retry shows.
+    assert!(!out.contains("(min_faithfulness)"), "{out}");
+    assert!(
+        out.contains("faithfulness: 10 calls (0 repairs) and 1 HTTP retries"),
+        "{out}"
+    );
+    assert!(
+        out.contains("retrieval not measured: examples/data/qa.jsonl holds questions with reference answers and no retrieval truth"),
+        "{out}"
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 11);
+    // The snapshot holds the answers' figures and no retrieval figure.
+    let snap = std::fs::read_to_string(root.join("golden/service_answers.snap.new")).unwrap();
+    let figures = summary_figures(&snap);
+    assert!(
+        figures.contains_key("token_f1") && figures.contains_key("faithfulness"),
+        "{snap}"
+    );
+    assert!(
+        !snap.contains("span_") && !snap.contains("precision_omega"),
+        "{snap}"
+    );
+
+    // The record: each answer, the sources the service sent (found in the documents), what
+    // the judge said, and no retrieval figure.
+    let (code, printed) =
+        cargo_test_of(&root, "records", &["--nocapture"], &[("FX_RUNS", runs_str)]);
+    assert_eq!(code, 0, "{printed}");
+    let run: Value = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("RUN "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .expect("the case's run is recorded");
+    assert_eq!(run["label"], "service_answers", "{run}");
+    let per_query = run["result"]["per_query"].as_array().unwrap();
+    assert_eq!(per_query.len(), 10);
+    let q1 = &per_query[0];
+    assert!(q1["answer"].as_str().unwrap().contains("4.18"), "{q1}");
+    let contexts = q1["contexts"].as_array().unwrap();
+    assert_eq!(contexts[0]["doc_id"], "guides/installation.md", "{q1}");
+    assert!(
+        contexts[0]["end"].as_u64() > contexts[0]["start"].as_u64(),
+        "{q1}"
+    );
+    let judged = &q1["judges"][0];
+    assert_eq!(judged["metric"], "faithfulness", "{q1}");
+    let statement = &judged["samples"][0]["details"]["statements"][0];
+    assert_eq!(statement["supported"], true, "{q1}");
+    assert_eq!(statement["reason"], "passage 1 says it", "{q1}");
+    for q in per_query {
+        let names: Vec<&String> = q["metrics"].as_object().unwrap().keys().collect();
+        assert!(!names.iter().any(|n| n.starts_with("span_")), "{q}");
+        assert!(q.get("truth").is_none(), "{q}");
+    }
+
+    // The service and the judge stopped, the replay passes and fails the same.
+    drop(service);
+    drop(judge);
+    let replay = [
+        ("FX_SERVICE", spec.as_str()),
+        ("FX_JUDGE_URL", judge_url.as_str()),
+        ("RAG_EVAL_CACHE", "replay"),
+    ];
+    let (code, again) = cargo_test_of(&root, "service", &[], &replay);
+    assert_eq!(code, 101, "{again}");
+    assert_eq!(failed(&again), failures, "{again}");
+    assert_eq!(
+        last_failure(&again, "service_answers::summary"),
+        summary,
+        "{again}"
+    );
+    assert!(again.contains("and 0 HTTP retries"), "{again}");
 }

@@ -215,6 +215,98 @@ fn writer_worker() {
     }
 }
 
+/// Rows the writer of [`a_writer_killed_mid_write_leaves_the_group_whole`] writes in one
+/// call: enough that the write is still under way when it is killed.
+const KILLED_ROWS: usize = 200_000;
+
+/// A shard's writer killed (SIGKILL) in the middle of writing its rows leaves the run group as
+/// it was: none of the rows of the write it never finished, the other shards' rows intact, a
+/// store that reads; the shard writing again completes the group.
+fn a_writer_killed_mid_write_leaves_the_group_whole(b: &dyn Backend) {
+    use std::io::BufRead;
+    let location = b.fresh();
+    let store = open(&location).unwrap();
+    store.put_group_case("g", "case", "described").unwrap();
+    let other = [("q-other".to_owned(), "kept".to_owned())];
+    store
+        .put_group_queries("g", "case", "other", &other)
+        .unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "killed_writer_worker",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(WORKER_STORE, &location)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let writing = line == "writing";
+        seen.push(line);
+        if writing {
+            break;
+        }
+    }
+    assert_eq!(seen.last().map(String::as_str), Some("writing"), "{seen:?}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(
+        !rest.iter().any(|l| l.starts_with("written")),
+        "the write ended before the kill ({rest:?}): raise KILLED_ROWS"
+    );
+
+    let store = open(&location).unwrap();
+    let (description, rows) = store.group_case("g", "case").unwrap().unwrap();
+    assert_eq!(description, "described");
+    assert_eq!(
+        rows,
+        [runs::GroupRow {
+            query: "q-other".into(),
+            shard: "other".into(),
+            result: "kept".into(),
+        }]
+    );
+    let again: Vec<(String, String)> = (0..3).map(|i| (format!("q{i}"), "again".into())).collect();
+    store
+        .put_group_queries("g", "case", "killed", &again)
+        .unwrap();
+    let (_, rows) = store.group_case("g", "case").unwrap().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+}
+
+/// The writer of [`a_writer_killed_mid_write_leaves_the_group_whole`]: says `writing`, then
+/// writes [`KILLED_ROWS`] rows of a shard in one call.
+#[test]
+#[ignore = "worker process of a_writer_killed_mid_write_leaves_the_group_whole"]
+fn killed_writer_worker() {
+    let Ok(location) = std::env::var(WORKER_STORE) else {
+        return;
+    };
+    let store = open(&location).unwrap();
+    let rows: Vec<(String, String)> = (0..KILLED_ROWS)
+        .map(|i| {
+            (
+                format!("q{i}"),
+                format!("{{\"figures\": [{i}, 0.5, 0.25]}}"),
+            )
+        })
+        .collect();
+    println!("writing");
+    let started = std::time::Instant::now();
+    store
+        .put_group_queries("g", "case", "killed", &rows)
+        .unwrap();
+    println!("written in {:?}", started.elapsed());
+}
+
 mod sqlite {
     use super::*;
     use rusqlite::Connection;
@@ -310,6 +402,11 @@ mod sqlite {
     #[test]
     fn concurrent_writers_lose_nothing() {
         super::concurrent_writers_lose_nothing(&Sqlite::new());
+    }
+
+    #[test]
+    fn a_writer_killed_mid_write_leaves_the_group_whole() {
+        super::a_writer_killed_mid_write_leaves_the_group_whole(&Sqlite::new());
     }
 
     #[test]
@@ -477,6 +574,13 @@ mod postgres {
     fn concurrent_writers_lose_nothing() {
         if let Some(b) = backend() {
             super::concurrent_writers_lose_nothing(&b);
+        }
+    }
+
+    #[test]
+    fn a_writer_killed_mid_write_leaves_the_group_whole() {
+        if let Some(b) = backend() {
+            super::a_writer_killed_mid_write_leaves_the_group_whole(&b);
         }
     }
 

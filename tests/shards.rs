@@ -6,7 +6,11 @@
 //! The shards are `cargo nextest run --partition hash:N/4` (nextest's one process per test);
 //! without `cargo nextest`, each shard's tests run as name-filtered processes, one per test,
 //! and a notice says so. Needs `RAG_EVAL_TEST_POSTGRES` (`.ci/postgres.sh` sets it); skips
-//! without it.
+//! without it. A shard is also killed (SIGKILL) after writing some of its queries: the gate
+//! names the queries it left out, and the shard run again completes the group (Unix: the kill
+//! is a kill(2) of every process of the shard).
+
+#![cfg(unix)]
 
 #[path = "support/fixture_crate.rs"]
 mod fixture_crate;
@@ -25,6 +29,8 @@ const REPO: &str = env!("CARGO_MANIFEST_DIR");
 /// The dataset's first rows the case runs.
 const QUERIES: usize = 12;
 const SHARDS: usize = 4;
+/// The machine (and shard) that is killed mid-run, then run again.
+const VICTIM: &str = "victim";
 
 /// What one machine asked the scripted server.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -319,6 +325,91 @@ fn shard(root: &Path, env: &[(String, String)], i: usize, nextest: bool) -> (i32
     all
 }
 
+/// Starts shard `i` (its tests `tests`) and kills it with SIGKILL, every process of it,
+/// once `caught` says it has written some of its queries and is computing another: a shard
+/// machine dying mid-run. Under nextest the partition runs one test at a time; without it, the
+/// first test runs to its end and the process of the second is killed.
+fn kill_midway(
+    root: &Path,
+    env: &[(String, String)],
+    i: usize,
+    tests: &[String],
+    nextest: bool,
+    caught: impl Fn() -> bool,
+) {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let p = format!("hash:{i}/{SHARDS}");
+    let mut cmd = if nextest {
+        let args = [
+            "nextest",
+            "run",
+            "--test",
+            "rag",
+            "--partition",
+            &p,
+            "--test-threads",
+            "1",
+            "-E",
+            "not test(/::summary$/)",
+        ];
+        fixture_crate::command(root, &args, &env)
+    } else {
+        let (code, out) = cargo(
+            root,
+            &["test", "--test", "rag", "--", "--exact", &tests[0]],
+            &env,
+        );
+        assert_eq!(code, 0, "{out}");
+        let args = ["test", "--test", "rag", "--", "--exact", &tests[1]];
+        fixture_crate::command(root, &args, &env)
+    };
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !caught() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "shard {i} ended before it could be killed mid-run"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "shard {i} was never caught mid-run"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // nextest puts each test in a process group of its own: every process below the shard's
+    // is killed, parents first (so none starts another).
+    for pid in tree(child.id()) {
+        let pid = i32::try_from(pid).unwrap();
+        // SAFETY: a plain kill(2) of a process this test started; one already gone is no error.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    child.wait().unwrap();
+}
+
+/// `pid` and every process below it, parents first (`pgrep -P`, level by level).
+fn tree(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        let out = std::process::Command::new("pgrep")
+            .args(["-P", &all[i].to_string()])
+            .output()
+            .expect("pgrep runs");
+        let children = String::from_utf8_lossy(&out.stdout);
+        all.extend(
+            children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+        i += 1;
+    }
+    all
+}
+
 /// The summary's table of figures in a run's output: its lines up to a blank line or
 /// cargo's own lines (indented) on standard error, which follows.
 fn table(out: &str) -> String {
@@ -401,10 +492,21 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     let l = ledger.clone();
     // Each model call's latency in the timing below (none for the checks).
     let latency = Arc::new(AtomicU64::new(0));
-    let delay = latency.clone();
+    // The same for the machine killed mid-run, so that it is caught computing a query.
+    let victim_latency = Arc::new(AtomicU64::new(0));
+    let (delay, victim_delay) = (latency.clone(), victim_latency.clone());
     let server = TestServer::start(move |r| {
+        let machine = r
+            .header("authorization")
+            .and_then(|h| h.strip_prefix("Bearer "));
+        let victim = machine == Some(VICTIM);
         let reply = answer(&r, &questions, &l);
-        match delay.load(Ordering::Relaxed) {
+        let ms = if victim {
+            victim_delay.load(Ordering::Relaxed)
+        } else {
+            delay.load(Ordering::Relaxed)
+        };
+        match ms {
             0 => reply,
             ms if r.path().ends_with("/chat/completions") => {
                 reply.delayed(Duration::from_millis(ms))
@@ -555,17 +657,42 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     }
     std::fs::write(&snap_path, snap).unwrap();
 
-    // A shard that died: the gate names every query it would have reported.
-    for i in 1..SHARDS {
+    // A shard killed mid-run: the other shards complete; the largest partition's shard is
+    // killed after writing some of its queries, while it computes another.
+    let parts: Vec<Vec<String>> = (1..=SHARDS)
+        .map(|i| partition(&root, &gate, i, nextest))
+        .collect();
+    let victim = (1..=SHARDS).max_by_key(|i| parts[i - 1].len()).unwrap();
+    let tests = &parts[victim - 1];
+    assert!(tests.len() >= 2, "{parts:?}");
+    for i in (1..=SHARDS).filter(|&i| i != victim) {
         let env = machine(&machines, &url, &store, &dead_group, &format!("shard{i}"));
         let (code, out) = shard(&root, &env, i, nextest);
         assert_eq!(code, 0, "{out}");
     }
-    let lost: BTreeSet<String> = partition(&root, &gate, SHARDS, nextest)
-        .into_iter()
+    let victim_env = machine(&machines, &url, &store, &dead_group, VICTIM);
+    let written = || -> BTreeSet<String> {
+        let Some((_, rows)) = pg.group_case(&dead_group, "sharded").unwrap() else {
+            return BTreeSet::new();
+        };
+        rows.into_iter()
+            .filter(|r| r.shard == VICTIM)
+            .map(|r| r.query)
+            .collect()
+    };
+    victim_latency.store(1000, Ordering::Relaxed);
+    kill_midway(&root, &victim_env, victim, tests, nextest, || {
+        let (written, started) = (written().len(), calls(VICTIM).generations);
+        written >= 1 && started > written
+    });
+    victim_latency.store(0, Ordering::Relaxed);
+    let kept = written();
+    let lost: BTreeSet<String> = tests
+        .iter()
         .map(|t| t.trim_start_matches("sharded::").to_owned())
+        .filter(|id| !kept.contains(id))
         .collect();
-    assert!(!lost.is_empty(), "the last partition holds queries");
+    assert!(!kept.is_empty() && !lost.is_empty(), "{kept:?} {lost:?}");
     let dead = machine(&machines, &url, &store, &dead_group, "gate");
     let (code, out) = run(&root, &gate_args, &dead, &[("CI", "true")]);
     assert_eq!(code, 101, "{out}");
@@ -580,6 +707,12 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     for id in &lost {
         assert!(message.contains(id.as_str()), "{id} in {message}");
     }
+    for id in &kept {
+        assert!(
+            !message.contains(id.as_str()),
+            "{id} was written: {message}"
+        );
+    }
     let (code, out) = gate_command(&root, &store, &dead_group, true);
     assert_eq!(code, 1, "{out}");
     let verdict: Value = serde_json::from_str(out.trim()).unwrap();
@@ -592,6 +725,17 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
         )
     );
     assert_eq!(verdict["problems"][0].as_str().unwrap(), message.trim());
+    // The killed shard run again completes the group: each of its queries once, the group
+    // equal to the single run, and the gate passes.
+    let (code, out) = shard(&root, &victim_env, victim, nextest);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = gate_command(&root, &store, &dead_group, false);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out,
+        format!("ok sharded: {QUERIES} of {QUERIES} queries reported\n")
+    );
+    assert_eq!(rows(pg.as_ref(), &dead_group), single_rows);
     // A group no shard wrote into is an error, not a pass.
     let (code, out) = gate_command(&root, &store, "no-such-group", false);
     assert_eq!(code, 1, "{out}");

@@ -5,8 +5,10 @@
 //! not a quote).
 //!
 //! A context that is found gets the document's offsets and keeps its text (what the answer was
-//! written from, which the judges read); one that is not found keeps its text with no
-//! characters placed, so the judges still read it and the span metrics leave it out.
+//! written from, which the judges read; a `#[rag_eval]` case scores the retrieval of one found
+//! ignoring case or whitespace on the document's own text at its span); one that is not found
+//! keeps its text with no characters placed, so the judges still read it and the span metrics
+//! leave it out.
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::corpus::Corpus;

@@ -324,7 +324,7 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
     }
 
     /// The inner embedder's spec: the cache is no part of the configuration.
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         self.inner.spec()
     }
 

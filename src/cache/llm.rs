@@ -116,6 +116,10 @@ impl<C: LlmClient> LlmClient for CachedLlm<C> {
         self.inner.name()
     }
 
+    fn http_retries(&self) -> u64 {
+        self.inner.http_retries()
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         // The client's name carries its default model; a request may name another. The name's
         // server is no part of the key, but caches recorded before keyed by the whole name.

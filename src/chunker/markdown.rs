@@ -4,6 +4,7 @@ use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
 use crate::error::{Result, SettingError};
+use crate::spec::{Spec, Value};
 use std::ops::Range;
 use std::sync::Arc;
 use text_splitter::{Characters, ChunkConfig, MarkdownSplitter};
@@ -121,7 +122,7 @@ impl MarkdownChunker {
 
     /// The configuration as a spec string, e.g. `markdown:size=800,overlap=0`.
     pub fn name(&self) -> String {
-        format!("markdown:size={},overlap={}", self.max_chars, self.overlap)
+        PositionAwareChunker::spec(self).to_string()
     }
 
     /// The splitter is handed the text one window at a time, because its work per chunk grows
@@ -208,6 +209,14 @@ impl PositionAwareChunker for MarkdownChunker {
         MarkdownChunker::name(self)
     }
 
+    /// `markdown:size=…,overlap=…`.
+    fn spec(&self) -> Value {
+        Spec::new("markdown")
+            .with("size", self.max_chars.to_string())
+            .with("overlap", self.overlap.to_string())
+            .into()
+    }
+
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
         chunks_from_byte_ranges(doc, self.byte_ranges(doc.content()))
     }
@@ -216,6 +225,10 @@ impl PositionAwareChunker for MarkdownChunker {
 impl Chunker for MarkdownChunker {
     fn name(&self) -> String {
         MarkdownChunker::name(self)
+    }
+
+    fn spec(&self) -> Value {
+        PositionAwareChunker::spec(self)
     }
 
     fn chunk(&self, text: &str) -> Vec<String> {

@@ -27,6 +27,7 @@ pub use token::FixedTokenChunker;
 
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::{Corpus, Document};
+use crate::spec::Value;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -34,6 +35,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub trait Chunker: Send + Sync {
     /// The configuration as a spec string, e.g. `recursive:size=400,overlap=0`.
     fn name(&self) -> String;
+    /// The [spec](crate::spec) that builds this chunker again, as a value (what a component
+    /// that holds the chunker nests). Chunkers that no spec builds keep the default, their
+    /// name as text.
+    fn spec(&self) -> Value {
+        Value::Text(self.name())
+    }
     /// Splits `text` into chunks, in order.
     fn chunk(&self, text: &str) -> Vec<String>;
 }
@@ -43,6 +50,12 @@ pub trait PositionAwareChunker: Send + Sync {
     /// The configuration as a spec string, e.g. `recursive:size=400,overlap=0`. Chunk-level
     /// datasets record it, and evaluations compare it.
     fn name(&self) -> String;
+    /// The [spec](crate::spec) that builds this chunker again, as a value (what a retriever
+    /// that holds the chunker nests); its printed form is [`PositionAwareChunker::name`].
+    /// Chunkers that no spec builds keep the default, their name as text.
+    fn spec(&self) -> Value {
+        Value::Text(self.name())
+    }
     /// Splits `doc` into chunks in document order, each with its exact char span.
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk>;
 
@@ -60,6 +73,9 @@ impl<T: PositionAwareChunker + ?Sized> PositionAwareChunker for Box<T> {
     fn name(&self) -> String {
         (**self).name()
     }
+    fn spec(&self) -> Value {
+        (**self).spec()
+    }
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
         (**self).chunk_with_positions(doc)
     }
@@ -68,6 +84,9 @@ impl<T: PositionAwareChunker + ?Sized> PositionAwareChunker for Box<T> {
 impl<T: PositionAwareChunker + ?Sized> PositionAwareChunker for std::sync::Arc<T> {
     fn name(&self) -> String {
         (**self).name()
+    }
+    fn spec(&self) -> Value {
+        (**self).spec()
     }
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
         (**self).chunk_with_positions(doc)
@@ -132,6 +151,10 @@ impl<C: Chunker> PositionAdapter<C> {
 impl<C: Chunker> PositionAwareChunker for PositionAdapter<C> {
     fn name(&self) -> String {
         self.inner.name()
+    }
+
+    fn spec(&self) -> Value {
+        self.inner.spec()
     }
 
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {

@@ -9,6 +9,7 @@ use super::{Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
 use crate::error::{Result, SettingError};
+use crate::spec::{Spec, Value};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -199,13 +200,17 @@ impl RecursiveCharacterChunker {
 
 impl PositionAwareChunker for RecursiveCharacterChunker {
     fn name(&self) -> String {
-        format!(
-            "recursive:size={},overlap={},length={},separators={}",
-            self.chunk_size,
-            self.overlap,
-            self.length.spec_name(),
-            self.separators_spec_name()
-        )
+        PositionAwareChunker::spec(self).to_string()
+    }
+
+    /// `recursive:size=…,overlap=…,length=…,separators=…`.
+    fn spec(&self) -> Value {
+        Spec::new("recursive")
+            .with("size", self.chunk_size.to_string())
+            .with("overlap", self.overlap.to_string())
+            .with("length", self.length.spec_name())
+            .with("separators", self.separators_spec_name())
+            .into()
     }
 
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
@@ -235,6 +240,10 @@ impl PositionAwareChunker for RecursiveCharacterChunker {
 impl Chunker for RecursiveCharacterChunker {
     fn name(&self) -> String {
         PositionAwareChunker::name(self)
+    }
+
+    fn spec(&self) -> Value {
+        PositionAwareChunker::spec(self)
     }
 
     fn chunk(&self, text: &str) -> Vec<String> {

@@ -6,6 +6,7 @@ use crate::corpus::Document;
 use crate::embed::{cosine, Embedder, HashingEmbedder};
 use crate::error::{Error, Result, SettingError};
 use crate::span::CharSpan;
+use crate::spec::{Spec, Value};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -394,6 +395,18 @@ impl PositionAwareChunker for SemanticChunker {
         SemanticChunker::name(self)
     }
 
+    /// `semantic:percentile=…,buffer=…,max_chars=…,embedder=…` (`max_chars` when set), the
+    /// embedder's own spec nested as it is.
+    fn spec(&self) -> Value {
+        let mut spec = Spec::new("semantic")
+            .with("percentile", self.percentile.to_string())
+            .with("buffer", self.buffer.to_string());
+        if let Some(m) = self.max_chars {
+            spec = spec.with("max_chars", m.to_string());
+        }
+        spec.with("embedder", self.embedder.spec()).into()
+    }
+
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
         chunks_from_byte_ranges(doc, self.byte_ranges_blocking(doc.content()))
     }
@@ -402,6 +415,10 @@ impl PositionAwareChunker for SemanticChunker {
 impl Chunker for SemanticChunker {
     fn name(&self) -> String {
         SemanticChunker::name(self)
+    }
+
+    fn spec(&self) -> Value {
+        PositionAwareChunker::spec(self)
     }
 
     fn chunk(&self, text: &str) -> Vec<String> {

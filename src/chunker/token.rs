@@ -4,6 +4,7 @@ use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
 use crate::error::{Result, SettingError};
+use crate::spec::{Spec, Value};
 use std::ops::Range;
 use tiktoken_rs::CoreBPE;
 
@@ -88,7 +89,7 @@ impl FixedTokenChunker {
 
     /// The configuration as a spec string, e.g. `token:size=250,overlap=125`.
     pub fn name(&self) -> String {
-        format!("token:size={},overlap={}", self.size, self.overlap)
+        PositionAwareChunker::spec(self).to_string()
     }
 
     /// Byte ranges of the windows of `text`, widened to char boundaries.
@@ -152,6 +153,14 @@ impl PositionAwareChunker for FixedTokenChunker {
         FixedTokenChunker::name(self)
     }
 
+    /// `token:size=…,overlap=…`.
+    fn spec(&self) -> Value {
+        Spec::new("token")
+            .with("size", self.size.to_string())
+            .with("overlap", self.overlap.to_string())
+            .into()
+    }
+
     fn chunk_with_positions(&self, doc: &Document) -> Vec<PositionAwareChunk> {
         chunks_from_byte_ranges(doc, self.byte_ranges(doc.content()))
     }
@@ -160,6 +169,10 @@ impl PositionAwareChunker for FixedTokenChunker {
 impl Chunker for FixedTokenChunker {
     fn name(&self) -> String {
         FixedTokenChunker::name(self)
+    }
+
+    fn spec(&self) -> Value {
+        PositionAwareChunker::spec(self)
     }
 
     fn chunk(&self, text: &str) -> Vec<String> {

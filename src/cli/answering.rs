@@ -82,7 +82,7 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Answering<'_, R> {
         self.retriever.name()
     }
 
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         self.retriever.spec()
     }
 

@@ -196,30 +196,10 @@ impl Judging {
     /// statements whose evidence is in no context, when there are any), each followed by the
     /// first failure of each kind with its count, for stderr.
     pub fn usage_lines(&self) -> String {
-        let mut lines = String::new();
-        for j in &self.summaries {
-            let unlocated = match j.unlocated {
-                0 => String::new(),
-                n => format!("; statements counted unsupported for evidence in no context: {n}"),
-            };
-            lines.push_str(&format!(
-                "{}: {} calls ({} repairs) and {} HTTP retries, {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed{unlocated}\n",
-                j.metric,
-                j.usage.calls,
-                j.usage.repairs,
-                j.retries,
-                j.usage.tokens(),
-                j.ok,
-                j.samples,
-                j.undetermined,
-                j.invalid,
-                j.error
-            ));
-            for f in &j.failures {
-                lines.push_str(&format!("{}:   {}\n", j.metric, f.describe()));
-            }
-        }
-        lines
+        self.summaries
+            .iter()
+            .map(JudgeSummary::usage_lines)
+            .collect()
     }
 
     /// The judges whose invalid or failed answers exceed the allowed share, each with its

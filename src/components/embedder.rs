@@ -100,14 +100,15 @@ mod tests {
         let c = Context::new();
         for text in ["hashing", "hashing:dim=64", "hashing:ngrams=1,dim=16"] {
             let e = build_embedder(text, &c).unwrap();
-            let again = build_embedder(&e.spec(), &c).unwrap();
+            let again = build_embedder(&e.spec().to_string(), &c).unwrap();
             assert_eq!(again.spec(), e.spec());
             assert_eq!(again.name(), e.name());
         }
         assert_eq!(
             build_embedder("hashing:ngrams=1,dim=16", &c)
                 .unwrap()
-                .spec(),
+                .spec()
+                .to_string(),
             "hashing:dim=16,ngrams=1"
         );
         let err = build_embedder("hashing:dim=0", &c)
@@ -127,10 +128,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            e.spec(),
+            e.spec().to_string(),
             "openai:model=nomic-embed-text,base_url=http://127.0.0.1:11434/v1?api_key=%3Credacted%3E,api_key_env=MY_KEY,dimensions=64"
         );
-        assert_eq!(build_embedder(&e.spec(), &c).unwrap().spec(), e.spec());
+        assert_eq!(
+            build_embedder(&e.spec().to_string(), &c).unwrap().spec(),
+            e.spec()
+        );
         let err = build_embedder("openai:base_url=http://h", &c)
             .err()
             .unwrap()
@@ -157,7 +161,7 @@ mod tests {
         .unwrap();
         assert_eq!(e.dimension(), 8);
         assert_eq!(
-            e.spec(),
+            e.spec().to_string(),
             "openai:model=m,base_url=http://127.0.0.1:9/v1,api_key_env=OPENAI_API_KEY,expected_dimension=8"
         );
         // A model whose length the crate knows needs nothing more.

@@ -8,8 +8,9 @@
 //! use rag_eval::retrieve::Retriever;
 //!
 //! let r = build_retriever("dense:chunker=recursive:size=400,embedder=hashing:dim=64", &Context::new())?;
-//! let printed = Retriever::<TokenLevel>::spec(&*r);
-//! assert_eq!(build_retriever(&printed, &Context::new()).map(|r| Retriever::<TokenLevel>::spec(&*r))?, printed);
+//! let printed = Retriever::<TokenLevel>::spec(&*r).to_string();
+//! let again = build_retriever(&printed, &Context::new())?;
+//! assert_eq!(Retriever::<TokenLevel>::spec(&*again).to_string(), printed);
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 

@@ -67,11 +67,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            r.spec(),
+            r.spec().to_string(),
             "cohere:model=BAAI/bge-reranker-base,base_url=http://127.0.0.1:7997,api_key_env=COHERE_API_KEY,path=/rerank"
         );
         assert_eq!(
-            build_reranker(&r.spec(), &Context::new()).unwrap().spec(),
+            build_reranker(&r.spec().to_string(), &Context::new())
+                .unwrap()
+                .spec(),
             r.spec()
         );
     }

@@ -37,7 +37,7 @@ pub(super) fn names() -> Vec<&'static str> {
 ///
 /// let r = build_retriever("bm25:chunker=recursive(size=400),b=0.5", &Context::new())?;
 /// assert_eq!(
-///     Retriever::<TokenLevel>::spec(&*r),
+///     Retriever::<TokenLevel>::spec(&*r).to_string(),
 ///     "bm25:chunker=recursive(size=400,overlap=0,length=chars,separators=langchain),k1=1.2,b=0.5"
 /// );
 /// # Ok::<(), rag_eval::Error>(())
@@ -132,7 +132,7 @@ mod tests {
     use crate::chunker::RecursiveCharacterChunker;
 
     fn spec(r: &dyn AnyLevelRetriever) -> String {
-        Retriever::<TokenLevel>::spec(r)
+        Retriever::<TokenLevel>::spec(r).to_string()
     }
 
     #[test]

@@ -64,7 +64,10 @@ mod tests {
     #[test]
     fn stores_print_the_spec_that_builds_them() {
         let c = Context::new();
-        assert_eq!(build_store("memory", &c).unwrap().spec(), "memory");
+        assert_eq!(
+            build_store("memory", &c).unwrap().spec().to_string(),
+            "memory"
+        );
         let err = build_store("memory:dim=3", &c).err().unwrap().to_string();
         assert!(
             err.contains("unknown key `dim` for `memory`; keys: none"),
@@ -82,10 +85,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            s.spec(),
+            s.spec().to_string(),
             "chroma:url=http://127.0.0.1:8000,collection=docs,tenant=default_tenant,database=docs_db"
         );
-        assert_eq!(build_store(&s.spec(), &c).unwrap().spec(), s.spec());
+        assert_eq!(
+            build_store(&s.spec().to_string(), &c).unwrap().spec(),
+            s.spec()
+        );
         let err = build_store("chroma:url=http://h:1", &c)
             .err()
             .unwrap()

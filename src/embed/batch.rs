@@ -329,7 +329,7 @@ impl<E: Embedder> Embedder for BatchingEmbedder<E> {
         self.inner.name()
     }
 
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         self.inner.spec()
     }
 

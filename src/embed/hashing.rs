@@ -111,8 +111,12 @@ impl Embedder for HashingEmbedder {
         format!("hashing(dim={},ngrams={})", self.dimension, self.max_ngram)
     }
 
-    fn spec(&self) -> String {
-        format!("hashing:dim={},ngrams={}", self.dimension, self.max_ngram)
+    /// `hashing:dim=…,ngrams=…`.
+    fn spec(&self) -> crate::spec::Value {
+        crate::spec::Spec::new("hashing")
+            .with("dim", self.dimension.to_string())
+            .with("ngrams", self.max_ngram.to_string())
+            .into()
     }
 
     fn dimension(&self) -> usize {

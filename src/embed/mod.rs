@@ -20,6 +20,7 @@ pub use onnx_profile::OnnxProfile;
 pub use openai::{EmbeddingUsage, OpenAiEmbedder, OpenAiEmbedderBuilder};
 
 use crate::error::Result;
+use crate::spec::Value;
 
 /// Turns texts into fixed-size vectors.
 ///
@@ -32,9 +33,9 @@ pub trait Embedder: Send + Sync {
     fn name(&self) -> String;
     /// The [spec](crate::spec) that builds this embedder again, e.g.
     /// `openai:model=text-embedding-3-small,base_url=https://api.openai.com/v1,api_key_env=OPENAI_API_KEY`.
-    /// Embedders that no spec builds keep the default, their name.
-    fn spec(&self) -> String {
-        self.name()
+    /// Embedders that no spec builds keep the default, their name as text.
+    fn spec(&self) -> Value {
+        Value::Text(self.name())
     }
     /// Length of every vector this embedder returns.
     fn dimension(&self) -> usize;
@@ -74,7 +75,7 @@ macro_rules! forward_embedder {
             fn name(&self) -> String {
                 (**self).name()
             }
-            fn spec(&self) -> String {
+            fn spec(&self) -> Value {
                 (**self).spec()
             }
             fn dimension(&self) -> usize {

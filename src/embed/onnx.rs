@@ -756,13 +756,13 @@ impl Embedder for OnnxEmbedder {
     }
 
     /// `onnx:dir=…,max_len=…,batch_size=…`.
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         let dir = self.model.model_path.parent().map_or("", |d| d.as_str());
         crate::spec::Spec::new("onnx")
             .with("dir", dir)
             .with("max_len", self.model.max_len.to_string())
             .with("batch_size", self.model.batch_size.to_string())
-            .to_string()
+            .into()
     }
 
     fn dimension(&self) -> usize {

@@ -359,7 +359,7 @@ impl Embedder for OpenAiEmbedder {
 
     /// `openai:model=…,base_url=…,api_key_env=…` with `dimensions` and `path` when set; a key
     /// given directly (not through a variable) is left out, as are credentials in the URL.
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         let config = self.client.config();
         let mut spec = crate::spec::Spec::new("openai")
             .with("model", self.model.as_str())
@@ -376,7 +376,7 @@ impl Embedder for OpenAiEmbedder {
         if self.path != "/embeddings" {
             spec = spec.with("path", redact_url(&self.path));
         }
-        spec.to_string()
+        spec.into()
     }
 
     /// The vector length; 0 until the first answer for a model of unknown size (see

@@ -35,9 +35,9 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
-mod prompt;
-
-pub use prompt::PromptTemplate;
+/// The prompt template type lives with the LLM clients it is written for; it is named here
+/// too, where the generator's prompt is set.
+pub use crate::llm::PromptTemplate;
 
 use crate::chunk::RetrievedChunk;
 use crate::error::Result;

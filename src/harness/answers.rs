@@ -2,7 +2,7 @@
 //! scored against the reference answers and judged.
 
 use super::private::{BoxFuture, CaseSpec};
-use crate::chunk::RetrievedChunk;
+use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
 use crate::embed::Embedder;
@@ -38,14 +38,25 @@ impl AnswerLog {
 
 /// An `async fn(&str) -> RagAnswer` case seen as a retriever: its contexts are the ranking,
 /// its answers are kept for the judge.
+///
+/// A context placed in the corpus ignoring case, whitespace or Unicode form (as
+/// [`HttpRag::answer`](crate::service::HttpRag::answer) places the text a service sends) keeps
+/// the service's text in the answer, which the judges read; the ranking scored for retrieval
+/// holds the document's own text at that span instead. A context whose text differs from the
+/// document's in any other way is ranked as given, for the check of retrieved text to name.
 pub(crate) struct AnswerRetriever {
     f: fn(String) -> BoxFuture<RagAnswer>,
     log: AnswerLog,
+    corpus: std::sync::OnceLock<Arc<Corpus>>,
 }
 
 impl AnswerRetriever {
     pub fn new(f: fn(String) -> BoxFuture<RagAnswer>, log: AnswerLog) -> Self {
-        AnswerRetriever { f, log }
+        AnswerRetriever {
+            f,
+            log,
+            corpus: std::sync::OnceLock::new(),
+        }
     }
 }
 
@@ -55,12 +66,43 @@ impl<L: Level> Retriever<L> for AnswerRetriever {
         "answering fn".into()
     }
 
+    async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {
+        let _ = self.corpus.set(corpus.clone());
+        Ok(())
+    }
+
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
         let answer = (self.f)(query.to_owned()).await;
-        let mut hits = answer.contexts.clone();
+        // A context not found in the corpus is judged, not span-scored: it is no part of the
+        // ranking (as `score --answers` leaves it out).
+        let mut hits: Vec<RetrievedChunk> = answer
+            .contexts
+            .iter()
+            .filter(|c| !c.chunk.span.is_empty())
+            .cloned()
+            .collect();
         hits.truncate(k);
+        if let Some(corpus) = self.corpus.get() {
+            for hit in &mut hits {
+                as_in_document(hit, corpus);
+            }
+        }
         self.log.insert(query, answer);
         Ok(hits)
+    }
+}
+
+/// `hit` with its document's text at its span, when its own text is that text normalized.
+fn as_in_document(hit: &mut RetrievedChunk, corpus: &Corpus) {
+    let span = &hit.chunk.span;
+    let Some(there) = corpus
+        .get(span.doc.as_str())
+        .and_then(|d| d.slice(span.start, span.end))
+    else {
+        return;
+    };
+    if there != hit.chunk.content && crate::locate::same_normalized(there, &hit.chunk.content) {
+        hit.chunk = PositionAwareChunk::new(span.doc.clone(), span.start, span.end, there);
     }
 }
 
@@ -91,7 +133,7 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         self.inner.spec()
     }
     fn chunker(&self) -> Option<String> {
@@ -332,7 +374,10 @@ async fn judge(
         .collect();
     let mut summaries = Vec::new();
     for judge in &judges {
-        let run = judge_all(judge.as_ref(), &inputs, &config).await;
+        // The judges run one after the other: the client's retries meanwhile are this one's.
+        let before = client.http_retries();
+        let mut run = judge_all(judge.as_ref(), &inputs, &config).await;
+        run.summary.retries = client.http_retries().saturating_sub(before);
         for j in &run.judgements {
             let Some(explained) = queries.get_mut(&j.query_id) else {
                 continue;

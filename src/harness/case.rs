@@ -196,6 +196,16 @@ impl Case {
     }
 }
 
+impl Setup {
+    /// Whether the case's retrieval is scored: not over questions with reference answers only.
+    pub fn retrieval_measured(&self) -> bool {
+        match &self.prepared {
+            Prepared::Token(eval) => eval.dataset().has_retrieval_truth(),
+            Prepared::Chunk(eval) => eval.dataset().has_retrieval_truth(),
+        }
+    }
+}
+
 fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
     let root = Path::new(spec.manifest_dir);
     let dataset_path = root.join(spec.dataset);
@@ -218,6 +228,13 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
     }
     // Thresholds may name any metric the registry reports at the dataset's level.
     let answers = matches!(spec.build, Build::Answer(_) | Build::Rag(_));
+    let retrieval_truth = match &dataset {
+        AnyDataset::Token(d) => d.has_retrieval_truth(),
+        AnyDataset::Chunk(d) => d.has_retrieval_truth(),
+    };
+    if !retrieval_truth {
+        unmeasured_retrieval(spec, answers, &dataset)?;
+    }
     let known: Vec<&str> = registry::at_level(level)
         .filter(|m| answers || !m.is_answer_metric())
         .map(|m| m.name)
@@ -301,10 +318,10 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
     let (prepared, queries): (Prepared, Vec<(String, String)>) = match dataset {
         AnyDataset::Token(d) => {
             let queries = ids(d.examples());
-            let eval = if spec.corpus.is_some() {
+            let eval = if spec.corpus.is_some() && retrieval_truth {
                 TokenLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?
             } else {
-                // Without a corpus there is nothing to check spans against.
+                // Without a corpus, or without spans, there is nothing to check.
                 TokenLevelEvaluation::unchecked(corpus, d)
             };
             let eval = eval.with_mode(spec.mode);
@@ -336,6 +353,41 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         cache_key,
         dataset_hash,
     })
+}
+
+/// What a dataset of questions with reference answers only allows: a case that answers them
+/// is scored on its answers, its retrieval not measured, so a bar on a retrieval figure could
+/// never be met; a case that only retrieves has nothing to be scored on.
+fn unmeasured_retrieval(
+    spec: &CaseSpec,
+    answers: bool,
+    dataset: &AnyDataset,
+) -> Result<(), String> {
+    if !answers {
+        return match dataset {
+            AnyDataset::Token(d) => d.require_truth(),
+            AnyDataset::Chunk(d) => d.require_truth(),
+        }
+        .map_err(|e| e.to_string());
+    }
+    let retrieval: Vec<String> = spec
+        .thresholds
+        .iter()
+        .filter(|t| {
+            !spec.criteria.iter().any(|c| c.name() == &*t.metric)
+                && !registry::lookup(&t.metric).is_some_and(|m| m.is_answer_metric())
+        })
+        .map(|t| format!("`{}`", t.key()))
+        .collect();
+    if retrieval.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} {} retrieval, but `{}` holds questions with reference answers and no retrieval truth (`relevant_spans` or `relevant_chunk_ids`): retrieval is not measured on it; remove the bar, or say in the dataset where each answer is",
+        retrieval.join(", "),
+        if retrieval.len() == 1 { "gates" } else { "gate" },
+        spec.dataset
+    ))
 }
 
 fn references_of<L: Level>(examples: &[dataset::Example<L>]) -> HashMap<String, Vec<String>> {
@@ -627,6 +679,7 @@ fn record_shard(
             .iter()
             .map(|c| c.name().to_owned())
             .collect(),
+        max_invalid_share: case.spec.judge.map(|j| j.max_invalid_share),
     };
     let rows: Vec<(String, Row)> = result
         .scores
@@ -641,14 +694,21 @@ fn record_shard(
             (q.id.clone(), row)
         })
         .collect();
-    super::shards::write(store.as_ref(), group, case.spec.name, &description, &rows).map_err(
-        |e| {
-            format!(
-                "its results were not written into run group `{group}` of `{}`: {e}",
-                store.location()
-            )
-        },
-    )?;
+    let shard = super::shards::shard_from_env();
+    super::shards::write(
+        store.as_ref(),
+        group,
+        case.spec.name,
+        &shard,
+        &description,
+        &rows,
+    )
+    .map_err(|e| {
+        format!(
+            "its results were not written into run group `{group}` of `{}`: {e}",
+            store.location()
+        )
+    })?;
     eprintln!(
         "case `{}`: {} queries written into run group `{group}` of `{}`",
         case.spec.name,
@@ -683,7 +743,7 @@ impl<L: Level> Retriever<L> for MachineIndexed<L> {
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         self.inner.spec()
     }
     fn chunker(&self) -> Option<String> {
@@ -1010,6 +1070,223 @@ mod tests {
             compute(&case, setup, None).unwrap();
             assert_eq!(MOST_IN_FLIGHT.load(SeqCst), most, "{concurrency:?}");
         }
+    }
+
+    /// The bundled questions' first relevant span, by query text.
+    fn first_spans() -> &'static HashMap<String, String> {
+        static SPANS: OnceLock<HashMap<String, String>> = OnceLock::new();
+        SPANS.get_or_init(|| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/questions.jsonl");
+            std::fs::read_to_string(path)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    let text = v["outputs"]["relevant_spans"][0]["text"].as_str().unwrap();
+                    (
+                        v["inputs"]["query"].as_str().unwrap().to_owned(),
+                        text.to_owned(),
+                    )
+                })
+                .collect()
+        })
+    }
+
+    fn bundled_corpus() -> &'static Corpus {
+        static CORPUS: OnceLock<Corpus> = OnceLock::new();
+        CORPUS.get_or_init(|| {
+            let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/corpus");
+            Corpus::from_folder(folder, None).unwrap()
+        })
+    }
+
+    /// What a service that keeps its chunks' text in capitals, whitespace collapsed, answers:
+    /// the question's relevant passage so, as text placed in the corpus as `HttpRag` places it
+    /// (found ignoring case and whitespace).
+    fn shouting(query: String) -> super::super::private::BoxFuture<crate::generator::RagAnswer> {
+        Box::pin(async move {
+            let passage = first_spans()[&query]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_uppercase();
+            let line = serde_json::json!({"id": "q", "answer": passage,
+                                          "contexts": [passage, "IN NO DOCUMENT AT ALL"]});
+            let mut answers =
+                crate::answers::Answers::parse(&line.to_string(), "service".into()).unwrap();
+            answers.place_in(bundled_corpus());
+            answers.take("q").unwrap()
+        })
+    }
+
+    fn answering(dataset: &'static str, manifest_dir: &'static str) -> CaseSpec {
+        CaseSpec {
+            name: "service",
+            manifest_dir,
+            dataset,
+            corpus: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/corpus")),
+            build: Build::Answer(shouting),
+            ..spec()
+        }
+    }
+
+    #[test]
+    fn contexts_found_ignoring_case_and_whitespace_are_scored_at_their_span_and_judged_as_sent() {
+        let case = Case::new(answering(
+            "examples/data/questions.jsonl",
+            env!("CARGO_MANIFEST_DIR"),
+        ));
+        let outcome = case.outcome().unwrap();
+        let answers = case.answers().unwrap().unwrap();
+        assert_eq!(outcome.per_query.len(), 40);
+        for q in &outcome.per_query {
+            // Scored on the document's text at the span the service's text was found at...
+            let retrieved = &q.retrieved.as_ref().unwrap()[0];
+            let doc = bundled_corpus().get(&retrieved.doc_id).unwrap();
+            assert_eq!(
+                retrieved.text.as_deref(),
+                doc.slice(retrieved.start, retrieved.end),
+                "{}",
+                q.id
+            );
+            // ...and kept as the service sent it: what the judges read. The context in no
+            // document is judged, not ranked.
+            assert_eq!(q.retrieved.as_ref().unwrap().len(), 1, "{}", q.id);
+            assert_eq!(q.contexts.as_ref().unwrap().len(), 2, "{}", q.id);
+            let sent = &q.contexts.as_ref().unwrap()[0];
+            assert_eq!(
+                sent.text.as_deref(),
+                Some(answers.queries[&q.id].answer.as_str())
+            );
+            assert_ne!(sent.text, retrieved.text, "{}", q.id);
+            assert_eq!((sent.start, sent.end), (retrieved.start, retrieved.end));
+        }
+        // q0001's passage is its relevant span, whole.
+        assert_eq!(outcome.per_query[0].metrics.get("span_recall@3"), Some(1.0));
+    }
+
+    /// Calls answered so far, each counted as one HTTP retry.
+    static FLAKY_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    /// A judge whose every call took one HTTP retry, finding no statement to check.
+    struct Flaky;
+
+    #[async_trait::async_trait]
+    impl crate::llm::LlmClient for Flaky {
+        fn name(&self) -> String {
+            "flaky".into()
+        }
+        async fn complete(
+            &self,
+            _: &crate::llm::ChatRequest,
+        ) -> crate::Result<crate::llm::ChatResponse> {
+            FLAKY_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(crate::llm::ChatResponse {
+                content: r#"{"statements": []}"#.into(),
+                finish_reason: Some("stop".into()),
+                usage: Default::default(),
+                model: "flaky".into(),
+                logprobs: None,
+            })
+        }
+        fn http_retries(&self) -> u64 {
+            FLAKY_CALLS.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    /// The first five bundled questions with their reference answers and no retrieval truth, in
+    /// a folder of their own (the case's golden folder and judge cache go there too).
+    fn qa_folder() -> &'static str {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/questions.jsonl");
+        let mut qa = String::new();
+        for line in std::fs::read_to_string(path).unwrap().lines().take(5) {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let reference = v["outputs"]["reference_answer"].clone();
+            v["outputs"] = serde_json::json!({ "reference_answer": reference });
+            qa.push_str(&format!("{v}\n"));
+        }
+        std::fs::write(dir.join("qa.jsonl"), qa).unwrap();
+        Box::leak(dir.to_str().unwrap().to_owned().into_boxed_str())
+    }
+
+    #[test]
+    fn an_answering_case_over_questions_with_reference_answers_scores_answers_not_retrieval() {
+        use crate::harness::private::JudgeSpec;
+        use crate::metrics::{Bar, Bound};
+        let dir = qa_folder();
+        let judge = JudgeSpec {
+            client: || Arc::new(Flaky),
+            samples: 1,
+            max_invalid_share: 1.0,
+            per_query_snapshot: false,
+            tolerance: 0.05,
+        };
+        let case = Case::new(CaseSpec {
+            judge: Some(judge),
+            ..answering("qa.jsonl", dir)
+        });
+        let outcome = case.outcome().unwrap();
+        // Retrieval is not measured: no figure at all, not 0, and no truth recorded.
+        let names: Vec<&str> = outcome.metrics.names().collect();
+        assert!(names.contains(&"token_f1"), "{names:?}");
+        for q in &outcome.per_query {
+            assert!(q.truth.is_none(), "{}", q.id);
+            for (name, _) in &q.metrics.0 {
+                let metric = crate::metrics::ReportedName::parse(name).metric;
+                assert!(
+                    registry::lookup(metric).is_some_and(|m| m.is_answer_metric()),
+                    "{}: {name}",
+                    q.id
+                );
+            }
+        }
+        assert!(names.iter().all(|n| !n.starts_with("span_")), "{names:?}");
+        let table = crate::harness::report(&case, &outcome);
+        assert!(
+            table.contains("retrieval not measured: qa.jsonl holds questions with reference answers and no retrieval truth"),
+            "{table}"
+        );
+        // The judge's summary counts the HTTP retries its client made, one per call here.
+        let answers = case.answers().unwrap().unwrap();
+        let faithfulness = &answers.summaries[0];
+        assert_eq!((faithfulness.queries, faithfulness.retries), (5, 5));
+        assert!(
+            faithfulness
+                .usage_lines()
+                .starts_with("faithfulness: 5 calls (0 repairs) and 5 HTTP retries"),
+            "{}",
+            faithfulness.usage_lines()
+        );
+
+        // A bar on retrieval could never be met: the case says so, naming the dataset.
+        static BARS: &[Bar] = &[
+            Bar::fixed("token_f1", Bound::Min, 0.1),
+            Bar::fixed("span_recall", Bound::Min, 0.5),
+        ];
+        let case = Case::new(CaseSpec {
+            thresholds: BARS,
+            ..answering("qa.jsonl", dir)
+        });
+        let e = case.setup.err().expect("refused");
+        assert_eq!(
+            e,
+            "case `service`: `min_span_recall` gates retrieval, but `qa.jsonl` holds questions with reference answers and no retrieval truth (`relevant_spans` or `relevant_chunk_ids`): retrieval is not measured on it; remove the bar, or say in the dataset where each answer is"
+        );
+        // A case that only retrieves has nothing to score on such a file.
+        let case = Case::new(CaseSpec {
+            manifest_dir: dir,
+            dataset: "qa.jsonl",
+            ..spec()
+        });
+        let e = case.setup.err().expect("refused");
+        assert!(
+            e.starts_with("case `windows`: ")
+                && e.contains(
+                    "qa.jsonl holds questions with reference answers and no retrieval truth"
+                ),
+            "{e}"
+        );
     }
 
     #[test]

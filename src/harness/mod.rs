@@ -393,8 +393,12 @@ fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let (outcome, answers, mut problems) = summary_inputs(case)?;
     let table = {
+        let mut text = report(case, &outcome);
+        for s in answers.iter().flat_map(|a| &a.summaries) {
+            text.push_str(&s.usage_lines());
+        }
         let mut reports = reports().lock().unwrap_or_else(|e| e.into_inner());
-        reports.push(report(case, &outcome));
+        reports.push(text);
         reports.len() - 1
     };
     problems.extend(thresholds(case, &outcome, answers.as_deref()));
@@ -405,23 +409,9 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         .iter()
         .any(|t| t.index_in(&outcome.metrics).is_none());
     if let Some(answers) = &answers {
-        for s in answers.summaries.iter().filter(|s| s.gate_fails()) {
-            unusable = true;
-            let cause = s
-                .failures
-                .first()
-                .map(|f| format!("; judging failed: {}", f.describe()))
-                .unwrap_or_default();
-            problems.push(format!(
-                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything{cause}",
-                s.metric,
-                s.invalid,
-                s.error,
-                s.samples,
-                100.0 * s.invalid_share(),
-                100.0 * s.max_invalid_share
-            ));
-        }
+        let judges = unusable_judges(answers);
+        unusable |= !judges.is_empty();
+        problems.extend(judges);
     }
     if unusable {
         // A baseline without the figures a bar gates on would pass the next run unseen.
@@ -690,6 +680,13 @@ fn report(case: &Case, o: &Outcome) -> String {
             s.push('\n');
         }
     }
+    if case.setup.as_ref().is_ok_and(|s| !s.retrieval_measured()) {
+        let _ = writeln!(
+            s,
+            "retrieval not measured: {} holds questions with reference answers and no retrieval truth",
+            case.spec.dataset
+        );
+    }
     // A bar on an answer metric judges only the queries with a reference answer: say which
     // have none, also when the bar holds.
     let mut named: Vec<&str> = Vec::new();
@@ -713,6 +710,32 @@ fn thresholds(case: &Case, o: &Outcome, answers: Option<&answers::AnswerReport>)
 
 /// Every bar the means of `o` miss, described as [`thresholds`] does; a judged figure that
 /// is missing is explained by the judge's failures in `answers`.
+/// One line for each judge whose invalid and failed answers exceed the case's
+/// `max_invalid_share`: its figures cannot gate anything.
+fn unusable_judges(answers: &answers::AnswerReport) -> Vec<String> {
+    answers
+        .summaries
+        .iter()
+        .filter(|s| s.gate_fails())
+        .map(|s| {
+            let cause = s
+                .failures
+                .first()
+                .map(|f| format!("; judging failed: {}", f.describe()))
+                .unwrap_or_default();
+            format!(
+                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything{cause}",
+                s.metric,
+                s.invalid,
+                s.error,
+                s.samples,
+                100.0 * s.invalid_share(),
+                100.0 * s.max_invalid_share
+            )
+        })
+        .collect()
+}
+
 fn missed_bars(bars: &[Bar], o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
     let mut problems = Vec::new();
     for bar in bars {

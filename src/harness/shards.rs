@@ -7,7 +7,8 @@
 //! merge compares.
 
 use super::answers::{AnswerReport, Explained};
-use crate::metrics::{QueryResult, RunResult as Outcome};
+use crate::judge::JudgeSummary;
+use crate::metrics::{Need, QueryResult, RunResult as Outcome, REGISTRY};
 use crate::runs::{GroupRow, RunStore};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,6 +56,10 @@ pub(crate) struct Description {
     /// The names of the case's criteria judges, whose figures are judges' too.
     #[serde(default)]
     pub criteria: Vec<String>,
+    /// For a case that judges, the share of invalid and failed judge answers above which its
+    /// judges' figures cannot gate (`max_invalid_share`), checked over the whole group.
+    #[serde(default)]
+    pub max_invalid_share: Option<f64>,
 }
 
 /// One query's row: its figures and, for a case that answers, its answer explained.
@@ -123,8 +128,10 @@ pub struct Verdict {
 
 /// Gates the cases of run group `group` in `store` over their merged results: the queries no
 /// shard reported, the queries shards reported with different figures, every `min_…`/`max_…`
-/// bar the merged means miss, and every figure that dropped beyond the case's tolerance from
-/// its golden snapshot `<golden>/<case>.snap` (a missing snapshot fails, as under CI).
+/// bar the merged means miss, every judge whose invalid and failed answers over the whole
+/// group exceed the case's `max_invalid_share`, and every figure that dropped beyond the
+/// case's tolerance from its golden snapshot `<golden>/<case>.snap` (a missing snapshot fails,
+/// as under CI).
 /// `cases` chooses cases by name (every case the group holds when empty); a named case the
 /// group lacks fails. A group with no case at all is an error naming the store.
 pub fn gate(
@@ -154,6 +161,9 @@ pub fn gate(
                     &merged.outcome,
                     merged.answers.as_ref(),
                 ));
+                if let Some(answers) = &merged.answers {
+                    problems.extend(super::unusable_judges(answers));
+                }
                 problems.extend(golden_problems(
                     &merged,
                     &golden.join(format!("{case}.snap")),
@@ -237,11 +247,12 @@ fn snapshot(merged: &Merged) -> Outcome {
     snapshot
 }
 
-/// Writes a shard's description of its case and the rows of the queries it computed.
+/// Writes shard `shard`'s description of its case and the rows of the queries it computed.
 pub(crate) fn write(
     store: &dyn RunStore,
     group: &str,
     case: &str,
+    shard: &str,
     description: &Description,
     rows: &[(String, Row)],
 ) -> Result<(), String> {
@@ -255,7 +266,7 @@ pub(crate) fn write(
         .collect::<Result<_, serde_json::Error>>()
         .map_err(|e| e.to_string())?;
     store
-        .put_group_queries(group, case, &shard_from_env(), &rows)
+        .put_group_queries(group, case, shard, &rows)
         .map_err(|e| e.to_string())
 }
 
@@ -326,6 +337,11 @@ pub(crate) fn merge(description: Description, rows: &[GroupRow]) -> Result<Merge
             }
         }
     }
+    names.sort_by_key(|n| rank(n, &description.criteria));
+    let summaries = match description.max_invalid_share {
+        Some(share) => judge_summaries(&per_query, &description.criteria, share),
+        None => Vec::new(),
+    };
     let mut outcome = Outcome::from_queries(frame.level, names, per_query);
     outcome.k = frame.k;
     outcome.mode = frame.mode;
@@ -338,7 +354,7 @@ pub(crate) fn merge(description: Description, rows: &[GroupRow]) -> Result<Merge
         .judge_models
         .clone()
         .map(|judge_models| AnswerReport {
-            summaries: Vec::new(),
+            summaries,
             queries: explained,
             judge_models,
         });
@@ -349,6 +365,53 @@ pub(crate) fn merge(description: Description, rows: &[GroupRow]) -> Result<Merge
         missing,
         conflicts,
     })
+}
+
+/// Where figure `name` goes among a merged result's, as a single run orders them: the
+/// retrieval figures first, in the frame's order (every shard computes them all); then the
+/// answer and judge figures in registry order, then the criteria in the case's order. The
+/// order does not depend on which shard described the case last nor on which figures its
+/// queries happened to have.
+fn rank(name: &str, criteria: &[String]) -> usize {
+    let base = name.split('@').next().unwrap_or(name);
+    let answer = REGISTRY
+        .iter()
+        .position(|m| m.name == base && m.needs(Need::Answer));
+    match answer {
+        Some(i) => 1 + i,
+        None => criteria
+            .iter()
+            .position(|c| c == name)
+            .map_or(0, |i| 1 + REGISTRY.len() + i),
+    }
+}
+
+/// Each judge's summary over every query of the group (in the merged figures' order), as a
+/// single run sums up its judgements: what `max_invalid_share` is checked on.
+fn judge_summaries(
+    per_query: &[QueryResult],
+    criteria: &[String],
+    max_invalid_share: f64,
+) -> Vec<JudgeSummary> {
+    let mut metrics: Vec<&str> = Vec::new();
+    for j in per_query.iter().flat_map(|q| &q.judges) {
+        if !metrics.contains(&j.metric.as_str()) {
+            metrics.push(&j.metric);
+        }
+    }
+    metrics.sort_by_key(|m| rank(m, criteria));
+    metrics
+        .into_iter()
+        .map(|metric| {
+            let judgements: Vec<_> = per_query
+                .iter()
+                .flat_map(|q| &q.judges)
+                .filter(|j| j.metric == metric)
+                .cloned()
+                .collect();
+            JudgeSummary::new(metric, &judgements, max_invalid_share)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -388,7 +451,181 @@ mod tests {
             judged_per_query: false,
             judge_models: None,
             criteria: Vec::new(),
+            max_invalid_share: None,
         }
+    }
+
+    /// A SQLite run store in `dir`.
+    fn store(dir: &std::path::Path) -> Box<dyn RunStore> {
+        let path = dir.join("runs.sqlite");
+        let choice = crate::runs::StoreChoice::parse(path.to_str());
+        crate::runs::open(&choice).unwrap().unwrap()
+    }
+
+    /// Query `id` of a case that answers and judges: its figures, and one faithfulness
+    /// sample, `ok` (scored 1) or `invalid`.
+    fn judged(id: &str, figures: &[(&str, f64)], faithful: bool) -> (String, Row) {
+        use crate::judge::JudgeStatus;
+        use crate::metrics::{JudgeDetails, JudgeSample, JudgeUsage, QueryJudgement};
+        let mut result = query(id, 1.0);
+        result
+            .metrics
+            .0
+            .extend(figures.iter().map(|(n, v)| ((*n).to_owned(), *v)));
+        if faithful {
+            result.metrics.0.push(("faithfulness".into(), 1.0));
+        }
+        let status = if faithful {
+            JudgeStatus::Ok
+        } else {
+            JudgeStatus::Invalid
+        };
+        result.judges.push(QueryJudgement {
+            metric: "faithfulness".into(),
+            query_id: id.into(),
+            samples: vec![JudgeSample {
+                sample: 0,
+                status,
+                score: faithful.then_some(1.0),
+                details: JudgeDetails::None,
+                message: (!faithful).then(|| "not JSON".to_owned()),
+                kind: None,
+                usage: JudgeUsage::default(),
+            }],
+        });
+        let row = Row {
+            result,
+            answer: None,
+        };
+        (id.to_owned(), row)
+    }
+
+    /// The description shard `rows` give of a judged case: its frame's means are those of its
+    /// own queries, in the order they come.
+    fn judged_description(rows: &[(String, Row)]) -> Description {
+        let mut names: Vec<String> = Vec::new();
+        for (_, row) in rows {
+            for (n, _) in &row.result.metrics.0 {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        let per_query = rows.iter().map(|(_, r)| r.result.clone()).collect();
+        let mut d = description();
+        d.frame = Outcome::from_queries(ResultLevel::Token, names, per_query);
+        d.frame.per_query.clear();
+        d.frame.k = Some(3);
+        d.judge_models = Some(vec!["judge".into()]);
+        d.max_invalid_share = Some(0.25);
+        d
+    }
+
+    #[test]
+    fn the_merged_order_is_the_cases_whichever_shard_wrote_last() {
+        // Shard a's queries have no reference answer (no token_f1); shard b's answers were
+        // judged invalid (no faithfulness): each shard's own order lacks a figure.
+        let a = vec![
+            judged("q1", &[("answer_relevancy", 0.5)], true),
+            judged("q2", &[("answer_relevancy", 0.7)], true),
+        ];
+        let b = vec![
+            judged("q3", &[("token_f1", 0.4), ("answer_relevancy", 0.9)], false),
+            judged("q4", &[("token_f1", 0.6), ("answer_relevancy", 0.3)], true),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let golden = dir.path().join("golden");
+        std::fs::create_dir_all(&golden).unwrap();
+        let orders = [
+            ("ab", [("a", &a), ("b", &b)]),
+            ("ba", [("b", &b), ("a", &a)]),
+        ];
+        for (group, shards) in &orders {
+            for (shard, rows) in shards {
+                let d = judged_description(rows);
+                write(store.as_ref(), group, "case", shard, &d, rows).unwrap();
+            }
+        }
+        let merged = read(store.as_ref(), "ab", "case").unwrap().unwrap();
+        let names: Vec<&str> = merged.outcome.metrics.names().collect();
+        assert_eq!(
+            names,
+            ["recall@3", "token_f1", "faithfulness", "answer_relevancy"]
+        );
+        // A baseline every figure falls short of, so that the verdict lists them all.
+        let mut high = merged.outcome.clone();
+        for q in &mut high.per_query {
+            for (_, v) in &mut q.metrics.0 {
+                *v = 1.0;
+            }
+        }
+        let names = names.iter().map(|n| (*n).to_owned()).collect();
+        let mut baseline = Outcome::from_queries(ResultLevel::Token, names, high.per_query);
+        baseline.k = Some(3);
+        let body = super::super::golden::render(&baseline);
+        std::fs::write(
+            golden.join("case.snap"),
+            format!("---\nsource: shards.rs\n---\n{body}"),
+        )
+        .unwrap();
+        let verdicts = |group: &str| {
+            let v = gate(store.as_ref(), group, &[], &golden).unwrap();
+            serde_json::to_string(&v).unwrap()
+        };
+        let (ab, ba) = (verdicts("ab"), verdicts("ba"));
+        assert!(ab.contains("token_f1"), "{ab}");
+        assert_eq!(ab, ba);
+        let again = read(store.as_ref(), "ba", "case").unwrap().unwrap();
+        assert_eq!(again.outcome, merged.outcome);
+        assert_eq!(again.answers, merged.answers);
+    }
+
+    #[test]
+    fn max_invalid_share_is_checked_over_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let problems = |group: &str| -> String {
+            gate(store.as_ref(), group, &[], dir.path())
+                .unwrap()
+                .remove(0)
+                .problems
+                .join("\n")
+        };
+        // Shard a alone: 1 of 2 answers invalid (50%); the group: 1 of 4 (25%), at the bar.
+        let a = vec![judged("q1", &[], false), judged("q2", &[], true)];
+        let b = vec![judged("q3", &[], true), judged("q4", &[], true)];
+        for (shard, rows) in [("a", &a), ("b", &b)] {
+            write(
+                store.as_ref(),
+                "under",
+                "case",
+                shard,
+                &judged_description(rows),
+                rows,
+            )
+            .unwrap();
+        }
+        let under = problems("under");
+        assert!(!under.contains("max_invalid_share"), "{under}");
+        // Each shard at the bar (1 of 4 queries), the group over it (2 of 4 queries).
+        let c = vec![judged("q3", &[], false), judged("q4", &[], true)];
+        for (shard, rows) in [("a", &a), ("c", &c)] {
+            write(
+                store.as_ref(),
+                "over",
+                "case",
+                shard,
+                &judged_description(rows),
+                rows,
+            )
+            .unwrap();
+        }
+        let over = problems("over");
+        assert!(
+            over.contains("faithfulness: 2 invalid and 0 failed judge answers of 4 samples (50.0%) exceed the allowed share 25.0% (max_invalid_share)"),
+            "{over}"
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use super::driver::Sample;
 use super::{Judge, JudgeConfig, JudgeInput};
 use crate::error::{Error, Result};
-use crate::generator::{numbered_contexts, PromptTemplate};
-use crate::llm::{LlmClient, TokenLogprob};
+use crate::generator::numbered_contexts;
+use crate::llm::{LlmClient, PromptTemplate, TokenLogprob};
 use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
@@ -616,6 +616,7 @@ impl<C: LlmClient> Judge for CriteriaJudge<C> {
                 let total: f64 = w.iter().map(|(_, p)| p).sum();
                 w.into_iter().map(|(l, p)| (l, p / total)).collect()
             }),
+            scale: Some(options),
         };
         s.scored(score, details, usage)
     }

@@ -7,8 +7,7 @@
 //! built-in prompt, and how one sample is asked and scored through [`Sample::ask`]).
 
 use super::{Judge, JudgeConfig, JudgeInput};
-use crate::generator::PromptTemplate;
-use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmClient};
+use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmClient, PromptTemplate};
 use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use serde::de::DeserializeOwned;
 

@@ -103,7 +103,8 @@ pub struct JudgeSummary {
     pub usage: JudgeUsage,
     /// HTTP requests sent again after a transient failure (a timeout, 429, 5xx) during the
     /// run: a provider may bill them, and `usage.calls` does not count them. Filled in by
-    /// whoever runs the judge over an HTTP client (the CLI does); 0 otherwise.
+    /// whoever runs the judge over an HTTP client (the CLI and the `cargo test` harness do,
+    /// from [`LlmClient::http_retries`](crate::llm::LlmClient::http_retries)); 0 otherwise.
     #[serde(default)]
     pub retries: u64,
     /// The `invalid` and `error` samples by kind of failure, most frequent first, each with
@@ -198,6 +199,33 @@ impl JudgeSummary {
             failures,
             max_invalid_share,
         }
+    }
+
+    /// Calls, HTTP retries, tokens and sample counts on one line (with faithfulness's
+    /// statements whose evidence is in no context, when there are any), then the first failure
+    /// of each kind with its count, each line starting with the metric's name.
+    pub fn usage_lines(&self) -> String {
+        let unlocated = match self.unlocated {
+            0 => String::new(),
+            n => format!("; statements counted unsupported for evidence in no context: {n}"),
+        };
+        let mut lines = format!(
+            "{}: {} calls ({} repairs) and {} HTTP retries, {} tokens; {} of {} samples scored, {} undetermined, {} invalid, {} failed{unlocated}\n",
+            self.metric,
+            self.usage.calls,
+            self.usage.repairs,
+            self.retries,
+            self.usage.tokens(),
+            self.ok,
+            self.samples,
+            self.undetermined,
+            self.invalid,
+            self.error
+        );
+        for f in &self.failures {
+            lines.push_str(&format!("{}:   {}\n", self.metric, f.describe()));
+        }
+        lines
     }
 
     /// `invalid` and `error` samples as a share of all samples (0 for none).

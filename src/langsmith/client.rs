@@ -3,7 +3,7 @@
 //! `https://api.smith.langchain.com/datasets`).
 
 use super::ids::{is_uuid, Timestamp};
-use crate::error::{Error, Result};
+use crate::error::{Error, LangSmithError, Result};
 use crate::http::{AuthHeader, HttpClient, HttpConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -360,10 +360,7 @@ impl LangSmith {
             .iter()
             .find(|r| r.trace_id.is_empty() || r.dotted_order.is_empty())
         {
-            return Err(Error::LangSmith(format!(
-                "run `{}` has no trace_id or dotted_order; batch ingestion needs both",
-                r.id
-            )));
+            return Err(LangSmithError::Untraced(r.id.to_string()).into());
         }
         tracing::debug!(
             post = post.len(),
@@ -518,9 +515,7 @@ fn uuid_segment(id: &str) -> Result<&str> {
     if is_uuid(id) {
         Ok(id)
     } else {
-        Err(Error::LangSmith(format!(
-            "`{id}` is not a LangSmith id (a UUID)"
-        )))
+        Err(LangSmithError::NotAnId(id.to_string()).into())
     }
 }
 

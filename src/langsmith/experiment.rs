@@ -13,7 +13,7 @@ use super::client::{is_conflict, LangSmith, NewFeedback, NewRun};
 use super::dataset::row_of;
 use super::ids::{derived_uuid, random_uuid, root_dotted_order, Timestamp};
 use super::journal::Journal;
-use crate::error::{Error, Result};
+use crate::error::{Error, LangSmithError, Result};
 use crate::eval::EvaluationResult;
 use crate::metrics::{Figures, QueryResult, ResultLevel, RunResult};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -137,11 +137,11 @@ impl Experiment {
     ) -> Result<UploadReport> {
         let scores = &result.scores;
         if result.retrieved.len() != scores.per_query.len() {
-            return Err(Error::LangSmith(format!(
-                "the result has {} queries but {} retrieval lists",
-                scores.per_query.len(),
-                result.retrieved.len()
-            )));
+            return Err(LangSmithError::Unpaired {
+                queries: scores.per_query.len(),
+                lists: result.retrieved.len(),
+            }
+            .into());
         }
         let journal_path = self
             .journal
@@ -219,10 +219,7 @@ impl Experiment {
                 Ok(_) => {}
                 Err(e) if is_conflict(&e) => {
                     if client.read_session(&session).await?.is_none() {
-                        return Err(Error::LangSmith(format!(
-                            "an experiment named `{}` already exists in LangSmith; choose another name",
-                            self.name
-                        )));
+                        return Err(LangSmithError::ExperimentExists(self.name.clone()).into());
                     }
                 }
                 Err(e) => return Err(e),

@@ -1,5 +1,6 @@
-//! Chat-completion clients: the [`LlmClient`] trait, its request and response types, and (with
-//! the `openai` feature) `OpenAiChat` for OpenAI-compatible servers.
+//! Chat-completion clients: the [`LlmClient`] trait, its request and response types, (with
+//! the `openai` feature) `OpenAiChat` for OpenAI-compatible servers, and [`PromptTemplate`],
+//! the versioned prompt files the generator, the judges and synthetic generation send.
 //!
 //! ```
 //! use rag_eval::llm::{ChatMessage, ChatRequest};
@@ -21,9 +22,11 @@
 
 #[cfg(feature = "openai")]
 mod openai;
+mod prompt;
 
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiChat, OpenAiChatBuilder};
+pub use prompt::PromptTemplate;
 
 use crate::error::Result;
 use serde::de::DeserializeOwned;
@@ -267,6 +270,12 @@ pub trait LlmClient: Send + Sync {
     fn name(&self) -> String;
     /// Answers `request`.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse>;
+    /// HTTP requests sent again after a transient failure (a timeout, 429, 5xx) since the
+    /// client was made: a judge's summary counts its run's, so a flaky server shows. 0 for a
+    /// client that does not call over HTTP (the default); a wrapper forwards its inner client's.
+    fn http_retries(&self) -> u64 {
+        0
+    }
 }
 
 #[async_trait::async_trait]
@@ -276,6 +285,9 @@ impl<L: LlmClient + ?Sized> LlmClient for Arc<L> {
     }
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).complete(request).await
+    }
+    fn http_retries(&self) -> u64 {
+        (**self).http_retries()
     }
 }
 
@@ -287,6 +299,9 @@ impl<L: LlmClient + ?Sized> LlmClient for &L {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).complete(request).await
     }
+    fn http_retries(&self) -> u64 {
+        (**self).http_retries()
+    }
 }
 
 #[async_trait::async_trait]
@@ -296,6 +311,9 @@ impl<L: LlmClient + ?Sized> LlmClient for Box<L> {
     }
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).complete(request).await
+    }
+    fn http_retries(&self) -> u64 {
+        (**self).http_retries()
     }
 }
 

@@ -253,6 +253,10 @@ impl LlmClient for OpenAiChat {
         name
     }
 
+    fn http_retries(&self) -> u64 {
+        self.client.stats().retries
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let body = self.body(request);
         let answer: CompletionResponse = self.client.post_json(&self.path, &body).await?;

@@ -3,7 +3,7 @@
 //! are. One type and one check for all of them.
 
 use super::{Figures, RunResult};
-use crate::error::{Error, Result};
+use crate::error::{Error, ReportError, Result};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -90,7 +90,12 @@ impl Bar {
 
     /// Parses `METRIC=VALUE` as a bar with `bound`.
     pub fn parse_with(text: &str, bound: Bound) -> Result<Bar> {
-        let bad = |why: &str| Error::Report(format!("bar `{text}`: {why}"));
+        let bad = |message| {
+            Error::from(ReportError::Bar {
+                bar: text.to_owned(),
+                message,
+            })
+        };
         let (metric, value) = text
             .split_once('=')
             .ok_or_else(|| bad("expected METRIC=VALUE, e.g. span_recall=0.8"))?;

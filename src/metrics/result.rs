@@ -7,7 +7,7 @@
 
 use super::{mean_std, Passage, QueryJudgement, SpanMode, Truth};
 use crate::level::LevelKind;
-use crate::spec::{Kind, Spec};
+use crate::spec::Value;
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -223,24 +223,25 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The configuration of a retriever described as `name`, built by `spec`, whose chunks
-    /// come from `chunker`: the retriever's `chunker` (when `chunker` is `None`), `embedder`,
-    /// `store` and `reranker` components are read from the spec when it has them. A spec that
-    /// does not parse (a custom retriever's name) names the retriever alone.
-    pub fn of_retriever(name: String, spec: String, chunker: Option<String>) -> RunConfig {
+    /// The configuration of a retriever described as `name`, built by `spec` (what
+    /// [`Retriever::spec`](crate::retrieve::Retriever::spec) returns), whose chunks come from
+    /// `chunker`: the retriever's `chunker` (when `chunker` is `None`), `embedder`, `store`
+    /// and `reranker` components are the spec's nested ones when it has them. A spec that is
+    /// text (a custom retriever's name) names the retriever alone.
+    pub fn of_retriever(name: String, spec: &Value, chunker: Option<String>) -> RunConfig {
         let mut c = RunConfig {
             retriever: Some(name),
             chunker,
+            spec: Some(spec.to_string()),
             ..RunConfig::default()
         };
-        if let Ok(parsed) = Spec::parse(Kind::Retriever, &spec) {
-            let part = |key: &str| parsed.nested(key).map(|n| n.to_string());
+        if let Value::Spec(spec) = spec {
+            let part = |key: &str| spec.get(key).map(Value::to_string);
             c.chunker = c.chunker.or_else(|| part("chunker"));
             c.embedder = part("embedder");
             c.store = part("store");
             c.reranker = part("reranker");
         }
-        c.spec = Some(spec);
         c
     }
 
@@ -448,6 +449,7 @@ impl RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::{Kind, Spec};
 
     fn q(id: &str, difficulty: Option<&str>, values: &[(&str, f64)]) -> QueryResult {
         QueryResult {
@@ -562,7 +564,8 @@ mod tests {
     #[test]
     fn a_configuration_names_the_components_of_its_retriever_spec() {
         let spec = "dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory";
-        let c = RunConfig::of_retriever("dense over recursive".into(), spec.into(), None);
+        let value = Value::Spec(Spec::parse(Kind::Retriever, spec).unwrap());
+        let c = RunConfig::of_retriever("dense over recursive".into(), &value, None);
         assert_eq!(c.retriever.as_deref(), Some("dense over recursive"));
         assert_eq!(c.retriever_spec(), Some(spec));
         assert_eq!(c.chunker.as_deref(), Some("recursive:size=400"));
@@ -570,10 +573,10 @@ mod tests {
         assert_eq!(c.store.as_deref(), Some("memory"));
         assert_eq!(c.reranker, None);
         // The retriever's own chunker spec wins over the spec's part.
-        let own = RunConfig::of_retriever("x".into(), spec.into(), Some("mine".into()));
+        let own = RunConfig::of_retriever("x".into(), &value, Some("mine".into()));
         assert_eq!(own.chunker.as_deref(), Some("mine"));
         // A custom retriever's name is no spec: it names the retriever alone.
-        let custom = RunConfig::of_retriever("my search()".into(), "my search()".into(), None);
+        let custom = RunConfig::of_retriever("my search()".into(), &"my search()".into(), None);
         assert_eq!(custom.retriever_spec(), Some("my search()"));
         assert_eq!((custom.chunker, custom.embedder), (None, None));
         // A configuration read without a spec (older `eval --json`) falls back to the name.

@@ -23,6 +23,13 @@
 //! // `before` misses the bar: its mean and its one query fail.
 //! assert!(report.junit().contains(r#"<testsuite name="before" tests="2" failures="2""#));
 //! assert!(report.junit().contains(r#"<testsuite name="after" tests="2" failures="0""#));
+//!
+//! // Labels name the runs in every table, so two runs cannot share one.
+//! let same = Report::new(vec![("a".into(), run(0.5)), ("a".into(), run(0.6))]);
+//! let Err(rag_eval::Error::Report(rag_eval::ReportError::SameLabel(label))) = same else {
+//!     panic!("two runs labelled `a`")
+//! };
+//! assert_eq!(label, "a");
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
@@ -37,7 +44,7 @@ pub use crate::metrics::{Bar, Bound};
 pub use stats::Interval;
 
 use crate::compare::CompareOptions;
-use crate::error::{Error, Result};
+use crate::error::{Error, ReportError, Result};
 use crate::metrics::{QueryResult, RunResult};
 use camino::Utf8Path;
 
@@ -80,13 +87,11 @@ impl Report {
     /// must differ, as they name the runs in every table.
     pub fn new(runs: Vec<(String, RunResult)>) -> Result<Report> {
         if runs.is_empty() {
-            return Err(Error::Report("a report needs at least one run".into()));
+            return Err(ReportError::NoRuns.into());
         }
         for (i, (label, _)) in runs.iter().enumerate() {
             if runs[..i].iter().any(|(l, _)| l == label) {
-                return Err(Error::Report(format!(
-                    "two runs are labelled `{label}`; give them different labels"
-                )));
+                return Err(ReportError::SameLabel(label.clone()).into());
             }
         }
         Ok(Report {
@@ -138,10 +143,11 @@ impl Report {
                 .filter(|n| *n == m || crate::metrics::ReportedName::parse(n).is_of(m))
                 .collect();
             if found.is_empty() {
-                return Err(Error::Report(format!(
-                    "--metric `{m}`: no run has it (they have {})",
-                    all.join(", ")
-                )));
+                return Err(ReportError::UnknownMetric {
+                    metric: m.clone(),
+                    known: all.clone(),
+                }
+                .into());
             }
             chosen.extend(found.into_iter().cloned());
         }

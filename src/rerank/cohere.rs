@@ -221,7 +221,7 @@ impl Reranker for CohereReranker {
     }
 
     /// `cohere:model=…,base_url=…,api_key_env=…`, with `path` when it is not `/v2/rerank`.
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         let config = self.client.config();
         let mut spec = crate::spec::Spec::new("cohere")
             .with("model", self.model.as_str())
@@ -232,7 +232,7 @@ impl Reranker for CohereReranker {
         if self.path != "/v2/rerank" {
             spec = spec.with("path", redact_url(&self.path));
         }
-        spec.to_string()
+        spec.into()
     }
 
     async fn rerank(

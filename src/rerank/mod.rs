@@ -8,6 +8,7 @@ pub use cohere::{CohereReranker, CohereRerankerBuilder, RerankUsage, COHERE_BASE
 
 use crate::chunk::RetrievedChunk;
 use crate::error::Result;
+use crate::spec::Value;
 
 /// Reorders candidate chunks for a query and keeps the best `top_k`.
 ///
@@ -17,9 +18,9 @@ pub trait Reranker: Send + Sync {
     /// Model and configuration, for reports.
     fn name(&self) -> String;
     /// The [spec](crate::spec) that builds this reranker again, e.g. `cohere:model=rerank-v3.5`.
-    /// Rerankers that no spec builds keep the default, their name.
-    fn spec(&self) -> String {
-        self.name()
+    /// Rerankers that no spec builds keep the default, their name as text.
+    fn spec(&self) -> Value {
+        Value::Text(self.name())
     }
     /// The best `top_k` of `candidates` for `query`, best first.
     async fn rerank(
@@ -36,7 +37,7 @@ impl<R: Reranker + ?Sized> Reranker for std::sync::Arc<R> {
     fn name(&self) -> String {
         (**self).name()
     }
-    fn spec(&self) -> String {
+    fn spec(&self) -> Value {
         (**self).spec()
     }
     async fn rerank(

@@ -299,13 +299,12 @@ impl<L: Level> Retriever<L> for Bm25Retriever {
     }
 
     /// `bm25:chunker=…,k1=…,b=…`.
-    fn spec(&self) -> String {
-        use crate::spec::{Kind, Spec};
-        Spec::new("bm25")
-            .with_nested("chunker", Kind::Chunker, &self.chunker.name())
+    fn spec(&self) -> crate::spec::Value {
+        crate::spec::Spec::new("bm25")
+            .with("chunker", self.chunker.spec())
             .with("k1", self.k1.to_string())
             .with("b", self.b.to_string())
-            .to_string()
+            .into()
     }
 
     fn chunker(&self) -> Option<String> {

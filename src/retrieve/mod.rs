@@ -20,6 +20,7 @@ use crate::corpus::Corpus;
 use crate::error::Result;
 use crate::level::Level;
 use crate::span::CharSpan;
+use crate::spec::Value;
 use std::sync::Arc;
 
 /// Retrieves ranked chunks for a query, at evaluation level `L`.
@@ -33,9 +34,9 @@ pub trait Retriever<L: Level>: Send + Sync {
 
     /// The [spec](crate::spec) that builds this retriever again, chunker included, e.g.
     /// `bm25:chunker=recursive(size=400,overlap=0,length=chars,separators=langchain),k1=1.2,b=0.75`.
-    /// Retrievers that no spec builds keep the default, their name.
-    fn spec(&self) -> String {
-        self.name()
+    /// Retrievers that no spec builds keep the default, their name as text.
+    fn spec(&self) -> Value {
+        Value::Text(self.name())
     }
 
     /// The chunker spec whose chunks this retriever returns, when it has one. A chunk-level
@@ -92,7 +93,7 @@ macro_rules! forward_retriever {
             fn name(&self) -> String {
                 (**self).name()
             }
-            fn spec(&self) -> String {
+            fn spec(&self) -> Value {
                 (**self).spec()
             }
             fn chunker(&self) -> Option<String> {

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::level::{ChunkLevel, TokenLevel};
 use crate::rerank::Reranker;
 use crate::span::CharSpan;
+use crate::spec::{Spec, Value};
 use crate::store::{InMemoryStore, VectorStore};
 use futures_util::lock::Mutex;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -100,18 +101,17 @@ impl Pipeline {
     }
 
     /// `dense:chunker=…,embedder=…,store=…`, then `reranker` and `candidates` when reranking.
-    fn spec(&self) -> String {
-        use crate::spec::{Kind, Spec};
+    fn spec(&self) -> Value {
         let mut spec = Spec::new("dense")
-            .with_nested("chunker", Kind::Chunker, &self.chunker.name())
-            .with_nested("embedder", Kind::Embedder, &self.embedder.spec())
-            .with_nested("store", Kind::Store, &self.store.spec());
+            .with("chunker", self.chunker.spec())
+            .with("embedder", self.embedder.spec())
+            .with("store", self.store.spec());
         if let Some(r) = &self.reranker {
             spec = spec
-                .with_nested("reranker", Kind::Reranker, &r.spec())
+                .with("reranker", r.spec())
                 .with("candidates", self.candidates.to_string());
         }
-        spec.to_string()
+        spec.into()
     }
 
     fn describe(&self) -> String {
@@ -248,7 +248,7 @@ macro_rules! impl_retriever {
             fn name(&self) -> String {
                 self.describe()
             }
-            fn spec(&self) -> String {
+            fn spec(&self) -> Value {
                 Pipeline::spec(self)
             }
             fn chunker(&self) -> Option<String> {
@@ -327,5 +327,48 @@ mod tests {
         });
         assert_eq!(places, expected);
         assert_eq!(hits[0].score, hits[1].score);
+    }
+
+    /// An embedder no spec builds, whose spec value holds text the printed grammar quotes.
+    struct Custom;
+
+    #[async_trait::async_trait]
+    impl Embedder for Custom {
+        fn name(&self) -> String {
+            "custom".into()
+        }
+        fn spec(&self) -> Value {
+            Spec::new("custom").with("note", "a,b (c)").into()
+        }
+        fn dimension(&self) -> usize {
+            1
+        }
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+            Ok(vec![vec![1.0]; texts.len()])
+        }
+    }
+
+    #[test]
+    fn nests_its_parts_spec_values_as_they_are() {
+        let p = Pipeline::new(RecursiveCharacterChunker::new(25, 0), Custom);
+        let Value::Spec(spec) = Retriever::<TokenLevel>::spec(&p) else {
+            panic!("a pipeline's spec is a spec");
+        };
+        // `custom` is no registered embedder: a spec printed and parsed back would have come
+        // back as text, not as the value the embedder gave.
+        assert_eq!(
+            spec.get("embedder"),
+            Some(&Spec::new("custom").with("note", "a,b (c)").into())
+        );
+        let chunker = RecursiveCharacterChunker::new(25, 0);
+        assert_eq!(
+            spec.get("chunker"),
+            Some(&PositionAwareChunker::spec(&chunker))
+        );
+        assert_eq!(
+            spec.to_string(),
+            "dense:chunker=recursive(size=25,overlap=0,length=chars,separators=langchain),\
+             embedder=custom(note=\"a,b (c)\"),store=memory"
+        );
     }
 }

@@ -500,6 +500,7 @@ impl RunRecord {
 mod tests {
     use super::*;
     use crate::metrics::{QueryResult, SpanMode};
+    use crate::spec::{Kind, Spec};
 
     fn sample() -> RunRecord {
         let q = |id: &str, d: Option<&str>, r: f64| QueryResult {
@@ -523,7 +524,12 @@ mod tests {
             corpus_documents: Some(2),
             ..RunConfig::of_retriever(
                 "dense over recursive".into(),
-                "dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory".into(),
+                &Spec::parse(
+                    Kind::Retriever,
+                    "dense:chunker=recursive(size=400),embedder=hashing(dim=64),store=memory",
+                )
+                .unwrap()
+                .into(),
                 None,
             )
         });

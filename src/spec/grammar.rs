@@ -18,6 +18,12 @@ pub struct Spec {
 }
 
 /// The value of one key: text, or another component.
+///
+/// It is also what a built component reports as its spec (`spec()` of
+/// [`Embedder`](crate::embed::Embedder), [`Retriever`](crate::retrieve::Retriever), …): a
+/// [`Spec`] for a component a spec builds, text (its name) for one that none does. A
+/// component that holds others nests their values as they are, so nothing is printed to be
+/// parsed back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
     /// A plain value (a number, a name, a URL, a path).
@@ -63,16 +69,6 @@ impl Spec {
             None => self.params.push((key, value)),
         }
         self
-    }
-
-    /// Adds a nested component given as spec text (what a component's `spec()` returns): it
-    /// is parsed as a `kind` spec, or kept as text when it names no registered component.
-    pub fn with_nested(self, key: impl Into<String>, kind: Kind, spec: &str) -> Self {
-        let value = match Spec::parse(kind, spec) {
-            Ok(s) => Value::Spec(s),
-            Err(_) => Value::Text(spec.to_owned()),
-        };
-        self.with(key, value)
     }
 
     /// Parses `text` as a spec of a `kind` component.
@@ -186,6 +182,16 @@ impl Spec {
             f.write_str(")")?;
         }
         Ok(())
+    }
+}
+
+/// A spec in its canonical form; text as it is.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Text(t) => f.write_str(t),
+            Value::Spec(s) => s.fmt(f),
+        }
     }
 }
 

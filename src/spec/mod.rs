@@ -20,10 +20,14 @@
 //!
 //! Printing ([`Spec`]'s `Display`) gives the canonical form: keys in the component's order,
 //! nested components as `name(key=value,...)`, so print → parse → print is a fixed point.
-//! Every built component prints its spec — a chunker's `name()`, and the `spec()` method of
+//! Every built component gives its spec as a [`Value`] — the `spec()` method of
+//! [`PositionAwareChunker`](crate::chunker::PositionAwareChunker),
 //! [`Embedder`](crate::embed::Embedder), [`VectorStore`](crate::store::VectorStore),
 //! [`Reranker`](crate::rerank::Reranker) and [`Retriever`](crate::retrieve::Retriever) — with
-//! every setting explicit, so the printed spec rebuilds the same component. API keys never
+//! every setting explicit, so the printed spec rebuilds the same component. A component that
+//! holds others (a dense retriever, a semantic chunker) nests their values as they are:
+//! nothing is printed to be parsed back. A component that no spec builds gives its name as
+//! [`Value::Text`], printed quoted where it is nested. API keys never
 //! appear: a spec names the environment variable that holds one (`api_key_env`).
 //!
 //! ```
@@ -35,14 +39,14 @@
 //!     "dense:chunker=recursive:size=400,embedder=hashing:dim=64,store=memory",
 //!     &Context::new(),
 //! )?;
-//! let printed = Retriever::<TokenLevel>::spec(&*r);
+//! let printed = Retriever::<TokenLevel>::spec(&*r).to_string();
 //! assert_eq!(
 //!     printed,
 //!     "dense:chunker=recursive(size=400,overlap=0,length=chars,separators=langchain),\
 //!      embedder=hashing(dim=64,ngrams=2),store=memory"
 //! );
 //! let again = build_retriever(&printed, &Context::new())?;
-//! assert_eq!(Retriever::<TokenLevel>::spec(&*again), printed);
+//! assert_eq!(Retriever::<TokenLevel>::spec(&*again).to_string(), printed);
 //!
 //! let err = build_retriever("dense:embeder=hashing", &Context::new()).err().unwrap();
 //! assert!(err.to_string().contains(
@@ -58,10 +62,11 @@
 //! # Adding a chunker
 //!
 //! Write the chunker in its own file under `src/chunker/` (re-exported from `chunker/mod.rs`),
-//! make its `name()` print its spec, and register it twice: its name and keys (for parsing,
-//! errors and help) in the `CHUNKERS` table of `src/spec/components.rs`, and the function that
-//! builds it from a [`Spec`] in the `BUILDERS` table of `src/chunker/spec.rs`. A test checks
-//! that the two tables name the same chunkers in the same order.
+//! give it a `spec()` returning its [`Spec`] and a `name()` printing it, and register it
+//! twice: its name and keys (for parsing, errors and help) in the `CHUNKERS` table of
+//! `src/spec/components.rs`, and the function that builds it from a [`Spec`] in the
+//! `BUILDERS` table of `src/chunker/spec.rs`. A test checks that the two tables name the same
+//! chunkers in the same order.
 //!
 //! # Adding a provider (embedder, store, reranker)
 //!

@@ -463,13 +463,13 @@ impl VectorStore for ChromaStore {
 
     /// `chroma:url=…,collection=…,tenant=…,database=…`; the HNSW settings and the batch size
     /// are not part of it.
-    fn spec(&self) -> String {
+    fn spec(&self) -> crate::spec::Value {
         crate::spec::Spec::new("chroma")
             .with("url", crate::http::redact_url(&self.http.config().base_url))
             .with("collection", self.collection.as_str())
             .with("tenant", self.tenant.as_str())
             .with("database", self.database.as_str())
-            .to_string()
+            .into()
     }
 
     async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()> {

@@ -525,8 +525,8 @@ impl VectorStore for InMemoryStore {
         "in-memory(exact cosine)".to_owned()
     }
 
-    fn spec(&self) -> String {
-        "memory".to_owned()
+    fn spec(&self) -> crate::spec::Value {
+        crate::spec::Spec::new("memory").into()
     }
 
     async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()> {

@@ -11,6 +11,7 @@ pub use memory::InMemoryStore;
 
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::error::Result;
+use crate::spec::Value;
 
 /// Stores chunk embeddings and finds the nearest ones to a query embedding.
 ///
@@ -21,9 +22,9 @@ pub trait VectorStore: Send + Sync {
     /// Backend and configuration, for reports.
     fn name(&self) -> String;
     /// The [spec](crate::spec) that builds this store again, e.g. `memory`. Stores that no
-    /// spec builds keep the default, their name.
-    fn spec(&self) -> String {
-        self.name()
+    /// spec builds keep the default, their name as text.
+    fn spec(&self) -> Value {
+        Value::Text(self.name())
     }
     /// Adds chunks with their embeddings (same length and order).
     async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()>;
@@ -61,7 +62,7 @@ impl<S: VectorStore + ?Sized> VectorStore for std::sync::Arc<S> {
     fn name(&self) -> String {
         (**self).name()
     }
-    fn spec(&self) -> String {
+    fn spec(&self) -> Value {
         (**self).spec()
     }
     async fn add(&self, chunks: &[PositionAwareChunk], embeddings: &[Vec<f32>]) -> Result<()> {

@@ -1,7 +1,7 @@
 //! The prompts of a generation run: built-in templates and prompt files that override them.
 
 use crate::error::{Error, Result};
-use crate::generator::PromptTemplate;
+use crate::llm::PromptTemplate;
 use camino::Utf8Path;
 
 /// The prompts of a generation run.

@@ -115,8 +115,22 @@ fn chunk_level_datasets_only_run_with_the_chunker_that_made_their_ids() {
     let other = Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0));
     let err = eval
         .run_blocking(&other, 1, &chunk_level_metrics())
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    // The error says what did not fit as fields, not only in its message.
+    let rag_eval::Error::Evaluation(rag_eval::EvaluationError::OtherChunker {
+        recorded, used, ..
+    }) = &err
+    else {
+        panic!("not a chunker mismatch: {err:?}")
+    };
+    assert_eq!(
+        (recorded.as_str(), used.as_str()),
+        (
+            spec,
+            "recursive:size=400,overlap=0,length=chars,separators=langchain"
+        )
+    );
+    let err = err.to_string();
     assert!(
         err.contains(&format!("was made with chunker `{spec}`"))
             && err.contains("the retriever chunks with `recursive:size=400,overlap=0,length=chars,separators=langchain`"),

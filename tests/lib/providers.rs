@@ -1184,3 +1184,38 @@ async fn requests_in_flight_halve_after_429s_and_climb_back_to_the_cap() {
     assert_eq!(client.in_flight_limit(), CAP);
     assert_eq!(client.stats().retries, 8);
 }
+
+/// A chat server down for a moment (one 503) is retried, and the retry is counted by the
+/// client and by the cache in front of it, which a judge's summary reports; an answer from the
+/// cache costs no request and no retry.
+#[cfg(feature = "cache")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_server_down_for_a_moment_shows_as_one_http_retry_through_the_cache() {
+    use rag_eval::cache::{Cache, CacheMode, CachedLlm};
+    let completion = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "fine"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    });
+    let server = HostileServer::start(Hostility::Unavailable {
+        failures: 1,
+        body: completion,
+    });
+    let chat = OpenAiChat::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .http(quick)
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.sqlite");
+    let cache = Arc::new(Cache::open(path.to_str().unwrap(), CacheMode::ReadWrite).unwrap());
+    let client: Arc<dyn LlmClient> = Arc::new(CachedLlm::new(chat, cache));
+    assert_eq!(client.http_retries(), 0);
+    let request = ChatRequest::new(vec![ChatMessage::user("is it up?")]);
+    assert_eq!(client.complete(&request).await.unwrap().content, "fine");
+    assert_eq!((client.http_retries(), server.posts()), (1, 2));
+    client.complete(&request).await.unwrap();
+    assert_eq!((client.http_retries(), server.posts()), (1, 2));
+}

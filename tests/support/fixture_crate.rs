@@ -40,10 +40,22 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Runs `cargo ARGS` offline in the fixture at `root` and returns its exit code and its
-/// standard output and error. The outer run's CI, insta, backtrace, rag-eval and LangSmith
-/// variables are cleared, so each scenario sets exactly what it tests through `env`.
+/// Runs `cargo ARGS` offline in the fixture at `root` ([`command`]) and returns its exit code
+/// and its standard output and error.
 pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = command(root, args, env).output().expect("cargo runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The command `cargo ARGS`, offline in the fixture at `root`. The outer run's CI, insta,
+/// backtrace, rag-eval and LangSmith variables are cleared, so each scenario sets exactly what
+/// it tests through `env`.
+pub fn command(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     // `--offline` goes with cargo's own options, before any `--` for the test binary.
     let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
     // The flags of trybuild's build of the UI tests, so that its artifacts are reused; a
@@ -86,11 +98,5 @@ pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) 
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("cargo runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    cmd
 }

@@ -44,6 +44,9 @@ pub enum Hostility {
     /// Every `POST` is answered after `delay`: `200 {}`, but a 429 with `Retry-After: 0` for
     /// the `POST`s numbered (from 0) in `busy`.
     Throttles { busy: Range<usize>, delay: Duration },
+    /// The `POST`s numbered (from 0) below `failures` are a 503; the others are answered
+    /// `200` with `body`: a server down for a moment.
+    Unavailable { failures: usize, body: Value },
 }
 
 /// The hostile server; stops when dropped.
@@ -75,7 +78,14 @@ impl HostileServer {
             }
             let number = counter.fetch_add(1, Ordering::SeqCst);
             let Hostility::Throttles { busy, delay } = &hostility else {
-                return answer(&hostility, &request);
+                return match &hostility {
+                    Hostility::Unavailable { failures, .. } if number < *failures => Reply::json(
+                        503,
+                        &json!({"error": {"message": "the server is overloaded"}}),
+                    ),
+                    Hostility::Unavailable { body, .. } => Reply::json(200, body),
+                    _ => answer(&hostility, &request),
+                };
             };
             log.lock()
                 .unwrap()
@@ -135,7 +145,8 @@ fn answer(hostility: &Hostility, request: &Request) -> Reply {
         Hostility::RepeatedCursor
         | Hostility::IgnoredOffset
         | Hostility::HugeScores
-        | Hostility::Throttles { .. } => langsmith(hostility, request),
+        | Hostility::Throttles { .. }
+        | Hostility::Unavailable { .. } => langsmith(hostility, request),
         _ => Reply::json(200, &json!({})),
     }
 }

@@ -260,7 +260,7 @@ pub(in crate::cli) fn run(
     );
     record.origin = origin.to_owned();
     // The spec the embedder prints (credentials left out), never the argument as typed.
-    record.config.embedder = embedder.as_ref().map(|e| e.spec());
+    record.config.embedder = embedder.as_ref().map(|e| e.spec().to_string());
     if let Some(j) = &judging {
         j.fill(&mut record, &summaries);
     }

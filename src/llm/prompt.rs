@@ -20,7 +20,7 @@ impl PromptTemplate {
     /// names the text in messages.
     ///
     /// ```
-    /// use rag_eval::generator::PromptTemplate;
+    /// use rag_eval::llm::PromptTemplate;
     /// let p = PromptTemplate::parse("version: 3\nAnswer {{question}}.\n", "p.md", &["question"])?;
     /// assert_eq!(p.version, "3");
     /// assert_eq!(p.render(&[("question", "why")]), "Answer why.\n");
