@@ -1278,3 +1278,40 @@ fn a_dry_run_counts_what_the_cache_holds_apart_and_the_embeddings() {
         "a dry run sends nothing"
     );
 }
+
+#[test]
+fn eval_rag_dry_run_counts_one_call_per_query_to_the_system_and_sends_nothing() {
+    let s = Setup::new();
+    std::fs::create_dir(s.dir.path().join("docs")).unwrap();
+    std::fs::write(s.dir.path().join("docs/a.md"), "x".repeat(60)).unwrap();
+    let spec = format!("http:url={}", s.url);
+    let args = [
+        "eval",
+        "--rag",
+        &spec,
+        "--dataset",
+        "d.jsonl",
+        "--corpus",
+        "docs",
+        "--judge-model",
+        "judge-m",
+        "--judges",
+        "answer_match",
+        "--dry-run",
+        "--json",
+    ];
+    let out = run_in(s.dir.path(), &s.store, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plan: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let rag = plan["total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "rag");
+    assert_eq!(rag.map(|c| c["calls"].clone()), Some(json!(3)), "{plan}");
+    assert_eq!(planned(&plan, "judge", "answer_match")["calls"], 2);
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "a dry run sends nothing"
+    );
+}

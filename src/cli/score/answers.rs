@@ -314,8 +314,9 @@ pub(in crate::cli) fn run(
     Ok(())
 }
 
-/// The calls of `--dry-run` over `d`'s rows with their `answers` (empty ones without a file,
-/// or for a row the file does not answer).
+/// The calls of `--dry-run` over `d`'s rows with their `answers`: without a file (`eval
+/// --rag`, whose answers are not known before the system is asked) a one-word stand-in, since
+/// the judges ask nothing of an empty answer; an empty one for a row the file does not answer.
 fn dry_plan<L: crate::level::Level>(
     dry: &DryRun,
     d: &Dataset<L>,
@@ -323,7 +324,11 @@ fn dry_plan<L: crate::level::Level>(
     setting: &dry_run::Setting<'_>,
 ) -> Result<dry_run::Plan> {
     let empty = RagAnswer {
-        answer: String::new(),
+        answer: if answers.is_some() {
+            String::new()
+        } else {
+            "answer".into()
+        },
         contexts: Vec::new(),
     };
     let references: Vec<Option<String>> = d
