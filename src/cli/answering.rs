@@ -38,7 +38,8 @@ pub(super) struct AnswerArgs {
 }
 
 /// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one,
-/// and its HTTP client (for its counts of retries).
+/// and its HTTP client (for its counts of retries). Unless `send`, the client sends nothing
+/// (see [`super::dry_run::Unsent`]): only the cache answers.
 pub(super) fn client(
     model: &str,
     url: &str,
@@ -46,9 +47,10 @@ pub(super) fn client(
     cache: Option<&Arc<Cache>>,
     timeout: super::TimeoutArgs,
     concurrency: usize,
+    send: bool,
 ) -> Result<(Arc<dyn LlmClient>, HttpClient)> {
     let key_set = std::env::var(key_env).is_ok_and(|v| !v.trim().is_empty());
-    if !key_set && url.contains("api.openai.com") {
+    if send && !key_set && url.contains("api.openai.com") {
         bail!(
             "environment variable `{key_env}` (--api-key-env) is not set; OpenAI needs a key (local servers do not: give their --base-url)"
         );
@@ -59,9 +61,14 @@ pub(super) fn client(
         .http(|h| timeout.apply(h).with_concurrency(concurrency))
         .build()?;
     let http = chat.http_client();
+    let chat: Arc<dyn LlmClient> = if send {
+        Arc::new(chat)
+    } else {
+        Arc::new(super::dry_run::Unsent(chat.name()))
+    };
     let llm: Arc<dyn LlmClient> = match cache {
         Some(cache) => Arc::new(CachedLlm::new(chat, cache.clone())),
-        None => Arc::new(chat),
+        None => chat,
     };
     Ok((llm, http))
 }
@@ -179,13 +186,15 @@ impl AnswerRun {
                 cache,
                 timeout,
                 concurrency,
+                true,
             )?
             .0,
         );
         let judging = match &a.judge.judge_model {
             Some(m) => {
                 let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
-                let (judge, http) = client(m, url, &a.api_key_env, cache, timeout, concurrency)?;
+                let (judge, http) =
+                    client(m, url, &a.api_key_env, cache, timeout, concurrency, true)?;
                 Some(Judging::new(
                     &a.judge,
                     m,

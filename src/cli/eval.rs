@@ -78,6 +78,8 @@ pub(super) struct EvalArgs {
     answers: AnswerArgs,
     #[command(flatten)]
     timeout: super::TimeoutArgs,
+    #[command(flatten)]
+    dry: super::dry_run::DryRunArgs,
 }
 
 pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
@@ -101,8 +103,12 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             judge_url: a.answers.base_url.clone(),
             api_key_env: a.answers.api_key_env.clone(),
             save_answers: a.save_answers.clone(),
+            dry: a.dry,
         };
         return super::score::run_rag(run, spec, out);
+    }
+    if a.dry.dry_run {
+        bail!("--dry-run counts the calls of `eval --rag` and `score --answers`; a retriever's and --answers' calls are not counted yet");
     }
     // Spec errors before any corpus is read.
     let retriever_spec = Spec::parse(Kind::Retriever, &a.retriever)?;

@@ -4,8 +4,8 @@
 use crate::embed::Embedder;
 use crate::http::HttpClient;
 use crate::judge::{
-    add_to_result, judge_all_reporting, AnswerMatch, AnswerRelevancy, Criteria, CriteriaJudge,
-    Faithfulness, Judge, JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision,
+    add_to_result, judge_all, judge_all_reporting, AnswerMatch, AnswerRelevancy, Criteria,
+    CriteriaJudge, Faithfulness, Judge, JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision,
     LlmContextRecall,
 };
 use crate::llm::LlmClient;
@@ -190,6 +190,24 @@ impl Judging {
             bar.finish_and_clear();
         }
         self.summaries[first..].to_vec()
+    }
+
+    /// Runs every judge over `inputs` and drops the figures: for a dry run, whose client
+    /// counts the requests and sends none.
+    pub async fn rehearse(&self, inputs: &[JudgeInput<'_>]) {
+        for judge in &self.judges {
+            judge_all(judge.as_ref(), inputs, &self.config).await;
+        }
+    }
+
+    /// Whether the judge `name` is among these.
+    pub fn has(&self, name: &str) -> bool {
+        self.judges.iter().any(|j| j.name() == name)
+    }
+
+    /// Judgings per answer.
+    pub fn samples(&self) -> u32 {
+        self.config.samples
     }
 
     /// Calls, retries, tokens and judge counts, one line per judge (with faithfulness's

@@ -17,6 +17,7 @@ mod answering;
 mod chunk;
 mod compare;
 mod dataset;
+mod dry_run;
 mod eval;
 mod gate;
 mod generate;

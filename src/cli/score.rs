@@ -101,6 +101,8 @@ pub(super) struct ScoreArgs {
     /// or the change scored).
     #[arg(long)]
     label: Option<String>,
+    #[command(flatten)]
+    dry: super::dry_run::DryRunArgs,
 }
 
 /// What `eval --rag` shares with `score --answers`.
@@ -125,6 +127,8 @@ pub(super) struct RagRun {
     pub api_key_env: String,
     /// Where to write the service's answers.
     pub save_answers: Option<Utf8PathBuf>,
+    /// Whether to call nothing and count the calls instead.
+    pub dry: super::dry_run::DryRunArgs,
 }
 
 /// `eval --rag SPEC`: the system the spec names is asked every query of the dataset, and its
@@ -155,6 +159,7 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         no_record: r.no_record,
         label: None,
         labels: r.labels,
+        dry: r.dry,
     };
     let source = answers::Source::Rag {
         spec,
@@ -175,6 +180,9 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     };
     if let (Some(dataset_path), Some(answers)) = (&a.dataset, &a.answers) {
         return answers::run(&a, dataset_path, answers::Source::File(answers), k, out);
+    }
+    if a.dry.dry_run {
+        bail!("--dry-run counts the calls of judges and systems: give --answers FILE");
     }
     let (Some(dataset_path), Some(retrieved)) = (&a.dataset, &a.retrieved) else {
         bail!("give --dataset with --retrieved or --answers, or --qrels with --run");

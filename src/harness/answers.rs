@@ -14,8 +14,9 @@ use crate::judge::{
 use crate::level::Level;
 use crate::llm::LlmClient;
 use crate::metrics::RunResult as Outcome;
-use crate::retrieve::Retriever;
+use crate::retrieve::{BatchError, Retriever};
 use crate::span::CharSpan;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -151,6 +152,40 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
 
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
         let hits = self.inner.retrieve(query, k).await?;
+        self.answer(query, hits).await
+    }
+
+    /// The inner retriever's batch (embedding the queries together, say), then each query's
+    /// answer, up to `concurrency` at a time.
+    async fn retrieve_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        concurrency: usize,
+    ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+        let ranked = self.inner.retrieve_many(queries, k, concurrency).await?;
+        stream::iter(ranked.into_iter().enumerate())
+            .map(|(i, hits)| {
+                let query = queries[i];
+                async move {
+                    self.answer(query, hits)
+                        .await
+                        .map_err(|e| BatchError::new(i..i + 1, e))
+                }
+            })
+            .buffered(concurrency.max(1))
+            .try_collect()
+            .await
+    }
+}
+
+impl<L: Level> RagRetriever<L> {
+    /// Generates `query`'s answer from `hits` and keeps it; the hits.
+    async fn answer(
+        &self,
+        query: &str,
+        hits: Vec<RetrievedChunk>,
+    ) -> crate::Result<Vec<RetrievedChunk>> {
         let answer =
             self.generator
                 .generate(query, &hits)
@@ -448,4 +483,72 @@ fn cached_client(client: Arc<dyn LlmClient>, _: &()) -> Arc<dyn LlmClient> {
 #[cfg(not(feature = "cache"))]
 fn cached_embedder(embedder: Arc<dyn Embedder>, _: &()) -> Arc<dyn Embedder> {
     embedder
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::level::TokenLevel;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts its single and its batch calls; every query gets no chunks.
+    #[derive(Default)]
+    struct Counting {
+        single: AtomicUsize,
+        batches: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl Retriever<TokenLevel> for Counting {
+        fn name(&self) -> String {
+            "counting".into()
+        }
+        async fn retrieve(&self, _: &str, _: usize) -> crate::Result<Vec<RetrievedChunk>> {
+            self.single.fetch_add(1, Ordering::SeqCst);
+            Ok(Vec::new())
+        }
+        async fn retrieve_many(
+            &self,
+            queries: &[&str],
+            _: usize,
+            _: usize,
+        ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, BatchError> {
+            self.batches.fetch_add(1, Ordering::SeqCst);
+            Ok(vec![Vec::new(); queries.len()])
+        }
+    }
+
+    /// Answers with the question; fails on `fail`.
+    struct Echo;
+
+    #[async_trait::async_trait]
+    impl Generator for Echo {
+        fn name(&self) -> String {
+            "echo".into()
+        }
+        async fn generate(&self, question: &str, _: &[RetrievedChunk]) -> crate::Result<RagAnswer> {
+            if question == "fail" {
+                return Err(crate::Error::Config("no answer".into()));
+            }
+            Ok(RagAnswer {
+                answer: question.to_uppercase(),
+                contexts: Vec::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_batch_goes_to_the_inner_retrievers_batch_and_every_query_is_answered() {
+        let inner = Arc::new(Counting::default());
+        let log = AnswerLog::default();
+        let rag = RagRetriever::<TokenLevel>::new(inner.clone(), Arc::new(Echo), log.clone());
+        let ranked = pollster::block_on(rag.retrieve_many(&["a", "b", "c"], 3, 2)).unwrap();
+        assert_eq!(ranked.len(), 3);
+        assert_eq!(inner.batches.load(Ordering::SeqCst), 1);
+        assert_eq!(inner.single.load(Ordering::SeqCst), 0);
+        assert_eq!(log.get("b").map(|a| a.answer), Some("B".into()));
+        // A failed answer names its query's position in the batch.
+        let err = pollster::block_on(rag.retrieve_many(&["a", "fail"], 3, 2)).unwrap_err();
+        assert_eq!(err.queries, 1..2);
+    }
 }

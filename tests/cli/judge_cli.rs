@@ -1058,3 +1058,260 @@ fn http_retries_of_the_judge_are_counted_apart_from_its_calls() {
     );
     assert_eq!(j["failures"][0]["kind"], "HTTP 429", "{j}");
 }
+
+/// The `total` entry of a dry run's JSON for the calls of `kind` named `name`.
+fn planned<'a>(plan: &'a Value, kind: &str, name: &str) -> &'a Value {
+    plan["total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == kind && c["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in {plan}"))
+}
+
+fn dry_run(s: &Setup, extra: &[&str]) -> Value {
+    let mut args = vec!["--dry-run", "--json"];
+    args.extend_from_slice(extra);
+    let out = s.score(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(out.stdout.trim()).unwrap()
+}
+
+#[test]
+fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
+    let s = Setup::new();
+    let judges = ["--judges", "faithfulness,answer_match"];
+    let plan = dry_run(&s, &[&judges[..], &["--judge-samples", "2"]].concat());
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "a dry run sends nothing"
+    );
+    assert_eq!(plan["queries"], 3);
+    assert_eq!(plan["tokenizer"], "cl100k_base");
+    // Faithfulness judges each of the 3 answers twice; answer_match only the 2 rows with a
+    // reference answer. Each call may answer 1,024 tokens (the judges' limit).
+    let f = planned(&plan, "judge", "faithfulness");
+    assert_eq!(
+        (f["calls"].as_u64(), f["cached"].as_u64()),
+        (Some(6), Some(0))
+    );
+    assert_eq!(f["completion_tokens_max"], 6 * 1024);
+    let m = planned(&plan, "judge", "answer_match");
+    assert_eq!(m["calls"], 4);
+    assert_eq!(m["cost_usd_max"], Value::Null, "no price, no cost");
+    assert!(plan.get("shards").is_none(), "{plan}");
+
+    // The prompt tokens are those of the prompts a real run sends, counted with cl100k_base.
+    let plan = dry_run(
+        &s,
+        &["--judges", "faithfulness", "--price-per-1k-tokens", "0.5"],
+    );
+    let f = planned(&plan, "judge", "faithfulness").clone();
+    assert_eq!(f["calls"], 3);
+    ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            &s.url,
+            "--judges",
+            "faithfulness",
+            "--no-record",
+        ],
+    );
+    let sent: usize = s
+        .script
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            tiktoken_rs::cl100k_base_singleton()
+                .encode_ordinary(p)
+                .len()
+        })
+        .sum();
+    assert_eq!(f["prompt_tokens"], sent);
+    let cost = (sent as f64 + 3.0 * 1024.0) * 0.5 / 1000.0;
+    assert!(
+        (f["cost_usd_max"].as_f64().unwrap() - cost).abs() < 1e-12,
+        "{f}"
+    );
+
+    // Two shards: queries 0 and 2 (q1, q3) in the first, q2 in the second.
+    let seen = s.script.seen.lock().unwrap().len();
+    let plan = dry_run(&s, &[&judges[..], &["--shards", "2"]].concat());
+    let shards = plan["shards"].as_array().unwrap();
+    let calls = |shard: &Value, name: &str| {
+        shard["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["calls"].as_u64().unwrap())
+    };
+    assert_eq!(shards.len(), 2);
+    assert_eq!(
+        (shards[0]["queries"].as_u64(), shards[1]["queries"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(calls(&shards[0], "faithfulness"), Some(2));
+    assert_eq!(calls(&shards[1], "faithfulness"), Some(1));
+    // q3 has no reference answer: answer_match asks nothing of it.
+    assert_eq!(calls(&shards[0], "answer_match"), Some(1));
+    assert_eq!(calls(&shards[1], "answer_match"), Some(1));
+    let tokens = |v: &Value| v["prompt_tokens"].as_u64().unwrap();
+    assert_eq!(
+        tokens(planned(&plan, "judge", "faithfulness")),
+        shards
+            .iter()
+            .flat_map(|s| s["calls"].as_array().unwrap())
+            .filter(|c| c["name"] == "faithfulness")
+            .map(tokens)
+            .sum::<u64>()
+    );
+    assert_eq!(
+        s.script.seen.lock().unwrap().len(),
+        seen,
+        "a dry run sends nothing"
+    );
+}
+
+#[test]
+fn a_dry_run_counts_what_the_cache_holds_apart_and_the_embeddings() {
+    let s = Setup::new();
+    ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            "score",
+            "--dataset",
+            "d.jsonl",
+            "--answers",
+            "a.jsonl",
+            "--judge-model",
+            "judge-m",
+            "--judge-url",
+            &s.url,
+            "--judges",
+            "answer_match",
+            "--cache",
+            "rw:path=c.sqlite",
+            "--no-record",
+        ],
+    );
+    let seen = s.script.seen.lock().unwrap().len();
+    assert_eq!(seen, 2);
+    let plan = dry_run(
+        &s,
+        &[
+            "--judges",
+            "faithfulness,answer_match",
+            "--cache",
+            "rw:path=c.sqlite",
+        ],
+    );
+    let m = planned(&plan, "judge", "answer_match");
+    assert_eq!(
+        (m["calls"].as_u64(), m["cached"].as_u64()),
+        (Some(0), Some(2)),
+        "{m}"
+    );
+    assert_eq!(m["prompt_tokens"], 0, "a cached call costs nothing");
+    assert_eq!(planned(&plan, "judge", "faithfulness")["calls"], 3);
+    // answer_relevancy: per answer one judge call and two embedding calls (the 3 generated
+    // questions, the question); answer_similarity embeds the 2 answers with a reference and
+    // their 3 references in one batch.
+    let plan = dry_run(
+        &s,
+        &["--judges", "answer_relevancy", "--embedder", "hashing"],
+    );
+    assert_eq!(planned(&plan, "judge", "answer_relevancy")["calls"], 3);
+    assert_eq!(planned(&plan, "embedding", "answer_relevancy")["calls"], 6);
+    let similarity = planned(&plan, "embedding", "answer_similarity");
+    assert_eq!(similarity["calls"], 1);
+    let texts = [
+        "the cat sat",
+        "The cat sat on the mat.",
+        "Paris, the capital city!",
+        "Paris",
+        "the capital, Paris",
+    ];
+    let bpe = tiktoken_rs::cl100k_base_singleton();
+    assert_eq!(
+        similarity["prompt_tokens"],
+        texts
+            .iter()
+            .map(|t| bpe.encode_ordinary(t).len())
+            .sum::<usize>()
+    );
+    // The text form says the same.
+    let out = s.score(&[
+        "--dry-run",
+        "--judges",
+        "answer_match",
+        "--cache",
+        "rw:path=c.sqlite",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("dry run: 3 queries, nothing called"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("judge answer_match: 0 calls, 2 cached, 0 prompt tokens"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        s.script.seen.lock().unwrap().len(),
+        seen,
+        "a dry run sends nothing"
+    );
+}
+
+#[test]
+fn eval_rag_dry_run_counts_one_call_per_query_to_the_system_and_sends_nothing() {
+    let s = Setup::new();
+    std::fs::create_dir(s.dir.path().join("docs")).unwrap();
+    std::fs::write(s.dir.path().join("docs/a.md"), "x".repeat(60)).unwrap();
+    let spec = format!("http:url={}", s.url);
+    let args = [
+        "eval",
+        "--rag",
+        &spec,
+        "--dataset",
+        "d.jsonl",
+        "--corpus",
+        "docs",
+        "--judge-model",
+        "judge-m",
+        "--judges",
+        "answer_match",
+        "--dry-run",
+        "--json",
+    ];
+    let out = run_in(s.dir.path(), &s.store, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plan: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let rag = plan["total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "rag");
+    assert_eq!(rag.map(|c| c["calls"].clone()), Some(json!(3)), "{plan}");
+    assert_eq!(planned(&plan, "judge", "answer_match")["calls"], 2);
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "a dry run sends nothing"
+    );
+}

@@ -7,6 +7,7 @@ use crate::answers::{
     embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems, Placement,
 };
 use crate::cli::answering::client;
+use crate::cli::dry_run::{self, DryRun};
 use crate::cli::eval::{runtime, with_cache};
 use crate::cli::judging::Judging;
 use crate::cli::output::Output;
@@ -89,6 +90,8 @@ pub(in crate::cli) fn run(
         .as_deref()
         .map(|spec| crate::components::build_embedder(spec, &context))
         .transpose()?;
+    let dry_run = a.dry.dry_run;
+    let mut dry = DryRun::default();
     let mut judging = match &a.judge.judge_model {
         Some(model) => {
             let url = a
@@ -103,13 +106,21 @@ pub(in crate::cli) fn run(
                 context.cache(),
                 a.timeout,
                 a.judge.concurrency,
+                !dry_run,
             )?;
+            let (llm, embedder) = if dry_run {
+                let (llm, counting) = dry_run::counted(llm);
+                dry = counting;
+                (llm, embedder.clone().map(dry_run::unembedded))
+            } else {
+                (llm, embedder.clone())
+            };
             Some(Judging::new(
                 &a.judge,
                 model,
                 llm,
                 http,
-                embedder.clone(),
+                embedder,
                 &judge_names(),
                 "give --embedder SPEC",
             )?)
@@ -124,6 +135,25 @@ pub(in crate::cli) fn run(
     let j = judging.as_mut();
     let e = embedder.as_ref();
     let dataset = dataset::load(dataset_path)?;
+    if dry_run {
+        let rag = match &source {
+            Source::Rag { spec, .. } => Some(crate::components::build_rag(spec, &context)?.spec()),
+            Source::File(_) => None,
+        };
+        let setting = dry_run::Setting {
+            args: a.dry,
+            judging: judging.as_ref(),
+            embed_batch: embedder
+                .as_ref()
+                .map(|e| e.preferred_batch_size().unwrap_or(64)),
+            rag,
+        };
+        let plan = match &dataset {
+            AnyDataset::Token(d) => dry_plan(&dry, d, from_file.as_ref(), &setting)?,
+            AnyDataset::Chunk(d) => dry_plan(&dry, d, from_file.as_ref(), &setting)?,
+        };
+        return dry_run::print(&plan, a.json, out);
+    }
     let (mut answers, origin, input) = match (from_file, source) {
         (Some(answers), Source::File(path)) => (answers, "score", ("answers", path.to_string())),
         (_, Source::Rag { spec, save }) => {
@@ -282,6 +312,45 @@ pub(in crate::cli) fn run(
         }
     }
     Ok(())
+}
+
+/// The calls of `--dry-run` over `d`'s rows with their `answers`: without a file (`eval
+/// --rag`, whose answers are not known before the system is asked) a one-word stand-in, since
+/// the judges ask nothing of an empty answer; an empty one for a row the file does not answer.
+fn dry_plan<L: crate::level::Level>(
+    dry: &DryRun,
+    d: &Dataset<L>,
+    answers: Option<&Answers>,
+    setting: &dry_run::Setting<'_>,
+) -> Result<dry_run::Plan> {
+    let empty = RagAnswer {
+        answer: if answers.is_some() {
+            String::new()
+        } else {
+            "answer".into()
+        },
+        contexts: Vec::new(),
+    };
+    let references: Vec<Option<String>> = d
+        .examples()
+        .iter()
+        .map(|e| crate::judge::reference_text(&e.reference_answers))
+        .collect();
+    let rows: Vec<dry_run::Row<'_>> = d
+        .examples()
+        .iter()
+        .zip(&references)
+        .map(|(e, reference)| dry_run::Row {
+            input: JudgeInput {
+                query_id: &e.id,
+                question: &e.query,
+                answer: answers.and_then(|a| a.get(&e.id)).unwrap_or(&empty),
+                reference: reference.as_deref(),
+            },
+            references: &e.reference_answers,
+        })
+        .collect();
+    dry.plan(&rows, setting)
 }
 
 /// Scores one level, the judges' figures included when there are judges.
