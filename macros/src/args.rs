@@ -27,6 +27,9 @@ pub(crate) const EMBEDDER: &str = "embedder";
 pub(crate) const CRITERIA: &str = "criteria";
 pub(crate) const LANGSMITH_EXPERIMENT: &str = "langsmith_experiment";
 pub(crate) const CONCURRENCY: &str = "concurrency";
+pub(crate) const MIN_AGREEMENT: &str = "min_agreement";
+pub(crate) const LABELS: &str = "labels";
+pub(crate) const AGREEMENT_THRESHOLD: &str = "agreement_threshold";
 pub(crate) const MIN_PREFIX: &str = "min_";
 pub(crate) const MAX_PREFIX: &str = "max_";
 
@@ -49,6 +52,9 @@ pub(crate) const KEYS: &[&str] = &[
     EMBEDDER,
     LANGSMITH_EXPERIMENT,
     CONCURRENCY,
+    MIN_AGREEMENT,
+    LABELS,
+    AGREEMENT_THRESHOLD,
 ];
 
 pub(crate) const MODE_STANDARD: &str = "standard";
@@ -62,6 +68,8 @@ pub(crate) const DEFAULT_TOLERANCE: f64 = 0.01;
 /// Judges' verdicts drift more than retrieval figures between models and runs.
 pub(crate) const DEFAULT_JUDGE_TOLERANCE: f64 = 0.05;
 pub(crate) const DEFAULT_MAX_INVALID_SHARE: f64 = 0.05;
+/// `rag-eval align --threshold`'s default.
+pub(crate) const DEFAULT_AGREEMENT_THRESHOLD: f64 = 0.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -142,6 +150,9 @@ pub(crate) struct CaseArgs {
     pub embedder: Option<JudgePath>,
     pub langsmith_experiment: Option<String>,
     pub concurrency: Option<usize>,
+    pub min_agreement: Option<f64>,
+    pub labels: Option<String>,
+    pub agreement_threshold: f64,
 }
 
 impl Default for CaseArgs {
@@ -165,6 +176,9 @@ impl Default for CaseArgs {
             embedder: None,
             langsmith_experiment: None,
             concurrency: None,
+            min_agreement: None,
+            labels: None,
+            agreement_threshold: DEFAULT_AGREEMENT_THRESHOLD,
         }
     }
 }
@@ -182,6 +196,7 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         dataset_given: false,
         bars: Vec::new(),
         criteria_key: None,
+        agreement_keys: Vec::new(),
     };
     let parser = syn::meta::parser(|meta| state.entry(meta));
     let complete = match parser.parse2(tokens) {
@@ -208,6 +223,15 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
             format!("`{CRITERIA}` needs `{JUDGE} = my_judge_client`: a function returning the `LlmClient` that judges them"),
         );
     }
+    if state.args.min_agreement.is_none() {
+        for key in std::mem::take(&mut state.agreement_keys) {
+            let name = key.unraw().to_string();
+            state.error(
+                key,
+                format!("`{name}` needs `{MIN_AGREEMENT} = 0.6`: the least agreement of the case's figures with the labels"),
+            );
+        }
+    }
     state.args
 }
 
@@ -231,6 +255,9 @@ enum Key {
     Embedder,
     LangsmithExperiment,
     Concurrency,
+    MinAgreement,
+    Labels,
+    AgreementThreshold,
     Bar(Bound, String),
 }
 
@@ -262,6 +289,9 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         EMBEDDER => Key::Embedder,
         LANGSMITH_EXPERIMENT => Key::LangsmithExperiment,
         CONCURRENCY => Key::Concurrency,
+        MIN_AGREEMENT => Key::MinAgreement,
+        LABELS => Key::Labels,
+        AGREEMENT_THRESHOLD => Key::AgreementThreshold,
         _ => {
             let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
                 (Bound::Min, metric)
@@ -319,6 +349,9 @@ fn example(key: &Key) -> String {
         Key::Embedder => format!("{EMBEDDER} = my_embedder"),
         Key::LangsmithExperiment => format!("{LANGSMITH_EXPERIMENT} = \"bm25-k5\""),
         Key::Concurrency => format!("{CONCURRENCY} = 2"),
+        Key::MinAgreement => format!("{MIN_AGREEMENT} = 0.6"),
+        Key::Labels => format!("{LABELS} = \"golden/labels.jsonl\""),
+        Key::AgreementThreshold => format!("{AGREEMENT_THRESHOLD} = 1.0"),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(*bound)),
     }
 }
@@ -340,6 +373,8 @@ struct State<'a> {
     bars: Vec<(Threshold, TokenStream, String)>,
     /// The `criteria` key, reported when no `judge` is given: criteria need one.
     criteria_key: Option<proc_macro2::Ident>,
+    /// The `labels` and `agreement_threshold` keys, reported when no `min_agreement` is given.
+    agreement_keys: Vec<proc_macro2::Ident>,
 }
 
 impl State<'_> {
@@ -579,6 +614,24 @@ impl State<'_> {
                     ),
                 ),
             },
+            // `min_agreement = 0.6`: the least Cohen's κ (binary labels) or Spearman's ρ (numeric
+            // ones) of each labelled metric with people's labels, in [0, 1].
+            Key::MinAgreement => {
+                self.args.min_agreement = self.fraction(value, MIN_AGREEMENT);
+            }
+            // `labels = "golden/labels.jsonl"`: the labels file, relative to the crate root
+            // (without it, the dataset's `outputs.labels`).
+            Key::Labels => {
+                self.args.labels = self.path(value, LABELS, "labels file", PathKind::File);
+                self.agreement_keys.push(ident.clone());
+            }
+            // `agreement_threshold = 1.0`: with binary labels, a figure at least this passes.
+            Key::AgreementThreshold => {
+                if let Some(threshold) = self.fraction(value, AGREEMENT_THRESHOLD) {
+                    self.args.agreement_threshold = threshold;
+                }
+                self.agreement_keys.push(ident.clone());
+            }
             // `min_<metric> = 0.8` / `max_<metric> = 0.3`: float or integer literals in [0, 1].
             Key::Bar(bound, metric) => {
                 if let Some(bar) = self.fraction(value, &name) {
@@ -827,6 +880,9 @@ mod tests {
             embedder = embedders::hashing,
             langsmith_experiment = "bm25 k=10",
             concurrency = 2,
+            min_agreement = 0.6,
+            labels = "golden/labels.jsonl",
+            agreement_threshold = 1,
         ));
         assert_eq!(
             args,
@@ -873,6 +929,9 @@ mod tests {
                 embedder: Some(JudgePath(syn::parse_quote!(embedders::hashing))),
                 langsmith_experiment: Some("bm25 k=10".into()),
                 concurrency: Some(2),
+                min_agreement: Some(0.6),
+                labels: Some("golden/labels.jsonl".into()),
+                agreement_threshold: 1.0,
             }
         );
     }
@@ -946,8 +1005,8 @@ mod tests {
                 "unknown key `tolerence`, did you mean `tolerance`?",
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
                  per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
-                 judge_tolerance, criteria, embedder, langsmith_experiment, concurrency, min_<metric> and \
-                 max_<metric>",
+                 judge_tolerance, criteria, embedder, langsmith_experiment, concurrency, \
+                 min_agreement, labels, agreement_threshold, min_<metric> and max_<metric>",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
                 "`k` is given twice",
@@ -1073,6 +1132,50 @@ mod tests {
         assert_eq!(parse(quote!(--1)), None);
         assert_eq!(parse(quote!(x)), None);
         assert_eq!(parse(quote!("1")), None);
+    }
+
+    #[test]
+    fn an_agreement_with_labels() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let check = |tokens: TokenStream| {
+            let mut errors = Errors::default();
+            let args = parse(tokens, Some(root), &mut errors);
+            (args, errors.messages())
+        };
+        let (args, problems) = check(quote!(dataset = "Cargo.toml", min_agreement = 0.6));
+        assert_eq!(problems, Vec::<String>::new());
+        assert_eq!(
+            (args.min_agreement, args.labels, args.agreement_threshold),
+            (Some(0.6), None, DEFAULT_AGREEMENT_THRESHOLD),
+            "not a bar on a metric `agreement`"
+        );
+        assert!(args.thresholds.is_empty());
+        let (args, problems) = check(quote!(
+            dataset = "Cargo.toml",
+            min_agreement = 0.6,
+            labels = "Cargo.toml",
+            agreement_threshold = 1
+        ));
+        assert_eq!(problems, Vec::<String>::new());
+        assert_eq!(
+            (args.labels.as_deref(), args.agreement_threshold),
+            (Some("Cargo.toml"), 1.0)
+        );
+        let (_, problems) = check(quote!(
+            dataset = "Cargo.toml",
+            labels = "golden/none.jsonl",
+            agreement_threshold = 1,
+            min_agreement = 1.5
+        ));
+        assert_eq!(
+            problems,
+            [
+                "labels file `golden/none.jsonl` does not exist relative to the crate root",
+                "`min_agreement` must be between 0 and 1, got 1.5",
+                "`labels` needs `min_agreement = 0.6`: the least agreement of the case's figures with the labels",
+                "`agreement_threshold` needs `min_agreement = 0.6`: the least agreement of the case's figures with the labels",
+            ]
+        );
     }
 
     #[test]

@@ -223,6 +223,21 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
         Some(n) => quote!(::core::option::Option::Some(#n)),
         None => quote!(::core::option::Option::None),
     };
+    let agreement = match args.min_agreement {
+        Some(min) => {
+            let min = Literal::f64_suffixed(min);
+            let threshold = Literal::f64_suffixed(args.agreement_threshold);
+            let labels = option(args.labels.as_deref());
+            quote! {
+                ::core::option::Option::Some(::rag_eval::__private::AgreementSpec {
+                    labels: #labels,
+                    min: #min,
+                    threshold: #threshold,
+                })
+            }
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let criteria = args.criteria.iter().map(|c| {
         let path = &c.path;
         let text = criteria_text(c);
@@ -254,6 +269,7 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             embedder: #embedder,
             langsmith_experiment: #langsmith_experiment,
             concurrency: #concurrency,
+            agreement: #agreement,
         }
     };
     module(function, body, quote!())
@@ -463,7 +479,7 @@ mod tests {
             "tolerance : 0.01f64",
             "mode : :: rag_eval :: __private :: Mode :: ChunkingEvaluation",
             "per_query : true",
-            "metric : \"mrr\" , bound : :: rag_eval :: __private :: Bound :: Min , value : 0.5f64",
+            "Bar :: fixed (\"mrr\" , :: rag_eval :: __private :: Bound :: Min , 0.5f64 ,)",
             "TypeProbe :: < Bm25Retriever > :: new ()",
             "Build :: Factory",
             "super :: bm25 ()",

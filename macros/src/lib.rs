@@ -61,6 +61,12 @@ use proc_macro::TokenStream;
 /// - `concurrency = 2`: the most queries retrieved, answered and judged at once (default: the
 ///   evaluation's 8 and the judges' 4). Each HTTP client keeps its own cap and sends fewer
 ///   requests while its server answers 429 or 503, times out or slows down.
+/// - `min_agreement = 0.6`: the summary fails when a labelled metric agrees with people's
+///   labels less than this, as `rag-eval align --min-agreement` judges it (Cohen's κ for
+///   pass/fail labels, Spearman's ρ for graded ones; an undefined one fails too). The labels
+///   are the dataset's `outputs.labels`, or `labels = "golden/labels.jsonl"` (a labels file
+///   relative to the crate root; a missing one is a compile error). `agreement_threshold =
+///   1.0`: with pass/fail labels, a figure at least this passes (default 0.5).
 ///
 /// The function is one of:
 ///

@@ -347,6 +347,49 @@ impl Labels {
     }
 }
 
+/// Where one set of labels cannot serve every run of `runs` (label, run): a label judges one
+/// output of a query (its answer, the answer's contexts and the retrieved passages), so it
+/// carries over to another run only where that run's output is the same. The first labelled
+/// query whose output differs between two runs, or that a run kept no output of, in words;
+/// `None` when the labels apply to every run. Queries a run does not have are passed over.
+pub fn carry_over_problem(labels: &Labels, runs: &[(&str, &RunResult)]) -> Option<String> {
+    for id in labels
+        .by_id
+        .iter()
+        .filter(|(_, f)| !f.0.is_empty())
+        .map(|(id, _)| id)
+    {
+        let mut first: Option<(&str, &crate::metrics::QueryResult)> = None;
+        for (label, run) in runs {
+            let Some(q) = run.per_query.iter().find(|q| &q.id == id) else {
+                continue;
+            };
+            if q.answer.is_none() && q.contexts.is_none() && q.retrieved.is_none() {
+                return Some(format!(
+                    "run `{label}` kept no output of query `{id}` (no answer, contexts or retrieved passages), so its label cannot be known to be of that run's output"
+                ));
+            }
+            let Some((first_label, f)) = first else {
+                first = Some((label, q));
+                continue;
+            };
+            let part = if q.answer != f.answer {
+                "answer"
+            } else if q.contexts != f.contexts {
+                "contexts"
+            } else if q.retrieved != f.retrieved {
+                "retrieved passages"
+            } else {
+                continue;
+            };
+            return Some(format!(
+                "query `{id}` has another {part} in run `{label}` than in `{first_label}`, so one label cannot be of both"
+            ));
+        }
+    }
+    None
+}
+
 /// Sets `map[id][key]` to `value`, or removes it with `None` (and `id`'s entry when empty).
 fn put<T>(map: &mut BTreeMap<String, BTreeMap<String, T>>, id: &str, key: &str, value: Option<T>) {
     let entry = map.entry(id.to_owned()).or_default();
@@ -603,11 +646,11 @@ impl Alignment {
                 };
                 match m.agreement() {
                     Some(a) => format!(
-                        "{}: {what} {a:.4} over {} labelled queries is below --min-agreement {min}",
+                        "{}: {what} {a:.4} over {} labelled queries is below the minimum agreement {min}",
                         m.metric, m.pairs
                     ),
                     None => format!(
-                        "{}: {what} is undefined over {} labelled queries (below --min-agreement {min})",
+                        "{}: {what} is undefined over {} labelled queries (below the minimum agreement {min})",
                         m.metric, m.pairs
                     ),
                 }

@@ -5,6 +5,7 @@ use crate::compare::{CompareOptions, Comparison, PairedTest, MAX_RUNS};
 use crate::metrics::RunResult;
 use crate::stats::Correction;
 use anyhow::{bail, Result};
+use camino::Utf8PathBuf;
 use clap::Args;
 
 #[derive(Args)]
@@ -31,6 +32,18 @@ pub(super) struct CompareArgs {
     /// Compare runs of different datasets (or query sets) on their shared query ids.
     #[arg(long)]
     allow_different_datasets: bool,
+    /// Judge-correct the metrics people labelled: each run's mean becomes its
+    /// prediction-powered estimate (corrected by the judge's error on that run's labelled
+    /// queries), each difference gets a normal interval and test, and --fail-on-regression
+    /// judges those metrics on the corrected figures. Every run needs at least 2 labels of each
+    /// labelled metric; labels are the runs' own (`score`/`eval --labels`) or --labels.
+    #[arg(long)]
+    corrected: bool,
+    /// With --corrected, labels to put into the runs: given once, one file for every run (only
+    /// where the runs' outputs for each labelled query are the same: a label is of one output);
+    /// given once per run, in the runs' order, each run's own.
+    #[arg(long, value_name = "FILE", requires = "corrected")]
+    labels: Vec<Utf8PathBuf>,
     /// Print the comparison as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -116,7 +129,35 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
             runs.len()
         );
     }
-    let options = a.stats.options(a.allow_different_datasets)?;
+    match a.labels.len() {
+        0 => {}
+        1 => {
+            let labels = crate::align::Labels::load(&a.labels[0])?;
+            let all: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+            if let Some(problem) = crate::align::carry_over_problem(&labels, &all) {
+                bail!(
+                    "--labels `{}` cannot label every run: {problem}; give one --labels per run, in the runs' order",
+                    a.labels[0]
+                );
+            }
+            for (_, run) in &mut runs {
+                super::labels::apply(&a.labels[0], run)?;
+            }
+        }
+        n if n == runs.len() => {
+            for (path, (_, run)) in a.labels.iter().zip(&mut runs) {
+                super::labels::apply(path, run)?;
+            }
+        }
+        n => bail!(
+            "--labels is given {n} times for {} runs: give it once (one file for every run) or once per run",
+            runs.len()
+        ),
+    }
+    let options = CompareOptions {
+        judge_corrected: a.corrected,
+        ..a.stats.options(a.allow_different_datasets)?
+    };
     let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let comparison = Comparison::new(&labelled, &options)?;
     if a.json {
@@ -129,10 +170,15 @@ pub(super) fn run(a: CompareArgs, out: &mut Output) -> Result<bool> {
         out.flush()?;
         for r in &regressions {
             note!(
-                "regression: {} on {}: {:+.4} (corrected p = {:.4} ≤ {})",
+                "regression: {} on {}: {:+.4}{} (corrected p = {:.4} ≤ {})",
                 r.run,
                 r.metric,
                 r.difference,
+                if r.judge_corrected {
+                    " judge-corrected"
+                } else {
+                    ""
+                },
                 r.corrected_p_value,
                 a.stats.alpha
             );

@@ -4,8 +4,8 @@ use super::{CompareError, CompareOptions, PairedTest};
 use crate::level::TokenLevel;
 use crate::metrics::{mean_std, MetricContext, ReportedName, RunResult};
 use crate::stats::{
-    bootstrap_cis_until, paired_t_test, randomization_tests_until, Correction, WinTieLoss,
-    TIE_TOLERANCE,
+    bootstrap_cis_until, corrected_difference, paired_t_test, randomization_tests_until,
+    CorrectedDifference, Correction, WinTieLoss, TIE_TOLERANCE,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -85,6 +85,36 @@ pub struct Difference {
     pub most_worse: Vec<QueryChange>,
     /// The queries that gained the most, most first (only queries that gained).
     pub most_better: Vec<QueryChange>,
+    /// With judge correction ([`CompareOptions::judge_corrected`]) and at least two labelled
+    /// queries in both runs: the difference on judge-corrected figures, which the gate reads
+    /// in place of the paired test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_corrected: Option<JudgeCorrected>,
+}
+
+/// A difference from the baseline on judge-corrected figures: each run's prediction-powered
+/// mean over the metric's paired queries, corrected by the judge's error on that run's
+/// labelled queries, and the interval and test of [`corrected_difference`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeCorrected {
+    /// The estimate, its interval and its p-value.
+    #[serde(flatten)]
+    pub estimate: CorrectedDifference,
+    /// The p-value after the correction across metrics × runs, in the family where each
+    /// labelled metric's judge-corrected p-value stands in for its paired test's (the paired
+    /// tests' own [`Difference::corrected_p_value`] are unchanged).
+    pub corrected_p_value: f64,
+}
+
+impl Difference {
+    /// What the gate reads: the judge-corrected difference and corrected p-value when there
+    /// is one, else the paired test's; and whether they are judge-corrected.
+    pub fn gate(&self) -> (f64, f64, bool) {
+        match &self.judge_corrected {
+            Some(j) => (j.estimate.difference, j.corrected_p_value, true),
+            None => (self.difference, self.corrected_p_value, false),
+        }
+    }
 }
 
 /// Every run on one metric.
@@ -152,6 +182,9 @@ pub struct Regression {
     pub difference: f64,
     /// The corrected p-value.
     pub corrected_p_value: f64,
+    /// Whether the difference and p-value are judge-corrected ([`Difference::judge_corrected`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judge_corrected: bool,
 }
 
 /// 2–10 runs compared with the first (the baseline) on the queries and metrics they share:
@@ -228,11 +261,13 @@ pub struct Comparison {
 }
 
 /// Each run's figures for the compared queries and metrics: `values[run][metric][query]`, none
-/// where the run has no figure.
+/// where the run has no figure; with judge correction people's labels alike in `people`
+/// (empty without).
 struct Aligned<'a> {
     labels: Vec<&'a str>,
     metrics: Vec<String>,
     values: Vec<Vec<Vec<Option<f64>>>>,
+    people: Vec<Vec<Vec<Option<f64>>>>,
     ids: Vec<&'a str>,
     text: Vec<Option<&'a str>>,
     difficulty: Vec<Option<&'a str>>,
@@ -309,7 +344,7 @@ impl Comparison {
         if stop.load(Ordering::Relaxed) {
             return Err(CompareError::Cancelled);
         }
-        Ok(Comparison {
+        let comparison = Comparison {
             baseline: runs[0].0.to_owned(),
             runs: runs
                 .iter()
@@ -332,27 +367,77 @@ impl Comparison {
             metrics,
             metrics_untested,
             by_difficulty,
-        })
+        };
+        if options.judge_corrected {
+            comparison.check_labels(&aligned)?;
+        }
+        Ok(comparison)
     }
 
     /// The metrics on which a run is significantly worse than the baseline: a negative mean
-    /// difference with a corrected p-value at most `alpha`. Over all compared queries (the
+    /// difference with a corrected p-value at most `alpha`, both judge-corrected where the
+    /// comparison has them ([`Difference::gate`]). Over all compared queries (the
     /// per-difficulty figures are for reading, not for the gate).
     pub fn regressions(&self, alpha: f64) -> Vec<Regression> {
         self.metrics
             .iter()
             .flat_map(|m| {
-                m.vs_baseline
-                    .iter()
-                    .filter(move |d| d.difference < -TIE_TOLERANCE && d.corrected_p_value <= alpha)
-                    .map(move |d| Regression {
-                        metric: m.metric.clone(),
-                        run: d.label.clone(),
-                        difference: d.difference,
-                        corrected_p_value: d.corrected_p_value,
+                m.vs_baseline.iter().filter_map(move |d| {
+                    let (difference, corrected_p_value, judge_corrected) = d.gate();
+                    (difference < -TIE_TOLERANCE && corrected_p_value <= alpha).then(|| {
+                        Regression {
+                            metric: m.metric.clone(),
+                            run: d.label.clone(),
+                            difference,
+                            corrected_p_value,
+                            judge_corrected,
+                        }
                     })
+                })
             })
             .collect()
+    }
+
+    /// With judge correction, refuses a comparison where no metric has labels, or where a
+    /// tested metric that some run has labels of lacks a judge-corrected difference (a run with
+    /// fewer than two labels of it).
+    fn check_labels(&self, a: &Aligned<'_>) -> Result<(), CompareError> {
+        // A run's labels of metric `m` on its paired queries (a figure in every run).
+        let labelled = |r: usize, m: usize| {
+            (0..a.ids.len())
+                .filter(|&i| a.people[r][m][i].is_some())
+                .filter(|&i| a.values.iter().all(|run| run[m][i].is_some()))
+                .count()
+        };
+        let metric_index = |name: &str| a.metrics.iter().position(|n| n == name);
+        let mut any = false;
+        for mc in &self.metrics {
+            let Some(m) = metric_index(&mc.metric) else {
+                continue;
+            };
+            if (0..a.labels.len()).all(|r| labelled(r, m) == 0) {
+                continue;
+            }
+            any = true;
+            if mc.vs_baseline.iter().all(|d| d.judge_corrected.is_some()) {
+                continue;
+            }
+            let (r, n) = (0..a.labels.len())
+                .map(|r| (r, labelled(r, m)))
+                .min_by_key(|&(_, n)| n)
+                .unwrap_or((0, 0));
+            return Err(CompareError::TooFewLabels {
+                run: a.labels[r].to_owned(),
+                metric: mc.metric.clone(),
+                labelled: n,
+                queries: mc.queries,
+            });
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(CompareError::NoLabels)
+        }
     }
 }
 
@@ -501,7 +586,20 @@ fn align<'a>(
         .map(|&i| base.per_query[i].id.as_str())
         .collect();
     let mut values = Vec::with_capacity(runs.len());
+    let mut people = Vec::new();
     for (k, (label, run)) in runs.iter().enumerate() {
+        if options.judge_corrected {
+            people.push(
+                metrics
+                    .iter()
+                    .map(|m| {
+                        ids.iter()
+                            .map(|id| run.labels.get(*id).and_then(|l| l.get(m)))
+                            .collect()
+                    })
+                    .collect(),
+            );
+        }
         let rows: Vec<&crate::metrics::QueryResult> = ids
             .iter()
             .map(|id| &run.per_query[indexes[k][id]])
@@ -549,6 +647,7 @@ fn align<'a>(
             labels: runs.iter().map(|(l, _)| *l).collect(),
             metrics,
             values,
+            people,
             ids,
             text,
             difficulty,
@@ -683,6 +782,34 @@ fn compare_rows(
         .flat_map(|t| t.tests.iter().map(|p| p.0))
         .collect();
     let corrected = options.correction.apply(&raw);
+    // With judge correction: per tested metric and run its judge-corrected difference, and the
+    // correction over the p-values the gate reads (judge-corrected where there is one).
+    let judged: Vec<Vec<Option<CorrectedDifference>>> = tested
+        .iter()
+        .map(|t| {
+            let queries = |r: usize| -> Vec<(f64, Option<f64>)> {
+                t.paired
+                    .iter()
+                    .map(|&i| (value(r, t.metric, i), a.people[r][t.metric][i]))
+                    .collect()
+            };
+            (1..=others)
+                .map(|r| {
+                    if !options.judge_corrected {
+                        return None;
+                    }
+                    corrected_difference(&queries(0), &queries(r), options.confidence)
+                })
+                .collect()
+        })
+        .collect();
+    let gate: Vec<f64> = judged
+        .iter()
+        .flatten()
+        .zip(&raw)
+        .map(|(j, &p)| j.map_or(p, |j| j.p_value))
+        .collect();
+    let gate_corrected = options.correction.apply(&gate);
     let mut out = Vec::with_capacity(tested.len());
     for (k, t) in tested.into_iter().enumerate() {
         let Tested {
@@ -741,6 +868,10 @@ fn compare_rows(
                     outcome: WinTieLoss::count(d),
                     most_worse,
                     most_better,
+                    judge_corrected: judged[k][r - 1].map(|estimate| JudgeCorrected {
+                        estimate,
+                        corrected_p_value: gate_corrected[k * others + r - 1],
+                    }),
                 }
             })
             .collect();

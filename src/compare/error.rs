@@ -82,6 +82,29 @@ pub enum CompareError {
         /// `NaN` or `infinite`.
         problem: &'static str,
     },
+    /// Judge correction was asked for and no compared metric has a person's label in any run.
+    #[error(
+        "judge-corrected comparison: no compared query of any run carries a person's label; \
+         label the runs' outputs (`--labels FILE`) or compare without judge correction"
+    )]
+    NoLabels,
+    /// Judge correction was asked for and a run has fewer than two labels of a metric that
+    /// other runs have labels of, so that metric could not be judged on corrected figures.
+    #[error(
+        "judge-corrected comparison: run `{run}` has {labelled} labelled of the {queries} \
+         compared queries of {metric}, and 2 are needed; label its outputs (a label is of one \
+         run's output and does not carry over to another's) or leave the metric out"
+    )]
+    TooFewLabels {
+        /// The run's label.
+        run: String,
+        /// The metric.
+        metric: String,
+        /// The run's labels of it among the compared queries.
+        labelled: usize,
+        /// The compared queries with a figure of it in every run.
+        queries: usize,
+    },
     /// An option is out of range.
     #[error("invalid comparison option: {0}")]
     Option(String),

@@ -6,6 +6,8 @@
 //! metrics × runs (Holm by default), and win/tie/loss counts over queries; the queries that
 //! changed most are listed with their text, and the same is done per difficulty label.
 //! [`Comparison::regressions`] is the gate: the metrics significantly worse than the baseline.
+//! With judge correction ([`CompareOptions::judge_corrected`]) a metric people labelled is
+//! judged on its prediction-powered figures instead ([`JudgeCorrected`]).
 //! The statistics are in [`crate::stats`].
 
 mod comparison;
@@ -14,8 +16,8 @@ mod options;
 mod text;
 
 pub use comparison::{
-    ComparedRun, Comparison, Difference, DifficultyComparison, MetricComparison, QueryChange,
-    RedefinedMetric, Regression, RunFigure, UntestedMetric, MAX_RUNS,
+    ComparedRun, Comparison, Difference, DifficultyComparison, JudgeCorrected, MetricComparison,
+    QueryChange, RedefinedMetric, Regression, RunFigure, UntestedMetric, MAX_RUNS,
 };
 pub use error::CompareError;
 pub use options::{CompareOptions, PairedTest};

@@ -72,6 +72,12 @@ pub struct CompareOptions {
     /// Compare runs of different datasets (or different query sets) on their shared query ids
     /// instead of refusing (default false).
     pub allow_different_datasets: bool,
+    /// Judge-correct the labelled metrics (default false): each run's mean of a metric people
+    /// labelled becomes its prediction-powered estimate and each difference from the baseline
+    /// gets a judge-corrected interval and test ([`Difference::judge_corrected`](super::Difference::judge_corrected)),
+    /// which [`Comparison::regressions`](super::Comparison::regressions) then reads. Labels are
+    /// each run's own ([`RunResult::labels`](crate::metrics::RunResult::labels)).
+    pub judge_corrected: bool,
     /// How many most-worsened and most-improved queries to list per metric and run (default 5).
     pub top: usize,
 }
@@ -112,6 +118,7 @@ impl Default for CompareOptions {
             correction: Correction::Holm,
             confidence: 0.95,
             allow_different_datasets: false,
+            judge_corrected: false,
             top: 5,
         }
     }

@@ -7,8 +7,9 @@ use std::fmt::Write;
 impl Comparison {
     /// A plain-text report: the settings, one table of every metric and run (mean ± std,
     /// difference from the baseline with its interval, p-value before and after correction,
-    /// wins/ties/losses; `*` marks a corrected p-value at most `alpha`), the queries that got
-    /// most worse where a run is significantly worse, and a table per difficulty label; above
+    /// wins/ties/losses; `*` marks a corrected p-value at most `alpha`), with judge correction
+    /// a table of the judge-corrected figures, the queries that got most worse where a run is
+    /// significantly worse (as the gate reads it), and a table per difficulty label; above
     /// the table, the metrics left out (not in every run, or defined differently); below a
     /// table, the metrics compared over fewer queries for missing figures and those untested.
     ///
@@ -63,9 +64,15 @@ impl Comparison {
             self.queries,
             &labels,
         ));
+        let judged = judge_table(&self.metrics, alpha, self.confidence);
+        if !judged.is_empty() {
+            s.push('\n');
+            s.push_str(&judged);
+        }
         for m in &self.metrics {
             for d in &m.vs_baseline {
-                if d.difference < 0.0 && d.corrected_p_value <= alpha && !d.most_worse.is_empty() {
+                let (difference, p, _) = d.gate();
+                if difference < 0.0 && p <= alpha && !d.most_worse.is_empty() {
                     let _ = writeln!(
                         s,
                         "\n{} got worse on {}; most worse queries:",
@@ -103,6 +110,7 @@ impl Comparison {
                 g.queries,
                 &labels,
             ));
+            s.push_str(&judge_table(&g.metrics, alpha, self.confidence));
         }
         s
     }
@@ -150,7 +158,99 @@ fn table(metrics: &[MetricComparison], alpha: f64) -> String {
             rows.push(row);
         }
     }
-    let widths: Vec<usize> = (0..8)
+    columns(&rows)
+}
+
+/// With judge correction, the judge-corrected figures of the metrics that have them: per run
+/// its corrected mean with its 95% interval and its labelled queries, and per run after the
+/// baseline the difference with its interval and test (`*` as in [`table`]). Empty without.
+fn judge_table(metrics: &[MetricComparison], alpha: f64, confidence: f64) -> String {
+    let mut rows: Vec<[String; 8]> = vec![[
+        "metric".into(),
+        "run".into(),
+        "corrected mean [95%]".into(),
+        "labelled".into(),
+        "diff".into(),
+        "interval".into(),
+        "p".into(),
+        "corrected p".into(),
+    ]];
+    let mean = |c: &crate::stats::CorrectedMean| {
+        [
+            format!("{:.4} [{:.4}, {:.4}]", c.mean, c.low, c.high),
+            format!("{} of {}", c.labelled, c.judged),
+        ]
+    };
+    for m in metrics {
+        let Some(first) = m
+            .vs_baseline
+            .iter()
+            .find_map(|d| d.judge_corrected.as_ref())
+        else {
+            continue;
+        };
+        let [baseline, labelled] = mean(&first.estimate.baseline);
+        rows.push([
+            t(&m.metric),
+            t(&m.runs[0].label),
+            baseline,
+            labelled,
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+        for d in &m.vs_baseline {
+            let row = match &d.judge_corrected {
+                Some(j) => {
+                    let e = &j.estimate;
+                    let [run, labelled] = mean(&e.run);
+                    [
+                        String::new(),
+                        t(&d.label),
+                        run,
+                        labelled,
+                        format!("{:+.4}", e.difference),
+                        format!("[{:+.4}, {:+.4}]", e.ci[0], e.ci[1]),
+                        format!("{:.4}", e.p_value),
+                        format!(
+                            "{:.4}{}",
+                            j.corrected_p_value,
+                            if j.corrected_p_value <= alpha {
+                                " *"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ]
+                }
+                None => [
+                    String::new(),
+                    t(&d.label),
+                    "fewer than 2 labels".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ],
+            };
+            rows.push(row);
+        }
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    format!(
+        "judge-corrected (prediction-powered, each run's labels of its own outputs; {:.0}% normal intervals of the differences):\n{}",
+        confidence * 100.0,
+        columns(&rows)
+    )
+}
+
+/// `rows` as text columns, each as wide as its widest cell.
+fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+    let widths: Vec<usize> = (0..N)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut s = String::new();

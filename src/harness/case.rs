@@ -868,6 +868,7 @@ mod tests {
             embedder: None,
             langsmith_experiment: None,
             concurrency: None,
+            agreement: None,
             build: Build::Factory(|| {
                 Box::pin(async {
                     let r = Arc::new(Bm25Retriever::new(Windows));

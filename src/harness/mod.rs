@@ -402,6 +402,12 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         reports.len() - 1
     };
     problems.extend(thresholds(case, &outcome, answers.as_deref()));
+    problems.extend(disagreements(
+        case.spec.agreement.as_ref(),
+        std::path::Path::new(case.spec.manifest_dir),
+        case.spec.dataset,
+        &outcome,
+    ));
     // Figures that cannot gate: a bar's figure missing, or a judge that failed too often.
     let mut unusable = case
         .spec
@@ -704,6 +710,50 @@ fn report(case: &Case, o: &Outcome) -> String {
 
 /// Every `min_…`/`max_…` bar the means miss, with the five worst queries for that metric and
 /// the queries left out of its mean.
+/// With `min_agreement`, one line per labelled metric of `o` whose agreement with people's
+/// labels (the case's labels file, else its dataset's `outputs.labels`) is below the minimum,
+/// as `rag-eval align --min-agreement` judges it; labels that cannot be read, or that label no
+/// query of the run, are a line too. A label is of one answer: labels of answers the case no
+/// longer gives measure nothing (a cached judge and generator keep answers fixed).
+/// Paths are relative to `root`, the crate's.
+fn disagreements(
+    agreement: Option<&private::AgreementSpec>,
+    root: &std::path::Path,
+    dataset: &str,
+    o: &Outcome,
+) -> Vec<String> {
+    let Some(agreement) = agreement else {
+        return Vec::new();
+    };
+    let relative = agreement.labels.unwrap_or(dataset);
+    let path = root.join(relative);
+    let labels = camino::Utf8PathBuf::from_path_buf(path)
+        .map_err(|p| format!("the labels path {} is not UTF-8", p.display()))
+        .and_then(|p| crate::align::Labels::load(p).map_err(|e| e.to_string()));
+    let labels = match labels {
+        Ok(labels) => labels,
+        Err(e) => return vec![format!("min_agreement: {e}")],
+    };
+    let mut run = o.clone();
+    labels.apply(&mut run);
+    if run.labels.is_empty() {
+        return vec![format!(
+            "min_agreement: no query of the run has a label in `{relative}` (`{{\"id\": …, \"labels\": {{\"<metric>\": value}}}}` lines, or a dataset's `outputs.labels`)"
+        )];
+    }
+    let options = crate::align::AlignOptions {
+        threshold: agreement.threshold,
+        // The gate reads the statistics alone, not their intervals.
+        resamples: 0,
+        ..crate::align::AlignOptions::default()
+    };
+    crate::align::Alignment::new(&run, &options, None)
+        .failures(agreement.min)
+        .into_iter()
+        .map(|f| format!("disagreement with the labels of `{relative}`: {f} (min_agreement)"))
+        .collect()
+}
+
 fn thresholds(case: &Case, o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
     missed_bars(case.spec.thresholds, o, answers)
 }
@@ -836,4 +886,76 @@ fn without_figure(o: &Outcome, name: &str) -> String {
         let _ = write!(line, ", … and {} more", missing.len() - SHOWN);
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Figures, QueryResult, ResultLevel};
+    use private::AgreementSpec;
+
+    /// `min_agreement` on four judged answers that people labelled pass, fail, pass, fail: the
+    /// figure 0.6 of `d` passes at the threshold 0.5 and the person fails it, so κ = 0.5; at the
+    /// threshold 0.7 the two agree everywhere (κ = 1).
+    #[test]
+    fn a_case_fails_when_its_figures_disagree_with_the_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let labels = "{\"id\":\"a\",\"labels\":{\"faithfulness\":1}}\n\
+                      {\"id\":\"b\",\"labels\":{\"faithfulness\":0}}\n\
+                      {\"id\":\"c\",\"labels\":{\"faithfulness\":1}}\n\
+                      {\"id\":\"d\",\"labels\":{\"faithfulness\":0}}\n";
+        std::fs::write(dir.path().join("labels.jsonl"), labels).unwrap();
+        let dataset = labels
+            .replace("\"labels\":{", "\"outputs\":{\"labels\":{")
+            .replace("}}", "}}}");
+        std::fs::write(dir.path().join("golden.jsonl"), dataset).unwrap();
+        std::fs::write(
+            dir.path().join("other.jsonl"),
+            "{\"id\":\"z\",\"labels\":{\"faithfulness\":1}}\n",
+        )
+        .unwrap();
+        let query = |id: &str, v: f64| QueryResult {
+            id: id.into(),
+            metrics: Figures(vec![("faithfulness".into(), v)]),
+            ..QueryResult::default()
+        };
+        let run = Outcome::from_queries(
+            ResultLevel::Token,
+            vec!["faithfulness".into()],
+            vec![
+                query("a", 1.0),
+                query("b", 0.2),
+                query("c", 0.9),
+                query("d", 0.6),
+            ],
+        );
+        let check = |labels: Option<&'static str>, min: f64, threshold: f64| {
+            let spec = AgreementSpec {
+                labels,
+                min,
+                threshold,
+            };
+            disagreements(Some(&spec), dir.path(), "golden.jsonl", &run)
+        };
+        assert_eq!(
+            check(Some("labels.jsonl"), 0.6, 0.5),
+            ["disagreement with the labels of `labels.jsonl`: faithfulness: Cohen's κ 0.5000 over 4 labelled queries is below the minimum agreement 0.6 (min_agreement)"]
+        );
+        assert!(check(Some("labels.jsonl"), 0.4, 0.5).is_empty());
+        assert!(check(Some("labels.jsonl"), 1.0, 0.7).is_empty());
+        // Without a labels file, the dataset's `outputs.labels`.
+        assert_eq!(check(None, 0.6, 0.5).len(), 1);
+        assert!(check(None, 0.6, 0.5)[0].contains("labels of `golden.jsonl`"));
+        let none = check(Some("other.jsonl"), 0.6, 0.5);
+        assert!(
+            none[0].starts_with("min_agreement: no query of the run has a label in `other.jsonl`"),
+            "{none:?}"
+        );
+        let missing = check(Some("missing.jsonl"), 0.6, 0.5);
+        assert!(
+            missing[0].starts_with("min_agreement: ") && missing[0].contains("missing.jsonl"),
+            "{missing:?}"
+        );
+        assert!(disagreements(None, dir.path(), "golden.jsonl", &run).is_empty());
+    }
 }

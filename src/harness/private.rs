@@ -62,6 +62,21 @@ pub struct CaseSpec {
     /// evaluation's and the judges' defaults. Each client's requests in flight stay below its
     /// own limit too, and fewer while its server shows signs of overload.
     pub concurrency: Option<usize>,
+    /// How the case's figures must agree with people's labels (`min_agreement = …`).
+    pub agreement: Option<AgreementSpec>,
+}
+
+/// `min_agreement = …`, with `labels = …` and `agreement_threshold = …`: the case fails when
+/// a labelled metric agrees with people's labels less than `min`, as `rag-eval align
+/// --min-agreement` judges it.
+#[derive(Debug, Clone, Copy)]
+pub struct AgreementSpec {
+    /// The labels file, relative to the crate root; `None`: the dataset's `outputs.labels`.
+    pub labels: Option<&'static str>,
+    /// The least agreement: Cohen's κ for binary labels, Spearman's ρ for numeric ones.
+    pub min: f64,
+    /// With binary labels, a figure at least this passes.
+    pub threshold: f64,
 }
 
 impl CaseSpec {

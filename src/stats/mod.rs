@@ -34,7 +34,7 @@ pub use agreement::{average_ranks, bootstrap_statistic, cohen_kappa, kendall_tau
 pub(crate) use bootstrap::bootstrap_cis_until;
 pub use bootstrap::{bootstrap_ci, bootstrap_cis, quantile, DEFAULT_RESAMPLES, MAX_RESAMPLES};
 pub use correction::{bonferroni, holm, Correction};
-pub use ppi::{corrected_mean, CorrectedMean, Z_95};
+pub use ppi::{corrected_difference, corrected_mean, CorrectedDifference, CorrectedMean, Z_95};
 pub(crate) use randomization::randomization_tests_until;
 pub use randomization::{
     exact_test, monte_carlo_tests, randomization_test, randomization_tests, Randomization,

@@ -544,3 +544,137 @@ fn metric_limits_what_is_compared_and_gated() {
         "{err}"
     );
 }
+
+/// A run of 8 answers that the judge passes (faithfulness 1 each); `changed` answers differ
+/// from the baseline's.
+fn write_judged_run(dir: &Path, name: &str, changed: usize) -> String {
+    let per_query: Vec<serde_json::Value> = (0..8)
+        .map(|i| {
+            let answer = if i < changed {
+                format!("changed answer {i}")
+            } else {
+                format!("answer {i}")
+            };
+            serde_json::json!({"id": format!("q{i}"), "answer": answer,
+                               "metrics": {"faithfulness": 1.0}})
+        })
+        .collect();
+    let json = serde_json::json!({"level": "token", "queries": 8,
+        "metrics": {"faithfulness": 1.0}, "std": {"faithfulness": 0.0}, "per_query": per_query});
+    let path = dir.join(name);
+    std::fs::write(&path, json.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn write_labels(dir: &Path, name: &str, labels: &[u8]) -> String {
+    let lines: Vec<String> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, y)| format!("{{\"id\":\"q{i}\",\"labels\":{{\"faithfulness\":{y}}}}}\n"))
+        .collect();
+    let path = dir.join(name);
+    std::fs::write(&path, lines.concat()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// The judge passes every answer of both runs, so the raw comparison sees nothing; people
+/// fail three of the four changed answers they labelled, so the judge-corrected one sees the
+/// regression (θ̂ 1 → 0.25, p = erfc(3/√2) as worked in `tests/lib/compare.rs`).
+#[test]
+fn judge_corrected_comparison_and_its_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_judged_run(dir.path(), "a.json", 0);
+    let b = write_judged_run(dir.path(), "b.json", 3);
+    let la = write_labels(dir.path(), "a-labels.jsonl", &[1, 1, 1, 1]);
+    let lb = write_labels(dir.path(), "b-labels.jsonl", &[0, 0, 0, 1]);
+    let corrected = ["--corrected", "--labels", &la, "--labels", &lb];
+
+    let raw = rag_eval(&["compare", &a, &b, "--fail-on-regression"]);
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+
+    let json = rag_eval(&[&["compare", &a, &b, "--json"][..], &corrected].concat());
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let d = &v["metrics"][0]["vs_baseline"][0];
+    assert_eq!(d["difference"], 0.0, "the paired test's fields stay raw");
+    let j = &d["judge_corrected"];
+    assert_eq!(j["baseline"]["mean"], 1.0);
+    assert_eq!(j["run"]["mean"], 0.25);
+    assert_eq!(
+        (&j["run"]["judged"], &j["run"]["labelled"]),
+        (&8.into(), &4.into())
+    );
+    assert_eq!(j["difference"], -0.75);
+    assert_eq!(j["paired_labels"], true);
+    let p = j["p_value"].as_f64().unwrap();
+    assert!((p - 0.002_699_796_063_260_191_3).abs() < 1e-12, "{p}");
+    assert_eq!(j["corrected_p_value"], j["p_value"]);
+
+    let gate = rag_eval(&[&["compare", &a, &b, "--fail-on-regression"][..], &corrected].concat());
+    assert_eq!(gate.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&gate.stderr);
+    assert!(
+        stderr.contains("regression: b on faithfulness: -0.7500 judge-corrected"),
+        "{stderr}"
+    );
+    let text = String::from_utf8_lossy(&gate.stdout);
+    assert!(
+        text.contains("1.0000 ± 0.0000") && text.contains("judge-corrected (prediction-powered"),
+        "raw and corrected: {text}"
+    );
+    assert!(
+        text.contains("0.2500 [") && text.contains("4 of 8"),
+        "{text}"
+    );
+
+    // One labels file for both runs: refused, since the labelled answers differ.
+    let shared = rag_eval(&["compare", &a, &b, "--corrected", "--labels", &la]);
+    assert_eq!(shared.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&shared.stderr);
+    assert!(
+        stderr.contains(
+            "cannot label every run: query `q0` has another answer in run `b` than in `a`"
+        ),
+        "{stderr}"
+    );
+    // …and accepted for runs whose answers are the same.
+    let same = write_judged_run(dir.path(), "same.json", 0);
+    let ok = rag_eval(&[
+        "compare",
+        &a,
+        &same,
+        "--corrected",
+        "--labels",
+        &la,
+        "--json",
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+
+    let three = rag_eval(&[&["compare", &a, &b][..], &corrected, &["--labels", &la]].concat());
+    let stderr = String::from_utf8_lossy(&three.stderr);
+    assert!(
+        stderr.contains("--labels is given 3 times for 2 runs"),
+        "{stderr}"
+    );
+    let unlabelled = rag_eval(&["compare", &a, &b, "--corrected"]);
+    let stderr = String::from_utf8_lossy(&unlabelled.stderr);
+    assert!(
+        stderr.contains("no compared query of any run carries a person's label"),
+        "{stderr}"
+    );
+    let without = rag_eval(&["compare", &a, &b, "--labels", &la]);
+    assert_eq!(without.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&without.stderr).contains("--corrected"));
+}

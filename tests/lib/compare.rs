@@ -518,3 +518,106 @@ fn a_stopped_comparison_gives_up_at_once() {
     assert!(matches!(err, CompareError::Cancelled), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
 }
+
+/// Eight queries that a lenient judge passes in both runs (figure 1 everywhere), the first four
+/// labelled by people: every baseline answer passes, three of the run's four fail.
+fn judged_pair() -> (RunResult, RunResult) {
+    let run = |labels: [f64; 4]| {
+        let per_query = (0..8)
+            .map(|i| QueryResult {
+                id: format!("q{i}"),
+                answer: Some(format!("answer {i}")),
+                metrics: Figures(vec![("faithfulness".into(), 1.0)]),
+                ..QueryResult::default()
+            })
+            .collect();
+        let mut r =
+            RunResult::from_queries(ResultLevel::Token, vec!["faithfulness".into()], per_query);
+        for (i, y) in labels.into_iter().enumerate() {
+            r.labels
+                .insert(format!("q{i}"), Figures(vec![("faithfulness".into(), y)]));
+        }
+        r
+    };
+    (run([1.0; 4]), run([0.0, 0.0, 0.0, 1.0]))
+}
+
+#[test]
+fn judge_corrected_by_hand_and_the_gate_reads_it() {
+    let (a, b) = judged_pair();
+    // Raw: the judge sees no difference, so nothing regresses.
+    let raw = Comparison::new(&[("a", &a), ("b", &b)], &CompareOptions::default()).unwrap();
+    let d = &raw.metrics[0].vs_baseline[0];
+    assert_eq!((d.difference, d.judge_corrected.is_none()), (0.0, true));
+    assert!(raw.regressions(0.05).is_empty());
+
+    let options = CompareOptions {
+        judge_corrected: true,
+        ..CompareOptions::default()
+    };
+    let c = Comparison::new(&[("a", &a), ("b", &b)], &options).unwrap();
+    let d = &c.metrics[0].vs_baseline[0];
+    // The paired test's fields are those of the raw comparison.
+    assert_eq!(
+        d.corrected_p_value,
+        raw.metrics[0].vs_baseline[0].corrected_p_value
+    );
+    let j = d.judge_corrected.as_ref().unwrap();
+    // θ̂_a = 1 − 0 = 1; θ̂_b = 1 − mean(1, 1, 1, 0) = 0.25; difference −0.75.
+    assert_eq!((j.estimate.baseline.mean, j.estimate.run.mean), (1.0, 0.25));
+    assert_eq!((j.estimate.run.judged, j.estimate.run.labelled), (8, 4));
+    assert_eq!(j.estimate.difference, -0.75);
+    assert!(j.estimate.paired_labels);
+    // d = 0 everywhere; paired errors 1, 1, 1, 0: σ² = 0.25 over n = 4, a standard error of
+    // 0.25, z = −3. Python: math.erfc(3 / math.sqrt(2)).
+    assert!((j.estimate.p_value - 0.002_699_796_063_260_191_3).abs() < 1e-12);
+    assert_eq!(
+        j.corrected_p_value, j.estimate.p_value,
+        "one test: Holm changes nothing"
+    );
+    let half = rag_eval::stats::Z_95 * 0.25;
+    assert!((j.estimate.ci[0] - (-0.75 - half)).abs() < 1e-9);
+    let gate = c.regressions(0.05);
+    assert_eq!(gate.len(), 1);
+    assert!(gate[0].judge_corrected && gate[0].difference == -0.75);
+
+    let text = c.to_text(0.05);
+    assert!(text.contains("judge-corrected"), "{text}");
+    assert!(
+        text.contains("1.0000 [1.0000, 1.0000]") && text.contains("4 of 8"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-0.7500") && text.contains("0.0027 *"),
+        "{text}"
+    );
+
+    let json = serde_json::to_value(&c).unwrap();
+    let j = &json["metrics"][0]["vs_baseline"][0]["judge_corrected"];
+    assert_eq!(j["difference"], -0.75);
+    assert_eq!(j["run"]["mean"], 0.25);
+    assert_eq!(j["run"]["labelled"], 4);
+    assert_eq!(j["paired_labels"], true);
+    assert!(j["ci"].as_array().unwrap().len() == 2 && j["corrected_p_value"].is_f64());
+}
+
+#[test]
+fn judge_correction_needs_labels_in_every_run() {
+    let (a, mut b) = judged_pair();
+    let options = CompareOptions {
+        judge_corrected: true,
+        ..CompareOptions::default()
+    };
+    let mut bare = a.clone();
+    bare.labels.clear();
+    let e = Comparison::new(&[("a", &bare), ("b", &bare)], &options).unwrap_err();
+    assert!(matches!(e, CompareError::NoLabels), "{e}");
+    b.labels.retain(|id, _| id == "q0");
+    let e = Comparison::new(&[("a", &a), ("b", &b)], &options).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "judge-corrected comparison: run `b` has 1 labelled of the 8 compared queries of \
+         faithfulness, and 2 are needed; label its outputs (a label is of one run's output and \
+         does not carry over to another's) or leave the metric out"
+    );
+}
