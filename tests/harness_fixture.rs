@@ -270,6 +270,17 @@ fn expected_failures(baseline: &str, run: &str) -> BTreeSet<String> {
     failed
 }
 
+/// What the test binary printed, without cargo's own lines: `Fixture::cargo` puts the
+/// standard output first, and cargo's standard error starts with `Compiling` or `Finished`.
+fn test_binary_output(out: &str) -> &str {
+    let end = ["   Compiling ", "    Finished "]
+        .iter()
+        .filter_map(|m| out.find(m))
+        .min()
+        .unwrap_or(out.len());
+    &out[..end]
+}
+
 /// What libtest printed for the failed test `name`.
 fn failure_of<'a>(out: &'a str, name: &str) -> &'a str {
     let text = out
@@ -397,7 +408,7 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     // One chunker change (400 → 200 characters) fits on a screen: the per-query tests are one
     // line, the mean drops come before any line that names a query, and the queries whose
     // drops the summary lists are named in the list of failures, not told again.
-    let run = &out[out.find("Running tests/scenarios.rs").unwrap()..];
+    let run = test_binary_output(&out);
     assert!(
         run.lines().count() <= 60,
         "{} lines: {run}",
