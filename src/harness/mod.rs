@@ -19,6 +19,10 @@
 //! of its figures dropped by more than the case's tolerance; the summary trial also fails on
 //! such a drop of a mean, on a `min_…`/`max_…` bar, and when the snapshot is missing under
 //! `CI`. Improvements pass and are reported; `cargo insta review` takes the new baseline.
+//!
+//! Under `cargo test` the binary prints a screen that leads with the news instead of
+//! libtest's line per test and block per failure (`screen`); `--format pretty` asks for
+//! libtest's own.
 
 mod answers;
 mod case;

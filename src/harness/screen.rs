@@ -80,17 +80,33 @@ pub(crate) fn recorded(
 ) -> impl FnOnce() -> Result<Completion, Failed> + Send + 'static {
     let case = case.to_owned();
     move || {
-        let result = test();
-        let verdict = match &result {
+        let record = |verdict| {
+            state().records.push(Record {
+                case,
+                name,
+                query,
+                verdict,
+            })
+        };
+        // A panic in the user's code fails the test as libtest says it; the screen names it.
+        let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(test)) {
+            Ok(result) => result,
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned());
+                record(Verdict::Failed(Some(format!(
+                    "test panicked: {}",
+                    message.as_deref().unwrap_or("(no message)")
+                ))));
+                std::panic::resume_unwind(payload)
+            }
+        };
+        record(match &result {
             Ok(Completion::Completed) => Verdict::Passed,
             Ok(Completion::Ignored { reason }) => Verdict::Ignored(reason.clone()),
             Err(e) => Verdict::Failed(e.message().map(str::to_owned)),
-        };
-        state().records.push(Record {
-            case,
-            name,
-            query,
-            verdict,
         });
         result
     }
@@ -318,6 +334,20 @@ mod tests {
         assert!(
             screen.ends_with("\ntest result: FAILED. 2 passed; 3 failed; 2 ignored; 0 measured; 0 filtered out; finished in 0.25s\n"),
             "{screen}"
+        );
+    }
+
+    #[test]
+    fn a_test_that_panics_is_recorded_as_failed_and_still_panics() {
+        let name = "screen_panics::q1".to_owned();
+        let test = recorded("screen_panics", name.clone(), true, || {
+            panic!("the index builds: no such folder")
+        });
+        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(test)).is_err());
+        let state = state();
+        let r = state.records.iter().find(|r| r.name == name).unwrap();
+        assert!(
+            matches!(&r.verdict, Verdict::Failed(Some(m)) if m == "test panicked: the index builds: no such folder")
         );
     }
 
