@@ -7,7 +7,11 @@
 //! are put into the run ([`RunResult::labels`]) under the run's name of the metric, so any
 //! per-query metric can be labelled, judged or not. A line may also carry `notes`, an object of
 //! metric names to a person's text (`rag-eval serve --labels` writes them); the statistics
-//! leave them out.
+//! leave them out. And it may carry `statements`, an object of metric names to a person's
+//! verdicts on the judge's statements ([`StatementLabel`]: faithfulness's statements of the
+//! answer, context recall's of the reference), `{"text": …, "supported": true}` each. A metric
+//! with statement verdicts and no label of its own is labelled by them: the share of statements
+//! marked supported, the judge's own formula applied to the person's verdicts.
 //!
 //! Per metric, labels that are all 0 or 1 are *binary*: the figure is binarised at a threshold
 //! (`figure ≥ threshold` passes) and compared by accuracy, Cohen's κ and the confusion matrix.
@@ -46,7 +50,7 @@
 
 use crate::answers::Answers;
 use crate::error::{Error, Result};
-use crate::metrics::{Figures, RunResult};
+use crate::metrics::{Figures, JudgeDetails, QueryResult, RunResult};
 use crate::stats::{
     bootstrap_statistic, cohen_kappa, corrected_mean, kendall_tau_b, spearman_rho, CorrectedMean,
     DEFAULT_RESAMPLES,
@@ -56,11 +60,60 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// People's labels by query id: each a metric name and its value.
+/// People's labels by query id: each a metric name and its value, with notes and statement
+/// verdicts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Labels {
     by_id: BTreeMap<String, Figures>,
     notes: BTreeMap<String, BTreeMap<String, String>>,
+    statements: BTreeMap<String, BTreeMap<String, Vec<StatementLabel>>>,
+}
+
+/// A person's verdict on one of a judge's statements: supported by the contexts or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementLabel {
+    /// The statement, as the judge wrote it.
+    pub text: String,
+    /// Whether the contexts support it (faithfulness), or it can be attributed to them
+    /// (context recall).
+    pub supported: bool,
+}
+
+/// The statements a judge gave for `metric` in `query` and its verdict on each (faithfulness:
+/// supported, as counted; context recall: attributed), from the first sample with a score;
+/// `None` when that judge gives no statements.
+pub fn judged_statements(query: &QueryResult, metric: &str) -> Option<Vec<StatementLabel>> {
+    let sample = query
+        .judges
+        .iter()
+        .filter(|j| j.metric == metric)
+        .flat_map(|j| &j.samples)
+        .find(|s| s.score.is_some())?;
+    let label = |text: &str, supported: bool| StatementLabel {
+        text: text.to_owned(),
+        supported,
+    };
+    match &sample.details {
+        JudgeDetails::Faithfulness { statements } => Some(
+            statements
+                .iter()
+                .map(|s| label(&s.text, s.supported))
+                .collect(),
+        ),
+        JudgeDetails::ContextRecall { statements } => Some(
+            statements
+                .iter()
+                .map(|s| label(&s.text, s.attributed))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// The share of `statements` marked supported; `None` without any.
+fn supported_share(statements: &[StatementLabel]) -> Option<f64> {
+    (!statements.is_empty())
+        .then(|| statements.iter().filter(|s| s.supported).count() as f64 / statements.len() as f64)
 }
 
 impl Labels {
@@ -71,12 +124,14 @@ impl Labels {
     }
 
     /// Parses labels JSONL (`path` names the input in messages): a line is
-    /// `{"id", "labels": {…}, "notes": {…}}` (notes optional) or a dataset row
-    /// `{"id", "outputs": {"labels": {…}}}`; rows without labels are skipped; an id labelled
-    /// twice is an error.
+    /// `{"id", "labels": {…}, "notes": {…}, "statements": {…}}` (notes and statements optional)
+    /// or a dataset row `{"id", "outputs": {"labels": {…}}}`; rows with neither labels nor
+    /// statements are skipped; an id labelled twice is an error.
     pub fn parse(text: &str, path: Utf8PathBuf) -> Result<Labels> {
         let mut by_id: BTreeMap<String, Figures> = BTreeMap::new();
         let mut notes: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        let mut statements: BTreeMap<String, BTreeMap<String, Vec<StatementLabel>>> =
+            BTreeMap::new();
         for (i, line) in crate::fs::strip_bom(text).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -93,9 +148,11 @@ impl Labels {
                 Some(Value::Number(n)) => n.to_string(),
                 _ => return Err(err("no `id` (a string)".into())),
             };
+            let empty = Value::Object(serde_json::Map::new());
             let labels = row
                 .get("labels")
-                .or_else(|| row.get("outputs").and_then(|o| o.get("labels")));
+                .or_else(|| row.get("outputs").and_then(|o| o.get("labels")))
+                .or_else(|| row.get("statements").map(|_| &empty));
             let Some(labels) = labels else { continue };
             if let Some(given) = row.get("notes") {
                 let texts: Option<BTreeMap<String, String>> = given.as_object().and_then(|m| {
@@ -109,6 +166,14 @@ impl Labels {
                     ))
                 })?;
                 notes.insert(id.clone(), texts);
+            }
+            if let Some(given) = row.get("statements") {
+                let verdicts = serde_json::from_value(given.clone()).map_err(|e| {
+                    err(format!(
+                        "query `{id}`: `statements` is not an object of metric names to lists of {{\"text\", \"supported\"}} ({e})"
+                    ))
+                })?;
+                statements.insert(id.clone(), verdicts);
             }
             let Value::Object(map) = labels else {
                 return Err(err(format!(
@@ -137,12 +202,38 @@ impl Labels {
                 return Err(err(format!("query `{id}` is labelled again")));
             }
         }
-        Ok(Labels { by_id, notes })
+        Ok(Labels {
+            by_id,
+            notes,
+            statements,
+        })
     }
 
-    /// The labels of query `id`, by metric.
+    /// The labels of query `id`, by metric, as given (not those its statement verdicts imply).
     pub fn get(&self, id: &str) -> Option<&Figures> {
         self.by_id.get(id)
+    }
+
+    /// Query `id`'s label of `metric`: the one given, else the share of its statement verdicts
+    /// marked supported.
+    pub fn label(&self, id: &str, metric: &str) -> Option<f64> {
+        self.get(id)
+            .and_then(|f| f.get(metric))
+            .or_else(|| supported_share(self.statements(id, metric)?))
+    }
+
+    /// A person's verdicts on the judge's statements of `metric` in query `id`.
+    pub fn statements(&self, id: &str, metric: &str) -> Option<&[StatementLabel]> {
+        self.statements.get(id)?.get(metric).map(Vec::as_slice)
+    }
+
+    /// Whether query `id` has any label, given or implied by statement verdicts.
+    pub fn is_labelled(&self, id: &str) -> bool {
+        self.get(id).is_some_and(|f| !f.0.is_empty())
+            || self
+                .statements
+                .get(id)
+                .is_some_and(|m| m.values().any(|v| !v.is_empty()))
     }
 
     /// The note on query `id`'s label of `metric`.
@@ -158,21 +249,34 @@ impl Labels {
         if let Some(v) = value {
             figures.0.push((metric.to_owned(), v));
         }
-        let texts = self.notes.entry(id.to_owned()).or_default();
-        match note {
-            Some(text) => texts.insert(metric.to_owned(), text),
-            None => texts.remove(metric),
-        };
-        if texts.is_empty() {
-            self.notes.remove(id);
-        }
-        if self.by_id[id].0.is_empty() && !self.notes.contains_key(id) {
+        put(&mut self.notes, id, metric, note);
+        self.prune(id);
+    }
+
+    /// Sets (or, with `None`, removes) a person's verdicts on the judge's statements of
+    /// `metric` in query `id`; a query left with no label, note or verdict is dropped.
+    pub fn set_statements(
+        &mut self,
+        id: &str,
+        metric: &str,
+        verdicts: Option<Vec<StatementLabel>>,
+    ) {
+        self.by_id.entry(id.to_owned()).or_default();
+        put(&mut self.statements, id, metric, verdicts);
+        self.prune(id);
+    }
+
+    fn prune(&mut self, id: &str) {
+        if self.by_id.get(id).is_some_and(|f| f.0.is_empty())
+            && !self.notes.contains_key(id)
+            && !self.statements.contains_key(id)
+        {
             self.by_id.remove(id);
         }
     }
 
     /// The labels as a labels file (what [`Labels::parse`] reads back): one line per query,
-    /// `{"id", "labels", "notes"}`, by id.
+    /// `{"id", "labels", "notes", "statements"}`, by id.
     pub fn to_jsonl(&self) -> String {
         let mut s = String::new();
         for (id, figures) in &self.by_id {
@@ -184,6 +288,9 @@ impl Labels {
             let mut line = serde_json::json!({ "id": id, "labels": labels });
             if let Some(texts) = self.notes.get(id) {
                 line["notes"] = serde_json::json!(texts);
+            }
+            if let Some(verdicts) = self.statements.get(id) {
+                line["statements"] = serde_json::json!(verdicts);
             }
             s.push_str(&line.to_string());
             s.push('\n');
@@ -203,14 +310,23 @@ impl Labels {
 
     /// Puts the labels into `run` ([`RunResult::labels`]), over any it had for the same query
     /// and metric, each under the run's name of its metric (`span_recall` names
-    /// `span_recall@5`); a metric the run lacks keeps its name. Returns the ids of labels for
-    /// queries the run does not have (left out).
+    /// `span_recall@5`); a metric the run lacks keeps its name. A metric labelled only by
+    /// statement verdicts gets the share marked supported ([`Labels::label`]). Returns the ids
+    /// of labels for queries the run does not have (left out).
     pub fn apply(&self, run: &mut RunResult) -> Vec<String> {
         let mut unknown = Vec::new();
-        for (id, figures) in self.by_id.iter().filter(|(_, f)| !f.0.is_empty()) {
+        for id in self.by_id.keys().filter(|id| self.is_labelled(id)) {
             if !run.per_query.iter().any(|q| &q.id == id) {
                 unknown.push(id.clone());
                 continue;
+            }
+            let mut figures = self.by_id[id].clone();
+            for metric in self.statements.get(id).into_iter().flat_map(|m| m.keys()) {
+                if figures.get(metric).is_none() {
+                    if let Some(share) = self.label(id, metric) {
+                        figures.0.push((metric.clone(), share));
+                    }
+                }
             }
             let names: Vec<String> = figures
                 .names()
@@ -228,6 +344,18 @@ impl Labels {
             }
         }
         unknown
+    }
+}
+
+/// Sets `map[id][key]` to `value`, or removes it with `None` (and `id`'s entry when empty).
+fn put<T>(map: &mut BTreeMap<String, BTreeMap<String, T>>, id: &str, key: &str, value: Option<T>) {
+    let entry = map.entry(id.to_owned()).or_default();
+    match value {
+        Some(v) => entry.insert(key.to_owned(), v),
+        None => entry.remove(key),
+    };
+    if entry.is_empty() {
+        map.remove(id);
     }
 }
 
@@ -723,6 +851,95 @@ mod tests {
         );
         let unknown = Labels::parse("{\"id\":\"z\",\"labels\":{\"m\":1}}", "l".into()).unwrap();
         assert_eq!(unknown.apply(&mut r), ["z"]);
+    }
+
+    #[test]
+    fn statement_verdicts_label_a_metric_without_a_label_of_its_own() {
+        let text = "{\"id\":\"a\",\"statements\":{\"span_recall@5\":[\
+                    {\"text\":\"x\",\"supported\":true},{\"text\":\"y\",\"supported\":false},\
+                    {\"text\":\"z\",\"supported\":false}]}}\n\
+                    {\"id\":\"b\",\"labels\":{\"span_recall@5\":0},\
+                    \"statements\":{\"span_recall@5\":[{\"text\":\"x\",\"supported\":true}]}}\n\
+                    {\"id\":\"c\",\"statements\":{\"span_recall@5\":[]}}";
+        let l = Labels::parse(text, "l".into()).unwrap();
+        assert_eq!(l.label("a", "span_recall@5"), Some(1.0 / 3.0));
+        assert_eq!(
+            l.label("b", "span_recall@5"),
+            Some(0.0),
+            "a given label wins"
+        );
+        assert_eq!(
+            l.label("c", "span_recall@5"),
+            None,
+            "no statements, no share"
+        );
+        assert_eq!(l.statements("b", "span_recall@5").unwrap()[0].text, "x");
+        let mut r = run(&[("a", 0.2), ("b", 1.0), ("c", 0.5)]);
+        assert!(l.apply(&mut r).is_empty());
+        assert_eq!(r.labels["a"].get("span_recall@5"), Some(1.0 / 3.0));
+        assert_eq!(r.labels["b"].get("span_recall@5"), Some(0.0));
+        assert!(!r.labels.contains_key("c"));
+        // Written back as read; removing the verdicts drops a line left with nothing.
+        let mut again = Labels::parse(&l.to_jsonl(), "l".into()).unwrap();
+        assert_eq!(again, l);
+        again.set_statements("a", "span_recall@5", None);
+        assert!(again.get("a").is_none() && again.label("a", "span_recall@5").is_none());
+        let err = Labels::parse(
+            "{\"id\":\"a\",\"statements\":{\"m\":[{\"text\":\"x\"}]}}",
+            "l.jsonl".into(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("l.jsonl:1: query `a`: `statements` is not"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_judged_statements_are_faithfulness_and_context_recall_ones() {
+        use crate::metrics::{Attribution, JudgeSample, JudgeStatus, QueryJudgement};
+        let judged = |details: JudgeDetails, score: Option<f64>| QueryResult {
+            judges: vec![QueryJudgement {
+                metric: "m".into(),
+                query_id: "a".into(),
+                samples: vec![JudgeSample {
+                    sample: 0,
+                    status: JudgeStatus::Ok,
+                    score,
+                    details,
+                    message: None,
+                    kind: None,
+                    usage: Default::default(),
+                }],
+            }],
+            ..QueryResult::default()
+        };
+        let recall = JudgeDetails::ContextRecall {
+            statements: vec![Attribution {
+                text: "r".into(),
+                attributed: false,
+                context: None,
+                reason: String::new(),
+            }],
+        };
+        assert_eq!(
+            judged_statements(&judged(recall.clone(), Some(0.0)), "m"),
+            Some(vec![StatementLabel {
+                text: "r".into(),
+                supported: false
+            }])
+        );
+        assert_eq!(
+            judged_statements(&judged(recall, None), "m"),
+            None,
+            "unscored"
+        );
+        let criteria = JudgeDetails::AnswerMatch {
+            matches: true,
+            reason: String::new(),
+        };
+        assert_eq!(judged_statements(&judged(criteria, Some(1.0)), "m"), None);
     }
 
     #[test]

@@ -616,6 +616,7 @@ impl<C: LlmClient> Judge for CriteriaJudge<C> {
                 let total: f64 = w.iter().map(|(_, p)| p).sum();
                 w.into_iter().map(|(l, p)| (l, p / total)).collect()
             }),
+            scale: Some(options),
         };
         s.scored(score, details, usage)
     }

@@ -189,6 +189,11 @@ pub enum JudgeDetails {
         /// score is the sampled verdict's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         probabilities: Option<Vec<(String, f64)>>,
+        /// The verdicts the judge's scale allows, each with its score in [0, 1], in the
+        /// scale's order (a 1–5 range: `1` 0, `2` 0.25, … `5` 1); `None` in records made
+        /// before the scale was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scale: Option<Vec<(String, f64)>>,
     },
     /// Answer match: does the answer answer the question as the reference does.
     AnswerMatch {

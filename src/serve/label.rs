@@ -5,16 +5,27 @@
 //! | request | answer |
 //! |---|---|
 //! | `GET /runs/{id}/label?q=N` | query `N` (0-based; default 0) of the run: question, answer, references, contexts, each judged metric's figure and the judge's samples (statements with verdicts, reasons and evidence; a criteria judge's verdict and reason; …) and the saved labels |
-//! | `POST /runs/{id}/label?q=N` | an HTML form (`application/x-www-form-urlencoded`): per metric `label.<metric>` = `pass`, `fail`, `score` or empty (no label), `score.<metric>` (a number in [0, 1], when `score`), `note.<metric>` (optional text); `go` = `next` (default), `prev` or `stay`. The labels are saved, then `303 See Other` to the query `go` names |
+//! | `POST /runs/{id}/label?q=N` | an HTML form (`application/x-www-form-urlencoded`): per metric `label.<metric>` = `pass`, `fail`, a verdict of its criteria judge's scale, `score` or empty (no label), `score.<metric>` (a number in [0, 1], when `score`), `note.<metric>` (optional text), and for a judge with statements `verdict.<metric>.<i>` = `supported` or `unsupported` for each statement `i` (0-based; all or none); `go` = `next` (default), `prev` or `stay`. The labels are saved, then `303 See Other` to the query `go` names |
 //!
 //! A pass is written as 1, a fail as 0 and a score as given, on the [0, 1] scale the run's
-//! figures use (a 1–5 criteria judge's 4 is 0.75). The labelled metrics are those a judge
-//! scored in the run, or every metric of a run without judges. Each save rewrites the whole
-//! labels file atomically, so a crash leaves the previous save or this one; labels the file held
-//! when the server started (for this run or any other) are kept, and a reopened page shows them.
+//! figures use. A criteria judge whose run kept its scale is labelled on that scale instead of
+//! pass/fail: a `label.<metric>` that is one of its verdicts is that verdict's score (a 1–5
+//! judge's 4 is 0.75). The labelled metrics are those a judge
+//! scored in the run, or every metric of a run without judges.
+//!
+//! The statements of faithfulness (and context recall) in the judge's first scored sample are
+//! shown with the judge's verdict and the person's, which starts as the judge's and may be
+//! flipped. The person's verdicts are saved (under `statements` in the labels file) when the
+//! metric is given a label or any verdict differs from the judge's; with no label of its own
+//! the metric is then labelled by them, the share of statements marked supported
+//! ([`Labels::label`]).
+//!
+//! Each save rewrites the whole labels file atomically, so a crash leaves the previous save or
+//! this one; labels the file held when the server started (for this run or any other) are kept,
+//! and a reopened page shows them.
 
 use super::{form_decode, with_store, ApiError, Store};
-use crate::align::Labels;
+use crate::align::{judged_statements, Labels, StatementLabel};
 use crate::escape::html as esc;
 use crate::metrics::{JudgeDetails, JudgeSample, QueryResult, RunResult};
 use crate::runs::RunRecord;
@@ -65,13 +76,16 @@ impl LabelFile {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Applies `changes` (metric, value, note) to query `id` and writes the file; on a failed
-    /// write the labels stay as they were.
-    fn save(&self, id: &str, changes: Vec<Change>) -> crate::Result<()> {
+    /// Applies `changes` (metric, value, note) and `verdicts` to query `id` and writes the
+    /// file; on a failed write the labels stay as they were.
+    fn save(&self, id: &str, changes: Vec<Change>, verdicts: Vec<Verdicts>) -> crate::Result<()> {
         let mut held = self.labels();
         let mut next = held.clone();
         for c in changes {
             next.set(id, &c.metric, c.value, c.note);
+        }
+        for v in verdicts {
+            next.set_statements(id, &v.metric, v.verdicts);
         }
         crate::fs::write_atomic(&self.path, next.to_jsonl().as_bytes())?;
         *held = next;
@@ -84,6 +98,12 @@ struct Change {
     metric: String,
     value: Option<f64>,
     note: Option<String>,
+}
+
+/// One metric's statement verdicts as the form gave them: `None` removes saved ones.
+struct Verdicts {
+    metric: String,
+    verdicts: Option<Vec<StatementLabel>>,
 }
 
 /// The state of the server's routes: the store, and the labels file when labelling is on.
@@ -184,13 +204,15 @@ pub(super) async fn save(
     let file = labelling.file()?;
     let q = position(query.as_deref())?;
     let record = load(&store, id).await?;
-    let query_id = query_at(&record, q)?.id.clone();
+    let query = query_at(&record, q)?;
+    let query_id = query.id.clone();
     let metrics = labelled_metrics(&record.result);
     let form = std::str::from_utf8(&body)
         .map_err(|_| bad("the form is not UTF-8".into()))
         .and_then(parse_form)?;
-    let (changes, go) = changes(&form, &metrics)?;
-    tokio::task::spawn_blocking(move || file.save(&query_id, changes))
+    let (changes, go) = changes(&form, query, &metrics)?;
+    let verdicts = verdicts(&form, query, &metrics, &changes)?;
+    tokio::task::spawn_blocking(move || file.save(&query_id, changes, verdicts))
         .await
         .map_err(|e| {
             ApiError(
@@ -226,6 +248,18 @@ fn parse_form(body: &str) -> Result<Vec<(String, String)>, ApiError> {
         .collect()
 }
 
+/// A bad request unless `metric` is one of the labelled `metrics`.
+fn known(metric: &str, metrics: &[String]) -> Result<(), ApiError> {
+    if metrics.iter().any(|m| m == metric) {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "`{metric}` is not a metric labelled in this run (they are: {})",
+            metrics.join(", ")
+        )))
+    }
+}
+
 /// Where a save goes next.
 enum Go {
     Next,
@@ -233,8 +267,27 @@ enum Go {
     Stay,
 }
 
-/// The labels the form sets: one change per metric it has a `label.<metric>` field for.
-fn changes(form: &[(String, String)], metrics: &[String]) -> Result<(Vec<Change>, Go), ApiError> {
+/// The verdicts of the scale the criteria judge of `metric` used in `query`, with their scores,
+/// when the run kept it.
+fn scale(query: &QueryResult, metric: &str) -> Option<Vec<(String, f64)>> {
+    query
+        .judges
+        .iter()
+        .filter(|j| j.metric == metric)
+        .flat_map(|j| &j.samples)
+        .find_map(|s| match &s.details {
+            JudgeDetails::Criteria { scale, .. } => scale.clone(),
+            _ => None,
+        })
+}
+
+/// The labels the form sets for `query`: one change per metric it has a `label.<metric>` field
+/// for; a label that is a verdict of the metric's criteria scale is that verdict's score.
+fn changes(
+    form: &[(String, String)],
+    query: &QueryResult,
+    metrics: &[String],
+) -> Result<(Vec<Change>, Go), ApiError> {
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim());
     let go = match field("go").unwrap_or("next") {
         "next" => Go::Next,
@@ -251,13 +304,11 @@ fn changes(form: &[(String, String)], metrics: &[String]) -> Result<(Vec<Change>
         let Some(metric) = name.strip_prefix("label.") else {
             continue;
         };
-        if !metrics.iter().any(|m| m == metric) {
-            return Err(bad(format!(
-                "`{metric}` is not a metric labelled in this run (they are: {})",
-                metrics.join(", ")
-            )));
-        }
+        known(metric, metrics)?;
+        let verdict =
+            scale(query, metric).and_then(|options| options.into_iter().find(|(v, _)| v == choice));
         let value = match choice.as_str() {
+            _ if verdict.is_some() => verdict.map(|(_, score)| score),
             "pass" => Some(1.0),
             "fail" => Some(0.0),
             "" => None,
@@ -291,33 +342,129 @@ fn changes(form: &[(String, String)], metrics: &[String]) -> Result<(Vec<Change>
     Ok((changes, go))
 }
 
+/// The statement verdicts the form sets: for each metric with `verdict.<metric>.<i>` fields,
+/// one per statement of the judge's, the person's verdicts when the metric has a label in
+/// `changes` or one differs from the judge's, else `None` (nothing to keep).
+fn verdicts(
+    form: &[(String, String)],
+    query: &QueryResult,
+    metrics: &[String],
+    changes: &[Change],
+) -> Result<Vec<Verdicts>, ApiError> {
+    let mut given: Vec<(&str, usize, bool)> = Vec::new();
+    for (name, value) in form {
+        let Some(rest) = name.strip_prefix("verdict.") else {
+            continue;
+        };
+        let (metric, i) = rest
+            .rsplit_once('.')
+            .and_then(|(m, i)| Some((m, i.parse::<usize>().ok()?)))
+            .ok_or_else(|| {
+                bad(format!(
+                    "`{name}`: a verdict's field is `verdict.<metric>.<statement number>`"
+                ))
+            })?;
+        let supported = match value.as_str() {
+            "supported" => true,
+            "unsupported" => false,
+            other => {
+                return Err(bad(format!(
+                    "`{name}`: a verdict is `supported` or `unsupported` (got `{other}`)"
+                )))
+            }
+        };
+        known(metric, metrics)?;
+        given.push((metric, i, supported));
+    }
+    let mut out = Vec::new();
+    for metric in metrics {
+        let mine: Vec<(usize, bool)> = given
+            .iter()
+            .filter(|(m, ..)| m == metric)
+            .map(|&(_, i, v)| (i, v))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let Some(judged) = judged_statements(query, metric) else {
+            return Err(bad(format!(
+                "`{metric}`: its judge gave no statements for query `{}`",
+                query.id
+            )));
+        };
+        let mut person: Vec<Option<bool>> = vec![None; judged.len()];
+        for (i, v) in mine {
+            let slot = person.get_mut(i).ok_or_else(|| {
+                bad(format!(
+                    "`{metric}`: the judge gave {} statements; there is no statement {i} (the first is 0)",
+                    judged.len()
+                ))
+            })?;
+            *slot = Some(v);
+        }
+        let mut flipped = false;
+        let mut verdicts = Vec::with_capacity(judged.len());
+        for (i, (j, p)) in judged.into_iter().zip(person).enumerate() {
+            let supported = p.ok_or_else(|| {
+                bad(format!(
+                    "`{metric}`: a verdict on every statement or none (`verdict.{metric}.{i}` is missing)"
+                ))
+            })?;
+            flipped |= j.supported != supported;
+            verdicts.push(StatementLabel { supported, ..j });
+        }
+        let labelled = changes
+            .iter()
+            .any(|c| c.metric == *metric && c.value.is_some());
+        out.push(Verdicts {
+            metric: metric.clone(),
+            verdicts: (flipped || labelled).then_some(verdicts),
+        });
+    }
+    Ok(out)
+}
+
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:20px;max-width:1100px}\
 nav a{margin-right:4px}nav .done{background:#d7f0d7}nav .here{outline:2px solid #333}\
 .text{white-space:pre-wrap;background:#f6f6f6;padding:6px 8px;border-radius:4px}\
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}\
 fieldset{margin:12px 0;border:1px solid #bbb;border-radius:4px}fieldset.current{border:2px solid #2a6ebb}\
-.yes{color:#176317}.no{color:#a31515}.saved{font-weight:bold}kbd{border:1px solid #aaa;border-radius:3px;padding:0 3px}";
+.yes{color:#176317}.no{color:#a31515}.saved{font-weight:bold}kbd{border:1px solid #aaa;border-radius:3px;padding:0 3px}\
+tr.flipped td{background:#fff1c2}tr.at td:first-child{outline:2px solid #2a6ebb}";
 
-/// Keyboard: `p`/`f` mark the current metric pass/fail and move to the next, `u` clears it,
-/// `1`–`9` pick a metric, `Enter` or `s` saves and goes on, `←`/`→` move without saving.
+/// Keyboard: `p`/`f` mark the current metric pass/fail (the verdict scored 1 or 0 on a criteria
+/// judge's scale) and move to the next, `u` clears it,
+/// `1`–`9` pick a metric, `j`/`k` pick the current metric's next/previous statement and `x`
+/// flips the person's verdict on it, `Enter` or `s` saves and goes on, `←`/`→` move without
+/// saving. A flipped statement's row is marked and the count of supported ones follows.
 const SCRIPT: &str = r#"(function(){
 const form=document.getElementById('labels');
 const sets=[...form.querySelectorAll('fieldset')];
-let cur=0;
-function show(i){sets.forEach((s,j)=>s.classList.toggle('current',j===i));cur=i;}
+let cur=-1,st=0;
+const rows=f=>f?[...f.querySelectorAll('tr[data-judge]')].filter(r=>r.querySelector('input')):[];
+function at(i){document.querySelectorAll('tr.at').forEach(r=>r.classList.remove('at'));
+  const r=rows(sets[cur]);if(r.length){st=Math.max(0,Math.min(i,r.length-1));r[st].classList.add('at');}}
+function show(i){sets.forEach((s,j)=>s.classList.toggle('current',j===i));if(i!==cur){cur=i;at(0);}}
+function update(f){const r=rows(f);let n=0;r.forEach(x=>{const v=x.querySelector('input:checked').value;
+  x.classList.toggle('flipped',v!==x.dataset.judge);if(v==='supported')n++;});
+  const c=f.querySelector('.share');if(c)c.textContent=n+' of '+r.length;}
 if(sets.length)show(0);
-sets.forEach((s,i)=>s.addEventListener('focusin',()=>show(i)));
+sets.forEach((s,i)=>s.addEventListener('focusin',e=>{show(i);const r=e.target.closest('tr[data-judge]');
+  if(r)at(rows(s).indexOf(r));}));
+form.addEventListener('change',e=>{if(e.target.name.startsWith('verdict.'))update(e.target.closest('fieldset'));});
+function flip(){const r=rows(sets[cur])[st];if(!r)return;r.querySelector('input:not(:checked)').checked=true;update(sets[cur]);}
 form.querySelectorAll('input[type=number]').forEach(n=>n.addEventListener('input',()=>{
   const r=n.closest('fieldset').querySelector('input[value=score]');if(r)r.checked=true;}));
-function mark(v){const r=sets[cur]&&sets[cur].querySelector('input[type=radio][value="'+v+'"]');
+function mark(v){const r=sets[cur]&&sets[cur].querySelector(v?'input[data-score="'+v+'"]':'input[name^="label."][value=""]');
   if(r){r.checked=true;if(cur+1<sets.length)show(cur+1);}}
 document.addEventListener('keydown',e=>{
   if(e.ctrlKey||e.metaKey||e.altKey)return;
   if(e.target.matches('input[type=text],input[type=number],textarea')){
     if(e.key==='Escape')e.target.blur();return;}
   const link=id=>{const a=document.getElementById(id);if(a)location.href=a.href;};
-  if(e.key==='p')mark('pass');else if(e.key==='f')mark('fail');else if(e.key==='u')mark('');
+  if(e.key==='p')mark('1');else if(e.key==='f')mark('0');else if(e.key==='u')mark('');
   else if(e.key>='1'&&e.key<='9'&&+e.key<=sets.length)show(+e.key-1);
+  else if(e.key==='j')at(st+1);else if(e.key==='k')at(st-1);else if(e.key==='x')flip();
   else if(e.key==='Enter'||e.key==='s')form.requestSubmit(document.getElementById('save-next'));
   else if(e.key==='ArrowRight')link('next');else if(e.key==='ArrowLeft')link('prev');
   else return;
@@ -335,7 +482,7 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
     let done = run
         .per_query
         .iter()
-        .filter(|x| labels.get(&x.id).is_some_and(|f| !f.0.is_empty()))
+        .filter(|x| labels.is_labelled(&x.id))
         .count();
     let mut s = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>label {} · {}</title><style>{STYLE}</style></head><body>",
@@ -344,7 +491,7 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
     );
     let _ = write!(
         s,
-        "<h1>Label run <a href=\"/runs/{id}/report\">{label}</a></h1><p>Query {} of {total}; {done} labelled, saved to <code>{}</code>. Keys: <kbd>p</kbd> pass, <kbd>f</kbd> fail, <kbd>u</kbd> no label (then the next metric), <kbd>1</kbd>–<kbd>9</kbd> a metric, <kbd>Enter</kbd> save and next, <kbd>←</kbd> <kbd>→</kbd> move.</p><nav>",
+        "<h1>Label run <a href=\"/runs/{id}/report\">{label}</a></h1><p>Query {} of {total}; {done} labelled, saved to <code>{}</code>. Keys: <kbd>p</kbd> pass, <kbd>f</kbd> fail, <kbd>u</kbd> no label (then the next metric), <kbd>1</kbd>–<kbd>9</kbd> a metric, <kbd>j</kbd> <kbd>k</kbd> a statement, <kbd>x</kbd> flip its verdict, <kbd>Enter</kbd> save and next, <kbd>←</kbd> <kbd>→</kbd> move.</p><nav>",
         q + 1,
         esc(path.as_str()),
         id = esc(record.id.as_str()),
@@ -362,7 +509,7 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
     }
     for (i, x) in run.per_query.iter().enumerate() {
         let mut class = Vec::new();
-        if labels.get(&x.id).is_some_and(|f| !f.0.is_empty()) {
+        if labels.is_labelled(&x.id) {
             class.push("done");
         }
         if i == q {
@@ -413,8 +560,8 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
             s,
             "<fieldset><legend>{} <b>{m}</b>: {figure}{}</legend>",
             i + 1,
-            match value {
-                Some(v) => format!(
+            match (value, labels.label(&query.id, metric)) {
+                (Some(v), _) => format!(
                     " <span class=\"saved\">· saved label {}</span>",
                     match v {
                         1.0 => "pass".to_owned(),
@@ -422,19 +569,56 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
                         v => v.to_string(),
                     }
                 ),
-                None => String::new(),
+                (None, Some(v)) => format!(
+                    " <span class=\"saved\">· labelled {v} by your statement verdicts</span>"
+                ),
+                (None, None) => String::new(),
             }
         );
+        // The person's verdicts on the first scored sample's statements: as saved, when saved
+        // for these statements, else the judge's.
+        let mine: Option<Vec<bool>> = judged_statements(query, metric).map(|judged| {
+            let saved = labels.statements(&query.id, metric).filter(|v| {
+                v.len() == judged.len() && v.iter().zip(&judged).all(|(a, b)| a.text == b.text)
+            });
+            saved
+                .unwrap_or(&judged)
+                .iter()
+                .map(|v| v.supported)
+                .collect()
+        });
+        let mut editable = mine.as_deref();
         for j in query.judges.iter().filter(|j| j.metric == *metric) {
             for sample in &j.samples {
-                judge_sample(&mut s, sample);
+                let edit = if sample.score.is_some() {
+                    editable.take().map(|v| (m.as_str(), v))
+                } else {
+                    None
+                };
+                judge_sample(&mut s, sample, edit);
             }
         }
         let checked = |on: bool| if on { " checked" } else { "" };
-        let is_score = value.is_some_and(|v| v != 0.0 && v != 1.0);
+        // The judge's own scale, when the run kept it, else pass and fail; `data-score` is
+        // what `p` (1) and `f` (0) look for.
+        let options = scale(query, metric)
+            .unwrap_or_else(|| vec![("pass".into(), 1.0), ("fail".into(), 0.0)]);
+        let chosen = value.and_then(|v| options.iter().position(|o| o.1 == v));
+        let is_score = value.is_some() && chosen.is_none();
+        for (i, (verdict, score)) in options.iter().enumerate() {
+            let text = if matches!(verdict.as_str(), "pass" | "fail") {
+                esc(verdict)
+            } else {
+                format!("{} <small>({score})</small>", esc(verdict))
+            };
+            let _ = write!(
+                s,
+                "<label><input type=\"radio\" name=\"label.{m}\" value=\"{}\" data-score=\"{score}\"{}> {text}</label> ",
+                esc(verdict),
+                checked(chosen == Some(i))
+            );
+        }
         for (choice, text, on) in [
-            ("pass", "pass", value == Some(1.0)),
-            ("fail", "fail", value == Some(0.0)),
             ("score", "score", is_score),
             ("", "no label", value.is_none()),
         ] {
@@ -463,6 +647,18 @@ fn section(s: &mut String, heading: &str, text: Option<&str>) {
     }
 }
 
+/// How many of the person's verdicts say supported, updated by the page's script.
+fn share(s: &mut String, edit: Option<(&str, &[bool])>) {
+    if let Some((_, v)) = edit {
+        let _ = write!(
+            s,
+            "<p>Your verdicts: <span class=\"share\">{} of {}</span> statements supported; with no label of its own, the metric is labelled by their share.</p>",
+            v.iter().filter(|&&b| b).count(),
+            v.len()
+        );
+    }
+}
+
 fn yes_no(on: bool, yes: &str, no: &str) -> String {
     if on {
         format!("<span class=\"yes\">{yes}</span>")
@@ -471,8 +667,42 @@ fn yes_no(on: bool, yes: &str, no: &str) -> String {
     }
 }
 
-/// One judge sample: its status, score and what the judge said.
-fn judge_sample(s: &mut String, sample: &JudgeSample) {
+/// The person's verdict on statement `i` of `metric` (escaped): two radio buttons, `mine`
+/// checked.
+fn verdict_cell(metric: &str, i: usize, mine: bool) -> String {
+    let radio = |value: &str, on: bool| {
+        format!(
+            "<label><input type=\"radio\" name=\"verdict.{metric}.{i}\" value=\"{value}\"{}> {value}</label>",
+            if on { " checked" } else { "" }
+        )
+    };
+    format!(
+        "<td class=\"mine\">{} {}</td>",
+        radio("supported", mine),
+        radio("unsupported", !mine)
+    )
+}
+
+/// A statement's row: its judge's verdict in `data-judge`, `flipped` when the person's differs.
+fn statement_row(judge: bool, mine: Option<bool>) -> String {
+    let word = if judge { "supported" } else { "unsupported" };
+    let flipped = if mine.is_some_and(|m| m != judge) {
+        " class=\"flipped\""
+    } else {
+        ""
+    };
+    format!("<tr data-judge=\"{word}\"{flipped}>")
+}
+
+/// One judge sample: its status, score and what the judge said; `edit` (the metric, escaped,
+/// and the person's verdicts) puts a verdict of the person's beside each statement.
+fn judge_sample(s: &mut String, sample: &JudgeSample, edit: Option<(&str, &[bool])>) {
+    let mine = |i: usize| edit.and_then(|(_, v)| v.get(i).copied());
+    let yours = if edit.is_some() { "<th>yours</th>" } else { "" };
+    let cell = |i: usize| match edit {
+        Some((metric, v)) => verdict_cell(metric, i, v[i]),
+        None => String::new(),
+    };
     let _ = write!(
         s,
         "<p>judge sample {}: {}{}{}</p>",
@@ -491,8 +721,8 @@ fn judge_sample(s: &mut String, sample: &JudgeSample) {
     match &sample.details {
         JudgeDetails::None => {}
         JudgeDetails::Faithfulness { statements } => {
-            s.push_str("<table><tr><th>statement</th><th>verdict</th><th>reason</th><th>evidence</th></tr>");
-            for st in statements {
+            let _ = write!(s, "<table><tr><th>statement</th><th>verdict</th>{yours}<th>reason</th><th>evidence</th></tr>");
+            for (i, st) in statements.iter().enumerate() {
                 let verdict = if st.unlocated {
                     "<span class=\"no\">evidence not found</span>".to_owned()
                 } else {
@@ -500,13 +730,16 @@ fn judge_sample(s: &mut String, sample: &JudgeSample) {
                 };
                 let _ = write!(
                     s,
-                    "<tr><td>{}</td><td>{verdict}</td><td>{}</td><td>{}</td></tr>",
+                    "{}<td>{}</td><td>{verdict}</td>{}<td>{}</td><td>{}</td></tr>",
+                    statement_row(st.supported, mine(i)),
                     esc(&st.text),
+                    cell(i),
                     esc(&st.reason),
                     esc(&st.evidence)
                 );
             }
             s.push_str("</table>");
+            share(s, edit);
         }
         JudgeDetails::AnswerRelevancy {
             questions,
@@ -545,27 +778,32 @@ fn judge_sample(s: &mut String, sample: &JudgeSample) {
             s.push_str("</table>");
         }
         JudgeDetails::ContextRecall { statements } => {
-            s.push_str(
-                "<table><tr><th>reference statement</th><th>verdict</th><th>reason</th></tr>",
+            let _ = write!(
+                s,
+                "<table><tr><th>reference statement</th><th>verdict</th>{yours}<th>reason</th></tr>"
             );
-            for a in statements {
+            for (i, a) in statements.iter().enumerate() {
                 let _ = write!(
                     s,
-                    "<tr><td>{}</td><td>{}{}</td><td>{}</td></tr>",
+                    "{}<td>{}</td><td>{}{}</td>{}<td>{}</td></tr>",
+                    statement_row(a.attributed, mine(i)),
                     esc(&a.text),
                     yes_no(a.attributed, "attributed", "not attributed"),
                     a.context
                         .map(|c| format!(" (context {})", c + 1))
                         .unwrap_or_default(),
+                    cell(i),
                     esc(&a.reason)
                 );
             }
             s.push_str("</table>");
+            share(s, edit);
         }
         JudgeDetails::Criteria {
             verdict,
             reason,
             probabilities,
+            ..
         } => {
             let _ = write!(s, "<p>verdict <b>{}</b>: {}</p>", esc(verdict), esc(reason));
             if let Some(p) = probabilities {
@@ -605,6 +843,7 @@ mod tests {
     #[test]
     fn a_form_sets_pass_fail_scores_and_notes_and_refuses_the_rest() {
         let metrics = ["faithfulness".to_owned(), "tone".to_owned()];
+        let none = QueryResult::default();
         let (c, go) = changes(
             &form(&[
                 ("label.faithfulness", "fail"),
@@ -613,6 +852,7 @@ mod tests {
                 ("score.tone", "0.75"),
                 ("go", "stay"),
             ]),
+            &none,
             &metrics,
         )
         .unwrap();
@@ -626,7 +866,7 @@ mod tests {
                 ("tone", Some(0.75), None)
             ]
         );
-        let err = |pairs: &[(&str, &str)]| changes(&form(pairs), &metrics).err().unwrap().1;
+        let err = |pairs: &[(&str, &str)]| changes(&form(pairs), &none, &metrics).err().unwrap().1;
         assert!(err(&[("label.mrr", "pass")]).contains("`mrr` is not a metric labelled"));
         assert!(err(&[("label.tone", "maybe")]).contains("got `maybe`"));
         assert!(err(&[("label.tone", "score"), ("score.tone", "4")]).contains("between 0 and 1"));

@@ -208,6 +208,19 @@ fn a_criteria_file_judges_scores_on_its_scale_records_and_replays() {
         "{prompt}"
     );
 
+    // Each verdict keeps the judge's scale, so a labelling page can offer it.
+    let q2 = v["per_query"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["id"] == "q2")
+        .unwrap();
+    assert_eq!(
+        q2["judges"][0]["samples"][0]["details"]["scale"],
+        json!([["1", 0.0], ["2", 0.25], ["3", 0.5], ["4", 0.75], ["5", 1.0]]),
+        "{q2}"
+    );
+
     // The run record names the criterion's version; compare reads its figures.
     let (_, shown, _) = s.run(&["runs", "show", "latest", "--json"]);
     let run: Value = serde_json::from_str(shown.trim()).unwrap();

@@ -509,8 +509,9 @@ fn report_run_ids_are_decoded_and_may_repeat() {
     assert!(kind.starts_with("application/json"), "{kind}");
 }
 
-/// Five answered queries, each judged for faithfulness (one statement, its reason and
-/// evidence) and by a `polite` criteria judge.
+/// Five answered queries, each judged for faithfulness (two statements, the first supported
+/// with its reason and evidence, the second not) and by a `polite` criteria judge on a 1–5
+/// scale.
 fn answered_run() -> RunResult {
     use rag_eval::metrics::{
         JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Passage, QueryJudgement, Statement,
@@ -528,7 +529,7 @@ fn answered_run() -> RunResult {
         .map(|i| QueryResult {
             id: format!("q{i}"),
             query: Some(format!("When was release {i} shipped?")),
-            metrics: Figures(vec![("faithfulness".into(), 1.0), ("polite".into(), 0.75)]),
+            metrics: Figures(vec![("faithfulness".into(), 0.5), ("polite".into(), 0.75)]),
             answer: Some(format!("Release {i} shipped in 201{i}.")),
             contexts: Some(vec![Passage {
                 doc_id: "notes.md".into(),
@@ -543,16 +544,26 @@ fn answered_run() -> RunResult {
                     query_id: format!("q{i}"),
                     samples: vec![sample(
                         JudgeDetails::Faithfulness {
-                            statements: vec![Statement {
-                                text: format!("Release {i} shipped in 201{i}."),
-                                supported: true,
-                                unlocated: false,
-                                reason: format!("the notes say 201{i} <b>"),
-                                evidence: format!("shipped in 201{i}"),
-                                support: None,
-                            }],
+                            statements: vec![
+                                Statement {
+                                    text: format!("Release {i} shipped in 201{i}."),
+                                    supported: true,
+                                    unlocated: false,
+                                    reason: format!("the notes say 201{i} <b>"),
+                                    evidence: format!("shipped in 201{i}"),
+                                    support: None,
+                                },
+                                Statement {
+                                    text: "It shipped on time.".into(),
+                                    supported: false,
+                                    unlocated: false,
+                                    reason: "no date was planned".into(),
+                                    evidence: String::new(),
+                                    support: None,
+                                },
+                            ],
                         },
-                        1.0,
+                        0.5,
                     )],
                 },
                 QueryJudgement {
@@ -563,6 +574,11 @@ fn answered_run() -> RunResult {
                             verdict: "4".into(),
                             reason: "courteous enough".into(),
                             probabilities: None,
+                            scale: Some(
+                                (1..=5)
+                                    .map(|v| (v.to_string(), f64::from(v - 1) / 4.0))
+                                    .collect(),
+                            ),
                         },
                         0.75,
                     )],
@@ -718,9 +734,12 @@ fn the_labelling_page_saves_plain_forms_to_the_labels_file_and_shows_them_again(
     let (store, _) = answered_store(dir.path());
     let (base, _runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
     let (_, _, html) = page(&base, "1");
-    assert!(html.contains("value=\"fail\" checked"), "{html}");
-    assert!(html.contains("value=\"score\" checked"));
-    assert!(html.contains("value=\"0.25\""));
+    assert!(
+        html.contains("value=\"fail\" data-score=\"0\" checked"),
+        "{html}"
+    );
+    // The score 0.25 is the 1–5 judge's 2, and shown as such.
+    assert!(html.contains("name=\"label.polite\" value=\"2\" data-score=\"0.25\" checked"));
     assert!(html.contains("value=\"the year is wrong\""));
     assert!(html.contains("Query 2 of 5; 2 labelled"));
     let (_, _, html) = page(&base, "4");
@@ -742,11 +761,140 @@ fn the_labelling_page_saves_plain_forms_to_the_labels_file_and_shows_them_again(
     assert!(err.contains("broken.jsonl:2"), "{err}");
 }
 
+#[test]
+fn statement_verdicts_flipped_in_a_plain_form_are_saved_and_label_the_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = utf8(dir.path().join("labels.jsonl"));
+    let (store, id) = answered_store(dir.path());
+    let (base, _runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
+    let url = |q: u32| format!("{base}/runs/{id}/label?q={q}");
+    let page = |q: u32| request("GET", &url(q), None).2;
+
+    // Each statement has the person's verdict beside the judge's, at first the judge's.
+    let html = page(0);
+    for shown in [
+        "<tr data-judge=\"supported\"><td>Release 0 shipped in 2010.</td>",
+        "name=\"verdict.faithfulness.0\" value=\"supported\" checked",
+        "name=\"verdict.faithfulness.1\" value=\"unsupported\" checked",
+        "<span class=\"share\">1 of 2</span>",
+    ] {
+        assert!(html.contains(shown), "{shown}\n{html}");
+    }
+    assert!(
+        !html.contains("verdict.polite"),
+        "a criteria judge has no statements"
+    );
+
+    // q0: the second statement flipped, no label: the verdicts are kept. q1: a label and the
+    // judge's verdicts: kept too, as the person saw them. q2: neither: nothing.
+    let both = |a: &str, b: &str| format!("verdict.faithfulness.0={a}&verdict.faithfulness.1={b}");
+    for (q, form) in [
+        (
+            0,
+            format!(
+                "label.faithfulness=&label.polite=&{}",
+                both("supported", "supported")
+            ),
+        ),
+        (
+            1,
+            format!(
+                "label.faithfulness=fail&label.polite=4&{}",
+                both("supported", "unsupported")
+            ),
+        ),
+        (
+            2,
+            format!(
+                "label.faithfulness=&label.polite=&{}",
+                both("supported", "unsupported")
+            ),
+        ),
+    ] {
+        let (status, _, body) = post_form(&url(q), &form);
+        assert_eq!(status, 303, "{body}");
+    }
+    let written = std::fs::read_to_string(&labels).unwrap();
+    assert_eq!(
+        written,
+        "{\"id\":\"q0\",\"labels\":{},\"statements\":{\"faithfulness\":[\
+         {\"supported\":true,\"text\":\"Release 0 shipped in 2010.\"},\
+         {\"supported\":true,\"text\":\"It shipped on time.\"}]}}\n\
+         {\"id\":\"q1\",\"labels\":{\"faithfulness\":0.0,\"polite\":0.75},\"statements\":{\"faithfulness\":[\
+         {\"supported\":true,\"text\":\"Release 1 shipped in 2011.\"},\
+         {\"supported\":false,\"text\":\"It shipped on time.\"}]}}\n"
+    );
+    // The flipped verdicts label q0's faithfulness with their share; q1 keeps its own label,
+    // and the 1–5 judge's 4 is 0.75.
+    let mut run = answered_run();
+    assert!(rag_eval::align::Labels::load(&labels)
+        .unwrap()
+        .apply(&mut run)
+        .is_empty());
+    assert_eq!(
+        run.labels["q0"],
+        Figures(vec![("faithfulness".into(), 1.0)])
+    );
+    assert_eq!(
+        run.labels["q1"],
+        Figures(vec![("faithfulness".into(), 0.0), ("polite".into(), 0.75)])
+    );
+    assert!(!run.labels.contains_key("q2"));
+
+    // The page shows them again, the flipped row marked.
+    let html = page(0);
+    for shown in [
+        "<tr data-judge=\"unsupported\" class=\"flipped\"><td>It shipped on time.</td>",
+        "name=\"verdict.faithfulness.1\" value=\"supported\" checked",
+        "labelled 1 by your statement verdicts",
+        "<span class=\"share\">2 of 2</span>",
+        "Query 1 of 5; 2 labelled",
+    ] {
+        assert!(html.contains(shown), "{shown}");
+    }
+
+    // Bad verdicts are JSON errors, and change nothing.
+    for (form, error) in [
+        ("verdict.faithfulness.0=maybe", "got `maybe`"),
+        ("label.polite=6", "got `6`"),
+        (
+            "verdict.faithfulness.0=supported",
+            "`verdict.faithfulness.1` is missing",
+        ),
+        (
+            "verdict.faithfulness.2=supported",
+            "there is no statement 2",
+        ),
+        ("verdict.polite.0=supported", "gave no statements"),
+        ("verdict.mrr.0=supported", "`mrr` is not a metric labelled"),
+        (
+            "verdict.faithfulness=supported",
+            "`verdict.<metric>.<statement number>`",
+        ),
+    ] {
+        let (status, _, body) = post_form(&url(3), form);
+        assert_eq!(status, 400, "{form}: {body}");
+        assert!(
+            json(&body)["error"].as_str().unwrap().contains(error),
+            "{form}: {body}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&labels).unwrap(), written);
+
+    // Flipped back with no label: q0's verdicts are dropped, and with them its line.
+    let (status, _, _) = post_form(&url(0), &both("supported", "unsupported"));
+    assert_eq!(status, 303);
+    assert!(std::fs::read_to_string(&labels)
+        .unwrap()
+        .starts_with("{\"id\":\"q1\""));
+}
+
 #[cfg(target_os = "linux")]
 use crate::support::cdp;
 
-/// The page in headless Chromium, as a person uses it: four queries by keyboard (one skipped),
-/// one by mouse, then a reload; the file holds what was pressed and clicked.
+/// The page in headless Chromium, as a person uses it: five queries by keyboard, statement
+/// verdicts flipped on two, then one by mouse and a reload; the file holds exactly what was
+/// pressed and clicked.
 #[cfg(target_os = "linux")]
 #[test]
 fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
@@ -762,51 +910,97 @@ fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
     let (store, id) = answered_store(dir.path());
     let (base, _runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
     let mut b = cdp::Browser::launch(&chromium, 1200, 1500);
-    b.open(&format!("{base}/runs/{id}/label"));
+    b.open(&format!("{base}/runs/{id}/label?q=0"));
     assert_eq!(b.eval("document.body.dataset.ready"), "yes");
     let here = |b: &mut cdp::Browser| b.eval("location.search").as_str().unwrap().to_owned();
-    // q0: pass, pass; q1: fail, pass; q2 skipped; q3: metric 2 first, fail, then 1, pass.
-    for keys in [&["p", "p"][..], &["f", "p"], &[], &["2", "f", "1", "p"]] {
-        let last = if keys.is_empty() {
-            "ArrowRight"
-        } else {
-            "Enter"
-        };
+    let flipped = "[...document.querySelectorAll('tr.flipped td:first-child')]\
+                   .map(e => e.textContent).join('|') + ' ' + document.querySelector('.share').textContent";
+    // q0: pass, pass; q1: fail, pass; q2: the second statement flipped (no faithfulness label),
+    // polite fails; q3: metric 2 first, fail, then 1, pass; q4: the first statement flipped.
+    // On polite's 1–5 scale `p` is 5 and `f` is 1.
+    for (q, keys) in [
+        (0, &["p", "p"][..]),
+        (1, &["f", "p"]),
+        (2, &["j", "x", "2", "f"]),
+        (3, &["2", "f", "1", "p"]),
+        (4, &["x"]),
+    ] {
+        assert_eq!(here(&mut b), format!("?q={q}"));
         for key in keys {
             b.press(key);
         }
-        b.until_loaded(|b| b.press(last));
+        match q {
+            2 => assert_eq!(b.eval(flipped), "It shipped on time. 2 of 2"),
+            4 => assert_eq!(b.eval(flipped), "Release 4 shipped in 2014. 0 of 2"),
+            _ => assert_eq!(b.eval(flipped), " 1 of 2"),
+        }
+        b.until_loaded(|b| b.press("Enter"));
     }
+    // The last query's next is itself.
     assert_eq!(here(&mut b), "?q=4");
-    // q4 by mouse: polite fails, with a note typed into its field, saved in place.
-    b.click("input[name='label.polite'][value='fail']");
+    // q4 by mouse: polite gets a 2 of the judge's 1–5 (0.25), with a note typed into its
+    // field, and the second statement flipped as well; saved in place.
+    b.click("input[name='label.polite'][value='2']");
     b.click("input[name='note.polite']");
     b.type_text("too curt");
+    b.click("input[name='verdict.faithfulness.1'][value='supported']");
+    assert_eq!(
+        b.eval(flipped),
+        "Release 4 shipped in 2014.|It shipped on time. 1 of 2"
+    );
     b.until_loaded(|b| b.click("button[value='stay']"));
     assert_eq!(here(&mut b), "?q=4");
+    let verdicts = |i: usize, first: bool, second: bool| {
+        format!(
+            "\"statements\":{{\"faithfulness\":[{{\"supported\":{first},\"text\":\"Release {i} shipped in 201{i}.\"}},\
+             {{\"supported\":{second},\"text\":\"It shipped on time.\"}}]}}"
+        )
+    };
     assert_eq!(
         std::fs::read_to_string(&labels).unwrap(),
-        "{\"id\":\"q0\",\"labels\":{\"faithfulness\":1.0,\"polite\":1.0}}\n\
-         {\"id\":\"q1\",\"labels\":{\"faithfulness\":0.0,\"polite\":1.0}}\n\
-         {\"id\":\"q3\",\"labels\":{\"faithfulness\":1.0,\"polite\":0.0}}\n\
-         {\"id\":\"q4\",\"labels\":{\"polite\":0.0},\"notes\":{\"polite\":\"too curt\"}}\n"
+        format!(
+            "{{\"id\":\"q0\",\"labels\":{{\"faithfulness\":1.0,\"polite\":1.0}},{}}}\n\
+             {{\"id\":\"q1\",\"labels\":{{\"faithfulness\":0.0,\"polite\":1.0}},{}}}\n\
+             {{\"id\":\"q2\",\"labels\":{{\"polite\":0.0}},{}}}\n\
+             {{\"id\":\"q3\",\"labels\":{{\"faithfulness\":1.0,\"polite\":0.0}},{}}}\n\
+             {{\"id\":\"q4\",\"labels\":{{\"polite\":0.25}},\"notes\":{{\"polite\":\"too curt\"}},{}}}\n",
+            verdicts(0, true, false),
+            verdicts(1, true, false),
+            verdicts(2, true, true),
+            verdicts(3, true, false),
+            verdicts(4, false, true),
+        )
     );
-    // A reload, and the first query reopened: the saved labels are checked.
+    // A reload, and another query reopened: the saved labels and verdicts are checked.
     let checked = "[...document.querySelectorAll('input[type=radio]:checked')]\
                    .map(e => e.name + '=' + e.value).join(' ')";
     b.until_loaded(|b| {
         b.call("Page.reload", serde_json::json!({}));
     });
-    assert_eq!(b.eval(checked), "label.faithfulness= label.polite=fail");
+    assert_eq!(
+        b.eval(checked),
+        "verdict.faithfulness.0=unsupported verdict.faithfulness.1=supported \
+         label.faithfulness= label.polite=2"
+    );
     assert_eq!(
         b.eval("document.querySelector(\"input[name='note.polite']\").value"),
         "too curt"
     );
-    b.open(&format!("{base}/runs/{id}/label?q=1"));
-    assert_eq!(b.eval(checked), "label.faithfulness=fail label.polite=pass");
+    assert!(b
+        .eval("document.querySelector('legend').textContent")
+        .as_str()
+        .unwrap()
+        .contains("labelled 0.5 by your statement verdicts"));
+    b.open(&format!("{base}/runs/{id}/label?q=2"));
+    assert_eq!(
+        b.eval(checked),
+        "verdict.faithfulness.0=supported verdict.faithfulness.1=supported \
+         label.faithfulness= label.polite=1"
+    );
+    assert_eq!(b.eval(flipped), "It shipped on time. 2 of 2");
     assert_eq!(
         b.eval("[...document.querySelectorAll('nav .done')].map(a => a.textContent).join(',')"),
-        "1,2,4,5"
+        "1,2,3,4,5"
     );
     assert!(b.console().is_empty(), "console: {:#?}", b.console());
 
