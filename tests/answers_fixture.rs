@@ -200,7 +200,8 @@ fn cargo_test_of(root: &Path, test: &str, args: &[&str], env: &[(&str, &str)]) -
     cargo(root, &all, env)
 }
 
-/// Names libtest lists after `failures:`.
+/// Names the harness lists after `failures:` (several on a line for the query tests whose
+/// drops their summary accounts for).
 fn failed(output: &str) -> Vec<String> {
     let Some(list) = output
         .rsplit("\nfailures:\n")
@@ -212,7 +213,8 @@ fn failed(output: &str) -> Vec<String> {
     let mut names: Vec<String> = list
         .lines()
         .take_while(|l| !l.trim().is_empty())
-        .map(|l| l.trim().to_owned())
+        .flat_map(str::split_whitespace)
+        .map(str::to_owned)
         .collect();
     // In the order the tests finished.
     names.sort();

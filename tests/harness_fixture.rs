@@ -185,8 +185,9 @@ harness = false
     }
 }
 
-/// Test names reported as failed by `cargo test`: the list libtest prints at the end
-/// (`failures:` then one indented name per line), which no other output interleaves with.
+/// Test names reported as failed by `cargo test`: the list printed at the end (`failures:`
+/// then indented names, several on a line for the query tests whose drops their summary
+/// accounts for), which no other output interleaves with.
 fn failed_cargo_test(output: &str) -> BTreeSet<String> {
     let Some(list) = output
         .rsplit("\nfailures:\n")
@@ -197,7 +198,8 @@ fn failed_cargo_test(output: &str) -> BTreeSet<String> {
     };
     list.lines()
         .take_while(|l| !l.trim().is_empty())
-        .map(|l| l.trim().to_owned())
+        .flat_map(str::split_whitespace)
+        .map(str::to_owned)
         .collect()
 }
 
@@ -266,6 +268,17 @@ fn expected_failures(baseline: &str, run: &str) -> BTreeSet<String> {
         failed.insert("scenario::summary".into());
     }
     failed
+}
+
+/// What the test binary printed, without cargo's own lines: `Fixture::cargo` puts the
+/// standard output first, and cargo's standard error starts with `Compiling` or `Finished`.
+fn test_binary_output(out: &str) -> &str {
+    let end = ["   Compiling ", "    Finished "]
+        .iter()
+        .filter_map(|m| out.find(m))
+        .min()
+        .unwrap_or(out.len());
+    &out[..end]
 }
 
 /// What libtest printed for the failed test `name`.
@@ -375,15 +388,8 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     if let Some(Err(why)) = junit_schema::validate(&xml_path) {
         panic!("the harness's JUnit does not fit the schema: {why}\n{xml}");
     }
-    // Each failing query says what dropped in one line.
-    let q = expected.iter().find(|n| *n != "scenario::summary").unwrap();
-    let message = failure_of(&out, q);
-    assert!(
-        message.contains("regressed beyond the tolerance 0.01: ") && message.contains(" → "),
-        "{message}"
-    );
-    assert_eq!(message.trim().lines().count(), 1, "{message}");
-    // The summary leads with the means that dropped, then the queries that dropped most.
+    // The summary leads with the means that dropped, then the few queries that dropped most,
+    // then how many more did.
     let summary = failure_of(&out, "scenario::summary");
     let (means, queries) = (
         summary.find("\n  means:\n").expect("the means first"),
@@ -392,8 +398,50 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     assert!(means < queries, "{summary}");
     assert_eq!(
         summary.matches("\n    q0").count(),
-        10,
-        "ten queries: {summary}"
+        5,
+        "five queries: {summary}"
+    );
+    assert!(
+        summary.contains(&format!("\n    … and {} more", expected.len() - 1 - 5)),
+        "{summary}"
+    );
+    // One chunker change (400 → 200 characters) fits on a screen: the per-query tests are one
+    // line, the mean drops come before any line that names a query, and the queries whose
+    // drops the summary lists are named in the list of failures, not told again.
+    let run = test_binary_output(&out);
+    assert!(
+        run.lines().count() <= 60,
+        "{} lines: {run}",
+        run.lines().count()
+    );
+    assert!(
+        run.contains("\ntest scenario: 40 query tests ... "),
+        "{run}"
+    );
+    let first_query = [" q0", "::q0"]
+        .iter()
+        .filter_map(|p| run.find(p))
+        .min()
+        .expect("queries named");
+    assert!(run.find("\n  means:\n").unwrap() < first_query, "{run}");
+    assert!(!run.contains("regressed beyond the tolerance"), "{run}");
+    // Each failing query's own test still says what dropped, in one line: run alone, as
+    // nextest and JUnit see it.
+    let q = expected.iter().find(|n| *n != "scenario::summary").unwrap();
+    let (code, alone) = fx.cargo(
+        &["test", "--test", "scenarios", "--", "--exact", q],
+        &[("FIXTURE_VARIANT", "worse"), ("CI", "true")],
+    );
+    assert_eq!(code, 101, "{alone}");
+    let message = failure_of(&alone, q);
+    assert!(
+        message.contains("regressed beyond the tolerance 0.01: ") && message.contains(" → "),
+        "{message}"
+    );
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    assert!(
+        xml.contains("regressed beyond the tolerance 0.01: "),
+        "{xml}"
     );
     // Some figures of this run are better than the baseline: said once, after the verdicts,
     // for no query whose test failed; and a run with drops is never advertised as a baseline
@@ -412,12 +460,10 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         );
     }
     assert!(!out.contains("DROPPED"), "the drops are said once: {out}");
-    // One chunker change (400 → 200 characters) fits on a screen or two, not 820 lines.
-    let run = &out[out.find("Running tests/scenarios.rs").unwrap()..];
-    assert!(
-        run.lines().count() <= 170,
-        "{} lines: {run}",
-        run.lines().count()
+    assert_eq!(
+        out.matches("failures:").count(),
+        2,
+        "the summary once: {out}"
     );
     assert!(!out.contains("accept the new baseline"), "{out}");
     assert!(
@@ -456,11 +502,31 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         "{out}"
     );
     // Each query's test is skipped with the same line: its figures cannot be compared either.
+    // The screen says it once for the 40; libtest's own account (`--format pretty`) shows
+    // each test skipped with it.
+    assert!(
+        out.contains("\ntest scenario: 40 query tests ... 40 ignored (the configuration changed (k 1 → 5): the snapshot"),
+        "{out}"
+    );
+    let (code, pretty) = fx.cargo(
+        &[
+            "test",
+            "--test",
+            "scenarios",
+            "--",
+            "scenario::",
+            "--format",
+            "pretty",
+        ],
+        &[("FIXTURE_VARIANT", "base")],
+    );
+    assert_eq!(code, 0, "{pretty}");
     assert_eq!(
-        out.matches("... ignored (the configuration changed (k 1 → 5): the snapshot")
+        pretty
+            .matches("... ignored (the configuration changed (k 1 → 5): the snapshot")
             .count(),
         40,
-        "{out}"
+        "{pretty}"
     );
     assert!(out.contains("cannot be compared; review it"), "{out}");
     assert!(!out.contains("is new") && !out.contains("is gone"), "{out}");

@@ -440,7 +440,8 @@ const SHOWN_FIGURES: usize = 3;
 
 /// A gate's account of `changes` (all regressions or all improvements), the news first: the
 /// means that moved, then the `shown` queries that moved most (one line each, their largest
-/// changes first), then how many more did. Empty when nothing moved.
+/// changes first), then how many more did; with `shown` 0, only how many queries moved. Empty
+/// when nothing moved.
 pub(crate) fn account(changes: &[&Change], shown: usize) -> String {
     let means: Vec<&Change> = changes
         .iter()
@@ -462,7 +463,9 @@ pub(crate) fn account(changes: &[&Change], shown: usize) -> String {
             let _ = writeln!(s, "  {line}");
         }
     }
-    if !queries.is_empty() {
+    if !queries.is_empty() && shown == 0 {
+        let _ = writeln!(s, "  and {} queries", queries.len());
+    } else if !queries.is_empty() {
         let _ = writeln!(
             s,
             "  queries ({} in all, largest change first):",
@@ -715,6 +718,14 @@ mod tests {
         assert_eq!(lines.len(), 3 + 10 + 1, "{text}");
         assert_eq!(lines[lines.len() - 1], "    … and 20 more");
         assert_eq!(account(&[], 10), "");
+        // None shown: the queries counted on one line.
+        let counted = account(&c.regressions().collect::<Vec<_>>(), 0);
+        assert_eq!(
+            counted.lines().last(),
+            Some("  and 30 queries"),
+            "{counted}"
+        );
+        assert_eq!(counted.lines().count(), 3, "{counted}");
         // At most three figures a query.
         let many: Vec<Change> = ["a", "b", "c", "d", "e"]
             .iter()

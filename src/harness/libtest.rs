@@ -53,6 +53,8 @@ pub(crate) struct Arguments {
     pub(crate) include_ignored: bool,
     pub(crate) exact: bool,
     pub(crate) format: Format,
+    /// `--format` was given (`-q` alone leaves the harness its own screen).
+    pub(crate) format_given: bool,
     pub(crate) test_threads: Option<usize>,
     pub(crate) color: Option<bool>,
     pub(crate) logfile: Option<String>,
@@ -137,6 +139,7 @@ impl Arguments {
         if quiet && format.is_some_and(|f| f != Format::Terse) {
             return Err("`-q` and `--format` conflict".to_owned());
         }
+        parsed.format_given = format.is_some();
         parsed.format = if quiet {
             Format::Terse
         } else {
@@ -581,8 +584,12 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(listing.list && listing.ignored);
-        assert_eq!(listing.format, Format::Terse);
-        assert_eq!(parse(&["-q"]).unwrap().unwrap().format, Format::Terse);
+        assert_eq!(
+            (listing.format, listing.format_given),
+            (Format::Terse, true)
+        );
+        let quiet = parse(&["-q"]).unwrap().unwrap();
+        assert_eq!((quiet.format, quiet.format_given), (Format::Terse, false));
         assert_eq!(
             parse(&[
                 "--format=json",
@@ -595,6 +602,7 @@ mod tests {
             .unwrap(),
             Arguments {
                 format: Format::Json,
+                format_given: true,
                 color: Some(false),
                 ..Arguments::default()
             }

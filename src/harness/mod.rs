@@ -19,6 +19,10 @@
 //! of its figures dropped by more than the case's tolerance; the summary trial also fails on
 //! such a drop of a mean, on a `min_…`/`max_…` bar, and when the snapshot is missing under
 //! `CI`. Improvements pass and are reported; `cargo insta review` takes the new baseline.
+//!
+//! Under `cargo test` the binary prints a screen that leads with the news instead of
+//! libtest's line per test and block per failure (`screen`); `--format pretty` asks for
+//! libtest's own.
 
 mod answers;
 mod case;
@@ -29,6 +33,7 @@ mod langsmith;
 mod libtest;
 pub(crate) mod private;
 mod rag;
+mod screen;
 #[cfg(feature = "runs")]
 mod shards;
 mod vocabulary;
@@ -56,10 +61,11 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 /// Runs the cases as a libtest-compatible test binary (`--list`, `--exact`, filters,
 /// `--ignored`, `-q`, `--test-threads` as with `cargo test`).
 pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
-    let args = match Arguments::from_env() {
+    let mut args = match Arguments::from_env() {
         Ok(args) => args,
         Err(code) => return code,
     };
+    let screen = screen::take_over(&mut args, one_test_per_process());
     quiet_snapshot_panics();
     quiet_insta_output();
     let hook = Arc::new(hook);
@@ -85,7 +91,15 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         .map(|t| t.name().to_owned())
         .collect();
     let listing = args.list;
+    if screen {
+        let running = trials.iter().filter(|t| !args.is_filtered_out(t)).count();
+        println!("{}", screen::title(running));
+    }
+    let started = std::time::Instant::now();
     let mut conclusion = libtest::run(&args, trials);
+    if screen {
+        print!("{}", screen::render(&conclusion, started.elapsed()));
+    }
     // The tables come after every test's line, where a reader of the log looks last.
     for report in reports().lock().unwrap_or_else(|e| e.into_inner()).iter() {
         print!("{report}");
@@ -198,7 +212,12 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
             trials.push(
                 Trial::ignorable_test(
                     format!("{name}::{id}"),
-                    junit::recorded(format!("{name}::{id}"), move || query_trial(&c, &id_owned)),
+                    junit::recorded(
+                        format!("{name}::{id}"),
+                        screen::recorded(name, format!("{name}::{id}"), true, move || {
+                            query_trial(&c, &id_owned)
+                        }),
+                    ),
                 )
                 .with_ignored_flag(case.spec.ignore),
             );
@@ -210,9 +229,12 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
         trials.push(
             Trial::ignorable_test(
                 name.clone(),
-                junit::recorded(name, move || {
-                    upload_trial(&c, experiment).map(|()| Completion::Completed)
-                }),
+                junit::recorded(
+                    name.clone(),
+                    screen::recorded(case.spec.name, name, false, move || {
+                        upload_trial(&c, experiment).map(|()| Completion::Completed)
+                    }),
+                ),
             )
             .with_ignored_flag(case.spec.ignore),
         );
@@ -221,9 +243,12 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
     trials.push(
         Trial::ignorable_test(
             format!("{name}::summary"),
-            junit::recorded(format!("{name}::summary"), move || {
-                summary_trial(&c, &h).map(|()| Completion::Completed)
-            }),
+            junit::recorded(
+                format!("{name}::summary"),
+                screen::recorded(name, format!("{name}::summary"), false, move || {
+                    summary_trial(&c, &h).map(|()| Completion::Completed)
+                }),
+            ),
         )
         .with_ignored_flag(case.spec.ignore),
     );
@@ -330,6 +355,7 @@ fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
     if regressed.is_empty() || force_pass() {
         return Ok(Completion::Completed);
     }
+    screen::dropped(format!("{}::{id}", case.spec.name));
     let nextest = if one_test_per_process() {
         format!(
             "\n(nextest stops at the first failure by default: run it with `--no-fail-fast` so that `{}::summary` reports the whole case)",
@@ -506,17 +532,23 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             }
             if !improvements.is_empty() {
                 // Accepting a baseline accepts every figure in it: never advise it while some
-                // figure dropped.
-                let advice = if regressions.is_empty() {
-                    "  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n"
+                // figure dropped, and then count the queries that gained instead of naming them.
+                let (advice, shown) = if regressions.is_empty() {
+                    (
+                        "  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n",
+                        IMPROVEMENTS_SHOWN,
+                    )
                 } else {
-                    "  (other figures dropped: fix those before accepting a new baseline)\n"
+                    (
+                        "  (other figures dropped: fix those before accepting a new baseline)\n",
+                        0,
+                    )
                 };
                 // After the table, below the verdicts: good news never hides a failure.
                 let note = format!(
                     "IMPROVED {}\n{}{advice}",
                     case.spec.name,
-                    golden::account(&improvements, IMPROVEMENTS_SHOWN)
+                    golden::account(&improvements, shown)
                 );
                 reports().lock().unwrap_or_else(|e| e.into_inner())[table].push_str(&note);
             }
@@ -543,8 +575,8 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
 }
 
 /// Queries a failing summary names one by one; the test of each one that dropped says more.
-const DROPS_SHOWN: usize = 10;
-/// Queries an improvement note names one by one.
+const DROPS_SHOWN: usize = 5;
+/// Queries an improvement note names one by one when no figure dropped.
 const IMPROVEMENTS_SHOWN: usize = 5;
 
 /// The case's tolerances: `tolerance` for its figures, `judge_tolerance` for its judges'.
