@@ -66,7 +66,9 @@ use proc_macro::TokenStream;
 ///   pass/fail labels, Spearman's ρ for graded ones; an undefined one fails too). The labels
 ///   are the dataset's `outputs.labels`, or `labels = "golden/labels.jsonl"` (a labels file
 ///   relative to the crate root; a missing one is a compile error). `agreement_threshold =
-///   1.0`: with pass/fail labels, a figure at least this passes (default 0.5).
+///   1.0`: with pass/fail labels, a figure at least this passes (default 0.5). Needs
+///   rag-eval's `compare` feature (the agreement statistics); without it the summary fails
+///   and says so.
 ///
 /// The function is one of:
 ///

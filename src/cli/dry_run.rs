@@ -317,7 +317,7 @@ impl DryRun {
             return Ok(calls);
         };
         let inputs: Vec<JudgeInput<'_>> = rows.iter().map(|r| r.input).collect();
-        super::eval::runtime()?.block_on(judging.rehearse(&inputs));
+        super::runtime()?.block_on(judging.rehearse(&inputs));
         calls.extend(self.tally.take().into_values());
         calls.extend(similarity(rows, s.embed_batch));
         if judging.has("answer_relevancy") {

@@ -323,11 +323,6 @@ fn reference_answers<L: crate::level::Level>(
         .collect()
 }
 
-/// The runtime the HTTP clients of `--answers` and the judges run on (reqwest needs Tokio).
-pub(super) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    crate::runtime::shared().map_err(anyhow::Error::msg)
-}
-
 /// `context` with the cache `text` names (none for `off`).
 pub(super) fn with_cache(context: Context, text: &str) -> Result<Context> {
     let cache = components::open_cache(text)?;
@@ -355,7 +350,7 @@ where
         return Ok(pollster::block_on(evaluation.run_reported(retriever, k))?);
     };
     let wrapped = run.wrap(retriever, queries);
-    let mut result = runtime()?.block_on(evaluation.run_reported(&wrapped, k))?;
+    let mut result = super::runtime()?.block_on(evaluation.run_reported(&wrapped, k))?;
     let (answers, generating) = wrapped.finish();
     // Each query retrieved then generated, queries side by side: the wall-clock time is
     // shared out by the time each step took.
@@ -363,7 +358,7 @@ where
     t.generate_ms = Some(t.retrieve_ms * generating);
     t.retrieve_ms *= 1.0 - generating;
     let started = std::time::Instant::now();
-    *judged = runtime()?.block_on(run.score(answers, references, &mut result.scores));
+    *judged = super::runtime()?.block_on(run.score(answers, references, &mut result.scores));
     if run.judging.is_some() {
         result.timings.judge_ms = Some(started.elapsed().as_secs_f64() * 1e3);
     }

@@ -245,7 +245,7 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     );
 
     let mut out = ResumableOutput::open(a.output.clone(), header)?;
-    let runtime = super::eval::runtime()?;
+    let runtime = super::runtime()?;
     let started = std::time::Instant::now();
     let stop = StopSignal::new();
     let ended = runtime.block_on(async {

@@ -41,6 +41,11 @@ use output::{is_broken_pipe, Output};
 use std::io::Write as _;
 use std::process::ExitCode;
 
+/// The runtime the HTTP clients of the commands run on (reqwest needs Tokio).
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    crate::runtime::shared().map_err(anyhow::Error::msg)
+}
+
 #[derive(Parser)]
 #[command(
     name = "rag-eval",

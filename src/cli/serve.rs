@@ -42,7 +42,7 @@ pub(super) fn run(a: ServeArgs) -> Result<()> {
         Some(l) => format!("; labels to {}: /runs/latest/label", l.path()),
         None => String::new(),
     };
-    super::eval::runtime()?.block_on(crate::serve::serve(
+    super::runtime()?.block_on(crate::serve::serve(
         Arc::from(store),
         a.port,
         labels,

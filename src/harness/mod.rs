@@ -757,6 +757,28 @@ fn disagreements(
     let Some(agreement) = agreement else {
         return Vec::new();
     };
+    agreement_failures(agreement, root, dataset, o)
+}
+
+/// Without the `compare` feature there are no agreement statistics to gate on: one line that
+/// says so, so a case with `min_agreement` fails instead of passing unchecked.
+#[cfg(not(feature = "compare"))]
+fn agreement_failures(
+    _: &private::AgreementSpec,
+    _: &std::path::Path,
+    _: &str,
+    _: &Outcome,
+) -> Vec<String> {
+    vec!["min_agreement needs rag-eval's `compare` feature (the agreement statistics): `rag-eval = { version = \"…\", features = [\"compare\"] }`".to_owned()]
+}
+
+#[cfg(feature = "compare")]
+fn agreement_failures(
+    agreement: &private::AgreementSpec,
+    root: &std::path::Path,
+    dataset: &str,
+    o: &Outcome,
+) -> Vec<String> {
     let relative = agreement.labels.unwrap_or(dataset);
     let path = root.join(relative);
     let labels = camino::Utf8PathBuf::from_path_buf(path)
@@ -923,14 +945,16 @@ fn without_figure(o: &Outcome, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Figures, QueryResult, ResultLevel};
+    use crate::metrics::ResultLevel;
     use private::AgreementSpec;
 
     /// `min_agreement` on four judged answers that people labelled pass, fail, pass, fail: the
     /// figure 0.6 of `d` passes at the threshold 0.5 and the person fails it, so κ = 0.5; at the
     /// threshold 0.7 the two agree everywhere (κ = 1).
     #[test]
+    #[cfg(feature = "compare")]
     fn a_case_fails_when_its_figures_disagree_with_the_labels() {
+        use crate::metrics::{Figures, QueryResult};
         let dir = tempfile::tempdir().unwrap();
         let labels = "{\"id\":\"a\",\"labels\":{\"faithfulness\":1}}\n\
                       {\"id\":\"b\",\"labels\":{\"faithfulness\":0}}\n\
@@ -989,5 +1013,20 @@ mod tests {
             "{missing:?}"
         );
         assert!(disagreements(None, dir.path(), "golden.jsonl", &run).is_empty());
+    }
+
+    /// Without the agreement statistics a case that asks for them fails, naming the feature.
+    #[test]
+    #[cfg(not(feature = "compare"))]
+    fn min_agreement_without_the_compare_feature_is_a_failure_that_names_it() {
+        let spec = AgreementSpec {
+            labels: None,
+            min: 0.6,
+            threshold: 0.5,
+        };
+        let run = Outcome::from_queries(ResultLevel::Token, Vec::new(), Vec::new());
+        let lines = disagreements(Some(&spec), std::path::Path::new("."), "d.jsonl", &run);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("`compare` feature"), "{lines:?}");
     }
 }

@@ -8,10 +8,11 @@ use crate::answers::{
 };
 use crate::cli::answering::client;
 use crate::cli::dry_run::{self, DryRun};
-use crate::cli::eval::{runtime, with_cache};
+use crate::cli::eval::with_cache;
 use crate::cli::judging::Judging;
 use crate::cli::output::Output;
 use crate::cli::render_table;
+use crate::cli::runtime;
 use crate::components::Context;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset, Dataset};
