@@ -812,8 +812,6 @@ fn thresholds(case: &Case, o: &Outcome, answers: Option<&answers::AnswerReport>)
     missed_bars(case.spec.thresholds, o, answers)
 }
 
-/// Every bar the means of `o` miss, described as [`thresholds`] does; a judged figure that
-/// is missing is explained by the judge's failures in `answers`.
 /// One line for each judge whose invalid and failed answers exceed the case's
 /// `max_invalid_share`: its figures cannot gate anything.
 fn unusable_judges(answers: &answers::AnswerReport) -> Vec<String> {
@@ -840,6 +838,8 @@ fn unusable_judges(answers: &answers::AnswerReport) -> Vec<String> {
         .collect()
 }
 
+/// Every bar the means of `o` miss, described as [`thresholds`] does; a judged figure that
+/// is missing is explained by the judge's failures in `answers`.
 fn missed_bars(bars: &[Bar], o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
     let mut problems = Vec::new();
     for bar in bars {
