@@ -315,6 +315,14 @@ pub(in crate::cli) fn run(
     Ok(())
 }
 
+/// Each row's reference answers as the judges read them (`None` for a row without one).
+fn reference_texts<L: crate::level::Level>(d: &Dataset<L>) -> Vec<Option<String>> {
+    d.examples()
+        .iter()
+        .map(|e| crate::judge::reference_text(&e.reference_answers))
+        .collect()
+}
+
 /// The calls of `--dry-run` over `d`'s rows with their `answers`: without a file (`eval
 /// --rag`, whose answers are not known before the system is asked) a one-word stand-in, since
 /// the judges ask nothing of an empty answer; an empty one for a row the file does not answer.
@@ -332,11 +340,7 @@ fn dry_plan<L: crate::level::Level>(
         },
         contexts: Vec::new(),
     };
-    let references: Vec<Option<String>> = d
-        .examples()
-        .iter()
-        .map(|e| crate::judge::reference_text(&e.reference_answers))
-        .collect();
+    let references = reference_texts(d);
     let rows: Vec<dry_run::Row<'_>> = d
         .examples()
         .iter()
@@ -448,11 +452,7 @@ fn score<L: ContextItems>(
             answer: String::new(),
             contexts: Vec::new(),
         };
-        let references: Vec<Option<String>> = d
-            .examples()
-            .iter()
-            .map(|e| crate::judge::reference_text(&e.reference_answers))
-            .collect();
+        let references = reference_texts(d);
         let inputs: Vec<JudgeInput<'_>> = d
             .examples()
             .iter()
