@@ -49,11 +49,14 @@ pub struct LabelFile {
 impl LabelFile {
     /// Opens the labels file at `path`: its labels when it exists (errors name file:line), else
     /// a new, empty file, so that a path that cannot be written fails now rather than at the
-    /// first save.
+    /// first save. Each save rewrites the whole file, so a file holding anything a labels file
+    /// does not (a dataset's rows, keys of a team's own) is refused rather than cut down.
     pub fn open(path: impl AsRef<Utf8Path>) -> crate::Result<LabelFile> {
         let path = path.as_ref().to_owned();
         let labels = if path.exists() {
-            Labels::load(&path)?
+            let text = crate::corpus::read_utf8(&path)?;
+            rewritable(&path, &text)?;
+            Labels::parse(&text, path.clone())?
         } else {
             crate::fs::write_atomic(&path, b"")?;
             Labels::default()
@@ -91,6 +94,38 @@ impl LabelFile {
         *held = next;
         Ok(())
     }
+}
+
+/// The keys of a line that [`Labels::to_jsonl`] writes back.
+const WRITTEN_KEYS: [&str; 4] = ["id", "labels", "notes", "statements"];
+
+/// An error naming the first line of `text` that a save would not write back: a key other than
+/// [`WRITTEN_KEYS`], or a row without labels (a dataset row, say). Lines that are not JSON
+/// objects are left to [`Labels::parse`], which names them.
+fn rewritable(path: &Utf8Path, text: &str) -> crate::Result<()> {
+    for (i, line) in crate::fs::strip_bom(text).lines().enumerate() {
+        let Ok(serde_json::Value::Object(row)) = serde_json::from_str(line) else {
+            continue;
+        };
+        let lost = row
+            .keys()
+            .find(|k| !WRITTEN_KEYS.contains(&k.as_str()))
+            .map(|k| format!("`{k}`"))
+            .or_else(|| {
+                (!row.contains_key("labels") && !row.contains_key("statements"))
+                    .then(|| "a row without `labels`".to_owned())
+            });
+        if let Some(lost) = lost {
+            return Err(crate::Error::Parse {
+                path: path.to_owned(),
+                line: i + 1,
+                message: format!(
+                    "{lost} is not kept by the labelling page, which rewrites the whole file on each save; give `--labels` a file of its own (`align` reads both)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// One metric's label as the form gave it.
@@ -838,6 +873,38 @@ mod tests {
             .iter()
             .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
             .collect()
+    }
+
+    /// A dataset with `outputs.labels`, or a labels file with keys of a team's own, would be
+    /// cut down to labels by the first save: opening it is refused, naming the line, and the
+    /// file is untouched; a file the page wrote itself opens.
+    #[test]
+    fn a_file_a_save_would_cut_down_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8PathBuf::from_path_buf(dir.path().join("l.jsonl")).unwrap();
+        let written = "{\"id\":\"q1\",\"labels\":{\"faithfulness\":1.0}}\n";
+        for (text, line, said) in [
+            (
+                "{\"id\":\"q1\",\"input\":\"why?\",\"outputs\":{\"labels\":{\"faithfulness\":1}}}\n",
+                1,
+                "`input`",
+            ),
+            (
+                "{\"id\":\"q1\",\"labels\":{\"faithfulness\":1},\"annotator\":\"ana\"}\n",
+                1,
+                "`annotator`",
+            ),
+            ("{\"id\":\"q1\",\"labels\":{}}\n{\"id\":\"q2\"}\n", 2, "a row without `labels`"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = LabelFile::open(&path).unwrap_err().to_string();
+            assert!(e.contains(&format!("l.jsonl:{line}")), "{e}");
+            assert!(e.contains(said) && e.contains("a file of its own"), "{e}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
+        std::fs::write(&path, written).unwrap();
+        let file = LabelFile::open(&path).unwrap();
+        assert_eq!(file.labels().to_jsonl(), written);
     }
 
     #[test]
