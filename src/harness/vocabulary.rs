@@ -309,6 +309,12 @@ pub const fn bar_problem(
         return m;
     };
     let name = info.name;
+    if !cfg!(feature = "answers") && needs(info.needs, Need::Answer) {
+        return m.push("`").push(name).push(
+            "` scores answers, and rag-eval is built without its `answers` feature: enable it in \
+             the dev-dependency, `rag-eval = { version = \"…\", features = [\"answers\"] }`",
+        );
+    }
     if !answers && needs(info.needs, Need::Answer) {
         return m.push("`").push(name).push(
             "` scores answers, and this case returns retrieved chunks only: make it an \
