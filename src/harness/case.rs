@@ -25,6 +25,9 @@ enum Prepared {
 #[derive(Clone)]
 struct Computed {
     outcome: Arc<Outcome>,
+    /// Each query's place in `outcome.per_query`, by id: a query's trial finds its figures
+    /// without scanning every query's.
+    places: Arc<HashMap<String, usize>>,
     answers: Option<Arc<AnswerReport>>,
     /// The chunks retrieved per query (dataset order) and the timings, for an upload.
     retrieved: Arc<Retrieved>,
@@ -159,6 +162,13 @@ impl Case {
         self.computed().map(|c| c.outcome)
     }
 
+    /// The outcome and the place of query `id` among its per-query results (`None` when this
+    /// process did not compute it).
+    pub fn query_outcome(&self, id: &str) -> Result<(Arc<Outcome>, Option<usize>), String> {
+        self.computed()
+            .map(|c| (c.outcome, c.places.get(id).copied()))
+    }
+
     /// What the judge said about the answers, for a case that answers.
     pub fn answers(&self) -> Result<Option<Arc<AnswerReport>>, String> {
         self.computed().map(|c| c.answers)
@@ -186,6 +196,14 @@ impl Case {
                 };
                 computed
                     .map(|(outcome, answers, retrieved)| Computed {
+                        places: Arc::new(
+                            outcome
+                                .per_query
+                                .iter()
+                                .enumerate()
+                                .map(|(i, q)| (q.id.clone(), i))
+                                .collect(),
+                        ),
                         outcome: Arc::new(outcome),
                         answers: answers.map(Arc::new),
                         retrieved: Arc::new(retrieved),
