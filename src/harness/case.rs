@@ -986,6 +986,11 @@ mod tests {
         let outcome = case.outcome().unwrap();
         let ids: Vec<&str> = outcome.per_query.iter().map(|q| q.id.as_str()).collect();
         assert_eq!(ids, want);
+        // Each query's test finds its own figures; one computed elsewhere has none here.
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(case.query_outcome(id).unwrap().1, Some(i), "{id}");
+        }
+        assert_eq!(case.query_outcome("q0040").unwrap().1, None);
         // The figures of a query do not depend on the others computed with it.
         let whole = Case::new(spec()).outcome().unwrap();
         for q in &outcome.per_query {
