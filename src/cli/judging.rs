@@ -225,20 +225,7 @@ impl Judging {
     pub fn gate_failures(&self) -> Vec<String> {
         self.summaries
             .iter()
-            .filter(|s| s.gate_fails())
-            .map(|s| {
-                let cause = s
-                    .failures
-                    .first()
-                    .map(|f| format!(": judging failed: {}", f.describe()))
-                    .unwrap_or_default();
-                format!(
-                    "{}: {:.1}% of the judge's answers were invalid or failed, above --max-invalid-share {:.1}%{cause}",
-                    s.metric,
-                    100.0 * s.invalid_share(),
-                    100.0 * s.max_invalid_share
-                )
-            })
+            .filter_map(|s| s.gate_failure("--max-invalid-share"))
             .collect()
     }
 

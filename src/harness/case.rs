@@ -28,6 +28,9 @@ enum Prepared {
 #[derive(Clone)]
 struct Computed {
     outcome: Arc<Outcome>,
+    /// Each query's place in `outcome.per_query`, by id: a query's trial finds its figures
+    /// without scanning every query's.
+    places: Arc<HashMap<String, usize>>,
     answers: Option<Arc<AnswerReport>>,
     /// The chunks retrieved per query (dataset order) and the timings, for an upload.
     retrieved: Arc<Retrieved>,
@@ -163,6 +166,13 @@ impl Case {
         self.computed().map(|c| c.outcome)
     }
 
+    /// The outcome and the place of query `id` among its per-query results (`None` when this
+    /// process did not compute it).
+    pub fn query_outcome(&self, id: &str) -> Result<(Arc<Outcome>, Option<usize>), String> {
+        self.computed()
+            .map(|c| (c.outcome, c.places.get(id).copied()))
+    }
+
     /// What the judge said about the answers, for a case that answers.
     pub fn answers(&self) -> Result<Option<Arc<AnswerReport>>, String> {
         self.computed().map(|c| c.answers)
@@ -190,6 +200,14 @@ impl Case {
                 };
                 computed
                     .map(|(outcome, answers, retrieved)| Computed {
+                        places: Arc::new(
+                            outcome
+                                .per_query
+                                .iter()
+                                .enumerate()
+                                .map(|(i, q)| (q.id.clone(), i))
+                                .collect(),
+                        ),
                         outcome: Arc::new(outcome),
                         answers: answers.map(Arc::new),
                         retrieved: Arc::new(retrieved),
@@ -980,6 +998,11 @@ mod tests {
         let outcome = case.outcome().unwrap();
         let ids: Vec<&str> = outcome.per_query.iter().map(|q| q.id.as_str()).collect();
         assert_eq!(ids, want);
+        // Each query's test finds its own figures; one computed elsewhere has none here.
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(case.query_outcome(id).unwrap().1, Some(i), "{id}");
+        }
+        assert_eq!(case.query_outcome("q0040").unwrap().1, None);
         // The figures of a query do not depend on the others computed with it.
         let whole = Case::new(spec()).outcome().unwrap();
         for q in &outcome.per_query {

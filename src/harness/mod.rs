@@ -329,8 +329,8 @@ fn one_test_per_process() -> bool {
 }
 
 fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
-    let outcome = case.outcome()?;
-    let Some(q) = outcome.per_query.iter().find(|q| q.id == id) else {
+    let (outcome, place) = case.query_outcome(id)?;
+    let Some(q) = place.map(|i| &outcome.per_query[i]) else {
         return Ok(Completion::Completed);
     };
     #[cfg(feature = "answers")]
@@ -519,10 +519,11 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             let comparison = golden::compare(old, &new, tolerance(case));
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
             // A query whose test failed gets no note that it improved.
-            let failed = |scope: &str| regressions.iter().any(|r| r.scope == scope);
+            let failed: std::collections::HashSet<&str> =
+                regressions.iter().map(|r| r.scope.as_str()).collect();
             let improvements: Vec<&golden::Change> = comparison
                 .improvements()
-                .filter(|c| c.scope == "summary" || !failed(&c.scope))
+                .filter(|c| c.scope == "summary" || !failed.contains(c.scope.as_str()))
                 .collect();
             if let Some(what) = &comparison.configuration {
                 let line = configuration_changed(case, what);
@@ -835,23 +836,7 @@ fn unusable_judges(answers: &answers::AnswerReport) -> Vec<String> {
     answers
         .summaries
         .iter()
-        .filter(|s| s.gate_fails())
-        .map(|s| {
-            let cause = s
-                .failures
-                .first()
-                .map(|f| format!("; judging failed: {}", f.describe()))
-                .unwrap_or_default();
-            format!(
-                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything{cause}",
-                s.metric,
-                s.invalid,
-                s.error,
-                s.samples,
-                100.0 * s.invalid_share(),
-                100.0 * s.max_invalid_share
-            )
-        })
+        .filter_map(|s| s.gate_failure("max_invalid_share"))
         .collect()
 }
 

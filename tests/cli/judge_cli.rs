@@ -196,6 +196,31 @@ impl Setup {
     }
 
     fn score(&self, extra: &[&str]) -> Out {
+        self.score_with(&self.url, extra)
+    }
+
+    /// `eval` answering `dataset` over `docs` with the generator at `base_url`, then `extra`.
+    fn answer(&self, dataset: &str, base_url: &str, extra: &[&str]) -> Out {
+        let mut args = vec![
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            dataset,
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            base_url,
+        ];
+        args.extend_from_slice(extra);
+        run_in(self.dir.path(), &self.store, &args)
+    }
+
+    /// `score` of the answers with the judge at `judge_url`, then `extra`.
+    fn score_with(&self, judge_url: &str, extra: &[&str]) -> Out {
         let mut args = vec![
             "score",
             "--dataset",
@@ -205,7 +230,7 @@ impl Setup {
             "--judge-model",
             "judge-m",
             "--judge-url",
-            &self.url,
+            judge_url,
         ];
         args.extend_from_slice(extra);
         run_in(self.dir.path(), &self.store, &args)
@@ -518,7 +543,7 @@ fn too_many_invalid_judge_answers_fail_the_command_after_the_figures() {
     let out = s.score(&["--judges", "faithfulness"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("faithfulness: 100.0% of the judge's answers were invalid or failed, above --max-invalid-share 5.0%"),
+        out.stderr.contains("faithfulness: 3 invalid and 0 failed judge answers of 3 samples (100.0%) exceed the allowed share 5.0% (--max-invalid-share): the figures cannot gate anything"),
         "{}",
         out.stderr
     );
@@ -542,28 +567,17 @@ fn eval_answers_records_the_judges_with_the_run() {
         "first second third 0123456789abcdefghijABCDEFGHIJ",
     )
     .unwrap();
-    let out = ok(
-        s.dir.path(),
-        &s.store,
+    let out = s.answer(
+        "d.jsonl",
+        &s.url,
         &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            &s.url,
             "--judge-model",
             "judge-m",
             "--judges",
             "faithfulness,answer_match",
         ],
     );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("faithfulness"), "{}", out.stdout);
     let run = latest_run_with_judges(&s, 2);
     // Every generated answer is "the cat sat": one supported statement each.
@@ -627,28 +641,12 @@ fn eval_answers_records_the_judges_with_the_run() {
     assert_eq!(figure(&q3["metrics"], "token_f1"), None);
     assert!(figure(&run["result"]["metrics"], "rouge_l").is_some());
     // `--json` carries the same, and the judges' summaries.
-    let out = ok(
-        s.dir.path(),
-        &s.store,
-        &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            &s.url,
-            "--judge-model",
-            "judge-m",
-            "--json",
-            "--no-record",
-        ],
+    let out = s.answer(
+        "d.jsonl",
+        &s.url,
+        &["--judge-model", "judge-m", "--json", "--no-record"],
     );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     assert_eq!(v["per_query"][0]["answer"], "the cat sat", "{v}");
     assert_eq!(v["judges"][0]["metric"], "faithfulness", "{v}");
@@ -668,24 +666,7 @@ fn eval_answers_refuses_a_question_asked_twice_naming_both_rows() {
         "first second third 0123456789abcdefghijABCDEFGHIJ",
     )
     .unwrap();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "twice.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            &s.url,
-        ],
-    );
+    let out = s.answer("twice.jsonl", &s.url, &[]);
     assert_ne!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -756,31 +737,13 @@ fn a_judge_server_that_hangs_on_post_is_given_up_after_the_timeout() {
     let server = HostileServer::start(Hostility::HangOnPost);
     let url = server.url("/v1");
     let started = std::time::Instant::now();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &url,
-            "--judges",
-            "faithfulness",
-            "--timeout",
-            "1",
-        ],
-    );
+    let out = s.score_with(&url, &["--judges", "faithfulness", "--timeout", "1"]);
     let took = started.elapsed();
     assert!(took < std::time::Duration::from_secs(20), "{took:?}");
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
-            .contains("faithfulness: 100.0% of the judge's answers were invalid or failed"),
+            .contains("faithfulness: 0 invalid and 3 failed judge answers of 3 samples (100.0%)"),
         "{}",
         out.stderr
     );
@@ -840,21 +803,7 @@ fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url
     let s = Setup::new();
     let dead = "http://127.0.0.1:1/v1";
     let started = std::time::Instant::now();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            dead,
-        ],
-    );
+    let out = s.score_with(dead, &[]);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(15),
         "{:?}",
@@ -862,7 +811,7 @@ fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("error: faithfulness: 100.0% of the judge's answers were invalid or failed, above --max-invalid-share 5.0%: judging failed: 3 × unreachable, first: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
+        out.stderr.contains("error: faithfulness: 0 invalid and 3 failed judge answers of 3 samples (100.0%) exceed the allowed share 5.0% (--max-invalid-share): the figures cannot gate anything; judging failed: 3 × unreachable, first: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
         "{}",
         out.stderr
     );
@@ -876,24 +825,7 @@ fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url
     )
     .unwrap();
     let started = std::time::Instant::now();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            dead,
-        ],
-    );
+    let out = s.answer("d.jsonl", dead, &[]);
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
@@ -932,19 +864,7 @@ fn the_first_failure_of_each_kind_is_printed_with_its_count_and_kept_in_the_summ
     // A 401 (the hostile server echoes the key back: it is scrubbed).
     let server = HostileServer::start(Hostility::EchoAuthorization);
     let url = server.url("/v1");
-    let mut args = vec![
-        "score",
-        "--dataset",
-        "d.jsonl",
-        "--answers",
-        "a.jsonl",
-        "--judge-model",
-        "judge-m",
-        "--judge-url",
-        &url,
-    ];
-    args.extend(tolerant);
-    let out = run_in(s.dir.path(), &s.store, &args);
+    let out = s.score_with(&url, &tolerant);
     let j = judges_summary(&out);
     assert_eq!(j["failures"].as_array().unwrap().len(), 1, "{j}");
     assert_eq!(j["failures"][0]["kind"], "HTTP 401", "{j}");
@@ -963,19 +883,7 @@ fn the_first_failure_of_each_kind_is_printed_with_its_count_and_kept_in_the_summ
     );
     // A 404 from a wrong path.
     let wrong = format!("{}/wrong", s.url);
-    let mut args = vec![
-        "score",
-        "--dataset",
-        "d.jsonl",
-        "--answers",
-        "a.jsonl",
-        "--judge-model",
-        "judge-m",
-        "--judge-url",
-        &wrong,
-    ];
-    args.extend(tolerant);
-    let out = run_in(s.dir.path(), &s.store, &args);
+    let out = s.score_with(&wrong, &tolerant);
     let j = judges_summary(&out);
     assert_eq!(j["failures"][0]["kind"], "HTTP 404", "{j}");
     assert!(
@@ -1017,19 +925,9 @@ fn http_retries_of_the_judge_are_counted_apart_from_its_calls() {
     // Every answer is a 429 asking for no wait: each call is retried until the client gives up.
     let server = HostileServer::start(Hostility::RetryAfter("0"));
     let url = server.url("/v1");
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
+    let out = s.score_with(
+        &url,
         &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &url,
             "--judges",
             "faithfulness",
             "--max-invalid-share",
@@ -1108,24 +1006,8 @@ fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
     );
     let f = planned(&plan, "judge", "faithfulness").clone();
     assert_eq!(f["calls"], 3);
-    ok(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &s.url,
-            "--judges",
-            "faithfulness",
-            "--no-record",
-        ],
-    );
+    let out = s.score(&["--judges", "faithfulness", "--no-record"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let sent: usize = s
         .script
         .seen
@@ -1187,26 +1069,14 @@ fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
 #[test]
 fn a_dry_run_counts_what_the_cache_holds_apart_and_the_embeddings() {
     let s = Setup::new();
-    ok(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &s.url,
-            "--judges",
-            "answer_match",
-            "--cache",
-            "rw:path=c.sqlite",
-            "--no-record",
-        ],
-    );
+    let out = s.score(&[
+        "--judges",
+        "answer_match",
+        "--cache",
+        "rw:path=c.sqlite",
+        "--no-record",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let seen = s.script.seen.lock().unwrap().len();
     assert_eq!(seen, 2);
     let plan = dry_run(
