@@ -39,15 +39,20 @@ pub(super) struct DryRunArgs {
     /// (calls the --cache holds are counted apart: they cost nothing).
     #[arg(long)]
     pub dry_run: bool,
-    /// With --dry-run: each of N shards' share too, query i (from 0, in dataset order) going to
-    /// shard i mod N + 1 (nextest's `count:` partitions of one test per query).
+    /// With --dry-run: each of N shards' share too. `N`: query i (from 0, in dataset order)
+    /// goes to shard i mod N + 1; `hash:N` (with --case): where `cargo nextest run --partition
+    /// hash:i/N` runs the query's test.
     #[arg(
         long,
-        value_name = "N",
+        value_name = "N|hash:N",
         requires = "dry_run",
-        value_parser = clap::value_parser!(u16).range(1..)
+        value_parser = Shards::parse
     )]
-    pub shards: Option<u16>,
+    pub shards: Option<Shards>,
+    /// With --shards hash:N: the `#[rag_eval]` case whose tests run the queries, each named
+    /// `CASE::<query id>` (as `cargo test -- --list` shows them).
+    #[arg(long, value_name = "CASE", requires = "shards")]
+    pub case: Option<String>,
     /// With --dry-run: US dollars per 1,000 tokens, prompt and completion alike, for the
     /// cost of the calls to a model no --price names.
     #[arg(long, value_name = "USD", requires = "dry_run")]
@@ -57,6 +62,44 @@ pub(super) struct DryRunArgs {
     /// has no completion: `text-embedding-3-small=0.00002/0`).
     #[arg(long = "price", value_name = "MODEL=IN/OUT", requires = "dry_run")]
     pub prices: Vec<String>,
+}
+
+/// How `--shards` splits the queries.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Shards {
+    /// Query i (from 0, in dataset order) to shard i mod N + 1.
+    Positional(u16),
+    /// As nextest's `hash:` partitions split the case's tests.
+    Hash(u16),
+}
+
+impl Shards {
+    fn parse(text: &str) -> std::result::Result<Shards, String> {
+        let (hash, n) = match text.strip_prefix("hash:") {
+            Some(n) => (true, n),
+            None => (false, text),
+        };
+        match n.parse::<u16>() {
+            Ok(n) if n >= 1 && hash => Ok(Shards::Hash(n)),
+            Ok(n) if n >= 1 => Ok(Shards::Positional(n)),
+            _ => Err(format!(
+                "expected N or hash:N, N a number of shards from 1 to {}; got `{text}`",
+                u16::MAX
+            )),
+        }
+    }
+
+    fn count(self) -> u16 {
+        match self {
+            Shards::Positional(n) | Shards::Hash(n) => n,
+        }
+    }
+}
+
+/// The shard (from 0, of `n`) that nextest's `hash:` partitions give the test `name`: the
+/// XXH64 of its name (seed 0) modulo `n`, fixed for the whole cargo-nextest 0.9 series.
+fn nextest_shard(name: &str, n: u16) -> usize {
+    (xxhash_rust::xxh64::xxh64(name.as_bytes(), 0) % u64::from(n)) as usize
 }
 
 /// Generated questions per answer that `answer_relevancy` embeds (the judge's default).
@@ -515,10 +558,34 @@ impl DryRun {
     /// Counts the calls of `rows` in each shard, and over all.
     pub fn plan(&self, rows: &[Row<'_>], s: &Setting<'_>) -> Result<Plan> {
         let prices = Prices::parse(s.args)?;
-        let n = usize::from(s.args.shards.unwrap_or(1));
-        let mut shards = Vec::with_capacity(n);
-        for shard in 0..n {
-            let mine: Vec<&Row<'_>> = rows.iter().skip(shard).step_by(n).collect();
+        let n = s.args.shards.map_or(1, Shards::count);
+        let shard_of = |i: usize, row: &Row<'_>| -> Result<usize> {
+            Ok(match (s.args.shards, &s.args.case) {
+                (Some(Shards::Hash(n)), Some(case)) => {
+                    nextest_shard(&format!("{case}::{}", row.input.query_id), n)
+                }
+                (Some(Shards::Hash(_)), None) => bail!(
+                    "--shards hash:N splits the tests as nextest does, by name: give --case CASE (its tests are named CASE::<query id>)"
+                ),
+                (_, Some(case)) => bail!(
+                    "--case {case} names the tests that --shards hash:N splits; with --shards N the queries go to the shards in turn"
+                ),
+                _ => i % usize::from(n),
+            })
+        };
+        let assigned: Vec<usize> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| shard_of(i, r))
+            .collect::<Result<_>>()?;
+        let mut shards = Vec::with_capacity(usize::from(n));
+        for shard in 0..usize::from(n) {
+            let mine: Vec<&Row<'_>> = rows
+                .iter()
+                .zip(&assigned)
+                .filter(|(_, a)| **a == shard)
+                .map(|(r, _)| r)
+                .collect();
             let calls = self.shard(&mine, s)?;
             shards.push(ShardPlan {
                 shard: shard + 1,

@@ -1594,7 +1594,116 @@ fn eval_dry_run_looks_a_remote_embedder_s_texts_up_in_the_cache_and_sends_nothin
         "{}",
         out.stdout
     );
+    // A replay cache and other chunks: the first chunk is the one recorded, the two others
+    // are not (a run would fail on them), looked up one by one.
+    let out = ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            "d.jsonl",
+            "--chunker",
+            "recursive:size=30,overlap=0",
+            "--retriever",
+            &retriever,
+            "--cache",
+            "replay:path=c.sqlite",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let plan: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let corpus = planned(&plan, "embedding", "corpus");
+    let lacking =
+        bpe.encode_ordinary("0123456789abcdefghijABCDEFGHI").len() + bpe.encode_ordinary("J").len();
+    assert_eq!(
+        (corpus["calls"].as_u64(), corpus["prompt_tokens"].as_u64()),
+        (Some(1), Some(lacking as u64)),
+        "{corpus}"
+    );
+    assert_eq!(planned(&plan, "embedding", "queries")["cached"], 1);
+    assert!(
+        plan["note"]
+            .as_str()
+            .unwrap()
+            .contains("(2 texts the cache lacks)"),
+        "{plan}"
+    );
     assert_eq!(embeddings.posts(), posted, "a dry run sends nothing");
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "a dry run sends nothing"
+    );
+}
+
+#[test]
+fn dry_run_shards_by_hash_as_nextest_partitions_the_case_s_tests() {
+    let s = Setup::new();
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/nextest_partitions/answers.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    for n in 2..=4usize {
+        let shards = format!("hash:{n}");
+        let plan = dry_run(
+            &s,
+            &[
+                "--judges",
+                "faithfulness",
+                "--shards",
+                &shards,
+                "--case",
+                "answers",
+            ],
+        );
+        let got = plan["shards"].as_array().unwrap();
+        assert_eq!(got.len(), n);
+        for (i, shard) in got.iter().enumerate() {
+            let tests = fixture["partitions"][format!("hash:{}/{n}", i + 1)]
+                .as_array()
+                .unwrap()
+                .len();
+            assert_eq!(shard["queries"], tests, "hash:{}/{n}: {plan}", i + 1);
+            // Each of the 3 answers is judged once, in its test's shard.
+            let judged = shard["calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "faithfulness")
+                .map_or(0, |c| c["calls"].as_u64().unwrap());
+            assert_eq!(judged, tests as u64, "{shard}");
+        }
+    }
+    for (args, error) in [
+        (
+            &["--shards", "hash:2"][..],
+            "--shards hash:N splits the tests as nextest does, by name: give --case CASE",
+        ),
+        (
+            &["--shards", "2", "--case", "answers"][..],
+            "--case answers names the tests that --shards hash:N splits",
+        ),
+        (&["--shards", "hash:0"][..], "expected N or hash:N"),
+        (
+            &["--price", "judge-m=0.1"][..],
+            "--price `judge-m=0.1`: expected MODEL=IN/OUT",
+        ),
+        (
+            &["--price", "judge-m=0.1/-1"][..],
+            "--price `judge-m=0.1/-1`: OUT must be a number of dollars, 0 or more; got `-1`",
+        ),
+    ] {
+        let out = s.score(&[&["--dry-run"][..], args].concat());
+        assert_ne!(out.code, 0, "{args:?}");
+        assert!(out.stderr.contains(error), "{args:?}: {}", out.stderr);
+    }
     assert!(
         s.script.seen.lock().unwrap().is_empty(),
         "a dry run sends nothing"
