@@ -896,7 +896,7 @@ fn lines(calls: &[Calls], indent: &str) -> String {
         if let Some(m) = c.completion_tokens_max {
             s.push_str(&format!(", at most {m} completion tokens"));
         }
-        if let Some(r) = c.repairs_max {
+        if let Some(r) = c.repairs_max.filter(|r| *r > 0) {
             s.push_str(&format!(", up to {r} repairs"));
         }
         if let Some(cost) = c.cost_usd_max {

@@ -1681,6 +1681,18 @@ fn dry_run_shards_by_hash_as_nextest_partitions_the_case_s_tests() {
             assert_eq!(judged, tests as u64, "{shard}");
         }
     }
+    // The text form names the repairs' bound.
+    let out = s.score(&["--dry-run", "--judges", "faithfulness"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("judge faithfulness: 3 calls, 0 cached, "));
+    assert!(
+        line.is_some_and(|l| l.ends_with(", at most 3072 completion tokens, up to 6 repairs")),
+        "{}",
+        out.stdout
+    );
     for (args, error) in [
         (
             &["--shards", "hash:2"][..],
