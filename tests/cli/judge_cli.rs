@@ -1316,6 +1316,17 @@ fn eval_rag_dry_run_counts_one_call_per_query_to_the_system_and_sends_nothing() 
     );
 }
 
+/// `eval` over `docs` and `d.jsonl` with one chunker.
+const EVAL: [&str; 7] = [
+    "eval",
+    "--corpus",
+    "docs",
+    "--dataset",
+    "d.jsonl",
+    "--chunker",
+    "recursive:size=20,overlap=0",
+];
+
 /// `eval --dry-run`'s plan (JSON) in `s`'s folder with `extra` after the corpus and dataset
 /// (`docs/a.md`: the queries' words, then 30 characters).
 fn eval_dry_run(s: &Setup, extra: &[&str]) -> Value {
@@ -1326,15 +1337,7 @@ fn eval_dry_run(s: &Setup, extra: &[&str]) -> Value {
         "first second third 0123456789abcdefghijABCDEFGHIJ",
     )
     .unwrap();
-    let mut args = vec![
-        "eval",
-        "--corpus",
-        "docs",
-        "--dataset",
-        "d.jsonl",
-        "--chunker",
-        "recursive:size=20,overlap=0",
-    ];
+    let mut args = EVAL.to_vec();
     args.extend_from_slice(extra);
     let out = run_in(s.dir.path(), &s.store, &args);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -1415,18 +1418,8 @@ fn eval_dry_run_counts_the_generator_and_its_judges_over_bm25_and_sends_nothing(
         s.dir.path(),
         &s.store,
         &[
-            &[
-                "eval",
-                "--corpus",
-                "docs",
-                "--dataset",
-                "d.jsonl",
-                "--chunker",
-                "recursive:size=20,overlap=0",
-                "--cache",
-                "rw:path=c.sqlite",
-                "--no-record",
-            ][..],
+            &EVAL[..],
+            &["--cache", "rw:path=c.sqlite", "--no-record"],
             &answers[..],
         ]
         .concat(),
@@ -1531,19 +1524,11 @@ fn eval_dry_run_looks_a_remote_embedder_s_texts_up_in_the_cache_and_sends_nothin
         s.dir.path(),
         &s.store,
         &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--retriever",
-            &retriever,
-            "--cache",
-            "rw:path=c.sqlite",
-            "--no-record",
-        ],
+            &EVAL[..],
+            &dense[..],
+            &["--cache", "rw:path=c.sqlite", "--no-record"],
+        ]
+        .concat(),
     );
     let posted = embeddings.posts();
     assert!(posted > 0);
@@ -1572,20 +1557,7 @@ fn eval_dry_run_looks_a_remote_embedder_s_texts_up_in_the_cache_and_sends_nothin
     let out = run_in(
         s.dir.path(),
         &s.store,
-        &[
-            &[
-                "eval",
-                "--corpus",
-                "docs",
-                "--dataset",
-                "d.jsonl",
-                "--chunker",
-                "recursive:size=20,overlap=0",
-            ][..],
-            &dense[..],
-            &cached[..],
-        ]
-        .concat(),
+        &[&EVAL[..], &dense[..], &cached[..]].concat(),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
@@ -1600,20 +1572,12 @@ fn eval_dry_run_looks_a_remote_embedder_s_texts_up_in_the_cache_and_sends_nothin
         s.dir.path(),
         &s.store,
         &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=30,overlap=0",
-            "--retriever",
-            &retriever,
-            "--cache",
-            "replay:path=c.sqlite",
-            "--dry-run",
-            "--json",
-        ],
+            &EVAL[..6],
+            &["recursive:size=30,overlap=0"],
+            &dense[..],
+            &["--cache", "replay:path=c.sqlite", "--dry-run", "--json"],
+        ]
+        .concat(),
     );
     let plan: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     let corpus = planned(&plan, "embedding", "corpus");
