@@ -417,8 +417,8 @@ pub(super) struct Row<'a> {
 pub(super) struct Setting<'a> {
     pub args: &'a DryRunArgs,
     pub judging: Option<&'a Judging>,
-    /// The embedder's batch size and model, when there is an embedder (`answer_similarity`).
-    pub embedder: Option<(usize, String)>,
+    /// The answer metrics' embedder, when there is one (`answer_similarity`).
+    pub embedder: Option<AnswerEmbedder>,
     /// The system under test's spec, when each query asks it (`eval --rag`).
     pub rag: Option<String>,
     /// A retriever's remote embedder (`eval`).
@@ -435,6 +435,37 @@ impl Setting<'_> {
             rag: None,
             retrieval: None,
         }
+    }
+}
+
+/// The embedder of `answer_similarity` and `answer_relevancy` in a dry run.
+pub(super) struct AnswerEmbedder {
+    /// Texts per call.
+    pub batch: usize,
+    /// Its model, as `--price` names it.
+    pub model: String,
+    /// The embedder outside the cache, and the cache it is behind (none for `hashing`, which
+    /// no cache keeps).
+    pub cached: Option<(Arc<dyn Embedder>, Arc<Cache>)>,
+}
+
+impl AnswerEmbedder {
+    /// `embedder`, built from `spec` behind `cache` when there is one.
+    pub fn new(embedder: &dyn Embedder, spec: &str, cache: Option<&Arc<Cache>>) -> Result<Self> {
+        let parsed = Spec::parse(crate::spec::Kind::Embedder, spec)?;
+        let cached = match cache {
+            // The embedder alone, outside the cache: its name and size key the cache.
+            Some(cache) if parsed.name() != "hashing" => Some((
+                crate::components::build_embedder(spec, &Context::new())?,
+                Arc::clone(cache),
+            )),
+            _ => None,
+        };
+        Ok(AnswerEmbedder {
+            batch: embedder.preferred_batch_size().unwrap_or(64),
+            model: embedding_model(&parsed),
+            cached,
+        })
     }
 }
 
@@ -558,6 +589,14 @@ impl DryRun {
     /// Counts the calls of `rows` in each shard, and over all.
     pub fn plan(&self, rows: &[Row<'_>], s: &Setting<'_>) -> Result<Plan> {
         let prices = Prices::parse(s.args)?;
+        // The answers and references `answer_similarity` would embed that the cache lacks.
+        let lacking_similarity = match s.embedder.as_ref().and_then(|e| e.cached.as_ref()) {
+            Some((embedder, cache)) => {
+                let texts: Vec<String> = similarity_texts(rows.iter()).map(str::to_owned).collect();
+                Some(super::runtime()?.block_on(lacking(Some(cache), embedder, &texts, false))?)
+            }
+            None => None,
+        };
         let n = s.args.shards.map_or(1, Shards::count);
         let shard_of = |i: usize, row: &Row<'_>| -> Result<usize> {
             Ok(match (s.args.shards, &s.args.case) {
@@ -586,7 +625,7 @@ impl DryRun {
                 .filter(|(_, a)| **a == shard)
                 .map(|(r, _)| r)
                 .collect();
-            let calls = self.shard(&mine, s)?;
+            let calls = self.shard(&mine, s, lacking_similarity.as_ref())?;
             shards.push(ShardPlan {
                 shard: shard + 1,
                 queries: mine.len(),
@@ -621,7 +660,13 @@ impl DryRun {
 
     /// The calls of `rows`: the retriever's embeddings, the system's, the generator's, the
     /// judges' (run over the counting client), and the embedder's.
-    fn shard(&self, rows: &[&Row<'_>], s: &Setting<'_>) -> Result<Vec<Calls>> {
+    fn shard(
+        &self,
+        rows: &[&Row<'_>],
+        s: &Setting<'_>,
+        lacking_similarity: Option<&HashSet<String>>,
+    ) -> Result<Vec<Calls>> {
+        let similarity = || similarity(rows, s.embedder.as_ref(), lacking_similarity);
         let mut calls = Vec::new();
         if let Some(e) = s.retrieval {
             calls.push(e.corpus.clone());
@@ -651,7 +696,7 @@ impl DryRun {
         }
         calls.extend(generated);
         let Some(judging) = s.judging else {
-            calls.extend(similarity(rows, s.embedder.as_ref()));
+            calls.extend(similarity());
             return Ok(calls);
         };
         let inputs: Vec<JudgeInput<'_>> = rows.iter().map(|r| r.input).collect();
@@ -660,8 +705,8 @@ impl DryRun {
             c.repairs_max = Some(c.calls * u64::from(judging.repairs()));
             c
         }));
-        calls.extend(similarity(rows, s.embedder.as_ref()));
-        if let (true, Some((_, model))) = (judging.has("answer_relevancy"), &s.embedder) {
+        calls.extend(similarity());
+        if let (true, Some(e)) = (judging.has("answer_relevancy"), &s.embedder) {
             // Per sample of a query: the generated questions in one call, the question in
             // another; the generated ones taken to be as long as the question.
             let samples = u64::from(judging.samples());
@@ -669,7 +714,7 @@ impl DryRun {
             calls.push(Calls {
                 kind: "embedding",
                 name: "answer_relevancy".into(),
-                model: Some(model.clone()),
+                model: Some(e.model.clone()),
                 calls: 2 * samples * rows.len() as u64,
                 prompt_tokens: (RELEVANCY_QUESTIONS + 1) * samples * question_tokens,
                 ..Calls::default()
@@ -826,32 +871,32 @@ fn embedding_model(spec: &Spec) -> String {
     spec.text("model").unwrap_or(spec.name()).to_owned()
 }
 
-/// [`embedding_model`] of the spec `text` (itself when it does not parse: the run reports that).
-pub(super) fn model_of(text: &str) -> String {
-    Spec::parse(crate::spec::Kind::Embedder, text)
-        .map_or_else(|_| text.to_owned(), |s| embedding_model(&s))
+/// The texts `answer_similarity` embeds for `rows`: each answer with a reference, and its
+/// references.
+fn similarity_texts<'a>(rows: impl Iterator<Item = &'a Row<'a>>) -> impl Iterator<Item = &'a str> {
+    rows.filter(|r| !r.references.is_empty()).flat_map(|r| {
+        std::iter::once(r.input.answer.answer.as_str())
+            .chain(r.references.iter().map(String::as_str))
+    })
 }
 
-/// `answer_similarity`'s embeddings: each answer with a reference and its references, in
-/// batches of the `embedder`'s size (none without an embedder).
-fn similarity(rows: &[&Row<'_>], embedder: Option<&(usize, String)>) -> Option<Calls> {
-    let (batch, model) = embedder?;
-    let texts: Vec<&str> = rows
-        .iter()
-        .filter(|r| !r.references.is_empty())
-        .flat_map(|r| {
-            std::iter::once(r.input.answer.answer.as_str())
-                .chain(r.references.iter().map(String::as_str))
-        })
-        .collect();
-    Some(Calls {
-        kind: "embedding",
-        name: "answer_similarity".into(),
-        model: Some(model.clone()),
-        calls: texts.len().div_ceil((*batch).max(1)) as u64,
-        prompt_tokens: texts.iter().map(|t| tokens(t)).sum(),
-        ..Calls::default()
-    })
+/// `answer_similarity`'s embeddings, as the run batches them (none without an embedder); with
+/// a cache, `lacking` are the texts it lacks.
+fn similarity(
+    rows: &[&Row<'_>],
+    embedder: Option<&AnswerEmbedder>,
+    lacking: Option<&HashSet<String>>,
+) -> Option<Calls> {
+    let e = embedder?;
+    let texts: Vec<&str> = similarity_texts(rows.iter().copied()).collect();
+    let cached = |t: &str| lacking.is_some_and(|l| !l.contains(t));
+    Some(batched(
+        "answer_similarity",
+        &e.model,
+        &texts,
+        &cached,
+        e.batch,
+    ))
 }
 
 /// Prints `plan`: one JSON object with `--json`, else lines.

@@ -1685,3 +1685,45 @@ fn dry_run_shards_by_hash_as_nextest_partitions_the_case_s_tests() {
         "a dry run sends nothing"
     );
 }
+
+#[test]
+fn a_dry_run_looks_answer_similarity_s_texts_up_in_the_cache() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let embeddings = HostileServer::start(Hostility::Embedding("0.5"));
+    let embedder = format!("openai:model=m,base_url={}", embeddings.url("/v1"));
+    let args = [
+        "--judges",
+        "answer_match",
+        "--embedder",
+        &embedder,
+        "--cache",
+        "rw:path=e.sqlite",
+    ];
+    // Nothing recorded yet: the 5 texts (2 answers with a reference, 3 references) in one call.
+    let plan = dry_run(&s, &args);
+    let c = planned(&plan, "embedding", "answer_similarity");
+    assert_eq!(
+        (c["calls"].as_u64(), c["cached"].as_u64()),
+        (Some(1), Some(0)),
+        "{c}"
+    );
+    assert_eq!(c["model"], "m");
+    assert_eq!(embeddings.posts(), 0, "a dry run sends nothing");
+    let out = s.score(&[&args[..], &["--no-record"]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let posted = embeddings.posts();
+    assert!(posted > 0);
+    let plan = dry_run(&s, &args);
+    let c = planned(&plan, "embedding", "answer_similarity");
+    assert_eq!(
+        (
+            c["calls"].as_u64(),
+            c["cached"].as_u64(),
+            c["prompt_tokens"].as_u64()
+        ),
+        (Some(0), Some(1), Some(0)),
+        "{c}"
+    );
+    assert_eq!(embeddings.posts(), posted, "a dry run sends nothing");
+}

@@ -144,15 +144,14 @@ pub(in crate::cli) fn run(
         };
         let setting = dry_run::Setting {
             judging: judging.as_ref(),
-            embedder: embedder
-                .as_ref()
-                .zip(a.embedder.as_deref())
-                .map(|(e, spec)| {
-                    (
-                        e.preferred_batch_size().unwrap_or(64),
-                        dry_run::model_of(spec),
-                    )
-                }),
+            embedder: match (&embedder, &a.embedder) {
+                (Some(e), Some(spec)) => Some(dry_run::AnswerEmbedder::new(
+                    e.as_ref(),
+                    spec,
+                    context.cache(),
+                )?),
+                _ => None,
+            },
             rag,
             ..dry_run::Setting::new(&a.dry)
         };
