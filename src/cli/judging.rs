@@ -210,6 +210,11 @@ impl Judging {
         self.config.samples
     }
 
+    /// Repairs of an answer that breaks a judge's schema, at most, per call.
+    pub fn repairs(&self) -> u32 {
+        self.config.repairs
+    }
+
     /// Calls, retries, tokens and judge counts, one line per judge (with faithfulness's
     /// statements whose evidence is in no context, when there are any), each followed by the
     /// first failure of each kind with its count, for stderr.
