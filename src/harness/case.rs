@@ -13,7 +13,6 @@ use crate::level::{Level, LevelKind};
 use crate::metrics::{registry, RunResult as Outcome};
 use crate::retrieve::Retriever;
 use sha2::{Digest, Sha256};
-#[cfg(feature = "answers")]
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
