@@ -35,7 +35,7 @@
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{ChunkDataset, Dataset, ToRow, TokenDataset};
-use crate::error::{Error, EvaluationError, Result, SettingError};
+use crate::error::{DatasetError, Error, EvaluationError, Result, SettingError};
 use crate::level::{ChunkLevel, Level, LevelKind, TokenLevel};
 use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::{
@@ -76,13 +76,13 @@ impl Evaluation<TokenLevel> {
         let problems = dataset.check_against(&corpus);
         if !problems.is_empty() {
             let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            return Err(Error::Dataset(format!(
+            return Err(Error::Dataset(DatasetError::new(dataset.source(), format!(
                 "{} span{} of {} disagree with the corpus (re-anchor with `rag-eval dataset reanchor`):\n{}",
                 problems.len(),
                 if problems.len() == 1 { "" } else { "s" },
                 dataset.source(),
                 list.join("\n")
-            )));
+            ))));
         }
         Ok(Self::unchecked(corpus, dataset))
     }
@@ -124,11 +124,11 @@ fn dataset_chunker(d: &ChunkDataset) -> Result<()> {
         match &found {
             None => found = Some((i, c, recorded_chunker(c))),
             Some((j, first, value)) if !same_chunker(value, &recorded_chunker(c)) => {
-                return Err(Error::Dataset(format!(
+                return Err(Error::Dataset(DatasetError::new(d.source(), format!(
                     "{} records chunker `{c}` but {} records `{first}`; a chunk-level dataset comes from one chunker",
                     d.location(i),
                     d.location(*j)
-                )))
+                ))))
             }
             Some(_) => {}
         }

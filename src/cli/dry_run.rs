@@ -196,7 +196,7 @@ impl LlmClient for Unsent {
     }
 
     async fn complete(&self, _: &ChatRequest) -> crate::Result<ChatResponse> {
-        Err(crate::Error::Config("a dry run sends nothing".into()))
+        Err(crate::Error::other("a dry run sends nothing"))
     }
 }
 
@@ -213,7 +213,7 @@ impl crate::embed::Embedder for Unembedded {
         self.0.dimension()
     }
     async fn embed(&self, _: &[String]) -> crate::Result<Vec<Vec<f32>>> {
-        Err(crate::Error::Embed("a dry run embeds nothing".into()))
+        Err(crate::EmbedError::new(self.name(), "a dry run embeds nothing").into())
     }
 }
 

@@ -528,7 +528,7 @@ mod tests {
         }
         async fn generate(&self, question: &str, _: &[RetrievedChunk]) -> crate::Result<RagAnswer> {
             if question == "fail" {
-                return Err(crate::Error::Config("no answer".into()));
+                return Err(crate::Error::other("no answer"));
             }
             Ok(RagAnswer {
                 answer: question.to_uppercase(),

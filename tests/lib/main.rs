@@ -16,6 +16,7 @@ mod bundled_data;
 mod cache;
 mod chroma_mode;
 mod chunker_invariants;
+mod errors;
 mod eval;
 mod judge_requests;
 mod judges;
