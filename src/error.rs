@@ -408,8 +408,88 @@ pub enum EvaluationError {
     },
     /// A retrieved chunk's text contradicts its offsets in its document.
     #[error("{0}")]
-    ChunkText(String),
+    ChunkText(#[from] ChunkTextError),
 }
+
+/// A retrieved chunk whose text contradicts its character offsets: which chunk, and how
+/// ([`RetrievedChunk::check_text`](crate::chunk::RetrievedChunk::check_text)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChunkTextError {
+    /// The text is not as long as its range.
+    Length {
+        /// The chunk's document.
+        doc: String,
+        /// The range's start (characters).
+        start: usize,
+        /// The range's end (characters, exclusive).
+        end: usize,
+        /// The text's length in characters.
+        chars: usize,
+        /// Whether the range is the text's length in bytes (byte offsets taken for characters).
+        bytes: bool,
+    },
+    /// The text is not the document's over its range.
+    Mismatch {
+        /// The chunk's document.
+        doc: String,
+        /// The range's start (characters).
+        start: usize,
+        /// The range's end (characters, exclusive).
+        end: usize,
+        /// The chunk's text (its first 40 characters, then `…`).
+        chunk: String,
+        /// The document's text over the range, shortened alike; `None` past its end.
+        found: Option<String>,
+        /// Whether the range read as bytes holds the chunk's text.
+        bytes: bool,
+    },
+}
+
+const BYTES_HINT: &str = "the offsets look like bytes, not characters: build the chunk with `RetrievedChunk::from_byte_range` (or `CharSpan::from_byte_range`)";
+
+impl std::fmt::Display for ChunkTextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChunkTextError::Length {
+                doc,
+                start,
+                end,
+                chars,
+                bytes,
+            } => write!(
+                f,
+                "retrieved chunk `{doc}` {start}..{end} holds {chars} characters, not {}: {}",
+                end.saturating_sub(*start),
+                if *bytes {
+                    BYTES_HINT
+                } else {
+                    "offsets are characters (Unicode scalar values), end-exclusive"
+                }
+            ),
+            ChunkTextError::Mismatch {
+                doc,
+                start,
+                end,
+                chunk,
+                found,
+                bytes,
+            } => {
+                write!(
+                    f,
+                    "retrieved chunk `{doc}` {start}..{end} does not match the document: the chunk holds {chunk:?}, the document has {:?} there",
+                    found.as_deref().unwrap_or("nothing (past its end)")
+                )?;
+                if *bytes {
+                    write!(f, "; {BYTES_HINT}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ChunkTextError {}
 
 /// A report that cannot be made from the runs given, or a bar that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

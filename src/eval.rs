@@ -399,9 +399,9 @@ where
         for (e, chunks) in self.dataset.examples().iter().zip(retrieved) {
             for c in chunks {
                 let doc = self.corpus.get(c.chunk.span.doc.as_str());
-                c.check_text(doc).map_err(|message| Error::Retrieval {
+                c.check_text(doc).map_err(|fault| Error::Retrieval {
                     query: e.id.clone(),
-                    source: Box::new(EvaluationError::ChunkText(message).into()),
+                    source: Box::new(EvaluationError::ChunkText(fault).into()),
                 })?;
             }
         }

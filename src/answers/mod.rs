@@ -368,7 +368,7 @@ fn read_line(line: &str) -> std::result::Result<Line, String> {
                     "`text` is empty but the span {start}..{end} is not"
                 )));
             }
-            chunk.check_text(None).map_err(at)?;
+            chunk.check_text(None).map_err(|e| at(e.to_string()))?;
             Ok(chunk)
         })
         .collect::<std::result::Result<Vec<_>, String>>()?;
