@@ -10,6 +10,7 @@ mod shared_data;
 #[path = "../support/mod.rs"]
 mod support;
 
+#[cfg(feature = "answers")]
 mod answer_metrics;
 mod architecture;
 mod bundled_data;
@@ -18,7 +19,9 @@ mod chroma_mode;
 mod chunker_invariants;
 mod errors;
 mod eval;
+#[cfg(feature = "answers")]
 mod judge_requests;
+#[cfg(feature = "answers")]
 mod judges;
 mod langchain_parity;
 mod published_figures;
