@@ -306,8 +306,6 @@ impl Embedder for Fixed {
         self.0
     }
     async fn embed(&self, _texts: &[String]) -> rag_eval::Result<Vec<Vec<f32>>> {
-        Err(rag_eval::Error::Embed(
-            "the benchmark expects only hits".into(),
-        ))
+        Err(rag_eval::EmbedError::new(MODEL, "the benchmark expects only hits").into())
     }
 }

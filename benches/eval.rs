@@ -27,7 +27,7 @@ impl<R: Retriever<TokenLevel>> Retriever<TokenLevel> for PerQuery<R> {
     fn name(&self) -> String {
         self.0.name()
     }
-    fn chunker(&self) -> Option<String> {
+    fn chunker(&self) -> Option<rag_eval::spec::Value> {
         self.0.chunker()
     }
     fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {

@@ -19,6 +19,7 @@
 //! use instead (`rag-eval chunk` prints both ids: `id` and `chunk_id`).
 
 use crate::corpus::{DocId, Metadata};
+use crate::error::ChunkTextError;
 use crate::span::CharSpan;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -368,7 +369,10 @@ impl RetrievedChunk {
     /// Checks that the chunk's text, when it carries one, is what its character range says:
     /// as long as the range, and the document's text there when `document` is given. The
     /// message names the likely cause when the offsets are bytes rather than characters.
-    pub fn check_text(&self, document: Option<&crate::corpus::Document>) -> Result<(), String> {
+    pub fn check_text(
+        &self,
+        document: Option<&crate::corpus::Document>,
+    ) -> Result<(), ChunkTextError> {
         let c = &self.chunk;
         if c.content.is_empty() {
             return Ok(());
@@ -376,33 +380,28 @@ impl RetrievedChunk {
         let (start, end) = (c.span.start, c.span.end);
         let chars = c.content.chars().count();
         let len = end.saturating_sub(start);
-        let bytes_hint = "the offsets look like bytes, not characters: build the chunk with `RetrievedChunk::from_byte_range` (or `CharSpan::from_byte_range`)";
         if len != chars {
-            let hint = if len == c.content.len() {
-                bytes_hint
-            } else {
-                "offsets are characters (Unicode scalar values), end-exclusive"
-            };
-            return Err(format!(
-                "retrieved chunk `{}` {start}..{end} holds {chars} characters, not {}: {hint}",
-                c.span.doc, len
-            ));
+            return Err(ChunkTextError::Length {
+                doc: c.span.doc.to_string(),
+                start,
+                end,
+                chars,
+                bytes: len == c.content.len(),
+            });
         }
         let Some(doc) = document else {
             return Ok(());
         };
         match doc.slice(start, end) {
             Some(found) if found == c.content => Ok(()),
-            found => {
-                let as_bytes = doc.content().get(start..end) == Some(c.content.as_str());
-                Err(format!(
-                    "retrieved chunk `{}` {start}..{end} does not match the document: the chunk holds {:?}, the document has {:?} there{}",
-                    c.span.doc,
-                    preview(&c.content),
-                    found.map(preview).unwrap_or_else(|| "nothing (past its end)".into()),
-                    if as_bytes { format!("; {bytes_hint}") } else { String::new() }
-                ))
-            }
+            found => Err(ChunkTextError::Mismatch {
+                doc: c.span.doc.to_string(),
+                start,
+                end,
+                chunk: preview(&c.content),
+                found: found.map(preview),
+                bytes: doc.content().get(start..end) == Some(c.content.as_str()),
+            }),
         }
     }
 }
@@ -501,6 +500,20 @@ mod tests {
         // document disagrees, and the message says why.
         let bytes = RetrievedChunk::new(PositionAwareChunk::new("s.md", at, at + 5, "42 cm"), 1.0);
         let e = bytes.check_text(Some(&doc)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ChunkTextError::Mismatch {
+                    start: 9,
+                    end: 14,
+                    found: None,
+                    bytes: true,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.contains("does not match the document"), "{e}");
         assert!(e.contains("bytes, not characters"), "{e}");
         assert!(bytes.check_text(None).is_ok(), "nothing to compare with");
@@ -508,6 +521,17 @@ mod tests {
         // A non-ASCII chunk whose byte length was taken for its span.
         let long = RetrievedChunk::new(PositionAwareChunk::new("s.md", 0, 7, "Größe"), 1.0);
         let e = long.check_text(None).unwrap_err();
+        assert_eq!(
+            e,
+            ChunkTextError::Length {
+                doc: "s.md".into(),
+                start: 0,
+                end: 7,
+                chars: 5,
+                bytes: true
+            }
+        );
+        let e = e.to_string();
         assert!(e.contains("holds 5 characters, not 7"), "{e}");
         assert!(e.contains("bytes, not characters"), "{e}");
         // A chunk without text is not checked.

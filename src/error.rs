@@ -59,12 +59,12 @@ pub enum Error {
         /// Document length in characters.
         len: usize,
     },
-    /// A configuration is invalid. The library reports its own errors through the typed
-    /// variants ([`Error::Spec`], [`Error::Setting`], …); this one is for components written
-    /// outside the crate (a [`Retriever`](crate::retrieve::Retriever) of your own, say) that
-    /// have nothing more precise to say.
-    #[error("invalid configuration: {0}")]
-    Config(String),
+    /// An error of a component written outside the crate (a
+    /// [`Retriever`](crate::retrieve::Retriever) of your own, say), as that component made it:
+    /// reach it with `downcast_ref`. The library reports its own errors through the other
+    /// variants. Made with [`Error::other`].
+    #[error("{0}")]
+    Other(Box<dyn std::error::Error + Send + Sync>),
     /// A component spec (`recursive:size=400`) does not parse, or names a component that
     /// cannot be built as written.
     #[error("invalid configuration: {0}")]
@@ -163,7 +163,7 @@ pub enum Error {
     },
     /// A dataset is inconsistent with itself or with its corpus.
     #[error("invalid dataset: {0}")]
-    Dataset(String),
+    Dataset(#[from] DatasetError),
     /// A cache file cannot be used: it is not a SQLite database, belongs to something else or
     /// to another schema version, or reading or writing it failed.
     #[error("cache `{path}`: {message}")]
@@ -184,9 +184,9 @@ pub enum Error {
         message: String,
     },
     /// A run record (JSON) cannot be read: not JSON, another format version, a field missing
-    /// or of the wrong type.
+    /// or of the wrong type; or cannot be stored.
     #[error("{0}")]
-    RunRecord(String),
+    RunRecord(#[from] RunRecordError),
     /// A run store holds no run by that id.
     #[error("run store `{location}` has no run `{id}`")]
     NoSuchRun {
@@ -227,7 +227,7 @@ pub enum Error {
     },
     /// An embedder failed.
     #[error("embedding failed: {0}")]
-    Embed(String),
+    Embed(#[from] EmbedError),
     /// A remote service could not be reached or gave no usable answer (after any retries).
     #[error("`{endpoint}`: {message}")]
     Http {
@@ -408,8 +408,88 @@ pub enum EvaluationError {
     },
     /// A retrieved chunk's text contradicts its offsets in its document.
     #[error("{0}")]
-    ChunkText(String),
+    ChunkText(#[from] ChunkTextError),
 }
+
+/// A retrieved chunk whose text contradicts its character offsets: which chunk, and how
+/// ([`RetrievedChunk::check_text`](crate::chunk::RetrievedChunk::check_text)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChunkTextError {
+    /// The text is not as long as its range.
+    Length {
+        /// The chunk's document.
+        doc: String,
+        /// The range's start (characters).
+        start: usize,
+        /// The range's end (characters, exclusive).
+        end: usize,
+        /// The text's length in characters.
+        chars: usize,
+        /// Whether the range is the text's length in bytes (byte offsets taken for characters).
+        bytes: bool,
+    },
+    /// The text is not the document's over its range.
+    Mismatch {
+        /// The chunk's document.
+        doc: String,
+        /// The range's start (characters).
+        start: usize,
+        /// The range's end (characters, exclusive).
+        end: usize,
+        /// The chunk's text (its first 40 characters, then `…`).
+        chunk: String,
+        /// The document's text over the range, shortened alike; `None` past its end.
+        found: Option<String>,
+        /// Whether the range read as bytes holds the chunk's text.
+        bytes: bool,
+    },
+}
+
+const BYTES_HINT: &str = "the offsets look like bytes, not characters: build the chunk with `RetrievedChunk::from_byte_range` (or `CharSpan::from_byte_range`)";
+
+impl std::fmt::Display for ChunkTextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChunkTextError::Length {
+                doc,
+                start,
+                end,
+                chars,
+                bytes,
+            } => write!(
+                f,
+                "retrieved chunk `{doc}` {start}..{end} holds {chars} characters, not {}: {}",
+                end.saturating_sub(*start),
+                if *bytes {
+                    BYTES_HINT
+                } else {
+                    "offsets are characters (Unicode scalar values), end-exclusive"
+                }
+            ),
+            ChunkTextError::Mismatch {
+                doc,
+                start,
+                end,
+                chunk,
+                found,
+                bytes,
+            } => {
+                write!(
+                    f,
+                    "retrieved chunk `{doc}` {start}..{end} does not match the document: the chunk holds {chunk:?}, the document has {:?} there",
+                    found.as_deref().unwrap_or("nothing (past its end)")
+                )?;
+                if *bytes {
+                    write!(f, "; {BYTES_HINT}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ChunkTextError {}
 
 /// A report that cannot be made from the runs given, or a bar that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -462,10 +542,101 @@ pub enum LangSmithError {
     NotAnId(String),
 }
 
+/// A dataset inconsistent with itself, with its corpus or with what it is used with: which
+/// dataset, and what is wrong where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct DatasetError {
+    /// The dataset: its file (`questions.jsonl`), the output of a generation, or a LangSmith
+    /// dataset or experiment by name.
+    pub dataset: String,
+    /// What is wrong, naming the dataset and the rows at fault (file and line where known).
+    pub message: String,
+}
+
+impl DatasetError {
+    /// `dataset` is wrong as `message` says.
+    pub fn new(dataset: impl ToString, message: impl Into<String>) -> Self {
+        DatasetError {
+            dataset: dataset.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// An embedder that failed: which one, and what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct EmbedError {
+    /// The embedder: its name (`openai:model=…`), or the model file or library it could not
+    /// load.
+    pub embedder: String,
+    /// What went wrong, naming the embedder.
+    pub message: String,
+}
+
+impl EmbedError {
+    /// `embedder` failed as `message` says.
+    pub fn new(embedder: impl ToString, message: impl Into<String>) -> Self {
+        EmbedError {
+            embedder: embedder.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A run record that cannot be read from its JSON form, or cannot be stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunRecordError {
+    /// The text is not JSON.
+    #[error("a run record is not valid JSON: {0}")]
+    NotJson(String),
+    /// The record has no numeric `format` field.
+    #[error("not a run record: no numeric `format` field")]
+    NoFormat,
+    /// The record is of a format this rag-eval does not read.
+    #[error("run record format {found} is not the one this rag-eval reads ({reads}){}", if .found > .reads { "; upgrade rag-eval" } else { "" })]
+    OtherFormat {
+        /// The record's format.
+        found: u64,
+        /// The format this rag-eval reads (and writes).
+        reads: u64,
+    },
+    /// A field is missing or of the wrong type.
+    #[error("invalid run record{}: {message}", .earlier.map(|f| format!(" (format {f})")).unwrap_or_default())]
+    Invalid {
+        /// The earlier format the record was read as, when it is one.
+        earlier: Option<u64>,
+        /// What serde_json reported, with the line and column.
+        message: String,
+    },
+    /// The record holds a figure JSON cannot (NaN or infinite).
+    #[error("run `{run}` cannot be recorded: {what}")]
+    NotStorable {
+        /// The run's id.
+        run: String,
+        /// The figure at fault.
+        what: String,
+    },
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The error of a component of your own ([`Error::Other`]): any error type, or a message.
+    ///
+    /// ```
+    /// let e = rag_eval::Error::other("backend unavailable");
+    /// assert_eq!(e.to_string(), "backend unavailable");
+    /// ```
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Error::Other(error.into())
+    }
+
     /// An I/O error with the action and path it happened on.
     pub fn io(action: &'static str, path: impl Into<Utf8PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

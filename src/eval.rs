@@ -35,7 +35,7 @@
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{ChunkDataset, Dataset, ToRow, TokenDataset};
-use crate::error::{Error, EvaluationError, Result, SettingError};
+use crate::error::{DatasetError, Error, EvaluationError, Result, SettingError};
 use crate::level::{ChunkLevel, Level, LevelKind, TokenLevel};
 use crate::metrics::registry::RegisteredLevel;
 use crate::metrics::{
@@ -43,6 +43,7 @@ use crate::metrics::{
     SpanMode, Truth, REGISTRY,
 };
 use crate::retrieve::{BatchError, Retriever};
+use crate::spec::Value;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Instant;
@@ -75,13 +76,13 @@ impl Evaluation<TokenLevel> {
         let problems = dataset.check_against(&corpus);
         if !problems.is_empty() {
             let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            return Err(Error::Dataset(format!(
+            return Err(Error::Dataset(DatasetError::new(dataset.source(), format!(
                 "{} span{} of {} disagree with the corpus (re-anchor with `rag-eval dataset reanchor`):\n{}",
                 problems.len(),
                 if problems.len() == 1 { "" } else { "s" },
                 dataset.source(),
                 list.join("\n")
-            )));
+            ))));
         }
         Ok(Self::unchecked(corpus, dataset))
     }
@@ -98,41 +99,41 @@ impl Evaluation<ChunkLevel> {
     }
 }
 
-/// Whether two chunker specs name the same chunker: `recursive:size=400,overlap=0` is
-/// `recursive:size=400,overlap=0,length=chars,separators=langchain` with the defaults written
-/// out. Specs are compared by the canonical form of the chunker they build; a spec the parser
-/// does not know (a custom chunker's name) is compared as written.
-pub(crate) fn same_chunker(a: &str, b: &str) -> bool {
-    if a == b {
-        return true;
-    }
-    let canonical = |spec: &str| crate::chunker::parse_spec(spec).map(|c| c.name()).ok();
-    match (canonical(a), canonical(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => false,
-    }
+/// The chunker a dataset records (`metadata.chunker`), read once into the value a retriever's
+/// [`Retriever::chunker`] is compared with: a built-in chunker's spec in its canonical form
+/// (`recursive:size=400` is `recursive:size=400,overlap=0,length=chars,separators=langchain`
+/// with the defaults written out), anything the parser does not know (a custom chunker's spec)
+/// as the text written.
+fn recorded_chunker(text: &str) -> Value {
+    crate::chunker::parse_spec(text).map_or_else(|_| Value::Text(text.to_owned()), |c| c.spec())
+}
+
+/// Whether a recorded chunker is `used`: the same value, or, for a chunker the parser does not
+/// know, `used`'s spec as the dataset wrote it.
+fn same_chunker(recorded: &Value, used: &Value) -> bool {
+    recorded == used || matches!(recorded, Value::Text(t) if *t == used.to_string())
 }
 
 /// The chunker recorded in a chunk-level dataset, if any; rows that disagree are an error.
-fn dataset_chunker(d: &ChunkDataset) -> Result<Option<String>> {
-    let mut found: Option<(usize, String)> = None;
+fn dataset_chunker(d: &ChunkDataset) -> Result<()> {
+    let mut found: Option<(usize, &str, Value)> = None;
     for (i, e) in d.examples().iter().enumerate() {
         let Some(c) = e.metadata.get("chunker").and_then(|v| v.as_str()) else {
             continue;
         };
         match &found {
-            None => found = Some((i, c.to_owned())),
-            Some((j, first)) if !same_chunker(first, c) => {
-                return Err(Error::Dataset(format!(
+            None => found = Some((i, c, recorded_chunker(c))),
+            Some((j, first, value)) if !same_chunker(value, &recorded_chunker(c)) => {
+                return Err(Error::Dataset(DatasetError::new(d.source(), format!(
                     "{} records chunker `{c}` but {} records `{first}`; a chunk-level dataset comes from one chunker",
                     d.location(i),
                     d.location(*j)
-                )))
+                ))))
             }
             Some(_) => {}
         }
     }
-    Ok(found.map(|(_, c)| c))
+    Ok(())
 }
 
 impl<L: Level> Evaluation<L>
@@ -330,7 +331,11 @@ where
         scores.config = Some(RunConfig {
             dataset: Some(self.dataset.source().to_owned()),
             corpus_documents: Some(self.corpus.len()),
-            ..RunConfig::of_retriever(retriever.name(), &retriever.spec(), retriever.chunker())
+            ..RunConfig::of_retriever(
+                retriever.name(),
+                &retriever.spec(),
+                retriever.chunker().as_ref(),
+            )
         });
         scores.dataset_hash = Some(self.dataset_hash());
         let scored = Instant::now();
@@ -394,23 +399,23 @@ where
         for (e, chunks) in self.dataset.examples().iter().zip(retrieved) {
             for c in chunks {
                 let doc = self.corpus.get(c.chunk.span.doc.as_str());
-                c.check_text(doc).map_err(|message| Error::Retrieval {
+                c.check_text(doc).map_err(|fault| Error::Retrieval {
                     query: e.id.clone(),
-                    source: Box::new(EvaluationError::ChunkText(message).into()),
+                    source: Box::new(EvaluationError::ChunkText(fault).into()),
                 })?;
             }
         }
         Ok(())
     }
 
-    fn check_chunker(&self, retriever_chunker: Option<String>) -> Result<()> {
+    fn check_chunker(&self, retriever_chunker: Option<Value>) -> Result<()> {
         let recorded = self
             .dataset
             .examples()
             .iter()
             .find_map(|e| e.metadata.get("chunker").and_then(|v| v.as_str()));
         if let (Some(recorded), Some(used)) = (recorded, retriever_chunker) {
-            if !same_chunker(recorded, &used) {
+            if !same_chunker(&recorded_chunker(recorded), &used) {
                 return Err(EvaluationError::OtherChunker {
                     dataset: self.dataset.source().to_string(),
                     recorded: recorded.to_string(),

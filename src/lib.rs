@@ -125,7 +125,8 @@ pub mod trec;
 mod vector;
 
 pub use error::{
-    Error, EvaluationError, Fault, LangSmithError, ReportError, Result, SettingError, SpecError,
+    ChunkTextError, DatasetError, EmbedError, Error, EvaluationError, Fault, LangSmithError,
+    ReportError, Result, RunRecordError, SettingError, SpecError,
 };
 
 /// The data set that the tests marked `#[ignore = "needs ../shared/data"]` read.

@@ -240,9 +240,8 @@ fn expected_failures(baseline: &str, run: &str) -> BTreeSet<String> {
     let eval = TokenLevelEvaluation::new(corpus.clone(), questions).unwrap();
     let result = |name: &str| {
         let v = variant::Variant::named(name);
-        let chunker =
-            rag_eval::chunker::parse_spec(&Retriever::<TokenLevel>::chunker(&v).unwrap()).unwrap();
-        let spans: Vec<CharSpan> = chunker
+        let spans: Vec<CharSpan> = Retriever::<TokenLevel>::chunker_object(&v)
+            .unwrap()
             .chunk_corpus(&corpus)
             .into_iter()
             .map(|c| c.span)

@@ -57,7 +57,7 @@ pub use score::{
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::corpus::Corpus;
 use crate::dataset::Dataset;
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use crate::level::Level;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Deserialize;
@@ -255,23 +255,26 @@ impl Answers {
             .take(10)
             .map(|(id, l)| format!("{}:{l}: `{id}`", self.path))
             .collect();
-        Err(Error::Dataset(format!(
-            "{} answer{} in {} {} not in the dataset {}:\n{}{}",
-            unknown.len(),
-            if unknown.len() == 1 { "" } else { "s" },
-            self.path,
-            if unknown.len() == 1 {
-                "is for a query"
-            } else {
-                "are for queries"
-            },
+        Err(Error::Dataset(DatasetError::new(
             dataset.source(),
-            shown.join("\n"),
-            if unknown.len() > shown.len() {
-                "\n…"
-            } else {
-                ""
-            }
+            format!(
+                "{} answer{} in {} {} not in the dataset {}:\n{}{}",
+                unknown.len(),
+                if unknown.len() == 1 { "" } else { "s" },
+                self.path,
+                if unknown.len() == 1 {
+                    "is for a query"
+                } else {
+                    "are for queries"
+                },
+                dataset.source(),
+                shown.join("\n"),
+                if unknown.len() > shown.len() {
+                    "\n…"
+                } else {
+                    ""
+                }
+            ),
         )))
     }
 }
@@ -365,7 +368,7 @@ fn read_line(line: &str) -> std::result::Result<Line, String> {
                     "`text` is empty but the span {start}..{end} is not"
                 )));
             }
-            chunk.check_text(None).map_err(at)?;
+            chunk.check_text(None).map_err(|e| at(e.to_string()))?;
             Ok(chunk)
         })
         .collect::<std::result::Result<Vec<_>, String>>()?;

@@ -3,7 +3,7 @@
 use super::key::Table;
 use super::{Cache, CacheKey, CacheMode, CacheStats, Price};
 use crate::embed::Embedder;
-use crate::error::{Error, Result};
+use crate::error::{EmbedError, Error, Result};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -253,10 +253,9 @@ impl<E: Embedder> CachedEmbedder<E> {
             )
         };
         if vectors.len() != unique.len() {
-            return Err(Error::Embed(format!(
-                "{} returned {} vectors",
-                what(),
-                vectors.len()
+            return Err(Error::Embed(EmbedError::new(
+                &self.model,
+                format!("{} returned {} vectors", what(), vectors.len()),
             )));
         }
         if let Some(first) = vectors.first() {
@@ -270,7 +269,10 @@ impl<E: Embedder> CachedEmbedder<E> {
                     0 => "is empty".to_owned(),
                     n => format!("has dimension {n}, expected {dimension}"),
                 };
-                return Err(Error::Embed(format!("{}: vector {i} {problem}", what())));
+                return Err(Error::Embed(EmbedError::new(
+                    &self.model,
+                    format!("{}: vector {i} {problem}", what()),
+                )));
             }
         }
         let rows: Vec<(CacheKey, &[f32], Option<u64>)> = unique
@@ -349,8 +351,12 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
 
     async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.resolve(Kind::Query, &[query]).await?;
-        v.pop()
-            .ok_or_else(|| Error::Embed(format!("{} returned no vector", self.model)))
+        v.pop().ok_or_else(|| {
+            Error::Embed(EmbedError::new(
+                &self.model,
+                format!("{} returned no vector", self.model),
+            ))
+        })
     }
 
     /// One cache lookup for all the queries; the distinct ones not found go to the inner

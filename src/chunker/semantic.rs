@@ -4,7 +4,7 @@ use super::{chunks_from_byte_ranges, Chunker, PositionAwareChunker};
 use crate::chunk::PositionAwareChunk;
 use crate::corpus::Document;
 use crate::embed::{cosine, Embedder, HashingEmbedder};
-use crate::error::{Error, Result, SettingError};
+use crate::error::{EmbedError, Result, SettingError};
 use crate::span::CharSpan;
 use crate::spec::{Spec, Value};
 use std::fmt;
@@ -265,12 +265,16 @@ impl SemanticChunker {
             .collect();
         let vectors = self.embedder.embed(&groups).await?;
         if vectors.len() != groups.len() {
-            return Err(Error::Embed(format!(
-                "{} returned {} vectors for {} texts",
-                self.embedder.name(),
-                vectors.len(),
-                groups.len()
-            )));
+            let embedder = self.embedder.name();
+            return Err(EmbedError::new(
+                &embedder,
+                format!(
+                    "{embedder} returned {} vectors for {} texts",
+                    vectors.len(),
+                    groups.len()
+                ),
+            )
+            .into());
         }
         let distances: Vec<f64> = vectors
             .windows(2)
@@ -574,7 +578,7 @@ mod tests {
         }
         async fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>> {
             *self.0.lock().unwrap() += 1;
-            Err(Error::Embed("service unavailable".into()))
+            Err(EmbedError::new("flaky", "service unavailable").into())
         }
     }
 

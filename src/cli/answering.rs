@@ -93,7 +93,7 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Answering<'_, R> {
         self.retriever.spec()
     }
 
-    fn chunker(&self) -> Option<String> {
+    fn chunker(&self) -> Option<crate::spec::Value> {
         self.retriever.chunker()
     }
 

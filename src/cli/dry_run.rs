@@ -346,7 +346,7 @@ impl LlmClient for Unsent {
     }
 
     async fn complete(&self, _: &ChatRequest) -> crate::Result<ChatResponse> {
-        Err(crate::Error::Config("a dry run sends nothing".into()))
+        Err(crate::Error::other("a dry run sends nothing"))
     }
 }
 
@@ -370,7 +370,7 @@ impl Asked {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend_from_slice(texts);
-        crate::Error::Embed("a dry run embeds nothing".into())
+        crate::EmbedError::new(self.inner.name(), "a dry run embeds nothing").into()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::{Dataset, Example, TokenDataset};
 use crate::corpus::{Corpus, Metadata};
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use crate::span::CharSpan;
 use camino::Utf8Path;
 use serde::Deserialize;
@@ -107,10 +107,13 @@ pub fn chroma_csv(path: impl AsRef<Utf8Path>, corpus: &Corpus) -> Result<TokenDa
     }
     if !problems.is_empty() {
         let n = problems.len();
-        return Err(Error::Dataset(format!(
-            "{n} problem{} importing {path}:\n{}",
-            if n == 1 { "" } else { "s" },
-            problems.join("\n")
+        return Err(Error::Dataset(DatasetError::new(
+            path,
+            format!(
+                "{n} problem{} importing {path}:\n{}",
+                if n == 1 { "" } else { "s" },
+                problems.join("\n")
+            ),
         )));
     }
     Dataset::new(examples).map(|mut d| {

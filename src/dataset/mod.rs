@@ -47,7 +47,7 @@ pub use validate::{validate, Validation};
 
 use crate::chunk::ChunkId;
 use crate::corpus::{Corpus, DocId, Metadata};
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::span::CharSpan;
 use camino::Utf8Path;
@@ -361,10 +361,10 @@ impl<L: Level> Dataset<L> {
     /// without retrieval truth, an error saying that retrieval cannot be measured on it.
     pub fn require_truth(&self) -> Result<()> {
         if !self.retrieval_truth {
-            return Err(Error::Dataset(format!(
+            return Err(Error::Dataset(DatasetError::new(&self.source, format!(
                 "{} holds questions with reference answers and no retrieval truth (`relevant_spans` or `relevant_chunk_ids`): retrieval cannot be measured on it; score a system's answers instead (`rag-eval score --answers`, `rag-eval eval --rag`)",
                 self.source
-            )));
+            ))));
         }
         let empty = self.empty_truth();
         if empty.is_empty() {
@@ -375,7 +375,7 @@ impl<L: Level> Dataset<L> {
             .take(10)
             .map(|&i| format!("{}: `{}`", self.location(i), self.examples[i].id))
             .collect();
-        Err(Error::Dataset(format!(
+        Err(Error::Dataset(DatasetError::new(&self.source, format!(
             "{} example{} of {} {} no ground truth and would score 0 on every metric, pulling the means down; fill them in, or leave them out explicitly (`skip_empty_truth`):
 {}{}",
             empty.len(),
@@ -384,7 +384,7 @@ impl<L: Level> Dataset<L> {
             if empty.len() == 1 { "has" } else { "have" },
             shown.join("\n"),
             if empty.len() > shown.len() { "\n…" } else { "" }
-        )))
+        ))))
     }
 
     /// The dataset without the examples [`empty_truth`](Dataset::empty_truth) lists, and how
@@ -424,11 +424,14 @@ impl<L: Level> Dataset<L> {
         let mut seen: HashMap<String, usize> = HashMap::with_capacity(self.examples.len());
         for (i, e) in self.examples.iter().enumerate() {
             if let Some(&first) = seen.get(e.id.as_str()) {
-                return Err(Error::Dataset(format!(
-                    "{}: duplicate id `{}` (first at {})",
-                    self.location(i),
-                    e.id,
-                    self.location(first)
+                return Err(Error::Dataset(DatasetError::new(
+                    &self.source,
+                    format!(
+                        "{}: duplicate id `{}` (first at {})",
+                        self.location(i),
+                        e.id,
+                        self.location(first)
+                    ),
                 )));
             }
             seen.insert(e.id.clone(), i);
@@ -760,22 +763,28 @@ fn assemble(
     if let Some((n, ..)) = qa.first() {
         let other = chunk.first().map(|r| r.0).or(token.first().map(|r| r.0));
         if let Some(m) = other {
-            return Err(Error::Dataset(format!(
+            return Err(Error::Dataset(DatasetError::new(source, format!(
                 "{source} mixes shapes: line {m} says what retrieval should find, line {n} has a reference answer only; a file holds one shape (split it, or give every row its truth)"
-            )));
+            ))));
         }
         let mut d = collect(qa, source)?;
         d.retrieval_truth = false;
         return Ok(AnyDataset::Token(d));
     }
     match (chunk.is_empty(), token.is_empty()) {
-        (false, false) => Err(Error::Dataset(format!(
-            "{source} mixes levels: line {} is chunk-level, line {} is token-level",
-            chunk[0].0, token[0].0
+        (false, false) => Err(Error::Dataset(DatasetError::new(
+            source,
+            format!(
+                "{source} mixes levels: line {} is chunk-level, line {} is token-level",
+                chunk[0].0, token[0].0
+            ),
         ))),
         (false, true) => Ok(AnyDataset::Chunk(collect(chunk, source)?)),
         (true, false) => Ok(AnyDataset::Token(collect(token, source)?)),
-        (true, true) => Err(Error::Dataset(format!("{source} has no examples"))),
+        (true, true) => Err(Error::Dataset(DatasetError::new(
+            source,
+            format!("{source} has no examples"),
+        ))),
     }
 }
 

@@ -1,7 +1,7 @@
 //! An embedder wrapper that batches requests and embeds each distinct text once.
 
 use super::Embedder;
-use crate::error::{Error, Result};
+use crate::error::{EmbedError, Error, Result};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -221,10 +221,9 @@ impl<E: Embedder> BatchingEmbedder<E> {
                 ),
             };
             if vectors.len() != batch.len() {
-                return Err(Error::Embed(format!(
-                    "{} returned {} vectors",
-                    what(),
-                    vectors.len()
+                return Err(Error::Embed(EmbedError::new(
+                    self.inner.name(),
+                    format!("{} returned {} vectors", what(), vectors.len()),
                 )));
             }
             if let Some((i, v)) = vectors
@@ -232,10 +231,13 @@ impl<E: Embedder> BatchingEmbedder<E> {
                 .enumerate()
                 .find(|(_, v)| v.len() != expected)
             {
-                return Err(Error::Embed(format!(
-                    "{}: vector {i} has dimension {}, expected {expected}",
-                    what(),
-                    v.len()
+                return Err(Error::Embed(EmbedError::new(
+                    self.inner.name(),
+                    format!(
+                        "{}: vector {i} has dimension {}, expected {expected}",
+                        what(),
+                        v.len()
+                    ),
                 )));
             }
             let mut state = self.lock();
@@ -413,7 +415,10 @@ mod tests {
                 let mut fail = self.fail.lock().unwrap();
                 if *fail > 0 {
                     *fail -= 1;
-                    return Err(Error::Embed("counting: service unavailable".into()));
+                    return Err(Error::Embed(EmbedError::new(
+                        "counting",
+                        "counting: service unavailable",
+                    )));
                 }
             }
             Ok(texts.iter().map(|t| vector(t, 1.0)).collect())

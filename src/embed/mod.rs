@@ -50,8 +50,12 @@ pub trait Embedder: Send + Sync {
     /// Embeds a query. Models with separate query encodings override this.
     async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.embed(&[query.to_owned()]).await?;
-        v.pop()
-            .ok_or_else(|| crate::Error::Embed(format!("{} returned no vector", self.name())))
+        v.pop().ok_or_else(|| {
+            crate::Error::Embed(crate::EmbedError::new(
+                self.name(),
+                format!("{} returned no vector", self.name()),
+            ))
+        })
     }
     /// Embeds queries, one vector per query, in order: what [`Embedder::embed_query`] returns
     /// for each. The default asks `embed_query` one query at a time; embedders whose query

@@ -1,7 +1,7 @@
 //! Local sentence-transformers models exported to ONNX, run by onnxruntime.
 
 use super::{Embedder, OnnxProfile};
-use crate::error::{Error, Result, SettingError};
+use crate::error::{EmbedError, Error, Result, SettingError};
 use camino::{Utf8Path, Utf8PathBuf};
 use ort::session::Session;
 use ort::session::SessionInputValue;
@@ -191,8 +191,12 @@ impl OnnxEmbedder {
             }
         }
 
-        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
-            .map_err(|e| Error::Embed(format!("cannot read tokenizer `{tokenizer_path}`: {e}")))?;
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|e| {
+            Error::Embed(EmbedError::new(
+                &tokenizer_path,
+                format!("cannot read tokenizer `{tokenizer_path}`: {e}"),
+            ))
+        })?;
         let added = tokenizer
             .get_post_processor()
             .map_or(0, |p| p.added_tokens(false));
@@ -212,7 +216,12 @@ impl OnnxEmbedder {
                 stride: 0,
                 direction: TruncationDirection::Right,
             }))
-            .map_err(|e| Error::Embed(format!("tokenizer `{tokenizer_path}`: {e}")))?;
+            .map_err(|e| {
+                Error::Embed(EmbedError::new(
+                    &tokenizer_path,
+                    format!("tokenizer `{tokenizer_path}`: {e}"),
+                ))
+            })?;
         // Padding is done per batch here, to the batch's longest text.
         let (pad_id, pad_type_id) = match tokenizer.get_padding() {
             Some(p) => (i64::from(p.pad_id), i64::from(p.pad_type_id)),
@@ -299,7 +308,12 @@ impl OnnxEmbedder {
             .tokenizer
             .encode(text, true)
             .map(|e| e.len())
-            .map_err(|e| Error::Embed(format!("{}: cannot tokenize: {e}", self.name)))
+            .map_err(|e| {
+                Error::Embed(EmbedError::new(
+                    &self.name,
+                    format!("{}: cannot tokenize: {e}", self.name),
+                ))
+            })
     }
 
     /// Embeds `texts` on the calling thread, one vector per text, in order.
@@ -364,7 +378,10 @@ impl Model {
         let model_path = &self.model_path;
         let environment = runtime(self.session.runtime.as_ref())?;
         let session_error = |e: &dyn fmt::Display| {
-            Error::Embed(format!("cannot load ONNX model `{model_path}`: {e}"))
+            Error::Embed(EmbedError::new(
+                model_path,
+                format!("cannot load ONNX model `{model_path}`: {e}"),
+            ))
         };
         let mut builder = Session::builder(&environment)
             .map_err(|e| session_error(&e))?
@@ -382,17 +399,18 @@ impl Model {
         let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
         for required in ["input_ids", "attention_mask"] {
             if !inputs.contains(&required) {
-                return Err(Error::Embed(format!(
+                return Err(Error::Embed(EmbedError::new(model_path, format!(
                     "`{model_path}` has no input `{required}` (inputs: {inputs:?}); expected a sentence-transformers export"
-                )));
+                ))));
             }
         }
         if let Some(other) = inputs
             .iter()
             .find(|n| !["input_ids", "attention_mask", "token_type_ids"].contains(n))
         {
-            return Err(Error::Embed(format!(
-                "`{model_path}` takes input `{other}`, which a text embedder cannot fill"
+            return Err(Error::Embed(EmbedError::new(
+                model_path,
+                format!("`{model_path}` takes input `{other}`, which a text embedder cannot fill"),
             )));
         }
         let token_type_ids = inputs.contains(&"token_type_ids");
@@ -401,16 +419,21 @@ impl Model {
             .iter()
             .find(|o| matches!(o.name(), "last_hidden_state" | "token_embeddings"))
             .or_else(|| session.outputs().first())
-            .ok_or_else(|| Error::Embed(format!("`{model_path}` has no output")))?;
+            .ok_or_else(|| {
+                Error::Embed(EmbedError::new(
+                    model_path,
+                    format!("`{model_path}` has no output"),
+                ))
+            })?;
         let output = outlet.name().to_owned();
         let shape = outlet.dtype().tensor_shape().map(|s| s.to_vec());
         let declared = match shape.as_deref() {
             Some([_, _, d]) => *d,
             _ => {
-                return Err(Error::Embed(format!(
+                return Err(Error::Embed(EmbedError::new(model_path, format!(
                     "output `{output}` of `{model_path}` is {:?}, not a tensor of token vectors (batch × tokens × dimension)",
                     outlet.dtype()
-                )))
+                ))))
             }
         };
         if let Some(d) = usize::try_from(declared).ok().filter(|&d| d > 0) {
@@ -433,10 +456,10 @@ impl Model {
         match self.expected_dimension {
             0 => Ok(()),
             want if want == d => Ok(()),
-            want => Err(Error::Embed(format!(
+            want => Err(Error::Embed(EmbedError::new(&self.model_path, format!(
                 "`{}` gives vectors of {d} dimensions, but `config.json` beside it has hidden_size {want}",
                 self.model_path
-            ))),
+            )))),
         }
     }
 
@@ -451,7 +474,10 @@ impl Model {
                 .tokenizer
                 .encode_batch_fast(chunk.to_vec(), true)
                 .map_err(|e| {
-                    Error::Embed(format!("cannot tokenize for `{}`: {e}", self.model_path))
+                    Error::Embed(EmbedError::new(
+                        &self.model_path,
+                        format!("cannot tokenize for `{}`: {e}", self.model_path),
+                    ))
                 })?;
             tokens.extend(encodings.into_iter().map(|e| Tokens {
                 ids: e.get_ids().to_vec(),
@@ -510,10 +536,13 @@ impl Model {
         }
         let shape = [rows.len(), width];
         let failed = |e: &dyn fmt::Display| {
-            Error::Embed(format!(
-                "`{}` on a batch of {} texts of up to {width} tokens: {e}",
-                self.model_path,
-                rows.len()
+            Error::Embed(EmbedError::new(
+                &self.model_path,
+                format!(
+                    "`{}` on a batch of {} texts of up to {width} tokens: {e}",
+                    self.model_path,
+                    rows.len()
+                ),
             ))
         };
         // Views of the reused buffers: onnxruntime reads them in place.
@@ -678,19 +707,19 @@ fn canonical_library(library: PathBuf, source: &str) -> Result<PathBuf> {
         return Ok(library);
     }
     std::fs::canonicalize(&library).map_err(|e| {
-        Error::Embed(format!(
+        Error::Embed(EmbedError::new(library.display(), format!(
             "onnxruntime library `{}` (from {source}): {e}; set {ORT_DYLIB_PATH} to the onnxruntime 1.31+ shared library",
             library.display()
-        ))
+        )))
     })
 }
 
 fn already_loaded(loaded: &Path, library: &Path, source: &str) -> Error {
-    Error::Embed(format!(
+    Error::Embed(EmbedError::new(library.display(), format!(
         "onnxruntime is already loaded from `{}` in this process; cannot also load `{}` (from {source})",
         loaded.display(),
         library.display()
-    ))
+    )))
 }
 
 /// The process's onnxruntime: the library it was loaded from and the environment made on it.
@@ -723,14 +752,14 @@ fn runtime(request: Option<&RuntimeRequest>) -> Result<ort::environment::Environ
     };
     let environment = ort::init_from(&library)
         .map_err(|e| {
-            Error::Embed(format!(
+            Error::Embed(EmbedError::new(library.display(), format!(
                 "cannot load onnxruntime (from {source}): {e}; set {ORT_DYLIB_PATH} to the onnxruntime 1.31+ shared library"
-            ))
+            )))
         })?
         .with_name("rag-eval")
         .with_telemetry(false)
         .build()
-        .map_err(|e| Error::Embed(format!("cannot start onnxruntime: {e}")))?;
+        .map_err(|e| Error::Embed(EmbedError::new("onnxruntime", format!("cannot start onnxruntime: {e}"))))?;
     *loaded = Some(Runtime {
         library,
         environment: environment.clone(),
@@ -790,7 +819,10 @@ impl Embedder for OnnxEmbedder {
                     })
                     .await
                     .map_err(|e| {
-                        Error::Embed(format!("{}: embedding task failed: {e}", self.name))
+                        Error::Embed(EmbedError::new(
+                            &self.name,
+                            format!("{}: embedding task failed: {e}", self.name),
+                        ))
                     })?
             }
             Err(_) => self.embed_blocking(texts),

@@ -1,7 +1,7 @@
 //! Embeddings from any server that speaks OpenAI's `/embeddings` API.
 
 use super::Embedder;
-use crate::error::{Error, Result};
+use crate::error::{EmbedError, Error, Result};
 use crate::http::{redact_url, HttpClient, HttpConfig, HttpStats};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -153,7 +153,12 @@ impl OpenAiEmbedder {
 
     /// Checks an answer's items against the request and sorts them by `index`.
     fn in_input_order(&self, data: Vec<EmbeddingData>, expected: usize) -> Result<Vec<Vec<f32>>> {
-        let fail = |what: String| Error::Embed(format!("{}: {what}", self.name()));
+        let fail = |what: String| {
+            Error::Embed(EmbedError::new(
+                self.name(),
+                format!("{}: {what}", self.name()),
+            ))
+        };
         if data.len() != expected {
             return Err(fail(format!(
                 "{} vectors in the answer for {expected} texts",

@@ -137,7 +137,7 @@ impl<L: Level> Retriever<L> for RagRetriever<L> {
     fn spec(&self) -> crate::spec::Value {
         self.inner.spec()
     }
-    fn chunker(&self) -> Option<String> {
+    fn chunker(&self) -> Option<crate::spec::Value> {
         self.inner.chunker()
     }
     fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
@@ -528,7 +528,7 @@ mod tests {
         }
         async fn generate(&self, question: &str, _: &[RetrievedChunk]) -> crate::Result<RagAnswer> {
             if question == "fail" {
-                return Err(crate::Error::Config("no answer".into()));
+                return Err(crate::Error::other("no answer"));
             }
             Ok(RagAnswer {
                 answer: question.to_uppercase(),

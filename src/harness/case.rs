@@ -775,7 +775,7 @@ impl<L: Level> Retriever<L> for MachineIndexed<L> {
     fn spec(&self) -> crate::spec::Value {
         self.inner.spec()
     }
-    fn chunker(&self) -> Option<String> {
+    fn chunker(&self) -> Option<crate::spec::Value> {
         self.inner.chunker()
     }
     fn chunker_object(&self) -> Option<&dyn crate::chunker::PositionAwareChunker> {

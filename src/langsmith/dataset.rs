@@ -11,7 +11,7 @@
 use super::client::{is_conflict, LangSmith, NewExample, RemoteExample};
 use super::ids::derived_uuid;
 use crate::dataset::AnyDataset;
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -54,15 +54,19 @@ pub struct Pulled {
 
 /// The rows of a dataset as JSON objects, exactly as its file form has them.
 pub fn rows_of(dataset: &AnyDataset) -> Result<Vec<Map<String, Value>>> {
-    let jsonl = match dataset {
-        AnyDataset::Chunk(d) => d.to_jsonl(),
-        AnyDataset::Token(d) => d.to_jsonl(),
+    let (jsonl, source) = match dataset {
+        AnyDataset::Chunk(d) => (d.to_jsonl(), d.source()),
+        AnyDataset::Token(d) => (d.to_jsonl(), d.source()),
     };
     jsonl
         .lines()
         .map(|line| {
-            serde_json::from_str(line)
-                .map_err(|e| Error::Dataset(format!("a row does not read back as JSON: {e}")))
+            serde_json::from_str(line).map_err(|e| {
+                Error::Dataset(DatasetError::new(
+                    source,
+                    format!("a row does not read back as JSON: {e}"),
+                ))
+            })
         })
         .collect()
 }
@@ -74,16 +78,17 @@ fn example_of(dataset_id: &str, position: usize, row: &Map<String, Value>) -> Re
         match row.get(key) {
             None | Some(Value::Null) => Ok(Map::new()),
             Some(Value::Object(m)) => Ok(m.clone()),
-            Some(_) => Err(Error::Dataset(format!(
-                "row `{id}`: `{key}` is not an object"
+            Some(_) => Err(Error::Dataset(DatasetError::new(
+                dataset_id,
+                format!("row `{id}`: `{key}` is not an object"),
             ))),
         }
     };
     let mut metadata = object("metadata")?;
     if metadata.contains_key(RESERVED_KEY) {
-        return Err(Error::Dataset(format!(
+        return Err(Error::Dataset(DatasetError::new(dataset_id, format!(
             "row `{id}`: metadata key `{RESERVED_KEY}` is reserved for the row's id and position in LangSmith"
-        )));
+        ))));
     }
     let other: Vec<&str> = row
         .keys()
@@ -127,8 +132,9 @@ pub async fn push(
 ) -> Result<PushReport> {
     let rows = rows_of(dataset)?;
     if rows.is_empty() {
-        return Err(Error::Dataset(format!(
-            "the dataset to push as `{name}` has no rows"
+        return Err(Error::Dataset(DatasetError::new(
+            name,
+            format!("the dataset to push as `{name}` has no rows"),
         )));
     }
     let (remote, created) = match client.find_dataset(name).await? {
@@ -149,9 +155,12 @@ pub async fn push(
         .and_then(Value::as_str)
     {
         if level != dataset.level() {
-            return Err(Error::Dataset(format!(
+            return Err(Error::Dataset(DatasetError::new(
+                name,
+                format!(
                 "LangSmith dataset `{name}` holds {level}-level examples; this dataset is {}-level",
                 dataset.level()
+            ),
             )));
         }
     }
@@ -270,9 +279,12 @@ pub fn row_of(e: &RemoteExample) -> Map<String, Value> {
 /// corpus, as any dataset.
 pub async fn pull(client: &LangSmith, name: &str) -> Result<Pulled> {
     let Some(remote) = client.find_dataset(name).await? else {
-        return Err(Error::Dataset(format!(
-            "no LangSmith dataset named `{name}` at {}",
-            client.endpoint()
+        return Err(Error::Dataset(DatasetError::new(
+            name,
+            format!(
+                "no LangSmith dataset named `{name}` at {}",
+                client.endpoint()
+            ),
         )));
     };
     let examples = client.list_examples(&remote.id).await?;

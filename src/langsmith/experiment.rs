@@ -13,7 +13,7 @@ use super::client::{is_conflict, LangSmith, NewFeedback, NewRun};
 use super::dataset::row_of;
 use super::ids::{derived_uuid, random_uuid, root_dotted_order, Timestamp};
 use super::journal::Journal;
-use crate::error::{Error, LangSmithError, Result};
+use crate::error::{DatasetError, Error, LangSmithError, Result};
 use crate::eval::EvaluationResult;
 use crate::metrics::{Figures, QueryResult, ResultLevel, RunResult};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -167,10 +167,10 @@ impl Experiment {
         let (dataset_id, examples) = match &self.dataset {
             Some(name) => {
                 let Some(d) = client.find_dataset(name).await? else {
-                    return Err(Error::Dataset(format!(
+                    return Err(Error::Dataset(DatasetError::new(name, format!(
                         "no LangSmith dataset named `{name}` at {} (push it with `rag-eval dataset push`)",
                         client.endpoint()
-                    )));
+                    ))));
                 };
                 let by_row: HashMap<String, String> = client
                     .list_examples(&d.id)
@@ -189,12 +189,12 @@ impl Experiment {
                     .filter(|id| !by_row.contains_key(*id))
                     .collect();
                 if !missing.is_empty() {
-                    return Err(Error::Dataset(format!(
+                    return Err(Error::Dataset(DatasetError::new(name, format!(
                         "{} of {} queries have no example in LangSmith dataset `{name}` (first: {}); push the dataset the run was made on",
                         missing.len(),
                         scores.per_query.len(),
                         missing.iter().take(5).copied().collect::<Vec<_>>().join(", ")
-                    )));
+                    ))));
                 }
                 (Some(d.id), by_row)
             }
@@ -410,9 +410,12 @@ impl Experiment {
 /// server's order and metrics are sorted by name.
 pub async fn fetch_experiment(client: &LangSmith, name: &str) -> Result<RunResult> {
     let Some(session) = client.find_session(name).await? else {
-        return Err(Error::Dataset(format!(
-            "no LangSmith experiment named `{name}` at {}",
-            client.endpoint()
+        return Err(Error::Dataset(DatasetError::new(
+            name,
+            format!(
+                "no LangSmith experiment named `{name}` at {}",
+                client.endpoint()
+            ),
         )));
     };
     let meta = session
@@ -463,8 +466,9 @@ pub async fn fetch_experiment(client: &LangSmith, name: &str) -> Result<RunResul
         let mut figures = Vec::with_capacity(names.len());
         for n in &names {
             let Some((_, v)) = got.iter().find(|(k, _)| k == n) else {
-                return Err(Error::Dataset(format!(
-                    "LangSmith experiment `{name}`: run {run_id} has no `{n}` feedback"
+                return Err(Error::Dataset(DatasetError::new(
+                    name,
+                    format!("LangSmith experiment `{name}`: run {run_id} has no `{n}` feedback"),
                 )));
             };
             figures.push((n.clone(), *v));
@@ -488,10 +492,13 @@ pub async fn fetch_experiment(client: &LangSmith, name: &str) -> Result<RunResul
     result.dataset_hash = meta["dataset_hash"].as_str().map(str::to_owned);
     result.group_by_difficulty();
     if let Some(what) = result.non_finite() {
-        return Err(Error::Dataset(format!(
-            "LangSmith experiment `{name}` at {}: {what}: its feedback scores are too large \
+        return Err(Error::Dataset(DatasetError::new(
+            name,
+            format!(
+                "LangSmith experiment `{name}` at {}: {what}: its feedback scores are too large \
              to average",
-            client.endpoint()
+                client.endpoint()
+            ),
         )));
     }
     Ok(result)

@@ -225,13 +225,14 @@ pub struct RunConfig {
 impl RunConfig {
     /// The configuration of a retriever described as `name`, built by `spec` (what
     /// [`Retriever::spec`](crate::retrieve::Retriever::spec) returns), whose chunks come from
-    /// `chunker`: the retriever's `chunker` (when `chunker` is `None`), `embedder`, `store`
+    /// `chunker` (what [`Retriever::chunker`](crate::retrieve::Retriever::chunker) returns):
+    /// the retriever's `chunker` (when `chunker` is `None`), `embedder`, `store`
     /// and `reranker` components are the spec's nested ones when it has them. A spec that is
     /// text (a custom retriever's name) names the retriever alone.
-    pub fn of_retriever(name: String, spec: &Value, chunker: Option<String>) -> RunConfig {
+    pub fn of_retriever(name: String, spec: &Value, chunker: Option<&Value>) -> RunConfig {
         let mut c = RunConfig {
             retriever: Some(name),
-            chunker,
+            chunker: chunker.map(Value::to_string),
             spec: Some(spec.to_string()),
             ..RunConfig::default()
         };
@@ -573,7 +574,7 @@ mod tests {
         assert_eq!(c.store.as_deref(), Some("memory"));
         assert_eq!(c.reranker, None);
         // The retriever's own chunker spec wins over the spec's part.
-        let own = RunConfig::of_retriever("x".into(), &value, Some("mine".into()));
+        let own = RunConfig::of_retriever("x".into(), &value, Some(&"mine".into()));
         assert_eq!(own.chunker.as_deref(), Some("mine"));
         // A custom retriever's name is no spec: it names the retriever alone.
         let custom = RunConfig::of_retriever("my search()".into(), &"my search()".into(), None);

@@ -307,8 +307,8 @@ impl<L: Level> Retriever<L> for Bm25Retriever {
             .into()
     }
 
-    fn chunker(&self) -> Option<String> {
-        Some(self.chunker.name())
+    fn chunker(&self) -> Option<crate::spec::Value> {
+        Some(self.chunker.spec())
     }
 
     fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
@@ -764,10 +764,7 @@ mod tests {
             Retriever::<TokenLevel>::name(&r),
             "bm25(k1=1.2,b=0.75) over lines"
         );
-        assert_eq!(
-            Retriever::<ChunkLevel>::chunker(&r).as_deref(),
-            Some("lines")
-        );
+        assert_eq!(Retriever::<ChunkLevel>::chunker(&r), Some("lines".into()));
         let tuned =
             Bm25Retriever::new(RecursiveCharacterChunker::new(400, 0)).with_params(2.0, 0.5);
         assert_eq!(

@@ -39,9 +39,10 @@ pub trait Retriever<L: Level>: Send + Sync {
         Value::Text(self.name())
     }
 
-    /// The chunker spec whose chunks this retriever returns, when it has one. A chunk-level
-    /// evaluation compares it with the chunker recorded in the dataset.
-    fn chunker(&self) -> Option<String> {
+    /// The [spec](crate::spec) of the chunker whose chunks this retriever returns, when it
+    /// has one (what [`PositionAwareChunker::spec`] returns). A chunk-level evaluation compares
+    /// it with the chunker recorded in the dataset.
+    fn chunker(&self) -> Option<Value> {
         None
     }
 
@@ -96,7 +97,7 @@ macro_rules! forward_retriever {
             fn spec(&self) -> Value {
                 (**self).spec()
             }
-            fn chunker(&self) -> Option<String> {
+            fn chunker(&self) -> Option<Value> {
                 (**self).chunker()
             }
             fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {

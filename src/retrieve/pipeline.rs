@@ -251,8 +251,8 @@ macro_rules! impl_retriever {
             fn spec(&self) -> Value {
                 Pipeline::spec(self)
             }
-            fn chunker(&self) -> Option<String> {
-                Some(self.chunker.name())
+            fn chunker(&self) -> Option<Value> {
+                Some(self.chunker.spec())
             }
             fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
                 Some(self.chunker.as_ref())

@@ -3,7 +3,7 @@
 
 use super::id::RunId;
 use super::provenance::GitInfo;
-use crate::error::{Error, Result};
+use crate::error::{Result, RunRecordError};
 use crate::metrics::{Figures, ResultLevel, RunConfig, RunResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -271,8 +271,10 @@ fn from_earlier<U: serde::de::DeserializeOwned + Into<Usage>>(
         #[serde(flatten)]
         record: RunRecord,
     }
-    let earlier: Earlier<U> = serde_json::from_str(text)
-        .map_err(|e| Error::RunRecord(format!("invalid run record (format {format}): {e}")))?;
+    let earlier: Earlier<U> = serde_json::from_str(text).map_err(|e| RunRecordError::Invalid {
+        earlier: Some(format),
+        message: e.to_string(),
+    })?;
     let mut record = earlier.record;
     record.format = FORMAT_VERSION;
     record.usage = earlier.usage.map(Into::into);
@@ -417,7 +419,7 @@ impl RunRecord {
     }
 
     /// A record from its JSON form, records of formats 1 and 2 converted to this one. A later
-    /// `format` is refused with an error that names both ([`Error::RunRecord`]).
+    /// `format` is refused with an error that names both ([`RunRecordError::OtherFormat`]).
     pub fn from_json(text: &str) -> Result<RunRecord> {
         // Read straight from the text, never through `serde_json::Value`, whose maps would
         // sort the metrics by name.
@@ -425,29 +427,28 @@ impl RunRecord {
         struct Head {
             format: Option<serde_json::Value>,
         }
-        let head: Head = serde_json::from_str(text)
-            .map_err(|e| Error::RunRecord(format!("a run record is not valid JSON: {e}")))?;
+        let head: Head =
+            serde_json::from_str(text).map_err(|e| RunRecordError::NotJson(e.to_string()))?;
         match head.format.as_ref().and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(FORMAT_VERSION) => {}
             Some(1) => return from_earlier::<UsageV1>(text, 1),
             Some(2) => return from_earlier::<Usage>(text, 2),
-            Some(v) => {
-                return Err(Error::RunRecord(format!(
-                    "run record format {v} is not the one this rag-eval reads ({FORMAT_VERSION}){}",
-                    if v > u64::from(FORMAT_VERSION) {
-                        "; upgrade rag-eval"
-                    } else {
-                        ""
-                    }
-                )))
+            Some(found) => {
+                return Err(RunRecordError::OtherFormat {
+                    found,
+                    reads: FORMAT_VERSION.into(),
+                }
+                .into())
             }
-            None => {
-                return Err(Error::RunRecord(
-                    "not a run record: no numeric `format` field".into(),
-                ))
-            }
+            None => return Err(RunRecordError::NoFormat.into()),
         }
-        serde_json::from_str(text).map_err(|e| Error::RunRecord(format!("invalid run record: {e}")))
+        serde_json::from_str(text).map_err(|e| {
+            RunRecordError::Invalid {
+                earlier: None,
+                message: e.to_string(),
+            }
+            .into()
+        })
     }
 
     /// Tokens the run's chat calls spent (generator and judges), to add to its usage.
@@ -488,10 +489,11 @@ impl RunRecord {
     /// cannot hold it, and a store must only keep what it can read back.
     pub fn check_storable(&self) -> Result<()> {
         match self.result.non_finite() {
-            Some(what) => Err(Error::RunRecord(format!(
-                "run `{}` cannot be recorded: {what}",
-                self.id
-            ))),
+            Some(what) => Err(RunRecordError::NotStorable {
+                run: self.id.to_string(),
+                what,
+            }
+            .into()),
             None => Ok(()),
         }
     }

@@ -22,7 +22,7 @@
 use super::{example_id, DocumentBatch, Dropped};
 use crate::corpus::{Corpus, DocId, Document};
 use crate::dataset::{self, AnyDataset, Example, ToRow};
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::llm::TokenUsage;
 use camino::{Utf8Path, Utf8PathBuf};
@@ -431,10 +431,13 @@ impl ResumableOutput {
         };
         let r = &self.records[i];
         if r.sha256 != crate::digest::short_sha256(doc.content().as_bytes()) {
-            return Err(Error::Dataset(format!(
-                "document `{}` changed since its rows were written to `{}`; start a new output",
-                doc.id(),
-                self.path
+            return Err(Error::Dataset(DatasetError::new(
+                &self.path,
+                format!(
+                    "document `{}` changed since its rows were written to `{}`; start a new output",
+                    doc.id(),
+                    self.path
+                ),
             )));
         }
         Ok(true)
@@ -484,10 +487,13 @@ impl ResumableOutput {
         Example<L>: ToRow,
     {
         if self.index.contains_key(doc.id()) {
-            return Err(Error::Dataset(format!(
-                "document `{}` is already recorded in `{}`",
-                doc.id(),
-                self.progress_path
+            return Err(Error::Dataset(DatasetError::new(
+                &self.path,
+                format!(
+                    "document `{}` is already recorded in `{}`",
+                    doc.id(),
+                    self.progress_path
+                ),
             )));
         }
         let first_id = self.next_id;
@@ -602,10 +608,13 @@ impl ResumableOutput {
         let any = dataset::parse(&text, self.path.as_str())?;
         let level = any.level();
         L::take(any).ok_or_else(|| {
-            Error::Dataset(format!(
-                "`{}` holds {level}-level rows, not {}-level ones",
-                self.path,
-                L::NAME
+            Error::Dataset(DatasetError::new(
+                &self.path,
+                format!(
+                    "`{}` holds {level}-level rows, not {}-level ones",
+                    self.path,
+                    L::NAME
+                ),
             ))
         })
     }

@@ -29,7 +29,7 @@ use super::resume::{DocRecord, GeneratedLevel, ResumableOutput, Resumed};
 use super::{ChunkLevelDataGenerator, DocumentBatch, Dropped, TokenLevelDataGenerator};
 use crate::corpus::{Corpus, Document};
 use crate::dataset::{Example, ToRow};
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use crate::level::{ChunkLevel, Level, TokenLevel};
 use crate::llm::LlmClient;
 use camino::Utf8Path;
@@ -184,7 +184,7 @@ impl<'a, G> GenerationRun<'a, G> {
         let missing = out.missing_from(corpus);
         if !missing.is_empty() {
             let shown: Vec<&str> = missing.iter().take(3).map(|d| d.as_str()).collect();
-            return Err(Error::Dataset(format!(
+            return Err(Error::Dataset(DatasetError::new(out.path(), format!(
                 "{} document{} done by an earlier run into `{}` {} not in the corpus any more ({}{}); use the same corpus, or another output",
                 missing.len(),
                 if missing.len() == 1 { "" } else { "s" },
@@ -192,7 +192,7 @@ impl<'a, G> GenerationRun<'a, G> {
                 if missing.len() == 1 { "is" } else { "are" },
                 shown.join(", "),
                 if missing.len() > 3 { ", …" } else { "" }
-            )));
+            ))));
         }
         let mut todo = Vec::new();
         for doc in corpus.documents() {

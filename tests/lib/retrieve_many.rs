@@ -142,10 +142,11 @@ impl Embedder for FailsOn {
     }
     async fn embed(&self, texts: &[String]) -> rag_eval::Result<Vec<Vec<f32>>> {
         if texts.iter().any(|t| t.contains("fail")) {
-            return Err(rag_eval::Error::Embed(format!(
-                "{} texts refused",
-                texts.len()
-            )));
+            return Err(rag_eval::EmbedError::new(
+                self.name(),
+                format!("{} texts refused", texts.len()),
+            )
+            .into());
         }
         self.0.embed(texts).await
     }

@@ -353,7 +353,7 @@ impl Retriever<TokenLevel> for Claims {
     fn name(&self) -> String {
         "claims".into()
     }
-    fn chunker(&self) -> Option<String> {
+    fn chunker(&self) -> Option<rag_eval::spec::Value> {
         Some("recursive:size=400,overlap=0".into())
     }
     fn chunker_object(&self) -> Option<&dyn PositionAwareChunker> {
