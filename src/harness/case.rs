@@ -3,6 +3,7 @@
 
 use super::answers::{AnswerLog, AnswerReport};
 use super::private::{Build, CaseSpec, Retrievers};
+use super::progress::{counted, Count};
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset};
@@ -490,7 +491,11 @@ fn compute(
     only: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<Computation, String> {
     let runtime = super::runtime();
-    let log = AnswerLog::default();
+    let keep = |id: &str| only.is_none_or(|ids| ids.contains(id));
+    let total = setup.queries.iter().filter(|(id, _)| keep(id)).count();
+    let shown = super::progress::show(case.spec.name, "index", total);
+    let task = shown.as_ref().map(|s| s.task().clone());
+    let log = AnswerLog::showing(task.clone());
     let mut answering = false;
     let mut generator = None;
     let retrievers = match &case.spec.build {
@@ -530,7 +535,11 @@ fn compute(
         }
     };
     let k = case.spec.k;
-    let keep = |id: &str| only.is_none_or(|ids| ids.contains(id));
+    let (stage, count) = match &case.spec.build {
+        Build::Answer(_) | Build::Rag(_) => ("generate", Count::Answers),
+        Build::Function(_) => ("retrieve", Count::EachQuery),
+        Build::Factory(_) => ("retrieve", Count::Batch),
+    };
     // Several processes of one machine (nextest's, one per test) index in turn, so that a
     // cached embedder embeds the corpus once per machine.
     let lock = only
@@ -541,7 +550,7 @@ fn compute(
             let r = retrievers.token.ok_or(
                 "the retriever does not implement `Retriever<TokenLevel>`, but the dataset is token-level",
             )?;
-            let r = machine_indexed(r, lock);
+            let r = counted(machine_indexed(r, lock), task.as_ref(), stage, total, count);
             let eval = eval.only(keep);
             (
                 runtime.block_on(eval.run_reported(&*r, k)),
@@ -552,7 +561,7 @@ fn compute(
             let r = retrievers.chunk.ok_or(
                 "the retriever does not implement `Retriever<ChunkLevel>`, but the dataset is chunk-level",
             )?;
-            let r = machine_indexed(r, lock);
+            let r = counted(machine_indexed(r, lock), task.as_ref(), stage, total, count);
             let eval = eval.only(keep);
             (
                 runtime.block_on(eval.run_reported(&*r, k)),
@@ -574,6 +583,8 @@ fn compute(
     } else {
         None
     };
+    // Off the line before anything else is written to the terminal.
+    drop(shown);
     #[cfg(feature = "runs")]
     {
         if let Some((store, group)) = run_group()? {
@@ -1243,7 +1254,7 @@ mod tests {
             }
         }
         assert!(names.iter().all(|n| !n.starts_with("span_")), "{names:?}");
-        let table = crate::harness::report(&case, &outcome);
+        let table = crate::harness::report(&case, &outcome, "");
         assert!(
             table.contains("retrieval not measured: qa.jsonl holds questions with reference answers and no retrieval truth"),
             "{table}"
