@@ -404,6 +404,65 @@ mod tests {
         assert_eq!(log.remove(&c), None);
     }
 
+    /// A retriever that finds nothing and says which stage its task was in while indexing.
+    struct Empty(Arc<Task>, Mutex<String>);
+
+    #[async_trait::async_trait]
+    impl Retriever<crate::level::TokenLevel> for Empty {
+        fn name(&self) -> String {
+            "empty".into()
+        }
+        async fn index(&self, _: &Arc<Corpus>) -> crate::Result<()> {
+            *lock(&self.1) = self.0.line(Duration::ZERO);
+            Ok(())
+        }
+        async fn retrieve(&self, _: &str, _: usize) -> crate::Result<Vec<RetrievedChunk>> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_counted_retriever_shows_its_indexing_then_counts_its_queries() {
+        let corpus = Arc::new(Corpus::new([crate::corpus::Document::new("d", "text")]).unwrap());
+        // A case that answers counts as it keeps each answer; its batch ends with all done.
+        for count in [Count::EachQuery, Count::Batch, Count::Answers] {
+            let task = task("c", Instant::now());
+            let empty = Arc::new(Empty(task.clone(), Mutex::default()));
+            let r = counted(
+                empty.clone() as Arc<dyn Retriever<_>>,
+                Some(&task),
+                "retrieve",
+                3,
+                count,
+            );
+            pollster::block_on(r.index(&corpus)).unwrap();
+            assert_eq!(*lock(&empty.1), "c: index, 0s");
+            assert_eq!(task.line(Duration::ZERO), "c: retrieve 0/3 queries, 0s");
+            pollster::block_on(r.retrieve_many(&["a", "b", "c"], 1, 2)).unwrap();
+            assert_eq!(task.done.load(Ordering::Relaxed), 3, "{count:?}");
+        }
+        // One by one, each query counts as it is done.
+        let task = task("c", Instant::now());
+        let r = counted(
+            Arc::new(Empty(task.clone(), Mutex::default())) as Arc<dyn Retriever<_>>,
+            Some(&task),
+            "retrieve",
+            3,
+            Count::EachQuery,
+        );
+        pollster::block_on(r.retrieve("a", 1)).unwrap();
+        assert_eq!(task.done.load(Ordering::Relaxed), 1);
+        pollster::block_on(r.retrieve("a", 1)).unwrap();
+        assert_eq!(task.done.load(Ordering::Relaxed), 2);
+        // Without a task the retriever is itself.
+        let plain: Arc<dyn Retriever<crate::level::TokenLevel>> =
+            Arc::new(Empty(task.clone(), Mutex::default()));
+        assert!(Arc::ptr_eq(
+            &counted(plain.clone(), None, "retrieve", 3, Count::Batch),
+            &plain
+        ));
+    }
+
     #[test]
     fn only_the_harnesss_full_screen_shows_progress() {
         let shows = |a: &[&str], one_test_per_process: bool| {
