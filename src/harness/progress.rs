@@ -10,10 +10,6 @@
 //! process of nextest's that runs one test.
 
 use super::libtest::{Arguments, Format};
-use crate::chunk::RetrievedChunk;
-use crate::corpus::Corpus;
-use crate::level::Level;
-use crate::retrieve::{BatchError, Retriever};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -50,6 +46,16 @@ pub(crate) struct Task {
 }
 
 impl Task {
+    /// `case`'s task, beginning now with `stage` over `total` queries.
+    pub(crate) fn new(case: &str, stage: &str, total: usize) -> Arc<Task> {
+        Arc::new(Task {
+            case: case.to_owned(),
+            started: Instant::now(),
+            stage: Mutex::new((stage.to_owned(), total)),
+            done: AtomicUsize::new(0),
+        })
+    }
+
     /// Begins `stage` over `total` queries, none done yet.
     pub(crate) fn stage(&self, stage: &str, total: usize) {
         *lock(&self.stage) = (stage.to_owned(), total);
@@ -67,7 +73,7 @@ impl Task {
     }
 
     /// The task as its line shows it, `elapsed` after it began.
-    fn line(&self, elapsed: Duration) -> String {
+    pub(crate) fn line(&self, elapsed: Duration) -> String {
         let (stage, total) = lock(&self.stage).clone();
         let done = self.done.load(Ordering::Relaxed).min(total);
         line(&self.case, &stage, done, total, elapsed)
@@ -218,12 +224,7 @@ pub(crate) fn show(case: &str, stage: &str, total: usize) -> Option<Shown> {
     if !ENABLED.load(Ordering::Relaxed) {
         return None;
     }
-    let task = Arc::new(Task {
-        case: case.to_owned(),
-        started: Instant::now(),
-        stage: Mutex::new((stage.to_owned(), total)),
-        done: AtomicUsize::new(0),
-    });
+    let task = Task::new(case, stage, total);
     let mut board = lock(board());
     if board.tasks.is_empty() {
         board.since = task.started;
@@ -235,7 +236,7 @@ pub(crate) fn show(case: &str, stage: &str, total: usize) -> Option<Shown> {
 /// How a [`Counted`] retriever's queries are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Count {
-    /// Each query through [`Retriever::retrieve`] (the retriever has no batch of its own).
+    /// Each query through [`Retriever::retrieve`](crate::retrieve::Retriever::retrieve) (the retriever has no batch of its own).
     EachQuery,
     /// A batch when it returns (the retriever embeds or scores the queries together).
     Batch,
@@ -244,78 +245,51 @@ pub(crate) enum Count {
     Answers,
 }
 
-/// A case's retriever, its indexing and queries shown on the progress line as `stage`.
-pub(crate) struct Counted<L: Level> {
-    inner: Arc<dyn Retriever<L>>,
+/// How a case's retriever shows on its task's line: its indexing as the stage `index`, then
+/// its queries as `stage` over `total`, counted as `count`.
+#[derive(Clone)]
+pub(crate) struct Counting {
     task: Arc<Task>,
     stage: &'static str,
     total: usize,
     count: Count,
 }
 
-/// `retriever`, shown on `task`'s line as `stage` over `total` queries counted as `count`;
-/// itself without a task.
-pub(crate) fn counted<L: Level>(
-    retriever: Arc<dyn Retriever<L>>,
-    task: Option<&Arc<Task>>,
-    stage: &'static str,
-    total: usize,
-    count: Count,
-) -> Arc<dyn Retriever<L>> {
-    let Some(task) = task else {
-        return retriever;
-    };
-    Arc::new(Counted {
-        inner: retriever,
-        task: task.clone(),
-        stage,
-        total,
-        count,
-    })
-}
+impl Counting {
+    pub(crate) fn new(task: Arc<Task>, stage: &'static str, total: usize, count: Count) -> Self {
+        Counting {
+            task,
+            stage,
+            total,
+            count,
+        }
+    }
 
-#[async_trait::async_trait]
-impl<L: Level> Retriever<L> for Counted<L> {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn spec(&self) -> crate::spec::Value {
-        self.inner.spec()
-    }
-    fn chunker(&self) -> Option<String> {
-        self.inner.chunker()
-    }
-    fn chunker_object(&self) -> Option<&dyn crate::chunker::PositionAwareChunker> {
-        self.inner.chunker_object()
-    }
-    fn indexed_spans(&self) -> Option<Vec<crate::span::CharSpan>> {
-        self.inner.indexed_spans()
-    }
-    async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {
+    pub(crate) fn indexing(&self) {
         self.task.stage("index", 0);
-        let indexed = self.inner.index(corpus).await;
-        self.task.stage(self.stage, self.total);
-        indexed
     }
-    async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
-        let hits = self.inner.retrieve(query, k).await?;
-        if self.count == Count::EachQuery {
+
+    pub(crate) fn indexed(&self) {
+        self.task.stage(self.stage, self.total);
+    }
+
+    /// Whether each query is to go through [`Retriever::retrieve`](crate::retrieve::Retriever::retrieve) alone, to be counted.
+    pub(crate) fn one_by_one(&self) -> bool {
+        self.count == Count::EachQuery
+    }
+
+    /// A query went through [`Retriever::retrieve`](crate::retrieve::Retriever::retrieve).
+    pub(crate) fn retrieved(&self) {
+        if self.one_by_one() {
             self.task.add(1);
         }
-        Ok(hits)
     }
-    async fn retrieve_many(
-        &self,
-        queries: &[&str],
-        k: usize,
-        concurrency: usize,
-    ) -> Result<Vec<Vec<RetrievedChunk>>, BatchError> {
-        if self.count == Count::EachQuery {
-            return crate::retrieve::many::one_by_one(self, queries, k, concurrency).await;
+
+    /// A batch of `n` queries returned.
+    pub(crate) fn batch(&self, n: usize) {
+        if !self.one_by_one() {
+            self.task.set(n);
         }
-        let hits = self.inner.retrieve_many(queries, k, concurrency).await?;
-        self.task.set(queries.len());
-        Ok(hits)
     }
 }
 
@@ -402,65 +376,6 @@ mod tests {
             Some("c: retrieve 0/40 queries, 6s\n")
         );
         assert_eq!(log.remove(&c), None);
-    }
-
-    /// A retriever that finds nothing and says which stage its task was in while indexing.
-    struct Empty(Arc<Task>, Mutex<String>);
-
-    #[async_trait::async_trait]
-    impl Retriever<crate::level::TokenLevel> for Empty {
-        fn name(&self) -> String {
-            "empty".into()
-        }
-        async fn index(&self, _: &Arc<Corpus>) -> crate::Result<()> {
-            *lock(&self.1) = self.0.line(Duration::ZERO);
-            Ok(())
-        }
-        async fn retrieve(&self, _: &str, _: usize) -> crate::Result<Vec<RetrievedChunk>> {
-            Ok(Vec::new())
-        }
-    }
-
-    #[test]
-    fn a_counted_retriever_shows_its_indexing_then_counts_its_queries() {
-        let corpus = Arc::new(Corpus::new([crate::corpus::Document::new("d", "text")]).unwrap());
-        // A case that answers counts as it keeps each answer; its batch ends with all done.
-        for count in [Count::EachQuery, Count::Batch, Count::Answers] {
-            let task = task("c", Instant::now());
-            let empty = Arc::new(Empty(task.clone(), Mutex::default()));
-            let r = counted(
-                empty.clone() as Arc<dyn Retriever<_>>,
-                Some(&task),
-                "retrieve",
-                3,
-                count,
-            );
-            pollster::block_on(r.index(&corpus)).unwrap();
-            assert_eq!(*lock(&empty.1), "c: index, 0s");
-            assert_eq!(task.line(Duration::ZERO), "c: retrieve 0/3 queries, 0s");
-            pollster::block_on(r.retrieve_many(&["a", "b", "c"], 1, 2)).unwrap();
-            assert_eq!(task.done.load(Ordering::Relaxed), 3, "{count:?}");
-        }
-        // One by one, each query counts as it is done.
-        let task = task("c", Instant::now());
-        let r = counted(
-            Arc::new(Empty(task.clone(), Mutex::default())) as Arc<dyn Retriever<_>>,
-            Some(&task),
-            "retrieve",
-            3,
-            Count::EachQuery,
-        );
-        pollster::block_on(r.retrieve("a", 1)).unwrap();
-        assert_eq!(task.done.load(Ordering::Relaxed), 1);
-        pollster::block_on(r.retrieve("a", 1)).unwrap();
-        assert_eq!(task.done.load(Ordering::Relaxed), 2);
-        // Without a task the retriever is itself.
-        let plain: Arc<dyn Retriever<crate::level::TokenLevel>> =
-            Arc::new(Empty(task.clone(), Mutex::default()));
-        assert!(Arc::ptr_eq(
-            &counted(plain.clone(), None, "retrieve", 3, Count::Batch),
-            &plain
-        ));
     }
 
     #[test]
