@@ -65,6 +65,7 @@
 
 #[cfg(feature = "compare")]
 pub mod align;
+#[cfg(feature = "answers")]
 pub mod answers;
 #[cfg(feature = "cache")]
 pub mod cache;
@@ -86,15 +87,18 @@ mod error;
 mod escape;
 pub mod eval;
 mod fs;
+#[cfg(feature = "answers")]
 pub mod generator;
 pub mod harness;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "answers")]
 pub mod judge;
 mod junit;
 #[cfg(feature = "langsmith")]
 pub mod langsmith;
 pub mod level;
+#[cfg(feature = "answers")]
 pub mod llm;
 pub mod locate;
 pub mod metrics;
@@ -147,7 +151,9 @@ pub mod prelude {
     pub use crate::eval::{
         ChunkLevelEvaluation, Evaluation, EvaluationResult, TokenLevelEvaluation,
     };
+    #[cfg(feature = "answers")]
     pub use crate::generator::RagAnswer;
+    #[cfg(feature = "answers")]
     pub use crate::harness::Rag;
     pub use crate::level::{ChunkLevel, Level, TokenLevel};
     pub use crate::metrics::{

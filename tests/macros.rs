@@ -42,6 +42,11 @@ fn ui() {
     assert!(project.join("examples/data/questions.jsonl").is_file());
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/*.rs");
+    // Cases that answer compile with the library's `answers` feature, and fail naming it without.
+    #[cfg(feature = "answers")]
+    cases.compile_fail("tests/ui/answers/*.rs");
+    #[cfg(not(feature = "answers"))]
+    cases.compile_fail("tests/ui/without_answers/*.rs");
     cases.pass("tests/ui/pass/*.rs");
 }
 
@@ -106,8 +111,10 @@ mod cases {
 }
 
 /// Answers with the number of chunks it was given.
+#[cfg(feature = "answers")]
 struct Counting;
 
+#[cfg(feature = "answers")]
 #[async_trait::async_trait]
 impl rag_eval::generator::Generator for Counting {
     fn name(&self) -> String {
@@ -121,6 +128,7 @@ impl rag_eval::generator::Generator for Counting {
     }
 }
 
+#[cfg(feature = "answers")]
 #[rag_eval(dataset = "examples/data/questions.jsonl", k = 2)]
 async fn span_only_counting() -> Rag<SpanOnly, Counting> {
     Rag {
@@ -132,7 +140,10 @@ async fn span_only_counting() -> Rag<SpanOnly, Counting> {
 fn built(spec: &CaseSpec) -> Retrievers {
     match &spec.build {
         Build::Factory(factory) => pollster::block_on(factory()),
-        Build::Function(_) | Build::Answer(_) => panic!("`{}` is a query function", spec.name),
+        Build::Function(_) => panic!("`{}` is a query function", spec.name),
+        #[cfg(feature = "answers")]
+        Build::Answer(_) => panic!("`{}` is a query function", spec.name),
+        #[cfg(feature = "answers")]
         Build::Rag(_) => panic!("`{}` returns a retriever and a generator", spec.name),
     }
 }
@@ -207,6 +218,7 @@ fn impl_trait_levels_are_found_out_when_built() {
     assert!(retrievers.token.is_some() && retrievers.chunk.is_none());
 }
 
+#[cfg(feature = "answers")]
 #[test]
 fn a_rag_case_hands_over_its_retriever_at_its_levels_and_its_generator() {
     let spec = span_only_counting::__rag_eval_case();

@@ -203,15 +203,15 @@ fn writer_worker() {
         assert!(store.put(&run(&format!("{name}-{i}"), 0.5)).unwrap());
     }
     // A shard of run group `g`, run twice: the second run overwrites the first's rows.
-    store
-        .put_group_case("g", "case", &format!("described by {name}"))
-        .unwrap();
     for version in ["first", "second"] {
         let mut rows: Vec<(String, String)> = (0..PER_WORKER)
             .map(|i| (format!("{name}-q{i}"), version.to_owned()))
             .collect();
         rows.push(("everyone".into(), version.into()));
-        store.put_group_queries("g", "case", &name, &rows).unwrap();
+        let description = format!("described by {name}");
+        store
+            .put_group_shard("g", "case", &name, &description, &rows)
+            .unwrap();
     }
 }
 
@@ -220,16 +220,15 @@ fn writer_worker() {
 const KILLED_ROWS: usize = 200_000;
 
 /// A shard's writer killed (SIGKILL) in the middle of writing its rows leaves the run group as
-/// it was: none of the rows of the write it never finished, the other shards' rows intact, a
-/// store that reads; the shard writing again completes the group.
+/// it was: none of the rows of the write it never finished nor its description, the other
+/// shards' rows intact, a store that reads; the shard writing again completes the group.
 fn a_writer_killed_mid_write_leaves_the_group_whole(b: &dyn Backend) {
     use std::io::BufRead;
     let location = b.fresh();
     let store = open(&location).unwrap();
-    store.put_group_case("g", "case", "described").unwrap();
     let other = [("q-other".to_owned(), "kept".to_owned())];
     store
-        .put_group_queries("g", "case", "other", &other)
+        .put_group_shard("g", "case", "other", "described", &other)
         .unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -274,13 +273,28 @@ fn a_writer_killed_mid_write_leaves_the_group_whole(b: &dyn Backend) {
             result: "kept".into(),
         }]
     );
-    let again: Vec<(String, String)> = (0..3).map(|i| (format!("q{i}"), "again".into())).collect();
-    store
-        .put_group_queries("g", "case", "killed", &again)
-        .unwrap();
-    let (_, rows) = store.group_case("g", "case").unwrap().unwrap();
-    assert_eq!(rows.len(), 4, "{rows:?}");
+    // Written again, in several statements' worth of rows, then once more over them.
+    for round in ["again", "once more"] {
+        let again: Vec<(String, String)> = (0..AGAIN_ROWS)
+            .map(|i| (format!("q{i}"), format!("{round} {i}")))
+            .collect();
+        store
+            .put_group_shard("g", "case", "killed", "described again", &again)
+            .unwrap();
+    }
+    let (description, rows) = store.group_case("g", "case").unwrap().unwrap();
+    assert_eq!(description, "described again");
+    assert_eq!(rows.len(), AGAIN_ROWS + 1);
+    let mine: Vec<&runs::GroupRow> = rows.iter().filter(|r| r.shard == "killed").collect();
+    assert_eq!(mine.len(), AGAIN_ROWS);
+    for r in mine {
+        let i = r.query.strip_prefix('q').unwrap();
+        assert_eq!(r.result, format!("once more {i}"), "{r:?}");
+    }
 }
+
+/// Rows a shard writes again after it was killed: more than one statement's worth.
+const AGAIN_ROWS: usize = 2_500;
 
 /// The writer of [`a_writer_killed_mid_write_leaves_the_group_whole`]: says `writing`, then
 /// writes [`KILLED_ROWS`] rows of a shard in one call.
@@ -301,8 +315,15 @@ fn killed_writer_worker() {
         .collect();
     println!("writing");
     let started = std::time::Instant::now();
+    // Its description goes in the same transaction: a kill leaves it out too.
     store
-        .put_group_queries("g", "case", "killed", &rows)
+        .put_group_shard(
+            "g",
+            "case",
+            "killed",
+            "described by the killed shard",
+            &rows,
+        )
         .unwrap();
     println!("written in {:?}", started.elapsed());
 }

@@ -246,35 +246,48 @@ fn machine(
 
 fn run(
     root: &Path,
-    args: &[&str],
+    args: &[impl AsRef<str>],
     env: &[(String, String)],
     extra: &[(&str, &str)],
 ) -> (i32, String) {
     let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     all.extend_from_slice(extra);
-    cargo(root, args, &all)
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    cargo(root, &args, &all)
 }
+
+/// The arguments of `cargo nextest <command>` over partition `i` of the fixture's tests,
+/// then `rest`.
+fn nextest_args(command: &str, i: usize, rest: &[&str]) -> Vec<String> {
+    let partition = format!("hash:{i}/{SHARDS}");
+    [
+        "nextest",
+        command,
+        "--test",
+        "rag",
+        "--partition",
+        &partition,
+    ]
+    .iter()
+    .chain(rest)
+    .map(|a| (*a).to_owned())
+    .collect()
+}
+
+/// The arguments of `cargo test` running the fixture's test `name` alone.
+fn one_test(name: &str) -> [&str; 6] {
+    ["test", "--test", "rag", "--", "--exact", name]
+}
+
+/// A shard's nextest filter: its query tests, without the summary (the gate job's).
+const NOT_SUMMARY: [&str; 2] = ["-E", "not test(/::summary$/)"];
 
 /// The tests of partition `i` of `SHARDS` (nextest's `hash:` partitioning, or every
 /// `SHARDS`-th query without nextest), summary excluded.
 fn partition(root: &Path, env: &[(String, String)], i: usize, nextest: bool) -> Vec<String> {
     if nextest {
-        let p = format!("hash:{i}/{SHARDS}");
-        let (code, out) = run(
-            root,
-            &[
-                "nextest",
-                "list",
-                "--test",
-                "rag",
-                "--partition",
-                &p,
-                "--message-format",
-                "oneline",
-            ],
-            env,
-            &[],
-        );
+        let args = nextest_args("list", i, &["--message-format", "oneline"]);
+        let (code, out) = run(root, &args, env, &[]);
         assert_eq!(code, 0, "{out}");
         return out
             .lines()
@@ -292,33 +305,12 @@ fn partition(root: &Path, env: &[(String, String)], i: usize, nextest: bool) -> 
 /// Runs shard `i`: nextest's partition, or one name-filtered process per test.
 fn shard(root: &Path, env: &[(String, String)], i: usize, nextest: bool) -> (i32, String) {
     if nextest {
-        let p = format!("hash:{i}/{SHARDS}");
-        return run(
-            root,
-            &[
-                "nextest",
-                "run",
-                "--test",
-                "rag",
-                "--partition",
-                &p,
-                "--no-fail-fast",
-                "--no-tests=pass",
-                "-E",
-                "not test(/::summary$/)",
-            ],
-            env,
-            &[],
-        );
+        let rest = [&["--no-fail-fast", "--no-tests=pass"][..], &NOT_SUMMARY].concat();
+        return run(root, &nextest_args("run", i, &rest), env, &[]);
     }
     let mut all = (0, String::new());
     for test in partition(root, env, i, false) {
-        let (code, out) = run(
-            root,
-            &["test", "--test", "rag", "--", "--exact", &test],
-            env,
-            &[],
-        );
+        let (code, out) = run(root, &one_test(&test), env, &[]);
         all.0 = all.0.max(code);
         all.1.push_str(&out);
     }
@@ -338,30 +330,18 @@ fn kill_midway(
     caught: impl Fn() -> bool,
 ) {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let p = format!("hash:{i}/{SHARDS}");
     let mut cmd = if nextest {
-        let args = [
-            "nextest",
+        let args = nextest_args(
             "run",
-            "--test",
-            "rag",
-            "--partition",
-            &p,
-            "--test-threads",
-            "1",
-            "-E",
-            "not test(/::summary$/)",
-        ];
+            i,
+            &[&["--test-threads", "1"][..], &NOT_SUMMARY].concat(),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         fixture_crate::command(root, &args, &env)
     } else {
-        let (code, out) = cargo(
-            root,
-            &["test", "--test", "rag", "--", "--exact", &tests[0]],
-            &env,
-        );
+        let (code, out) = cargo(root, &one_test(&tests[0]), &env);
         assert_eq!(code, 0, "{out}");
-        let args = ["test", "--test", "rag", "--", "--exact", &tests[1]];
-        fixture_crate::command(root, &args, &env)
+        fixture_crate::command(root, &one_test(&tests[1]), &env)
     };
     let mut child = cmd
         .stdout(std::process::Stdio::null())
@@ -602,7 +582,7 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     // The gate: the case's summary over the merged group passes as the single run's did,
     // with the same table, under CI, without a call.
     let gate = machine(&machines, &url, &store, &shard_group, "gate");
-    let gate_args = ["test", "--test", "rag", "--", "--exact", "sharded::summary"];
+    let gate_args = one_test("sharded::summary");
     let (code, out) = run(&root, &gate_args, &gate, &[("CI", "true")]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(table(&out), single_table);

@@ -37,12 +37,36 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) 
         .map_err(|error| errors.push(error))
         .ok();
     let module = match shape {
-        Some(shape) if errors.is_empty() => case_module(&function, &args, &shape),
+        Some(shape) if errors.is_empty() => {
+            let module = case_module(&function, &args, &shape);
+            match answering(&args, &shape) {
+                // The library says whether it can build a case that answers (its `answers`
+                // feature); without, its error names the feature and the stub stands in.
+                Some(what) => {
+                    let stub = stub_module(&function);
+                    quote!(::rag_eval::__rag_eval_answering!(#what { #module } else { #stub });)
+                }
+                None => module,
+            }
+        }
         // Without this module, every `main!` naming the case would add an error of its own.
         _ => stub_module(&function),
     };
     let errors = errors.to_compile_errors();
     quote!(#item #module #checks #errors)
+}
+
+/// What makes the case one that answers, if it is: the library builds it only with its
+/// `answers` feature.
+fn answering(args: &CaseArgs, shape: &Shape) -> Option<&'static str> {
+    match shape {
+        Shape::Answer { .. } => Some("it returns a `RagAnswer`"),
+        Shape::Rag { .. } => Some("it returns a `Rag`"),
+        _ if args.judge.is_some() => Some("`judge = …`"),
+        _ if args.embedder.is_some() => Some("`embedder = …`"),
+        _ if !args.criteria.is_empty() => Some("`criteria = …`"),
+        Shape::Factory { .. } | Shape::Function { .. } => None,
+    }
 }
 
 /// One `const` item per bar, spanned at its key, that fails to compile when the library's

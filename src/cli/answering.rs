@@ -168,17 +168,24 @@ pub(super) struct AnswerRun {
 }
 
 impl AnswerRun {
-    /// The clients `a` names, behind `cache` when there is one.
+    /// The clients `a` names, behind `cache` when there is one; in a `dry` run, they send
+    /// nothing and count what they are asked.
     pub fn new(
         a: &AnswerArgs,
         cache: Option<&Arc<Cache>>,
         timeout: super::TimeoutArgs,
+        dry: Option<&super::dry_run::DryRun>,
     ) -> Result<Self> {
         let Some(model) = &a.model else {
             bail!("--answers needs --model (the generator's model)");
         };
         let concurrency = a.judge.concurrency;
-        let generator = LlmGenerator::new(
+        let send = dry.is_none();
+        let counted = |llm: Arc<dyn LlmClient>, kind, model: &str| match dry {
+            Some(dry) => dry.counted(llm, kind, model),
+            None => llm,
+        };
+        let generator = LlmGenerator::new(counted(
             client(
                 model,
                 &a.base_url,
@@ -186,15 +193,18 @@ impl AnswerRun {
                 cache,
                 timeout,
                 concurrency,
-                true,
+                send,
             )?
             .0,
-        );
+            "generator",
+            model,
+        ));
         let judging = match &a.judge.judge_model {
             Some(m) => {
                 let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
                 let (judge, http) =
-                    client(m, url, &a.api_key_env, cache, timeout, concurrency, true)?;
+                    client(m, url, &a.api_key_env, cache, timeout, concurrency, send)?;
+                let judge = counted(judge, "judge", m);
                 Some(Judging::new(
                     &a.judge,
                     m,
@@ -300,6 +310,11 @@ impl AnswerRun {
             )
             .collect();
         judging.judge(&inputs, result).await
+    }
+
+    /// The generator.
+    pub fn generator(&self) -> &LlmGenerator<Arc<dyn LlmClient>> {
+        &self.generator
     }
 
     /// Tokens the generator spent so far.

@@ -1,6 +1,7 @@
 //! `rag-eval eval`: retrieve every query of a dataset over a corpus and score it.
 
 use super::answering::{AnswerArgs, AnswerRun};
+use super::dry_run::{DryRun, EvalPlan};
 use super::output::Output;
 use super::CorpusArgs;
 use crate::chunker::{build_parsed_chunker, parse_spec, PositionAwareChunker};
@@ -107,9 +108,6 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         };
         return super::score::run_rag(run, spec, out);
     }
-    if a.dry.dry_run {
-        bail!("--dry-run counts the calls of `eval --rag` and `score --answers`; a retriever's and --answers' calls are not counted yet");
-    }
     // Spec errors before any corpus is read.
     let retriever_spec = Spec::parse(Kind::Retriever, &a.retriever)?;
     let chunkers: Vec<(String, Arc<dyn PositionAwareChunker>)> =
@@ -137,8 +135,14 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     }
     .with_limit(a.timeout.limit());
     let langsmith = a.langsmith.check(a.timeout)?;
+    let dry = a.dry.dry_run.then(DryRun::default);
     let mut answering = if a.answers.answers {
-        Some(AnswerRun::new(&a.answers, context.cache(), a.timeout)?)
+        Some(AnswerRun::new(
+            &a.answers,
+            context.cache(),
+            a.timeout,
+            dry.as_ref(),
+        )?)
     } else {
         None
     };
@@ -159,6 +163,31 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         AnyDataset::Token(d) => reference_answers(d),
         AnyDataset::Chunk(d) => reference_answers(d),
     };
+    if let Some(dry) = &dry {
+        for (label, chunker) in chunkers {
+            let context = match retriever_spec.nested("chunker") {
+                Some(_) => context.clone(),
+                None => context.clone().with_chunker(Arc::clone(&chunker)),
+            };
+            let p = EvalPlan {
+                args: &a.dry,
+                spec: &retriever_spec,
+                text: &a.retriever,
+                context: &context,
+                chunker,
+                label,
+                corpus: &corpus,
+                k: a.k,
+                answering: answering.as_ref(),
+            };
+            let plan = match &dataset {
+                AnyDataset::Token(d) => dry.plan_eval(d, &p)?,
+                AnyDataset::Chunk(d) => dry.plan_eval(d, &p)?,
+            };
+            super::dry_run::print(&plan, a.json, out)?;
+        }
+        return Ok(());
+    }
     let mut results = Vec::new();
     let mut records = Vec::new();
     for (label, chunker) in chunkers {

@@ -210,6 +210,11 @@ impl Judging {
         self.config.samples
     }
 
+    /// Repairs of an answer that breaks a judge's schema, at most, per call.
+    pub fn repairs(&self) -> u32 {
+        self.config.repairs
+    }
+
     /// Calls, retries, tokens and judge counts, one line per judge (with faithfulness's
     /// statements whose evidence is in no context, when there are any), each followed by the
     /// first failure of each kind with its count, for stderr.
@@ -225,20 +230,7 @@ impl Judging {
     pub fn gate_failures(&self) -> Vec<String> {
         self.summaries
             .iter()
-            .filter(|s| s.gate_fails())
-            .map(|s| {
-                let cause = s
-                    .failures
-                    .first()
-                    .map(|f| format!(": judging failed: {}", f.describe()))
-                    .unwrap_or_default();
-                format!(
-                    "{}: {:.1}% of the judge's answers were invalid or failed, above --max-invalid-share {:.1}%{cause}",
-                    s.metric,
-                    100.0 * s.invalid_share(),
-                    100.0 * s.max_invalid_share
-                )
-            })
+            .filter_map(|s| s.gate_failure("--max-invalid-share"))
             .collect()
     }
 

@@ -1,7 +1,9 @@
 //! A case at run time: its checked inputs, and its outcome computed once per process (or once
 //! per nextest run, through a file cache).
 
-use super::answers::{AnswerLog, AnswerReport};
+#[cfg(feature = "answers")]
+use super::answers::AnswerLog;
+use super::answers::AnswerReport;
 use super::private::{Build, CaseSpec, Retrievers};
 use super::progress::{Count, Counting};
 use crate::chunk::RetrievedChunk;
@@ -12,6 +14,7 @@ use crate::level::{Level, LevelKind};
 use crate::metrics::{registry, RunResult as Outcome};
 use crate::retrieve::Retriever;
 use sha2::{Digest, Sha256};
+#[cfg(feature = "answers")]
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -26,6 +29,9 @@ enum Prepared {
 #[derive(Clone)]
 struct Computed {
     outcome: Arc<Outcome>,
+    /// Each query's place in `outcome.per_query`, by id: a query's trial finds its figures
+    /// without scanning every query's.
+    places: Arc<HashMap<String, usize>>,
     answers: Option<Arc<AnswerReport>>,
     /// The chunks retrieved per query (dataset order) and the timings, for an upload.
     retrieved: Arc<Retrieved>,
@@ -47,6 +53,7 @@ pub(crate) struct Setup {
     /// Query ids and texts in dataset order.
     pub queries: Vec<(String, String)>,
     /// The reference answers of the queries that have some, by id.
+    #[cfg(feature = "answers")]
     references: HashMap<String, Vec<String>>,
     cache_key: String,
     /// The whole dataset's content hash (a share of its queries records it too).
@@ -160,6 +167,13 @@ impl Case {
         self.computed().map(|c| c.outcome)
     }
 
+    /// The outcome and the place of query `id` among its per-query results (`None` when this
+    /// process did not compute it).
+    pub fn query_outcome(&self, id: &str) -> Result<(Arc<Outcome>, Option<usize>), String> {
+        self.computed()
+            .map(|c| (c.outcome, c.places.get(id).copied()))
+    }
+
     /// What the judge said about the answers, for a case that answers.
     pub fn answers(&self) -> Result<Option<Arc<AnswerReport>>, String> {
         self.computed().map(|c| c.answers)
@@ -187,6 +201,14 @@ impl Case {
                 };
                 computed
                     .map(|(outcome, answers, retrieved)| Computed {
+                        places: Arc::new(
+                            outcome
+                                .per_query
+                                .iter()
+                                .enumerate()
+                                .map(|(i, q)| (q.id.clone(), i))
+                                .collect(),
+                        ),
                         outcome: Arc::new(outcome),
                         answers: answers.map(Arc::new),
                         retrieved: Arc::new(retrieved),
@@ -228,7 +250,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         ));
     }
     // Thresholds may name any metric the registry reports at the dataset's level.
-    let answers = matches!(spec.build, Build::Answer(_) | Build::Rag(_));
+    let answers = spec.build.answers();
     let retrieval_truth = match &dataset {
         AnyDataset::Token(d) => d.has_retrieval_truth(),
         AnyDataset::Chunk(d) => d.has_retrieval_truth(),
@@ -240,6 +262,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         .filter(|m| answers || !m.is_answer_metric())
         .map(|m| m.name)
         .collect();
+    #[cfg(feature = "answers")]
     for c in spec.criteria {
         crate::judge::Criteria::parse(c.text, c.path).map_err(|e| e.to_string())?;
         if !answers {
@@ -312,6 +335,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         key.update(doc.content().as_bytes());
         key.update([0]);
     }
+    #[cfg(feature = "answers")]
     let references = match &dataset {
         AnyDataset::Token(d) => references_of(d.examples()),
         AnyDataset::Chunk(d) => references_of(d.examples()),
@@ -350,6 +374,7 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
     Ok(Setup {
         prepared,
         queries,
+        #[cfg(feature = "answers")]
         references,
         cache_key,
         dataset_hash,
@@ -391,6 +416,7 @@ fn unmeasured_retrieval(
     ))
 }
 
+#[cfg(feature = "answers")]
 fn references_of<L: Level>(examples: &[dataset::Example<L>]) -> HashMap<String, Vec<String>> {
     examples
         .iter()
@@ -495,20 +521,21 @@ fn compute(
     let total = setup.queries.iter().filter(|(id, _)| keep(id)).count();
     let shown = super::progress::show(case.spec.name, "index", total);
     let task = shown.as_ref().map(|s| s.task().clone());
+    #[cfg(feature = "answers")]
     let log = AnswerLog::showing(task.clone());
-    let mut answering = false;
-    let mut generator = None;
+    #[cfg_attr(not(feature = "answers"), allow(unused_mut))]
+    let mut generator: Option<String> = None;
     let retrievers = match &case.spec.build {
+        #[cfg(feature = "answers")]
         Build::Answer(f) => {
-            answering = true;
             let r = Arc::new(super::answers::AnswerRetriever::new(*f, log.clone()));
             Retrievers {
                 token: Some(r.clone()),
                 chunk: Some(r),
             }
         }
+        #[cfg(feature = "answers")]
         Build::Rag(make) => {
-            answering = true;
             let parts = runtime.block_on(make());
             let g = parts.generator;
             generator = Some(g.name());
@@ -536,6 +563,7 @@ fn compute(
     };
     let k = case.spec.k;
     let (stage, count) = match &case.spec.build {
+        #[cfg(feature = "answers")]
         Build::Answer(_) | Build::Rag(_) => ("generate", Count::Answers),
         Build::Function(_) => ("retrieve", Count::EachQuery),
         Build::Factory(_) => ("retrieve", Count::Batch),
@@ -574,7 +602,8 @@ fn compute(
     let mut result = result.map_err(|e| e.to_string())?;
     // A share of the queries still identifies the whole dataset.
     result.scores.dataset_hash = Some(setup.dataset_hash.clone());
-    let report = if answering {
+    #[cfg(feature = "answers")]
+    let report = if case.spec.build.answers() {
         Some(runtime.block_on(super::answers::score(
             &case.spec,
             &log,
@@ -584,6 +613,8 @@ fn compute(
     } else {
         None
     };
+    #[cfg(not(feature = "answers"))]
+    let report: Option<AnswerReport> = None;
     // Off the line before anything else is written to the terminal.
     drop(shown);
     #[cfg(feature = "runs")]
@@ -996,6 +1027,11 @@ mod tests {
         let outcome = case.outcome().unwrap();
         let ids: Vec<&str> = outcome.per_query.iter().map(|q| q.id.as_str()).collect();
         assert_eq!(ids, want);
+        // Each query's test finds its own figures; one computed elsewhere has none here.
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(case.query_outcome(id).unwrap().1, Some(i), "{id}");
+        }
+        assert_eq!(case.query_outcome("q0040").unwrap().1, None);
         // The figures of a query do not depend on the others computed with it.
         let whole = Case::new(spec()).outcome().unwrap();
         for q in &outcome.per_query {
@@ -1147,6 +1183,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "answers")]
     /// The bundled questions' first relevant span, by query text.
     fn first_spans() -> &'static HashMap<String, String> {
         static SPANS: OnceLock<HashMap<String, String>> = OnceLock::new();
@@ -1167,6 +1204,7 @@ mod tests {
         })
     }
 
+    #[cfg(feature = "answers")]
     fn bundled_corpus() -> &'static Corpus {
         static CORPUS: OnceLock<Corpus> = OnceLock::new();
         CORPUS.get_or_init(|| {
@@ -1175,6 +1213,7 @@ mod tests {
         })
     }
 
+    #[cfg(feature = "answers")]
     /// What a service that keeps its chunks' text in capitals, whitespace collapsed, answers:
     /// the question's relevant passage so, as text placed in the corpus as `HttpRag` places it
     /// (found ignoring case and whitespace).
@@ -1194,6 +1233,7 @@ mod tests {
         })
     }
 
+    #[cfg(feature = "answers")]
     fn answering(dataset: &'static str, manifest_dir: &'static str) -> CaseSpec {
         CaseSpec {
             name: "service",
@@ -1205,6 +1245,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "answers")]
     #[test]
     fn contexts_found_ignoring_case_and_whitespace_are_scored_at_their_span_and_judged_as_sent() {
         let case = Case::new(answering(
@@ -1240,12 +1281,15 @@ mod tests {
         assert_eq!(outcome.per_query[0].metrics.get("span_recall@3"), Some(1.0));
     }
 
+    #[cfg(feature = "answers")]
     /// Calls answered so far, each counted as one HTTP retry.
     static FLAKY_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+    #[cfg(feature = "answers")]
     /// A judge whose every call took one HTTP retry, finding no statement to check.
     struct Flaky;
 
+    #[cfg(feature = "answers")]
     #[async_trait::async_trait]
     impl crate::llm::LlmClient for Flaky {
         fn name(&self) -> String {
@@ -1269,6 +1313,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "answers")]
     /// The first five bundled questions with their reference answers and no retrieval truth, in
     /// a folder of their own (the case's golden folder and judge cache go there too).
     fn qa_folder() -> &'static str {
@@ -1285,6 +1330,7 @@ mod tests {
         Box::leak(dir.to_str().unwrap().to_owned().into_boxed_str())
     }
 
+    #[cfg(feature = "answers")]
     #[test]
     fn an_answering_case_over_questions_with_reference_answers_scores_answers_not_retrieval() {
         use crate::harness::private::JudgeSpec;

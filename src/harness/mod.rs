@@ -24,7 +24,15 @@
 //! libtest's line per test and block per failure (`screen`); `--format pretty` asks for
 //! libtest's own.
 
+#[cfg(feature = "answers")]
 mod answers;
+/// Without the `answers` feature no case answers: a case's answer report never exists.
+#[cfg(not(feature = "answers"))]
+mod answers {
+    /// What the judges said about a case's answers: none without the feature.
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    pub(crate) enum AnswerReport {}
+}
 mod case;
 pub(crate) mod golden;
 mod junit;
@@ -33,12 +41,14 @@ mod langsmith;
 mod libtest;
 pub(crate) mod private;
 mod progress;
+#[cfg(feature = "answers")]
 mod rag;
 mod screen;
 #[cfg(feature = "runs")]
 mod shards;
 mod vocabulary;
 
+#[cfg(feature = "answers")]
 pub use rag::Rag;
 #[cfg(feature = "runs")]
 pub use shards::{gate, group_from_env, shard_from_env, Verdict, GROUP_ENV, SHARD_ENV};
@@ -321,10 +331,11 @@ fn one_test_per_process() -> bool {
 }
 
 fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
-    let outcome = case.outcome()?;
-    let Some(q) = outcome.per_query.iter().find(|q| q.id == id) else {
+    let (outcome, place) = case.query_outcome(id)?;
+    let Some(q) = place.map(|i| &outcome.per_query[i]) else {
         return Ok(Completion::Completed);
     };
+    #[cfg(feature = "answers")]
     if let Some(explained) = case.answers()?.and_then(|a| a.queries.get(id).cloned()) {
         answer_bars(case, id, &explained)?;
     }
@@ -423,13 +434,14 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     // The report printed after every test's line: the means (the table of each against the
     // baseline once there is one to compare with, and then not twice), then a note.
     let publish = |means: &str, note: &str| {
-        let mut text = report(case, &outcome, means);
-        for s in answers.iter().flat_map(|a| &a.summaries) {
-            text.push_str(&s.usage_lines());
-        }
-        text.push_str(note);
+        let text = report(case, &outcome, means);
+        #[cfg(feature = "answers")]
+        let text = answers
+            .iter()
+            .flat_map(|a| &a.summaries)
+            .fold(text, |text, s| text + &s.usage_lines());
         let mut reports = reports().lock().unwrap_or_else(|e| e.into_inner());
-        reports.push(text);
+        reports.push(text + note);
     };
     let mut means = crate::eval::metric_table(&outcome.metrics, &outcome.std);
     let mut note = String::new();
@@ -441,16 +453,18 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         &outcome,
     ));
     // Figures that cannot gate: a bar's figure missing, or a judge that failed too often.
-    let mut unusable = case
+    let unusable = case
         .spec
         .thresholds
         .iter()
         .any(|t| t.index_in(&outcome.metrics).is_none());
-    if let Some(answers) = &answers {
-        let judges = unusable_judges(answers);
-        unusable |= !judges.is_empty();
+    #[cfg(feature = "answers")]
+    let unusable = {
+        let judges = answers.as_deref().map(unusable_judges).unwrap_or_default();
+        let failed = !judges.is_empty();
         problems.extend(judges);
-    }
+        unusable || failed
+    };
     if unusable {
         // A baseline without the figures a bar gates on would pass the next run unseen.
         problems.push(format!(
@@ -511,10 +525,11 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             let comparison = golden::compare(old, &new, tolerance(case));
             let regressions: Vec<&golden::Change> = comparison.regressions().collect();
             // A query whose test failed gets no note that it improved.
-            let failed = |scope: &str| regressions.iter().any(|r| r.scope == scope);
+            let failed: std::collections::HashSet<&str> =
+                regressions.iter().map(|r| r.scope.as_str()).collect();
             let improvements: Vec<&golden::Change> = comparison
                 .improvements()
-                .filter(|c| c.scope == "summary" || !failed(&c.scope))
+                .filter(|c| c.scope == "summary" || !failed.contains(c.scope.as_str()))
                 .collect();
             if let Some(what) = &comparison.configuration {
                 let line = configuration_changed(case, what);
@@ -633,6 +648,7 @@ fn kept_figures(
 
 /// A query of a case that answers fails when one of its judge figures misses the case's bar;
 /// the message shows what a reader needs to see why.
+#[cfg(feature = "answers")]
 fn answer_bars(case: &Case, id: &str, e: &answers::Explained) -> Result<(), Failed> {
     let mut missed = Vec::new();
     for t in case.spec.thresholds {
@@ -828,27 +844,12 @@ fn thresholds(case: &Case, o: &Outcome, answers: Option<&answers::AnswerReport>)
 
 /// One line for each judge whose invalid and failed answers exceed the case's
 /// `max_invalid_share`: its figures cannot gate anything.
+#[cfg(feature = "answers")]
 fn unusable_judges(answers: &answers::AnswerReport) -> Vec<String> {
     answers
         .summaries
         .iter()
-        .filter(|s| s.gate_fails())
-        .map(|s| {
-            let cause = s
-                .failures
-                .first()
-                .map(|f| format!("; judging failed: {}", f.describe()))
-                .unwrap_or_default();
-            format!(
-                "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% (max_invalid_share): the figures cannot gate anything{cause}",
-                s.metric,
-                s.invalid,
-                s.error,
-                s.samples,
-                100.0 * s.invalid_share(),
-                100.0 * s.max_invalid_share
-            )
-        })
+        .filter_map(|s| s.gate_failure("max_invalid_share"))
         .collect()
 }
 
@@ -859,18 +860,18 @@ fn missed_bars(bars: &[Bar], o: &Outcome, answers: Option<&answers::AnswerReport
     for bar in bars {
         let metric = &*bar.metric;
         let Some(i) = bar.index_in(&o.metrics) else {
+            #[cfg(feature = "answers")]
             let judged = answers
                 .and_then(|a| a.summaries.iter().find(|s| s.metric == metric))
-                .filter(|s| s.scored == 0 && !s.failures.is_empty());
-            let why = if let Some(s) = judged {
-                format!(
-                    "judging failed for every query: {}",
-                    s.failures
-                        .iter()
-                        .map(|f| f.describe())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
+                .filter(|s| s.scored == 0 && !s.failures.is_empty())
+                .map(|s| {
+                    let failures: Vec<_> = s.failures.iter().map(|f| f.describe()).collect();
+                    format!("judging failed for every query: {}", failures.join("; "))
+                });
+            #[cfg(not(feature = "answers"))]
+            let judged: Option<String> = answers.map(|a| match *a {});
+            let why = if let Some(why) = judged {
+                why
             } else if needs_reference(metric) {
                 format!(
                     "no query of the dataset has a reference answer (`outputs.reference_answer`){}",

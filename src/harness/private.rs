@@ -2,8 +2,10 @@
 
 use crate::chunk::RetrievedChunk;
 use crate::embed::Embedder;
+#[cfg(feature = "answers")]
 use crate::generator::{Generator, RagAnswer};
 use crate::level::{ChunkLevel, TokenLevel};
+#[cfg(feature = "answers")]
 use crate::llm::LlmClient;
 use crate::retrieve::Retriever;
 use std::future::Future;
@@ -90,6 +92,7 @@ impl CaseSpec {
 #[derive(Debug, Clone, Copy)]
 pub struct JudgeSpec {
     /// Builds the judge's client; every call goes through the harness's LLM cache.
+    #[cfg(feature = "answers")]
     pub client: fn() -> Arc<dyn LlmClient>,
     /// Judgings per query.
     pub samples: u32,
@@ -102,6 +105,7 @@ pub struct JudgeSpec {
 }
 
 /// The judge client a case's `judge = f` names, whatever `LlmClient` `f` returns.
+#[cfg(feature = "answers")]
 pub fn judge_client<C: LlmClient + 'static>(client: C) -> Arc<dyn LlmClient> {
     Arc::new(client)
 }
@@ -113,6 +117,7 @@ pub fn case_embedder<E: Embedder + 'static>(embedder: E) -> Arc<dyn Embedder> {
 
 /// What a case's `generator` field must be: a [`Generator`]. Its own trait so that the
 /// compile error of a wrong type says what a case needs.
+#[cfg(feature = "answers")]
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a generator: the `generator` of a #[rag_eval] case's `Rag` implements `rag_eval::generator::Generator`",
     label = "not a `Generator`",
@@ -123,6 +128,7 @@ pub trait CaseGenerator {
     fn shared(self) -> Arc<dyn Generator>;
 }
 
+#[cfg(feature = "answers")]
 impl<G: Generator + 'static> CaseGenerator for G {
     fn shared(self) -> Arc<dyn Generator> {
         Arc::new(self)
@@ -165,13 +171,16 @@ pub enum Build {
     /// The case's function is the retriever.
     Function(fn(String) -> BoxFuture<Vec<RetrievedChunk>>),
     /// The case's function answers: retrieval is scored on the contexts it used.
+    #[cfg(feature = "answers")]
     Answer(fn(String) -> BoxFuture<RagAnswer>),
     /// Calls the case's function for a retriever and a generator: the harness retrieves, then
     /// generates from what was retrieved.
+    #[cfg(feature = "answers")]
     Rag(fn() -> BoxFuture<RagParts>),
 }
 
 /// A case's `Rag`, its retriever seen at the levels it implements.
+#[cfg(feature = "answers")]
 #[derive(Clone)]
 pub struct RagParts {
     /// The retriever.
@@ -180,12 +189,25 @@ pub struct RagParts {
     pub generator: Arc<dyn Generator>,
 }
 
+impl Build {
+    /// Whether the case answers: its function returns a `RagAnswer` or a `Rag`.
+    pub(crate) fn answers(&self) -> bool {
+        match self {
+            #[cfg(feature = "answers")]
+            Build::Answer(_) | Build::Rag(_) => true,
+            Build::Factory(_) | Build::Function(_) => false,
+        }
+    }
+}
+
 impl std::fmt::Debug for Build {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Build::Factory(_) => "Factory",
             Build::Function(_) => "Function",
+            #[cfg(feature = "answers")]
             Build::Answer(_) => "Answer",
+            #[cfg(feature = "answers")]
             Build::Rag(_) => "Rag",
         })
     }
@@ -313,6 +335,32 @@ impl SnapshotRequest {
 pub struct InstaHook {
     /// Runs `insta::assert_snapshot!` for a request, in the test crate.
     pub assert: fn(&SnapshotRequest),
+}
+
+/// Wraps the hidden module of a case that answers (`$what`: what makes it one): the module
+/// itself with the `answers` feature; without it a compile error naming the feature, and
+/// `$stub` (a module `main!` can still name).
+#[cfg(feature = "answers")]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __rag_eval_answering {
+    ($what:literal { $($module:tt)* } else { $($stub:tt)* }) => {
+        $($module)*
+    };
+}
+
+/// Without the `answers` feature: see the other definition.
+#[cfg(not(feature = "answers"))]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __rag_eval_answering {
+    ($what:literal { $($module:tt)* } else { $($stub:tt)* }) => {
+        ::core::compile_error!(::core::concat!(
+            "this case answers (", $what, "), and rag-eval is built without its `answers` feature: \
+             enable it in the dev-dependency, `rag-eval = { version = \"…\", features = [\"answers\"] }`"
+        ));
+        $($stub)*
+    };
 }
 
 /// Expands the insta hook inside the crate that calls `main!`.

@@ -240,6 +240,7 @@ pub(crate) enum Count {
     EachQuery,
     /// A batch when it returns (the retriever embeds or scores the queries together).
     Batch,
+    #[cfg_attr(not(feature = "answers"), allow(dead_code))]
     /// Elsewhere, as each answer is kept (a case that answers); a batch that returns has
     /// done them all.
     Answers,

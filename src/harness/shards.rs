@@ -247,7 +247,8 @@ fn snapshot(merged: &Merged) -> Outcome {
     snapshot
 }
 
-/// Writes shard `shard`'s description of its case and the rows of the queries it computed.
+/// Writes shard `shard`'s description of its case and the rows of the queries it computed,
+/// together: a shard stopped midway leaves neither, and its queries show as missing.
 pub(crate) fn write(
     store: &dyn RunStore,
     group: &str,
@@ -257,16 +258,13 @@ pub(crate) fn write(
     rows: &[(String, Row)],
 ) -> Result<(), String> {
     let text = serde_json::to_string(description).map_err(|e| e.to_string())?;
-    store
-        .put_group_case(group, case, &text)
-        .map_err(|e| e.to_string())?;
     let rows: Vec<(String, String)> = rows
         .iter()
         .map(|(id, row)| Ok((id.clone(), serde_json::to_string(row)?)))
         .collect::<Result<_, serde_json::Error>>()
         .map_err(|e| e.to_string())?;
     store
-        .put_group_queries(group, case, shard, &rows)
+        .put_group_shard(group, case, shard, &text, &rows)
         .map_err(|e| e.to_string())
 }
 

@@ -309,6 +309,12 @@ pub const fn bar_problem(
         return m;
     };
     let name = info.name;
+    if !cfg!(feature = "answers") && needs(info.needs, Need::Answer) {
+        return m.push("`").push(name).push(
+            "` scores answers, and rag-eval is built without its `answers` feature: enable it in \
+             the dev-dependency, `rag-eval = { version = \"…\", features = [\"answers\"] }`",
+        );
+    }
     if !answers && needs(info.needs, Need::Answer) {
         return m.push("`").push(name).push(
             "` scores answers, and this case returns retrieved chunks only: make it an \
@@ -343,7 +349,9 @@ mod tests {
 
     #[test]
     fn every_registered_metric_is_a_bar() {
-        for m in REGISTRY {
+        let built =
+            |m: &&crate::metrics::MetricInfo| cfg!(feature = "answers") || !m.needs(Need::Answer);
+        for m in REGISTRY.iter().filter(built) {
             assert_eq!(
                 problem(&format!("min_{}", m.name), m.name, true, true, true),
                 ""
@@ -382,6 +390,17 @@ mod tests {
         assert!(problem("min_x", &long, true, true, true).starts_with("unknown metric `xxx"));
     }
 
+    /// Without the `answers` feature, a bar on any answer metric or judge names the feature.
+    #[cfg(not(feature = "answers"))]
+    #[test]
+    fn without_the_answers_feature_answer_bars_name_it() {
+        for m in REGISTRY.iter().filter(|m| m.needs(Need::Answer)) {
+            let p = problem(&format!("min_{}", m.name), m.name, true, true, true);
+            assert!(p.contains("without its `answers` feature"), "{p}");
+        }
+    }
+
+    #[cfg(feature = "answers")]
     #[test]
     fn bars_say_what_the_case_lacks() {
         assert!(problem("min_bleu", "bleu", false, true, true).contains("scores answers"));

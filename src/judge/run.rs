@@ -241,6 +241,29 @@ impl JudgeSummary {
     pub fn gate_fails(&self) -> bool {
         self.invalid_share() > self.max_invalid_share
     }
+
+    /// Why the figures cannot gate anything (`None` when they can): the invalid and failed
+    /// answers against the allowed share, named as `setting` (the option that sets it), and
+    /// the most frequent failure.
+    pub fn gate_failure(&self, setting: &str) -> Option<String> {
+        if !self.gate_fails() {
+            return None;
+        }
+        let cause = self
+            .failures
+            .first()
+            .map(|f| format!("; judging failed: {}", f.describe()))
+            .unwrap_or_default();
+        Some(format!(
+            "{}: {} invalid and {} failed judge answers of {} samples ({:.1}%) exceed the allowed share {:.1}% ({setting}): the figures cannot gate anything{cause}",
+            self.metric,
+            self.invalid,
+            self.error,
+            self.samples,
+            100.0 * self.invalid_share(),
+            100.0 * self.max_invalid_share
+        ))
+    }
 }
 
 /// pass^n at `threshold`: of the queries whose every sample is `ok`, the share whose every

@@ -44,6 +44,7 @@
 //! }
 //! ```
 
+#[cfg(feature = "answers")]
 pub mod answer;
 mod bar;
 mod chunking_evaluation;
@@ -77,7 +78,9 @@ pub use rank::{
     precision_at_k, recall_at_k, reciprocal_rank, Grade, Hit, Map, Mrr, Ndcg, Precision, Recall,
     F1, RELEVANCE_LEVEL,
 };
-pub use registry::{answer_metrics, reported_metrics, MetricContext, MetricInfo, Need, REGISTRY};
+#[cfg(feature = "answers")]
+pub use registry::answer_metrics;
+pub use registry::{reported_metrics, MetricContext, MetricInfo, Need, REGISTRY};
 pub use result::{DifficultyScores, Figures, QueryResult, ResultLevel, RunConfig, RunResult};
 pub use scorecard::{scorecard, QueryScores, Scorecard, Scored};
 pub use set::{ChunkF1, ChunkPrecision, ChunkRecall};

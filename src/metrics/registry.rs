@@ -7,6 +7,7 @@
 //! `rag-eval score` and `eval`, and the metric table of `docs/reference/metrics.md` (a test checks
 //! it, and checks that `#[rag_eval(min_…)]` accepts every name here).
 
+#[cfg(feature = "answers")]
 use super::answer::{AnswerMetric, AnswerSimilarity, Lexical};
 use super::{
     ChunkF1, ChunkIndex, ChunkPrecision, ChunkRecall, Hit, Map, Metric, Mrr, Ndcg, Precision,
@@ -65,7 +66,11 @@ impl MetricContext {
 }
 
 type Build<L> = fn(&MetricContext) -> Option<Box<dyn Metric<L>>>;
+#[cfg(feature = "answers")]
 type BuildAnswer = fn() -> Box<dyn AnswerMetric>;
+/// Without the `answers` feature an answer metric's entry names it and builds nothing.
+#[cfg(not(feature = "answers"))]
+type BuildAnswer = ();
 
 /// One built-in metric: its entry in [`REGISTRY`].
 #[derive(Clone, Copy)]
@@ -80,6 +85,7 @@ pub struct MetricInfo {
     pub definition: &'static str,
     token: Option<Build<TokenLevel>>,
     chunk: Option<Build<ChunkLevel>>,
+    #[cfg_attr(not(feature = "answers"), allow(dead_code))]
     answer: Option<BuildAnswer>,
     /// LLM judges are no `Metric<L>`: the harness and the CLI run them over the answers.
     judge: bool,
@@ -112,8 +118,7 @@ impl MetricInfo {
 
     /// Whether the metric is reported at `level` (answer metrics: when there are answers).
     pub fn applies_to(&self, level: LevelKind) -> bool {
-        self.answer.is_some()
-            || self.judge
+        self.is_answer_metric()
             || match level {
                 LevelKind::Chunk => self.chunk.is_some(),
                 LevelKind::Token => self.token.is_some(),
@@ -126,6 +131,7 @@ impl MetricInfo {
     }
 
     /// The answer metric, for entries that [`Need::Answer`].
+    #[cfg(feature = "answers")]
     pub fn build_answer(&self) -> Option<Box<dyn AnswerMetric>> {
         self.answer.map(|b| b())
     }
@@ -275,10 +281,24 @@ const fn answer(
     }
 }
 
+/// An answer metric's builder (nothing without the `answers` feature).
+#[cfg(feature = "answers")]
+macro_rules! built {
+    ($build:expr) => {
+        $build
+    };
+}
+#[cfg(not(feature = "answers"))]
+macro_rules! built {
+    ($build:expr) => {
+        ()
+    };
+}
+
 /// A lexical metric by its registered name.
 macro_rules! lexical {
     ($name:literal) => {
-        || Box::new(Lexical::named($name).expect("a registered lexical metric"))
+        built!(|| Box::new(Lexical::named($name).expect("a registered lexical metric")))
     };
 }
 
@@ -313,7 +333,7 @@ pub static REGISTRY: &[MetricInfo] = &[
     answer("rouge_l_recall", REFERENCE, "ROUGE-L recall of the reference with the best ROUGE-L F1", lexical!("rouge_l_recall")),
     answer("exact_match", REFERENCE, "1 when the SQuAD-normalised answer equals a normalised reference, else 0", lexical!("exact_match")),
     answer("token_f1", REFERENCE, "SQuAD token F1 between the normalised answer and reference, the best over the references", lexical!("token_f1")),
-    answer("answer_similarity", EMBEDDED, "cosine between the answer's and a reference's embeddings (clamped at 0), the best over the references", || Box::new(AnswerSimilarity)),
+    answer("answer_similarity", EMBEDDED, "cosine between the answer's and a reference's embeddings (clamped at 0), the best over the references", built!(|| Box::new(AnswerSimilarity))),
     judge("faithfulness", JUDGED, "LLM judge: share of the answer's statements its contexts support"),
     judge("answer_relevancy", JUDGED_EMBEDDED, "LLM judge: mean cosine of questions generated back from the answer to the question, 0 when noncommittal"),
     judge("llm_context_precision", JUDGED_REFERENCE, "LLM judge: average precision of the contexts useful for the reference answer"),
@@ -348,6 +368,7 @@ pub fn at_level(level: LevelKind) -> impl Iterator<Item = &'static MetricInfo> {
 
 /// The answer metrics, in report order; those that [`Need::Embedder`] only when
 /// `with_embeddings`.
+#[cfg(feature = "answers")]
 pub fn answer_metrics(with_embeddings: bool) -> Vec<Box<dyn AnswerMetric>> {
     REGISTRY
         .iter()
@@ -375,6 +396,7 @@ mod tests {
             assert!(seen.insert(info.name), "`{}` registered twice", info.name);
             assert!(!info.definition.is_empty() && !info.definition.contains('\n'));
             assert!(!info.levels().is_empty(), "`{}` has no level", info.name);
+            #[cfg(feature = "answers")]
             match info.build_answer() {
                 Some(m) => {
                     assert_eq!(m.name(), info.name);
@@ -407,6 +429,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "answers")]
     #[test]
     fn answer_metrics_are_built_apart_and_similarity_only_with_embeddings() {
         let names = |v: Vec<Box<dyn AnswerMetric>>| -> Vec<String> {

@@ -24,6 +24,9 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
          PRIMARY KEY (run_group, name, query, shard));",
 ];
 
+/// The rows a shard writes per statement (two arrays of this many strings).
+const ROWS_PER_STATEMENT: usize = 1_000;
+
 /// Serialises schema changes between clients: a transaction-scoped advisory lock on this key
 /// ("RAGR").
 const MIGRATION_LOCK: i64 = 0x5241_4752;
@@ -178,38 +181,38 @@ impl RunStore for PostgresRunStore {
         self.location.clone()
     }
 
-    fn put_group_case(&self, group: &str, case: &str, description: &str) -> Result<()> {
-        self.client()
-            .execute(
-                "INSERT INTO rag_eval_group_cases (run_group, name, description) VALUES ($1, $2, $3)
-                 ON CONFLICT (run_group, name) DO UPDATE SET description = excluded.description",
-                &[&group, &case, &description],
-            )
-            .map_err(|e| self.fail("describe a case of a run group", e))?;
-        Ok(())
-    }
-
-    fn put_group_queries(
+    fn put_group_shard(
         &self,
         group: &str,
         case: &str,
         shard: &str,
+        description: &str,
         results: &[(String, String)],
     ) -> Result<()> {
         let mut client = self.client();
-        let fail = |e| self.fail("write a run group's queries", e);
+        let fail = |e| self.fail("write a shard's results into a run group", e);
         let mut tx = client.transaction().map_err(fail)?;
+        // One statement per batch of rows, not a round trip per row.
         let st = tx
             .prepare(
                 "INSERT INTO rag_eval_group_queries (run_group, name, query, shard, result)
-                 VALUES ($1, $2, $3, $4, $5)
+                 SELECT $1, $2, query, $3, result FROM unnest($4::text[], $5::text[]) AS r(query, result)
                  ON CONFLICT (run_group, name, query, shard) DO UPDATE SET result = excluded.result",
             )
             .map_err(fail)?;
-        for (query, result) in results {
-            tx.execute(&st, &[&group, &case, query, &shard, result])
+        for batch in results.chunks(ROWS_PER_STATEMENT) {
+            let (queries, rows): (Vec<&str>, Vec<&str>) =
+                batch.iter().map(|(q, r)| (q.as_str(), r.as_str())).unzip();
+            tx.execute(&st, &[&group, &case, &shard, &queries, &rows])
                 .map_err(fail)?;
         }
+        // Last: the description's row is shared by every shard, and stays locked until commit.
+        tx.execute(
+            "INSERT INTO rag_eval_group_cases (run_group, name, description) VALUES ($1, $2, $3)
+             ON CONFLICT (run_group, name) DO UPDATE SET description = excluded.description",
+            &[&group, &case, &description],
+        )
+        .map_err(fail)?;
         tx.commit().map_err(fail)
     }
 

@@ -154,8 +154,9 @@ impl Spend {
     }
 
     /// What the judges of `summaries` spent together; `None` without any.
+    #[cfg(feature = "answers")]
     pub fn of_judges(summaries: &[crate::judge::JudgeSummary]) -> Option<Spend> {
-        let mut total = crate::judge::JudgeUsage::default();
+        let mut total = crate::metrics::JudgeUsage::default();
         for s in summaries {
             total.add(&s.usage);
         }
@@ -164,7 +165,7 @@ impl Spend {
 
     /// Prompt and completion tokens together.
     pub fn total(&self) -> u64 {
-        crate::llm::add_tokens(self.prompt_tokens, self.completion_tokens)
+        crate::metrics::add_tokens(self.prompt_tokens, self.completion_tokens)
     }
 }
 
@@ -455,9 +456,9 @@ impl RunRecord {
         let add = |part: &mut Option<Spend>, more: Option<Spend>| {
             if let Some(m) = more {
                 let p = part.get_or_insert_with(Spend::default);
-                p.prompt_tokens = crate::llm::add_tokens(p.prompt_tokens, m.prompt_tokens);
+                p.prompt_tokens = crate::metrics::add_tokens(p.prompt_tokens, m.prompt_tokens);
                 p.completion_tokens =
-                    crate::llm::add_tokens(p.completion_tokens, m.completion_tokens);
+                    crate::metrics::add_tokens(p.completion_tokens, m.completion_tokens);
             }
         };
         add(&mut usage.generator, generator);

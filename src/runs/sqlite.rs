@@ -394,26 +394,16 @@ impl RunStore for SqliteRunStore {
         self.path.to_string()
     }
 
-    fn put_group_case(&self, group: &str, case: &str, description: &str) -> Result<()> {
-        self.conn()
-            .execute(
-                "INSERT INTO group_cases (run_group, name, description) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (run_group, name) DO UPDATE SET description = excluded.description",
-                (group, case, description),
-            )
-            .map_err(|e| sql_error(&self.path, "describe a case of a run group", e))?;
-        Ok(())
-    }
-
-    fn put_group_queries(
+    fn put_group_shard(
         &self,
         group: &str,
         case: &str,
         shard: &str,
+        description: &str,
         results: &[(String, String)],
     ) -> Result<()> {
         let mut conn = self.conn();
-        let fail = |e| sql_error(&self.path, "write a run group's queries", e);
+        let fail = |e| sql_error(&self.path, "write a shard's results into a run group", e);
         let tx = conn.transaction().map_err(fail)?;
         {
             let mut st = tx
@@ -428,6 +418,12 @@ impl RunStore for SqliteRunStore {
                     .map_err(fail)?;
             }
         }
+        tx.execute(
+            "INSERT INTO group_cases (run_group, name, description) VALUES (?1, ?2, ?3)
+             ON CONFLICT (run_group, name) DO UPDATE SET description = excluded.description",
+            (group, case, description),
+        )
+        .map_err(fail)?;
         tx.commit().map_err(fail)
     }
 

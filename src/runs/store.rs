@@ -38,18 +38,17 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// Removes the run with id `id`; `false` when there was none.
     fn delete(&self, id: &RunId) -> Result<bool>;
 
-    /// Records what case `case` of run group `group` is (the description every shard of the
-    /// group writes alike; the last write stays).
-    fn put_group_case(&self, group: &str, case: &str, description: &str) -> Result<()>;
-
-    /// Records the results (query id, result) that shard `shard` computed for case `case` of
-    /// run group `group`, in one transaction: a query the same shard reported before is
-    /// overwritten, never duplicated; other shards' rows are left as they are.
-    fn put_group_queries(
+    /// Records what shard `shard` computed for case `case` of run group `group`: the case's
+    /// description (what every shard writes alike; the last write stays) and its results
+    /// (query id, result; each id once), in one transaction, so that a shard stopped midway
+    /// leaves neither. A query the same shard reported before is overwritten, never
+    /// duplicated; other shards' rows are left as they are.
+    fn put_group_shard(
         &self,
         group: &str,
         case: &str,
         shard: &str,
+        description: &str,
         results: &[(String, String)],
     ) -> Result<()>;
 

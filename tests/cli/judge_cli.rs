@@ -196,6 +196,31 @@ impl Setup {
     }
 
     fn score(&self, extra: &[&str]) -> Out {
+        self.score_with(&self.url, extra)
+    }
+
+    /// `eval` answering `dataset` over `docs` with the generator at `base_url`, then `extra`.
+    fn answer(&self, dataset: &str, base_url: &str, extra: &[&str]) -> Out {
+        let mut args = vec![
+            "eval",
+            "--corpus",
+            "docs",
+            "--dataset",
+            dataset,
+            "--chunker",
+            "recursive:size=20,overlap=0",
+            "--answers",
+            "--model",
+            "gen-m",
+            "--base-url",
+            base_url,
+        ];
+        args.extend_from_slice(extra);
+        run_in(self.dir.path(), &self.store, &args)
+    }
+
+    /// `score` of the answers with the judge at `judge_url`, then `extra`.
+    fn score_with(&self, judge_url: &str, extra: &[&str]) -> Out {
         let mut args = vec![
             "score",
             "--dataset",
@@ -205,7 +230,7 @@ impl Setup {
             "--judge-model",
             "judge-m",
             "--judge-url",
-            &self.url,
+            judge_url,
         ];
         args.extend_from_slice(extra);
         run_in(self.dir.path(), &self.store, &args)
@@ -518,7 +543,7 @@ fn too_many_invalid_judge_answers_fail_the_command_after_the_figures() {
     let out = s.score(&["--judges", "faithfulness"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("faithfulness: 100.0% of the judge's answers were invalid or failed, above --max-invalid-share 5.0%"),
+        out.stderr.contains("faithfulness: 3 invalid and 0 failed judge answers of 3 samples (100.0%) exceed the allowed share 5.0% (--max-invalid-share): the figures cannot gate anything"),
         "{}",
         out.stderr
     );
@@ -542,28 +567,17 @@ fn eval_answers_records_the_judges_with_the_run() {
         "first second third 0123456789abcdefghijABCDEFGHIJ",
     )
     .unwrap();
-    let out = ok(
-        s.dir.path(),
-        &s.store,
+    let out = s.answer(
+        "d.jsonl",
+        &s.url,
         &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            &s.url,
             "--judge-model",
             "judge-m",
             "--judges",
             "faithfulness,answer_match",
         ],
     );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("faithfulness"), "{}", out.stdout);
     let run = latest_run_with_judges(&s, 2);
     // Every generated answer is "the cat sat": one supported statement each.
@@ -627,28 +641,12 @@ fn eval_answers_records_the_judges_with_the_run() {
     assert_eq!(figure(&q3["metrics"], "token_f1"), None);
     assert!(figure(&run["result"]["metrics"], "rouge_l").is_some());
     // `--json` carries the same, and the judges' summaries.
-    let out = ok(
-        s.dir.path(),
-        &s.store,
-        &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            &s.url,
-            "--judge-model",
-            "judge-m",
-            "--json",
-            "--no-record",
-        ],
+    let out = s.answer(
+        "d.jsonl",
+        &s.url,
+        &["--judge-model", "judge-m", "--json", "--no-record"],
     );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     assert_eq!(v["per_query"][0]["answer"], "the cat sat", "{v}");
     assert_eq!(v["judges"][0]["metric"], "faithfulness", "{v}");
@@ -668,24 +666,7 @@ fn eval_answers_refuses_a_question_asked_twice_naming_both_rows() {
         "first second third 0123456789abcdefghijABCDEFGHIJ",
     )
     .unwrap();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "twice.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            &s.url,
-        ],
-    );
+    let out = s.answer("twice.jsonl", &s.url, &[]);
     assert_ne!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -756,31 +737,13 @@ fn a_judge_server_that_hangs_on_post_is_given_up_after_the_timeout() {
     let server = HostileServer::start(Hostility::HangOnPost);
     let url = server.url("/v1");
     let started = std::time::Instant::now();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &url,
-            "--judges",
-            "faithfulness",
-            "--timeout",
-            "1",
-        ],
-    );
+    let out = s.score_with(&url, &["--judges", "faithfulness", "--timeout", "1"]);
     let took = started.elapsed();
     assert!(took < std::time::Duration::from_secs(20), "{took:?}");
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
-            .contains("faithfulness: 100.0% of the judge's answers were invalid or failed"),
+            .contains("faithfulness: 0 invalid and 3 failed judge answers of 3 samples (100.0%)"),
         "{}",
         out.stderr
     );
@@ -840,21 +803,7 @@ fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url
     let s = Setup::new();
     let dead = "http://127.0.0.1:1/v1";
     let started = std::time::Instant::now();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            dead,
-        ],
-    );
+    let out = s.score_with(dead, &[]);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(15),
         "{:?}",
@@ -862,7 +811,7 @@ fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("error: faithfulness: 100.0% of the judge's answers were invalid or failed, above --max-invalid-share 5.0%: judging failed: 3 × unreachable, first: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
+        out.stderr.contains("error: faithfulness: 0 invalid and 3 failed judge answers of 3 samples (100.0%) exceed the allowed share 5.0% (--max-invalid-share): the figures cannot gate anything; judging failed: 3 × unreachable, first: `POST http://127.0.0.1:1/v1/chat/completions`: cannot connect (connection refused)"),
         "{}",
         out.stderr
     );
@@ -876,24 +825,7 @@ fn an_unreachable_judge_or_generator_fails_the_command_in_seconds_naming_the_url
     )
     .unwrap();
     let started = std::time::Instant::now();
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
-        &[
-            "eval",
-            "--corpus",
-            "docs",
-            "--dataset",
-            "d.jsonl",
-            "--chunker",
-            "recursive:size=20,overlap=0",
-            "--answers",
-            "--model",
-            "gen-m",
-            "--base-url",
-            dead,
-        ],
-    );
+    let out = s.answer("d.jsonl", dead, &[]);
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
@@ -932,19 +864,7 @@ fn the_first_failure_of_each_kind_is_printed_with_its_count_and_kept_in_the_summ
     // A 401 (the hostile server echoes the key back: it is scrubbed).
     let server = HostileServer::start(Hostility::EchoAuthorization);
     let url = server.url("/v1");
-    let mut args = vec![
-        "score",
-        "--dataset",
-        "d.jsonl",
-        "--answers",
-        "a.jsonl",
-        "--judge-model",
-        "judge-m",
-        "--judge-url",
-        &url,
-    ];
-    args.extend(tolerant);
-    let out = run_in(s.dir.path(), &s.store, &args);
+    let out = s.score_with(&url, &tolerant);
     let j = judges_summary(&out);
     assert_eq!(j["failures"].as_array().unwrap().len(), 1, "{j}");
     assert_eq!(j["failures"][0]["kind"], "HTTP 401", "{j}");
@@ -963,19 +883,7 @@ fn the_first_failure_of_each_kind_is_printed_with_its_count_and_kept_in_the_summ
     );
     // A 404 from a wrong path.
     let wrong = format!("{}/wrong", s.url);
-    let mut args = vec![
-        "score",
-        "--dataset",
-        "d.jsonl",
-        "--answers",
-        "a.jsonl",
-        "--judge-model",
-        "judge-m",
-        "--judge-url",
-        &wrong,
-    ];
-    args.extend(tolerant);
-    let out = run_in(s.dir.path(), &s.store, &args);
+    let out = s.score_with(&wrong, &tolerant);
     let j = judges_summary(&out);
     assert_eq!(j["failures"][0]["kind"], "HTTP 404", "{j}");
     assert!(
@@ -1017,19 +925,9 @@ fn http_retries_of_the_judge_are_counted_apart_from_its_calls() {
     // Every answer is a 429 asking for no wait: each call is retried until the client gives up.
     let server = HostileServer::start(Hostility::RetryAfter("0"));
     let url = server.url("/v1");
-    let out = run_in(
-        s.dir.path(),
-        &s.store,
+    let out = s.score_with(
+        &url,
         &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &url,
             "--judges",
             "faithfulness",
             "--max-invalid-share",
@@ -1108,24 +1006,8 @@ fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
     );
     let f = planned(&plan, "judge", "faithfulness").clone();
     assert_eq!(f["calls"], 3);
-    ok(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &s.url,
-            "--judges",
-            "faithfulness",
-            "--no-record",
-        ],
-    );
+    let out = s.score(&["--judges", "faithfulness", "--no-record"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let sent: usize = s
         .script
         .seen
@@ -1187,26 +1069,14 @@ fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
 #[test]
 fn a_dry_run_counts_what_the_cache_holds_apart_and_the_embeddings() {
     let s = Setup::new();
-    ok(
-        s.dir.path(),
-        &s.store,
-        &[
-            "score",
-            "--dataset",
-            "d.jsonl",
-            "--answers",
-            "a.jsonl",
-            "--judge-model",
-            "judge-m",
-            "--judge-url",
-            &s.url,
-            "--judges",
-            "answer_match",
-            "--cache",
-            "rw:path=c.sqlite",
-            "--no-record",
-        ],
-    );
+    let out = s.score(&[
+        "--judges",
+        "answer_match",
+        "--cache",
+        "rw:path=c.sqlite",
+        "--no-record",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let seen = s.script.seen.lock().unwrap().len();
     assert_eq!(seen, 2);
     let plan = dry_run(
@@ -1314,4 +1184,416 @@ fn eval_rag_dry_run_counts_one_call_per_query_to_the_system_and_sends_nothing() 
         s.script.seen.lock().unwrap().is_empty(),
         "a dry run sends nothing"
     );
+}
+
+/// `eval` over `docs` and `d.jsonl` with one chunker.
+const EVAL: [&str; 7] = [
+    "eval",
+    "--corpus",
+    "docs",
+    "--dataset",
+    "d.jsonl",
+    "--chunker",
+    "recursive:size=20,overlap=0",
+];
+
+/// `eval --dry-run`'s plan (JSON) in `s`'s folder with `extra` after the corpus and dataset
+/// (`docs/a.md`: the queries' words, then 30 characters).
+fn eval_dry_run(s: &Setup, extra: &[&str]) -> Value {
+    let docs = s.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("a.md"),
+        "first second third 0123456789abcdefghijABCDEFGHIJ",
+    )
+    .unwrap();
+    let mut args = EVAL.to_vec();
+    args.extend_from_slice(extra);
+    let out = run_in(s.dir.path(), &s.store, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+#[test]
+fn eval_dry_run_counts_the_generator_and_its_judges_over_bm25_and_sends_nothing() {
+    let s = Setup::new();
+    let answers = [
+        "--answers",
+        "--model",
+        "gen-m",
+        "--base-url",
+        &s.url,
+        "--judge-model",
+        "judge-m",
+        "--judges",
+        "faithfulness,answer_match",
+    ];
+    let priced = [
+        "--dry-run",
+        "--json",
+        "--price",
+        "gen-m=0.001/0.002",
+        "--price-per-1k-tokens",
+        "0.5",
+    ];
+    let plan = eval_dry_run(&s, &[&answers[..], &priced[..]].concat());
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "a dry run sends nothing"
+    );
+    assert_eq!(plan["chunker"], "recursive:size=20,overlap=0");
+    assert!(plan.get("note").is_none(), "bm25 calls nothing: {plan}");
+    assert_eq!(
+        plan["prices"]["gen-m"],
+        json!({"prompt": 0.001, "completion": 0.002})
+    );
+    // One generator call per query, each of at most 512 completion tokens (the generator's
+    // limit), priced at its own model's price.
+    let g = planned(&plan, "generator", "answer");
+    assert_eq!(
+        (g["calls"].as_u64(), g["cached"].as_u64()),
+        (Some(3), Some(0))
+    );
+    assert_eq!(g["model"], "gen-m");
+    assert_eq!(g["completion_tokens_max"], 3 * 512);
+    assert_eq!(g["repairs_max"], Value::Null);
+    let prompt = g["prompt_tokens"].as_u64().unwrap();
+    let cost = (prompt as f64 * 0.001 + 1536.0 * 0.002) / 1000.0;
+    assert!(
+        (g["cost_usd_max"].as_f64().unwrap() - cost).abs() < 1e-12,
+        "{g}"
+    );
+    // Faithfulness judges the 3 answers, answer_match the 2 with a reference; each call may
+    // be repaired twice (the judges' limit); judge-m has no price of its own: 0.5 for all.
+    let f = planned(&plan, "judge", "faithfulness");
+    assert_eq!(
+        (f["calls"].as_u64(), f["repairs_max"].as_u64()),
+        (Some(3), Some(6))
+    );
+    assert_eq!(f["model"], "judge-m");
+    let m = planned(&plan, "judge", "answer_match");
+    assert_eq!(
+        (m["calls"].as_u64(), m["repairs_max"].as_u64()),
+        (Some(2), Some(4))
+    );
+    let flat = (m["prompt_tokens"].as_u64().unwrap() as f64 + 2048.0) * 0.5 / 1000.0;
+    assert!(
+        (m["cost_usd_max"].as_f64().unwrap() - flat).abs() < 1e-12,
+        "{m}"
+    );
+
+    // The generator's prompt tokens are those of the prompts a real run sends: the chunks
+    // bm25 retrieves included. Generation ends before judging starts: the first 3 prompts.
+    ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            &EVAL[..],
+            &["--cache", "rw:path=c.sqlite", "--no-record"],
+            &answers[..],
+        ]
+        .concat(),
+    );
+    let sent: Vec<String> = s.script.seen.lock().unwrap().clone();
+    assert_eq!(sent.len(), 3 + 3 + 2, "{sent:?}");
+    let bpe = tiktoken_rs::cl100k_base_singleton();
+    let generated: usize = sent[..3].iter().map(|p| bpe.encode_ordinary(p).len()).sum();
+    assert_eq!(prompt, generated as u64);
+
+    // Everything cached: nothing to send, the judges judging the cached answers.
+    let plan = eval_dry_run(
+        &s,
+        &[
+            &answers[..],
+            &["--dry-run", "--json", "--cache", "rw:path=c.sqlite"],
+        ]
+        .concat(),
+    );
+    for (kind, name, cached) in [
+        ("generator", "answer", 3),
+        ("judge", "faithfulness", 3),
+        ("judge", "answer_match", 2),
+    ] {
+        let c = planned(&plan, kind, name);
+        assert_eq!(
+            (c["calls"].as_u64(), c["cached"].as_u64()),
+            (Some(0), Some(cached)),
+            "{c}"
+        );
+        assert_eq!(c["prompt_tokens"], 0, "{c}");
+    }
+    assert_eq!(
+        s.script.seen.lock().unwrap().len(),
+        sent.len(),
+        "a dry run sends nothing"
+    );
+}
+
+#[test]
+fn eval_dry_run_looks_a_remote_embedder_s_texts_up_in_the_cache_and_sends_nothing() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let embeddings = HostileServer::start(Hostility::Embedding("0.5"));
+    let retriever = format!(
+        "dense:embedder=openai:model=m,base_url={}",
+        embeddings.url("/v1")
+    );
+    let dense = ["--retriever", &retriever];
+    let plan = eval_dry_run(
+        &s,
+        &[&dense[..], &["--dry-run", "--json", "--shards", "2"]].concat(),
+    );
+    assert_eq!(embeddings.posts(), 0, "a dry run sends nothing");
+    // The corpus's 3 chunks in one batch (of 64), each machine indexing it; the 3 questions,
+    // one token each, in one batch.
+    let bpe = tiktoken_rs::cl100k_base_singleton();
+    let chunks: usize = ["first second third", "0123456789abcdefghi", "jABCDEFGHIJ"]
+        .iter()
+        .map(|t| bpe.encode_ordinary(t).len())
+        .sum();
+    let corpus = planned(&plan, "embedding", "corpus");
+    assert_eq!(
+        (
+            corpus["calls"].as_u64(),
+            corpus["cached"].as_u64(),
+            corpus["prompt_tokens"].as_u64()
+        ),
+        (Some(2), Some(0), Some(2 * chunks as u64)),
+        "{corpus}"
+    );
+    assert_eq!(corpus["model"], "m");
+    let queries = planned(&plan, "embedding", "queries");
+    assert_eq!(
+        (queries["calls"].as_u64(), queries["prompt_tokens"].as_u64()),
+        (Some(2), Some(3))
+    );
+    let shards = plan["shards"].as_array().unwrap();
+    let of = |shard: &Value, name: &str| {
+        shard["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["prompt_tokens"].as_u64().unwrap())
+    };
+    assert_eq!(of(&shards[0], "corpus"), Some(chunks as u64));
+    // q1 and q3 ("first", "third") in shard 1, q2 in shard 2.
+    assert_eq!(of(&shards[0], "queries"), Some(2));
+    assert_eq!(of(&shards[1], "queries"), Some(1));
+    assert!(
+        plan["note"]
+            .as_str()
+            .unwrap()
+            .contains("(6 texts the cache lacks)"),
+        "{plan}"
+    );
+
+    // A run records every embedding; then the dry run finds them all and runs the dense
+    // retriever itself (no stand-in), the generator's calls counted over its chunks.
+    ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            &EVAL[..],
+            &dense[..],
+            &["--cache", "rw:path=c.sqlite", "--no-record"],
+        ]
+        .concat(),
+    );
+    let posted = embeddings.posts();
+    assert!(posted > 0);
+    let cached = [
+        "--cache",
+        "rw:path=c.sqlite",
+        "--answers",
+        "--model",
+        "gen-m",
+        "--base-url",
+        &s.url,
+        "--dry-run",
+    ];
+    let plan = eval_dry_run(&s, &[&dense[..], &cached[..], &["--json"]].concat());
+    assert!(plan.get("note").is_none(), "{plan}");
+    for name in ["corpus", "queries"] {
+        let c = planned(&plan, "embedding", name);
+        assert_eq!(
+            (c["calls"].as_u64(), c["cached"].as_u64()),
+            (Some(0), Some(1)),
+            "{c}"
+        );
+    }
+    assert_eq!(planned(&plan, "generator", "answer")["calls"], 3);
+    // The text form says the same.
+    let out = run_in(
+        s.dir.path(),
+        &s.store,
+        &[&EVAL[..], &dense[..], &cached[..]].concat(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("chunker: recursive:size=20,overlap=0\nembedding corpus: 0 calls, 1 cached, 0 prompt tokens\nembedding queries: 0 calls, 1 cached, 0 prompt tokens\ngenerator answer: 3 calls, 0 cached, "),
+        "{}",
+        out.stdout
+    );
+    // A replay cache and other chunks: the first chunk is the one recorded, the two others
+    // are not (a run would fail on them), looked up one by one.
+    let out = ok(
+        s.dir.path(),
+        &s.store,
+        &[
+            &EVAL[..6],
+            &["recursive:size=30,overlap=0"],
+            &dense[..],
+            &["--cache", "replay:path=c.sqlite", "--dry-run", "--json"],
+        ]
+        .concat(),
+    );
+    let plan: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let corpus = planned(&plan, "embedding", "corpus");
+    let lacking =
+        bpe.encode_ordinary("0123456789abcdefghijABCDEFGHI").len() + bpe.encode_ordinary("J").len();
+    assert_eq!(
+        (corpus["calls"].as_u64(), corpus["prompt_tokens"].as_u64()),
+        (Some(1), Some(lacking as u64)),
+        "{corpus}"
+    );
+    assert_eq!(planned(&plan, "embedding", "queries")["cached"], 1);
+    assert!(
+        plan["note"]
+            .as_str()
+            .unwrap()
+            .contains("(2 texts the cache lacks)"),
+        "{plan}"
+    );
+    assert_eq!(embeddings.posts(), posted, "a dry run sends nothing");
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "a dry run sends nothing"
+    );
+}
+
+#[test]
+fn dry_run_shards_by_hash_as_nextest_partitions_the_case_s_tests() {
+    let s = Setup::new();
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/nextest_partitions/answers.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    for n in 2..=4usize {
+        let shards = format!("hash:{n}");
+        let plan = dry_run(
+            &s,
+            &[
+                "--judges",
+                "faithfulness",
+                "--shards",
+                &shards,
+                "--case",
+                "answers",
+            ],
+        );
+        let got = plan["shards"].as_array().unwrap();
+        assert_eq!(got.len(), n);
+        for (i, shard) in got.iter().enumerate() {
+            let tests = fixture["partitions"][format!("hash:{}/{n}", i + 1)]
+                .as_array()
+                .unwrap()
+                .len();
+            assert_eq!(shard["queries"], tests, "hash:{}/{n}: {plan}", i + 1);
+            // Each of the 3 answers is judged once, in its test's shard.
+            let judged = shard["calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "faithfulness")
+                .map_or(0, |c| c["calls"].as_u64().unwrap());
+            assert_eq!(judged, tests as u64, "{shard}");
+        }
+    }
+    // The text form names the repairs' bound.
+    let out = s.score(&["--dry-run", "--judges", "faithfulness"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("judge faithfulness: 3 calls, 0 cached, "));
+    assert!(
+        line.is_some_and(|l| l.ends_with(", at most 3072 completion tokens, up to 6 repairs")),
+        "{}",
+        out.stdout
+    );
+    for (args, error) in [
+        (
+            &["--shards", "hash:2"][..],
+            "--shards hash:N splits the tests as nextest does, by name: give --case CASE",
+        ),
+        (
+            &["--shards", "2", "--case", "answers"][..],
+            "--case answers names the tests that --shards hash:N splits",
+        ),
+        (&["--shards", "hash:0"][..], "expected N or hash:N"),
+        (
+            &["--price", "judge-m=0.1"][..],
+            "--price `judge-m=0.1`: expected MODEL=IN/OUT",
+        ),
+        (
+            &["--price", "judge-m=0.1/-1"][..],
+            "--price `judge-m=0.1/-1`: OUT must be a number of dollars, 0 or more; got `-1`",
+        ),
+    ] {
+        let out = s.score(&[&["--dry-run"][..], args].concat());
+        assert_ne!(out.code, 0, "{args:?}");
+        assert!(out.stderr.contains(error), "{args:?}: {}", out.stderr);
+    }
+    assert!(
+        s.script.seen.lock().unwrap().is_empty(),
+        "a dry run sends nothing"
+    );
+}
+
+#[test]
+fn a_dry_run_looks_answer_similarity_s_texts_up_in_the_cache() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let embeddings = HostileServer::start(Hostility::Embedding("0.5"));
+    let embedder = format!("openai:model=m,base_url={}", embeddings.url("/v1"));
+    let args = [
+        "--judges",
+        "answer_match",
+        "--embedder",
+        &embedder,
+        "--cache",
+        "rw:path=e.sqlite",
+    ];
+    // Nothing recorded yet: the 5 texts (2 answers with a reference, 3 references) in one call.
+    let plan = dry_run(&s, &args);
+    let c = planned(&plan, "embedding", "answer_similarity");
+    assert_eq!(
+        (c["calls"].as_u64(), c["cached"].as_u64()),
+        (Some(1), Some(0)),
+        "{c}"
+    );
+    assert_eq!(c["model"], "m");
+    assert_eq!(embeddings.posts(), 0, "a dry run sends nothing");
+    let out = s.score(&[&args[..], &["--no-record"]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let posted = embeddings.posts();
+    assert!(posted > 0);
+    let plan = dry_run(&s, &args);
+    let c = planned(&plan, "embedding", "answer_similarity");
+    assert_eq!(
+        (
+            c["calls"].as_u64(),
+            c["cached"].as_u64(),
+            c["prompt_tokens"].as_u64()
+        ),
+        (Some(0), Some(1), Some(0)),
+        "{c}"
+    );
+    assert_eq!(embeddings.posts(), posted, "a dry run sends nothing");
 }

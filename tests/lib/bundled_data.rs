@@ -22,6 +22,7 @@ fn bundled_dataset_matches_its_corpus() {
 
 /// Every bundled question has a reference answer, and the bundled answers file answers every
 /// question with contexts given as text that the corpus holds (all but the four made-up ones).
+#[cfg(feature = "answers")]
 #[test]
 fn bundled_reference_answers_and_answers_file() {
     use rag_eval::answers::{Answers, Placement};
@@ -52,6 +53,7 @@ fn bundled_reference_answers_and_answers_file() {
 /// relevant spans stitched together, each span inside a context; an altered one (`-a`, label
 /// 0) differs from its supported twin in one place, and the altered passage is in no context
 /// and nowhere in the corpus.
+#[cfg(feature = "answers")]
 #[test]
 fn labelled_set_holds_its_construction() {
     use rag_eval::answers::Answers;

@@ -496,6 +496,10 @@ fn real_corpora_keep_the_invariants() {
     let root = shared_data::chunking_eval_general().join("corpora");
     let corpus =
         rag_eval::corpus::Corpus::from_folder(root.to_str().unwrap(), Some("*.md")).unwrap();
+    #[cfg_attr(
+        not(any(feature = "tiktoken", feature = "markdown")),
+        allow(unused_mut)
+    )]
     let mut chunkers: Vec<(Box<dyn PositionAwareChunker>, bool)> = vec![
         (Box::new(RecursiveCharacterChunker::new(400, 0)), true),
         (

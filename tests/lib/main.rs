@@ -10,6 +10,7 @@ mod shared_data;
 #[path = "../support/mod.rs"]
 mod support;
 
+#[cfg(feature = "answers")]
 mod answer_metrics;
 mod architecture;
 mod bundled_data;
@@ -17,7 +18,9 @@ mod cache;
 mod chroma_mode;
 mod chunker_invariants;
 mod eval;
+#[cfg(feature = "answers")]
 mod judge_requests;
+#[cfg(feature = "answers")]
 mod judges;
 mod langchain_parity;
 mod published_figures;

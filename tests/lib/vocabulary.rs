@@ -3,7 +3,6 @@
 //! its own), the metrics an evaluation reports and the metric table of
 //! `docs/reference/metrics.md` must all say the same.
 
-use rag_eval::__private::{Bound, Mode};
 use rag_eval::chunk::{ChunkId, PositionAwareChunk};
 use rag_eval::chunker::{PositionAwareChunker, RecursiveCharacterChunker};
 use rag_eval::corpus::{Corpus, Document};
@@ -53,6 +52,7 @@ fn the_macro_crate_holds_no_metric_names() {
 // Every registered metric as a bar: the attribute rejects unknown metrics at compile time, so
 // this file compiling is the proof that each name is accepted. The answer metrics need a case
 // that answers, the judges' a judge, the embeddings' an embedder.
+#[cfg(feature = "answers")]
 #[rag_eval(
     dataset = "examples/data/questions.jsonl",
     mode = "chunking_evaluation",
@@ -99,17 +99,21 @@ async fn every_bar(query: &str) -> RagAnswer {
     }
 }
 
+#[cfg(feature = "answers")]
 /// The case above is only inspected, never run: its judge is never built.
 fn judge() -> std::sync::Arc<dyn rag_eval::llm::LlmClient> {
     unreachable!("`every_bar` is not run")
 }
 
+#[cfg(feature = "answers")]
 fn embedder() -> HashingEmbedder {
     HashingEmbedder::new(64, 1)
 }
 
+#[cfg(feature = "answers")]
 #[test]
 fn every_registered_metric_is_accepted_as_a_bar() {
+    use rag_eval::__private::{Bound, Mode};
     let spec = every_bar::__rag_eval_case();
     let bars: BTreeSet<&str> = spec.thresholds.iter().map(|t| t.metric.as_ref()).collect();
     assert_eq!(bars, registered(), "the case above must name every metric");
@@ -407,6 +411,7 @@ fn precision_omega_follows_the_chunker_object_never_its_name() {
     );
 }
 
+#[cfg(feature = "answers")]
 #[test]
 fn scoring_answers_reports_every_registered_metric_of_its_level() {
     use rag_eval::answers::{embed_answers, score_answers, Answers};

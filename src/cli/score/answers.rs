@@ -92,7 +92,7 @@ pub(in crate::cli) fn run(
         .map(|spec| crate::components::build_embedder(spec, &context))
         .transpose()?;
     let dry_run = a.dry.dry_run;
-    let mut dry = DryRun::default();
+    let dry = DryRun::default();
     let mut judging = match &a.judge.judge_model {
         Some(model) => {
             let url = a
@@ -110,9 +110,10 @@ pub(in crate::cli) fn run(
                 !dry_run,
             )?;
             let (llm, embedder) = if dry_run {
-                let (llm, counting) = dry_run::counted(llm);
-                dry = counting;
-                (llm, embedder.clone().map(dry_run::unembedded))
+                (
+                    dry.counted(llm, "judge", model),
+                    embedder.clone().map(dry_run::unembedded),
+                )
             } else {
                 (llm, embedder.clone())
             };
@@ -142,12 +143,17 @@ pub(in crate::cli) fn run(
             Source::File(_) => None,
         };
         let setting = dry_run::Setting {
-            args: a.dry,
             judging: judging.as_ref(),
-            embed_batch: embedder
-                .as_ref()
-                .map(|e| e.preferred_batch_size().unwrap_or(64)),
+            embedder: match (&embedder, &a.embedder) {
+                (Some(e), Some(spec)) => Some(dry_run::AnswerEmbedder::new(
+                    e.as_ref(),
+                    spec,
+                    context.cache(),
+                )?),
+                _ => None,
+            },
             rag,
+            ..dry_run::Setting::new(&a.dry)
         };
         let plan = match &dataset {
             AnyDataset::Token(d) => dry_plan(&dry, d, from_file.as_ref(), &setting)?,
@@ -353,6 +359,7 @@ fn dry_plan<L: crate::level::Level>(
                 reference: reference.as_deref(),
             },
             references: &e.reference_answers,
+            generated: None,
         })
         .collect();
     dry.plan(&rows, setting)
