@@ -387,14 +387,43 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     if let Some(Err(why)) = junit_schema::validate(&xml_path) {
         panic!("the harness's JUnit does not fit the schema: {why}\n{xml}");
     }
-    // The summary leads with the means that dropped, then the few queries that dropped most,
-    // then how many more did.
+    // The summary leads with one table of the means, each before, after and its change, the
+    // drops first and marked; then the few queries that dropped most, then how many more did.
     let summary = failure_of(&out, "scenario::summary");
     let (means, queries) = (
-        summary.find("\n  means:\n").expect("the means first"),
+        summary
+            .find("\n  mean ")
+            .expect("the table of the means first"),
         summary.find("\n  queries (").expect("then the queries"),
     );
     assert!(means < queries, "{summary}");
+    let rows: Vec<Vec<&str>> = summary[means..queries]
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0].last(), Some(&"dropped"), "{summary}");
+    let marks: Vec<&str> = rows
+        .iter()
+        .map(|r| r.get(4).copied().unwrap_or(""))
+        .collect();
+    let first_other = marks
+        .iter()
+        .position(|m| *m != "dropped")
+        .unwrap_or(marks.len());
+    assert!(
+        marks[first_other..].iter().all(|m| *m != "dropped"),
+        "the drops first: {summary}"
+    );
+    for row in rows.iter().filter(|r| r.get(4) == Some(&"dropped")) {
+        let figure = |i: usize| {
+            row[i]
+                .parse::<f64>()
+                .unwrap_or_else(|e| panic!("{e}: {row:?}"))
+        };
+        assert!(figure(2) < figure(1), "{row:?}");
+        assert!((figure(2) - figure(1) - figure(3)).abs() < 1e-9, "{row:?}");
+    }
     assert_eq!(
         summary.matches("\n    q0").count(),
         5,
@@ -408,8 +437,13 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     // line, the mean drops come before any line that names a query, and the queries whose
     // drops the summary lists are named in the list of failures, not told again.
     let run = test_binary_output(&out);
+    // Shown with `--nocapture`: the screen a team sees for this change.
+    println!(
+        "the chunker change's screen, {} lines:\n{run}",
+        run.lines().count()
+    );
     assert!(
-        run.lines().count() <= 60,
+        run.lines().count() <= 45,
         "{} lines: {run}",
         run.lines().count()
     );
@@ -422,7 +456,11 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         .filter_map(|p| run.find(p))
         .min()
         .expect("queries named");
-    assert!(run.find("\n  means:\n").unwrap() < first_query, "{run}");
+    assert!(run.find("\n  mean ").unwrap() < first_query, "{run}");
+    // The means are one table, in the summary's failure; the report after the result line
+    // does not repeat them.
+    assert_eq!(run.matches("\n  mean ").count(), 1, "{run}");
+    assert!(!run.contains("\n  means:"), "{run}");
     assert!(!run.contains("regressed beyond the tolerance"), "{run}");
     // Each failing query's own test still says what dropped, in one line: run alone, as
     // nextest and JUnit see it.
@@ -446,9 +484,9 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
     // for no query whose test failed; and a run with drops is never advertised as a baseline
     // to accept.
     assert_eq!(out.matches("IMPROVED").count(), 1, "{out}");
-    let improved = &out[out.find("IMPROVED scenario\n").expect("a mixed run")..];
+    let improved = &out[out.find("IMPROVED scenario: ").expect("a mixed run")..];
     assert!(
-        out.find("test result:") < out.find("IMPROVED scenario\n"),
+        out.find("test result:") < out.find("IMPROVED scenario: "),
         "{out}"
     );
     for name in &expected {

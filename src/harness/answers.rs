@@ -2,14 +2,15 @@
 //! scored against the reference answers and judged.
 
 use super::private::{BoxFuture, CaseSpec};
+use super::progress::Task;
 use crate::chunk::{PositionAwareChunk, RetrievedChunk};
 use crate::chunker::PositionAwareChunker;
 use crate::corpus::Corpus;
 use crate::embed::Embedder;
 use crate::generator::{Generator, RagAnswer};
 use crate::judge::{
-    add_to_result, judge_all, AnswerMatch, AnswerRelevancy, Faithfulness, Judge, JudgeConfig,
-    JudgeInput, JudgeStatus, JudgeSummary, LlmContextPrecision, LlmContextRecall,
+    add_to_result, judge_all_reporting, AnswerMatch, AnswerRelevancy, Faithfulness, Judge,
+    JudgeConfig, JudgeInput, JudgeStatus, JudgeSummary, LlmContextPrecision, LlmContextRecall,
 };
 use crate::level::Level;
 use crate::llm::LlmClient;
@@ -21,14 +22,23 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// The answers of a case's queries, by question, kept while retrieval is scored.
+/// The answers of a case's queries, by question, kept while retrieval is scored; each one
+/// kept, and each query judged, counts on the case's progress line when it has one.
 #[derive(Clone, Default)]
-pub(crate) struct AnswerLog(Arc<Mutex<HashMap<String, RagAnswer>>>);
+pub(crate) struct AnswerLog(Arc<Mutex<HashMap<String, RagAnswer>>>, Option<Arc<Task>>);
 
 impl AnswerLog {
+    /// A log counting on `progress`'s line.
+    pub(crate) fn showing(progress: Option<Arc<Task>>) -> Self {
+        AnswerLog(Arc::default(), progress)
+    }
+
     fn insert(&self, question: &str, answer: RagAnswer) {
         let mut answers = self.0.lock().unwrap_or_else(|e| e.into_inner());
         answers.insert(question.to_owned(), answer);
+        if let Some(progress) = &self.1 {
+            progress.add(1);
+        }
     }
 
     fn get(&self, question: &str) -> Option<RagAnswer> {
@@ -277,8 +287,17 @@ pub(crate) async fn score(
         (Some(spec), Some(cache)) => {
             let client = cached_client((spec.client)(), cache);
             let models = vec![client.name()];
-            let summaries =
-                judge(case, spec, client, embedder, &owned, &mut queries, outcome).await?;
+            let summaries = judge(
+                case,
+                spec,
+                client,
+                embedder,
+                &owned,
+                &mut queries,
+                outcome,
+                log.1.as_deref(),
+            )
+            .await?;
             (summaries, models)
         }
         _ => (Vec::new(), Vec::new()),
@@ -355,6 +374,7 @@ async fn judge(
     owned: &[Answered],
     queries: &mut BTreeMap<String, Explained>,
     outcome: &mut Outcome,
+    progress: Option<&Task>,
 ) -> Result<Vec<JudgeSummary>, String> {
     let config = JudgeConfig {
         samples: spec.samples.max(1),
@@ -411,7 +431,11 @@ async fn judge(
     for judge in &judges {
         // The judges run one after the other: the client's retries meanwhile are this one's.
         let before = client.http_retries();
-        let mut run = judge_all(judge.as_ref(), &inputs, &config).await;
+        if let Some(progress) = progress {
+            progress.stage(&format!("judge {}", judge.name()), inputs.len());
+        }
+        let done = || progress.iter().for_each(|p| p.add(1));
+        let mut run = judge_all_reporting(judge.as_ref(), &inputs, &config, &done).await;
         run.summary.retries = client.http_retries().saturating_sub(before);
         for j in &run.judgements {
             let Some(explained) = queries.get_mut(&j.query_id) else {

@@ -5,6 +5,7 @@
 use super::answers::AnswerLog;
 use super::answers::AnswerReport;
 use super::private::{Build, CaseSpec, Retrievers};
+use super::progress::{Count, Counting};
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset};
@@ -515,8 +516,12 @@ fn compute(
     only: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<Computation, String> {
     let runtime = super::runtime();
+    let keep = |id: &str| only.is_none_or(|ids| ids.contains(id));
+    let total = setup.queries.iter().filter(|(id, _)| keep(id)).count();
+    let shown = super::progress::show(case.spec.name, "index", total);
+    let task = shown.as_ref().map(|s| s.task().clone());
     #[cfg(feature = "answers")]
-    let log = AnswerLog::default();
+    let log = AnswerLog::showing(task.clone());
     #[cfg_attr(not(feature = "answers"), allow(unused_mut))]
     let mut generator: Option<String> = None;
     let retrievers = match &case.spec.build {
@@ -556,7 +561,13 @@ fn compute(
         }
     };
     let k = case.spec.k;
-    let keep = |id: &str| only.is_none_or(|ids| ids.contains(id));
+    let (stage, count) = match &case.spec.build {
+        #[cfg(feature = "answers")]
+        Build::Answer(_) | Build::Rag(_) => ("generate", Count::Answers),
+        Build::Function(_) => ("retrieve", Count::EachQuery),
+        Build::Factory(_) => ("retrieve", Count::Batch),
+    };
+    let counting = task.map(|t| Counting::new(t, stage, total, count));
     // Several processes of one machine (nextest's, one per test) index in turn, so that a
     // cached embedder embeds the corpus once per machine.
     let lock = only
@@ -567,7 +578,7 @@ fn compute(
             let r = retrievers.token.ok_or(
                 "the retriever does not implement `Retriever<TokenLevel>`, but the dataset is token-level",
             )?;
-            let r = machine_indexed(r, lock);
+            let r = harnessed(r, lock, counting);
             let eval = eval.only(keep);
             (
                 runtime.block_on(eval.run_reported(&*r, k)),
@@ -578,7 +589,7 @@ fn compute(
             let r = retrievers.chunk.ok_or(
                 "the retriever does not implement `Retriever<ChunkLevel>`, but the dataset is chunk-level",
             )?;
-            let r = machine_indexed(r, lock);
+            let r = harnessed(r, lock, counting);
             let eval = eval.only(keep);
             (
                 runtime.block_on(eval.run_reported(&*r, k)),
@@ -603,6 +614,8 @@ fn compute(
     };
     #[cfg(not(feature = "answers"))]
     let report: Option<AnswerReport> = None;
+    // Off the line before anything else is written to the terminal.
+    drop(shown);
     #[cfg(feature = "runs")]
     {
         if let Some((store, group)) = run_group()? {
@@ -747,28 +760,33 @@ fn record_shard(
     Ok(())
 }
 
-/// `retriever`, indexing under the lock file `lock` when there is one.
-fn machine_indexed<L: Level>(
+/// `retriever`, indexing under the lock file `lock` when there is one, and shown on the
+/// progress line as `counting` says when the run shows one.
+fn harnessed<L: Level>(
     retriever: Arc<dyn Retriever<L>>,
     lock: Option<PathBuf>,
+    counting: Option<Counting>,
 ) -> Arc<dyn Retriever<L>> {
-    match lock {
-        Some(lock) => Arc::new(MachineIndexed {
-            inner: retriever,
-            lock,
-        }),
-        None => retriever,
+    if lock.is_none() && counting.is_none() {
+        return retriever;
     }
+    Arc::new(Harnessed {
+        inner: retriever,
+        lock,
+        counting,
+    })
 }
 
-/// A retriever whose indexing holds a lock file shared by the processes of one machine.
-struct MachineIndexed<L: Level> {
+/// A case's retriever as the harness runs it: its indexing holds a lock file shared by the
+/// processes of one machine, and its stages and queries show on the progress line.
+struct Harnessed<L: Level> {
     inner: Arc<dyn Retriever<L>>,
-    lock: PathBuf,
+    lock: Option<PathBuf>,
+    counting: Option<Counting>,
 }
 
 #[async_trait::async_trait]
-impl<L: Level> Retriever<L> for MachineIndexed<L> {
+impl<L: Level> Retriever<L> for Harnessed<L> {
     fn name(&self) -> String {
         self.inner.name()
     }
@@ -785,21 +803,26 @@ impl<L: Level> Retriever<L> for MachineIndexed<L> {
         self.inner.indexed_spans()
     }
     async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {
+        self.counting.iter().for_each(Counting::indexing);
         // Without the lock (a folder that cannot be written) each process indexes alone.
-        let file = self.lock.parent().and_then(|dir| {
-            std::fs::create_dir_all(dir).ok()?;
+        let file = self.lock.as_ref().and_then(|lock| {
+            std::fs::create_dir_all(lock.parent()?).ok()?;
             std::fs::OpenOptions::new()
                 .create(true)
                 .truncate(false)
                 .write(true)
-                .open(&self.lock)
+                .open(lock)
                 .ok()
         });
         let _guard = file.as_ref().and_then(|f| f.lock().ok().map(|_| f));
-        self.inner.index(corpus).await
+        let indexed = self.inner.index(corpus).await;
+        self.counting.iter().for_each(Counting::indexed);
+        indexed
     }
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
-        self.inner.retrieve(query, k).await
+        let hits = self.inner.retrieve(query, k).await?;
+        self.counting.iter().for_each(Counting::retrieved);
+        Ok(hits)
     }
     async fn retrieve_many(
         &self,
@@ -807,7 +830,12 @@ impl<L: Level> Retriever<L> for MachineIndexed<L> {
         k: usize,
         concurrency: usize,
     ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, crate::retrieve::BatchError> {
-        self.inner.retrieve_many(queries, k, concurrency).await
+        if self.counting.as_ref().is_some_and(Counting::one_by_one) {
+            return crate::retrieve::many::one_by_one(self, queries, k, concurrency).await;
+        }
+        let hits = self.inner.retrieve_many(queries, k, concurrency).await?;
+        self.counting.iter().for_each(|c| c.batch(queries.len()));
+        Ok(hits)
     }
 }
 
@@ -848,6 +876,7 @@ impl<L: Level> Retriever<L> for FnRetriever {
 
 #[cfg(test)]
 mod tests {
+    use super::super::progress;
     use super::*;
     use crate::chunk::PositionAwareChunk;
     use crate::chunker::PositionAwareChunker;
@@ -1087,6 +1116,52 @@ mod tests {
         })
     }
 
+    /// A retriever that finds nothing and keeps the line of `task` as it was while indexing.
+    struct Empty(Arc<progress::Task>, std::sync::Mutex<String>);
+
+    #[async_trait::async_trait]
+    impl Retriever<crate::level::TokenLevel> for Empty {
+        fn name(&self) -> String {
+            "empty".into()
+        }
+        async fn index(&self, _: &Arc<Corpus>) -> crate::Result<()> {
+            *self.1.lock().unwrap() = self.0.line(std::time::Duration::ZERO);
+            Ok(())
+        }
+        async fn retrieve(&self, _: &str, _: usize) -> crate::Result<Vec<RetrievedChunk>> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_case_shows_its_indexing_then_counts_its_queries_on_the_progress_line() {
+        let corpus = Arc::new(Corpus::new([Document::new("d", "text")]).unwrap());
+        let line = |t: &progress::Task| t.line(std::time::Duration::ZERO);
+        // A case that answers counts as it keeps each answer; its batch ends with all done.
+        for count in [Count::EachQuery, Count::Batch, Count::Answers] {
+            let task = progress::Task::new("c", "index", 3);
+            let empty = Arc::new(Empty(task.clone(), Default::default()));
+            let counting = Counting::new(task.clone(), "retrieve", 3, count);
+            let r = harnessed(empty.clone() as Arc<dyn Retriever<_>>, None, Some(counting));
+            pollster::block_on(r.index(&corpus)).unwrap();
+            assert_eq!(*empty.1.lock().unwrap(), "c: index, 0s");
+            assert_eq!(line(&task), "c: retrieve 0/3 queries, 0s");
+            pollster::block_on(r.retrieve_many(&["a", "b", "c"], 1, 2)).unwrap();
+            assert_eq!(line(&task), "c: retrieve 3/3 queries, 0s", "{count:?}");
+        }
+        // One by one, each query counts as it is done.
+        let task = progress::Task::new("c", "retrieve", 3);
+        let counting = Counting::new(task.clone(), "retrieve", 3, Count::EachQuery);
+        let empty = Arc::new(Empty(task.clone(), Default::default()));
+        let r = harnessed(empty as Arc<dyn Retriever<_>>, None, Some(counting));
+        pollster::block_on(r.retrieve("a", 1)).unwrap();
+        assert_eq!(line(&task), "c: retrieve 1/3 queries, 0s");
+        // Neither a lock nor a line: the retriever itself.
+        let plain: Arc<dyn Retriever<crate::level::TokenLevel>> =
+            Arc::new(Empty(task, Default::default()));
+        assert!(Arc::ptr_eq(&harnessed(plain.clone(), None, None), &plain));
+    }
+
     #[test]
     fn the_concurrency_option_caps_the_queries_in_flight() {
         use std::sync::atomic::Ordering::SeqCst;
@@ -1287,7 +1362,7 @@ mod tests {
             }
         }
         assert!(names.iter().all(|n| !n.starts_with("span_")), "{names:?}");
-        let table = crate::harness::report(&case, &outcome);
+        let table = crate::harness::report(&case, &outcome, "");
         assert!(
             table.contains("retrieval not measured: qa.jsonl holds questions with reference answers and no retrieval truth"),
             "{table}"

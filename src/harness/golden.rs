@@ -438,16 +438,70 @@ pub(crate) fn describe_inline(changes: &[&Change]) -> String {
 /// Figures of one query shown on its line of a gate's account before the rest is counted.
 const SHOWN_FIGURES: usize = 3;
 
-/// A gate's account of `changes` (all regressions or all improvements), the news first: the
-/// means that moved, then the `shown` queries that moved most (one line each, their largest
-/// changes first), then how many more did; with `shown` 0, only how many queries moved. Empty
-/// when nothing moved.
-pub(crate) fn account(changes: &[&Change], shown: usize) -> String {
-    let means: Vec<&Change> = changes
+/// The means of a run against its baseline, one table: each mean before, after and its
+/// change, those that dropped beyond the tolerance first and marked `dropped`, then those that
+/// gained (`improved`), worst or best first as `changes` holds them, then the rest in the run's
+/// order. A mean on one side only has `—` on the other.
+pub(crate) fn means_table(
+    old: &[(String, f64)],
+    new: &[(String, f64)],
+    changes: &[Change],
+) -> String {
+    let moved = |metric: &str| {
+        changes
+            .iter()
+            .position(|c| c.scope == "summary" && c.metric == metric)
+    };
+    let mut rows: Vec<(&str, Option<f64>, Option<f64>)> = new
         .iter()
-        .copied()
-        .filter(|c| c.scope == "summary")
+        .map(|(m, v)| (m.as_str(), find(old, m), Some(*v)))
         .collect();
+    rows.extend(
+        old.iter()
+            .filter(|(m, _)| find(new, m).is_none())
+            .map(|(m, v)| (m.as_str(), Some(*v), None)),
+    );
+    // Moved means in `changes`' order (drops first), then the others as they were.
+    rows.sort_by_key(|(m, ..)| moved(m).unwrap_or(usize::MAX));
+    let width = rows
+        .iter()
+        .map(|(m, ..)| m.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let cell = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.4}"));
+    let mut s = format!(
+        "  {:<width$}  {:>8}  {:>8}  {:>8}\n",
+        "mean", "before", "after", "change"
+    );
+    for (metric, before, after) in rows {
+        let change = match (before, after) {
+            (Some(b), Some(a)) => format!("{:+.4}", a - b),
+            _ => "—".to_owned(),
+        };
+        let mark = match moved(metric).map(|i| changes[i].is_regression()) {
+            Some(true) => "  dropped",
+            Some(false) => "  improved",
+            None => "",
+        };
+        let _ = writeln!(
+            s,
+            "  {metric:<width$}  {:>8}  {:>8}  {change:>8}{mark}",
+            cell(before),
+            cell(after)
+        );
+    }
+    s
+}
+
+fn find(figures: &[(String, f64)], metric: &str) -> Option<f64> {
+    figures.iter().find(|(m, _)| m == metric).map(|(_, v)| *v)
+}
+
+/// The queries among `changes` (all regressions or all improvements), news first: the `shown`
+/// that moved most (one line each, their largest changes first), then how many more did.
+/// Empty when no query moved.
+pub(crate) fn query_account(changes: &[&Change], shown: usize) -> String {
     let mut queries: Vec<(&str, Vec<&Change>)> = Vec::new();
     // `changes` comes worst first, so each query's first change is its largest.
     for c in changes.iter().copied().filter(|c| c.scope != "summary") {
@@ -457,15 +511,7 @@ pub(crate) fn account(changes: &[&Change], shown: usize) -> String {
         }
     }
     let mut s = String::new();
-    if !means.is_empty() {
-        s.push_str("  means:\n");
-        for line in describe(&means).lines() {
-            let _ = writeln!(s, "  {line}");
-        }
-    }
-    if !queries.is_empty() && shown == 0 {
-        let _ = writeln!(s, "  and {} queries", queries.len());
-    } else if !queries.is_empty() {
+    if !queries.is_empty() {
         let _ = writeln!(
             s,
             "  queries ({} in all, largest change first):",
@@ -692,7 +738,31 @@ mod tests {
     }
 
     #[test]
-    fn an_account_gives_the_means_first_then_the_worst_queries_one_line_each() {
+    fn the_means_are_one_table_drops_first_then_gains_then_the_rest() {
+        let old = "level: token\nk: 5\nmode: standard\nqueries: 0\nsummary:\n  span_recall@5: 0.7500\n  mrr: 0.9000\n  precision_omega: 0.1000\n  map: 0.8000\n  ndcg@5: 0.5000\n  gone: 0.5000\nper_query:\n";
+        let new = old
+            .replace("mrr: 0.9000", "mrr: 0.6000")
+            .replace("span_recall@5: 0.7500", "span_recall@5: 0.7000")
+            .replace("precision_omega: 0.1000", "precision_omega: 0.2000")
+            .replace("map: 0.8000", "map: 0.8040")
+            .replace("  gone: 0.5000\n", "  new_metric: 0.2500\n");
+        let c = compare(&parse(old).unwrap(), &parse(&new).unwrap(), 0.01);
+        let (old, new) = (parse(old).unwrap().summary, parse(&new).unwrap().summary);
+        assert_eq!(
+            means_table(&old, &new, &c.changes),
+            "  mean               before     after    change\n\
+             \x20 mrr                0.9000    0.6000   -0.3000  dropped\n\
+             \x20 span_recall@5      0.7500    0.7000   -0.0500  dropped\n\
+             \x20 precision_omega    0.1000    0.2000   +0.1000  improved\n\
+             \x20 map                0.8000    0.8040   +0.0040\n\
+             \x20 ndcg@5             0.5000    0.5000   +0.0000\n\
+             \x20 new_metric              —    0.2500         —\n\
+             \x20 gone               0.5000         —         —\n"
+        );
+    }
+
+    #[test]
+    fn a_query_account_gives_the_worst_queries_one_line_each_then_counts() {
         let mut old = String::from("level: token\nk: 5\nmode: standard\nqueries: 30\nsummary:\n  mrr: 0.9000\n  map: 0.9000\nper_query:\n");
         let mut new = old.replace("  mrr: 0.9000", "  mrr: 0.6000");
         for i in 0..30 {
@@ -705,27 +775,17 @@ mod tests {
             ));
         }
         let c = compare(&parse(&old).unwrap(), &parse(&new).unwrap(), 0.01);
-        let text = account(&c.regressions().collect::<Vec<_>>(), 10);
+        let text = query_account(&c.regressions().collect::<Vec<_>>(), 10);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "  means:");
-        assert_eq!(lines[1], "    mrr: 0.9000 → 0.6000 (-0.3000)");
-        assert_eq!(lines[2], "  queries (30 in all, largest change first):");
+        assert_eq!(lines[0], "  queries (30 in all, largest change first):");
         assert_eq!(
-            lines[3],
+            lines[1],
             "    q29: map 1.0000 → 0.0000 (-1.0000); mrr 1.0000 → 0.6600 (-0.3400)"
         );
-        assert_eq!(lines[4], "    q28: mrr 1.0000 → 0.6700 (-0.3300)");
-        assert_eq!(lines.len(), 3 + 10 + 1, "{text}");
+        assert_eq!(lines[2], "    q28: mrr 1.0000 → 0.6700 (-0.3300)");
+        assert_eq!(lines.len(), 1 + 10 + 1, "{text}");
         assert_eq!(lines[lines.len() - 1], "    … and 20 more");
-        assert_eq!(account(&[], 10), "");
-        // None shown: the queries counted on one line.
-        let counted = account(&c.regressions().collect::<Vec<_>>(), 0);
-        assert_eq!(
-            counted.lines().last(),
-            Some("  and 30 queries"),
-            "{counted}"
-        );
-        assert_eq!(counted.lines().count(), 3, "{counted}");
+        assert_eq!(query_account(&[], 10), "");
         // At most three figures a query.
         let many: Vec<Change> = ["a", "b", "c", "d", "e"]
             .iter()
@@ -737,7 +797,7 @@ mod tests {
             })
             .collect();
         assert_eq!(
-            account(&many.iter().collect::<Vec<_>>(), 10).lines().nth(1),
+            query_account(&many.iter().collect::<Vec<_>>(), 10).lines().nth(1),
             Some("    q1: a 1.0000 → 0.0000 (-1.0000); b 1.0000 → 0.0000 (-1.0000); c 1.0000 → 0.0000 (-1.0000) and 2 more")
         );
     }

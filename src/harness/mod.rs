@@ -40,6 +40,7 @@ mod junit;
 mod langsmith;
 mod libtest;
 pub(crate) mod private;
+mod progress;
 #[cfg(feature = "answers")]
 mod rag;
 mod screen;
@@ -76,6 +77,7 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         Err(code) => return code,
     };
     let screen = screen::take_over(&mut args, one_test_per_process());
+    progress::enable_for(&args, screen);
     quiet_snapshot_panics();
     quiet_insta_output();
     let hook = Arc::new(hook);
@@ -429,17 +431,20 @@ fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
 
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let (outcome, answers, mut problems) = summary_inputs(case)?;
-    let table = {
-        let text = report(case, &outcome);
+    // The report printed after every test's line: the means (the table of each against the
+    // baseline once there is one to compare with, and then not twice), then a note.
+    let publish = |means: &str, note: &str| {
+        let text = report(case, &outcome, means);
         #[cfg(feature = "answers")]
         let text = answers
             .iter()
             .flat_map(|a| &a.summaries)
             .fold(text, |text, s| text + &s.usage_lines());
         let mut reports = reports().lock().unwrap_or_else(|e| e.into_inner());
-        reports.push(text);
-        reports.len() - 1
+        reports.push(text + note);
     };
+    let mut means = crate::eval::metric_table(&outcome.metrics, &outcome.std);
+    let mut note = String::new();
     problems.extend(thresholds(case, &outcome, answers.as_deref()));
     problems.extend(disagreements(
         case.spec.agreement.as_ref(),
@@ -466,6 +471,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             "the golden snapshot {} was neither compared nor written: this run lacks figures the case gates on",
             case.golden_path().display()
         ));
+        publish(&means, "");
         return Err(format!("case `{}`:\n{}", case.spec.name, problems.join("\n")).into());
     }
 
@@ -533,13 +539,18 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                     println!("CHANGED {}: {line}", case.spec.name);
                 }
             }
+            if comparison.configuration.is_none() {
+                means = golden::means_table(&old.summary, &new.summary, &comparison.changes);
+            }
             if !regressions.is_empty() {
                 let account = format!(
-                    "figures dropped beyond the tolerance {} against {}:\n{}",
+                    "figures dropped beyond the tolerance {} against {}:\n{means}{}",
                     case.spec.tolerance,
                     case.golden_path().display(),
-                    golden::account(&regressions, DROPS_SHOWN).trim_end()
+                    golden::query_account(&regressions, DROPS_SHOWN).trim_end()
                 );
+                // The table is the drop's account: the report does not repeat it.
+                means.clear();
                 if force_pass() {
                     println!("DROPPED {}: {account}", case.spec.name);
                 } else {
@@ -549,24 +560,24 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             if !improvements.is_empty() {
                 // Accepting a baseline accepts every figure in it: never advise it while some
                 // figure dropped, and then count the queries that gained instead of naming them.
-                let (advice, shown) = if regressions.is_empty() {
-                    (
-                        "  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n",
-                        IMPROVEMENTS_SHOWN,
+                // After the table, below the verdicts: good news never hides a failure.
+                note = if regressions.is_empty() {
+                    format!(
+                        "IMPROVED {}\n{}  accept the new baseline with `cargo insta review` (or `cargo insta accept`)\n",
+                        case.spec.name,
+                        golden::query_account(&improvements, IMPROVEMENTS_SHOWN)
                     )
                 } else {
-                    (
-                        "  (other figures dropped: fix those before accepting a new baseline)\n",
-                        0,
+                    let scopes: std::collections::BTreeSet<&str> =
+                        improvements.iter().map(|c| c.scope.as_str()).collect();
+                    let means = usize::from(scopes.contains("summary"));
+                    format!(
+                        "IMPROVED {}: {} means and {} queries gained; other figures dropped: fix those before accepting a new baseline\n",
+                        case.spec.name,
+                        improvements.iter().filter(|c| c.scope == "summary").count(),
+                        scopes.len() - means
                     )
                 };
-                // After the table, below the verdicts: good news never hides a failure.
-                let note = format!(
-                    "IMPROVED {}\n{}{advice}",
-                    case.spec.name,
-                    golden::account(&improvements, shown)
-                );
-                reports().lock().unwrap_or_else(|e| e.into_inner())[table].push_str(&note);
             }
             if !comparison.structure.is_empty() {
                 let what = comparison.structure.join("; ");
@@ -583,6 +594,7 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
             }
         }
     }
+    publish(&means, &note);
     if problems.is_empty() {
         Ok(())
     } else {
@@ -707,8 +719,9 @@ fn remove_stale_pending(case: &Case, new: &Golden) {
     }
 }
 
-/// The metric table and the per-difficulty means, printed once per run by the summary.
-fn report(case: &Case, o: &Outcome) -> String {
+/// The case's configuration, `means` (a table, or nothing when the summary's failure gave
+/// it) and the per-difficulty means, printed once per run by the summary.
+fn report(case: &Case, o: &Outcome, means: &str) -> String {
     let mut s = format!(
         "\n{} — {}-level, k = {}, mode = {}, {} queries, {}\n",
         case.spec.name,
@@ -718,7 +731,7 @@ fn report(case: &Case, o: &Outcome) -> String {
         o.per_query.len(),
         retriever_of(o)
     );
-    s.push_str(&crate::eval::metric_table(&o.metrics, &o.std));
+    s.push_str(means);
     let groups = o.by_difficulty.as_ref();
     if groups.is_some_and(|g| g.len() > 1 || g.keys().any(|l| l != "unlabelled")) {
         let shown = o.metrics.0.len().min(4);

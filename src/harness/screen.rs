@@ -4,8 +4,8 @@
 //! that moves a dozen queries fills three screens before the means that dropped. Instead, the
 //! harness keeps every trial's verdict and prints, once the tests have finished: a line per
 //! case for its query tests (counted, with the one reason they were skipped), a line per other
-//! test, the failing summaries first (the means that dropped, then the worst queries, then how
-//! many more), the other failures, the names of every failed test, and libtest's result line.
+//! test, the failing summaries first (the table of the means against the baseline, drops
+//! first, then the worst queries, then how many more), the other failures, the names of every failed test, and libtest's result line.
 //! A query test that failed on a drop its summary already accounts for is named but its message
 //! is not repeated: it stays in its own verdict (`cargo test -- --exact case::q0001`, nextest,
 //! JUnit). `--format`, `--logfile`, `--list` and nextest's one-test processes get libtest's own
@@ -276,7 +276,7 @@ mod tests {
             ),
             record(
                 "c::summary",
-                failed("case `c`:\nfigures dropped\n  means:\n    mrr: 0.9000 → 0.6000 (-0.3000)"),
+                failed("case `c`:\nfigures dropped\n  mean  before   after  change\n  mrr   0.9000  0.6000 -0.3000  dropped"),
             ),
             record(
                 "d::q1",
@@ -319,7 +319,7 @@ mod tests {
         );
         // The summary's account comes before any other failure; the query whose drop it lists
         // is named in the list of failures only, the other failure is shown whole.
-        let means = screen.find("  means:").unwrap();
+        let means = screen.find("  mrr   0.9000").unwrap();
         assert!(means < screen.find("---- c::q2 ----").unwrap(), "{screen}");
         assert!(!screen.contains("---- c::q3 ----"), "{screen}");
         assert!(!screen.contains("regressed beyond"), "{screen}");

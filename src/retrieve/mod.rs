@@ -6,7 +6,7 @@
 //! `Retriever<ChunkLevel>`.
 
 mod bm25;
-mod many;
+pub(crate) mod many;
 mod pipeline;
 
 // Re-exports of the built-in retrievers go here.
