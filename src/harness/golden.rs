@@ -398,6 +398,7 @@ fn compare_figures(
 }
 
 /// A readable account of changes: one line per figure, `metric: old → new (±delta)`.
+#[cfg(any(test, feature = "runs"))]
 pub(crate) fn describe(changes: &[&Change]) -> String {
     let mut s = String::new();
     for c in changes {
