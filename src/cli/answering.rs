@@ -8,7 +8,7 @@ use crate::generator::{Generator, LlmGenerator, RagAnswer};
 use crate::http::HttpClient;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::level::Level;
-use crate::llm::{LlmClient, OpenAiChat, TokenUsage};
+use crate::llm::{ChatRequest, ChatResponse, LlmClient, OpenAiChat, TokenUsage};
 use crate::metrics::{answer_metrics, RunResult};
 use crate::retrieve::Retriever;
 use crate::runs::{RunRecord, Spend};
@@ -37,9 +37,35 @@ pub(super) struct AnswerArgs {
     pub judge: JudgeArgs,
 }
 
+/// A client named `name` that sends nothing: every request fails. Behind the cache, it makes
+/// the cache's answers the only ones.
+pub(super) struct Unsent(pub String);
+
+#[async_trait::async_trait]
+impl LlmClient for Unsent {
+    fn name(&self) -> String {
+        self.0.clone()
+    }
+
+    async fn complete(&self, _: &ChatRequest) -> crate::Result<ChatResponse> {
+        Err(crate::Error::other("a dry run sends nothing"))
+    }
+}
+
+/// What a dry run wraps its clients in: each request counted as a call of a kind to a model.
+pub(super) trait Counter {
+    /// `inner` counting its requests as calls of `kind` to `model`.
+    fn counted(
+        &self,
+        inner: Arc<dyn LlmClient>,
+        kind: &'static str,
+        model: &str,
+    ) -> Arc<dyn LlmClient>;
+}
+
 /// An OpenAI-compatible chat client of `model` at `url`, behind `cache` when there is one,
 /// and its HTTP client (for its counts of retries). Unless `send`, the client sends nothing
-/// (see [`super::dry_run::Unsent`]): only the cache answers.
+/// (see [`Unsent`]): only the cache answers.
 pub(super) fn client(
     model: &str,
     url: &str,
@@ -64,7 +90,7 @@ pub(super) fn client(
     let chat: Arc<dyn LlmClient> = if send {
         Arc::new(chat)
     } else {
-        Arc::new(super::dry_run::Unsent(chat.name()))
+        Arc::new(Unsent(chat.name()))
     };
     let llm: Arc<dyn LlmClient> = match cache {
         Some(cache) => Arc::new(CachedLlm::new(chat, cache.clone())),
@@ -174,7 +200,7 @@ impl AnswerRun {
         a: &AnswerArgs,
         cache: Option<&Arc<Cache>>,
         timeout: super::TimeoutArgs,
-        dry: Option<&super::dry_run::DryRun>,
+        dry: Option<&dyn Counter>,
     ) -> Result<Self> {
         let Some(model) = &a.model else {
             bail!("--answers needs --model (the generator's model)");

@@ -9,7 +9,7 @@
 //! are looked up in the cache, and the retrieval runs only when it calls nothing. The format is
 //! in `docs/reference/commands.md`.
 
-use super::answering::AnswerRun;
+use super::answering::{AnswerRun, Counter};
 use super::judging::Judging;
 use super::output::Output;
 use crate::cache::{Cache, CacheMode, CachedEmbedder};
@@ -286,7 +286,7 @@ impl Tally {
 }
 
 /// A model's client in a dry run: `inner` answers from the cache or refuses (see
-/// [`Unsent`]); each request is counted.
+/// [`Unsent`](super::answering::Unsent)); each request is counted.
 struct Counted {
     inner: Arc<dyn LlmClient>,
     tally: Arc<Tally>,
@@ -332,21 +332,6 @@ impl LlmClient for Counted {
             };
         }
         answer
-    }
-}
-
-/// A client named `name` that sends nothing: every request fails. Behind the cache, it makes
-/// the cache's answers the only ones.
-pub(super) struct Unsent(pub String);
-
-#[async_trait::async_trait]
-impl LlmClient for Unsent {
-    fn name(&self) -> String {
-        self.0.clone()
-    }
-
-    async fn complete(&self, _: &ChatRequest) -> crate::Result<ChatResponse> {
-        Err(crate::Error::other("a dry run sends nothing"))
     }
 }
 
@@ -505,10 +490,10 @@ pub(super) struct EvalPlan<'a> {
     pub answering: Option<&'a AnswerRun>,
 }
 
-impl DryRun {
-    /// `inner` (the cache over [`Unsent`], or [`Unsent`]) counting its requests as calls of
-    /// `kind` to `model`.
-    pub fn counted(
+impl Counter for DryRun {
+    /// `inner` (the cache over [`Unsent`](super::answering::Unsent), or `Unsent` alone)
+    /// counting its requests as calls of `kind` to `model`.
+    fn counted(
         &self,
         inner: Arc<dyn LlmClient>,
         kind: &'static str,
@@ -521,7 +506,9 @@ impl DryRun {
             model: model.to_owned(),
         })
     }
+}
 
+impl DryRun {
     /// The calls of `eval` over `d` with `p`'s retriever (and with --answers its generator and
     /// judges): the retrieval runs when it calls nothing, else bm25 over the same chunker
     /// stands in for it, so that the generator's prompts hold chunks of the corpus alike.

@@ -141,7 +141,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             &a.answers,
             context.cache(),
             a.timeout,
-            dry.as_ref(),
+            dry.as_ref().map(|d| d as &dyn super::answering::Counter),
         )?)
     } else {
         None

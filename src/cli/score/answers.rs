@@ -6,7 +6,7 @@ use crate::align::{corrected_means, corrected_text, CorrectedFigure};
 use crate::answers::{
     embed_answers, score_answers, AnswerEmbeddings, Answers, ContextItems, Placement,
 };
-use crate::cli::answering::client;
+use crate::cli::answering::{client, Counter};
 use crate::cli::dry_run::{self, DryRun};
 use crate::cli::eval::with_cache;
 use crate::cli::judging::Judging;
