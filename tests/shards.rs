@@ -390,17 +390,40 @@ fn tree(pid: u32) -> Vec<u32> {
     all
 }
 
-/// The summary's table of figures in a run's output: its lines up to a blank line or
-/// cargo's own lines (indented) on standard error, which follows.
-fn table(out: &str) -> String {
+/// The judges' lines of the case's summary: their calls, tokens and verdicts.
+fn judge_lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.contains(" calls (")).collect()
+}
+
+/// The means the case's summary printed, metric by metric: from the table of means and
+/// deviations of a run without a baseline, or the `after` column of the table against the
+/// baseline (whose `before` must then equal it: a gate over the merged run changes nothing).
+fn means(out: &str) -> Vec<(String, String)> {
     let start = out
         .find("\nsharded — ")
         .unwrap_or_else(|| panic!("a summary table:\n{out}"));
-    out[start + 1..]
-        .lines()
-        .take_while(|l| !l.is_empty() && !l.starts_with(' '))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut lines = out[start + 1..].lines().skip(1);
+    let header = lines.next().unwrap_or_default();
+    let cells = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    if header.starts_with("  mean ") {
+        lines
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| {
+                let c = cells(l);
+                assert_eq!(c[1], c[2], "the baseline's and the run's means differ: {l}");
+                (c[0].clone(), c[2].clone())
+            })
+            .collect()
+    } else {
+        assert!(header.starts_with("metric "), "a table of means:\n{out}");
+        lines
+            .take_while(|l| !l.is_empty() && !l.starts_with("difficulty"))
+            .map(|l| {
+                let c = cells(l);
+                (c[0].clone(), c[1].clone())
+            })
+            .collect()
+    }
 }
 
 /// `rag-eval gate` over `group` of `store` with the fixture's snapshots: exit code, output.
@@ -520,7 +543,9 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
         &[("INSTA_UPDATE", "always")],
     );
     assert_eq!(code, 0, "{out}");
-    let single_table = table(&out);
+    let single_means = means(&out);
+    let single_judges: Vec<String> = judge_lines(&out).into_iter().map(str::to_owned).collect();
+    assert_eq!(single_judges.len(), 2, "{out}");
     let one = calls("single");
     assert_eq!(
         (
@@ -585,7 +610,8 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     let gate_args = one_test("sharded::summary");
     let (code, out) = run(&root, &gate_args, &gate, &[("CI", "true")]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(table(&out), single_table);
+    assert_eq!(means(&out), single_means);
+    assert_eq!(judge_lines(&out), single_judges);
     assert_eq!(
         calls("gate"),
         Calls::default(),
@@ -633,7 +659,13 @@ fn four_shards_do_the_work_of_one_run_and_the_gate_sees_the_merged_run() {
     assert!(command_out.starts_with("FAILED sharded: "), "{command_out}");
     for o in [&single_out, &out, &command_out] {
         assert!(o.contains("figures dropped beyond the tolerance"), "{o}");
-        assert!(o.contains(&format!("{name}:")), "{o}");
+        // The summary's table marks the mean `dropped`; `rag-eval gate` names it `metric: old → new`.
+        assert!(
+            o.lines()
+                .any(|l| l.contains(name)
+                    && (l.ends_with("dropped") || l.contains(&format!("{name}:")))),
+            "{o}"
+        );
     }
     std::fs::write(&snap_path, snap).unwrap();
 
