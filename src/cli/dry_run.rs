@@ -730,12 +730,12 @@ fn batched(
         ..Calls::default()
     };
     for b in distinct.chunks(batch.max(1)) {
-        let lacking: u64 = b.iter().filter(|t| !cached(t)).map(|t| tokens(t)).sum();
-        if b.iter().all(|t| cached(t)) {
+        let lacking: Vec<&str> = b.iter().copied().filter(|t| !cached(t)).collect();
+        if lacking.is_empty() {
             c.cached += 1;
         } else {
             c.calls += 1;
-            c.prompt_tokens += lacking;
+            c.prompt_tokens += lacking.into_iter().map(tokens).sum::<u64>();
         }
     }
     c
@@ -802,7 +802,8 @@ async fn retrieval(p: &EvalPlan<'_>, questions: &[String]) -> Result<Retrieval> 
             .filter(|e| !matches!(e.name(), "hashing" | "onnx"))
         {
             // The embedder alone, outside the cache: its name and size key the cache.
-            let embedder = crate::components::build_embedder(&e.to_string(), &Context::new())?;
+            let embedder = crate::components::embedder_from(e, &Context::new())
+                .map_err(|f| f.in_spec(crate::spec::Kind::Embedder.as_str(), &e.to_string()))?;
             let batch = embedder.preferred_batch_size().unwrap_or(64).max(1);
             let model = embedding_model(e);
             let chunks: Vec<String> = p

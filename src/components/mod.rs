@@ -27,10 +27,11 @@ mod store;
 pub use cache::{cache_spec, open_cache};
 pub use context::Context;
 pub use embedder::build_embedder;
+#[cfg(feature = "cli")]
+pub(crate) use embedder::embedder_from;
 #[cfg(feature = "service")]
 pub use rag::build_rag;
 pub use reranker::build_reranker;
-#[cfg(feature = "cli")]
 pub(crate) use retriever::build_parsed_retriever;
 pub use retriever::{build_retriever, AnyLevelRetriever};
 pub use store::build_store;

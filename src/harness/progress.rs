@@ -233,7 +233,7 @@ pub(crate) fn show(case: &str, stage: &str, total: usize) -> Option<Shown> {
     Some(Shown(task))
 }
 
-/// How a [`Counted`] retriever's queries are counted.
+/// How a case's retriever's queries are counted on the progress line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Count {
     /// Each query through [`Retriever::retrieve`](crate::retrieve::Retriever::retrieve) (the retriever has no batch of its own).
