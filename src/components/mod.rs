@@ -32,6 +32,7 @@ pub(crate) use embedder::embedder_from;
 #[cfg(feature = "service")]
 pub use rag::build_rag;
 pub use reranker::build_reranker;
+#[cfg(feature = "cli")]
 pub(crate) use retriever::build_parsed_retriever;
 pub use retriever::{build_retriever, AnyLevelRetriever};
 pub use store::build_store;
