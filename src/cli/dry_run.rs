@@ -912,7 +912,7 @@ pub(super) fn print(plan: &Plan, json: bool, out: &mut Output) -> Result<()> {
         ));
         text.push_str(&lines(&s.calls, "  "));
     }
-    Ok(out.text(text.trim_end())?)
+    Ok(out.text(&format!("{}\n", text.trim_end()))?)
 }
 
 fn lines(calls: &[Calls], indent: &str) -> String {

@@ -1136,6 +1136,12 @@ fn a_dry_run_counts_what_the_cache_holds_apart_and_the_embeddings() {
         "{}",
         out.stdout
     );
+    // The report ends its last line, and only once.
+    assert!(
+        out.stdout.ends_with('\n') && !out.stdout.ends_with("\n\n"),
+        "{:?}",
+        out.stdout
+    );
     assert!(
         out.stdout
             .contains("judge answer_match: 0 calls, 2 cached, 0 prompt tokens"),
