@@ -194,20 +194,18 @@ impl<'a> Sample<'a> {
             usage.completion_tokens =
                 crate::llm::add_tokens(usage.completion_tokens, response.usage.completion_tokens);
             let parsed = serde_json::from_str::<T>(strip_fences(&response.content))
-                .map_err(|e| {
-                    let cut = if response.is_truncated() {
-                        " (the answer was cut off by the token limit)"
-                    } else {
-                        ""
-                    };
-                    format!("not JSON of the expected shape: {e}{cut}")
-                })
+                .map_err(|e| format!("not JSON of the expected shape: {e}"))
                 .and_then(&check);
             match parsed {
                 Ok(v) => return Ok((v, usage, response)),
                 // A repair runs under the same token limit, so an answer the limit cut off
-                // would be cut off again: it is invalid at once, at no further call.
-                Err(message) if attempt >= self.config.repairs || response.is_truncated() => {
+                // would be cut off again: it is invalid at once, at no further call, and says
+                // so whether it failed to parse or parsed and failed its check.
+                Err(message) if response.is_truncated() => {
+                    let message = format!("{message} (the answer was cut off by the token limit)");
+                    return Err(self.unscored(JudgeStatus::Invalid, message, usage));
+                }
+                Err(message) if attempt >= self.config.repairs => {
                     return Err(self.unscored(JudgeStatus::Invalid, message, usage))
                 }
                 Err(message) => {

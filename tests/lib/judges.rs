@@ -322,6 +322,19 @@ fn an_answer_cut_off_by_the_token_limit_is_invalid_at_once() {
     let j = judge_once(&Faithfulness::new(&llm), &answer, None);
     assert_eq!(j.status(), JudgeStatus::Invalid);
     assert_eq!(llm.calls(), 3, "one call and two repairs");
+
+    // An answer the limit cut off that still parses, and fails its check, says why it was not
+    // repaired too.
+    let mut llm = Scripted::replies(&[
+        r#"{"statements": [{"statement": "The server keeps flags.", "verdict": "supported", "context": 9, "evidence": "", "reason": ""}]}"#,
+    ]);
+    llm.finish_reason = "length";
+    let j = judge_once(&Faithfulness::new(&llm), &answer, None);
+    assert_eq!(j.status(), JudgeStatus::Invalid);
+    assert_eq!(llm.calls(), 1, "no repair turn");
+    let message = j.samples[0].message.as_deref().unwrap();
+    assert!(message.contains("context 9 does not exist"), "{message}");
+    assert!(message.contains("cut off by the token limit"), "{message}");
 }
 
 #[test]
