@@ -5,27 +5,61 @@
 //! when `benches/scripts/ranx_compare.py data` has written them there (ranx's own per-query
 //! figures, so both sides compare the same numbers); otherwise seeded synthetic figures of the
 //! same shape are used. ranx is timed by `benches/scripts/ranx_compare.py bench` in its own
-//! process (see benches/README.md). Under `cargo test --benches` one comparison of 200 queries
-//! runs, unmeasured.
+//! process (see benches/README.md). Each side is timed 5 times and printed as min / median /
+//! max. Under `cargo test --benches` one comparison of 200 queries runs, unmeasured.
 
 use rag_eval::compare::{CompareOptions, Comparison};
 use rag_eval::metrics::{Figures, QueryResult, ResultLevel, RunResult};
 use rag_eval::stats::SplitMix64;
 use std::path::Path;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 const RUNS: usize = 5;
 const METRICS: usize = 10;
 
+/// Samples of each side.
+const SAMPLES: usize = 5;
+
 fn main() {
-    divan::main();
+    if !measuring() {
+        let comparison = full_comparison();
+        assert_eq!(comparison.metrics.len(), METRICS, "every metric compared");
+        return;
+    }
+    runs(); // read or made once, outside the timings
+    let sides = [
+        ("full_comparison", full_comparison as fn() -> Comparison),
+        ("randomization_only", randomization_only),
+    ];
+    for (name, side) in sides {
+        let mut took: Vec<Duration> = (0..SAMPLES)
+            .map(|_| {
+                let started = Instant::now();
+                std::hint::black_box(side());
+                started.elapsed()
+            })
+            .collect();
+        took.sort();
+        println!(
+            "{name}: min {:.2} s, median {:.2} s, max {:.2} s ({SAMPLES} samples)",
+            took[0].as_secs_f64(),
+            took[SAMPLES / 2].as_secs_f64(),
+            took[SAMPLES - 1].as_secs_f64()
+        );
+    }
+}
+
+/// `cargo bench` passes `--bench`; `cargo test --benches` does not.
+fn measuring() -> bool {
+    std::env::args().any(|a| a == "--bench")
 }
 
 fn queries() -> usize {
-    if std::env::args().any(|a| a == "--test") {
-        200
-    } else {
+    if measuring() {
         10_000
+    } else {
+        200
     }
 }
 
@@ -91,13 +125,11 @@ fn compare(options: &CompareOptions) -> Comparison {
 }
 
 /// Everything `rag-eval compare` computes: randomization tests and bootstrap intervals.
-#[divan::bench(sample_count = 5, sample_size = 1)]
 fn full_comparison() -> Comparison {
     compare(&CompareOptions::default())
 }
 
 /// The randomization tests alone (no resamples): the work ranx's Fisher test does.
-#[divan::bench(sample_count = 5, sample_size = 1)]
 fn randomization_only() -> Comparison {
     compare(&CompareOptions {
         resamples: 0,

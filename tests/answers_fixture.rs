@@ -4,7 +4,8 @@
 //! from the harness's LLM cache with no judge call, then uploaded to a fake LangSmith.
 //!
 //! Built in the target directory the macros' UI tests and `tests/harness_fixture.rs` use, with
-//! their flags, so that most dependencies are built once.
+//! their flags and the harness fixture's dependencies and features, so that rag-eval and its
+//! dependencies are built once for both.
 
 #[path = "support/langsmith.rs"]
 mod fake;
@@ -52,9 +53,7 @@ autotests = false
 [workspace]
 
 [dev-dependencies]
-rag-eval = {{ path = {REPO:?}, features = ["cache", "runs", "langsmith", "openai", "service"] }}
-async-trait = "0.1"
-serde_json = "1"
+{dev}
 
 [[test]]
 name = "rag"
@@ -70,7 +69,8 @@ harness = false
 [[test]]
 name = "service"
 harness = false
-"#
+"#,
+            dev = fixture_crate::dev_dependencies()
         ),
     )
     .unwrap();

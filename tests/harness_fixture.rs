@@ -4,8 +4,9 @@
 //!
 //! The fixture builds offline, from this workspace's lock file, in the target directory of the
 //! macros' UI tests (`target/tests/trybuild`), with the same flags, target and dependencies as
-//! trybuild's project, so that rag-eval and its dependencies are built once for both; it is
-//! not the directory of the build running this test, so it never waits on that build's lock.
+//! trybuild's project and the features of `tests/answers_fixture.rs`, so that the dependencies
+//! are built once for all three and rag-eval once for both fixtures; it is not the directory
+//! of the build running this test, so it never waits on that build's lock.
 
 #[path = "support/fixture_crate.rs"]
 mod fixture_crate;
@@ -23,24 +24,6 @@ use std::sync::Arc;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 const TOLERANCE: f64 = 0.01;
-
-/// rag-eval's own dev-dependencies, which trybuild's project depends on too: the same
-/// dependency graph resolves the same features, so the builds are shared.
-fn dev_dependencies() -> String {
-    let manifest = std::fs::read_to_string(Path::new(REPO).join("Cargo.toml")).unwrap();
-    let start = manifest
-        .find("\n[dev-dependencies]\n")
-        .expect("rag-eval has dev-dependencies")
-        + "\n[dev-dependencies]\n".len();
-    manifest[start..]
-        .split("\n[")
-        .next()
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// The first `rust,ignore` block after `marker` in the repository's file `file`, unindented
 /// by its fence's indentation (a list item's block is indented).
@@ -115,8 +98,6 @@ autotests = false
 [workspace]
 
 [dev-dependencies]
-rag-eval = {{ path = {repo:?}, features = ["markdown"] }}
-async-trait = "0.1"
 {dev}
 
 [[test]]
@@ -135,7 +116,7 @@ harness = false
 name = "front"
 harness = false
 "#,
-                dev = dev_dependencies()
+                dev = fixture_crate::dev_dependencies()
             ),
         )
         .unwrap();

@@ -4,6 +4,10 @@
 //! their `.stderr` files, those in `tests/ui/pass/` must compile and run. The other tests read
 //! the case descriptions that the attribute expands to in this file.
 
+#[path = "support/fixture_crate.rs"]
+#[allow(dead_code)] // its flags only
+mod fixture_crate;
+
 use rag_eval::__private::{Bar, Bound, Build, CaseSpec, Levels, Mode, Retrievers};
 use rag_eval::prelude::*;
 use rag_eval::rag_eval;
@@ -40,6 +44,7 @@ fn copy_folder(from: &Path, to: &Path) {
 fn ui() {
     let project = stage_example_data();
     assert!(project.join("examples/data/questions.jsonl").is_file());
+    fixture_crate::set_trybuild_flags();
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/*.rs");
     // Cases that answer compile with the library's `answers` feature, and fail naming it without.

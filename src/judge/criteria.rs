@@ -217,10 +217,7 @@ impl Criteria {
             inputs: vec![CriteriaInput::Question, CriteriaInput::Answer],
             scale,
         };
-        c.check().map_err(|message| Error::Criteria {
-            name: name.to_owned(),
-            message,
-        })?;
+        c.check()?;
         Ok(c)
     }
 
@@ -236,8 +233,18 @@ impl Criteria {
         self
     }
 
+    /// Whether the criterion can judge: a name that is not a built-in metric's, a criterion,
+    /// an input, a scale that goes up. The error ([`Error::Criteria`]) names the criterion and
+    /// what is wrong.
+    pub fn check(&self) -> Result<()> {
+        self.problem().map_err(|message| Error::Criteria {
+            name: self.name.clone(),
+            message,
+        })
+    }
+
     /// What is wrong with the criterion, if anything.
-    pub fn check(&self) -> std::result::Result<(), String> {
+    fn problem(&self) -> std::result::Result<(), String> {
         let n = &self.name;
         let well_formed = n.len() <= 63
             && n.starts_with(|c: char| c.is_ascii_lowercase())
@@ -375,7 +382,7 @@ impl Criteria {
             inputs: inputs.unwrap_or_else(|| vec![CriteriaInput::Question, CriteriaInput::Answer]),
             scale,
         };
-        c.check().map_err(|e| err(1, e))?;
+        c.problem().map_err(|e| err(1, e))?;
         Ok(c)
     }
 

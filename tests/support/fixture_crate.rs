@@ -1,7 +1,7 @@
 //! Fixture crates that use rag-eval as a downstream crate does, built in the target directory of
-//! the macros' UI tests (`target/tests/trybuild`) with trybuild's flags and target, so that
-//! rag-eval and its dependencies are built once for all of them. It is not the directory of the
-//! build running the test, so a fixture never waits on that build's lock.
+//! the macros' UI tests (`target/tests/trybuild`) with the flags and target of trybuild's build,
+//! so that rag-eval and its dependencies are built once for all of them. It is not the directory
+//! of the build running the test, so a fixture never waits on that build's lock.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +12,61 @@ pub fn shared_target() -> PathBuf {
         .parent()
         .expect("the temporary folder is inside the target folder")
         .join("tests/trybuild")
+}
+
+/// The compiler flags of every build in the shared target directory: the flags trybuild gives
+/// the UI files, and no debug information (nothing debugs these crates, and it is most of their
+/// size on disk).
+const FLAGS: [&str; 8] = [
+    "--cfg",
+    "trybuild",
+    "--verbose",
+    "-A",
+    "dead_code",
+    "--diagnostic-width=140",
+    "-C",
+    "debuginfo=0",
+];
+
+/// Sets [`FLAGS`] for every build trybuild starts from this process. trybuild builds the
+/// dependencies with one set of flags and the UI files with another (it adds a diagnostic
+/// width), so each dependency would be compiled twice; `CARGO_ENCODED_RUSTFLAGS` overrides both
+/// sets. Call it before the first `TestCases` is made, from the only test of its binary that
+/// touches the environment.
+#[allow(dead_code)] // the fixtures' binaries set the flags on their commands
+pub fn set_trybuild_flags() {
+    std::env::set_var("CARGO_ENCODED_RUSTFLAGS", FLAGS.join("\x1f"));
+}
+
+/// The `[dev-dependencies]` lines of the harness and answers fixtures: rag-eval from this
+/// repository with the features the two use between them (the repository's own cases split
+/// Markdown; the answering cases record and replay, store runs and call OpenAI-compatible
+/// servers and services), the crates their tests name, and rag-eval's own dev-dependencies,
+/// which trybuild's project depends on too. One dependency graph resolves one set of features,
+/// so rag-eval is compiled once for every fixture, and each dependency once with trybuild's
+/// project.
+#[allow(dead_code)] // the shards fixture needs `postgres` and builds apart
+pub fn dev_dependencies() -> String {
+    let repo = env!("CARGO_MANIFEST_DIR");
+    let manifest = std::fs::read_to_string(Path::new(repo).join("Cargo.toml")).unwrap();
+    let start = manifest
+        .find("\n[dev-dependencies]\n")
+        .expect("rag-eval has dev-dependencies")
+        + "\n[dev-dependencies]\n".len();
+    let own = manifest[start..]
+        .split("\n[")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!(
+        r#"rag-eval = {{ path = {repo:?}, features = ["markdown", "cache", "runs", "langsmith", "openai", "service"] }}
+async-trait = "0.1"
+serde_json = "1"
+{own}"#
+    )
 }
 
 /// The host's target triple: trybuild passes `--target` explicitly, and so must a fixture for
@@ -58,20 +113,16 @@ pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) 
 pub fn command(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     // `--offline` goes with cargo's own options, before any `--` for the test binary.
     let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    // The flags of trybuild's build of the UI tests, so that its artifacts are reused; a
+    // The flags of trybuild's build of the UI files, so that its artifacts are reused; a
     // different trybuild only costs a second build, never a failure.
-    let flags =
-        r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code", "--diagnostic-width=140"]"#;
-    let host = host();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(&args[..split])
         .arg("--offline")
-        .arg(format!("--config=build.rustflags={flags}"))
-        .arg(format!("--config=target.{host}.rustflags={flags}"))
-        .args(["--target", &host])
+        .args(["--target", &host()])
         .args(&args[split..])
         .current_dir(root)
         .env("CARGO_TARGET_DIR", shared_target())
+        .env("CARGO_ENCODED_RUSTFLAGS", FLAGS.join("\x1f"))
         .env("CARGO_INCREMENTAL", "0");
     for var in [
         "RUSTFLAGS",
