@@ -5,7 +5,7 @@
 //!
 //! Built in the target directory the macros' UI tests and `tests/harness_fixture.rs` use, with
 //! their flags and the harness fixture's dependencies and features, so that rag-eval and its
-//! dependencies are built once for both.
+//! dependencies are built once for both fixtures.
 
 #[path = "support/langsmith.rs"]
 mod fake;

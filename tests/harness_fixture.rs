@@ -3,10 +3,10 @@
 //! failing tests, reports and snapshot files are checked.
 //!
 //! The fixture builds offline, from this workspace's lock file, in the target directory of the
-//! macros' UI tests (`target/tests/trybuild`), with the same flags, target and dependencies as
-//! trybuild's project and the features of `tests/answers_fixture.rs`, so that the dependencies
-//! are built once for all three and rag-eval once for both fixtures; it is not the directory
-//! of the build running this test, so it never waits on that build's lock.
+//! macros' UI tests (`target/tests/trybuild`), with the flags and target of trybuild's checks
+//! and the dependencies and features of `tests/answers_fixture.rs`, so that rag-eval and its
+//! dependencies are built once for both fixtures; it is not the directory of the build running
+//! this test, so it never waits on that build's lock.
 
 #[path = "support/fixture_crate.rs"]
 mod fixture_crate;

@@ -1,12 +1,17 @@
 //! The `#[rag_eval]` attribute and `main!`.
 //!
-//! `ui` compiles the files of `tests/ui/`: those directly in it must fail with the messages of
-//! their `.stderr` files, those in `tests/ui/pass/` must compile and run. The other tests read
-//! the case descriptions that the attribute expands to in this file.
+//! `ui` compiles the files of `tests/ui/` with trybuild: each must fail with the messages of
+//! its `.stderr` file. The files of `tests/ui/pass/`, which must compile and run, are modules
+//! of this binary (so trybuild only checks, and builds nothing), run by `the_pass_files_run`.
+//! The other tests read the case descriptions that the attribute expands to in this file.
 
 #[path = "support/fixture_crate.rs"]
 #[allow(dead_code)] // its flags only
 mod fixture_crate;
+#[path = "ui/pass/modules.rs"]
+mod pass_modules;
+#[path = "ui/pass/shapes.rs"]
+mod pass_shapes;
 
 use rag_eval::__private::{Bar, Bound, Build, CaseSpec, Levels, Mode, Retrievers};
 use rag_eval::prelude::*;
@@ -52,7 +57,14 @@ fn ui() {
     cases.compile_fail("tests/ui/answers/*.rs");
     #[cfg(not(feature = "answers"))]
     cases.compile_fail("tests/ui/without_answers/*.rs");
-    cases.pass("tests/ui/pass/*.rs");
+}
+
+/// The files of `tests/ui/pass/`: every case shape as a user writes one, cases in modules and
+/// from `macro_rules!`; they compiled with this binary, and their `main`s check the cases.
+#[test]
+fn the_pass_files_run() {
+    pass_modules::main();
+    pass_shapes::main();
 }
 
 const DATASET: &str = "examples/data/questions.jsonl";

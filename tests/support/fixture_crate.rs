@@ -1,7 +1,8 @@
 //! Fixture crates that use rag-eval as a downstream crate does, built in the target directory of
-//! the macros' UI tests (`target/tests/trybuild`) with the flags and target of trybuild's build,
-//! so that rag-eval and its dependencies are built once for all of them. It is not the directory
-//! of the build running the test, so a fixture never waits on that build's lock.
+//! the macros' UI tests (`target/tests/trybuild`) with the flags and target of trybuild's
+//! checks, so that the proc macros and build scripts both compile are built once, and rag-eval
+//! and its dependencies once for all the fixtures. It is not the directory of the build running
+//! the test, so a fixture never waits on that build's lock.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,9 +29,9 @@ const FLAGS: [&str; 8] = [
     "debuginfo=0",
 ];
 
-/// Sets [`FLAGS`] for every build trybuild starts from this process. trybuild builds the
+/// Sets [`FLAGS`] for every build trybuild starts from this process. trybuild checks the
 /// dependencies with one set of flags and the UI files with another (it adds a diagnostic
-/// width), so each dependency would be compiled twice; `CARGO_ENCODED_RUSTFLAGS` overrides both
+/// width), so each dependency would be checked twice; `CARGO_ENCODED_RUSTFLAGS` overrides both
 /// sets. Call it before the first `TestCases` is made, from the only test of its binary that
 /// touches the environment.
 #[allow(dead_code)] // the fixtures' binaries set the flags on their commands
@@ -41,31 +42,15 @@ pub fn set_trybuild_flags() {
 /// The `[dev-dependencies]` lines of the harness and answers fixtures: rag-eval from this
 /// repository with the features the two use between them (the repository's own cases split
 /// Markdown; the answering cases record and replay, store runs and call OpenAI-compatible
-/// servers and services), the crates their tests name, and rag-eval's own dev-dependencies,
-/// which trybuild's project depends on too. One dependency graph resolves one set of features,
-/// so rag-eval is compiled once for every fixture, and each dependency once with trybuild's
-/// project.
+/// servers and services) and the crates their tests name. One set of features for both, so
+/// rag-eval is compiled once for every fixture.
 #[allow(dead_code)] // the shards fixture needs `postgres` and builds apart
 pub fn dev_dependencies() -> String {
-    let repo = env!("CARGO_MANIFEST_DIR");
-    let manifest = std::fs::read_to_string(Path::new(repo).join("Cargo.toml")).unwrap();
-    let start = manifest
-        .find("\n[dev-dependencies]\n")
-        .expect("rag-eval has dev-dependencies")
-        + "\n[dev-dependencies]\n".len();
-    let own = manifest[start..]
-        .split("\n[")
-        .next()
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n");
     format!(
-        r#"rag-eval = {{ path = {repo:?}, features = ["markdown", "cache", "runs", "langsmith", "openai", "service"] }}
+        r#"rag-eval = {{ path = {:?}, features = ["markdown", "cache", "runs", "langsmith", "openai", "service"] }}
 async-trait = "0.1"
-serde_json = "1"
-{own}"#
+serde_json = "1""#,
+        env!("CARGO_MANIFEST_DIR")
     )
 }
 

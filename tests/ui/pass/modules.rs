@@ -49,7 +49,7 @@ mod harness {
     rag_eval::main!(cases::private, self::cases::nested::r#type, small,);
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(cases::private::__rag_eval_case().name, "private");
     assert_eq!(cases::nested::r#type::__rag_eval_case().name, "type");
     assert_eq!(small::__rag_eval_case().k, 10);

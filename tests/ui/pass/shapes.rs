@@ -1,5 +1,6 @@
-// Every case shape in a test file as a user writes one. trybuild runs what it builds, so the
-// harness `main!` expands to is built in a module and not run; this `main` reads the cases.
+// Every case shape in a test file as a user writes one, compiled as a module of
+// `tests/macros.rs`: the harness `main!` expands to is built in a module and not run; this
+// `main` reads the cases.
 use rag_eval::prelude::*;
 use rag_eval::rag_eval;
 
@@ -44,7 +45,7 @@ mod harness {
     rag_eval::main!(bm25, bm25_async, opaque, nothing_found);
 }
 
-fn main() {
+pub fn main() {
     let names: Vec<&str> = [
         bm25::__rag_eval_case(),
         bm25_async::__rag_eval_case(),
