@@ -371,7 +371,7 @@ pub(crate) fn merge(description: Description, rows: &[GroupRow]) -> Result<Merge
 /// order does not depend on which shard described the case last nor on which figures its
 /// queries happened to have.
 fn rank(name: &str, criteria: &[String]) -> usize {
-    let base = name.split('@').next().unwrap_or(name);
+    let base = crate::metrics::ReportedName::parse(name).metric;
     let answer = REGISTRY
         .iter()
         .position(|m| m.name == base && m.needs(Need::Answer));

@@ -98,8 +98,8 @@ pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) 
 pub fn command(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     // `--offline` goes with cargo's own options, before any `--` for the test binary.
     let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    // The flags of trybuild's build of the UI files, so that its artifacts are reused; a
-    // different trybuild only costs a second build, never a failure.
+    // trybuild's flags ([`FLAGS`]), so that what both compile (proc macros, build scripts) is
+    // reused; a trybuild with other flags only costs a second build, never a failure.
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(&args[..split])
         .arg("--offline")
