@@ -94,7 +94,7 @@ impl Evaluation<ChunkLevel> {
     /// find, as at token level.
     pub fn new(corpus: impl Into<Arc<Corpus>>, dataset: ChunkDataset) -> Result<Self> {
         dataset.require_truth()?;
-        dataset_chunker(&dataset)?;
+        check_one_chunker(&dataset)?;
         Ok(Self::unchecked(corpus.into(), dataset))
     }
 }
@@ -114,8 +114,9 @@ fn same_chunker(recorded: &Value, used: &Value) -> bool {
     recorded == used || matches!(recorded, Value::Text(t) if *t == used.to_string())
 }
 
-/// The chunker recorded in a chunk-level dataset, if any; rows that disagree are an error.
-fn dataset_chunker(d: &ChunkDataset) -> Result<()> {
+/// Whether a chunk-level dataset's rows record one chunker, if any; rows that disagree are an
+/// error. A row that writes the first row's spec as it is is not parsed again.
+fn check_one_chunker(d: &ChunkDataset) -> Result<()> {
     let mut found: Option<(usize, &str, Value)> = None;
     for (i, e) in d.examples().iter().enumerate() {
         let Some(c) = e.metadata.get("chunker").and_then(|v| v.as_str()) else {
@@ -123,6 +124,7 @@ fn dataset_chunker(d: &ChunkDataset) -> Result<()> {
         };
         match &found {
             None => found = Some((i, c, recorded_chunker(c))),
+            Some((_, first, _)) if *first == c => {}
             Some((j, first, value)) if !same_chunker(value, &recorded_chunker(c)) => {
                 return Err(Error::Dataset(DatasetError::new(d.source(), format!(
                     "{} records chunker `{c}` but {} records `{first}`; a chunk-level dataset comes from one chunker",

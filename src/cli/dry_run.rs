@@ -203,10 +203,12 @@ impl Prices {
                 _ => bail!("{what} must be a number of dollars, 0 or more; got `{text}`"),
             }
         };
-        let rest = args
-            .price_per_1k_tokens
-            .map(|p| dollars(&p.to_string(), "--price-per-1k-tokens"))
-            .transpose()?;
+        let rest = match args.price_per_1k_tokens {
+            Some(p) if !(p.is_finite() && p >= 0.0) => {
+                bail!("--price-per-1k-tokens must be a number of dollars, 0 or more; got `{p}`")
+            }
+            rest => rest,
+        };
         let mut models = BTreeMap::new();
         for text in &args.prices {
             let what = format!("--price `{text}`");
@@ -326,10 +328,8 @@ impl LlmClient for Counted {
                 .iter()
                 .map(|m| tokens(&m.content))
                 .sum::<u64>();
-            c.completion_tokens_max = match request.max_tokens {
-                Some(m) => Some(c.completion_tokens_max.unwrap_or(0) + u64::from(m)),
-                None => c.completion_tokens_max,
-            };
+            c.completion_tokens_max =
+                sum(c.completion_tokens_max, request.max_tokens.map(u64::from));
         }
         answer
     }
@@ -441,7 +441,8 @@ impl AnswerEmbedder {
         let cached = match cache {
             // The embedder alone, outside the cache: its name and size key the cache.
             Some(cache) if parsed.name() != "hashing" => Some((
-                crate::components::build_embedder(spec, &Context::new())?,
+                crate::components::embedder_from(&parsed, &Context::new())
+                    .map_err(|f| f.in_spec(crate::spec::Kind::Embedder.as_str(), spec))?,
                 Arc::clone(cache),
             )),
             _ => None,

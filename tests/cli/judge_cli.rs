@@ -195,6 +195,11 @@ impl Setup {
         }
     }
 
+    /// The requests the scripted chat server has had.
+    fn chat_requests(&self) -> usize {
+        self.script.seen.lock().unwrap().len()
+    }
+
     fn score(&self, extra: &[&str]) -> Out {
         self.score_with(&self.url, extra)
     }
@@ -499,7 +504,7 @@ fn answer_relevancy_needs_an_embedder_only_when_asked_for() {
     assert!(v["metrics"].get("answer_relevancy").is_none());
     assert!(v["metrics"].get("faithfulness").is_some());
     // Asked for by name: an error before any call.
-    let calls = s.script.seen.lock().unwrap().len();
+    let calls = s.chat_requests();
     let out = s.score(&["--judges", "faithfulness,answer_relevancy"]);
     assert_eq!(out.code, 1);
     assert!(
@@ -508,7 +513,7 @@ fn answer_relevancy_needs_an_embedder_only_when_asked_for() {
         "{}",
         out.stderr
     );
-    assert_eq!(s.script.seen.lock().unwrap().len(), calls);
+    assert_eq!(s.chat_requests(), calls);
     let out = s.score(&["--judges", "faithfulness,relevance"]);
     assert_eq!(out.code, 1);
     assert!(
@@ -549,7 +554,7 @@ fn too_many_invalid_judge_answers_fail_the_command_after_the_figures() {
     );
     // The table is still printed, and each answer got the two repair turns.
     assert!(out.stdout.contains("bleu"), "{}", out.stdout);
-    assert_eq!(s.script.seen.lock().unwrap().len(), 9);
+    assert_eq!(s.chat_requests(), 9);
     // A share the run stays under passes.
     let out = s.score(&["--judges", "faithfulness", "--max-invalid-share", "1"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -676,7 +681,7 @@ fn eval_answers_refuses_a_question_asked_twice_naming_both_rows() {
         out.stderr
     );
     // Nothing was generated.
-    assert!(s.script.seen.lock().unwrap().is_empty());
+    assert_eq!(s.chat_requests(), 0);
 }
 
 #[test]
@@ -791,10 +796,7 @@ fn judge_samples_beyond_the_maximum_are_a_usage_error() {
         assert_eq!(out.code, 2, "{samples}: {}", out.stderr);
         assert!(out.stderr.contains("--judge-samples"), "{}", out.stderr);
     }
-    assert!(
-        s.script.seen.lock().unwrap().is_empty(),
-        "no judge was called"
-    );
+    assert_eq!(s.chat_requests(), 0, "no judge was called");
 }
 
 #[test]
@@ -980,10 +982,7 @@ fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
     let s = Setup::new();
     let judges = ["--judges", "faithfulness,answer_match"];
     let plan = dry_run(&s, &[&judges[..], &["--judge-samples", "2"]].concat());
-    assert!(
-        s.script.seen.lock().unwrap().is_empty(),
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), 0, "a dry run sends nothing");
     assert_eq!(plan["queries"], 3);
     assert_eq!(plan["tokenizer"], "cl100k_base");
     // Faithfulness judges each of the 3 answers twice; answer_match only the 2 rows with a
@@ -1028,7 +1027,7 @@ fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
     );
 
     // Two shards: queries 0 and 2 (q1, q3) in the first, q2 in the second.
-    let seen = s.script.seen.lock().unwrap().len();
+    let seen = s.chat_requests();
     let plan = dry_run(&s, &[&judges[..], &["--shards", "2"]].concat());
     let shards = plan["shards"].as_array().unwrap();
     let calls = |shard: &Value, name: &str| {
@@ -1059,11 +1058,7 @@ fn a_dry_run_counts_the_judge_calls_per_sample_and_shard_and_sends_nothing() {
             .map(tokens)
             .sum::<u64>()
     );
-    assert_eq!(
-        s.script.seen.lock().unwrap().len(),
-        seen,
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), seen, "a dry run sends nothing");
 }
 
 #[test]
@@ -1077,7 +1072,7 @@ fn a_dry_run_counts_what_the_cache_holds_apart_and_the_embeddings() {
         "--no-record",
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let seen = s.script.seen.lock().unwrap().len();
+    let seen = s.chat_requests();
     assert_eq!(seen, 2);
     let plan = dry_run(
         &s,
@@ -1148,11 +1143,7 @@ fn a_dry_run_counts_what_the_cache_holds_apart_and_the_embeddings() {
         "{}",
         out.stdout
     );
-    assert_eq!(
-        s.script.seen.lock().unwrap().len(),
-        seen,
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), seen, "a dry run sends nothing");
 }
 
 #[test]
@@ -1186,10 +1177,7 @@ fn eval_rag_dry_run_counts_one_call_per_query_to_the_system_and_sends_nothing() 
         .find(|c| c["kind"] == "rag");
     assert_eq!(rag.map(|c| c["calls"].clone()), Some(json!(3)), "{plan}");
     assert_eq!(planned(&plan, "judge", "answer_match")["calls"], 2);
-    assert!(
-        s.script.seen.lock().unwrap().is_empty(),
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), 0, "a dry run sends nothing");
 }
 
 /// `eval` over `docs` and `d.jsonl` with one chunker.
@@ -1243,10 +1231,7 @@ fn eval_dry_run_counts_the_generator_and_its_judges_over_bm25_and_sends_nothing(
         "0.5",
     ];
     let plan = eval_dry_run(&s, &[&answers[..], &priced[..]].concat());
-    assert!(
-        s.script.seen.lock().unwrap().is_empty(),
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), 0, "a dry run sends nothing");
     assert_eq!(plan["chunker"], "recursive:size=20,overlap=0");
     assert!(plan.get("note").is_none(), "bm25 calls nothing: {plan}");
     assert_eq!(
@@ -1328,11 +1313,7 @@ fn eval_dry_run_counts_the_generator_and_its_judges_over_bm25_and_sends_nothing(
         );
         assert_eq!(c["prompt_tokens"], 0, "{c}");
     }
-    assert_eq!(
-        s.script.seen.lock().unwrap().len(),
-        sent.len(),
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), sent.len(), "a dry run sends nothing");
 }
 
 #[test]
@@ -1473,10 +1454,7 @@ fn eval_dry_run_looks_a_remote_embedder_s_texts_up_in_the_cache_and_sends_nothin
         "{plan}"
     );
     assert_eq!(embeddings.posts(), posted, "a dry run sends nothing");
-    assert!(
-        s.script.seen.lock().unwrap().is_empty(),
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), 0, "a dry run sends nothing");
 }
 
 #[test]
@@ -1544,6 +1522,10 @@ fn dry_run_shards_by_hash_as_nextest_partitions_the_case_s_tests() {
         ),
         (&["--shards", "hash:0"][..], "expected N or hash:N"),
         (
+            &["--price-per-1k-tokens=-1"][..],
+            "--price-per-1k-tokens must be a number of dollars, 0 or more; got `-1`",
+        ),
+        (
             &["--price", "judge-m=0.1"][..],
             "--price `judge-m=0.1`: expected MODEL=IN/OUT",
         ),
@@ -1556,10 +1538,7 @@ fn dry_run_shards_by_hash_as_nextest_partitions_the_case_s_tests() {
         assert_ne!(out.code, 0, "{args:?}");
         assert!(out.stderr.contains(error), "{args:?}: {}", out.stderr);
     }
-    assert!(
-        s.script.seen.lock().unwrap().is_empty(),
-        "a dry run sends nothing"
-    );
+    assert_eq!(s.chat_requests(), 0, "a dry run sends nothing");
 }
 
 #[test]
