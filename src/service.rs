@@ -235,6 +235,35 @@ impl HttpRag {
         Ok(response)
     }
 
+    /// The answer to query `id` that the cache holds, read as [`HttpRag::ask`] reads one;
+    /// `None` when there is no cache or it lacks the response. Nothing is sent: a dry run
+    /// counts what a run would ask the service with it.
+    pub fn cached(&self, id: &str, query: &str) -> Result<Option<ServiceAnswer>> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        let hit = match cache.get_response(PROVIDER, &self.url, &(), &self.request(id, query)) {
+            Ok(hit) => hit,
+            // A replaying cache's miss is an error; here it only means "not cached".
+            Err(Error::CacheMiss { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(hit) = hit else {
+            return Ok(None);
+        };
+        let line = self
+            .read(id, &hit.response)
+            .map_err(|message| Error::Http {
+                endpoint: format!("POST {}", crate::redact::redact_url(&self.url)),
+                status: None,
+                message: format!("query `{id}` (cached): {message}"),
+            })?;
+        Ok(Some(ServiceAnswer {
+            id: id.to_owned(),
+            line,
+        }))
+    }
+
     /// Asks the service about query `id` and reads its answer and contexts.
     pub async fn ask(&self, id: &str, query: &str) -> Result<ServiceAnswer> {
         let response = self.respond(id, query).await?;

@@ -116,6 +116,8 @@ pub(super) struct RagRun {
     pub timeout: super::TimeoutArgs,
     pub json: bool,
     pub no_record: bool,
+    /// The run's name in the run store (`--label`).
+    pub label: Option<String>,
     pub labels: Option<Utf8PathBuf>,
     /// Embedder spec for `answer_similarity` and `answer_relevancy`.
     pub embedder: Option<String>,
@@ -157,7 +159,7 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         glob: r.glob,
         json: r.json,
         no_record: r.no_record,
-        label: None,
+        label: r.label,
         labels: r.labels,
         dry: r.dry,
     };

@@ -251,6 +251,23 @@ impl RunConfig {
     pub fn retriever_spec(&self) -> Option<&str> {
         self.spec.as_deref().or(self.retriever.as_deref())
     }
+
+    /// The spec of the RAG service a run of `rag-eval eval --rag` asked.
+    pub fn rag_spec(&self) -> Option<&str> {
+        self.extra.get("rag").map(String::as_str)
+    }
+
+    /// What the run evaluated, as the tables that list runs name it: the retriever's spec
+    /// ([`RunConfig::retriever_spec`]), else the RAG service's ([`RunConfig::rag_spec`]), else
+    /// the file `rag-eval score` read (`answers FILE`, `retrieved FILE`, `run FILE`).
+    pub fn system(&self) -> Option<String> {
+        if let Some(spec) = self.retriever_spec().or(self.rag_spec()) {
+            return Some(spec.to_owned());
+        }
+        ["answers", "retrieved", "run"]
+            .iter()
+            .find_map(|key| Some(format!("{key} {}", self.extra.get(*key)?)))
+    }
 }
 
 /// A whole run's results: means, population standard deviations and per-query figures, with

@@ -303,6 +303,9 @@ pub struct RunSummary {
     /// The retriever's spec ([`RunConfig::retriever_spec`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retriever: Option<String>,
+    /// The RAG service's spec, for a run of `eval --rag` ([`RunConfig::rag_spec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rag: Option<String>,
     /// The ground truth's level.
     pub level: ResultLevel,
     /// The cut-off.
@@ -334,6 +337,7 @@ impl RunSummary {
             dataset: String::new(),
             dataset_hash: None,
             retriever: None,
+            rag: None,
             level: ResultLevel::Token,
             k: None,
             queries: 0,
@@ -408,6 +412,9 @@ impl RunRecord {
         if config.corpus_documents.is_none() {
             config.corpus_documents = self.corpus.map(|c| c.documents);
         }
+        if result.dataset_hash.is_none() {
+            result.dataset_hash = self.dataset.hash;
+        }
         result.config = Some(config);
         result
     }
@@ -476,6 +483,7 @@ impl RunRecord {
             dataset: self.dataset.path.clone(),
             dataset_hash: self.dataset.hash.clone(),
             retriever: self.config.retriever_spec().map(str::to_owned),
+            rag: self.config.rag_spec().map(str::to_owned),
             level: self.result.level,
             k: self.result.k,
             queries: self.result.queries,

@@ -38,6 +38,7 @@ pub fn list_table(runs: &[RunSummary]) -> String {
                 r.label
                     .clone()
                     .or_else(|| r.retriever.clone())
+                    .or_else(|| r.rag.clone())
                     .unwrap_or_else(|| "-".into()),
                 dataset,
                 r.k.map_or_else(|| r.level.to_string(), |k| format!("{} k={k}", r.level)),

@@ -83,6 +83,7 @@ pub(in crate::cli) fn run(
     };
     let context = match &a.cache {
         None => Context::new(),
+        Some(text) if a.dry.dry_run => dry_run::cache_context(text)?,
         Some(text) => with_cache(Context::new(), text)?,
     }
     .with_limit(a.timeout.limit());
@@ -138,9 +139,18 @@ pub(in crate::cli) fn run(
     let e = embedder.as_ref();
     let dataset = dataset::load(dataset_path)?;
     if dry_run {
-        let rag = match &source {
-            Source::Rag { spec, .. } => Some(crate::components::build_rag(spec, &context)?.spec()),
-            Source::File(_) => None,
+        // The service's answers the cache holds: not asked again, and judged as they are.
+        let (rag, from_service) = match &source {
+            Source::Rag { spec, .. } => {
+                let rag = crate::components::build_rag(spec, &context)?;
+                let queries = match &dataset {
+                    AnyDataset::Token(d) => id_queries(d),
+                    AnyDataset::Chunk(d) => id_queries(d),
+                };
+                let (service, answers) = cached_answers(&rag, &queries, corpus.as_ref())?;
+                (Some(service), Some(answers))
+            }
+            Source::File(_) => (None, None),
         };
         let setting = dry_run::Setting {
             judging: judging.as_ref(),
@@ -155,9 +165,14 @@ pub(in crate::cli) fn run(
             rag,
             ..dry_run::Setting::new(&a.dry)
         };
+        // A query the service would be asked has a one-word stand-in answer.
+        let (answers, stand_in) = match (&from_file, &from_service) {
+            (Some(file), _) => (Some(file), ""),
+            (None, service) => (service.as_ref(), "answer"),
+        };
         let plan = match &dataset {
-            AnyDataset::Token(d) => dry_plan(&dry, d, from_file.as_ref(), &setting)?,
-            AnyDataset::Chunk(d) => dry_plan(&dry, d, from_file.as_ref(), &setting)?,
+            AnyDataset::Token(d) => dry_plan(&dry, d, answers, stand_in, &setting)?,
+            AnyDataset::Chunk(d) => dry_plan(&dry, d, answers, stand_in, &setting)?,
         };
         return dry_run::print(&plan, a.json, out);
     }
@@ -336,14 +351,11 @@ fn dry_plan<L: crate::level::Level>(
     dry: &DryRun,
     d: &Dataset<L>,
     answers: Option<&Answers>,
+    stand_in: &str,
     setting: &dry_run::Setting<'_>,
 ) -> Result<dry_run::Plan> {
     let empty = RagAnswer {
-        answer: if answers.is_some() {
-            String::new()
-        } else {
-            "answer".into()
-        },
+        answer: stand_in.to_owned(),
         contexts: Vec::new(),
     };
     let references = reference_texts(d);
@@ -481,6 +493,37 @@ fn score<L: ContextItems>(
 }
 
 /// The `(id, query)` pairs of a dataset, in order.
+/// The answers to `queries` that `rag`'s cache holds (their contexts placed in `corpus`, as a
+/// run places them), and what a dry run counts of the service: the queries it would ask.
+fn cached_answers(
+    rag: &crate::service::HttpRag,
+    queries: &[(String, String)],
+    corpus: Option<&Corpus>,
+) -> Result<(dry_run::Service, Answers)> {
+    let mut cached = std::collections::HashSet::new();
+    let mut jsonl = String::new();
+    for (id, query) in queries {
+        if let Some(answer) = rag.cached(id, query)? {
+            jsonl.push_str(&answer.line.to_string());
+            jsonl.push('\n');
+            cached.insert(id.clone());
+        }
+    }
+    let source = format!(
+        "cached responses of {}",
+        crate::redact::redact_url(rag.url())
+    );
+    let mut answers = Answers::parse(&jsonl, source.into())?;
+    if let Some(corpus) = corpus {
+        answers.place_in(corpus);
+    }
+    let service = dry_run::Service {
+        spec: rag.spec(),
+        cached,
+    };
+    Ok((service, answers))
+}
+
 fn id_queries<L: crate::level::Level>(d: &Dataset<L>) -> Vec<(String, String)> {
     d.examples()
         .iter()
