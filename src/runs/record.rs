@@ -401,8 +401,9 @@ impl RunRecord {
     }
 
     /// The run's result as reports and comparisons take it: with the record's configuration,
-    /// and the record's dataset path and corpus size where the configuration has none
-    /// (`score` runs).
+    /// the record's dataset path and corpus size where the configuration has none (`score`
+    /// runs), and the record's dataset hash where the result has none (`eval --rag` and
+    /// `score --answers` runs).
     pub fn into_result(self) -> RunResult {
         let mut result = self.result;
         let mut config = self.config;

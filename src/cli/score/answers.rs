@@ -492,7 +492,6 @@ fn score<L: ContextItems>(
     })
 }
 
-/// The `(id, query)` pairs of a dataset, in order.
 /// The answers to `queries` that `rag`'s cache holds (their contexts placed in `corpus`, as a
 /// run places them), and what a dry run counts of the service: the queries it would ask.
 fn cached_answers(
@@ -524,6 +523,7 @@ fn cached_answers(
     Ok((service, answers))
 }
 
+/// The `(id, query)` pairs of a dataset, in order.
 fn id_queries<L: crate::level::Level>(d: &Dataset<L>) -> Vec<(String, String)> {
     d.examples()
         .iter()
