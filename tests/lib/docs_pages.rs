@@ -1,7 +1,8 @@
 //! The pages people read (README.md and every page under docs/) point at what exists: each
 //! relative link reaches a file of the repository, each `#anchor` a heading of its page (as
 //! GitHub makes heading anchors), each repository path named in code (`docs/…`, `src/…`) a
-//! file; and each code block closes where its author meant it to. A closing fence with text
+//! file, each subcommand named in code (`dataset import`) one of the command-line reference's;
+//! and each code block closes where its author meant it to. A closing fence with text
 //! after it closes nothing (CommonMark reads it as code), so everything below it renders as a
 //! code block; text after an opening fence's info string is never shown.
 
@@ -126,6 +127,9 @@ impl Tree {
                 if let Some(what) = self.missing_named_file(&c) {
                     say(n, what);
                 }
+                if let Some(what) = self.unknown_subcommand(&c) {
+                    say(n, what);
+                }
             }
         }
         if let Some(open) = fence {
@@ -184,6 +188,48 @@ impl Tree {
         }
         Some(format!(
             "`{path}` names a file of the repository that does not exist"
+        ))
+    }
+}
+
+impl Tree {
+    /// The commands of the command-line reference (`docs/reference/cli.md`), each a heading
+    /// `` ## `rag-eval dataset import` ``: `["dataset", "import"]`.
+    fn commands(&self) -> Vec<Vec<&str>> {
+        let Some(reference) = self.markdown.get("docs/reference/cli.md") else {
+            return Vec::new();
+        };
+        reference
+            .lines()
+            .filter_map(|l| l.strip_prefix("## `rag-eval")?.strip_suffix('`'))
+            .map(|c| c.split_whitespace().collect())
+            .collect()
+    }
+
+    /// What is wrong with a subcommand named in code (`dataset generate`, `rag-eval runs
+    /// lst`): a command with subcommands followed by a word that is none of them.
+    fn unknown_subcommand(&self, code: &str) -> Option<String> {
+        let words: Vec<&str> = code.split_whitespace().collect();
+        let words = match words.first() {
+            Some(&"rag-eval") => &words[1..],
+            _ => &words[..],
+        };
+        let [parent, sub, ..] = words else {
+            return None;
+        };
+        let commands = self.commands();
+        let subcommands: Vec<&str> = commands
+            .iter()
+            .filter(|c| c.len() == 2 && c[0] == *parent)
+            .map(|c| c[1])
+            .collect();
+        let is_word = !sub.is_empty() && sub.chars().all(|c| c.is_ascii_lowercase());
+        if subcommands.is_empty() || !is_word || subcommands.contains(sub) {
+            return None;
+        }
+        Some(format!(
+            "`{code}`: `rag-eval {parent}` has no subcommand `{sub}` (docs/reference/cli.md has {})",
+            subcommands.join(", ")
         ))
     }
 }
@@ -489,6 +535,30 @@ fn a_repository_path_named_in_code_must_exist() {
     assert_eq!(
         tree.check("docs/guide/a.md"),
         ["docs/guide/a.md:1: `docs/reference/json.md` names a file of the repository that does not exist"]
+    );
+}
+
+#[test]
+fn a_subcommand_named_in_code_must_be_one_of_the_reference_s() {
+    let reference =
+        "# Command-line help\n## `rag-eval`\n## `rag-eval dataset`\n## `rag-eval dataset import`\n\
+                     ## `rag-eval dataset validate`\n## `rag-eval generate`\n## `rag-eval eval`\n";
+    let page = "`dataset import`, `rag-eval dataset validate x.jsonl`, `generate`, `eval --rag`,\n\
+                `dataset --help`, `dataset` key and `eval dataset` are fine;\n\
+                `dataset generate` and `rag-eval dataset pull` are not.\n";
+    let tree = Tree::of(
+        &[
+            ("docs/reference/cli.md", reference),
+            ("docs/guide/a.md", page),
+        ],
+        &[],
+    );
+    assert_eq!(
+        tree.check("docs/guide/a.md"),
+        [
+            "docs/guide/a.md:3: `dataset generate`: `rag-eval dataset` has no subcommand `generate` (docs/reference/cli.md has import, validate)",
+            "docs/guide/a.md:3: `rag-eval dataset pull`: `rag-eval dataset` has no subcommand `pull` (docs/reference/cli.md has import, validate)",
+        ]
     );
 }
 
