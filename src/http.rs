@@ -355,6 +355,9 @@ struct Failure {
     status: Option<StatusCode>,
     message: String,
     transient: bool,
+    /// Transient only for a request that shared the server with others of the client: a
+    /// context the server's slots share may have been full. Sent alone, it fails for good.
+    crowded_only: bool,
     retry_after: Option<Duration>,
 }
 
@@ -364,6 +367,7 @@ impl Failure {
             status: None,
             message,
             transient: true,
+            crowded_only: false,
             retry_after: None,
         }
     }
@@ -660,6 +664,13 @@ impl HttpClient {
                             message: "the client was shut down".to_owned(),
                         })?;
                 let slot = inner.gate.enter().await;
+                // Whether other requests of the client hold the server too (see
+                // `Failure::crowded_only`): at the send, or when the answer came.
+                let others = || {
+                    inner.permits.available_permits() + (permits as usize)
+                        < inner.config.concurrency
+                };
+                let mut crowded = others();
                 if attempt == 1 {
                     until = inner
                         .config
@@ -717,14 +728,25 @@ impl HttpClient {
                     }
                     judge(answer, &decode)
                 });
+                crowded |= others();
                 let sign = load_sign(&outcome, slot.elapsed(), inner.config.timeout);
                 slot.leave(sign);
-                outcome
+                outcome.map_err(|failure| (failure, crowded))
             };
-            let failure = match outcome {
+            let (mut failure, crowded) = match outcome {
                 Ok(value) => return Ok(value),
                 Err(failure) => failure,
             };
+            // A request too long for the model's context fails the same way every time. One
+            // that shared the server with others may have met a context full of theirs, and
+            // its retry goes alone (a retry is never crowded): alone, it fails for good.
+            if failure.crowded_only && !crowded {
+                failure.transient = false;
+                failure.message.push_str(
+                    " (not retried: the server says the request does not fit the model's \
+                     context, and no other request shared the server with it)",
+                );
+            }
             let give_up = |failure: Failure, note: String| {
                 inner.failures.fetch_add(1, Ordering::Relaxed);
                 Err(self.error(&endpoint, failure, note))
@@ -896,28 +918,22 @@ fn judge<T>(
                 status: Some(status),
                 message: format!("{status}: {what}: {}{by}", excerpt(&answer.body)),
                 transient: e.is_eof(),
+                crowded_only: false,
                 retry_after: answer.retry_after,
             }
         });
     }
-    let hopeless = status.is_server_error() && hopeless(&answer.body);
     let transient = matches!(status.as_u16(), 408 | 429)
         || (status.is_server_error()
-            && !hopeless
             && !matches!(
                 status,
                 StatusCode::NOT_IMPLEMENTED | StatusCode::HTTP_VERSION_NOT_SUPPORTED
             ));
-    let note = if hopeless {
-        " (not retried: the server says the request does not fit the model's context, which a \
-         retry does not change)"
-    } else {
-        ""
-    };
     Err(Failure {
         status: Some(status),
-        message: format!("{status}: {}{note}{by}", excerpt(&answer.body)),
+        message: format!("{status}: {}{by}", excerpt(&answer.body)),
         transient,
+        crowded_only: status.is_server_error() && hopeless(&answer.body),
         retry_after: answer.retry_after,
     })
 }
@@ -1019,6 +1035,7 @@ fn unfollowed(status: StatusCode, from: &Url, headers: &HeaderMap) -> Failure {
         status: Some(status),
         message,
         transient: false,
+        crowded_only: false,
         retry_after: None,
     }
 }
@@ -1054,6 +1071,7 @@ async fn attempt_once(
                  (max_response_bytes)"
             ),
             transient: false,
+            crowded_only: false,
             retry_after: None,
         };
         if response
@@ -1082,6 +1100,7 @@ async fn attempt_once(
                     status: Some(status),
                     message: format!("{status}: {}", budget.exceeded()),
                     transient: false,
+                    crowded_only: false,
                     retry_after: None,
                 });
             }
@@ -1140,6 +1159,7 @@ fn past_deadline(deadline: Option<Duration>) -> Failure {
             deadline.unwrap_or_default()
         ),
         transient: false,
+        crowded_only: false,
         retry_after: None,
     }
 }
@@ -1173,6 +1193,7 @@ fn transport_failure(e: reqwest::Error) -> Failure {
         status: None,
         message,
         transient,
+        crowded_only: false,
         retry_after: None,
     }
 }
@@ -1272,6 +1293,7 @@ where
         status: None,
         message,
         transient: false,
+        crowded_only: false,
         retry_after: None,
     })?;
     runtime
@@ -1540,7 +1562,7 @@ mod tests {
     }
 
     #[test]
-    fn a_server_error_saying_the_request_cannot_fit_is_not_retried() {
+    fn a_server_error_saying_the_request_cannot_fit_is_retried_only_when_crowded() {
         let decode = |b: &[u8]| decode_json::<serde_json::Value>(b);
         for body in [
             // llama-server's, before it answered 400.
@@ -1548,14 +1570,18 @@ mod tests {
             br#"{"error":{"message":"This model's maximum context length is 4096 tokens."}}"#,
             br#"{"error":{"code":"context_length_exceeded"}}"#,
         ] {
+            // Retried only when other requests shared the server (see `execute`).
             let f = judge(answered(500, body), &decode).err().unwrap();
-            assert!(!f.transient, "{}", f.message);
-            assert!(f.message.contains("not retried"), "{}", f.message);
+            assert!(f.crowded_only, "{}", f.message);
         }
         let f = judge(answered(500, b"{\"error\":\"out of slots\"}"), &decode)
             .err()
             .unwrap();
-        assert!(f.transient, "{}", f.message);
+        assert!(f.transient && !f.crowded_only, "{}", f.message);
+        let f = judge(answered(400, b"{\"error\":\"maximum context length\"}"), &decode)
+            .err()
+            .unwrap();
+        assert!(!f.transient && !f.crowded_only, "{}", f.message);
     }
 
     #[test]

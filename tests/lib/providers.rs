@@ -1345,7 +1345,8 @@ async fn bodies_read_at_once_never_hold_more_than_the_shared_budget() {
             .with_response_budget(Arc::clone(&budget)),
     )
     .unwrap();
-    let calls = (0..16).map(|_| client.post_json::<_, Value>("/x", &json!({})));
+    let body = json!({});
+    let calls = (0..16).map(|_| client.post_json::<_, Value>("/x", &body));
     let errors = futures_util::future::join_all(calls).await;
     for e in errors {
         let e = e.unwrap_err().to_string();
