@@ -1335,7 +1335,7 @@ async fn no_provider_follows_a_redirect_to_another_origin_with_its_key() {
 async fn bodies_read_at_once_never_hold_more_than_the_shared_budget() {
     use rag_eval::http::ResponseBudget;
     let server = HostileServer::start(Hostility::EndlessBody);
-    let budget = Arc::new(ResponseBudget::new(4 << 20));
+    let budget = Arc::new(ResponseBudget::new(2 << 20));
     // 16 requests at once, each with a body without end, each alone allowed 64 MiB: without
     // the budget they would hold 1 GiB.
     let client = HttpClient::new(
@@ -1351,11 +1351,11 @@ async fn bodies_read_at_once_never_hold_more_than_the_shared_budget() {
     for e in errors {
         let e = e.unwrap_err().to_string();
         assert!(
-            e.contains("would hold more than the budget of 4194304 bytes for the whole process"),
+            e.contains("would hold more than the budget of 2097152 bytes for the whole process"),
             "{e}"
         );
     }
-    assert!(budget.peak() <= 4 << 20, "{}", budget.peak());
-    assert!(budget.peak() > 3 << 20, "{}", budget.peak());
+    assert!(budget.peak() <= 2 << 20, "{}", budget.peak());
+    assert!(budget.peak() > 1 << 20, "{}", budget.peak());
     assert_eq!(server.posts(), 16, "not retried");
 }
