@@ -1532,7 +1532,9 @@ mod tests {
             assert!(f.message.contains("{\"error\":\"x\"}"), "{}", f.message);
         }
         // A body that ends before its JSON does was cut short on the way: retried.
-        let f = judge(answered(200, b"{\"data\": ["), &decode).err().unwrap();
+        let f = judge(answered(200, b"{\"data\": ["), &decode)
+            .err()
+            .unwrap();
         assert!(f.transient);
         assert!(f.message.contains("cut short"), "{}", f.message);
         assert!(judge(answered(204, b""), &|b: &[u8]| decode_json::<()>(b)).is_ok());
@@ -1547,7 +1549,10 @@ mod tests {
         }
         let decode = |b: &[u8]| decode_json::<Expected>(b);
         for (body, said) in [
-            (&b"<html>Bad gateway</html>"[..], "invalid JSON in the answer"),
+            (
+                &b"<html>Bad gateway</html>"[..],
+                "invalid JSON in the answer",
+            ),
             (b"{\"data\": \"none\"}", "not the JSON expected"),
             (b"{\"error\": 1}", "not the JSON expected"),
         ] {
@@ -1578,9 +1583,12 @@ mod tests {
             .err()
             .unwrap();
         assert!(f.transient && !f.crowded_only, "{}", f.message);
-        let f = judge(answered(400, b"{\"error\":\"maximum context length\"}"), &decode)
-            .err()
-            .unwrap();
+        let f = judge(
+            answered(400, b"{\"error\":\"maximum context length\"}"),
+            &decode,
+        )
+        .err()
+        .unwrap();
         assert!(!f.transient && !f.crowded_only, "{}", f.message);
     }
 

@@ -139,19 +139,24 @@ fn parse_size(text: &str) -> std::result::Result<usize, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let shift = match unit.trim() {
-        "" => 0,
-        "KiB" => 10,
-        "MiB" => 20,
-        "GiB" => 30,
-        _ => return Err(format!("`{text}` is not a size: give bytes, or a number with KiB, MiB or GiB (`512MiB`)")),
-    };
+    let shift =
+        match unit.trim() {
+            "" => 0,
+            "KiB" => 10,
+            "MiB" => 20,
+            "GiB" => 30,
+            _ => return Err(format!(
+                "`{text}` is not a size: give bytes, or a number with KiB, MiB or GiB (`512MiB`)"
+            )),
+        };
     digits
         .parse::<usize>()
         .ok()
         .and_then(|n| n.checked_mul(1usize.checked_shl(shift)?))
         .filter(|&n| n > 0)
-        .ok_or_else(|| format!("`{text}` is not a size of at least one byte that this machine can count"))
+        .ok_or_else(|| {
+            format!("`{text}` is not a size of at least one byte that this machine can count")
+        })
 }
 
 #[cfg(test)]
@@ -164,7 +169,15 @@ mod tests {
         assert_eq!(parse_size(" 512MiB "), Ok(512 << 20));
         assert_eq!(parse_size("2 GiB"), Ok(2 << 30));
         assert_eq!(parse_size("8KiB"), Ok(8 << 10));
-        for bad in ["", "0", "-1", "1.5MiB", "10MB", "MiB", "99999999999999999999"] {
+        for bad in [
+            "",
+            "0",
+            "-1",
+            "1.5MiB",
+            "10MB",
+            "MiB",
+            "99999999999999999999",
+        ] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
     }

@@ -494,7 +494,9 @@ impl LangSmith {
         // A few dozen ids per request keep the URL short; the limit is for them all.
         for ids in run_ids.chunks(40) {
             let params: Vec<(&str, &str)> = ids.iter().map(|id| ("run", id.as_str())).collect();
-            let more = self.paginated::<Value>("/feedback", &params, all.len()).await?;
+            let more = self
+                .paginated::<Value>("/feedback", &params, all.len())
+                .await?;
             all.extend(more);
         }
         Ok(all)
@@ -524,7 +526,13 @@ impl LangSmith {
             pages += 1;
             let n = page.len();
             let what = path.trim_start_matches('/');
-            self.room(reqwest::Method::GET, path, what, before + all.len() + n, pages)?;
+            self.room(
+                reqwest::Method::GET,
+                path,
+                what,
+                before + all.len() + n,
+                pages,
+            )?;
             let mut fresh = 0;
             for item in page {
                 // Items without an id cannot be told apart; they count as new.

@@ -1621,8 +1621,7 @@ fn eval_answers_counts_the_generators_retries_and_never_retries_an_overflowing_c
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("Context size has been exceeded")
-            && out.stderr.contains("not retried"),
+        out.stderr.contains("Context size has been exceeded") && out.stderr.contains("not retried"),
         "{}",
         out.stderr
     );

@@ -1161,7 +1161,10 @@ fn a_listing_that_never_ends_stops_at_max_rows_with_an_error() {
         .output()
         .unwrap();
     let help = String::from_utf8(help.stdout).unwrap();
-    assert!(help.contains("--max-rows <N>") && help.contains("[default: 250000]"), "{help}");
+    assert!(
+        help.contains("--max-rows <N>") && help.contains("[default: 250000]"),
+        "{help}"
+    );
 }
 
 #[test]
@@ -1188,5 +1191,8 @@ fn a_redirect_to_another_origin_never_takes_the_api_key_along() {
         "{err}"
     );
     assert!(!err.contains(KEY), "{err}");
-    assert!(seen.lock().unwrap().is_empty(), "the other server was asked");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the other server was asked"
+    );
 }

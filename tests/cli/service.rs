@@ -403,10 +403,15 @@ fn a_service_that_never_answers_meets_the_deadline_of_the_cli_and_of_the_spec() 
 }
 
 /// A server that answers every question and keeps each request's headers.
-fn recording_service(seen: Arc<std::sync::Mutex<Vec<crate::support::Request>>>) -> crate::support::TestServer {
+fn recording_service(
+    seen: Arc<std::sync::Mutex<Vec<crate::support::Request>>>,
+) -> crate::support::TestServer {
     crate::support::TestServer::start(move |request| {
         seen.lock().unwrap().push(request.clone());
-        crate::support::Reply::json(200, &serde_json::json!({"answer": "elsewhere", "contexts": []}))
+        crate::support::Reply::json(
+            200,
+            &serde_json::json!({"answer": "elsewhere", "contexts": []}),
+        )
     })
 }
 
@@ -429,7 +434,10 @@ fn a_redirect_to_another_origin_never_takes_the_services_headers_along() {
         "{err}"
     );
     assert!(!err.contains("svc-s3cret-key"), "{err}");
-    assert!(seen.lock().unwrap().is_empty(), "the other server was asked");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the other server was asked"
+    );
 
     // Without a configured header or key nothing secret goes along: the redirect is followed,
     // and the output names the URL that answered.
@@ -437,7 +445,10 @@ fn a_redirect_to_another_origin_never_takes_the_services_headers_along() {
     let (code, err, _) = eval_rag(dir.path(), &spec, &["--no-record"], &[]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains(&format!("answered by {} after a redirect", other.url("/ask"))),
+        err.contains(&format!(
+            "answered by {} after a redirect",
+            other.url("/ask")
+        )),
         "{err}"
     );
     let asked = seen.lock().unwrap();

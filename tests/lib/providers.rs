@@ -108,7 +108,7 @@ const KEY: &str = "sk-test-9f8e7d6c5b4a39281706";
 
 /// Request `n` (from 0) of the faulty service misbehaves in a fixed pattern of period 20:
 /// two 500s (10 %), one 429, one answer slower than the client waits, one body cut short,
-/// one invalid JSON; the other 14 succeed.
+/// one body that ends mid-JSON (cut short, so retried); the other 14 succeed.
 fn fault_for(n: usize) -> Option<&'static str> {
     match n % 20 {
         1 | 11 => Some("500"),
@@ -1230,7 +1230,10 @@ async fn a_complete_answer_that_is_not_the_json_expected_is_not_retried() {
         let e = hostile_embedder(&server, |c| c);
         let err = e.embed(&["x".to_owned()]).await.unwrap_err().to_string();
         assert_eq!(server.posts(), 1, "{body}: retried: {err}");
-        assert!(err.contains("200 OK") && err.contains("not retried"), "{err}");
+        assert!(
+            err.contains("200 OK") && err.contains("not retried"),
+            "{err}"
+        );
         // The body's excerpt says what came back.
         assert!(err.contains(&body[..20]), "{err}");
     }
@@ -1294,7 +1297,13 @@ async fn no_provider_follows_a_redirect_to_another_origin_with_its_key() {
         .http(quick)
         .build()
         .unwrap();
-    refused(azure.embed(&["x".to_owned()]).await.unwrap_err().to_string());
+    refused(
+        azure
+            .embed(&["x".to_owned()])
+            .await
+            .unwrap_err()
+            .to_string(),
+    );
     // Cohere's reranker.
     let cohere = CohereReranker::builder("rerank-test")
         .base_url(server.url(""))

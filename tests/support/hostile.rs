@@ -237,7 +237,10 @@ fn langsmith(hostility: &Hostility, request: &Request) -> Reply {
         }),
         ("POST", "/runs/query") => {
             // A new cursor names the page asked for next; its runs are new too.
-            let from = match request.json().and_then(|b| b["cursor"].as_str().map(str::to_owned)) {
+            let from = match request
+                .json()
+                .and_then(|b| b["cursor"].as_str().map(str::to_owned))
+            {
                 Some(cursor) => cursor.parse::<usize>().unwrap_or(0),
                 None => 0,
             };
