@@ -464,8 +464,8 @@ impl LangSmith {
         }
     }
 
-    /// The error of a listing that would hold more than [`LangSmith::max_rows`] items, once
-    /// it would hold `held` after `pages` pages.
+    /// Fails when a listing would hold `held` items after `pages` pages (of one request),
+    /// more than [`LangSmith::max_rows`]: before they are kept.
     fn room(
         &self,
         method: reqwest::Method,
