@@ -12,8 +12,8 @@
 //!
 //! Requests use the crate's [`HttpClient`] (retries of transient failures, at most
 //! `concurrency` in flight, no redirect to another origin with the `headers`); `timeout` bounds
-//! each question in all, its retries included. Headers are read from environment variables the spec names
-//! (`headers=X-Api-Key:SERVICE_KEY`), so a spec never holds a secret. With a
+//! each question in all, its retries included. Headers are read from environment variables the
+//! spec names (`headers=X-Api-Key:SERVICE_KEY`), so a spec never holds a secret. With a
 //! [`Cache`], each response is recorded under the URL and the request body, and a replaying
 //! cache answers without the service: a CI run evaluates the recorded answers offline.
 //!
