@@ -139,16 +139,17 @@ fn parse_size(text: &str) -> std::result::Result<usize, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let shift =
-        match unit.trim() {
-            "" => 0,
-            "KiB" => 10,
-            "MiB" => 20,
-            "GiB" => 30,
-            _ => return Err(format!(
+    let shift = match unit.trim() {
+        "" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        _ => {
+            return Err(format!(
                 "`{text}` is not a size: give bytes, or a number with KiB, MiB or GiB (`512MiB`)"
-            )),
-        };
+            ))
+        }
+    };
     digits
         .parse::<usize>()
         .ok()
