@@ -140,9 +140,9 @@ const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// `--timeout`, shared by the commands that call a server (a language model, LangSmith).
 #[derive(Args, Clone, Copy)]
 struct TimeoutArgs {
-    /// Seconds one request to a server (language model, LangSmith, and the embedders,
-    /// rerankers and stores of specs) may take in all, its retries and the waits between them
-    /// included; then the command fails naming the request (1 to 86400).
+    /// Seconds one request to a server (language model, LangSmith, a RAG service, and the
+    /// embedders, rerankers and stores of specs) may take in all, its retries and the waits
+    /// between them included; then the command fails naming the request (1 to 86400).
     #[arg(
         long,
         value_name = "SECS",

@@ -188,8 +188,12 @@ pub(in crate::cli) fn run(
             let (answers, _) = runtime()?
                 .block_on(rag.ask_all(&queries, None))
                 .context("asking the system under test")?;
+            let by = match rag.redirected_to() {
+                Some(to) => format!(" (answered by {to} after a redirect)"),
+                None => String::new(),
+            };
             note!(
-                "asked {} for {} answers in {:.1} s",
+                "asked {}{by} for {} answers in {:.1} s",
                 crate::redact::redact_url(rag.url()),
                 queries.len(),
                 started.elapsed().as_secs_f64()
