@@ -913,12 +913,15 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        let e = bad("{\"id\":\"a\",\"labels\":{\"rouge_l\":1}}\n{\"id\":\"b\",\"labels\":{\"rouge_l\":4}}");
+        let e = bad(
+            "{\"id\":\"a\",\"labels\":{\"rouge_l\":1}}\n{\"id\":\"b\",\"labels\":{\"rouge_l\":4}}",
+        );
         assert!(
             e.starts_with("l.jsonl:2: query `b`: label `rouge_l` is 4, outside [0, 1]"),
             "{e}"
         );
-        assert!(bad("{\"id\":\"a\",\"outputs\":{\"labels\":{\"m\":-0.5}}}").contains("is -0.5, outside [0, 1]"));
+        assert!(bad("{\"id\":\"a\",\"outputs\":{\"labels\":{\"m\":-0.5}}}")
+            .contains("is -0.5, outside [0, 1]"));
         assert!(bad("{\"id\":\"a\",\"labels\":{\"m\":1.0000001}}").contains("outside [0, 1]"));
         // The ends of the scale are labels.
         let ends = Labels::parse(

@@ -397,28 +397,31 @@ impl Comparison {
                     Some(label) => format!("{} over `{label}` queries", m.metric),
                     None => m.metric.clone(),
                 };
-                let run_figures = m
-                    .runs
-                    .iter()
-                    .flat_map(|r| [(&r.label, "mean", r.mean), (&r.label, "standard deviation", r.std)]);
-                let differences = m.vs_baseline.iter().flat_map(|d| {
-                    let (difference, ci) = match &d.judge_corrected {
-                        Some(j) => (j.estimate.difference, j.estimate.ci),
-                        None => (d.difference, d.ci),
-                    };
-                    [
-                        (&d.label, "difference from the baseline", d.difference),
-                        (&d.label, "interval of the difference", d.ci[0]),
-                        (&d.label, "interval of the difference", d.ci[1]),
-                        (&d.label, "judge-corrected difference from the baseline", difference),
-                        (&d.label, "interval of the judge-corrected difference", ci[0]),
-                        (&d.label, "interval of the judge-corrected difference", ci[1]),
-                    ]
-                });
-                if let Some((run, what, value)) = run_figures
-                    .chain(differences)
-                    .find(|(_, _, v)| !v.is_finite())
-                {
+                let mut figures: Vec<(&String, &'static str, f64)> = Vec::new();
+                for r in &m.runs {
+                    figures.push((&r.label, "mean", r.mean));
+                    figures.push((&r.label, "standard deviation", r.std));
+                }
+                for d in &m.vs_baseline {
+                    figures.push((&d.label, "difference from the baseline", d.difference));
+                    figures.push((&d.label, "interval of the difference", d.ci[0]));
+                    figures.push((&d.label, "interval of the difference", d.ci[1]));
+                    if let Some(j) = &d.judge_corrected {
+                        let e = &j.estimate;
+                        figures.push((&d.label, "judge-corrected difference", e.difference));
+                        figures.push((
+                            &d.label,
+                            "interval of the judge-corrected difference",
+                            e.ci[0],
+                        ));
+                        figures.push((
+                            &d.label,
+                            "interval of the judge-corrected difference",
+                            e.ci[1],
+                        ));
+                    }
+                }
+                if let Some(&(run, what, value)) = figures.iter().find(|(_, _, v)| !v.is_finite()) {
                     return Err(CompareError::NonFiniteFigure {
                         run: run.clone(),
                         metric: metric(),

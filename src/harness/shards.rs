@@ -590,11 +590,19 @@ mod tests {
         let rows: Vec<(String, Row)> = ["q1", "q2", "q3", "q4"]
             .map(|id| {
                 let result = query(id, 1e308);
-                (id.to_owned(), Row { result, answer: None })
+                (
+                    id.to_owned(),
+                    Row {
+                        result,
+                        answer: None,
+                    },
+                )
             })
             .to_vec();
         write(store.as_ref(), "g", "case", "a", &d, &rows).unwrap();
-        let verdict = gate(store.as_ref(), "g", &[], dir.path()).unwrap().remove(0);
+        let verdict = gate(store.as_ref(), "g", &[], dir.path())
+            .unwrap()
+            .remove(0);
         assert_eq!(verdict.reported, 4);
         assert!(
             verdict.problems.iter().any(|p| p

@@ -777,13 +777,22 @@ mod tests {
     fn value_errors_name_their_own_line() {
         let e = |text: &str| Criteria::parse(text, "c.md").unwrap_err().to_string();
         let name = e("---\n# a comment\ninputs: answer\nname: Cites\nscale: pass/fail\n---\nx");
-        assert!(name.starts_with("c.md:4:") && name.contains("lowercase"), "{name}");
+        assert!(
+            name.starts_with("c.md:4:") && name.contains("lowercase"),
+            "{name}"
+        );
         let builtin = e("---\nscale: pass/fail\n\nname: faithfulness\n---\nx");
         assert!(builtin.starts_with("c.md:4:"), "{builtin}");
         let range = e("---\nname: x\n\nscale: 5-1\n---\nx");
-        assert!(range.starts_with("c.md:4:") && range.contains("must go up"), "{range}");
+        assert!(
+            range.starts_with("c.md:4:") && range.contains("must go up"),
+            "{range}"
+        );
         let category = e("---\nname: x\nscale: a = 2, b = 0\n---\nx");
-        assert!(category.starts_with("c.md:3:") && category.contains("[0, 1]"), "{category}");
+        assert!(
+            category.starts_with("c.md:3:") && category.contains("[0, 1]"),
+            "{category}"
+        );
         // The criterion itself: the first line after the header.
         let empty = e("---\nname: x\nscale: pass/fail\n---\n  \n");
         assert!(empty.starts_with("c.md:5:"), "{empty}");

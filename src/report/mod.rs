@@ -489,7 +489,9 @@ mod tests {
         // A stored mean that per-query figures do not back is refused alike.
         let mut stored = run(&[0.5, 1.0]);
         stored.metrics.0[0].1 = f64::NEG_INFINITY;
-        let err = Report::new(vec![("s".into(), stored)]).unwrap_err().to_string();
+        let err = Report::new(vec![("s".into(), stored)])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("the mean of rouge_l is -inf"), "{err}");
         assert!(Report::new(vec![("ok".into(), run(&[0.5, 1.0]))]).is_ok());
     }

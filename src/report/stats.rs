@@ -171,7 +171,8 @@ mod tests {
         let nan = run(&[("q1", f64::NAN), ("q2", 0.5), ("q3", 0.0)]);
         let err = Report::new(vec![("a".into(), base.clone()), ("b".into(), nan)]).unwrap_err();
         assert!(
-            err.to_string().contains("run `b`: the mean of recall@5 is NaN"),
+            err.to_string()
+                .contains("run `b`: the mean of recall@5 is NaN"),
             "{err}"
         );
         // Runs the comparison refuses: no comparison, and why.

@@ -426,7 +426,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.ends_with("the mean of `mrr` over its 3 per-query figures is inf, not a finite number"),
+            e.ends_with(
+                "the mean of `mrr` over its 3 per-query figures is inf, not a finite number"
+            ),
             "{e}"
         );
         // A mean in its last digits off, as another tool may sum, is the same mean.

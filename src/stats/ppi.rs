@@ -89,7 +89,8 @@ pub fn corrected_mean(judged: &[f64], pairs: &[(f64, f64)]) -> Option<CorrectedM
     let lambda = (big_n - n) / big_n;
     let rectified: Vec<f64> = pairs.iter().map(|(f, y)| y - lambda * f).collect();
     // λ² / (N − n) = (N − n) / N², which stays defined when every query is labelled.
-    let variance = sample_variance(&rectified) / n + (big_n - n) / (big_n * big_n) * sample_variance(judged);
+    let variance =
+        sample_variance(&rectified) / n + (big_n - n) / (big_n * big_n) * sample_variance(judged);
     let half = Z_95 * variance.sqrt();
     Some(CorrectedMean {
         mean,

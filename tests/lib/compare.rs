@@ -220,8 +220,7 @@ fn figures_too_large_to_add_up_are_refused() {
     for q in &mut huge.per_query {
         q.metrics.0[1].1 = 1e308;
     }
-    let err = Comparison::new(&[("a", &a), ("b", &huge)], &CompareOptions::default())
-        .unwrap_err();
+    let err = Comparison::new(&[("a", &a), ("b", &huge)], &CompareOptions::default()).unwrap_err();
     assert!(
         matches!(&err, CompareError::NonFiniteFigure { run, what: "mean", .. } if run == "b"),
         "{err:?}"
@@ -532,8 +531,11 @@ fn missing_figures_leave_queries_out_of_that_metric_only() {
         }
         r
     };
-    let c = Comparison::new(&[("a", &judged(&a)), ("b", &judged(&b))], &CompareOptions::default())
-        .unwrap();
+    let c = Comparison::new(
+        &[("a", &judged(&a)), ("b", &judged(&b))],
+        &CompareOptions::default(),
+    )
+    .unwrap();
     assert!(c.metrics[0].judged && !c.metrics[1].judged);
     let v = serde_json::to_value(&c).unwrap();
     assert_eq!(v["metrics"][0]["judged"], true);
