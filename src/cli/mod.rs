@@ -255,6 +255,17 @@ fn render_table(title: &str, means: &metrics::Figures, stds: &metrics::Figures) 
     format!("{title}\n{}", crate::eval::metric_table(means, stds))
 }
 
+/// `run`'s headline and means, each judged mean with how many of the queries it covers
+/// ([`metrics::RunResult::coverage`]).
+fn render_run_table(run: &metrics::RunResult) -> String {
+    let counts: Vec<_> = run.metrics.names().map(|n| run.coverage(n)).collect();
+    format!(
+        "{}\n{}",
+        run.headline(),
+        crate::eval::metric_table_counted(&run.metrics, &run.std, &counts)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 mod answers;
 
 use super::output::Output;
-use super::render_table;
+use super::{render_run_table, render_table};
 use crate::corpus::Corpus;
 use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
 use crate::dataset::{self, AnyDataset, Dataset};
@@ -266,7 +266,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if a.json {
         out.json_line(&card)?;
     } else {
-        out.text(&render_table(&card.headline(), &card.metrics, &card.std))?;
+        out.text(&render_run_table(&card))?;
     }
     let record = dataset_record(
         &a,

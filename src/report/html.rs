@@ -275,6 +275,12 @@ fn metrics(s: &mut String, report: &Report, analysis: &Analysis) {
                 continue;
             };
             let _ = write!(s, "<td class=\"num\">{m:.4} ± {sd:.4}");
+            if let Some((covered, of)) = r.coverage(n) {
+                let _ = write!(
+                    s,
+                    "<br><span class=\"muted\">over {covered} of {of} queries</span>"
+                );
+            }
             if let Some(d) = analysis.difference(i, n) {
                 let class = if !d.significant(alpha) {
                     "muted"

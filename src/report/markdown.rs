@@ -50,6 +50,9 @@ pub(crate) fn render(report: &Report) -> String {
                 continue;
             };
             let _ = write!(s, " {m:.4} ± {sd:.4}");
+            if let Some((covered, of)) = r.coverage(&n) {
+                let _ = write!(s, " over {covered} of {of} queries");
+            }
             if let Some(d) = analysis.difference(i, &n) {
                 let _ = write!(
                     s,

@@ -11,7 +11,7 @@ use crate::cli::dry_run::{self, DryRun};
 use crate::cli::eval::with_cache;
 use crate::cli::judging::Judging;
 use crate::cli::output::Output;
-use crate::cli::render_table;
+use crate::cli::render_run_table;
 use crate::cli::runtime;
 use crate::components::Context;
 use crate::corpus::Corpus;
@@ -286,7 +286,7 @@ pub(in crate::cli) fn run(
             corrected: &corrected,
         })?;
     } else {
-        let mut text = render_table(&card.headline(), &card.metrics, &card.std);
+        let mut text = render_run_table(&card);
         if without_reference > 0 {
             text.push_str(&format!(
                 "{without_reference} of {} queries have no reference answer: the metrics that compare with one leave them out\n",
