@@ -330,7 +330,7 @@ impl HttpRag {
             let given = format!("{at} gives `{doc}` {start}..{end} without its text");
             let Some(corpus) = corpus else {
                 return Err(format!(
-                    "{given}, and no corpus was given to read it from (`--corpus`)"
+                    "{given}, and no corpus was given to read it from"
                 ));
             };
             let Some(document) = corpus.get(doc) else {

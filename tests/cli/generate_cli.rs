@@ -1129,7 +1129,8 @@ fn documents_longer_than_the_context_are_cut_into_windows_that_fit_and_never_sto
     let err = ok(&args(&out, &[]));
     assert!(
         err.contains(
-            "document `never.md` left out: the model's context is too small even for windows of"
+            "document `never.md` left out: the model's context of 2048 tokens cannot hold the \
+             prompt (about "
         ) && err.contains("exceed_context_size_error"),
         "{err}"
     );

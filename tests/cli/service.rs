@@ -137,42 +137,42 @@ fn contexts_given_by_offsets_alone_take_their_text_from_the_corpus() {
 }
 
 /// `eval --rag` over a service of offset-only contexts scores their retrieval with the text
-/// read from `--corpus`, and says what is missing without it.
+/// read from `--corpus`, and names the context whose offsets are outside its document.
 #[test]
 fn eval_rag_reads_offset_only_contexts_from_the_corpus() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let service = Service::start("good");
-    let spec = service.spec("/offsets", "");
-    let args = |corpus: bool| {
-        let mut a = vec![
-            "eval",
-            "--rag",
-            spec.as_str(),
-            "--dataset",
-            "examples/data/questions.jsonl",
-            "--cache",
-            "off",
-            "--json",
-            "--no-record",
-        ];
-        if corpus {
-            a.extend(["--corpus", "examples/data/corpus"]);
-        }
-        a
+    let eval = |path: &str| {
+        let spec = service.spec(path, "");
+        cli(
+            &store,
+            &[
+                "eval",
+                "--rag",
+                &spec,
+                "--dataset",
+                "examples/data/questions.jsonl",
+                "--corpus",
+                "examples/data/corpus",
+                "--cache",
+                "off",
+                "--json",
+                "--no-record",
+            ],
+        )
     };
-    let (code, out, err) = cli(&store, &args(true));
+    let (code, out, err) = eval("/offsets");
     assert_eq!(code, 0, "{err}");
     let card: Value = serde_json::from_str(out.trim()).unwrap();
     let recall = card["metrics"]["span_recall@5"].as_f64();
     assert!(recall.is_some_and(|r| r > 0.0), "{card}");
     assert!(card.get("contexts_located").is_none(), "{card}");
-    let (code, _, err) = cli(&store, &args(false));
-    assert_ne!(code, 0);
+    let (code, _, err) = eval("/offsets-outside");
+    assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("query `q0001`: `/sources/0` gives `guides/installation.md` ")
-            && err
-                .contains("without its text, and no corpus was given to read it from (`--corpus`)"),
+            && err.contains("without its text, and those offsets are outside"),
         "{err}"
     );
 }
