@@ -329,9 +329,7 @@ impl HttpRag {
             };
             let given = format!("{at} gives `{doc}` {start}..{end} without its text");
             let Some(corpus) = corpus else {
-                return Err(format!(
-                    "{given}, and no corpus was given to read it from"
-                ));
+                return Err(format!("{given}, and no corpus was given to read it from"));
             };
             let Some(document) = corpus.get(doc) else {
                 return Err(format!("{given}, and the corpus has no document `{doc}`"));
