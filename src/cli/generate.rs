@@ -312,11 +312,9 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
                 bail!(
                     "no rows were generated: {}",
                     if !progress.left_out.is_empty() || t.dropped.documents > 0 {
-                        let left = left_out(&progress.left_out, t.dropped.documents, corpus.len());
-                        match corpus
-                            .len()
-                            .saturating_sub(t.dropped.documents.max(progress.left_out.len()))
-                        {
+                        let n = t.dropped.documents.max(progress.left_out.len());
+                        let left = left_out(&progress.left_out, n, corpus.len());
+                        match corpus.len().saturating_sub(n) {
                             0 => left,
                             others if t.calls == 0 => {
                                 format!("{left}; the other {others} are blank")
@@ -342,7 +340,6 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
 /// `total` documents.
 fn left_out(reasons: &[(String, String)], left_out: usize, total: usize) -> String {
     const SHOWN: usize = 3;
-    let left_out = left_out.max(reasons.len());
     let mut text = format!("{left_out} of {total} documents were left out");
     for (doc, reason) in reasons.iter().take(SHOWN) {
         text.push_str(&format!(

@@ -10,17 +10,17 @@ const VARIABLES: [&str; 3] = ["RAG_EVAL_RUNS", "RAG_EVAL_RUN_GROUP", "RAG_EVAL_S
 
 /// What this build of rag-eval can do with the run store.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Build {
+pub(crate) struct Features {
     /// Feature `runs`: a SQLite store, run groups and shards.
     pub runs: bool,
     /// Feature `postgres`: a PostgreSQL store.
     pub postgres: bool,
 }
 
-impl Build {
+impl Features {
     /// This build's features.
-    pub(crate) const fn this() -> Build {
-        Build {
+    pub(crate) const fn this() -> Features {
+        Features {
             runs: cfg!(feature = "runs"),
             postgres: cfg!(feature = "postgres"),
         }
@@ -30,13 +30,16 @@ impl Build {
 /// Why the run store's variables in this process's environment cannot be honoured by this
 /// build, or `None` when they can (or none is set).
 pub(crate) fn problem() -> Option<String> {
-    unhonoured(Build::this(), |name| std::env::var(name).ok())
+    unhonoured(Features::this(), |name| std::env::var(name).ok())
 }
 
-/// Why the variables `var` gives cannot be honoured by `build`: the variables set, the feature
-/// they need, and the dependency line that brings it. An empty variable is unset, and
-/// `RAG_EVAL_RUNS=off` asks for nothing.
-pub(crate) fn unhonoured(build: Build, var: impl Fn(&str) -> Option<String>) -> Option<String> {
+/// Why the variables `var` gives cannot be honoured by a build with `features`: the variables
+/// set, the feature they need, and the dependency line that brings it. An empty variable is
+/// unset, and `RAG_EVAL_RUNS=off` asks for nothing.
+pub(crate) fn unhonoured(
+    features: Features,
+    var: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
     let set: Vec<(&str, String)> = VARIABLES
         .iter()
         .filter_map(|&name| {
@@ -51,16 +54,16 @@ pub(crate) fn unhonoured(build: Build, var: impl Fn(&str) -> Option<String>) -> 
         *name == VARIABLES[0]
             && (value.starts_with("postgres://") || value.starts_with("postgresql://"))
     });
-    let feature = if postgres_url && !build.postgres {
+    let feature = if postgres_url && !features.postgres {
         "postgres"
-    } else if !set.is_empty() && !build.runs {
+    } else if !set.is_empty() && !features.runs {
         "runs"
     } else {
         return None;
     };
     let named: Vec<String> = set
         .iter()
-        .filter(|(name, _)| !build.runs || *name == VARIABLES[0])
+        .filter(|(name, _)| !features.runs || *name == VARIABLES[0])
         .map(|(name, _)| format!("`{name}`"))
         .collect();
     let what = if feature == "postgres" {
@@ -84,15 +87,15 @@ pub(crate) fn unhonoured(build: Build, var: impl Fn(&str) -> Option<String>) -> 
 mod tests {
     use super::*;
 
-    const NONE: Build = Build {
+    const NONE: Features = Features {
         runs: false,
         postgres: false,
     };
-    const RUNS: Build = Build {
+    const RUNS: Features = Features {
         runs: true,
         postgres: false,
     };
-    const ALL: Build = Build {
+    const ALL: Features = Features {
         runs: true,
         postgres: true,
     };
@@ -158,11 +161,11 @@ mod tests {
 
     #[test]
     fn unset_empty_and_off_ask_for_nothing() {
-        for build in [NONE, RUNS, ALL] {
-            assert_eq!(unhonoured(build, env(&[])), None);
+        for features in [NONE, RUNS, ALL] {
+            assert_eq!(unhonoured(features, env(&[])), None);
             assert_eq!(
                 unhonoured(
-                    build,
+                    features,
                     env(&[
                         ("RAG_EVAL_RUNS", "OFF"),
                         ("RAG_EVAL_RUN_GROUP", " "),
