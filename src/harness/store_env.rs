@@ -44,9 +44,8 @@ pub(crate) fn unhonoured(
         .iter()
         .filter_map(|&name| {
             let value = var(name)?.trim().to_owned();
-            let asks =
-                !value.is_empty() && !(name == VARIABLES[0] && value.eq_ignore_ascii_case("off"));
-            asks.then_some((name, value))
+            let off = name == VARIABLES[0] && value.eq_ignore_ascii_case("off");
+            (!value.is_empty() && !off).then_some((name, value))
         })
         .collect();
     // A PostgreSQL store as `runs::StoreChoice::parse` reads one (not compiled without `runs`).
