@@ -258,6 +258,8 @@ pub(crate) fn list_folder(root: &Utf8Path, glob: Option<&str>) -> Result<Vec<Doc
         ));
     }
     let mut files = Vec::new();
+    // The files the glob leaves out, for the message when it leaves out every one.
+    let (mut other_files, mut example) = (0, None);
     for entry in walkdir::WalkDir::new(root)
         .follow_links(true)
         .sort_by_file_name()
@@ -276,6 +278,8 @@ pub(crate) fn list_folder(root: &Utf8Path, glob: Option<&str>) -> Result<Vec<Doc
             .ok_or_else(|| Error::NonUtf8Path(entry.path().to_string_lossy().into_owned()))?;
         let id = relative_id(root, path);
         if !matcher.is_match(&id) {
+            other_files += 1;
+            example.get_or_insert(id);
             continue;
         }
         files.push(DocumentFile {
@@ -287,9 +291,29 @@ pub(crate) fn list_folder(root: &Utf8Path, glob: Option<&str>) -> Result<Vec<Doc
         return Err(Error::EmptyCorpus {
             path: root.to_owned(),
             glob: glob.to_owned(),
+            other_files,
+            example,
         });
     }
     Ok(files)
+}
+
+/// The end of the message of a folder whose files the glob all left out: how many there are,
+/// one of them, and a glob that would match it; or that the folder holds no file.
+pub(crate) fn other_files_hint(other_files: usize, example: Option<&str>) -> String {
+    let Some(example) = example.filter(|_| other_files > 0) else {
+        return " (the folder holds no file)".to_owned();
+    };
+    let glob = match Utf8Path::new(example).extension() {
+        Some(ext) => format!("`**/*.{ext}`"),
+        None => "one that matches them".to_owned(),
+    };
+    format!(
+        " ({other_files} other file{} under it, e.g. `{example}`, which the glob leaves out; \
+         the glob, `{DEFAULT_GLOB}` unless one is given, names the documents: give another, \
+         e.g. {glob})",
+        if other_files == 1 { "" } else { "s" }
+    )
 }
 
 /// A path under `root` as a document id: relative, with `/` separators.
@@ -424,6 +448,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("invalid glob `[`"), "{err}");
+    }
+
+    #[test]
+    fn a_folder_of_other_files_says_the_glob_left_them_out_in_a_sentence() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        std::fs::create_dir(root.join("faq")).unwrap();
+        std::fs::write(root.join("faq/billing.txt"), "Invoices go out monthly.").unwrap();
+        std::fs::write(root.join("intro.txt"), "Welcome.").unwrap();
+        let err = Corpus::from_folder(root, None).unwrap_err();
+        let expected = format!(
+            "no documents matching `**/*.md` under `{root}` (2 other files under it, e.g. \
+             `faq/billing.txt`, which the glob leaves out; the glob, `**/*.md` unless one is \
+             given, names the documents: give another, e.g. `**/*.txt`)"
+        );
+        assert_eq!(err.to_string(), expected);
+        // What an `expect` or `unwrap` prints is the sentence too, not the variant's fields.
+        let debug = format!("{err:?}");
+        assert_eq!(debug, expected);
+        assert!(!debug.contains("EmptyCorpus {"), "{debug}");
+        assert_eq!(
+            Corpus::from_folder(root, Some("**/*.txt")).unwrap().len(),
+            2
+        );
+        let empty = tempfile::tempdir().unwrap();
+        let err = Corpus::from_folder(Utf8Path::from_path(empty.path()).unwrap(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("` (the folder holds no file)"), "{err}");
     }
 
     #[cfg(unix)]

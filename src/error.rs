@@ -4,7 +4,7 @@ use camino::Utf8PathBuf;
 
 /// Everything that can go wrong in rag-eval. Messages are lowercase and read after
 /// "failed to …"-style context; each names what failed and where.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A file or folder could not be read or written.
@@ -29,12 +29,16 @@ pub enum Error {
     #[error("path `{0}` is not valid UTF-8")]
     NonUtf8Path(String),
     /// A folder matched no documents.
-    #[error("no documents matching `{glob}` under `{path}`")]
+    #[error("no documents matching `{glob}` under `{path}`{}", crate::corpus::other_files_hint(*.other_files, .example.as_deref()))]
     EmptyCorpus {
         /// The folder searched.
         path: Utf8PathBuf,
         /// The glob used.
         glob: String,
+        /// The files under the folder the glob left out.
+        other_files: usize,
+        /// One of them, relative to the folder.
+        example: Option<String>,
     },
     /// A glob pattern is malformed.
     #[error("invalid glob `{glob}`: {message}")]
@@ -255,6 +259,15 @@ pub enum Error {
         /// Why the document failed.
         source: Box<Error>,
     },
+}
+
+/// The message, as Display gives it: a rag-eval error that reaches an `unwrap` or `expect`
+/// (a test's, an example's, a `#[rag_eval]` function's) reads as the sentence, not as the
+/// variant's fields.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// A component spec that does not parse or build: the spec, and what is wrong where.

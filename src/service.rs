@@ -8,7 +8,8 @@
 //! default `/contexts`). Each context is a string (the retrieved text) or an object whose text,
 //! document, offsets and score are read from the fields named by `text`, `doc_id`, `start`,
 //! `end` and `score` (defaults the same names). Contexts without offsets are placed in the
-//! corpus by [`answers::place`](crate::answers::place).
+//! corpus by [`answers::place`](crate::answers::place); contexts given by a document and
+//! offsets alone, without text, take their text from the corpus ([`HttpRag::ask_answers`]).
 //!
 //! Requests use the crate's [`HttpClient`] (retries of transient failures, at most
 //! `concurrency` in flight, no redirect to another origin with the `headers`); `timeout` bounds
@@ -71,7 +72,8 @@ pub struct ServiceAnswer {
     /// The query id.
     pub id: String,
     /// One line of an answers file: `{"id","answer","contexts":[…]}`, contexts with `text` and,
-    /// where the service gave them, `doc_id`, `start`, `end` and `score`.
+    /// where the service gave them, `doc_id`, `start`, `end` and `score`; a context given by
+    /// its offsets alone has no `text` yet ([`HttpRag::ask_answers`] reads it from the corpus).
     pub line: Value,
 }
 
@@ -307,23 +309,94 @@ impl HttpRag {
         queries: &[(String, String)],
         corpus: Option<&Corpus>,
     ) -> Result<(Answers, Option<Placement>)> {
+        let mut answers = self.ask_answers(queries, corpus).await?;
+        let placed = match corpus {
+            Some(corpus) if answers.text_contexts() > 0 => Some(answers.place_in(corpus)),
+            _ => None,
+        };
+        Ok((answers, placed))
+    }
+
+    /// Asks every query (`(id, query)` pairs), at most `concurrency` at a time, and gives the
+    /// answers as [`Answers`], contexts given as text left as they are (unplaced). A context
+    /// the service gave by its offsets alone (`doc_id`, `start`, `end`, no text) gets its text
+    /// from `corpus`; one outside its document, of a document the corpus lacks, or without a
+    /// corpus is an error naming the query, the context and its offsets. The first failure
+    /// fails the whole.
+    pub async fn ask_answers(
+        &self,
+        queries: &[(String, String)],
+        corpus: Option<&Corpus>,
+    ) -> Result<Answers> {
         // The first failure ends the run: the requests still in flight are dropped.
         let asked = futures_util::future::try_join_all(
             queries.iter().map(|(id, query)| self.ask(id, query)),
         )
         .await?;
         let mut jsonl = String::new();
-        for a in asked {
+        for mut a in asked {
+            self.read_offset_texts(&mut a.line, corpus)
+                .map_err(|message| Error::Http {
+                    endpoint: format!("POST {}", crate::redact::redact_url(&self.url)),
+                    status: None,
+                    message: format!("query `{}`: {message}", a.id),
+                })?;
             jsonl.push_str(&a.line.to_string());
             jsonl.push('\n');
         }
         let source = format!("responses of {}", crate::redact::redact_url(&self.url));
-        let mut answers = Answers::parse(&jsonl, source.into())?;
-        let placed = match corpus {
-            Some(corpus) if answers.text_contexts() > 0 => Some(answers.place_in(corpus)),
-            _ => None,
+        Answers::parse(&jsonl, source.into())
+    }
+
+    /// Gives each context of the answers line `line` that came as offsets alone the text at
+    /// those offsets in `corpus`.
+    fn read_offset_texts(
+        &self,
+        line: &mut Value,
+        corpus: Option<&Corpus>,
+    ) -> std::result::Result<(), String> {
+        let Some(contexts) = line.get_mut("contexts").and_then(Value::as_array_mut) else {
+            return Ok(());
         };
-        Ok((answers, placed))
+        for (i, context) in contexts.iter_mut().enumerate() {
+            let Some(c) = context.as_object_mut().filter(|c| !c.contains_key("text")) else {
+                continue;
+            };
+            let at = format!("`{}/{i}`", self.contexts);
+            let (Some(doc), Some(start), Some(end)) = (
+                c.get("doc_id").and_then(Value::as_str),
+                c.get("start").and_then(Value::as_u64),
+                c.get("end").and_then(Value::as_u64),
+            ) else {
+                return Err(format!(
+                    "{at} has no text, and its `{}`, `{}` and `{}` are not a document and two \
+                     character offsets ({})",
+                    self.fields.doc_id,
+                    self.fields.start,
+                    self.fields.end,
+                    Value::Object(c.clone())
+                ));
+            };
+            let given = format!("{at} gives `{doc}` {start}..{end} without its text");
+            let Some(corpus) = corpus else {
+                return Err(format!("{given}, and no corpus was given to read it from"));
+            };
+            let Some(document) = corpus.get(doc) else {
+                return Err(format!("{given}, and the corpus has no document `{doc}`"));
+            };
+            let text = usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(end).ok())
+                .and_then(|(start, end)| document.slice(start, end))
+                .ok_or_else(|| {
+                    format!(
+                        "{given}, and those offsets are outside `{doc}` ({} characters)",
+                        document.char_len()
+                    )
+                })?;
+            c.insert("text".to_owned(), text.into());
+        }
+        Ok(())
     }
 
     /// Asks one question and gives the answer with its contexts, those given as text placed in
@@ -404,7 +477,9 @@ impl HttpRag {
                             c.insert(ours.to_owned(), v.clone());
                         }
                     }
-                    if !c.contains_key("text") {
+                    // Offsets alone: the text is read from the corpus (`read_offset_texts`).
+                    let placed = ["doc_id", "start", "end"].iter().all(|k| c.contains_key(*k));
+                    if !c.contains_key("text") && !placed {
                         return Err(format!(
                             "`{}/{i}` has no `{}` field (set `text=` to the field holding the context's text)",
                             self.contexts, f.text

@@ -301,6 +301,31 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         "CI writes nothing"
     );
 
+    // A shard of a PostgreSQL run group, in a build whose dependency has `runs` but not
+    // `postgres`: every trial fails naming the feature and the line to write, rather than
+    // computing every query and writing nothing.
+    let shard = [
+        ("FIXTURE_VARIANT", "base"),
+        ("RAG_EVAL_RUNS", "postgres://ci@127.0.0.1:9/rag"),
+        ("RAG_EVAL_RUN_GROUP", "nightly"),
+        ("RAG_EVAL_SHARD", "1"),
+    ];
+    let (code, out) = fx.cargo(&scenarios, &shard);
+    assert_eq!(code, 101, "{out}");
+    let failed = failed_cargo_test(&out);
+    assert!(
+        failed.contains("scenario::summary") && failed.len() > 1,
+        "{failed:?}\n{out}"
+    );
+    assert!(
+        out.contains(
+            "case `scenario`: `RAG_EVAL_RUNS` is set, but this build of rag-eval lacks the \
+             `postgres` feature"
+        ) && out.contains(r#"`rag-eval = { path = "../rag-eval", features = ["postgres"] }`"#),
+        "{out}"
+    );
+    assert!(fx.snapshot().is_none() && fx.pending().is_empty(), "{out}");
+
     // The first local run passes and says in one line that a baseline waits to be accepted;
     // insta's own "Stopped on the first failure" and its diff of every line stay out of it.
     let (code, out) = fx.cargo(&scenarios, &[("FIXTURE_VARIANT", "base")]);

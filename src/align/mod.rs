@@ -443,6 +443,34 @@ fn labelled_metrics(run: &RunResult) -> Vec<String> {
     names
 }
 
+/// Checks that every metric `run`'s labels name is one of the run's: a label of a metric the
+/// run lacks (a misspelt name, another k, a judge that did not run) pairs with no figure, and
+/// an alignment over no pairs would read as "undefined" rather than as the mistake it is. The
+/// error names the metrics lacking and the run's.
+pub fn check_labelled_metrics(run: &RunResult) -> Result<()> {
+    let known: Vec<&str> = run.metrics.names().collect();
+    let lacking: Vec<String> = labelled_metrics(run)
+        .into_iter()
+        .filter(|m| !known.contains(&m.as_str()))
+        .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Unknown {
+        what: if lacking.len() == 1 {
+            "labelled metric"
+        } else {
+            "labelled metrics"
+        },
+        given: lacking.join("`, `"),
+        known: if known.is_empty() {
+            "the run has no metric".to_owned()
+        } else {
+            format!("the run's metrics are {}", known.join(", "))
+        },
+    })
+}
+
 /// A metric's judge-corrected mean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CorrectedFigure {
@@ -1019,6 +1047,31 @@ mod tests {
             reason: String::new(),
         };
         assert_eq!(judged_statements(&judged(criteria, Some(1.0)), "m"), None);
+    }
+
+    #[test]
+    fn a_label_of_a_metric_the_run_lacks_is_an_error_naming_both() {
+        let mut r = run(&[("a", 0.9), ("b", 0.1)]);
+        Labels::parse(
+            "{\"id\":\"a\",\"labels\":{\"span_recall@5\":1,\"faithfulness\":1}}\n\
+             {\"id\":\"b\",\"labels\":{\"faithfulness\":0}}",
+            "l".into(),
+        )
+        .unwrap()
+        .apply(&mut r);
+        let known: Vec<&str> = r.metrics.names().collect();
+        assert_eq!(
+            check_labelled_metrics(&r).unwrap_err().to_string(),
+            format!(
+                "invalid configuration: unknown labelled metric `faithfulness` (the run's \
+                 metrics are {})",
+                known.join(", ")
+            )
+        );
+        for labels in r.labels.values_mut() {
+            labels.0.retain(|(name, _)| name != "faithfulness");
+        }
+        check_labelled_metrics(&r).unwrap();
     }
 
     #[test]

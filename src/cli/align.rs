@@ -3,7 +3,7 @@
 use super::output::Output;
 use crate::align::{AlignOptions, Alignment};
 use crate::answers::Answers;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
 
@@ -62,6 +62,10 @@ pub(super) fn run(a: AlignArgs, out: &mut Output) -> Result<bool> {
     if run.labels.is_empty() {
         bail!("no query of the run has a label: give --labels FILE");
     }
+    crate::align::check_labelled_metrics(&run).with_context(|| match &a.labels {
+        Some(path) => format!("the labels of `{path}`"),
+        None => format!("the labels run `{}` holds", a.run),
+    })?;
     let answers = a.answers.as_ref().map(Answers::load).transpose()?;
     let options = AlignOptions {
         threshold: a.threshold,

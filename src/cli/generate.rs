@@ -92,7 +92,9 @@ pub(super) struct GenerateArgs {
     /// Price per 1,000 tokens (prompt and answer alike), to show what the run costs.
     #[arg(long, value_name = "PRICE")]
     price_per_1k_tokens: Option<f64>,
-    /// The most tokens the model may answer one request with (sent as `max_tokens`).
+    /// The most tokens the model may answer one request with (sent as `max_tokens`); once the
+    /// model's context is known (--context-tokens, or a request the server refuses as too
+    /// long), at most a quarter of it and half of what the prompt leaves.
     #[arg(
         long,
         value_name = "N",
@@ -248,8 +250,8 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
     let runtime = super::runtime()?;
     let started = std::time::Instant::now();
     let stop = StopSignal::new();
+    let mut progress = Progress::new(a.price_per_1k_tokens);
     let ended = runtime.block_on(async {
-        let mut progress = Progress::new(a.price_per_1k_tokens);
         watch_ctrl_c(stop.clone(), progress.bar.clone());
         match chunker {
             None => {
@@ -309,7 +311,20 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
                 // A dataset without rows scores nothing; a script must not take it for one.
                 bail!(
                     "no rows were generated: {}",
-                    if t.calls == 0 {
+                    if !progress.left_out.is_empty() || t.dropped.documents > 0 {
+                        let n = t.dropped.documents.max(progress.left_out.len());
+                        let left = left_out(&progress.left_out, n, corpus.len());
+                        match corpus.len().saturating_sub(n) {
+                            0 => left,
+                            others if t.calls == 0 => {
+                                format!("{left}; the other {others} are blank")
+                            }
+                            others => format!(
+                                "{left}; every question of the other {others} was dropped ({})",
+                                t.dropped
+                            ),
+                        }
+                    } else if t.calls == 0 {
                         "the documents are blank, so no question was asked".to_owned()
                     } else {
                         format!("every question was dropped ({})", t.dropped)
@@ -319,6 +334,27 @@ pub(super) fn run(command: GenerateCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Which documents were left out whole and why (the first few), of `left_out` in all and
+/// `total` documents.
+fn left_out(reasons: &[(String, String)], left_out: usize, total: usize) -> String {
+    const SHOWN: usize = 3;
+    let mut text = format!("{left_out} of {total} documents were left out");
+    for (doc, reason) in reasons.iter().take(SHOWN) {
+        text.push_str(&format!(
+            "; `{}`: {}",
+            crate::escape::terminal(doc),
+            crate::escape::terminal(reason)
+        ));
+    }
+    if reasons.len() > SHOWN {
+        text.push_str(&format!(
+            "; and {} more (named above)",
+            reasons.len() - SHOWN
+        ));
+    }
+    text
 }
 
 /// On Ctrl-C, asks the run to stop after the documents in flight; on a second, quits at once.
@@ -352,6 +388,8 @@ struct Progress {
     dropped: Dropped,
     tokens: u64,
     price: Option<f64>,
+    /// The documents left out whole, with the reason.
+    left_out: Vec<(String, String)>,
 }
 
 impl Progress {
@@ -378,6 +416,7 @@ impl Progress {
             dropped: Dropped::default(),
             tokens: 0,
             price,
+            left_out: Vec::new(),
         }
     }
 
@@ -428,6 +467,8 @@ impl run::Progress for Progress {
         self.dropped += r.dropped;
         self.tokens = crate::llm::add_tokens(self.tokens, r.usage.total());
         if let Some(reason) = &r.dropped_reason {
+            self.left_out
+                .push((r.doc_id.as_str().to_owned(), reason.clone()));
             let note = format!(
                 "document `{}` left out: {}",
                 crate::escape::terminal(r.doc_id.as_str()),

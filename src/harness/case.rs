@@ -120,6 +120,9 @@ impl Case {
     pub fn merged(&self) -> Result<Arc<super::shards::Merged>, String> {
         self.merged
             .get_or_init(|| {
+                if let Some(problem) = super::store_env::problem() {
+                    return Err(format!("case `{}`: {problem}", self.spec.name));
+                }
                 // This process's own queries go in first (a summary alone computes none).
                 if self.scope().queries.is_none_or(|q| !q.is_empty()) {
                     self.computed()?;
@@ -192,12 +195,30 @@ impl Case {
     fn computed(&self) -> Result<Computed, String> {
         self.computed
             .get_or_init(|| {
+                // Before any work: a shard that cannot write its share must not compute it.
+                if let Some(problem) = super::store_env::problem() {
+                    return Err(format!("case `{}`: {problem}", self.spec.name));
+                }
                 let setup = self.setup.as_ref().map_err(Clone::clone)?;
                 let scope = self.scope();
-                let computed = match &scope.queries {
-                    None => cached(self, setup),
-                    Some(ids) => compute(self, setup, Some(ids)),
-                };
+                // A case's own function that panics (an `expect` on documents that do not
+                // load) fails the case once, with its message, rather than panicking again in
+                // every trial that asks.
+                let computed =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        match &scope.queries {
+                            None => cached(self, setup),
+                            Some(ids) => compute(self, setup, Some(ids)),
+                        }
+                    }))
+                    .unwrap_or_else(|panic| {
+                        let message = panic
+                            .downcast_ref::<String>()
+                            .map(String::as_str)
+                            .or_else(|| panic.downcast_ref::<&str>().copied())
+                            .unwrap_or("no message");
+                        Err(format!("it panicked: {message}"))
+                    });
                 computed
                     .map(|(outcome, answers, retrieved)| Computed {
                         places: Arc::new(
@@ -937,6 +958,57 @@ mod tests {
                 })
             }),
         }
+    }
+
+    /// A case whose glob matches none of the corpus's files fails with the library's
+    /// sentence, which says what the glob left out, never with the error's fields.
+    #[test]
+    fn a_case_whose_glob_matches_nothing_fails_with_a_sentence() {
+        let case = Case::new(CaseSpec {
+            glob: Some("**/*.txt"),
+            ..spec()
+        });
+        let err = case.outcome().unwrap_err();
+        assert!(
+            err.starts_with("case `windows`: no documents matching `**/*.txt` under `")
+                && err.contains("other files under it, e.g. `")
+                && err.ends_with("give another, e.g. `**/*.md`)"),
+            "{err}"
+        );
+        assert!(!err.contains("EmptyCorpus {"), "{err}");
+    }
+
+    /// The gate guide's own search, whose documents do not load: its `expect` panics once,
+    /// and the case fails with the sentence; the next trial does not run it again.
+    #[test]
+    fn a_case_function_that_panics_on_an_empty_corpus_fails_once_with_the_sentence() {
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let case = Case::new(CaseSpec {
+            name: "production",
+            build: Build::Function(|_query| {
+                Box::pin(async {
+                    CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/corpus");
+                    Corpus::from_folder(folder, Some("**/*.txt")).expect("the documents load");
+                    Vec::new()
+                })
+            }),
+            ..spec()
+        });
+        let mut calls = Vec::new();
+        for _ in 0..2 {
+            let err = case.outcome().unwrap_err();
+            calls.push(CALLS.load(std::sync::atomic::Ordering::SeqCst));
+            assert!(
+                err.starts_with(
+                    "case `production`: it panicked: the documents load: no documents matching \
+                     `**/*.txt` under `"
+                ),
+                "{err}"
+            );
+            assert!(!err.contains("EmptyCorpus {"), "{err}");
+        }
+        assert!(calls[0] >= 1 && calls[1] == calls[0], "{calls:?}");
     }
 
     /// With `RAG_EVAL_RUNS` naming a store, computing a case's outcome records its run; the

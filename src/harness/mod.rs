@@ -46,6 +46,7 @@ mod rag;
 mod screen;
 #[cfg(feature = "runs")]
 mod shards;
+mod store_env;
 mod vocabulary;
 
 #[cfg(feature = "answers")]

@@ -260,9 +260,11 @@ impl<C: LlmClient> ChunkLevelDataGenerator<C> {
             chars: system.chars().count() + user.chars().count(),
             document_chars: shown.values().map(|(_, text)| text.chars().count()).sum(),
         };
-        let request = cfg
+        let mut request = cfg
             .request(vec![ChatMessage::system(system), ChatMessage::user(user)])
             .with_json_schema("questions", schema());
+        // The budget fitted to the model's context once it is known.
+        request.max_tokens = self.fit.max_tokens(cfg);
         let what = match runs.first().and_then(|r| r.first()) {
             Some(c) => format!("questions for `{}`", c.doc_id()),
             None => "questions".to_owned(),

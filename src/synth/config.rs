@@ -57,11 +57,14 @@ pub struct GenerateConfig {
     pub seed: u64,
     /// The most tokens the model may answer one request with (sent as `max_tokens`; default
     /// [`DEFAULT_MAX_TOKENS`]); `None` leaves it to the server, which may then write until its
-    /// context is full.
+    /// context is full. Once the model's context is known ([`GenerateConfig::context_tokens`],
+    /// or named by a server's refusal of a request as too long), the budget sent is at most a
+    /// quarter of the context and half of what the prompt leaves of it, so that a budget
+    /// larger than a small context can give an answer does not keep the documents out.
     pub max_tokens: Option<u32>,
     /// The model's context, in tokens, when known: windows are cut short enough from the
-    /// start (an estimate at 3 characters a token, half the room the answer's `max_tokens`
-    /// leaves, at most half the context, for the document). Without it, the first request that a server refuses as longer than its
+    /// start (an estimate at 3 characters a token, half the room the answer's budget
+    /// leaves for the document). Without it, the first request that a server refuses as longer than its
     /// context (llama-server's `exceed_context_size_error`, OpenAI's
     /// `context_length_exceeded`) teaches the window from the sizes the server names. Either
     /// way a document that cannot fit is dropped ([`Dropped::documents`](super::Dropped::documents)),

@@ -73,24 +73,37 @@ pub(crate) struct Sent {
     pub(crate) document_chars: usize,
 }
 
-/// The window documents are cut into, shared by every document of a generator: it starts at
-/// [`GenerateConfig::window_chars`] (less when [`GenerateConfig::context_tokens`] says so) and
-/// only shrinks, each time a server refuses a request as too long.
+/// The window documents are cut into and the answer's budget, shared by every document of a
+/// generator. The window starts at [`GenerateConfig::window_chars`] (less when
+/// [`GenerateConfig::context_tokens`] says so) and only shrinks, each time a server refuses a
+/// request as too long. The answer's budget is [`GenerateConfig::max_tokens`] until the
+/// model's context is known (given, or named by a server's refusal); then at most a quarter of
+/// the context ([`ANSWER_SHARE`]) and half of what the prompt leaves of it, so that a small
+/// context is not held out of the document by a budget larger than the answer can use.
 #[derive(Debug)]
 pub(crate) struct Fit {
     window: AtomicUsize,
+    /// The answer's budget in tokens once the context is known; 0 before.
+    answer: AtomicUsize,
 }
+
+/// The largest share of the model's context an answer is given once the context is known:
+/// one part in this many.
+pub(crate) const ANSWER_SHARE: usize = 4;
 
 impl Fit {
     pub(crate) fn new(config: &GenerateConfig) -> Fit {
         let mut window = config.window_chars;
+        let mut answer = 0;
         if let Some(tokens) = config.context_tokens {
             // Half the room left by the answer for the document, the rest for the prompt.
-            let room = room(tokens, config) / 2;
+            answer = answer_budget(tokens, tokens, config);
+            let room = (tokens - answer) / 2;
             window = window.min((room * CHARS_PER_TOKEN).max(MIN_WINDOW_CHARS));
         }
         Fit {
             window: AtomicUsize::new(window),
+            answer: AtomicUsize::new(answer),
         }
     }
 
@@ -99,43 +112,84 @@ impl Fit {
         self.window.load(Ordering::SeqCst)
     }
 
+    /// The `max_tokens` to send now: [`GenerateConfig::max_tokens`], fitted to the model's
+    /// context once it is known (`None` stays `None`: the server's own bound).
+    pub(crate) fn max_tokens(&self, config: &GenerateConfig) -> Option<u32> {
+        let fitted = self.answer.load(Ordering::SeqCst);
+        config.max_tokens.map(|m| match u32::try_from(fitted) {
+            Ok(0) => m,
+            Ok(f) => m.min(f),
+            Err(_) => m,
+        })
+    }
+
     /// After a document's request `sent` with windows of `tried` characters failed with
     /// `error`: the smaller window to try again with (learned for every later document too),
-    /// `Ok(None)` when the document cannot be made to fit, or the error itself when it is not
-    /// about the context.
+    /// `Ok(Err(reason))` when the document cannot be made to fit, or the error itself when it
+    /// is not about the context.
     pub(crate) fn after(
         &self,
         error: Error,
         tried: usize,
         sent: Sent,
         config: &GenerateConfig,
-    ) -> Result<Option<usize>, Error> {
+    ) -> Result<Result<usize, String>, Error> {
         let Some(o) = overflow(&error) else {
             return Err(error);
         };
-        let next = match (o.context, o.prompt) {
+        let (next, sizes) = match (o.context, o.prompt) {
             (Some(context), Some(prompt)) if prompt > 0 && sent.chars > 0 => {
                 // Characters per token of this request; the prompt besides the document stays.
                 let per_token = sent.chars as f64 / prompt as f64;
                 let other = (sent.chars - sent.document_chars.min(sent.chars)) as f64 / per_token;
-                let room = room(context, config) as f64;
-                ((room - other) * per_token * 0.9).max(0.0) as usize
+                let left = (context as f64 - other).max(0.0);
+                let answer = answer_budget(context, left as usize, config);
+                let room = left - answer as f64;
+                let next = (room * per_token * 0.9).max(0.0) as usize;
+                (next, Some((context, other.round() as usize, answer)))
             }
-            _ => tried / 2,
+            _ => (tried / 2, None),
         };
         let next = next.min(tried * 9 / 10);
         if next < MIN_WINDOW_CHARS {
-            return Ok(None);
+            return Ok(Err(match sizes {
+                Some((context, other, _)) => format!(
+                    "the model's context of {context} tokens cannot hold the prompt (about \
+                     {other} tokens besides the document) with an answer and \
+                     {MIN_WINDOW_CHARS} characters of the document; a larger context \
+                     (llama-server's `-c`) or a shorter prompt (--prompt-file, --few-shot) would \
+                     fit it ({error})"
+                ),
+                None => format!(
+                    "the model's context is too small even for windows of {tried} characters \
+                     ({error})"
+                ),
+            }));
         }
         self.window.fetch_min(next, Ordering::SeqCst);
+        if let Some((_, _, answer)) = sizes {
+            self.fit_answer(answer);
+        }
         tracing::info!(
             "the model's context{} is too small for windows of {tried} characters; cutting \
-             documents into windows of {next}",
+             documents into windows of {next}{}",
             o.context
                 .map(|c| format!(" ({c} tokens)"))
+                .unwrap_or_default(),
+            sizes
+                .map(|(_, _, answer)| format!(", answers of at most {answer} tokens"))
                 .unwrap_or_default()
         );
-        Ok(Some(next))
+        Ok(Ok(next))
+    }
+
+    /// Lowers the answer's budget to `answer` tokens (it only shrinks, as the window does).
+    fn fit_answer(&self, answer: usize) {
+        let _ = self
+            .answer
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                (now == 0 || answer < now).then_some(answer)
+            });
     }
     /// [`Fit::after`] for a document's attempt at windows of `tried` characters: `Ok(Ok(window))`
     /// to try again with, `Ok(Err(batch))` when the document is left out (no rows, the reason
@@ -149,20 +203,20 @@ impl Fit {
         config: &GenerateConfig,
         (doc, usage, calls): (&Document, TokenUsage, usize),
     ) -> Result<Result<usize, DocumentBatch<L>>, Error> {
-        let reason = too_long(tried, &error);
         Ok(match self.after(error, tried, sent, config)? {
-            Some(smaller) => Ok(smaller),
-            None => Err(dropped_document(doc, reason, usage, calls)),
+            Ok(smaller) => Ok(smaller),
+            Err(reason) => Err(dropped_document(doc, reason, usage, calls)),
         })
     }
 }
 
-/// The tokens of a context of `context` left for the prompt: all but the answer's
-/// `max_tokens`, or half when that is more than half (a server stops an answer that reaches
-/// the end of its context, so a larger `max_tokens` only bounds it).
-fn room(context: usize, config: &GenerateConfig) -> usize {
-    let answer = config.max_tokens.map_or(0, |t| t as usize);
-    context - answer.min(context / 2)
+/// The tokens an answer is given in a context of `context` tokens of which the prompt leaves
+/// `left`: the configured `max_tokens`, at most a quarter of the context ([`ANSWER_SHARE`]) and
+/// half of what is left (a server stops an answer that reaches the end of its context, so a
+/// larger budget would only keep the document out), and at least 1.
+fn answer_budget(context: usize, left: usize, config: &GenerateConfig) -> usize {
+    let asked = config.max_tokens.map_or(usize::MAX, |t| t as usize);
+    asked.min(context / ANSWER_SHARE).min(left / 2).max(1)
 }
 
 /// The batch of a document left out whole: no rows, `reason` recorded, the calls it cost kept.
@@ -184,11 +238,6 @@ fn dropped_document<L: Level>(
         calls,
         dropped_reason: Some(reason),
     }
-}
-
-/// Why a document is left out: even windows of `tried` characters exceed the context.
-fn too_long(tried: usize, error: &Error) -> String {
-    format!("the model's context is too small even for windows of {tried} characters ({error})")
 }
 
 #[cfg(test)]
@@ -272,13 +321,13 @@ mod tests {
                 &config,
             )
             .unwrap();
-        assert_eq!(next, Some(2959));
+        assert_eq!(next, Ok(2959));
         assert_eq!(fit.window(), 2959, "learned for the next documents");
         // Without sizes: half.
         let next = fit
             .after(http(400, "context_length_exceeded"), 2959, sent, &config)
             .unwrap();
-        assert_eq!(next, Some(1479));
+        assert_eq!(next, Ok(1479));
         // A prompt that leaves no room: the document cannot fit.
         let none = fit.after(
             http(
@@ -292,9 +341,54 @@ mod tests {
             },
             &config,
         );
-        assert_eq!(none.unwrap(), None);
+        let reason = none.unwrap().unwrap_err();
+        assert!(
+            reason.starts_with(
+                "the model's context of 4096 tokens cannot hold the prompt (about 8507 tokens \
+                 besides the document) with an answer and 100 characters of the document"
+            ),
+            "{reason}"
+        );
         // Any other error is the caller's.
         assert!(fit.after(http(401, "no key"), 1479, sent, &config).is_err());
+    }
+
+    /// llama-server at `-c 1024` and the default budget of 2,048 tokens: the budget is cut to
+    /// what the context can give an answer, and the document gets the rest.
+    #[test]
+    fn a_small_context_fits_the_answers_budget_and_keeps_room_for_the_document() {
+        let config = GenerateConfig::default();
+        let fit = Fit::new(&config);
+        assert_eq!(
+            fit.max_tokens(&config),
+            Some(crate::synth::DEFAULT_MAX_TOKENS)
+        );
+        // 6,000 characters of the document and 3,300 of prompt, 2,325 tokens at 4 a token:
+        // the prompt is 825 of the 1,024, leaving 199: 99 for the answer, 100 for the
+        // document, 360 of its characters.
+        let sent = Sent {
+            chars: 9300,
+            document_chars: 6000,
+        };
+        let next = fit.after(
+            http(
+                400,
+                r#""type":"exceed_context_size_error","n_prompt_tokens":2325,"n_ctx":1024"#,
+            ),
+            6000,
+            sent,
+            &config,
+        );
+        assert_eq!(next.unwrap(), Ok(360));
+        assert_eq!(fit.max_tokens(&config), Some(99));
+        // The budget only shrinks, and a budget left to the server stays so.
+        fit.fit_answer(500);
+        assert_eq!(fit.max_tokens(&config), Some(99));
+        let unbounded = GenerateConfig {
+            max_tokens: None,
+            ..config
+        };
+        assert_eq!(fit.max_tokens(&unbounded), None);
     }
 
     #[test]
@@ -306,5 +400,11 @@ mod tests {
         };
         // (4,096 − 1,024) / 2 tokens at 3 characters each.
         assert_eq!(Fit::new(&config).window(), 4608);
+        // The default budget is cut to a quarter of a given context from the first request.
+        let small = GenerateConfig {
+            context_tokens: Some(1024),
+            ..GenerateConfig::default()
+        };
+        assert_eq!(Fit::new(&small).max_tokens(&small), Some(256));
     }
 }

@@ -333,9 +333,11 @@ impl<C: LlmClient> TokenLevelDataGenerator<C> {
             chars: system.chars().count() + user.chars().count(),
             document_chars: views.iter().map(|v| v.end - v.start).sum(),
         };
-        let request = cfg
+        let mut request = cfg
             .request(vec![ChatMessage::system(system), ChatMessage::user(user)])
             .with_json_schema("questions", schema());
+        // The budget fitted to the model's context once it is known.
+        request.max_tokens = self.fit.max_tokens(cfg);
         let what = format!("questions for `{}`", views[0].doc.id());
         let Some(questions) =
             ask_json::<C, Value>(&self.client, request, &mut acc.usage, &mut acc.calls, &what)

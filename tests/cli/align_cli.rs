@@ -188,6 +188,33 @@ fn align_refuses_a_run_without_labels_and_bad_labels() {
     );
 }
 
+#[test]
+fn align_refuses_a_label_of_a_metric_the_run_lacks_naming_the_runs_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = lenient_judge_run(dir.path());
+    let labels = dir.path().join("labels.jsonl");
+    std::fs::write(
+        &labels,
+        "{\"id\":\"q0001-s\",\"labels\":{\"faithfulnes\":1}}\n",
+    )
+    .unwrap();
+    let out = rag_eval(&["align", &run, "--labels", labels.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("unknown labelled metric `faithfulnes` (the run's metrics are ")
+            && stderr.contains("faithfulness"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("labels.jsonl"), "{stderr}");
+    assert!(!stderr.contains("undefined"), "{stderr}");
+}
+
 /// `score --labels` keeps the labels in the run and prints the corrected mean beside the raw
 /// one: here the labels are `exact_match`'s own figures on 20 queries, so the judge's error is
 /// 0 and the corrected mean is the raw one.

@@ -1008,6 +1008,8 @@ struct ContextLedger {
     max_tokens: Vec<Option<u64>>,
     /// Requests refused as longer than the context, by the document they showed.
     refused: BTreeMap<String, usize>,
+    /// The prompt's tokens and the `max_tokens` of every request answered.
+    answered: Vec<(usize, Option<u64>)>,
 }
 
 /// The model's context in the small-context server, in tokens of 4 characters.
@@ -1018,6 +1020,11 @@ const N_CTX: usize = 2048;
 /// document whose prompt cannot fit. Otherwise one question, its excerpt the first 60
 /// characters of the document text shown.
 fn small_context_model(ledger: Arc<Mutex<ContextLedger>>) -> TestServer {
+    context_model(ledger, N_CTX)
+}
+
+/// [`small_context_model`] with a context of `n_ctx` tokens.
+fn context_model(ledger: Arc<Mutex<ContextLedger>>, n_ctx: usize) -> TestServer {
     TestServer::start(move |r: Request| {
         let body = r.json().expect("a JSON body");
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
@@ -1035,19 +1042,20 @@ fn small_context_model(ledger: Arc<Mutex<ContextLedger>>) -> TestServer {
         let mut l = ledger.lock().unwrap();
         l.max_tokens.push(body["max_tokens"].as_u64());
         let prompt = if doc == "never.md" {
-            50 * N_CTX
+            50 * n_ctx
         } else {
             chars / 4
         };
-        if prompt > N_CTX {
+        if prompt > n_ctx {
             *l.refused.entry(doc).or_default() += 1;
             return Reply::json(
                 400,
                 &json!({"error": {"code": 400,
                     "message": "the request exceeds the available context size, try increasing it",
-                    "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": N_CTX}}),
+                    "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": n_ctx}}),
             );
         }
+        l.answered.push((prompt, body["max_tokens"].as_u64()));
         drop(l);
         let text = user
             .split_once("<document>\n")
@@ -1121,7 +1129,8 @@ fn documents_longer_than_the_context_are_cut_into_windows_that_fit_and_never_sto
     let err = ok(&args(&out, &[]));
     assert!(
         err.contains(
-            "document `never.md` left out: the model's context is too small even for windows of"
+            "document `never.md` left out: the model's context of 2048 tokens cannot hold the \
+             prompt (about "
         ) && err.contains("exceed_context_size_error"),
         "{err}"
     );
@@ -1170,4 +1179,89 @@ fn documents_longer_than_the_context_are_cut_into_windows_that_fit_and_never_sto
             .sum::<u64>(),
         5
     );
+}
+
+/// llama-server started with `-c 1024` and every setting left at its default: the default
+/// answer budget (2,048 tokens) would leave the document no room, so once the server names its
+/// context the budget is fitted to it and the long document is asked about in windows that
+/// fit; a document that fits in no window is named with the reason, never called blank.
+#[test]
+fn a_small_context_with_the_default_budget_keeps_long_documents() {
+    const SMALL: usize = 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    let long: String = (0..200)
+        .map(|i| {
+            format!(
+                "Sentence {i} of the long document is about topic {}.\n\n",
+                i * 7
+            )
+        })
+        .collect();
+    assert!(long.len() > 8000);
+    std::fs::write(corpus.join("long.md"), &long).unwrap();
+    let ledger = Arc::new(Mutex::new(ContextLedger::default()));
+    let server = context_model(Arc::clone(&ledger), SMALL);
+    let args = |corpus: &Path, out: &Path| -> Vec<String> {
+        [
+            "generate",
+            "token",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--model",
+            MODEL,
+            "--base-url",
+            &server.url("/v1"),
+            "--api-key-env",
+            KEY_VAR,
+            "--concurrency",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let out = dir.path().join("long.jsonl");
+    let err = ok(&args(&corpus, &out));
+    assert!(!err.contains("left out"), "{err}");
+    let docs = documents_done(&out);
+    assert_eq!(docs[0]["doc_id"], "long.md");
+    assert_eq!(docs[0]["rows"], 3, "{:?}\n{err}", docs[0]);
+    {
+        let l = ledger.lock().unwrap();
+        assert_eq!(l.refused["long.md"], 1, "{:?}", l.refused);
+        // Every request answered after the refusal left its answer room in the context: the
+        // budget fitted to it, not the 2,048 asked for.
+        assert_eq!(l.answered.len(), 3, "{:?}", l.answered);
+        for &(prompt, max_tokens) in &l.answered {
+            let budget = max_tokens.unwrap() as usize;
+            assert!(
+                budget < SMALL / 4 && prompt + budget <= SMALL,
+                "{:?}",
+                l.answered
+            );
+        }
+    }
+
+    // The prompt alone fills the context: left out, named, and the reason given.
+    let never = dir.path().join("never");
+    std::fs::create_dir(&never).unwrap();
+    std::fs::write(
+        never.join("never.md"),
+        "A document whose prompt never fits the model's context, however it is cut.",
+    )
+    .unwrap();
+    let run = run(&args(&never, &dir.path().join("never.jsonl")));
+    let err = String::from_utf8(run.stderr).unwrap();
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "error: no rows were generated: 1 of 1 documents were left out; `never.md`: the \
+             model's context of 1024 tokens cannot hold the prompt"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("blank"), "{err}");
 }

@@ -80,6 +80,104 @@ fn answers_and_contexts_of_a_real_service_are_read_and_placed_in_the_corpus() {
     assert_eq!(&one, q1);
 }
 
+/// A service that gives its contexts by document and character offsets alone, as the reference
+/// allows: their text is read from the corpus; offsets outside their document, and offsets
+/// without a corpus to read, are errors naming the query, the context and the offsets.
+#[test]
+fn contexts_given_by_offsets_alone_take_their_text_from_the_corpus() {
+    let service = Service::start("good");
+    let rag = HttpRag::from_spec(&service.spec("/offsets", "")).unwrap();
+    let corpus = corpus();
+    let asked = queries(5);
+    let answers = block_on(rag.ask_answers(&asked, Some(&corpus))).unwrap();
+    assert_eq!(answers.len(), 5);
+    for (id, _) in &asked {
+        let a = answers.get(id).unwrap();
+        assert_eq!(a.contexts.len(), 3, "{id}");
+        for c in &a.contexts {
+            let span = &c.chunk.span;
+            let doc = corpus.get(span.doc.as_str()).unwrap();
+            assert!(!span.is_empty(), "{id}");
+            assert_eq!(doc.slice(span.start, span.end).unwrap(), c.chunk.content);
+        }
+    }
+    // The stub's best source for q0001 is the installation guide's requirement.
+    let q1 = &answers.get("q0001").unwrap().contexts[0].chunk;
+    assert_eq!(q1.span.doc.as_str(), "guides/installation.md");
+    assert!(q1.content.contains("4.18"), "{}", q1.content);
+    // What an answering `#[rag_eval]` case gets: the same contexts.
+    let one = block_on(rag.answer(&asked[0].1, Some(&corpus))).unwrap();
+    assert_eq!(one.contexts, answers.get("q0001").unwrap().contexts);
+
+    let e = block_on(rag.ask_answers(&asked[..1], None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("{}/offsets", service.base))
+            && e.contains(&format!(
+                "query `q0001`: `/sources/0` gives `guides/installation.md` {}..{} without its \
+                 text, and no corpus was given to read it from",
+                q1.span.start, q1.span.end
+            )),
+        "{e}"
+    );
+    let outside = HttpRag::from_spec(&service.spec("/offsets-outside", "")).unwrap();
+    let e = block_on(outside.ask_answers(&asked[..1], Some(&corpus)))
+        .unwrap_err()
+        .to_string();
+    let len = corpus.get("guides/installation.md").unwrap().char_len();
+    assert!(
+        e.contains(&format!(
+            "query `q0001`: `/sources/0` gives `guides/installation.md` {}..{} without its \
+             text, and those offsets are outside `guides/installation.md` ({len} characters)",
+            q1.span.start,
+            len + 10
+        )),
+        "{e}"
+    );
+}
+
+/// `eval --rag` over a service of offset-only contexts scores their retrieval with the text
+/// read from `--corpus`, and names the context whose offsets are outside its document.
+#[test]
+fn eval_rag_reads_offset_only_contexts_from_the_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let service = Service::start("good");
+    let eval = |path: &str| {
+        let spec = service.spec(path, "");
+        cli(
+            &store,
+            &[
+                "eval",
+                "--rag",
+                &spec,
+                "--dataset",
+                "examples/data/questions.jsonl",
+                "--corpus",
+                "examples/data/corpus",
+                "--cache",
+                "off",
+                "--json",
+                "--no-record",
+            ],
+        )
+    };
+    let (code, out, err) = eval("/offsets");
+    assert_eq!(code, 0, "{err}");
+    let card: Value = serde_json::from_str(out.trim()).unwrap();
+    let recall = card["metrics"]["span_recall@5"].as_f64();
+    assert!(recall.is_some_and(|r| r > 0.0), "{card}");
+    assert!(card.get("contexts_located").is_none(), "{card}");
+    let (code, _, err) = eval("/offsets-outside");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("query `q0001`: `/sources/0` gives `guides/installation.md` ")
+            && err.contains("without its text, and those offsets are outside"),
+        "{err}"
+    );
+}
+
 #[test]
 fn slow_failing_and_malformed_services_fail_naming_the_url_and_what_went_wrong() {
     let service = Service::start("good");

@@ -17,6 +17,7 @@ mod bundled_data;
 mod cache;
 mod chroma_mode;
 mod chunker_invariants;
+mod ci_guide;
 mod docs_pages;
 mod errors;
 mod eval;

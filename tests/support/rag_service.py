@@ -12,6 +12,10 @@ second as plain text with its whitespace collapsed (found by rag-eval ignoring w
 third as {"content"} without a document, and for questions whose id ends in 7 a fourth that is
 in no document (judged, not span-scored).
 
+/offsets answers the same sources by their character offsets alone ({"path", "start", "end"},
+no text), as a service that keeps offsets does; /offsets-outside gives the best one an end past
+its document's.
+
 Other paths misbehave on purpose: /slow answers after --delay seconds, /fail answers 500,
 /malformed answers JSON without an answer, /broken answers text that is not JSON.
 
@@ -90,6 +94,18 @@ def sources(hits, query_id: str):
     return out
 
 
+def offsets(hits, documents, outside: bool):
+    """The sources by document and character offsets, without their text."""
+    out = []
+    for rank, (doc_id, text) in enumerate(hits):
+        start = documents[doc_id].find(text)
+        end = start + len(text)
+        if outside and rank == 0:
+            end = len(documents[doc_id]) + 10
+        out.append({"path": doc_id, "start": start, "end": end})
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--corpus", required=True, type=Path)
@@ -98,6 +114,10 @@ def main() -> None:
     p.add_argument("--delay", type=float, default=5.0)
     args = p.parse_args()
     paragraphs = load(args.corpus)
+    documents = {
+        path.relative_to(args.corpus).as_posix(): path.read_text(encoding="utf-8")
+        for path in args.corpus.rglob("*.md")
+    }
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_):
@@ -126,10 +146,13 @@ def main() -> None:
             hits = retrieve(paragraphs, query)
             if self.path == "/malformed":
                 return self.reply(200, json.dumps({"text": answer_from(hits, query)}).encode())
-            if self.path not in ("/ask", "/slow"):
+            if self.path not in ("/ask", "/slow", "/offsets", "/offsets-outside"):
                 return self.reply(404, b'{"error": "POST /ask"}')
             answer = answer_from(hits, query) if args.quality == "good" else "I do not know."
             body = {"answer": answer, "sources": sources(hits, query_id)}
+            if self.path.startswith("/offsets"):
+                outside = self.path == "/offsets-outside"
+                body["sources"] = offsets(hits, documents, outside)
             self.reply(200, json.dumps(body, ensure_ascii=False).encode())
 
     class Server(ThreadingHTTPServer):

@@ -185,8 +185,10 @@ pub(in crate::cli) fn run(
                 AnyDataset::Chunk(d) => id_queries(d),
             };
             let started = std::time::Instant::now();
-            let (answers, _) = runtime()?
-                .block_on(rag.ask_all(&queries, None))
+            // The corpus gives the text of contexts the service gave by offsets alone; the
+            // contexts given as text are placed below, with their counts.
+            let answers = runtime()?
+                .block_on(rag.ask_answers(&queries, corpus.as_ref()))
                 .context("asking the system under test")?;
             let by = match rag.redirected_to() {
                 Some(to) => format!(" (answered by {to} after a redirect)"),
