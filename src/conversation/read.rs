@@ -130,7 +130,9 @@ impl<R: BufRead> Reader<R> {
     }
 
     fn read(&mut self, text: String) -> std::result::Result<Conversation, String> {
-        let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        // The line is the file's: serde's "line 1" would only confuse.
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| e.to_string().replace(" at line 1 column ", " at column "))?;
         let Value::Object(obj) = value else {
             return Err(format!("is {}, expected a conversation object", kind(&value)));
         };

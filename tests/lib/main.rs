@@ -17,6 +17,8 @@ mod bundled_data;
 mod cache;
 mod chroma_mode;
 mod chunker_invariants;
+#[cfg(feature = "answers")]
+mod conversations;
 mod errors;
 mod eval;
 #[cfg(feature = "answers")]
