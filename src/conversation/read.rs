@@ -134,7 +134,10 @@ impl<R: BufRead> Reader<R> {
         let value: Value = serde_json::from_str(&text)
             .map_err(|e| e.to_string().replace(" at line 1 column ", " at column "))?;
         let Value::Object(obj) = value else {
-            return Err(format!("is {}, expected a conversation object", kind(&value)));
+            return Err(format!(
+                "is {}, expected a conversation object",
+                kind(&value)
+            ));
         };
         let Some(format) = Format::of(&obj) else {
             return Err("a conversation has `turns` (rag-eval's format, deepeval's) or `user_input` (ragas')".into());
@@ -429,17 +432,16 @@ fn own_turn(v: Value, i: usize) -> std::result::Result<Turn, String> {
     )?;
     let tool_call_id = string(&mut obj, "tool_call_id", &field)?;
     let (contexts, text_contexts) = match list(&mut obj, "contexts", &field)? {
-        Some(items) => {
-            crate::answers::read_contexts(items).map_err(|m| format!("{at}.{m}"))?
-        }
+        Some(items) => crate::answers::read_contexts(items).map_err(|m| format!("{at}.{m}"))?,
         None => (Vec::new(), Vec::new()),
     };
     let reference_answer = string(&mut obj, "reference_answer", &field)?;
     let relevant_spans = match obj.remove("relevant_spans") {
         None | Some(Value::Null) => None,
         Some(v) => {
-            let spans: Vec<CharSpan> = serde_json::from_value(v)
-                .map_err(|e| format!("{at}.`relevant_spans`: {e} (spans are {{\"doc_id\",\"start\",\"end\"}})"))?;
+            let spans: Vec<CharSpan> = serde_json::from_value(v).map_err(|e| {
+                format!("{at}.`relevant_spans`: {e} (spans are {{\"doc_id\",\"start\",\"end\"}})")
+            })?;
             for s in &spans {
                 if let Some(m) = crate::span::offset_problem(s.doc.as_str(), s.start, s.end) {
                     return Err(format!("{at}.`relevant_spans`: {m}"));
@@ -524,10 +526,7 @@ fn ragas(mut obj: Map<String, Value>, line: usize) -> std::result::Result<Conver
 /// `expected_outcome` the reference outcome. A called tool's `output` lives inside the call,
 /// not in a turn of its own, and is not read. Other fields are ignored, as pydantic ignores
 /// them.
-fn deepeval(
-    mut obj: Map<String, Value>,
-    line: usize,
-) -> std::result::Result<Conversation, String> {
+fn deepeval(mut obj: Map<String, Value>, line: usize) -> std::result::Result<Conversation, String> {
     let id = string(&mut obj, "name", "")?.unwrap_or_else(|| line_id(line));
     let reference_outcome = match string(&mut obj, "expected_outcome", "")? {
         Some(o) => Some(o),
@@ -548,8 +547,8 @@ fn deepeval(
                 &format!("`turns[{i}].role`"),
                 &[("user", Role::User), ("assistant", Role::Assistant)],
             )?;
-            let content =
-                string(&mut t, "content", &field)?.ok_or_else(|| format!("{at} has no `content`"))?;
+            let content = string(&mut t, "content", &field)?
+                .ok_or_else(|| format!("{at} has no `content`"))?;
             let mut turn = Turn::new(role, content);
             let called = match list(&mut t, "tools_called", &field)? {
                 Some(c) => Some(c),
@@ -575,8 +574,9 @@ fn deepeval(
                         v => v,
                     })
                     .collect();
-                let (contexts, text) = crate::answers::read_contexts(items)
-                    .map_err(|m| format!("{at}.{}", m.replace("contexts[", "retrieval_context[")))?;
+                let (contexts, text) = crate::answers::read_contexts(items).map_err(|m| {
+                    format!("{at}.{}", m.replace("contexts[", "retrieval_context["))
+                })?;
                 turn.contexts = contexts;
                 turn.text_contexts = text;
             }

@@ -94,8 +94,8 @@ pub fn tool_call_accuracy(made: &[ToolCall], expected: &[ToolCall], order: Order
         made.sort_by_cached_key(|c| sort_key(c));
         expected.sort_by_cached_key(|c| sort_key(c));
     }
-    let names_equal = made.len() == expected.len()
-        && made.iter().zip(&expected).all(|(m, e)| m.name == e.name);
+    let names_equal =
+        made.len() == expected.len() && made.iter().zip(&expected).all(|(m, e)| m.name == e.name);
     if !names_equal {
         return Some(0.0);
     }
@@ -181,8 +181,7 @@ fn distinct(calls: &[ToolCall]) -> Vec<&ToolCall> {
 fn same_call(a: &ToolCall, b: &ToolCall) -> bool {
     a.name == b.name
         && a.args.len() == b.args.len()
-        && a
-            .args
+        && a.args
             .iter()
             .all(|(k, v)| b.args.get(k).is_some_and(|w| py_eq(v, w)))
 }
@@ -401,7 +400,9 @@ pub fn tool_args_match(made: &[ToolCall], expected: &[ToolCall], mode: Args) -> 
 }
 
 fn js_eq(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| js_value_eq(v, w)))
+    a.len() == b.len()
+        && a.iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| js_value_eq(v, w)))
 }
 
 /// `isDeepStrictEqual` on parsed JSON: numbers by value, the rest structurally.
@@ -467,7 +468,10 @@ mod tests {
             (json!(true), "True"),
             (json!(null), "None"),
             (json!(["a", 1, [false]]), "['a', 1, [False]]"),
-            (json!({"k": "it's", "n": null}), "{'k': \"it's\", 'n': None}"),
+            (
+                json!({"k": "it's", "n": null}),
+                "{'k': \"it's\", 'n': None}",
+            ),
             (json!(["a\\b\n"]), "['a\\\\b\\n']"),
         ];
         for (v, want) in cases {
@@ -517,7 +521,10 @@ mod tests {
         assert_eq!(tool_sequence(&made, &want, Sequence::InOrder), Some(1.0));
         assert_eq!(tool_sequence(&made, &want, Sequence::Exact), Some(0.0));
         let reversed = [call("answer", json!({})), call("search", json!({}))];
-        assert_eq!(tool_sequence(&made, &reversed, Sequence::InOrder), Some(0.0));
+        assert_eq!(
+            tool_sequence(&made, &reversed, Sequence::InOrder),
+            Some(0.0)
+        );
         assert_eq!(tool_sequence(&made, &made, Sequence::Exact), Some(1.0));
     }
 
@@ -533,7 +540,10 @@ mod tests {
         assert_eq!(tool_args_match(&made, &partial, Args::Exact), Some(0.0));
         // Lists match element by element at equal length, even in partial mode.
         let fewer_tags = [call("search", json!({"tags": ["a"]}))];
-        assert_eq!(tool_args_match(&made, &fewer_tags, Args::Partial), Some(0.0));
+        assert_eq!(
+            tool_args_match(&made, &fewer_tags, Args::Partial),
+            Some(0.0)
+        );
         // Exact ignores key order and compares numbers by value.
         let same = [call(
             "search",

@@ -14,18 +14,27 @@ fn fixture(name: &str) -> PathBuf {
 #[test]
 fn ragas_samples_are_scored_with_ragas_figures() {
     let path = fixture("ragas.jsonl");
-    let out: Value = serde_json::from_str(&ok(&["score", "--conversations", s(&path), "--json"])).unwrap();
+    let out: Value =
+        serde_json::from_str(&ok(&["score", "--conversations", s(&path), "--json"])).unwrap();
     assert_eq!(out["level"], "conversation");
     assert_eq!(out["format"], "ragas");
     assert_eq!(out["queries"], 18);
     let per_query = out["per_query"].as_array().unwrap();
-    let ids: Vec<&str> = per_query.iter().map(|q| q["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = per_query
+        .iter()
+        .map(|q| q["id"].as_str().unwrap())
+        .collect();
     let want_ids: Vec<String> = (1..=18).map(|n| format!("line-{n}")).collect();
     assert_eq!(ids, want_ids);
     let figures: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("ragas_figures.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(fixture("ragas_figures.json")).unwrap())
+            .unwrap();
     for (q, w) in per_query.iter().zip(figures["figures"].as_array().unwrap()) {
-        for name in ["tool_call_accuracy", "tool_call_accuracy_flexible", "tool_call_f1"] {
+        for name in [
+            "tool_call_accuracy",
+            "tool_call_accuracy_flexible",
+            "tool_call_f1",
+        ] {
             if q["id"] == "line-16" {
                 // Nothing expected, nothing made: missing, not ragas' 1 or 0.
                 assert_eq!(q["metrics"].get(name), None);
@@ -77,7 +86,8 @@ fn our_format_in_a_table_with_a_step_bar() {
             "\n"
         ),
     );
-    let out: Value = serde_json::from_str(&ok(&["score", "--conversations", s(&path), "--json"])).unwrap();
+    let out: Value =
+        serde_json::from_str(&ok(&["score", "--conversations", s(&path), "--json"])).unwrap();
     assert_eq!(out["format"], "rag-eval");
     let m = |i: usize| out["per_query"][i]["metrics"].clone();
     // Calls expected and none made: 0.
@@ -93,10 +103,14 @@ fn our_format_in_a_table_with_a_step_bar() {
     assert_eq!(m(1)["steps"], 2.0);
     assert_eq!(m(1)["steps_within_max"], 0.0);
     let text = ok(&["score", "--conversations", s(&path)]);
-    assert!(text.starts_with("conversations (rag-eval), 2 conversations\n"), "{text}");
     assert!(
-        text.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
-            == ["tool_call_accuracy", "0.5000", "0.5000", "2", "0"]),
+        text.starts_with("conversations (rag-eval), 2 conversations\n"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["tool_call_accuracy", "0.5000", "0.5000", "2", "0"]),
         "{text}"
     );
 }
@@ -111,7 +125,10 @@ fn a_bad_line_is_named() {
     );
     let err = fails_on_one_line(&["score", "--conversations", s(&path)]);
     assert!(
-        err.contains(&format!("{}:2: `turns[0]`: a tool result with no tool call before it", s(&path))),
+        err.contains(&format!(
+            "{}:2: `turns[0]`: a tool result with no tool call before it",
+            s(&path)
+        )),
         "{err}"
     );
 }

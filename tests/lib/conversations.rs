@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 fn fixture(name: &str) -> Utf8PathBuf {
-    Utf8PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conversations").join(name)
+    Utf8PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/conversations")
+        .join(name)
 }
 
 fn read(text: &str) -> Result<Vec<Conversation>, String> {
@@ -65,7 +67,11 @@ fn tool_call_metrics_give_ragas_own_figures() {
     // Calls expected and none made, and calls made where none were expected: 0.
     assert_eq!(conversations[16].tool_calls().len(), 0);
     assert_eq!(by_line(17)["tool_call_f1"], json!(0.0));
-    assert!(conversations[17].reference_tool_calls.as_ref().unwrap().is_empty());
+    assert!(conversations[17]
+        .reference_tool_calls
+        .as_ref()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -75,12 +81,21 @@ fn ragas_messages_become_turns() {
     let roles: Vec<Role> = first.turns.iter().map(|t| t.role).collect();
     assert_eq!(
         roles,
-        [Role::User, Role::Assistant, Role::Tool, Role::Tool, Role::Assistant]
+        [
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Tool,
+            Role::Assistant
+        ]
     );
     assert_eq!(first.steps(), 2);
     assert_eq!(
         first.tool_calls()[1],
-        ToolCall::new("flight", json!({"origin": "OSL", "dest": "LIS", "passengers": 2}))
+        ToolCall::new(
+            "flight",
+            json!({"origin": "OSL", "dest": "LIS", "passengers": 2})
+        )
     );
 }
 
@@ -108,7 +123,10 @@ fn our_format_keeps_every_reference() {
     assert_eq!(c.id, "c1");
     assert_eq!(c.max_steps, Some(3));
     assert_eq!(c.reference_topics, ["releases"]);
-    assert_eq!(c.reference_outcome.as_deref(), Some("The user learns the release month."));
+    assert_eq!(
+        c.reference_outcome.as_deref(),
+        Some("The user learns the release month.")
+    );
     let answer = &c.turns[3];
     assert_eq!(answer.contexts.len(), 2);
     assert_eq!(answer.contexts[0].chunk.span.end, 22);
@@ -140,7 +158,10 @@ fn deepeval_test_cases_read_as_they_are() {
     let c = r.next().unwrap().unwrap();
     assert_eq!(r.format(), Some(Format::Deepeval));
     assert_eq!(c.id, "weather-1");
-    assert_eq!(c.reference_outcome.as_deref(), Some("The user gets the weather."));
+    assert_eq!(
+        c.reference_outcome.as_deref(),
+        Some("The user gets the weather.")
+    );
     assert_eq!(c.reference_tool_calls, None);
     assert_eq!(
         c.tool_calls(),
@@ -149,7 +170,11 @@ fn deepeval_test_cases_read_as_they_are() {
             ToolCall::new("log", json!({"level": "info"}))
         ]
     );
-    let texts: Vec<&str> = c.turns[1].text_contexts.iter().map(|(_, t)| t.text.as_str()).collect();
+    let texts: Vec<&str> = c.turns[1]
+        .text_contexts
+        .iter()
+        .map(|(_, t)| t.text.as_str())
+        .collect();
     assert_eq!(texts, ["Oslo is sunny today.", "Forecast: sun."]);
     // No name: named by its line.
     let unnamed = r#"{"turns":[{"role":"user","content":"hi"}]}"#;
@@ -228,10 +253,22 @@ fn naive_f1(made: &[(u8, u8)], expected: &[(u8, u8)]) -> Option<f64> {
     }
     let tp = made.intersection(&expected).count() as f64;
     let (p, r) = (
-        if made.is_empty() { 0.0 } else { tp / made.len() as f64 },
-        if expected.is_empty() { 0.0 } else { tp / expected.len() as f64 },
+        if made.is_empty() {
+            0.0
+        } else {
+            tp / made.len() as f64
+        },
+        if expected.is_empty() {
+            0.0
+        } else {
+            tp / expected.len() as f64
+        },
     );
-    let f1 = if p + r > 0.0 { 2.0 * p * r / (p + r) } else { 0.0 };
+    let f1 = if p + r > 0.0 {
+        2.0 * p * r / (p + r)
+    } else {
+        0.0
+    };
     Some((f1 * 1e4).round() / 1e4)
 }
 
