@@ -315,12 +315,13 @@ fn read_line(line: &str) -> std::result::Result<Line, String> {
     Ok((id, RagAnswer { answer, contexts }, text))
 }
 
+/// A line's contexts, and those given as text alone by index among them.
+pub(crate) type Contexts = (Vec<RetrievedChunk>, Vec<(usize, TextContext)>);
+
 /// Reads the retrieved contexts of a line, best first: placed chunks (`doc_id`, `start`,
 /// `end`, `text`) or text alone, which is returned by index too, to be placed in a corpus.
 /// Errors name the context (`` `contexts[2]`: missing field `text` ``).
-pub(crate) fn read_contexts(
-    items: Vec<Value>,
-) -> std::result::Result<(Vec<RetrievedChunk>, Vec<(usize, TextContext)>), String> {
+pub(crate) fn read_contexts(items: Vec<Value>) -> std::result::Result<Contexts, String> {
     let mut text = Vec::new();
     let contexts = items
         .into_iter()

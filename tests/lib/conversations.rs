@@ -195,7 +195,7 @@ fn bad_lines_are_named_by_file_line_and_field() {
             "chats.jsonl:1: `turns[2]`: `tool_call_id` `t9` names no tool call made before it",
         ),
         (
-            format!(r#"{{"id":"a","turns":[{{"role":"system","content":"be brief"}}]}}"#),
+            r#"{"id":"a","turns":[{"role":"system","content":"be brief"}]}"#.to_owned(),
             "chats.jsonl:1: `turns[0].role` is `system`, an unknown role (known: user, assistant, tool)",
         ),
         (
@@ -207,11 +207,11 @@ fn bad_lines_are_named_by_file_line_and_field() {
             "chats.jsonl:1: `reference_tool_calls[0]`.`args` is a string, expected an object of arguments by name",
         ),
         (
-            format!(r#"{{"id":"a","turns":[{{"role":"user","content":"hi","toolcalls":[]}}]}}"#),
+            r#"{"id":"a","turns":[{"role":"user","content":"hi","toolcalls":[]}]}"#.to_owned(),
             "chats.jsonl:1: `turns[0]`: unknown field `toolcalls` (known: role, content, tool_calls, tool_call_id, contexts, reference_answer, relevant_spans, metadata)",
         ),
         (
-            format!(r#"{{"id":"a","turns":[{{"role":"user","content":"hi","tool_calls":[{{"name":"s"}}]}}]}}"#),
+            r#"{"id":"a","turns":[{"role":"user","content":"hi","tool_calls":[{"name":"s"}]}]}"#.to_owned(),
             "chats.jsonl:1: `turns[0]`: a user turn has `tool_calls`: only assistant turns call tools, retrieve or have references",
         ),
         (
