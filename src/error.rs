@@ -509,6 +509,17 @@ pub enum ReportError {
         /// The metrics the runs have.
         known: Vec<String>,
     },
+    /// A run's mean is not a finite number (stored so, or its per-query figures add up to an
+    /// infinity: 1e308 twice).
+    #[error("run `{run}`: the mean of {metric} is {value}, not a finite number: its per-query figures are too large to add up")]
+    NonFiniteMean {
+        /// The run's label.
+        run: String,
+        /// The metric.
+        metric: String,
+        /// The mean as it prints (`inf`, `-inf` or `NaN`).
+        value: String,
+    },
     /// A bar (`span_recall=0.8`) does not parse.
     #[error("bar `{bar}`: {message}")]
     Bar {

@@ -572,6 +572,18 @@ pub fn comparison_table(results: &[(String, EvaluationResult)]) -> String {
 
 /// Every metric's mean and standard deviation, one per line.
 pub fn metric_table(means: &Figures, stds: &Figures) -> String {
+    metric_table_counted(means, stds, &[])
+}
+
+/// [`metric_table`] with a `queries` column: `n of N` beside each mean `counts` (in the order
+/// of `means`) gives a count of, as [`RunResult::coverage`](crate::metrics::RunResult::coverage)
+/// does for judged means and means over some of the queries. Without any count there is no
+/// such column.
+pub fn metric_table_counted(
+    means: &Figures,
+    stds: &Figures,
+    counts: &[Option<(usize, usize)>],
+) -> String {
     let width = means
         .0
         .iter()
@@ -579,13 +591,19 @@ pub fn metric_table(means: &Figures, stds: &Figures) -> String {
         .max()
         .unwrap_or(6)
         .max(6);
-    let mut s = format!("{:<width$}  {:>8}  {:>8}\n", "metric", "mean", "std");
+    let counted = counts.iter().any(Option::is_some);
+    let mut s = format!("{:<width$}  {:>8}  {:>8}", "metric", "mean", "std");
+    s.push_str(if counted { "  queries\n" } else { "\n" });
     // By name, not by position: a record may hold its keys in another order.
-    for (n, m) in &means.0 {
+    for (i, (n, m)) in means.0.iter().enumerate() {
         match stds.get(n) {
-            Some(sd) => s.push_str(&format!("{n:<width$}  {m:>8.4}  {sd:>8.4}\n")),
-            None => s.push_str(&format!("{n:<width$}  {m:>8.4}  {:>8}\n", "-")),
+            Some(sd) => s.push_str(&format!("{n:<width$}  {m:>8.4}  {sd:>8.4}")),
+            None => s.push_str(&format!("{n:<width$}  {m:>8.4}  {:>8}", "-")),
         }
+        if let Some((n, of)) = counts.get(i).copied().flatten() {
+            s.push_str(&format!("  {n} of {of}"));
+        }
+        s.push('\n');
     }
     s
 }

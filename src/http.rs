@@ -2,9 +2,11 @@
 //! with exponential backoff and full jitter, `Retry-After` honoured, and API keys that never
 //! reach `Debug` output, logs or errors.
 //!
-//! Transient failures are retried: 408, 429 and 5xx answers (except 501 and 505), timeouts,
-//! connections cut short, and 2xx answers whose body is cut short or is not the JSON expected
-//! (a proxy or an overloaded server can produce both). Other answers fail at once, and so
+//! Transient failures are retried: 408, 429 and 5xx answers (except 501 and 505, and a 5xx
+//! whose body says the request does not fit the model's context, as llama-server's "Context
+//! size has been exceeded" does), timeouts, connections cut short, and 2xx answers whose body
+//! ends before its JSON does (cut short on the way). Other answers fail at once, a 2xx whose
+//! complete body is not the JSON expected among them (the error quotes it), and so
 //! does a server that cannot be reached at all: a refused connection, a host name that does
 //! not resolve or a failed TLS handshake is named (`cannot connect (connection refused): …`)
 //! within seconds rather than after minutes of retries. After the
@@ -35,12 +37,20 @@
 //! flight, a server taking at most `timeout` for each alone has answered all of them by then,
 //! whether it takes them in turn or together.
 //!
-//! Two limits hold whatever the server does. A call (all its attempts and the waits between
+//! Three limits hold whatever the server does. A call (all its attempts and the waits between
 //! them) ends after [`HttpConfig::deadline`], 10 minutes by default, even when a server answers
 //! its liveness checks and never the request itself. An answer body longer than
 //! [`HttpConfig::max_response_bytes`] (64 MiB by default) fails the call without a retry; the
-//! body is read piece by piece, so one that never ends is dropped at the limit. A `Retry-After`
-//! longer than [`HttpConfig::max_retry_after`] (or too long to represent) fails it at once too.
+//! body is read piece by piece, so one that never ends is dropped at the limit. And the bodies
+//! read at once by all the clients of the process hold at most a [`ResponseBudget`] (256 MiB
+//! by default, [`RESPONSE_MEMORY_ENV`] sets it): a body that would pass it fails its call
+//! without a retry. A `Retry-After` longer than [`HttpConfig::max_retry_after`] (or too long to
+//! represent) fails a call at once too.
+//!
+//! A configured secret goes to its own origin only. A redirect to another origin (scheme, host
+//! or port) is not followed by a client that sends an API key or configured headers: the call
+//! fails at once naming where the server pointed. Without them, redirects are followed (ten at
+//! most), and errors and [`HttpClient::redirected_to`] name the URL that answered.
 //!
 //! Requests work from any executor: inside a Tokio runtime they run on it; elsewhere (for
 //! example under `pollster::block_on`) they run on a small runtime of the client's own.
@@ -73,7 +83,13 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+mod budget;
 mod window;
+
+pub use budget::{ResponseBudget, DEFAULT_RESPONSE_MEMORY, RESPONSE_MEMORY_ENV};
+
+/// Redirects followed at most in one request.
+const MAX_REDIRECTS: usize = 10;
 
 /// How an API key is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +162,9 @@ pub struct HttpConfig {
     /// Largest answer body read, in bytes. A longer answer (announced or sent) fails the call
     /// at once, not retried: reading stops at the limit, so an endless body costs no more.
     pub max_response_bytes: usize,
+    /// The bytes of answer bodies held at once that the client shares with others: `None`,
+    /// the process's ([`ResponseBudget::process`], [`RESPONSE_MEMORY_ENV`]).
+    pub response_budget: Option<Arc<ResponseBudget>>,
 }
 
 /// The default of [`HttpConfig::concurrency`]: 8 requests in flight at most.
@@ -176,6 +195,7 @@ impl HttpConfig {
             max_retry_after: Duration::from_secs(120),
             deadline: Some(DEFAULT_DEADLINE),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            response_budget: None,
         }
     }
 
@@ -246,6 +266,12 @@ impl HttpConfig {
         self
     }
 
+    /// Shares `budget` for the answer bodies held at once, instead of the process's.
+    pub fn with_response_budget(mut self, budget: Arc<ResponseBudget>) -> Self {
+        self.response_budget = Some(budget);
+        self
+    }
+
     /// Limits each call to `limit` in all: the [deadline](HttpConfig::deadline) is `limit`,
     /// and a silent server is not waited for longer than it either (the
     /// [timeout](HttpConfig::timeout) is at most `limit`). What the CLI's `--timeout` sets.
@@ -272,6 +298,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_retry_after", &self.max_retry_after)
             .field("deadline", &self.deadline)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("response_budget", &self.response_budget)
             .finish()
     }
 }
@@ -304,6 +331,10 @@ struct Inner {
     /// How many of the `permits` may be in flight now (see [`window`]).
     gate: window::Gate,
     liveness: Arc<Liveness>,
+    /// The bytes of answer bodies held at once, shared with other clients.
+    budget: Arc<ResponseBudget>,
+    /// The URL that answered the last request answered after a redirect, without secrets.
+    redirected: std::sync::Mutex<Option<String>>,
     requests: AtomicU64,
     retries: AtomicU64,
     failures: AtomicU64,
@@ -324,6 +355,9 @@ struct Failure {
     status: Option<StatusCode>,
     message: String,
     transient: bool,
+    /// Transient only for a request that shared the server with others of the client: a
+    /// context the server's slots share may have been full. Sent alone, it fails for good.
+    crowded_only: bool,
     retry_after: Option<Duration>,
 }
 
@@ -333,6 +367,7 @@ impl Failure {
             status: None,
             message,
             transient: true,
+            crowded_only: false,
             retry_after: None,
         }
     }
@@ -343,6 +378,10 @@ struct Answer {
     status: StatusCode,
     retry_after: Option<Duration>,
     body: Vec<u8>,
+    /// The body's bytes in the budget, given back with the answer.
+    _held: Option<budget::Held>,
+    /// The URL that answered, when a redirect led there (without secrets).
+    redirected: Option<String>,
 }
 
 /// A base URL the client cannot use, and why.
@@ -440,7 +479,31 @@ impl HttpClient {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
+        let budget = match &config.response_budget {
+            Some(budget) => Arc::clone(budget),
+            None => ResponseBudget::process()?,
+        };
+        // A redirect to another origin (scheme, host or port) would take the key and the
+        // configured headers there: the HTTP stack drops `Authorization` on a change of host,
+        // but not `x-api-key`, `api-key` or a service's own headers, nor anything on a change
+        // from https to http. Such a redirect is not followed (see `attempt_once`).
+        let guarded = key.is_some() || !config.headers.is_empty();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > MAX_REDIRECTS {
+                return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+            }
+            let elsewhere = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() != attempt.url().origin());
+            if guarded && elsewhere {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        });
         let client = reqwest::Client::builder()
+            .redirect(policy)
             .default_headers(headers)
             .user_agent(concat!("rag-eval/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(config.timeout)
@@ -458,6 +521,8 @@ impl HttpClient {
                 permits,
                 gate: window::Gate::new(config.concurrency),
                 liveness: Arc::new(Liveness::new()),
+                budget,
+                redirected: std::sync::Mutex::new(None),
                 requests: AtomicU64::new(0),
                 retries: AtomicU64::new(0),
                 failures: AtomicU64::new(0),
@@ -480,6 +545,16 @@ impl HttpClient {
     /// Whether an API key is sent.
     pub fn has_api_key(&self) -> bool {
         self.inner.key.is_some()
+    }
+
+    /// The URL (without secrets) that answered the last request answered after a redirect,
+    /// if any was: where the answers come from when it is not the URL configured.
+    pub fn redirected_to(&self) -> Option<String> {
+        self.inner
+            .redirected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Counts so far.
@@ -555,7 +630,7 @@ impl HttpClient {
         method: Method,
         path: &str,
         body: Option<Vec<u8>>,
-        decode: impl Fn(&[u8]) -> std::result::Result<T, String>,
+        decode: impl Fn(&[u8]) -> std::result::Result<T, serde_json::Error>,
     ) -> Result<T> {
         let inner = &self.inner;
         let url = self.url(path);
@@ -589,6 +664,13 @@ impl HttpClient {
                             message: "the client was shut down".to_owned(),
                         })?;
                 let slot = inner.gate.enter().await;
+                // Whether other requests of the client hold the server too (see
+                // `Failure::crowded_only`): at the send, or when the answer came.
+                let others = || {
+                    inner.permits.available_permits() + (permits as usize)
+                        < inner.config.concurrency
+                };
+                let mut crowded = others();
                 if attempt == 1 {
                     until = inner
                         .config
@@ -621,10 +703,14 @@ impl HttpClient {
                     client: inner.client.clone(),
                     url: inner.config.base_url.clone(),
                 };
-                let max_bytes = inner.config.max_response_bytes;
+                let read = Reading {
+                    max_bytes: inner.config.max_response_bytes,
+                    budget: Arc::clone(&inner.budget),
+                    url: Url::parse(&url).ok(),
+                };
                 let deadline = inner.config.deadline;
                 let outcome = on_runtime(async move {
-                    let exchange = attempt_once(request, limits, &liveness, probe, max_bytes);
+                    let exchange = attempt_once(request, limits, &liveness, probe, read);
                     match until {
                         Some(until) => tokio::time::timeout_at(until, exchange)
                             .await
@@ -634,15 +720,33 @@ impl HttpClient {
                 })
                 .await
                 .and_then(|answer| answer)
-                .and_then(|answer| judge(answer, &decode));
+                .and_then(|answer| {
+                    if let Some(to) = &answer.redirected {
+                        tracing::debug!(endpoint = %endpoint, "answered by {to} after a redirect");
+                        *inner.redirected.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(to.clone());
+                    }
+                    judge(answer, &decode)
+                });
+                crowded |= others();
                 let sign = load_sign(&outcome, slot.elapsed(), inner.config.timeout);
                 slot.leave(sign);
-                outcome
+                outcome.map_err(|failure| (failure, crowded))
             };
-            let failure = match outcome {
+            let (mut failure, crowded) = match outcome {
                 Ok(value) => return Ok(value),
                 Err(failure) => failure,
             };
+            // A request too long for the model's context fails the same way every time. One
+            // that shared the server with others may have met a context full of theirs, and
+            // its retry goes alone (a retry is never crowded): alone, it fails for good.
+            if failure.crowded_only && !crowded {
+                failure.transient = false;
+                failure.message.push_str(
+                    " (not retried: the server says the request does not fit the model's \
+                     context, and no other request shared the server with it)",
+                );
+            }
             let give_up = |failure: Failure, note: String| {
                 inner.failures.fetch_add(1, Ordering::Relaxed);
                 Err(self.error(&endpoint, failure, note))
@@ -760,28 +864,63 @@ fn scrub_credentials(text: &str) -> String {
     }
 }
 
-fn decode_json<T: DeserializeOwned>(body: &[u8]) -> std::result::Result<T, String> {
+fn decode_json<T: DeserializeOwned>(body: &[u8]) -> std::result::Result<T, serde_json::Error> {
     // An empty answer reads as `null`, so `()` and `Option<_>` accept it.
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
         b"null"
     } else {
         body
     };
-    serde_json::from_slice(body).map_err(|e| format!("invalid JSON in the answer ({e})"))
+    serde_json::from_slice(body)
+}
+
+/// Words of a 5xx answer's body that say the request itself cannot be served: the prompt is
+/// longer than the model's context (llama-server's "Context size has been exceeded", vLLM's
+/// and OpenAI's "maximum context length"). Sent again, it fails again.
+const HOPELESS: [&str; 5] = [
+    "context size has been exceeded",
+    "exceeds the available context size",
+    "maximum context length",
+    "context_length_exceeded",
+    "input is too large to process",
+];
+
+/// Whether a server error's `body` says the request can never succeed (see [`HOPELESS`]).
+fn hopeless(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body).to_lowercase();
+    HOPELESS.iter().any(|words| text.contains(words))
 }
 
 /// Sorts an answer into success or a (transient or final) failure.
+///
+/// A 2xx body that is not the JSON expected fails at once: a server that answers a request
+/// so answers it again. Only a body that ends before its JSON does is retried, as a body cut
+/// short on the way (a proxy, a dropped connection) is.
 fn judge<T>(
     answer: Answer,
-    decode: &impl Fn(&[u8]) -> std::result::Result<T, String>,
+    decode: &impl Fn(&[u8]) -> std::result::Result<T, serde_json::Error>,
 ) -> std::result::Result<T, Failure> {
     let status = answer.status;
+    let by = match &answer.redirected {
+        Some(to) => format!(" (answered by {to} after a redirect)"),
+        None => String::new(),
+    };
     if status.is_success() {
-        return decode(&answer.body).map_err(|message| Failure {
-            status: Some(status),
-            message: format!("{status}: {message}: {}", excerpt(&answer.body)),
-            transient: true,
-            retry_after: answer.retry_after,
+        return decode(&answer.body).map_err(|e| {
+            let what = if e.is_eof() {
+                format!("the answer ends before its JSON does, cut short ({e})")
+            } else if e.is_data() {
+                format!("the answer is not the JSON expected ({e}); not retried")
+            } else {
+                format!("invalid JSON in the answer ({e}); not retried")
+            };
+            Failure {
+                status: Some(status),
+                message: format!("{status}: {what}: {}{by}", excerpt(&answer.body)),
+                transient: e.is_eof(),
+                crowded_only: false,
+                retry_after: answer.retry_after,
+            }
         });
     }
     let transient = matches!(status.as_u16(), 408 | 429)
@@ -792,8 +931,9 @@ fn judge<T>(
             ));
     Err(Failure {
         status: Some(status),
-        message: format!("{status}: {}", excerpt(&answer.body)),
+        message: format!("{status}: {}{by}", excerpt(&answer.body)),
         transient,
+        crowded_only: status.is_server_error() && hopeless(&answer.body),
         retry_after: answer.retry_after,
     })
 }
@@ -867,6 +1007,39 @@ impl Probe {
     }
 }
 
+/// How an answer's body is read: at most `max_bytes`, each piece counted in `budget`, and
+/// `url` the request's, to tell when a redirect led elsewhere.
+struct Reading {
+    max_bytes: usize,
+    budget: Arc<ResponseBudget>,
+    url: Option<Url>,
+}
+
+/// A redirect left unfollowed by the client's policy: to another origin, with the key or
+/// configured headers that would go along.
+fn unfollowed(status: StatusCode, from: &Url, headers: &HeaderMap) -> Failure {
+    let location = headers
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|l| from.join(l).ok());
+    let message = match location {
+        Some(to) if to.origin() != from.origin() => format!(
+            "{status}: the server redirects to {}, another origin; rag-eval does not follow a \
+             redirect to another origin with an API key or configured headers, as they would \
+             go there too (if that server is to be trusted with them, give its URL instead)",
+            redact_url(to.as_str())
+        ),
+        _ => format!("{status}: a redirect that cannot be followed"),
+    };
+    Failure {
+        status: Some(status),
+        message,
+        transient: false,
+        crowded_only: false,
+        retry_after: None,
+    }
+}
+
 /// Sends one request and reads the whole answer, unless the server answers nothing for
 /// `limits.idle` (counting from the send, or from the last answer to any request of the
 /// client after it) and then does not answer the probe either, or `limits.total` passes.
@@ -879,11 +1052,17 @@ async fn attempt_once(
     limits: Limits,
     liveness: &Liveness,
     probe: Probe,
-    max_bytes: usize,
+    read: Reading,
 ) -> std::result::Result<Answer, Failure> {
+    let max_bytes = read.max_bytes;
     let exchange = async {
         let mut response = request.send().await.map_err(transport_failure)?;
         let status = response.status();
+        if status.is_redirection() {
+            return Err(unfollowed(status, response.url(), response.headers()));
+        }
+        let redirected = (read.url.as_ref() != Some(response.url()))
+            .then(|| redact_url(response.url().as_str()));
         let retry_after = retry_after(response.headers(), SystemTime::now());
         let too_long = || Failure {
             status: Some(status),
@@ -892,6 +1071,7 @@ async fn attempt_once(
                  (max_response_bytes)"
             ),
             transient: false,
+            crowded_only: false,
             retry_after: None,
         };
         if response
@@ -901,7 +1081,10 @@ async fn attempt_once(
             return Err(too_long());
         }
         let mut body = Vec::new();
-        // Piece by piece, so that a body without end stops at the limit.
+        let budget = read.budget;
+        let mut held = budget::Held::new(Arc::clone(&budget));
+        // Piece by piece, so that a body without end stops at the limit, and the bodies read
+        // at once stop at the process's budget.
         while let Some(piece) = response.chunk().await.map_err(|e| {
             let mut f = transport_failure(e);
             f.message = format!("{status}: the answer was cut short ({})", f.message);
@@ -912,12 +1095,23 @@ async fn attempt_once(
             if piece.len() > max_bytes - body.len() {
                 return Err(too_long());
             }
+            if !budget.take(&mut held, piece.len()) {
+                return Err(Failure {
+                    status: Some(status),
+                    message: format!("{status}: {}", budget.exceeded()),
+                    transient: false,
+                    crowded_only: false,
+                    retry_after: None,
+                });
+            }
             body.extend_from_slice(&piece);
         }
         Ok(Answer {
             status,
             retry_after,
             body,
+            _held: Some(held),
+            redirected,
         })
     };
     let sent = Instant::now();
@@ -965,6 +1159,7 @@ fn past_deadline(deadline: Option<Duration>) -> Failure {
             deadline.unwrap_or_default()
         ),
         transient: false,
+        crowded_only: false,
         retry_after: None,
     }
 }
@@ -998,6 +1193,7 @@ fn transport_failure(e: reqwest::Error) -> Failure {
         status: None,
         message,
         transient,
+        crowded_only: false,
         retry_after: None,
     }
 }
@@ -1097,6 +1293,7 @@ where
         status: None,
         message,
         transient: false,
+        crowded_only: false,
         retry_after: None,
     })?;
     runtime
@@ -1272,14 +1469,21 @@ mod tests {
 
     #[test]
     fn credentials_in_the_base_url_are_refused_without_showing_them() {
-        let e = HttpClient::new(HttpConfig::new("http://user:pa55@127.0.0.1:1/v1"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(
-            e.contains("carries a user name or password") && !e.contains("pa55"),
-            "{e}"
-        );
+        for (url, secret) in [
+            ("http://user:pa55@127.0.0.1:1/v1", "pa55"),
+            // A token alone, as the user name.
+            ("http://ghp_T0KEN1234@127.0.0.1:1/v1", "ghp_T0KEN1234"),
+        ] {
+            let e = HttpClient::new(HttpConfig::new(url))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.contains("carries a user name or password") && !e.contains(secret),
+                "{e}"
+            );
+            assert!(e.contains("***@127.0.0.1:1/v1"), "{e}");
+        }
     }
 
     #[test]
@@ -1301,13 +1505,20 @@ mod tests {
         assert!(draws.len() > 100, "{} distinct waits", draws.len());
     }
 
+    /// An answer of `status` with `body`, as read.
+    fn answered(status: u16, body: &[u8]) -> Answer {
+        Answer {
+            status: StatusCode::from_u16(status).unwrap(),
+            retry_after: None,
+            body: body.to_vec(),
+            _held: None,
+            redirected: None,
+        }
+    }
+
     #[test]
     fn transient_statuses_are_retried_and_others_are_not() {
-        let answer = |code: u16| Answer {
-            status: StatusCode::from_u16(code).unwrap(),
-            retry_after: None,
-            body: b"{\"error\":\"x\"}".to_vec(),
-        };
+        let answer = |code: u16| answered(code, b"{\"error\":\"x\"}");
         let decode = |b: &[u8]| decode_json::<serde_json::Value>(b);
         for code in [408, 429, 500, 502, 503, 504, 599] {
             assert!(
@@ -1320,20 +1531,65 @@ mod tests {
             assert!(!f.transient, "{code}");
             assert!(f.message.contains("{\"error\":\"x\"}"), "{}", f.message);
         }
-        let bad = Answer {
-            status: StatusCode::OK,
-            retry_after: None,
-            body: b"{\"data\": [".to_vec(),
-        };
-        let f = judge(bad, &decode).err().unwrap();
+        // A body that ends before its JSON does was cut short on the way: retried.
+        let f = judge(answered(200, b"{\"data\": ["), &decode)
+            .err()
+            .unwrap();
         assert!(f.transient);
-        assert!(f.message.contains("invalid JSON"), "{}", f.message);
-        let empty = Answer {
-            status: StatusCode::NO_CONTENT,
-            retry_after: None,
-            body: Vec::new(),
-        };
-        assert!(judge(empty, &|b: &[u8]| decode_json::<()>(b)).is_ok());
+        assert!(f.message.contains("cut short"), "{}", f.message);
+        assert!(judge(answered(204, b""), &|b: &[u8]| decode_json::<()>(b)).is_ok());
+    }
+
+    #[test]
+    fn a_complete_answer_that_is_not_the_json_expected_is_final() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Expected {
+            data: Vec<u32>,
+        }
+        let decode = |b: &[u8]| decode_json::<Expected>(b);
+        for (body, said) in [
+            (
+                &b"<html>Bad gateway</html>"[..],
+                "invalid JSON in the answer",
+            ),
+            (b"{\"data\": \"none\"}", "not the JSON expected"),
+            (b"{\"error\": 1}", "not the JSON expected"),
+        ] {
+            let f = judge(answered(200, body), &decode).err().unwrap();
+            assert!(!f.transient, "{}", f.message);
+            assert!(f.message.contains(said), "{}", f.message);
+            assert!(f.message.contains("not retried"), "{}", f.message);
+            // The body's excerpt comes with it.
+            let start = String::from_utf8_lossy(&body[..5]).into_owned();
+            assert!(f.message.contains(&start), "{}", f.message);
+        }
+    }
+
+    #[test]
+    fn a_server_error_saying_the_request_cannot_fit_is_retried_only_when_crowded() {
+        let decode = |b: &[u8]| decode_json::<serde_json::Value>(b);
+        for body in [
+            // llama-server's, before it answered 400.
+            &br#"{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}"#[..],
+            br#"{"error":{"message":"This model's maximum context length is 4096 tokens."}}"#,
+            br#"{"error":{"code":"context_length_exceeded"}}"#,
+        ] {
+            // Retried only when other requests shared the server (see `execute`).
+            let f = judge(answered(500, body), &decode).err().unwrap();
+            assert!(f.crowded_only, "{}", f.message);
+        }
+        let f = judge(answered(500, b"{\"error\":\"out of slots\"}"), &decode)
+            .err()
+            .unwrap();
+        assert!(f.transient && !f.crowded_only, "{}", f.message);
+        let f = judge(
+            answered(400, b"{\"error\":\"maximum context length\"}"),
+            &decode,
+        )
+        .err()
+        .unwrap();
+        assert!(!f.transient && !f.crowded_only, "{}", f.message);
     }
 
     #[test]

@@ -11,6 +11,8 @@ const REDACTED_VALUE: &str = "%3Credacted%3E";
 
 /// `url` without its password and the values of query parameters that look like secrets:
 /// `postgres://u:s3cret@h/db?password=x` → `postgres://u:***@h/db?password=%3Credacted%3E`.
+/// Credentials that are only a user name are hidden whole, as a token often stands there
+/// alone (`https://ghp_…@github.com/…` → `https://***@github.com/…`).
 /// Text that is not a URL keeps what it has, with the same query redaction. When the end of
 /// the credentials is ambiguous, the last `@` ends them: more is hidden, never less.
 ///
@@ -30,10 +32,7 @@ pub fn redact_url(url: &str) -> String {
                     out.push_str(user);
                     out.push_str(":***@");
                 }
-                None => {
-                    out.push_str(userinfo);
-                    out.push('@');
-                }
+                None => out.push_str("***@"),
             }
             &rest[at + 1..]
         }
@@ -86,7 +85,12 @@ mod tests {
                 "postgres://u:s3cret@h:5432/db?sslmode=disable",
                 "postgres://u:***@h:5432/db?sslmode=disable",
             ),
-            ("postgres://u@h/db", "postgres://u@h/db"),
+            ("postgres://u@h/db", "postgres://***@h/db"),
+            // A token given as the user name.
+            (
+                "http://ghp_T0KEN1234@127.0.0.1:9/v1",
+                "http://***@127.0.0.1:9/v1",
+            ),
             ("postgres://h", "postgres://h"),
             ("runs.sqlite", "runs.sqlite"),
             // What URL parsers reject or misread: a `/`, `?` or `@` in the password.
@@ -95,7 +99,7 @@ mod tests {
             ("http://u:p@[not a host/x", "http://u:***@[not a host/x"),
             (
                 "postgres://u@h/db?sslmode=require&password=s3cret",
-                "postgres://u@h/db?sslmode=require&password=%3Credacted%3E",
+                "postgres://***@h/db?sslmode=require&password=%3Credacted%3E",
             ),
             (
                 "https://user:pw@example.com/v1/x?api-version=2024-02-01&api_key=sk-1&sig=abc",

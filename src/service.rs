@@ -10,9 +10,10 @@
 //! `end` and `score` (defaults the same names). Contexts without offsets are placed in the
 //! corpus by [`answers::place`](crate::answers::place).
 //!
-//! Requests use the crate's [`HttpClient`] (timeouts, retries of transient failures, at most
-//! `concurrency` in flight). Headers are read from environment variables the spec names
-//! (`headers=X-Api-Key:SERVICE_KEY`), so a spec never holds a secret. With a
+//! Requests use the crate's [`HttpClient`] (retries of transient failures, at most
+//! `concurrency` in flight, no redirect to another origin with the `headers`); `timeout` bounds
+//! each question in all, its retries included. Headers are read from environment variables the
+//! spec names (`headers=X-Api-Key:SERVICE_KEY`), so a spec never holds a secret. With a
 //! [`Cache`], each response is recorded under the URL and the request body, and a replaying
 //! cache answers without the service: a CI run evaluates the recorded answers offline.
 //!
@@ -76,12 +77,21 @@ pub struct ServiceAnswer {
 
 impl HttpRag {
     /// Builds the service client a spec such as `http:url=http://127.0.0.1:8000/ask` names.
+    ///
+    /// Its `timeout` bounds each question in all, its retries and the waits between them
+    /// included: the call fails naming the deadline when it passes.
     pub fn from_spec(text: &str) -> Result<Self> {
-        let spec = Spec::parse(Kind::Rag, text)?;
-        Self::from_parsed(&spec).map_err(|f| f.in_spec(Kind::Rag.as_str(), text).into())
+        Self::from_spec_within(text, None)
     }
 
-    pub(crate) fn from_parsed(spec: &Spec) -> std::result::Result<Self, Fault> {
+    /// [`HttpRag::from_spec`], each question bounded by `limit` too when it is shorter than
+    /// the spec's `timeout` (the CLI's `--timeout`).
+    pub(crate) fn from_spec_within(text: &str, limit: Option<Duration>) -> Result<Self> {
+        let spec = Spec::parse(Kind::Rag, text)?;
+        Self::from_parsed(&spec, limit).map_err(|f| f.in_spec(Kind::Rag.as_str(), text).into())
+    }
+
+    fn from_parsed(spec: &Spec, limit: Option<Duration>) -> std::result::Result<Self, Fault> {
         let url = spec
             .text("url")
             .ok_or_else(|| {
@@ -130,10 +140,14 @@ impl HttpRag {
             ));
         }
         let retries = spec.whole("retries")?.unwrap_or(2);
+        // The deadline of every other provider: one question, its retries included, takes at
+        // most `timeout` (or the caller's shorter limit), and a silent service is not waited
+        // for longer either.
+        let within = Duration::from_secs(timeout as u64).min(limit.unwrap_or(Duration::MAX));
         let mut config = HttpConfig::new(url.clone())
             .with_concurrency(concurrency)
-            .with_timeout(Duration::from_secs(timeout as u64))
-            .with_max_retries(retries as u32);
+            .with_max_retries(retries as u32)
+            .with_limit(within);
         let headers = spec.text("headers").unwrap_or_default();
         for pair in headers.split(';').filter(|p| !p.trim().is_empty()) {
             let (name, var) = pair.split_once(':').ok_or_else(|| {
@@ -212,6 +226,13 @@ impl HttpRag {
         &self.url
     }
 
+    /// The URL (without secrets) that answered the last question answered after a redirect,
+    /// if any was: where the answers came from when it is not [`HttpRag::url`]. A redirect to
+    /// another origin is never followed when the spec sends `headers`.
+    pub fn redirected_to(&self) -> Option<String> {
+        self.client.redirected_to()
+    }
+
     /// The request body for one query.
     fn request(&self, id: &str, query: &str) -> Value {
         match &self.body {
@@ -233,6 +254,35 @@ impl HttpRag {
             cache.put_response(PROVIDER, &self.url, &(), &body, &response, None)?;
         }
         Ok(response)
+    }
+
+    /// The answer to query `id` that the cache holds, read as [`HttpRag::ask`] reads one;
+    /// `None` when there is no cache or it lacks the response. Nothing is sent: a dry run
+    /// counts what a run would ask the service with it.
+    pub fn cached(&self, id: &str, query: &str) -> Result<Option<ServiceAnswer>> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        let hit = match cache.get_response(PROVIDER, &self.url, &(), &self.request(id, query)) {
+            Ok(hit) => hit,
+            // A replaying cache's miss is an error; here it only means "not cached".
+            Err(Error::CacheMiss { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(hit) = hit else {
+            return Ok(None);
+        };
+        let line = self
+            .read(id, &hit.response)
+            .map_err(|message| Error::Http {
+                endpoint: format!("POST {}", crate::redact::redact_url(&self.url)),
+                status: None,
+                message: format!("query `{id}` (cached): {message}"),
+            })?;
+        Ok(Some(ServiceAnswer {
+            id: id.to_owned(),
+            line,
+        }))
     }
 
     /// Asks the service about query `id` and reads its answer and contexts.

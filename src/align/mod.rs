@@ -3,7 +3,8 @@
 //!
 //! Labels are read from a labels file, one JSON line per query,
 //! `{"id": "q1", "labels": {"faithfulness": 1}}`, or from a dataset whose rows carry
-//! `outputs.labels`. A value is a number, `true`/`false` or `"pass"`/`"fail"` (1 and 0). They
+//! `outputs.labels`. A value is a number in [0, 1] (the scale of every metric's figures; a 1–5
+//! grade is refused, not taken as it is), `true`/`false` or `"pass"`/`"fail"` (1 and 0). They
 //! are put into the run ([`RunResult::labels`]) under the run's name of the metric, so any
 //! per-query metric can be labelled, judged or not. A line may also carry `notes`, an object of
 //! metric names to a person's text (`rag-eval serve --labels` writes them); the statistics
@@ -196,6 +197,13 @@ impl Labels {
                         )))
                     }
                 };
+                // Every metric's figures, judged or not, are in [0, 1]: a label on another
+                // scale (a 1–5 grade) would be compared and corrected as if it were a figure.
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(err(format!(
+                        "query `{id}`: label `{metric}` is {v}, outside [0, 1], the scale of every metric's figures; write a grade on another scale onto it (1–5: (grade − 1) / 4)"
+                    )));
+                }
                 figures.push((metric.clone(), v));
             }
             if by_id.insert(id.clone(), Figures(figures)).is_some() {
@@ -894,6 +902,34 @@ mod tests {
         );
         let unknown = Labels::parse("{\"id\":\"z\",\"labels\":{\"m\":1}}", "l".into()).unwrap();
         assert_eq!(unknown.apply(&mut r), ["z"]);
+    }
+
+    /// A 1–5 grade on a metric whose figures are in [0, 1] is refused where it is written: it
+    /// would be corrected as a figure ("corrected 3.55" for a metric bounded by 1).
+    #[test]
+    fn labels_outside_the_figures_scale_are_refused() {
+        let bad = |text: &str| {
+            Labels::parse(text, "l.jsonl".into())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = bad(
+            "{\"id\":\"a\",\"labels\":{\"rouge_l\":1}}\n{\"id\":\"b\",\"labels\":{\"rouge_l\":4}}",
+        );
+        assert!(
+            e.starts_with("l.jsonl:2: query `b`: label `rouge_l` is 4, outside [0, 1]"),
+            "{e}"
+        );
+        assert!(bad("{\"id\":\"a\",\"outputs\":{\"labels\":{\"m\":-0.5}}}")
+            .contains("is -0.5, outside [0, 1]"));
+        assert!(bad("{\"id\":\"a\",\"labels\":{\"m\":1.0000001}}").contains("outside [0, 1]"));
+        // The ends of the scale are labels.
+        let ends = Labels::parse(
+            "{\"id\":\"a\",\"labels\":{\"m\":0,\"n\":1.0,\"o\":0.25}}",
+            "l.jsonl".into(),
+        )
+        .unwrap();
+        assert_eq!(ends.label("a", "n"), Some(1.0));
     }
 
     #[test]

@@ -187,6 +187,8 @@ impl<R: ?Sized> Answering<'_, R> {
 /// The generator and judges of one `eval --answers` run.
 pub(super) struct AnswerRun {
     generator: LlmGenerator<Arc<dyn LlmClient>>,
+    /// The generator's HTTP client, whose retries the summary counts.
+    generator_http: HttpClient,
     /// The generator's model, as the server names it.
     model: String,
     /// The judges, with a judge model.
@@ -211,20 +213,16 @@ impl AnswerRun {
             Some(dry) => dry.counted(llm, kind, model),
             None => llm,
         };
-        let generator = LlmGenerator::new(counted(
-            client(
-                model,
-                &a.base_url,
-                &a.api_key_env,
-                cache,
-                timeout,
-                concurrency,
-                send,
-            )?
-            .0,
-            "generator",
+        let (generator, generator_http) = client(
             model,
-        ));
+            &a.base_url,
+            &a.api_key_env,
+            cache,
+            timeout,
+            concurrency,
+            send,
+        )?;
+        let generator = LlmGenerator::new(counted(generator, "generator", model));
         let judging = match &a.judge.judge_model {
             Some(m) => {
                 let url = a.judge.judge_url.as_deref().unwrap_or(&a.base_url);
@@ -245,6 +243,7 @@ impl AnswerRun {
         };
         Ok(AnswerRun {
             generator,
+            generator_http,
             model: model.clone(),
             judging,
         })
@@ -373,11 +372,13 @@ impl AnswerRun {
         }
     }
 
-    /// Tokens and judge counts, one line each, for stderr.
+    /// The generator's HTTP retries and tokens, and the judges' counts, one line each, for
+    /// stderr.
     pub fn usage_lines(&self) -> String {
         let u = self.generator.usage();
         let mut s = format!(
-            "generator: {} tokens ({} prompt, {} completion)\n",
+            "generator: {} HTTP retries, {} tokens ({} prompt, {} completion)\n",
+            self.generator_http.stats().retries,
             u.total(),
             u.prompt_tokens,
             u.completion_tokens

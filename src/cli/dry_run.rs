@@ -6,8 +6,10 @@
 //! is counted (under the name its prompt version gives) and answered from the record/replay
 //! cache when it holds it (a cached call costs nothing: counted apart), else refused, so that no
 //! request leaves the process. A retriever's remote embedder is asked nothing either: its texts
-//! are looked up in the cache, and the retrieval runs only when it calls nothing. The format is
-//! in `docs/reference/commands.md`.
+//! are looked up in the cache, and the retrieval runs only when it calls nothing. A service's
+//! responses (`eval --rag`) are looked up in the cache too, and the judges judge the cached
+//! answers. The cache is only read: a dry run creates and writes no file. The format is in
+//! `docs/reference/commands.md`.
 
 use super::answering::{AnswerRun, Counter};
 use super::judging::Judging;
@@ -404,8 +406,8 @@ pub(super) struct Setting<'a> {
     pub judging: Option<&'a Judging>,
     /// The answer metrics' embedder, when there is one (`answer_similarity`).
     pub embedder: Option<AnswerEmbedder>,
-    /// The system under test's spec, when each query asks it (`eval --rag`).
-    pub rag: Option<String>,
+    /// The system under test, when each query asks it (`eval --rag`).
+    pub rag: Option<Service>,
     /// A retriever's remote embedder (`eval`).
     pub retrieval: Option<&'a Embedding>,
 }
@@ -421,6 +423,33 @@ impl Setting<'_> {
             retrieval: None,
         }
     }
+}
+
+/// The system under test of `eval --rag` in a dry run.
+pub(super) struct Service {
+    /// Its spec, as it prints it.
+    pub spec: String,
+    /// The queries whose response the cache holds: the run would not send them.
+    pub cached: HashSet<String>,
+}
+
+/// The context of a dry run with the cache `text` names (`--cache`): the file opened to be
+/// read only, since a dry run records nothing, and no cache in `rw` mode while there is no file
+/// (it would hold nothing): a dry run never creates the cache file. `off`, and `replay` of a
+/// missing file, are as a run has them.
+pub(super) fn cache_context(text: &str) -> Result<Context> {
+    use crate::spec::Kind;
+    let spec = Spec::parse(Kind::Cache, text)?;
+    let mode: CacheMode = spec.name().parse()?;
+    let path = camino::Utf8PathBuf::from(spec.text("path").unwrap_or(crate::cache::DEFAULT_PATH));
+    Ok(match mode {
+        CacheMode::Off => Context::new(),
+        CacheMode::ReadWrite if !path.is_file() => Context::new(),
+        // Replay reads the file without a write, and its misses count as calls.
+        CacheMode::ReadWrite | CacheMode::Replay => {
+            Context::new().with_cache(Arc::new(Cache::open(path, CacheMode::Replay)?))
+        }
+    })
 }
 
 /// The embedder of `answer_similarity` and `answer_relevancy` in a dry run.
@@ -667,11 +696,16 @@ impl DryRun {
                 e.batch,
             ));
         }
-        if let Some(spec) = &s.rag {
+        if let Some(service) = &s.rag {
+            let cached = rows
+                .iter()
+                .filter(|r| service.cached.contains(r.input.query_id))
+                .count() as u64;
             calls.push(Calls {
                 kind: "rag",
-                name: spec.clone(),
-                calls: rows.len() as u64,
+                name: service.spec.clone(),
+                calls: rows.len() as u64 - cached,
+                cached,
                 ..Calls::default()
             });
         }

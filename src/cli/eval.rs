@@ -75,6 +75,11 @@ pub(super) struct EvalArgs {
     /// Do not record the runs in the run store (`RAG_EVAL_RUNS=off` does the same).
     #[arg(long)]
     no_record: bool,
+    /// A short name for the runs in the run store, reports and comparisons (e.g. the system
+    /// or the change evaluated); with several --chunker, each run's name is followed by its
+    /// chunker. Without it each run is named by its chunker.
+    #[arg(long)]
+    label: Option<String>,
     #[command(flatten)]
     answers: AnswerArgs,
     #[command(flatten)]
@@ -98,6 +103,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             timeout: a.timeout,
             json: a.json,
             no_record: a.no_record,
+            label: a.label.clone(),
             labels: a.labels.clone(),
             embedder: a.embedder.clone(),
             judge: a.answers.judge.clone(),
@@ -131,6 +137,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         };
     let context = match &a.cache {
         None => Context::new(),
+        Some(text) if a.dry.dry_run => super::dry_run::cache_context(text)?,
         Some(text) => with_cache(Context::new(), text)?,
     }
     .with_limit(a.timeout.limit());
@@ -190,6 +197,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     }
     let mut results = Vec::new();
     let mut records = Vec::new();
+    let several = chunkers.len() > 1;
     for (label, chunker) in chunkers {
         let spent_before = context.cache().map(|c| c.embedding_stats());
         let generated_before = answering.as_ref().map(AnswerRun::generator_usage);
@@ -250,7 +258,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         let mut record = RunRecord::new("eval", a.dataset.as_str(), result.scores.clone())
             .with_corpus(&corpus, Some(a.corpus.corpus.as_str()))
             .with_timings(&result.timings);
-        record.label = Some(label.clone());
+        record.label = Some(match &a.label {
+            Some(name) if several => format!("{name} {label}"),
+            Some(name) => name.clone(),
+            None => label.clone(),
+        });
         if let Some(cache) = &a.cache {
             record.config.extra.insert("cache".into(), cache.clone());
         }

@@ -53,6 +53,29 @@ pub(super) struct PullArgs {
     corpus: CorpusArgs,
     #[command(flatten)]
     timeout: super::TimeoutArgs,
+    #[command(flatten)]
+    max_rows: MaxRowsArgs,
+}
+
+/// `--max-rows`, shared by the commands that read LangSmith's listings.
+#[derive(Args, Clone, Copy)]
+pub(super) struct MaxRowsArgs {
+    /// Most items one LangSmith listing may hold (a dataset's examples, an experiment's runs,
+    /// the feedback on them); a server that lists more fails the command, so pages that never
+    /// end cannot run or fill the memory for ever
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = langsmith::DEFAULT_MAX_ROWS as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    max_rows: u64,
+}
+
+impl MaxRowsArgs {
+    fn apply(self, client: LangSmith) -> LangSmith {
+        client.with_max_rows(usize::try_from(self.max_rows).unwrap_or(usize::MAX))
+    }
 }
 
 /// `--langsmith-*` options of `rag-eval eval`.
@@ -123,8 +146,12 @@ pub(super) fn push(a: PushArgs) -> Result<()> {
 }
 
 /// The LangSmith experiment `name` as a run record (origin `langsmith`, labelled by the name).
-pub(super) fn pull_experiment(name: &str, timeout: super::TimeoutArgs) -> Result<RunRecord> {
-    let client = client(timeout)?;
+pub(super) fn pull_experiment(
+    name: &str,
+    timeout: super::TimeoutArgs,
+    max_rows: MaxRowsArgs,
+) -> Result<RunRecord> {
+    let client = max_rows.apply(client(timeout)?);
     let result = pollster::block_on(langsmith::fetch_experiment(&client, name))
         .with_context(|| format!("cannot pull LangSmith experiment `{name}`"))?;
     let dataset = result
@@ -140,7 +167,7 @@ pub(super) fn pull_experiment(name: &str, timeout: super::TimeoutArgs) -> Result
 pub(super) fn pull(a: PullArgs, out: &mut Output) -> Result<()> {
     crate::dataset::destination::check_output(&a.output, &[], Some(&a.corpus.corpus))?;
     let corpus = a.corpus.load()?;
-    let client = client(a.timeout)?;
+    let client = a.max_rows.apply(client(a.timeout)?);
     let pulled = pollster::block_on(langsmith::pull(&client, &a.name))
         .with_context(|| format!("cannot pull LangSmith dataset `{}`", a.name))?;
     if pulled.rows == 0 {

@@ -140,9 +140,9 @@ const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// `--timeout`, shared by the commands that call a server (a language model, LangSmith).
 #[derive(Args, Clone, Copy)]
 struct TimeoutArgs {
-    /// Seconds one request to a server (language model, LangSmith, and the embedders,
-    /// rerankers and stores of specs) may take in all, its retries and the waits between them
-    /// included; then the command fails naming the request (1 to 86400).
+    /// Seconds one request to a server (language model, LangSmith, a RAG service, and the
+    /// embedders, rerankers and stores of specs) may take in all, its retries and the waits
+    /// between them included; then the command fails naming the request (1 to 86400).
     #[arg(
         long,
         value_name = "SECS",
@@ -253,6 +253,17 @@ fn error_message(e: &anyhow::Error) -> String {
 
 fn render_table(title: &str, means: &metrics::Figures, stds: &metrics::Figures) -> String {
     format!("{title}\n{}", crate::eval::metric_table(means, stds))
+}
+
+/// `run`'s headline and means, each judged mean with how many of the queries it covers
+/// ([`metrics::RunResult::coverage`]).
+fn render_run_table(run: &metrics::RunResult) -> String {
+    let counts: Vec<_> = run.metrics.names().map(|n| run.coverage(n)).collect();
+    format!(
+        "{}\n{}",
+        run.headline(),
+        crate::eval::metric_table_counted(&run.metrics, &run.std, &counts)
+    )
 }
 
 #[cfg(test)]

@@ -55,6 +55,8 @@ enum RunsCommand {
         experiment: String,
         #[command(flatten)]
         timeout: super::TimeoutArgs,
+        #[command(flatten)]
+        max_rows: super::langsmith::MaxRowsArgs,
     },
     /// Add the runs of JSON-lines files (from `export`) to the store; runs already stored are
     /// left as they are.
@@ -236,8 +238,9 @@ pub(super) fn run(a: RunsArgs, out: &mut Output) -> Result<()> {
         RunsCommand::Pull {
             experiment,
             timeout,
+            max_rows,
         } => {
-            let record = super::langsmith::pull_experiment(&experiment, timeout)?;
+            let record = super::langsmith::pull_experiment(&experiment, timeout, max_rows)?;
             store.put(&record)?;
             out.text(&format!(
                 "stored LangSmith experiment `{experiment}` ({} queries) as run {} in `{}`\n",

@@ -5,7 +5,7 @@ mod answers;
 mod conversations;
 
 use super::output::Output;
-use super::render_table;
+use super::{render_run_table, render_table};
 use crate::corpus::Corpus;
 use crate::dataset::retrieved::{load_chunk_spans, ReadItem, Retrieved};
 use crate::dataset::{self, AnyDataset, Dataset};
@@ -122,6 +122,8 @@ pub(super) struct RagRun {
     pub timeout: super::TimeoutArgs,
     pub json: bool,
     pub no_record: bool,
+    /// The run's name in the run store (`--label`).
+    pub label: Option<String>,
     pub labels: Option<Utf8PathBuf>,
     /// Embedder spec for `answer_similarity` and `answer_relevancy`.
     pub embedder: Option<String>,
@@ -164,7 +166,7 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         conversations: None,
         json: r.json,
         no_record: r.no_record,
-        label: None,
+        label: r.label,
         labels: r.labels,
         dry: r.dry,
     };
@@ -277,7 +279,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if a.json {
         out.json_line(&card)?;
     } else {
-        out.text(&render_table(&card.headline(), &card.metrics, &card.std))?;
+        out.text(&render_run_table(&card))?;
     }
     let record = dataset_record(
         &a,

@@ -126,6 +126,11 @@ pub struct MetricComparison {
     /// figures are over (fewer than the comparison's `queries` when some run has no figure).
     #[serde(default)]
     pub queries: usize,
+    /// Whether some run's figures of it are a judge's (a query holds a judgement of it): its
+    /// means are over the `queries` every judge scored, of the comparison's `queries`, and say
+    /// so beside them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judged: bool,
     /// Each run's mean and standard deviation, baseline first.
     pub runs: Vec<RunFigure>,
     /// Each run after the first against the baseline.
@@ -268,6 +273,8 @@ struct Aligned<'a> {
     metrics: Vec<String>,
     values: Vec<Vec<Vec<Option<f64>>>>,
     people: Vec<Vec<Vec<Option<f64>>>>,
+    /// Per metric: whether some run holds a judgement of it.
+    judged: Vec<bool>,
     ids: Vec<&'a str>,
     text: Vec<Option<&'a str>>,
     difficulty: Vec<Option<&'a str>>,
@@ -368,10 +375,63 @@ impl Comparison {
             metrics_untested,
             by_difficulty,
         };
+        comparison.check_finite()?;
         if options.judge_corrected {
             comparison.check_labels(&aligned)?;
         }
         Ok(comparison)
+    }
+
+    /// Refuses a comparison with a mean, standard deviation, difference or interval that is
+    /// not finite: per-query figures are checked, but finite ones can add up to an infinity
+    /// (1e308 and 1e308), which would print as `inf ± inf` and gate as a difference.
+    fn check_finite(&self) -> Result<(), CompareError> {
+        let groups = std::iter::once((None, &self.metrics)).chain(
+            self.by_difficulty
+                .iter()
+                .map(|g| (Some(g.difficulty.as_str()), &g.metrics)),
+        );
+        for (difficulty, metrics) in groups {
+            for m in metrics.iter() {
+                let metric = || match difficulty {
+                    Some(label) => format!("{} over `{label}` queries", m.metric),
+                    None => m.metric.clone(),
+                };
+                let mut figures: Vec<(&String, &'static str, f64)> = Vec::new();
+                for r in &m.runs {
+                    figures.push((&r.label, "mean", r.mean));
+                    figures.push((&r.label, "standard deviation", r.std));
+                }
+                for d in &m.vs_baseline {
+                    figures.push((&d.label, "difference from the baseline", d.difference));
+                    figures.push((&d.label, "interval of the difference", d.ci[0]));
+                    figures.push((&d.label, "interval of the difference", d.ci[1]));
+                    if let Some(j) = &d.judge_corrected {
+                        let e = &j.estimate;
+                        figures.push((&d.label, "judge-corrected difference", e.difference));
+                        figures.push((
+                            &d.label,
+                            "interval of the judge-corrected difference",
+                            e.ci[0],
+                        ));
+                        figures.push((
+                            &d.label,
+                            "interval of the judge-corrected difference",
+                            e.ci[1],
+                        ));
+                    }
+                }
+                if let Some(&(run, what, value)) = figures.iter().find(|(_, _, v)| !v.is_finite()) {
+                    return Err(CompareError::NonFiniteFigure {
+                        run: run.clone(),
+                        metric: metric(),
+                        what,
+                        value,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The metrics on which a run is significantly worse than the baseline: a negative mean
@@ -633,6 +693,14 @@ fn align<'a>(
         }
         values.push(per_metric);
     }
+    let judged = metrics
+        .iter()
+        .map(|m| {
+            runs.iter()
+                .flat_map(|(_, r)| &r.per_query)
+                .any(|q| q.judges.iter().any(|j| j.metric == *m))
+        })
+        .collect();
     let mut text = Vec::with_capacity(ids.len());
     let mut difficulty = Vec::with_capacity(ids.len());
     for id in &ids {
@@ -648,6 +716,7 @@ fn align<'a>(
             metrics,
             values,
             people,
+            judged,
             ids,
             text,
             difficulty,
@@ -878,6 +947,7 @@ fn compare_rows(
         out.push(MetricComparison {
             metric: a.metrics[m].clone(),
             queries: paired.len(),
+            judged: a.judged[m],
             runs,
             vs_baseline,
         });

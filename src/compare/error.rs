@@ -82,6 +82,24 @@ pub enum CompareError {
         /// `NaN` or `infinite`.
         problem: &'static str,
     },
+    /// A figure the comparison computed from finite per-query figures is not finite: they are
+    /// too large to add up (1e308 twice is infinite), so no mean, interval or test of them
+    /// means anything.
+    #[error(
+        "run `{run}`: the {what} of {metric} is {value}, not a finite number: its per-query \
+         figures are too large to add up, so {metric} cannot be compared"
+    )]
+    NonFiniteFigure {
+        /// The run's label.
+        run: String,
+        /// The metric (`… over `label` queries` within a difficulty label).
+        metric: String,
+        /// Which figure, in words: `mean`, `standard deviation`, `difference from the
+        /// baseline`, `interval of the difference` or their judge-corrected forms.
+        what: &'static str,
+        /// The figure (`inf`, `-inf` or `NaN`).
+        value: f64,
+    },
     /// Judge correction was asked for and no compared metric has a person's label in any run.
     #[error(
         "judge-corrected comparison: no compared query of any run carries a person's label; \

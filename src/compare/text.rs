@@ -57,7 +57,7 @@ impl Comparison {
             );
         }
         s.push('\n');
-        s.push_str(&table(&self.metrics, alpha));
+        s.push_str(&table(&self.metrics, self.queries, alpha));
         s.push_str(&partial(
             &self.metrics,
             &self.metrics_untested,
@@ -103,7 +103,7 @@ impl Comparison {
                 t(&g.difficulty),
                 g.queries
             );
-            s.push_str(&table(&g.metrics, alpha));
+            s.push_str(&table(&g.metrics, g.queries, alpha));
             s.push_str(&partial(
                 &g.metrics,
                 &g.metrics_untested,
@@ -116,7 +116,10 @@ impl Comparison {
     }
 }
 
-fn table(metrics: &[MetricComparison], alpha: f64) -> String {
+/// Per metric and run the mean ± std, with `n of N` queries beside it where the metric is
+/// judged or covers fewer than the `queries` compared; per run after the baseline the
+/// difference, its interval and tests.
+fn table(metrics: &[MetricComparison], queries: usize, alpha: f64) -> String {
     let mut rows: Vec<[String; 8]> = vec![[
         "metric".into(),
         "run".into(),
@@ -132,7 +135,11 @@ fn table(metrics: &[MetricComparison], alpha: f64) -> String {
             let mut row = [
                 if i == 0 { t(&m.metric) } else { String::new() },
                 t(&r.label),
-                format!("{:.4} ± {:.4}", r.mean, r.std),
+                if m.judged || m.queries < queries {
+                    format!("{:.4} ± {:.4} ({} of {queries})", r.mean, r.std, m.queries)
+                } else {
+                    format!("{:.4} ± {:.4}", r.mean, r.std)
+                },
                 String::new(),
                 String::new(),
                 String::new(),

@@ -443,7 +443,12 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         let mut reports = reports().lock().unwrap_or_else(|e| e.into_inner());
         reports.push(text + note);
     };
-    let mut means = crate::eval::metric_table(&outcome.metrics, &outcome.std);
+    let counts: Vec<_> = outcome
+        .metrics
+        .names()
+        .map(|n| outcome.coverage(n))
+        .collect();
+    let mut means = crate::eval::metric_table_counted(&outcome.metrics, &outcome.std, &counts);
     let mut note = String::new();
     problems.extend(thresholds(case, &outcome, answers.as_deref()));
     problems.extend(disagreements(
@@ -856,7 +861,17 @@ fn unusable_judges(answers: &answers::AnswerReport) -> Vec<String> {
 /// Every bar the means of `o` miss, described as [`thresholds`] does; a judged figure that
 /// is missing is explained by the judge's failures in `answers`.
 fn missed_bars(bars: &[Bar], o: &Outcome, answers: Option<&answers::AnswerReport>) -> Vec<String> {
-    let mut problems = Vec::new();
+    // Finite per-query figures can add up to an infinity (1e308 twice), which passes every
+    // lower bar and no snapshot sees as a drop: such a mean fails the case whatever its bars.
+    let mut problems: Vec<String> = o
+        .metrics
+        .0
+        .iter()
+        .filter(|(_, v)| !v.is_finite())
+        .map(|(name, v)| {
+            format!("the mean of {name} is {v}, not a finite number: its per-query figures are too large to add up")
+        })
+        .collect();
     for bar in bars {
         let metric = &*bar.metric;
         let Some(i) = bar.index_in(&o.metrics) else {
@@ -889,7 +904,7 @@ fn missed_bars(bars: &[Bar], o: &Outcome, answers: Option<&answers::AnswerReport
             continue;
         };
         let (name, value) = (&o.metrics.0[i].0, o.metrics.0[i].1);
-        if bar.passes(value) {
+        if bar.passes(value) || !value.is_finite() {
             continue;
         }
         let mut worst: Vec<(f64, &str, &str)> = o

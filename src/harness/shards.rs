@@ -579,6 +579,45 @@ mod tests {
         assert_eq!(again.answers, merged.answers);
     }
 
+    /// Figures of 1e308 merge to a mean of inf, which passes a lower bar and rises against any
+    /// snapshot: the gate fails it instead, whatever the bars.
+    #[test]
+    fn a_mean_that_is_not_finite_fails_the_gate() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let mut d = description();
+        d.bars = vec!["recall=0.5".parse().unwrap()];
+        let rows: Vec<(String, Row)> = ["q1", "q2", "q3", "q4"]
+            .map(|id| {
+                let result = query(id, 1e308);
+                (
+                    id.to_owned(),
+                    Row {
+                        result,
+                        answer: None,
+                    },
+                )
+            })
+            .to_vec();
+        write(store.as_ref(), "g", "case", "a", &d, &rows).unwrap();
+        let verdict = gate(store.as_ref(), "g", &[], dir.path())
+            .unwrap()
+            .remove(0);
+        assert_eq!(verdict.reported, 4);
+        assert!(
+            verdict.problems.iter().any(|p| p
+                == "the mean of recall@3 is inf, not a finite number: its per-query figures are too large to add up"),
+            "{:?}",
+            verdict.problems
+        );
+        // The bar itself says nothing more of it.
+        assert!(
+            !verdict.problems.iter().any(|p| p.contains("the bar")),
+            "{:?}",
+            verdict.problems
+        );
+    }
+
     #[test]
     fn max_invalid_share_is_checked_over_the_whole_group() {
         let dir = tempfile::tempdir().unwrap();

@@ -245,6 +245,23 @@ impl Criteria {
 
     /// What is wrong with the criterion, if anything.
     fn problem(&self) -> std::result::Result<(), String> {
+        self.faults().map_err(|(_, message)| message)
+    }
+
+    /// What is wrong with the criterion, if anything, and which part of it: a file's error
+    /// names that part's own line.
+    fn faults(&self) -> std::result::Result<(), (Part, String)> {
+        self.name_problem().map_err(|e| (Part::Name, e))?;
+        if self.criteria.trim().is_empty() {
+            return Err((Part::Criterion, "the criterion says nothing".into()));
+        }
+        if self.inputs.is_empty() {
+            return Err((Part::Inputs, "the judge must see at least one input".into()));
+        }
+        self.scale.check().map_err(|e| (Part::Scale, e))
+    }
+
+    fn name_problem(&self) -> std::result::Result<(), String> {
         let n = &self.name;
         let well_formed = n.len() <= 63
             && n.starts_with(|c: char| c.is_ascii_lowercase())
@@ -261,13 +278,7 @@ impl Criteria {
                 "`{n}` is a built-in metric; give the criterion another name"
             ));
         }
-        if self.criteria.trim().is_empty() {
-            return Err("the criterion says nothing".into());
-        }
-        if self.inputs.is_empty() {
-            return Err("the judge must see at least one input".into());
-        }
-        self.scale.check()
+        Ok(())
     }
 
     /// The version: the first 16 hex digits of the SHA-256 of the criterion's content.
@@ -314,6 +325,8 @@ impl Criteria {
             ));
         }
         let (mut name, mut scale, mut inputs) = (None, None, None);
+        // The line of each header key, for the errors about its value.
+        let mut at = std::collections::BTreeMap::new();
         let mut body_from = None;
         for (i, line) in lines.by_ref() {
             let line = line.trim();
@@ -328,6 +341,15 @@ impl Criteria {
                 .split_once(':')
                 .ok_or_else(|| err(i + 1, format!("`{line}` is not `key: value`")))?;
             let value = value.trim();
+            let part = match key.trim() {
+                "name" => Some(Part::Name),
+                "scale" => Some(Part::Scale),
+                "inputs" => Some(Part::Inputs),
+                _ => None,
+            };
+            if let Some(part) = part {
+                at.insert(part, i + 1);
+            }
             match key.trim() {
                 "name" => name = Some(value.to_owned()),
                 "scale" => scale = Some(Scale::parse(value).map_err(|e| err(i + 1, e))?),
@@ -382,7 +404,15 @@ impl Criteria {
             inputs: inputs.unwrap_or_else(|| vec![CriteriaInput::Question, CriteriaInput::Answer]),
             scale,
         };
-        c.problem().map_err(|e| err(1, e))?;
+        c.faults().map_err(|(part, e)| {
+            let line = match part {
+                // The criterion's first line after the header (its line 1 when it is empty).
+                Part::Criterion => body_from + 1,
+                // `inputs:` left out is the default, which is never empty.
+                part => at.get(&part).copied().unwrap_or(1),
+            };
+            err(line, e)
+        })?;
         Ok(c)
     }
 
@@ -391,6 +421,15 @@ impl Criteria {
         let path = path.as_ref();
         Self::parse(&crate::corpus::read_utf8(path)?, path.as_str())
     }
+}
+
+/// A part of a criterion, for the line an error about it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    Name,
+    Criterion,
+    Inputs,
+    Scale,
 }
 
 /// A list item's text without its `1.`, `-` or `*` marker.
@@ -731,6 +770,32 @@ mod tests {
         assert!(e("---\nname: Cites\nscale: pass/fail\n---\nx").contains("lowercase"));
         assert!(e("---\nname: faithfulness\nscale: pass/fail\n---\nx").contains("built-in"));
         assert!(e("---\nname: x\nscale: pass/fail\n---\n  \n").contains("says nothing"));
+    }
+
+    /// An error about a header value names the line of its key, not the header's first line.
+    #[test]
+    fn value_errors_name_their_own_line() {
+        let e = |text: &str| Criteria::parse(text, "c.md").unwrap_err().to_string();
+        let name = e("---\n# a comment\ninputs: answer\nname: Cites\nscale: pass/fail\n---\nx");
+        assert!(
+            name.starts_with("c.md:4:") && name.contains("lowercase"),
+            "{name}"
+        );
+        let builtin = e("---\nscale: pass/fail\n\nname: faithfulness\n---\nx");
+        assert!(builtin.starts_with("c.md:4:"), "{builtin}");
+        let range = e("---\nname: x\n\nscale: 5-1\n---\nx");
+        assert!(
+            range.starts_with("c.md:4:") && range.contains("must go up"),
+            "{range}"
+        );
+        let category = e("---\nname: x\nscale: a = 2, b = 0\n---\nx");
+        assert!(
+            category.starts_with("c.md:3:") && category.contains("[0, 1]"),
+            "{category}"
+        );
+        // The criterion itself: the first line after the header.
+        let empty = e("---\nname: x\nscale: pass/fail\n---\n  \n");
+        assert!(empty.starts_with("c.md:5:"), "{empty}");
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub const ENDPOINT_ENV: &str = "LANGSMITH_ENDPOINT";
 /// Examples the server returns per page at most.
 const PAGE: usize = 100;
 
+/// The default of [`LangSmith::with_max_rows`]: 250,000 items in one listing.
+pub const DEFAULT_MAX_ROWS: usize = 250_000;
+
 /// A client of LangSmith's REST API. Cheap to clone.
 ///
 /// ```no_run
@@ -31,6 +34,8 @@ const PAGE: usize = 100;
 #[derive(Debug, Clone)]
 pub struct LangSmith {
     http: HttpClient,
+    /// Most items one listing reads (see [`LangSmith::with_max_rows`]).
+    max_rows: usize,
 }
 
 /// A dataset as the server describes it.
@@ -191,7 +196,22 @@ impl LangSmith {
     pub fn new(config: HttpConfig) -> Result<Self> {
         Ok(LangSmith {
             http: HttpClient::new(config)?,
+            max_rows: DEFAULT_MAX_ROWS,
         })
+    }
+
+    /// Reads at most `max` items in one listing (the datasets, a dataset's examples, an
+    /// experiment's runs, the feedback on them), [`DEFAULT_MAX_ROWS`] by default; a listing
+    /// that would hold more is an error naming the limit. A server that hands out a new cursor
+    /// or page for ever, or pages of items without ids, so ends instead of filling the memory.
+    pub fn with_max_rows(mut self, max: usize) -> Self {
+        self.max_rows = max.max(1);
+        self
+    }
+
+    /// The most items one listing reads.
+    pub fn max_rows(&self) -> usize {
+        self.max_rows
     }
 
     /// The underlying HTTP client (its statistics count retries).
@@ -236,7 +256,7 @@ impl LangSmith {
 
     /// Every dataset of the workspace.
     pub async fn list_datasets(&self) -> Result<Vec<RemoteDataset>> {
-        self.paginated("/datasets", &[]).await
+        self.paginated("/datasets", &[], 0).await
     }
 
     /// Deletes a dataset and its examples.
@@ -274,7 +294,7 @@ impl LangSmith {
 
     /// Every example of a dataset, page by page, in the server's order.
     pub async fn list_examples(&self, dataset_id: &str) -> Result<Vec<RemoteExample>> {
-        self.paginated("/examples", &[("dataset", dataset_id)])
+        self.paginated("/examples", &[("dataset", dataset_id)], 0)
             .await
     }
 
@@ -400,9 +420,18 @@ impl LangSmith {
         let mut body = serde_json::json!({"session": [session_id], "limit": PAGE});
         let mut all = Vec::new();
         let mut cursors = std::collections::HashSet::new();
+        let mut pages = 0;
         loop {
             let page: Value = self.http.post_json("/runs/query", &body).await?;
+            pages += 1;
             if let Some(runs) = page["runs"].as_array() {
+                self.room(
+                    reqwest::Method::POST,
+                    "/runs/query",
+                    "runs",
+                    all.len() + runs.len(),
+                    pages,
+                )?;
                 all.extend(runs.iter().cloned());
             }
             match page["cursors"]["next"].as_str() {
@@ -435,27 +464,57 @@ impl LangSmith {
         }
     }
 
+    /// Fails when a listing would hold `held` items after `pages` pages (of one request),
+    /// more than [`LangSmith::max_rows`]: before they are kept.
+    fn room(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        what: &str,
+        held: usize,
+        pages: usize,
+    ) -> Result<()> {
+        if held <= self.max_rows {
+            return Ok(());
+        }
+        Err(Error::Http {
+            endpoint: self.http.endpoint(&method, path),
+            status: None,
+            message: format!(
+                "the server listed more than {} {what} (after {pages} pages), the most one \
+                 listing reads (--max-rows); raise the limit if so many are expected",
+                self.max_rows
+            ),
+        })
+    }
+
     /// Every feedback on these runs.
     pub async fn list_feedback(&self, run_ids: &[String]) -> Result<Vec<Value>> {
         let mut all = Vec::new();
-        // A few dozen ids per request keep the URL short.
+        // A few dozen ids per request keep the URL short; the limit is for them all.
         for ids in run_ids.chunks(40) {
             let params: Vec<(&str, &str)> = ids.iter().map(|id| ("run", id.as_str())).collect();
-            all.extend(self.paginated::<Value>("/feedback", &params).await?);
+            let more = self
+                .paginated::<Value>("/feedback", &params, all.len())
+                .await?;
+            all.extend(more);
         }
         Ok(all)
     }
 
     /// Reads a list endpoint with `offset`/`limit` paging until a short page. A full page
     /// whose items (by `id`) were all read before is an error: the server ignores `offset`
-    /// and would answer the same page for ever.
+    /// and would answer the same page for ever. With the `before` items of the same listing
+    /// read already, at most [`LangSmith::max_rows`] in all.
     async fn paginated<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
         params: &[(&str, &str)],
+        before: usize,
     ) -> Result<Vec<T>> {
         let mut all = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let mut pages = 0;
         loop {
             let offset = all.len().to_string();
             let limit = PAGE.to_string();
@@ -464,7 +523,16 @@ impl LangSmith {
             p.push(("limit", &limit));
             let page_path = path_with(path, &p);
             let page: Vec<Value> = self.http.get_json(&page_path).await?;
+            pages += 1;
             let n = page.len();
+            let what = path.trim_start_matches('/');
+            self.room(
+                reqwest::Method::GET,
+                path,
+                what,
+                before + all.len() + n,
+                pages,
+            )?;
             let mut fresh = 0;
             for item in page {
                 // Items without an id cannot be told apart; they count as new.

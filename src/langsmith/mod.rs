@@ -33,7 +33,7 @@ mod journal;
 
 pub use client::{
     is_conflict, LangSmith, NewExample, NewFeedback, NewRun, RemoteDataset, RemoteExample, Session,
-    API_KEY_ENV, DEFAULT_ENDPOINT, ENDPOINT_ENV,
+    API_KEY_ENV, DEFAULT_ENDPOINT, DEFAULT_MAX_ROWS, ENDPOINT_ENV,
 };
 pub use dataset::{pull, push, row_of, rows_of, Pulled, PushReport, RESERVED_KEY};
 pub use experiment::{fetch_experiment, Experiment, UploadReport};

@@ -251,6 +251,23 @@ impl RunConfig {
     pub fn retriever_spec(&self) -> Option<&str> {
         self.spec.as_deref().or(self.retriever.as_deref())
     }
+
+    /// The spec of the RAG service a run of `rag-eval eval --rag` asked.
+    pub fn rag_spec(&self) -> Option<&str> {
+        self.extra.get("rag").map(String::as_str)
+    }
+
+    /// What the run evaluated, as the tables that list runs name it: the retriever's spec
+    /// ([`RunConfig::retriever_spec`]), else the RAG service's ([`RunConfig::rag_spec`]), else
+    /// the file `rag-eval score` read (`answers FILE`, `retrieved FILE`, `run FILE`).
+    pub fn system(&self) -> Option<String> {
+        if let Some(spec) = self.retriever_spec().or(self.rag_spec()) {
+            return Some(spec.to_owned());
+        }
+        ["answers", "retrieved", "run"]
+            .iter()
+            .find_map(|key| Some(format!("{key} {}", self.extra.get(*key)?)))
+    }
 }
 
 /// A whole run's results: means, population standard deviations and per-query figures, with
@@ -355,6 +372,23 @@ impl RunResult {
                 }
             }
         }
+    }
+
+    /// How many queries have a figure of `metric` (`n`) and how many the run has (`N`), when a
+    /// mean must say so beside it: the metric is judged (a query holds a judgement of it: the
+    /// judge may have scored only some) or some query has no figure of it. `None` otherwise.
+    pub fn coverage(&self, metric: &str) -> Option<(usize, usize)> {
+        let n = self
+            .per_query
+            .iter()
+            .filter(|q| q.metrics.get(metric).is_some())
+            .count();
+        let judged = || {
+            self.per_query
+                .iter()
+                .any(|q| q.judges.iter().any(|j| j.metric == metric))
+        };
+        (n < self.per_query.len() || judged()).then_some((n, self.per_query.len()))
     }
 
     /// The first figure that is NaN or infinite (a mean, a standard deviation, a query's or a
@@ -510,6 +544,64 @@ mod tests {
         assert_eq!(groups["hard"].queries, 2);
         assert_eq!(groups["hard"].metrics.get("span_recall@5"), Some(0.75));
         assert_eq!(groups["unlabelled"].metrics.get("mrr"), Some(1.0));
+    }
+
+    /// A judge that scored 1 of 5 queries (4 invalid): its mean says so beside it, as does a
+    /// judged mean over all of them; a retrieval metric over every query does not.
+    #[test]
+    fn a_judged_mean_says_how_many_queries_it_covers() {
+        use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, QueryJudgement};
+        let judgement = |id: &str, metric: &str, score: Option<f64>| QueryJudgement {
+            metric: metric.into(),
+            query_id: id.into(),
+            samples: vec![JudgeSample {
+                sample: 0,
+                status: if score.is_some() {
+                    JudgeStatus::Ok
+                } else {
+                    JudgeStatus::Invalid
+                },
+                score,
+                details: JudgeDetails::None,
+                message: None,
+                kind: None,
+                usage: Default::default(),
+            }],
+        };
+        let queries = (0..5)
+            .map(|i| {
+                let id = format!("q{i}");
+                let faithful = (i == 0).then_some(1.0 / 3.0);
+                let mut query = q(&id, None, &[("mrr", 1.0), ("polite", 1.0)]);
+                if let Some(v) = faithful {
+                    query.metrics.0.push(("faithfulness".into(), v));
+                }
+                query.judges = vec![
+                    judgement(&id, "faithfulness", faithful),
+                    judgement(&id, "polite", Some(1.0)),
+                ];
+                query
+            })
+            .collect();
+        let names = ["mrr", "faithfulness", "polite"].map(String::from).to_vec();
+        let r = RunResult::from_queries(ResultLevel::Token, names, queries);
+        assert_eq!(r.coverage("faithfulness"), Some((1, 5)));
+        assert_eq!(r.coverage("polite"), Some((5, 5)));
+        assert_eq!(r.coverage("mrr"), None);
+        let counts: Vec<_> = r.metrics.names().map(|n| r.coverage(n)).collect();
+        assert_eq!(
+            crate::eval::metric_table_counted(&r.metrics, &r.std, &counts),
+            "metric            mean       std  queries\n\
+             mrr             1.0000    0.0000\n\
+             faithfulness    0.3333    0.0000  1 of 5\n\
+             polite          1.0000    0.0000  5 of 5\n"
+        );
+        // Without any count, the table is as it was.
+        assert_eq!(
+            crate::eval::metric_table_counted(&r.metrics, &r.std, &[None, None, None]),
+            crate::eval::metric_table(&r.metrics, &r.std)
+        );
+        assert!(!crate::eval::metric_table(&r.metrics, &r.std).contains("queries"));
     }
 
     #[test]

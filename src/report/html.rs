@@ -161,10 +161,10 @@ fn swatch(i: usize) -> String {
 }
 
 fn runs(s: &mut String, report: &Report) {
-    s.push_str("<section id=\"runs\"><h2>Runs</h2><table><thead><tr><th title=\"the run's short name in the query table\">#</th><th>run</th><th>level</th><th>k</th><th>mode</th><th>queries</th><th>retriever</th><th>dataset</th><th>dataset hash</th></tr></thead><tbody>\n");
+    s.push_str("<section id=\"runs\"><h2>Runs</h2><table><thead><tr><th title=\"the run's short name in the query table\">#</th><th>run</th><th>level</th><th>k</th><th>mode</th><th>queries</th><th title=\"the retriever's spec, the RAG service's, or the file scored\">system</th><th>dataset</th><th>dataset hash</th></tr></thead><tbody>\n");
     for (i, (label, r)) in report.runs.iter().enumerate() {
         let config = r.config.as_ref();
-        let retriever = config.and_then(|c| c.retriever_spec()).unwrap_or("—");
+        let system = config.and_then(|c| c.system());
         let _ = writeln!(
             s,
             "<tr><td>{}</td><td>{}{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
@@ -176,7 +176,7 @@ fn runs(s: &mut String, report: &Report) {
             r.k.map_or("—".into(), |k| k.to_string()),
             r.mode.map_or("—".into(), |m| m.to_string()),
             r.queries,
-            esc(retriever),
+            esc(system.as_deref().unwrap_or("—")),
             esc(config.and_then(|c| c.dataset.as_deref()).unwrap_or("—")),
             esc(r.dataset_hash.as_deref().unwrap_or("—"))
         );
@@ -275,6 +275,12 @@ fn metrics(s: &mut String, report: &Report, analysis: &Analysis) {
                 continue;
             };
             let _ = write!(s, "<td class=\"num\">{m:.4} ± {sd:.4}");
+            if let Some((covered, of)) = r.coverage(n) {
+                let _ = write!(
+                    s,
+                    "<br><span class=\"muted\">over {covered} of {of} queries</span>"
+                );
+            }
             if let Some(d) = analysis.difference(i, n) {
                 let class = if !d.significant(alpha) {
                     "muted"

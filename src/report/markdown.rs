@@ -10,16 +10,12 @@ pub(crate) fn render(report: &Report) -> String {
     let mut s = format!("## {}\n\n", cell(&report.title));
     let analysis = Analysis::of(report);
     let alpha = report.alpha();
-    s.push_str("| run | level | k | mode | queries | retriever |\n|---|---|---:|---|---:|---|\n");
+    s.push_str("| run | level | k | mode | queries | system | dataset hash |\n|---|---|---:|---|---:|---|---|\n");
     for (i, (label, r)) in report.runs.iter().enumerate() {
-        let retriever = r
-            .config
-            .as_ref()
-            .and_then(|c| c.retriever_spec())
-            .unwrap_or("—");
+        let system = r.config.as_ref().and_then(|c| c.system());
         let _ = writeln!(
             s,
-            "| {}{} | {} | {} | {} | {} | {} |",
+            "| {}{} | {} | {} | {} | {} | {} | {} |",
             cell(label),
             if i == 0 && report.runs.len() > 1 {
                 " (baseline)"
@@ -30,7 +26,8 @@ pub(crate) fn render(report: &Report) -> String {
             r.k.map_or("—".into(), |k| k.to_string()),
             r.mode.map_or("—".into(), |m| m.to_string()),
             r.queries,
-            cell(retriever)
+            cell(system.as_deref().unwrap_or("—")),
+            cell(r.dataset_hash.as_deref().unwrap_or("—"))
         );
     }
     let _ = write!(
@@ -53,6 +50,9 @@ pub(crate) fn render(report: &Report) -> String {
                 continue;
             };
             let _ = write!(s, " {m:.4} ± {sd:.4}");
+            if let Some((covered, of)) = r.coverage(&n) {
+                let _ = write!(s, " over {covered} of {of} queries");
+            }
             if let Some(d) = analysis.difference(i, &n) {
                 let _ = write!(
                     s,

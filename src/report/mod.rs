@@ -48,6 +48,25 @@ use crate::error::{Error, ReportError, Result};
 use crate::metrics::{QueryResult, RunResult};
 use camino::Utf8Path;
 
+/// The first metric of `run` whose stored mean, or the mean of its per-query figures, is not
+/// finite: finite figures can add up to an infinity (1e308 twice), and the report draws
+/// intervals and differences from them.
+fn non_finite_mean(run: &RunResult) -> Option<(String, f64)> {
+    run.metrics.0.iter().find_map(|(name, stored)| {
+        let (sum, count) = run
+            .per_query
+            .iter()
+            .filter_map(|q| q.metrics.get(name))
+            .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+        let value = if stored.is_finite() {
+            sum / count.max(1) as f64
+        } else {
+            *stored
+        };
+        (!value.is_finite()).then(|| (name.clone(), value))
+    })
+}
+
 /// The significance level a report marks by default, as `rag-eval compare --alpha`'s default.
 pub const DEFAULT_ALPHA: f64 = 0.05;
 
@@ -84,14 +103,23 @@ pub struct Report {
 
 impl Report {
     /// A report of `runs` (label, result), the first the baseline. At least one run; labels
-    /// must differ, as they name the runs in every table.
+    /// must differ, as they name the runs in every table; every mean, as stored and as its
+    /// per-query figures give it, must be finite ([`ReportError::NonFiniteMean`]).
     pub fn new(runs: Vec<(String, RunResult)>) -> Result<Report> {
         if runs.is_empty() {
             return Err(ReportError::NoRuns.into());
         }
-        for (i, (label, _)) in runs.iter().enumerate() {
+        for (i, (label, run)) in runs.iter().enumerate() {
             if runs[..i].iter().any(|(l, _)| l == label) {
                 return Err(ReportError::SameLabel(label.clone()).into());
+            }
+            if let Some((metric, value)) = non_finite_mean(run) {
+                return Err(ReportError::NonFiniteMean {
+                    run: label.clone(),
+                    metric,
+                    value: value.to_string(),
+                }
+                .into());
             }
         }
         Ok(Report {
@@ -423,5 +451,78 @@ pub fn record_label(record: &crate::runs::RunRecord) -> String {
     match &record.label {
         Some(l) => format!("{l} {}", record.id.as_str()),
         None => record.id.as_str().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Figures, ResultLevel};
+
+    fn run(values: &[f64]) -> RunResult {
+        let per_query = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| QueryResult {
+                id: format!("q{i}"),
+                metrics: Figures(vec![("rouge_l".into(), *v)]),
+                ..QueryResult::default()
+            })
+            .collect();
+        RunResult::from_queries(ResultLevel::Token, vec!["rouge_l".into()], per_query)
+    }
+
+    /// Figures of 1e308 are finite, their mean is not: the report refuses the run rather than
+    /// draw `inf`.
+    #[test]
+    fn a_mean_that_is_not_finite_is_refused() {
+        let mut huge = run(&[1e308, 1e308, 0.5]);
+        // As a run file can hold it: a finite mean beside the figures.
+        huge.metrics.0[0].1 = 0.5;
+        let err = Report::new(vec![("ok".into(), run(&[0.5, 1.0])), ("huge".into(), huge)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("run `huge`: the mean of rouge_l is inf, not a finite number: its per-query figures are too large to add up"),
+            "{err}"
+        );
+        // A stored mean that per-query figures do not back is refused alike.
+        let mut stored = run(&[0.5, 1.0]);
+        stored.metrics.0[0].1 = f64::NEG_INFINITY;
+        let err = Report::new(vec![("s".into(), stored)])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the mean of rouge_l is -inf"), "{err}");
+        assert!(Report::new(vec![("ok".into(), run(&[0.5, 1.0]))]).is_ok());
+    }
+
+    /// A judge that scored 1 of 5 queries: the report says so beside its mean, in Markdown
+    /// and HTML; a mean over every query says nothing more.
+    #[test]
+    fn a_judged_mean_says_how_many_queries_it_covers() {
+        let mut r = run(&[0.5, 1.0, 0.5, 1.0, 0.5]);
+        for q in &mut r.per_query {
+            q.judges.push(crate::metrics::QueryJudgement {
+                metric: "faithfulness".into(),
+                query_id: q.id.clone(),
+                samples: Vec::new(),
+            });
+        }
+        r.per_query[0]
+            .metrics
+            .0
+            .push(("faithfulness".into(), 1.0 / 3.0));
+        r.add_means(&["faithfulness".into()]);
+        let report = Report::new(vec![("judged".into(), r)]).unwrap();
+        let markdown = report.markdown();
+        assert!(
+            markdown.contains("| faithfulness | 0.3333 ± 0.0000 over 1 of 5 queries |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("| rouge_l | 0.7000 ± 0.2449 |"),
+            "{markdown}"
+        );
+        assert!(report.html().contains("over 1 of 5 queries</span>"));
     }
 }

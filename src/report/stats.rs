@@ -167,14 +167,22 @@ mod tests {
             "{}",
             report.markdown()
         );
-        // A figure that is not a number: no comparison, and why.
+        // A figure that is not a number: no report (its mean is not one either).
         let nan = run(&[("q1", f64::NAN), ("q2", 0.5), ("q3", 0.0)]);
-        let report = Report::new(vec![("a".into(), base), ("b".into(), nan)]).unwrap();
+        let err = Report::new(vec![("a".into(), base.clone()), ("b".into(), nan)]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("run `b`: the mean of recall@5 is NaN"),
+            "{err}"
+        );
+        // Runs the comparison refuses: no comparison, and why.
+        let twice = run(&[("q1", 1.0), ("q1", 0.5), ("q3", 0.0)]);
+        let report = Report::new(vec![("a".into(), base), ("b".into(), twice)]).unwrap();
         assert!(Analysis::of(&report).comparison.is_none());
         let md = report.markdown();
         // Escaped as Markdown: the backticks of the reason are text.
         assert!(
-            md.contains("The runs are not compared: run \\`b\\`, query \\`q1\\`: recall@5 is NaN"),
+            md.contains("The runs are not compared: run \\`b\\` has query \\`q1\\` twice"),
             "{md}"
         );
         assert!(!md.contains("Δ"), "{md}");

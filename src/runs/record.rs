@@ -303,6 +303,9 @@ pub struct RunSummary {
     /// The retriever's spec ([`RunConfig::retriever_spec`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retriever: Option<String>,
+    /// The RAG service's spec, for a run of `eval --rag` ([`RunConfig::rag_spec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rag: Option<String>,
     /// The ground truth's level.
     pub level: ResultLevel,
     /// The cut-off.
@@ -334,6 +337,7 @@ impl RunSummary {
             dataset: String::new(),
             dataset_hash: None,
             retriever: None,
+            rag: None,
             level: ResultLevel::Token,
             k: None,
             queries: 0,
@@ -397,8 +401,9 @@ impl RunRecord {
     }
 
     /// The run's result as reports and comparisons take it: with the record's configuration,
-    /// and the record's dataset path and corpus size where the configuration has none
-    /// (`score` runs).
+    /// the record's dataset path and corpus size where the configuration has none (`score`
+    /// runs), and the record's dataset hash where the result has none (`eval --rag` and
+    /// `score --answers` runs).
     pub fn into_result(self) -> RunResult {
         let mut result = self.result;
         let mut config = self.config;
@@ -407,6 +412,9 @@ impl RunRecord {
         }
         if config.corpus_documents.is_none() {
             config.corpus_documents = self.corpus.map(|c| c.documents);
+        }
+        if result.dataset_hash.is_none() {
+            result.dataset_hash = self.dataset.hash;
         }
         result.config = Some(config);
         result
@@ -476,6 +484,7 @@ impl RunRecord {
             dataset: self.dataset.path.clone(),
             dataset_hash: self.dataset.hash.clone(),
             retriever: self.config.retriever_spec().map(str::to_owned),
+            rag: self.config.rag_spec().map(str::to_owned),
             level: self.result.level,
             k: self.result.k,
             queries: self.result.queries,

@@ -38,6 +38,7 @@ pub fn list_table(runs: &[RunSummary]) -> String {
                 r.label
                     .clone()
                     .or_else(|| r.retriever.clone())
+                    .or_else(|| r.rag.clone())
                     .unwrap_or_else(|| "-".into()),
                 dataset,
                 r.k.map_or_else(|| r.level.to_string(), |k| format!("{} k={k}", r.level)),
@@ -194,7 +195,11 @@ pub fn describe(run: &RunRecord) -> String {
         s,
         "\n{}\n{}",
         r.headline(),
-        crate::eval::metric_table(&escaped_names(&r.metrics), &escaped_names(&r.std))
+        crate::eval::metric_table_counted(
+            &escaped_names(&r.metrics),
+            &escaped_names(&r.std),
+            &r.metrics.names().map(|n| r.coverage(n)).collect::<Vec<_>>()
+        )
     );
     #[cfg(feature = "compare")]
     s.push_str(&crate::align::corrected_text(r));
@@ -243,8 +248,9 @@ fn escaped_names(figures: &Figures) -> Figures {
 
 /// Run records from JSON lines (`rag-eval runs export`'s output): blank lines are skipped, and
 /// a line that is not a record, whose query count is not the number of queries it holds
-/// figures of, or whose `created` is not a time up to now (a record dated in the future would
-/// stay `latest` for good), is an error naming `source` and the line.
+/// figures of, whose means are not those of its per-query figures (or not finite), or whose
+/// `created` is not a time up to now (a record dated in the future would stay `latest` for
+/// good), is an error naming `source` and the line.
 pub fn read_jsonl(text: &str, source: &Utf8Path) -> Result<Vec<RunRecord>> {
     // A day of slack for clocks that disagree.
     let latest_allowed = super::provenance::rfc3339_from_ms(
@@ -282,9 +288,40 @@ pub fn read_jsonl(text: &str, source: &Utf8Path) -> Result<Vec<RunRecord>> {
                     r.per_query.len()
                 )));
             }
+            if let Some(problem) = means_against_rows(r) {
+                return Err(fail(format!("run `{}`: {problem}", run.id)));
+            }
             Ok(run)
         })
         .collect()
+}
+
+/// Where a run's stored means are not what its per-query figures give (a query without a
+/// figure left out, 0 with none, as [`RunResult::from_queries`] computes them), or what they
+/// give is not finite: the first such metric, in words. A store keeps the means it is given and
+/// every list, comparison and gate reads them.
+///
+/// [`RunResult::from_queries`]: crate::metrics::RunResult::from_queries
+fn means_against_rows(r: &crate::metrics::RunResult) -> Option<String> {
+    r.metrics.0.iter().find_map(|(name, stored)| {
+        let values: Vec<f64> = r.per_query.iter().filter_map(|q| q.metrics.get(name)).collect();
+        let recomputed = crate::metrics::mean_std(&values).0;
+        if !recomputed.is_finite() {
+            return Some(format!(
+                "the mean of `{name}` over its {} per-query figures is {recomputed}, not a finite number",
+                values.len()
+            ));
+        }
+        // Written and read back, a mean is the same number; another tool's sum may differ in
+        // the last digits.
+        let close = (stored - recomputed).abs() <= 1e-9 * recomputed.abs().max(1.0);
+        (!close).then(|| {
+            format!(
+                "the stored mean of `{name}` is {stored}, but its {} per-query figures give {recomputed}",
+                values.len()
+            )
+        })
+    })
 }
 
 #[cfg(test)]
@@ -365,6 +402,40 @@ mod tests {
                 .to_string();
             assert!(e.contains("which is no time up to now"), "{created}: {e}");
         }
+    }
+
+    /// A record whose means contradict its per-query figures, or whose figures add up to an
+    /// infinity, is refused with the metric and both means.
+    #[test]
+    fn imported_means_must_be_those_of_the_rows() {
+        let mut r = run();
+        // recall@5 over 1, 0 and 0.5 is 0.5.
+        r.result.metrics.0[0].1 = 0.9;
+        let e = read_jsonl(&r.to_json(), Utf8Path::new("in.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "in.jsonl:1: run `01HF7YAT000000000000000007`: the stored mean of `recall@5` is 0.9, but its 3 per-query figures give 0.5"
+        );
+        let mut r = run();
+        for q in &mut r.result.per_query {
+            q.metrics.0[1].1 = 1e308;
+        }
+        r.result.metrics.0[1].1 = 1e308;
+        let e = read_jsonl(&r.to_json(), Utf8Path::new("in.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "the mean of `mrr` over its 3 per-query figures is inf, not a finite number"
+            ),
+            "{e}"
+        );
+        // A mean in its last digits off, as another tool may sum, is the same mean.
+        let mut r = run();
+        r.result.metrics.0[0].1 = 0.5 + 1e-15;
+        assert!(read_jsonl(&r.to_json(), Utf8Path::new("in.jsonl")).is_ok());
     }
 
     #[test]

@@ -483,7 +483,7 @@ async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
     use crate::escape::html as esc;
     let runs = with_store(&store, |s| s.list()).await?;
     let mut page = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rag-eval runs</title><style>body{font:14px system-ui,sans-serif;margin:20px}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}</style></head><body><h1>rag-eval runs</h1>");
-    page.push_str("<p>Each run's report: its id. Several runs: <code>/report?run_ids=A,B</code>.</p><table><thead><tr><th>id</th><th>created</th><th>origin</th><th>label</th><th>dataset</th><th>retriever</th><th>queries</th></tr></thead><tbody>");
+    page.push_str("<p>Each run's report: its id. Several runs: <code>/report?run_ids=A,B</code>.</p><table><thead><tr><th>id</th><th>created</th><th>origin</th><th>label</th><th>dataset</th><th>system</th><th>queries</th></tr></thead><tbody>");
     for r in runs.iter().rev() {
         page.push_str(&format!(
             "<tr><td><a href=\"/runs/{id}/report\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
@@ -491,7 +491,7 @@ async fn index(State(store): State<Store>) -> Result<Html<String>, ApiError> {
             esc(&r.origin),
             esc(r.label.as_deref().unwrap_or("")),
             esc(&r.dataset),
-            esc(r.retriever.as_deref().unwrap_or("")),
+            esc(r.retriever.as_deref().or(r.rag.as_deref()).unwrap_or("")),
             r.queries,
             id = esc(r.id.as_str()),
         ));

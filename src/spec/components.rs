@@ -311,7 +311,7 @@ pub(crate) static RAGS: &[Component] = &[Component {
         Key::text("score", "score: its score field"),
         Key::text("headers", "none: Header-Name:ENV_VAR pairs separated by ;, values read from the environment"),
         Key::text("concurrency", "4: requests in flight"),
-        Key::text("timeout", "60: seconds a request may wait for the server"),
+        Key::text("timeout", "60: seconds one question may take in all, retries included (or --timeout, if shorter)"),
         Key::text("retries", "2: tries again after timeouts, 429 and 5xx"),
     ],
 }];

@@ -1582,3 +1582,48 @@ fn a_dry_run_looks_answer_similarity_s_texts_up_in_the_cache() {
     );
     assert_eq!(embeddings.posts(), posted, "a dry run sends nothing");
 }
+
+#[test]
+fn eval_answers_counts_the_generators_retries_and_never_retries_an_overflowing_context() {
+    use support::hostile::{HostileServer, Hostility};
+    let s = Setup::new();
+    let docs = s.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("a.md"),
+        "first second third 0123456789abcdefghijABCDEFGHIJ",
+    )
+    .unwrap();
+    // A generator down for its first request: one retry, counted beside its tokens.
+    let server = HostileServer::start(Hostility::Unavailable {
+        failures: 1,
+        body: completion("the cat sat", (3, 1)),
+    });
+    let out = s.answer("d.jsonl", &server.url("/v1"), &["--no-record"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("generator: 1 HTTP retries, 12 tokens"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.posts(), 4);
+
+    // llama-server's 500 for a prompt longer than its context, to a request alone with the
+    // server: the same on every try, so sent once.
+    let server = HostileServer::start(Hostility::Answer {
+        status: 500,
+        body: r#"{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}"#,
+    });
+    let out = s.answer(
+        "d.jsonl",
+        &server.url("/v1"),
+        &["--no-record", "--concurrency", "1"],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Context size has been exceeded") && out.stderr.contains("not retried"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.posts(), 1);
+}

@@ -1105,3 +1105,94 @@ fn scores_too_large_to_average_are_an_error_and_nothing_is_stored() {
         );
     }
 }
+
+#[test]
+fn a_listing_that_never_ends_stops_at_max_rows_with_an_error() {
+    use support::hostile::{HostileServer, Hostility, EXPERIMENT};
+    let (_dir, dir) = tempdir();
+    let store = dir.join("runs.sqlite");
+    // A new cursor, and 100 new runs, on every page.
+    let server = HostileServer::start(Hostility::FreshCursor);
+    let (code, err) = rag_eval_at(
+        &server.url(""),
+        &dir,
+        &[
+            "runs",
+            "--store",
+            store.as_str(),
+            "pull",
+            EXPERIMENT,
+            "--max-rows",
+            "1000",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("/runs/query")
+            && err.contains("more than 1000 runs (after 11 pages)")
+            && err.contains("--max-rows"),
+        "{err}"
+    );
+    assert_eq!(server.posts(), 11, "one page past the limit, no more");
+
+    // Pages of feedback without ids, whatever the offset: nothing tells them apart.
+    let server = HostileServer::start(Hostility::FeedbackWithoutIds);
+    let (code, err) = rag_eval_at(
+        &server.url(""),
+        &dir,
+        &[
+            "runs",
+            "--store",
+            store.as_str(),
+            "pull",
+            EXPERIMENT,
+            "--max-rows",
+            "1000",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("GET") && err.contains("more than 1000 feedback (after 11 pages)"),
+        "{err}"
+    );
+    // The default is documented and sane: the flag shows it.
+    let help = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["runs", "pull", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.contains("--max-rows <N>") && help.contains("[default: 250000]"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_redirect_to_another_origin_never_takes_the_api_key_along() {
+    use support::hostile::{HostileServer, Hostility, EXPERIMENT};
+    use support::{Reply, TestServer};
+    let (_dir, dir) = tempdir();
+    let store = dir.join("runs.sqlite");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    let other = TestServer::start(move |request| {
+        log.lock().unwrap().push(request);
+        Reply::json(200, &serde_json::json!([]))
+    });
+    let server = HostileServer::start(Hostility::RedirectTo(other.url("/sessions")));
+    let (code, err) = rag_eval_at(
+        &server.url(""),
+        &dir,
+        &["runs", "--store", store.as_str(), "pull", EXPERIMENT],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("307") && err.contains("another origin") && err.contains(&other.url("")),
+        "{err}"
+    );
+    assert!(!err.contains(KEY), "{err}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the other server was asked"
+    );
+}

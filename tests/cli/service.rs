@@ -1,7 +1,8 @@
 //! A RAG service evaluated as a black box (`http:url=…`): against a real service started here
 //! (`tests/support/rag_service.py`, Python's `http.server` over the bundled corpus), through
 //! the library and through `rag-eval eval --rag`, with its slow, failing and malformed answers,
-//! and replayed from the cache once the service is gone.
+//! and replayed from the cache once the service is gone; and against the hostile double, a
+//! service that never answers, redirects elsewhere or sends bodies without end.
 
 use crate::support::rag_service::{judge, qa_pairs, Service};
 use rag_eval::cache::{Cache, CacheMode};
@@ -323,4 +324,175 @@ fn eval_rag_scores_a_service_reports_gates_and_replays_without_it() {
     assert!(err.contains("0 misses"), "{err}");
     assert_eq!(again["metrics"], card["metrics"]);
     assert_eq!(again["per_query"], card["per_query"]);
+}
+
+/// `rag-eval` in the crate's folder with the run store off and `env` set, killed after 60 s:
+/// (exit code, stderr, seconds taken).
+fn cli_with_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, f64) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"));
+    command
+        .args(args)
+        .current_dir(root())
+        .env("RAG_EVAL_RUNS", "off")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().expect("the binary runs");
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("{args:?} still running after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = started.elapsed().as_secs_f64();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stderr).unwrap(),
+        took,
+    )
+}
+
+/// `eval --rag SPEC` over the bundled corpus and question/answer pairs written in `dir`, then
+/// `extra`.
+fn eval_rag(dir: &Path, spec: &str, extra: &[&str], env: &[(&str, &str)]) -> (i32, String, f64) {
+    let dataset = dir.join("qa.jsonl");
+    std::fs::write(&dataset, qa_pairs()).unwrap();
+    let mut args = vec![
+        "eval",
+        "--rag",
+        spec,
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--corpus",
+        "examples/data/corpus",
+    ];
+    args.extend(extra);
+    cli_with_env(&args, env)
+}
+
+#[test]
+fn a_service_that_never_answers_meets_the_deadline_of_the_cli_and_of_the_spec() {
+    use crate::support::hostile::{HostileServer, Hostility};
+    // It accepts every POST and never answers; its GETs (the client's liveness check) are
+    // answered at once, so it looks alive.
+    let server = HostileServer::start(Hostility::HangOnPost);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("http:url={}", server.url("/ask"));
+    let (code, err, took) = eval_rag(dir.path(), &spec, &["--timeout", "3"], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("deadline of 3s"), "{err}");
+    assert!(err.contains(&server.url("/ask")), "{err}");
+    assert!(took < 10.0, "{took} s");
+    // The spec's own key, shorter than --timeout's default.
+    let spec = format!("http:url={},timeout=2", server.url("/ask"));
+    let (code, err, took) = eval_rag(dir.path(), &spec, &[], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("deadline of 2s"), "{err}");
+    assert!(took < 9.0, "{took} s");
+    // What a `#[rag_eval]` case calls: the same deadline.
+    let rag = HttpRag::from_spec(&spec).unwrap();
+    let started = Instant::now();
+    let e = block_on(rag.answer("When?", None)).unwrap_err().to_string();
+    assert!(e.contains("deadline of 2s"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{e}");
+}
+
+/// A server that answers every question and keeps each request's headers.
+fn recording_service(
+    seen: Arc<std::sync::Mutex<Vec<crate::support::Request>>>,
+) -> crate::support::TestServer {
+    crate::support::TestServer::start(move |request| {
+        seen.lock().unwrap().push(request.clone());
+        crate::support::Reply::json(
+            200,
+            &serde_json::json!({"answer": "elsewhere", "contexts": []}),
+        )
+    })
+}
+
+#[test]
+fn a_redirect_to_another_origin_never_takes_the_services_headers_along() {
+    use crate::support::hostile::{HostileServer, Hostility};
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let other = recording_service(Arc::clone(&seen));
+    let server = HostileServer::start(Hostility::RedirectTo(other.url("/ask")));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "http:url={},headers=X-Api-Key:RAG_EVAL_TEST_REDIRECT_KEY,retries=0",
+        server.url("/ask")
+    );
+    let env = [("RAG_EVAL_TEST_REDIRECT_KEY", "svc-s3cret-key")];
+    let (code, err, _) = eval_rag(dir.path(), &spec, &[], &env);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("307") && err.contains("another origin") && err.contains(&other.url("/ask")),
+        "{err}"
+    );
+    assert!(!err.contains("svc-s3cret-key"), "{err}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the other server was asked"
+    );
+
+    // Without a configured header or key nothing secret goes along: the redirect is followed,
+    // and the output names the URL that answered.
+    let spec = format!("http:url={}", server.url("/ask"));
+    let (code, err, _) = eval_rag(dir.path(), &spec, &["--no-record"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "answered by {} after a redirect",
+            other.url("/ask")
+        )),
+        "{err}"
+    );
+    let asked = seen.lock().unwrap();
+    assert!(!asked.is_empty());
+    assert!(asked.iter().all(|r| r.header("x-api-key").is_none()));
+}
+
+#[test]
+fn a_token_given_as_the_user_name_of_the_url_is_not_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err, _) = eval_rag(
+        dir.path(),
+        "http:url=http://ghp_T0KENabc123@127.0.0.1:9/ask",
+        &[],
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("carries a user name or password"), "{err}");
+    assert!(!err.contains("ghp_T0KENabc123"), "{err}");
+    assert!(err.contains("http://***@127.0.0.1:9/ask"), "{err}");
+}
+
+#[test]
+fn endless_bodies_read_at_once_stop_at_the_process_budget() {
+    use crate::support::hostile::{HostileServer, Hostility};
+    let server = HostileServer::start(Hostility::EndlessBody);
+    let dir = tempfile::tempdir().unwrap();
+    // 16 bodies without end at once; alone, each would be cut at 64 MiB.
+    let spec = format!("http:url={},concurrency=16,retries=0", server.url("/ask"));
+    let env = [("RAG_EVAL_HTTP_MEMORY", "8MiB")];
+    let (code, err, took) = eval_rag(dir.path(), &spec, &[], &env);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("budget of 8388608 bytes for the whole process")
+            && err.contains("RAG_EVAL_HTTP_MEMORY"),
+        "{err}"
+    );
+    assert!(took < 30.0, "{took} s");
+    // A budget that is not a size is refused, naming the variable.
+    let env = [("RAG_EVAL_HTTP_MEMORY", "lots")];
+    let (code, err, _) = eval_rag(dir.path(), &spec, &[], &env);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("RAG_EVAL_HTTP_MEMORY") && err.contains("`lots` is not a size"),
+        "{err}"
+    );
 }

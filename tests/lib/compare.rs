@@ -211,6 +211,38 @@ fn refuses_what_it_cannot_compare() {
     assert_eq!(err.to_string(), "run `b` has query `q0` twice");
 }
 
+/// Finite figures that add up to an infinity (1e308 twice) are refused rather than printed as
+/// `inf ± inf` and gated as a difference.
+#[test]
+fn figures_too_large_to_add_up_are_refused() {
+    let (a, b) = pair();
+    let mut huge = b.clone();
+    for q in &mut huge.per_query {
+        q.metrics.0[1].1 = 1e308;
+    }
+    let err = Comparison::new(&[("a", &a), ("b", &huge)], &CompareOptions::default()).unwrap_err();
+    assert!(
+        matches!(&err, CompareError::NonFiniteFigure { run, what: "mean", .. } if run == "b"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "run `b`: the mean of mrr is inf, not a finite number: its per-query figures are too \
+         large to add up, so mrr cannot be compared"
+    );
+    // Means that are finite, a spread that is not: −1e308 against 1e308 on one query.
+    let (mut low, mut high) = (a.clone(), b.clone());
+    low.per_query[0].metrics.0[0].1 = -1e308;
+    high.per_query[0].metrics.0[0].1 = 1e308;
+    let err = Comparison::new(&[("a", &low), ("b", &high)], &CompareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("run `a`: the standard deviation of recall@5 is inf"),
+        "{err}"
+    );
+}
+
 #[test]
 fn metrics_missing_from_a_run_are_left_out_and_named() {
     let (a, mut b) = pair();
@@ -466,6 +498,14 @@ fn missing_figures_leave_queries_out_of_that_metric_only() {
         text.contains("answer_match: no test: 1 of 5 queries have a figure in every run; a test needs 2 (left out for a missing figure: a 3, b 3)"),
         "{text}"
     );
+    // Beside each mean, how many of the queries it is over, where it is not all of them.
+    let row = |metric: &str| -> &str {
+        text.lines()
+            .find(|l| l.starts_with(metric))
+            .unwrap_or_else(|| panic!("no row of {metric}: {text}"))
+    };
+    assert!(row("faithfulness").contains(" (3 of 5)"), "{text}");
+    assert!(!row("recall@5").contains(" of 5"), "{text}");
 
     // The JSON carries the counts, and reads back as it was.
     let v = serde_json::to_value(&c).unwrap();
@@ -474,8 +514,34 @@ fn missing_figures_leave_queries_out_of_that_metric_only() {
     assert_eq!(v["metrics"][0]["queries"], 5);
     assert!(v["metrics"][0]["runs"][0].get("missing").is_none());
     assert_eq!(v["metrics_untested"][0]["metric"], "answer_match");
+    // No query holds a judgement: no metric is marked judged.
+    assert!(v["metrics"][1].get("judged").is_none());
     let back: Comparison = serde_json::from_value(v).unwrap();
     assert_eq!(back, c);
+
+    // A judge's figures are marked, and their means say n of N even over every query.
+    let judged = |run: &RunResult| -> RunResult {
+        let mut r = run.clone();
+        for q in &mut r.per_query {
+            q.judges.push(rag_eval::metrics::QueryJudgement {
+                metric: "recall@5".into(),
+                query_id: q.id.clone(),
+                samples: Vec::new(),
+            });
+        }
+        r
+    };
+    let c = Comparison::new(
+        &[("a", &judged(&a)), ("b", &judged(&b))],
+        &CompareOptions::default(),
+    )
+    .unwrap();
+    assert!(c.metrics[0].judged && !c.metrics[1].judged);
+    let v = serde_json::to_value(&c).unwrap();
+    assert_eq!(v["metrics"][0]["judged"], true);
+    let text = c.to_text(0.05);
+    let recall = text.lines().find(|l| l.starts_with("recall@5")).unwrap();
+    assert!(recall.contains(" (5 of 5)"), "{text}");
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod chroma_mode;
 mod chunker_invariants;
 #[cfg(feature = "answers")]
 mod conversations;
+mod docs_pages;
 mod errors;
 mod eval;
 #[cfg(feature = "answers")]

@@ -108,7 +108,7 @@ const KEY: &str = "sk-test-9f8e7d6c5b4a39281706";
 
 /// Request `n` (from 0) of the faulty service misbehaves in a fixed pattern of period 20:
 /// two 500s (10 %), one 429, one answer slower than the client waits, one body cut short,
-/// one invalid JSON; the other 14 succeed.
+/// one body that ends mid-JSON (cut short, so retried); the other 14 succeed.
 fn fault_for(n: usize) -> Option<&'static str> {
     match n % 20 {
         1 | 11 => Some("500"),
@@ -1218,4 +1218,153 @@ async fn a_chat_server_down_for_a_moment_shows_as_one_http_retry_through_the_cac
     assert_eq!((client.http_retries(), server.posts()), (1, 2));
     client.complete(&request).await.unwrap();
     assert_eq!((client.http_retries(), server.posts()), (1, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_complete_answer_that_is_not_the_json_expected_is_not_retried() {
+    for body in [
+        "<html><body>Welcome to the portal</body></html>",
+        r#"{"object": "list", "results": []}"#,
+    ] {
+        let server = HostileServer::start(Hostility::Answer { status: 200, body });
+        let e = hostile_embedder(&server, |c| c);
+        let err = e.embed(&["x".to_owned()]).await.unwrap_err().to_string();
+        assert_eq!(server.posts(), 1, "{body}: retried: {err}");
+        assert!(
+            err.contains("200 OK") && err.contains("not retried"),
+            "{err}"
+        );
+        // The body's excerpt says what came back.
+        assert!(err.contains(&body[..20]), "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_that_no_retry_can_help_is_not_retried() {
+    // llama-server's answer to a prompt longer than its context.
+    let body = r#"{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}"#;
+    let server = HostileServer::start(Hostility::Answer { status: 500, body });
+    let chat = OpenAiChat::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .http(|c| quick(c).with_max_retries(5))
+        .build()
+        .unwrap();
+    let request = ChatRequest::new(vec![ChatMessage::user("a very long prompt")]);
+    let err = chat.complete(&request).await.unwrap_err().to_string();
+    assert_eq!(server.posts(), 1, "retried: {err}");
+    assert!(
+        err.contains("Context size has been exceeded") && err.contains("not retried"),
+        "{err}"
+    );
+    assert_eq!(chat.http_stats().retries, 0);
+}
+
+/// A server that answers anything `200 {}` and keeps what it was sent.
+fn recording_server(seen: Arc<Mutex<Vec<Request>>>) -> TestServer {
+    TestServer::start(move |request| {
+        seen.lock().unwrap().push(request);
+        Reply::json(200, &json!({}))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_provider_follows_a_redirect_to_another_origin_with_its_key() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let other = recording_server(Arc::clone(&seen));
+    let server = HostileServer::start(Hostility::RedirectTo(other.url("/elsewhere")));
+    let refused = |err: String| {
+        assert!(
+            err.contains("307") && err.contains("another origin") && err.contains(&other.url("")),
+            "{err}"
+        );
+    };
+    // OpenAI's embedder and chat, with a bearer key.
+    let e = hostile_embedder(&server, |c| c);
+    refused(e.embed(&["x".to_owned()]).await.unwrap_err().to_string());
+    let chat = OpenAiChat::builder("m")
+        .base_url(server.url("/v1"))
+        .api_key(ApiKey::new("k"))
+        .http(quick)
+        .build()
+        .unwrap();
+    let request = ChatRequest::new(vec![ChatMessage::user("hi")]);
+    refused(chat.complete(&request).await.unwrap_err().to_string());
+    // Azure's `api-key` header, which the HTTP stack itself would keep on another host.
+    let azure = OpenAiEmbedder::builder("m")
+        .azure(server.url(""), "emb", "2024-02-01")
+        .api_key(ApiKey::new("azure-k"))
+        .http(quick)
+        .build()
+        .unwrap();
+    refused(
+        azure
+            .embed(&["x".to_owned()])
+            .await
+            .unwrap_err()
+            .to_string(),
+    );
+    // Cohere's reranker.
+    let cohere = CohereReranker::builder("rerank-test")
+        .base_url(server.url(""))
+        .api_key(ApiKey::new("co-key"))
+        .http(quick)
+        .build()
+        .unwrap();
+    refused(
+        cohere
+            .rerank("q", candidates(), 2)
+            .await
+            .unwrap_err()
+            .to_string(),
+    );
+    // Chroma with a token header.
+    #[cfg(feature = "chroma")]
+    {
+        let config = quick(HttpConfig::new(server.url(""))).with_header("x-chroma-token", "ch-t");
+        let chroma = rag_eval::store::ChromaStore::with_http(config, "docs").unwrap();
+        refused(chroma.connect().await.unwrap_err().to_string());
+    }
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the other server was sent {} requests",
+        seen.lock().unwrap().len()
+    );
+
+    // Nothing configured to keep: the redirect is followed, and the client tells where the
+    // answer came from.
+    let plain = HttpClient::new(quick(HttpConfig::new(server.url("")))).unwrap();
+    let got: Value = plain.post_json("/x", &json!({})).await.unwrap();
+    assert_eq!(got, json!({}));
+    assert_eq!(plain.redirected_to(), Some(other.url("/elsewhere")));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_read_at_once_never_hold_more_than_the_shared_budget() {
+    use rag_eval::http::ResponseBudget;
+    let server = HostileServer::start(Hostility::EndlessBody);
+    let budget = Arc::new(ResponseBudget::new(2 << 20));
+    // 16 requests at once, each with a body without end, each alone allowed 64 MiB: without
+    // the budget they would hold 1 GiB.
+    let client = HttpClient::new(
+        quick(HttpConfig::new(server.url("")))
+            .with_concurrency(16)
+            .with_max_retries(0)
+            .with_response_budget(Arc::clone(&budget)),
+    )
+    .unwrap();
+    let body = json!({});
+    let calls = (0..16).map(|_| client.post_json::<_, Value>("/x", &body));
+    let errors = futures_util::future::join_all(calls).await;
+    for e in errors {
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("would hold more than the budget of 2097152 bytes for the whole process"),
+            "{e}"
+        );
+    }
+    assert!(budget.peak() <= 2 << 20, "{}", budget.peak());
+    assert!(budget.peak() > 1 << 20, "{}", budget.peak());
+    assert_eq!(server.posts(), 16, "not retried");
 }

@@ -1,8 +1,10 @@
 //! A server that sends what real servers will not: waits too long to represent, bodies without
 //! end or far too large, embedding vectors with huge or non-finite components, pagination that
-//! never advances, a request's `Authorization` header echoed back, and requests left unanswered
-//! while a health check is answered at once, and a server that throttles for a while (429) and
-//! counts the requests in flight it sees.
+//! never advances or never ends, a request's `Authorization` header echoed back, and requests
+//! left unanswered while a health check is answered at once, a server that throttles for a
+//! while (429) and counts the requests in flight it sees, redirects to another server, and
+//! the same answer (a 200 that is not the JSON expected, a 500 no retry can help) to every
+//! `POST`.
 //!
 //! Every `GET` that is not part of the LangSmith pagination (the liveness check of the HTTP
 //! client, `GET /health`) is answered `200 {}` at once, whatever the hostility, so that a server
@@ -47,6 +49,16 @@ pub enum Hostility {
     /// The `POST`s numbered (from 0) below `failures` are a 503; the others are answered
     /// `200` with `body`: a server down for a moment.
     Unavailable { failures: usize, body: Value },
+    /// Every request, whatever its method, is a `307` to this URL (another server).
+    RedirectTo(String),
+    /// LangSmith: `POST /runs/query` answers a full page of new runs with a new cursor every
+    /// time.
+    FreshCursor,
+    /// LangSmith: `/feedback` answers a full page of feedback without ids whatever the
+    /// `offset` (the runs are one short page).
+    FeedbackWithoutIds,
+    /// Every `POST` is answered with this status and body as they are.
+    Answer { status: u16, body: &'static str },
 }
 
 /// The hostile server; stops when dropped.
@@ -142,11 +154,20 @@ fn answer(hostility: &Hostility, request: &Request) -> Reply {
             )}}),
         ),
         Hostility::HangOnPost if post => Reply::Hang,
+        Hostility::RedirectTo(to) => Reply::Full {
+            status: 307,
+            headers: vec![("location".into(), to.clone())],
+            body: Vec::new(),
+            on_sent: None,
+        },
+        Hostility::Answer { status, body } if post => Reply::raw(*status, *body),
         Hostility::RepeatedCursor
         | Hostility::IgnoredOffset
         | Hostility::HugeScores
         | Hostility::Throttles { .. }
-        | Hostility::Unavailable { .. } => langsmith(hostility, request),
+        | Hostility::Unavailable { .. }
+        | Hostility::FreshCursor
+        | Hostility::FeedbackWithoutIds => langsmith(hostility, request),
         _ => Reply::json(200, &json!({})),
     }
 }
@@ -179,7 +200,11 @@ fn embeddings(request: &Request, component: &str) -> Reply {
 fn langsmith(hostility: &Hostility, request: &Request) -> Reply {
     let huge = matches!(hostility, Hostility::HugeScores);
     // A short page is the last; a full one asks for the next.
-    let size = if huge { 2 } else { PAGE };
+    let size = if huge || matches!(hostility, Hostility::FeedbackWithoutIds) {
+        2
+    } else {
+        PAGE
+    };
     let page = |make: &dyn Fn(usize) -> Value| -> Reply {
         Reply::json(200, &Value::Array((0..size).map(make).collect()))
     };
@@ -198,12 +223,28 @@ fn langsmith(hostility: &Hostility, request: &Request) -> Reply {
             json!({"id": uuid(i), "dataset_id": DATASET_ID,
                    "inputs": {"query": format!("question {i}")}, "outputs": {}, "metadata": {}})
         }),
+        ("GET", "/feedback") if matches!(hostility, Hostility::FeedbackWithoutIds) => Reply::json(
+            200,
+            &Value::Array(
+                (0..PAGE)
+                    .map(|i| json!({"run_id": uuid(i % 2), "key": "recall", "score": 1.0}))
+                    .collect(),
+            ),
+        ),
         ("GET", "/feedback") => page(&|i| {
             let score = if huge { 1e308 } else { 1.0 };
             json!({"id": uuid(1000 + i), "run_id": uuid(i), "key": "recall", "score": score})
         }),
         ("POST", "/runs/query") => {
-            let runs: Vec<Value> = (0..size)
+            // A new cursor names the page asked for next; its runs are new too.
+            let from = match request
+                .json()
+                .and_then(|b| b["cursor"].as_str().map(str::to_owned))
+            {
+                Some(cursor) => cursor.parse::<usize>().unwrap_or(0),
+                None => 0,
+            };
+            let runs: Vec<Value> = (from..from + size)
                 .map(|i| {
                     json!({"id": uuid(i), "inputs": {"query": format!("question {i}")},
                                 "extra": {"metadata": {"query_id": format!("q{i}")}}})
@@ -211,6 +252,7 @@ fn langsmith(hostility: &Hostility, request: &Request) -> Reply {
                 .collect();
             let next = match hostility {
                 Hostility::RepeatedCursor => json!("the-same-cursor"),
+                Hostility::FreshCursor => json!((from + size).to_string()),
                 _ => Value::Null,
             };
             Reply::json(200, &json!({"runs": runs, "cursors": {"next": next}}))

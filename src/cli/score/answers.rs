@@ -11,7 +11,7 @@ use crate::cli::dry_run::{self, DryRun};
 use crate::cli::eval::with_cache;
 use crate::cli::judging::Judging;
 use crate::cli::output::Output;
-use crate::cli::render_table;
+use crate::cli::render_run_table;
 use crate::cli::runtime;
 use crate::components::Context;
 use crate::corpus::Corpus;
@@ -83,6 +83,7 @@ pub(in crate::cli) fn run(
     };
     let context = match &a.cache {
         None => Context::new(),
+        Some(text) if a.dry.dry_run => dry_run::cache_context(text)?,
         Some(text) => with_cache(Context::new(), text)?,
     }
     .with_limit(a.timeout.limit());
@@ -138,9 +139,18 @@ pub(in crate::cli) fn run(
     let e = embedder.as_ref();
     let dataset = dataset::load(dataset_path)?;
     if dry_run {
-        let rag = match &source {
-            Source::Rag { spec, .. } => Some(crate::components::build_rag(spec, &context)?.spec()),
-            Source::File(_) => None,
+        // The service's answers the cache holds: not asked again, and judged as they are.
+        let (rag, from_service) = match &source {
+            Source::Rag { spec, .. } => {
+                let rag = crate::components::build_rag(spec, &context)?;
+                let queries = match &dataset {
+                    AnyDataset::Token(d) => id_queries(d),
+                    AnyDataset::Chunk(d) => id_queries(d),
+                };
+                let (service, answers) = cached_answers(&rag, &queries, corpus.as_ref())?;
+                (Some(service), Some(answers))
+            }
+            Source::File(_) => (None, None),
         };
         let setting = dry_run::Setting {
             judging: judging.as_ref(),
@@ -155,9 +165,14 @@ pub(in crate::cli) fn run(
             rag,
             ..dry_run::Setting::new(&a.dry)
         };
+        // A query the service would be asked has a one-word stand-in answer.
+        let (answers, stand_in) = match (&from_file, &from_service) {
+            (Some(file), _) => (Some(file), ""),
+            (None, service) => (service.as_ref(), "answer"),
+        };
         let plan = match &dataset {
-            AnyDataset::Token(d) => dry_plan(&dry, d, from_file.as_ref(), &setting)?,
-            AnyDataset::Chunk(d) => dry_plan(&dry, d, from_file.as_ref(), &setting)?,
+            AnyDataset::Token(d) => dry_plan(&dry, d, answers, stand_in, &setting)?,
+            AnyDataset::Chunk(d) => dry_plan(&dry, d, answers, stand_in, &setting)?,
         };
         return dry_run::print(&plan, a.json, out);
     }
@@ -173,8 +188,12 @@ pub(in crate::cli) fn run(
             let (answers, _) = runtime()?
                 .block_on(rag.ask_all(&queries, None))
                 .context("asking the system under test")?;
+            let by = match rag.redirected_to() {
+                Some(to) => format!(" (answered by {to} after a redirect)"),
+                None => String::new(),
+            };
             note!(
-                "asked {} for {} answers in {:.1} s",
+                "asked {}{by} for {} answers in {:.1} s",
                 crate::redact::redact_url(rag.url()),
                 queries.len(),
                 started.elapsed().as_secs_f64()
@@ -267,7 +286,7 @@ pub(in crate::cli) fn run(
             corrected: &corrected,
         })?;
     } else {
-        let mut text = render_table(&card.headline(), &card.metrics, &card.std);
+        let mut text = render_run_table(&card);
         if without_reference > 0 {
             text.push_str(&format!(
                 "{without_reference} of {} queries have no reference answer: the metrics that compare with one leave them out\n",
@@ -336,14 +355,11 @@ fn dry_plan<L: crate::level::Level>(
     dry: &DryRun,
     d: &Dataset<L>,
     answers: Option<&Answers>,
+    stand_in: &str,
     setting: &dry_run::Setting<'_>,
 ) -> Result<dry_run::Plan> {
     let empty = RagAnswer {
-        answer: if answers.is_some() {
-            String::new()
-        } else {
-            "answer".into()
-        },
+        answer: stand_in.to_owned(),
         contexts: Vec::new(),
     };
     let references = reference_texts(d);
@@ -478,6 +494,37 @@ fn score<L: ContextItems>(
         without_reference: s.without_reference,
         retrieval_not_measured: s.retrieval_not_measured,
     })
+}
+
+/// The answers to `queries` that `rag`'s cache holds (their contexts placed in `corpus`, as a
+/// run places them), and what a dry run counts of the service: the queries it would ask.
+fn cached_answers(
+    rag: &crate::service::HttpRag,
+    queries: &[(String, String)],
+    corpus: Option<&Corpus>,
+) -> Result<(dry_run::Service, Answers)> {
+    let mut cached = std::collections::HashSet::new();
+    let mut jsonl = String::new();
+    for (id, query) in queries {
+        if let Some(answer) = rag.cached(id, query)? {
+            jsonl.push_str(&answer.line.to_string());
+            jsonl.push('\n');
+            cached.insert(id.clone());
+        }
+    }
+    let source = format!(
+        "cached responses of {}",
+        crate::redact::redact_url(rag.url())
+    );
+    let mut answers = Answers::parse(&jsonl, source.into())?;
+    if let Some(corpus) = corpus {
+        answers.place_in(corpus);
+    }
+    let service = dry_run::Service {
+        spec: rag.spec(),
+        cached,
+    };
+    Ok((service, answers))
 }
 
 /// The `(id, query)` pairs of a dataset, in order.
