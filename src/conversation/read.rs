@@ -284,7 +284,8 @@ fn no_more(obj: &Map<String, Value>, at: &str, known: &str) -> std::result::Resu
 }
 
 /// A tool call `{"name", "args"}` (rag-eval's and ragas'; also `id`), or deepeval's
-/// `{"name", "input_parameters"}`; `args_field` names the arguments' field.
+/// `{"name", "input_parameters"}`; `args_fields` names the arguments' fields, and `strict`
+/// refuses any other field (rag-eval's format) rather than ignoring it (the others').
 fn tool_call(
     v: Value,
     at: &str,
