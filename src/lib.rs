@@ -78,6 +78,8 @@ pub mod cli;
 #[cfg(feature = "compare")]
 pub mod compare;
 pub mod components;
+#[cfg(feature = "answers")]
+pub mod conversation;
 pub mod corpus;
 pub mod dataset;
 pub mod digest;
@@ -210,6 +212,8 @@ pub mod reference {
     pub mod metrics {}
     #[doc = include_str!("../docs/reference/features.md")]
     pub mod features {}
+    #[doc = include_str!("../docs/reference/conversations.md")]
+    pub mod conversations {}
 }
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -311,8 +311,19 @@ fn read_line(line: &str) -> std::result::Result<Line, String> {
             ))
         }
     };
+    let (contexts, text) = read_contexts(contexts)?;
+    Ok((id, RagAnswer { answer, contexts }, text))
+}
+
+/// A line's contexts, and those given as text alone by index among them.
+pub(crate) type Contexts = (Vec<RetrievedChunk>, Vec<(usize, TextContext)>);
+
+/// Reads the retrieved contexts of a line, best first: placed chunks (`doc_id`, `start`,
+/// `end`, `text`) or text alone, which is returned by index too, to be placed in a corpus.
+/// Errors name the context (`` `contexts[2]`: missing field `text` ``).
+pub(crate) fn read_contexts(items: Vec<Value>) -> std::result::Result<Contexts, String> {
     let mut text = Vec::new();
-    let contexts = contexts
+    let contexts = items
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
@@ -372,7 +383,7 @@ fn read_line(line: &str) -> std::result::Result<Line, String> {
             Ok(chunk)
         })
         .collect::<std::result::Result<Vec<_>, String>>()?;
-    Ok((id, RagAnswer { answer, contexts }, text))
+    Ok((contexts, text))
 }
 
 /// What kind of JSON value `v` is, for messages: `a number`, `null`, …

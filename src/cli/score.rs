@@ -2,6 +2,7 @@
 //! run against qrels.
 
 mod answers;
+mod conversations;
 
 use super::output::Output;
 use super::{render_run_table, render_table};
@@ -18,7 +19,7 @@ use clap::Args;
 use std::collections::HashSet;
 
 #[derive(Args)]
-#[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels"]))]
+#[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "conversations"]))]
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
 #[command(group = clap::ArgGroup::new("judged").args(["answers"]))]
 pub(super) struct ScoreArgs {
@@ -91,6 +92,11 @@ pub(super) struct ScoreArgs {
     /// least two labelled queries gets its judge-corrected mean beside the raw one.
     #[arg(long, value_name = "FILE", requires = "answers")]
     labels: Option<Utf8PathBuf>,
+    /// Conversations JSONL (rag-eval's format, ragas' `EvaluationDataset.to_jsonl`, or
+    /// deepeval's conversational test cases): scores each one's tool calls against its
+    /// reference calls.
+    #[arg(long, value_name = "FILE")]
+    conversations: Option<Utf8PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -157,6 +163,7 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         skip_empty_truth: false,
         corpus: Some(r.corpus),
         glob: r.glob,
+        conversations: None,
         json: r.json,
         no_record: r.no_record,
         label: r.label,
@@ -171,6 +178,12 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
 }
 
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
+    if let Some(path) = &a.conversations {
+        if !a.k.is_empty() || a.label.is_some() || a.dry.dry_run {
+            bail!("--conversations takes --json and nothing else (-k, --label and --dry-run do not apply)");
+        }
+        return conversations::run(path, a.json, out);
+    }
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
         return score_trec(&a, qrels, run, out);
     }

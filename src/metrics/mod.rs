@@ -59,6 +59,7 @@ mod scorecard;
 mod set;
 mod similarity;
 mod span;
+pub mod tool_calls;
 
 // Re-exports of the built-in metrics go here, one line each.
 pub use bar::{Bar, Bound};

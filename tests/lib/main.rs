@@ -18,6 +18,8 @@ mod cache;
 mod chroma_mode;
 mod chunker_invariants;
 mod ci_guide;
+#[cfg(feature = "answers")]
+mod conversations;
 mod docs_pages;
 mod errors;
 mod eval;

@@ -1,0 +1,155 @@
+//! `rag-eval score --conversations FILE`: the tool calls of each conversation against its
+//! reference calls, with the agent metrics of `metrics::tool_calls`.
+
+use crate::cli::output::Output;
+use crate::conversation::{Conversation, Format, Reader};
+use crate::metrics::tool_calls::{self, Args, Order, Sequence};
+use crate::metrics::{mean_std, Figures, QueryResult};
+use anyhow::Result;
+use camino::Utf8Path;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The figures of a conversation, in report order. The first seven compare with the
+/// reference calls; `tool_calls` and `steps` count; `steps_within_max` holds `steps` to the
+/// conversation's `max_steps`.
+pub(super) const NAMES: [&str; 10] = [
+    "tool_call_accuracy",
+    "tool_call_accuracy_flexible",
+    "tool_call_f1",
+    "tool_sequence_exact",
+    "tool_sequence_in_order",
+    "tool_args_match",
+    "tool_args_match_exact",
+    "tool_calls",
+    "steps",
+    "steps_within_max",
+];
+
+/// Every figure of `c`, `None` where there is nothing to compare (no reference calls given,
+/// or none expected and none made; no `max_steps`).
+fn figures(c: &Conversation) -> [Option<f64>; 10] {
+    let made = c.tool_calls();
+    let steps = c.steps();
+    let counts = [
+        Some(made.len() as f64),
+        Some(steps as f64),
+        tool_calls::within_max(steps, c.max_steps),
+    ];
+    let compared = match &c.reference_tool_calls {
+        None => [None; 7],
+        Some(want) => [
+            tool_calls::tool_call_accuracy(&made, want, Order::Strict),
+            tool_calls::tool_call_accuracy(&made, want, Order::Flexible),
+            tool_calls::tool_call_f1(&made, want),
+            tool_calls::tool_sequence(&made, want, Sequence::Exact),
+            tool_calls::tool_sequence(&made, want, Sequence::InOrder),
+            tool_calls::tool_args_match(&made, want, Args::Partial),
+            tool_calls::tool_args_match(&made, want, Args::Exact),
+        ],
+    };
+    let mut all = [None; 10];
+    all[..7].copy_from_slice(&compared);
+    all[7..].copy_from_slice(&counts);
+    all
+}
+
+/// What `score --conversations --json` prints: `score --json`'s shape (`level`, `queries`,
+/// `metrics`, `std`, `per_query`), a conversation for a query, with the file's format and,
+/// per metric, how many conversations had no figure.
+#[derive(Serialize)]
+struct Card {
+    level: &'static str,
+    format: &'static str,
+    queries: usize,
+    metrics: Figures,
+    std: Figures,
+    per_query: Vec<QueryResult>,
+    missing: BTreeMap<&'static str, usize>,
+}
+
+fn format_name(f: Option<Format>) -> &'static str {
+    match f {
+        Some(Format::RagEval) | None => "rag-eval",
+        Some(Format::Ragas) => "ragas",
+        Some(Format::Deepeval) => "deepeval",
+    }
+}
+
+pub(super) fn run(path: &Utf8Path, json: bool, out: &mut Output) -> Result<()> {
+    let file = std::fs::File::open(path).map_err(|e| crate::Error::io("read", path, e))?;
+    let mut reader = Reader::new(std::io::BufReader::new(file), path.to_owned());
+    let mut per_query = Vec::new();
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); NAMES.len()];
+    for c in reader.by_ref() {
+        let c = c?;
+        let mut metrics = Figures::default();
+        for (i, v) in figures(&c).into_iter().enumerate() {
+            if let Some(v) = v {
+                metrics.0.push((NAMES[i].to_owned(), v));
+                values[i].push(v);
+            }
+        }
+        per_query.push(QueryResult {
+            id: c.id,
+            metrics,
+            ..QueryResult::default()
+        });
+    }
+    if per_query.is_empty() {
+        anyhow::bail!("`{path}` holds no conversation");
+    }
+    let n = per_query.len();
+    let (mut means, mut stds) = (Figures::default(), Figures::default());
+    let mut missing = BTreeMap::new();
+    for (name, v) in NAMES.iter().zip(&values) {
+        if n > v.len() {
+            missing.insert(*name, n - v.len());
+        }
+        // A metric no conversation has a figure for has no mean (never a 0).
+        if !v.is_empty() {
+            let (m, s) = mean_std(v);
+            means.0.push(((*name).to_owned(), m));
+            stds.0.push(((*name).to_owned(), s));
+        }
+    }
+    let card = Card {
+        level: "conversation",
+        format: format_name(reader.format()),
+        queries: n,
+        metrics: means,
+        std: stds,
+        per_query,
+        missing,
+    };
+    if json {
+        out.json_line(&card)?;
+    } else {
+        out.text(&table(&card, &values))?;
+    }
+    Ok(())
+}
+
+/// score's table with the number of conversations each mean is over and the number without
+/// a figure.
+fn table(card: &Card, values: &[Vec<f64>]) -> String {
+    let width = NAMES.iter().map(|n| n.len()).max().unwrap_or(6);
+    let mut s = format!(
+        "conversations ({}), {} conversations\n{:<width$}  {:>8}  {:>8}  {:>5}  {:>7}\n",
+        card.format, card.queries, "metric", "mean", "std", "n", "missing"
+    );
+    for (name, v) in NAMES.iter().zip(values) {
+        let missing = card.missing.get(name).copied().unwrap_or(0);
+        match (card.metrics.get(name), card.std.get(name)) {
+            (Some(m), Some(sd)) => s.push_str(&format!(
+                "{name:<width$}  {m:>8.4}  {sd:>8.4}  {:>5}  {missing:>7}\n",
+                v.len()
+            )),
+            _ => s.push_str(&format!(
+                "{name:<width$}  {:>8}  {:>8}  {:>5}  {missing:>7}\n",
+                "-", "-", 0
+            )),
+        }
+    }
+    s
+}
