@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The name the cache records responses under.
-const PROVIDER: &str = "http-rag";
+pub(crate) const PROVIDER: &str = "http-rag";
 
 /// A RAG service evaluated over HTTP. See the [module docs](self).
 #[derive(Debug, Clone)]
@@ -328,10 +328,22 @@ impl HttpRag {
         queries: &[(String, String)],
         corpus: Option<&Corpus>,
     ) -> Result<Answers> {
+        self.ask_answers_reporting(queries, corpus, &|| ()).await
+    }
+
+    /// [`HttpRag::ask_answers`], calling `done` as each answer comes (for a progress line).
+    pub(crate) async fn ask_answers_reporting(
+        &self,
+        queries: &[(String, String)],
+        corpus: Option<&Corpus>,
+        done: &(dyn Fn() + Sync),
+    ) -> Result<Answers> {
         // The first failure ends the run: the requests still in flight are dropped.
-        let asked = futures_util::future::try_join_all(
-            queries.iter().map(|(id, query)| self.ask(id, query)),
-        )
+        let asked = futures_util::future::try_join_all(queries.iter().map(|(id, query)| async {
+            let answer = self.ask(id, query).await?;
+            done();
+            Ok::<_, Error>(answer)
+        }))
         .await?;
         let mut jsonl = String::new();
         for mut a in asked {

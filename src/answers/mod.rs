@@ -90,6 +90,8 @@ struct Entry {
     answer: RagAnswer,
     /// The contexts given as text, by index in `answer.contexts`.
     text: Vec<(usize, TextContext)>,
+    /// The contexts given as text that are not placed, by index, with how the search failed.
+    not_found: Vec<(usize, String)>,
 }
 
 /// The answers of a file, by query id, with the line each came from.
@@ -129,7 +131,17 @@ impl Answers {
                 )));
             }
             let line = i + 1;
-            by_id.insert(id, Entry { line, answer, text });
+            let not_found = text
+                .iter()
+                .map(|(i, _)| (*i, place::NOT_SEARCHED.to_owned()))
+                .collect();
+            let entry = Entry {
+                line,
+                answer,
+                text,
+                not_found,
+            };
+            by_id.insert(id, entry);
         }
         Ok(Answers { by_id, path })
     }
@@ -168,11 +180,24 @@ impl Answers {
         let locator = place::ContextLocator::new(corpus);
         let mut placement = Placement::default();
         for entry in self.by_id.values_mut() {
+            entry.not_found.clear();
             for (i, c) in &entry.text {
+                let before = placement.unlocated;
                 entry.answer.contexts[*i] = locator.place(c, &mut placement);
+                if placement.unlocated > before {
+                    entry.not_found.push((*i, place::not_found(corpus, c)));
+                }
             }
         }
         placement
+    }
+
+    /// How the search for context `index` of the answer to `id` failed, when it was given as
+    /// text and is not placed in the corpus.
+    pub fn not_found(&self, id: &str, index: usize) -> Option<&str> {
+        let entry = self.by_id.get(id)?;
+        let (_, why) = entry.not_found.iter().find(|(i, _)| *i == index)?;
+        Some(why)
     }
 
     /// Number of answers.

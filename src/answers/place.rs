@@ -133,6 +133,19 @@ impl<'c> ContextLocator<'c> {
     }
 }
 
+/// How the search for `c` went wrong when [`ContextLocator::place`] did not find it.
+pub(crate) fn not_found(corpus: &Corpus, c: &TextContext) -> String {
+    match c.doc_id.as_deref() {
+        Some(doc) if corpus.get(doc).is_none() => format!("`{doc}` is not in the corpus"),
+        Some(doc) => format!("not in `{doc}`"),
+        None => "in no document of the corpus".to_owned(),
+    }
+}
+
+/// What [`Answers::not_found`](super::Answers::not_found) says of a context given as text
+/// before any corpus was searched.
+pub(crate) const NOT_SEARCHED: &str = "no corpus was given to search";
+
 /// A context with its text and no character placed: what a context given as text is when
 /// there is no corpus to find it in, or it is not there. Span metrics leave it out.
 pub fn unplaced(c: &TextContext) -> PositionAwareChunk {

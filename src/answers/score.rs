@@ -175,6 +175,12 @@ pub fn score_answers<L: ContextItems>(
         .collect();
     add_answers(&mut per_query, &pairs, answer, embeddings);
     for (q, e) in per_query.iter_mut().zip(dataset.examples()) {
+        for (i, p) in q.contexts.iter_mut().flatten().enumerate() {
+            if let Some(why) = answers.not_found(&e.id, i) {
+                p.located = false;
+                p.not_found = Some(why.to_owned());
+            }
+        }
         q.query = Some(e.query.clone());
         q.difficulty = e.difficulty().map(str::to_owned);
     }

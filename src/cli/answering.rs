@@ -106,7 +106,6 @@ pub(super) struct Answering<'a, R: ?Sized> {
     answers: Mutex<HashMap<String, RagAnswer>>,
     /// Time spent retrieving and generating, summed over queries (they overlap in time).
     spent: Mutex<(Duration, Duration)>,
-    bar: Option<indicatif::ProgressBar>,
 }
 
 #[async_trait::async_trait]
@@ -156,9 +155,6 @@ impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Answering<'_, R> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(query.to_owned(), answer);
-        if let Some(bar) = &self.bar {
-            bar.inc(1);
-        }
         Ok(hits)
     }
 }
@@ -167,9 +163,6 @@ impl<R: ?Sized> Answering<'_, R> {
     /// The answers, by question, once every query is answered, and the share of the time
     /// spent in each query's retrieval and generation that went to generation.
     pub fn finish(self) -> (HashMap<String, RagAnswer>, f64) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
         let (retrieve, generate) = self.spent.into_inner().unwrap_or_else(|e| e.into_inner());
         let total = (retrieve + generate).as_secs_f64();
         let share = if total > 0.0 {
@@ -249,33 +242,23 @@ impl AnswerRun {
         })
     }
 
-    /// `retriever` answering too, with a progress bar over `queries` on a terminal.
-    pub fn wrap<'a, R: ?Sized>(&'a self, retriever: &'a R, queries: usize) -> Answering<'a, R> {
-        use std::io::IsTerminal;
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(queries as u64);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} queries answered, {elapsed} elapsed, eta {eta}",
-                )
-                .expect("the template is valid"),
-            );
-            bar
-        });
+    /// `retriever` answering too.
+    pub fn wrap<'a, R: ?Sized>(&'a self, retriever: &'a R) -> Answering<'a, R> {
         Answering {
             retriever,
             generator: &self.generator,
             answers: Mutex::default(),
             spent: Mutex::default(),
-            bar,
         }
     }
 
     /// Keeps `answers` (by question, as [`Answering::finish`] gives them) in `result` with the
     /// rows' reference answers (`references`, by query id), adds the lexical answer metrics
-    /// when any row has a reference, and judges the answers; the judges' summaries.
+    /// when any row has a reference, and judges the answers (`case` on the progress line);
+    /// the judges' summaries.
     pub async fn score(
         &mut self,
+        case: &str,
         answers: HashMap<String, RagAnswer>,
         references: &HashMap<String, Vec<String>>,
         result: &mut RunResult,
@@ -334,7 +317,7 @@ impl AnswerRun {
                 },
             )
             .collect();
-        judging.judge(&inputs, result).await
+        judging.judge(case, &inputs, result).await
     }
 
     /// The generator.

@@ -27,7 +27,8 @@ use std::sync::Arc;
 pub(super) struct EvalArgs {
     #[command(flatten)]
     corpus: CorpusArgs,
-    /// Dataset JSONL (token- or chunk-level).
+    /// Dataset JSONL: each row's question with its truth as character spans (token-level) or
+    /// chunk ids (chunk-level); with --rag, rows without retrieval truth score the answers alone.
     #[arg(long)]
     dataset: Utf8PathBuf,
     /// Chunker spec; repeat to compare chunkers. Required unless the retriever spec has a
@@ -52,8 +53,10 @@ pub(super) struct EvalArgs {
     /// `score --answers FILE` scores again without the service.
     #[arg(long, value_name = "FILE", requires = "rag")]
     save_answers: Option<Utf8PathBuf>,
-    /// Cache of embeddings: `rw`, `replay` (offline: a miss is an error) or `off`, with
-    /// `:path=FILE` (default `target/rag-eval-cache.sqlite`). Without it nothing is cached.
+    /// Record/replay cache of every provider's answers: embeddings, the generator's and the
+    /// judges' responses, the service's with --rag. `rw`, `replay` (offline: a miss is an
+    /// error) or `off`, with `:path=FILE` (default `target/rag-eval-cache.sqlite`). Without it
+    /// nothing is cached.
     #[arg(long, value_name = "MODE[:path=FILE]")]
     cache: Option<String>,
     /// Chunks retrieved per query.
@@ -155,10 +158,6 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     };
     let corpus = Arc::new(a.corpus.load()?);
     let dataset = dataset::load(&a.dataset)?;
-    let queries = match &dataset {
-        AnyDataset::Token(d) => d.examples().len(),
-        AnyDataset::Chunk(d) => d.examples().len(),
-    };
     if answering.is_some() {
         match &dataset {
             AnyDataset::Token(d) => distinct_questions(d)?,
@@ -216,11 +215,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                     TokenLevelEvaluation::new(corpus.clone(), d.clone())?.with_mode(a.mode);
                 let retriever = &*retriever as &dyn Retriever<TokenLevel>;
                 evaluate(
+                    &label,
                     &evaluation,
                     retriever,
                     a.k,
                     &mut answering,
-                    queries,
                     &references,
                     &mut judged,
                 )?
@@ -236,11 +235,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                 let evaluation = ChunkLevelEvaluation::new(corpus.clone(), d.clone())?;
                 let retriever = &*retriever as &dyn Retriever<ChunkLevel>;
                 evaluate(
+                    &label,
                     &evaluation,
                     retriever,
                     a.k,
                     &mut answering,
-                    queries,
                     &references,
                     &mut judged,
                 )?
@@ -373,25 +372,45 @@ pub(super) fn with_cache(context: Context, text: &str) -> Result<Context> {
     })
 }
 
-/// Runs `evaluation` over `retriever`; with `answering`, each query is also answered over its
-/// chunks and the answers are judged against `references`, the judges' summaries in `judged`.
+/// Runs `evaluation` over `retriever`, shown as `case` on the progress line; with
+/// `answering`, each query is also answered over its chunks and the answers are judged against
+/// `references`, the judges' summaries in `judged`.
 fn evaluate<L: RegisteredLevel>(
+    case: &str,
     evaluation: &Evaluation<L>,
     retriever: &dyn Retriever<L>,
     k: usize,
     answering: &mut Option<AnswerRun>,
-    queries: usize,
     references: &HashMap<String, Vec<String>>,
     judged: &mut Vec<JudgeSummary>,
 ) -> Result<EvaluationResult>
 where
     crate::dataset::Example<L>: ToRow,
 {
-    let Some(run) = answering else {
-        return Ok(pollster::block_on(evaluation.run_reported(retriever, k))?);
+    use crate::harness::progress::{self, Count, Counted, Counting};
+    let queries = evaluation.dataset().examples().len();
+    let shown = progress::show(case, "index", queries);
+    // A retriever's queries are counted when its batch returns; answers as each is kept.
+    let counting = |stage, count| {
+        let task = shown.as_ref()?.task().clone();
+        Some(Counting::new(task, stage, queries, count))
     };
-    let wrapped = run.wrap(retriever, queries);
-    let mut result = super::runtime()?.block_on(evaluation.run_reported(&wrapped, k))?;
+    let Some(run) = answering else {
+        let counting = counting("retrieve", Count::Batch);
+        let counted = Counted {
+            inner: retriever,
+            counting: counting.as_ref(),
+        };
+        return Ok(pollster::block_on(evaluation.run_reported(&counted, k))?);
+    };
+    let wrapped = run.wrap(retriever);
+    let counting = counting("generate", Count::EachQuery);
+    let counted = Counted {
+        inner: &wrapped,
+        counting: counting.as_ref(),
+    };
+    let mut result = super::runtime()?.block_on(evaluation.run_reported(&counted, k))?;
+    drop(shown);
     let (answers, generating) = wrapped.finish();
     // Each query retrieved then generated, queries side by side: the wall-clock time is
     // shared out by the time each step took.
@@ -399,7 +418,7 @@ where
     t.generate_ms = Some(t.retrieve_ms * generating);
     t.retrieve_ms *= 1.0 - generating;
     let started = std::time::Instant::now();
-    *judged = super::runtime()?.block_on(run.score(answers, references, &mut result.scores));
+    *judged = super::runtime()?.block_on(run.score(case, answers, references, &mut result.scores));
     if run.judging.is_some() {
         result.timings.judge_ms = Some(started.elapsed().as_secs_f64() * 1e3);
     }

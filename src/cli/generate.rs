@@ -379,11 +379,10 @@ fn cost(price: Option<f64>, tokens: u64) -> Option<String> {
     price.map(|p| format!("${:.4}", p * tokens as f64 / 1000.0))
 }
 
-/// The progress display: a bar on a terminal, else one line per document.
+/// The progress display: a bar on a terminal, else the progress line at its bounded rate.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
-    total: usize,
-    done: usize,
+    line: Option<crate::harness::progress::Shown>,
     rows: usize,
     dropped: Dropped,
     tokens: u64,
@@ -408,10 +407,13 @@ impl Progress {
             );
             bar
         });
+        let line = match bar {
+            Some(_) => None,
+            None => crate::harness::progress::show("rag-eval", "generate", 0),
+        };
         Progress {
             bar,
-            total: 0,
-            done: 0,
+            line,
             rows: 0,
             dropped: Dropped::default(),
             tokens: 0,
@@ -438,9 +440,11 @@ impl Progress {
 
 impl run::Progress for Progress {
     fn started(&mut self, todo: usize, resumed: &Resumed, output: &Utf8Path) {
-        self.total = todo;
         if let Some(bar) = &self.bar {
             bar.set_length(todo as u64);
+        }
+        if let Some(line) = &self.line {
+            line.task().stage_of("generate", todo, "documents");
         }
         if resumed.documents > 0 {
             let note = format!(
@@ -462,7 +466,6 @@ impl run::Progress for Progress {
     }
 
     fn document(&mut self, r: &DocRecord) {
-        self.done += 1;
         self.rows += r.rows;
         self.dropped += r.dropped;
         self.tokens = crate::llm::add_tokens(self.tokens, r.usage.total());
@@ -479,24 +482,12 @@ impl run::Progress for Progress {
                 None => note!("{note}"),
             }
         }
-        match &self.bar {
-            Some(bar) => {
-                let bar = bar.clone();
-                self.redraw();
-                bar.inc(1);
-            }
-            None => note!(
-                "[{}/{}] {}: {} row{}, dropped {}, {} call{}, {} tokens",
-                self.done,
-                self.total,
-                r.doc_id,
-                r.rows,
-                if r.rows == 1 { "" } else { "s" },
-                r.dropped,
-                r.calls,
-                if r.calls == 1 { "" } else { "s" },
-                r.usage.total()
-            ),
+        if let Some(bar) = self.bar.clone() {
+            self.redraw();
+            bar.inc(1);
+        }
+        if let Some(line) = &self.line {
+            line.task().add(1);
         }
     }
 
@@ -504,5 +495,6 @@ impl run::Progress for Progress {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+        self.line = None;
     }
 }

@@ -163,21 +163,21 @@ impl Judging {
     }
 
     /// Runs every judge over `inputs` (one per query of `result`, by id) and adds the figures
-    /// to `result`, with a progress bar over judged answers on a terminal. The summaries of
-    /// this call; [`Judging::summaries`] keeps every call's.
+    /// to `result`, each judge a stage of `case`'s progress line. The summaries of this call;
+    /// [`Judging::summaries`] keeps every call's.
     pub async fn judge(
         &mut self,
+        case: &str,
         inputs: &[JudgeInput<'_>],
         result: &mut RunResult,
     ) -> Vec<JudgeSummary> {
         let first = self.summaries.len();
-        let bar = progress((inputs.len() * self.judges.len()) as u64);
-        let done = || {
-            if let Some(bar) = &bar {
-                bar.inc(1);
-            }
-        };
+        let shown = crate::harness::progress::show(case, "judge", inputs.len());
+        let task = shown.as_ref().map(|s| s.task());
+        let done = || task.iter().for_each(|t| t.add(1));
         for judge in &self.judges {
+            task.iter()
+                .for_each(|t| t.stage(&format!("judge {}", judge.name()), inputs.len()));
             // The judges run one after the other, so the client's retries meanwhile are this
             // judge's.
             let before = self.http.stats().retries;
@@ -185,9 +185,6 @@ impl Judging {
             run.summary.retries = self.http.stats().retries - before;
             add_to_result(result, &run);
             self.summaries.push(run.summary);
-        }
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
         }
         self.summaries[first..].to_vec()
     }
@@ -250,18 +247,4 @@ impl Judging {
         }
         record.add_chat_usage(None, Spend::of_judges(summaries));
     }
-}
-
-fn progress(len: u64) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(len);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} answers judged, {elapsed} elapsed, eta {eta}",
-            )
-            .expect("the template is valid"),
-        );
-        bar
-    })
 }

@@ -174,6 +174,8 @@ impl CorpusArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     log::init(cli.verbose);
+    // The long commands show a progress line on stderr, a terminal's or a CI log's.
+    crate::harness::progress::enable();
     let mut out = Output::stdout();
     // `compare --fail-on-regression` and `align --min-agreement` fail without an error.
     let mut code = ExitCode::SUCCESS;

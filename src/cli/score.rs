@@ -23,7 +23,9 @@ use std::collections::HashSet;
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
 #[command(group = clap::ArgGroup::new("judged").args(["answers"]))]
 pub(super) struct ScoreArgs {
-    /// Dataset JSONL (token- or chunk-level).
+    /// Dataset JSONL: each row's question with its truth as character spans (token-level) or
+    /// chunk ids (chunk-level); with --answers, rows without retrieval truth score the answers
+    /// alone.
     #[arg(long, requires = "output", conflicts_with_all = ["qrels", "run", "measures"])]
     dataset: Option<Utf8PathBuf>,
     /// Retrieval output JSONL: one line per query, `{"id","retrieved":[…]}`, ranked.

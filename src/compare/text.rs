@@ -69,33 +69,7 @@ impl Comparison {
             s.push('\n');
             s.push_str(&judged);
         }
-        for m in &self.metrics {
-            for d in &m.vs_baseline {
-                let (difference, p, _) = d.gate();
-                if difference < 0.0 && p <= alpha && !d.most_worse.is_empty() {
-                    let _ = writeln!(
-                        s,
-                        "\n{} got worse on {}; most worse queries:",
-                        t(&d.label),
-                        t(&m.metric)
-                    );
-                    for q in &d.most_worse {
-                        let _ = writeln!(
-                            s,
-                            "  {:+.4}  {} ({:.4} → {:.4}){}",
-                            q.difference,
-                            t(&q.id),
-                            q.baseline,
-                            q.run,
-                            q.query
-                                .as_deref()
-                                .map(|text| format!("  {}", t(text)))
-                                .unwrap_or_default()
-                        );
-                    }
-                }
-            }
-        }
+        s.push_str(&most_worse(&self.metrics, alpha));
         for g in &self.by_difficulty {
             let _ = writeln!(
                 s,
@@ -114,6 +88,67 @@ impl Comparison {
         }
         s
     }
+}
+
+/// Per run significantly worse on some metric (as the gate reads it), the queries that got
+/// most worse, each once with its question and every such metric's change: one regression of a
+/// dozen metrics is mostly the same questions, which a block per metric would repeat.
+fn most_worse(metrics: &[MetricComparison], alpha: f64) -> String {
+    let mut s = String::new();
+    let runs = metrics.first().map_or(0, |m| m.vs_baseline.len());
+    for r in 0..runs {
+        let worse: Vec<(&str, &super::Difference)> = metrics
+            .iter()
+            .filter_map(|m| Some((m.metric.as_str(), m.vs_baseline.get(r)?)))
+            .filter(|(_, d)| {
+                let (difference, p, _) = d.gate();
+                difference < 0.0 && p <= alpha && !d.most_worse.is_empty()
+            })
+            .collect();
+        let Some((_, first)) = worse.first() else {
+            continue;
+        };
+        let names: Vec<&str> = worse.iter().map(|(m, _)| *m).collect();
+        let _ = writeln!(
+            s,
+            "\n{} got worse on {}; most worse queries:",
+            t(&first.label),
+            t(&names.join(", "))
+        );
+        // Each query once, in the order the metrics first name it.
+        let mut queries: Vec<(&super::QueryChange, Vec<String>)> = Vec::new();
+        for (metric, d) in &worse {
+            for q in &d.most_worse {
+                let change = format!(
+                    "{} {:+.4} ({:.4} → {:.4})",
+                    t(metric),
+                    q.difference,
+                    q.baseline,
+                    q.run
+                );
+                match queries.iter_mut().find(|(seen, _)| seen.id == q.id) {
+                    Some((_, changes)) => changes.push(change),
+                    None => queries.push((q, vec![change])),
+                }
+            }
+        }
+        for (q, changes) in queries {
+            let _ = writeln!(
+                s,
+                "  {}{}",
+                t(&q.id),
+                q.query
+                    .as_deref()
+                    .map(|text| format!("  {}", t(text)))
+                    .unwrap_or_default(),
+            );
+            // The changes a few to a line, so that a dozen metrics stay readable.
+            for line in changes.chunks(3) {
+                let _ = writeln!(s, "    {}", line.join(", "));
+            }
+        }
+    }
+    s
 }
 
 /// Per metric and run the mean ± std, with `n of N` queries beside it where the metric is

@@ -5,7 +5,7 @@
 use super::answers::AnswerLog;
 use super::answers::AnswerReport;
 use super::private::{Build, CaseSpec, Retrievers};
-use super::progress::{Count, Counting};
+use super::progress::{Count, Counted, Counting};
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset};
@@ -806,6 +806,15 @@ struct Harnessed<L: Level> {
     counting: Option<Counting>,
 }
 
+impl<L: Level> Harnessed<L> {
+    fn counted(&self) -> Counted<'_, dyn Retriever<L>> {
+        Counted {
+            inner: &*self.inner,
+            counting: self.counting.as_ref(),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl<L: Level> Retriever<L> for Harnessed<L> {
     fn name(&self) -> String {
@@ -824,7 +833,6 @@ impl<L: Level> Retriever<L> for Harnessed<L> {
         self.inner.indexed_spans()
     }
     async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {
-        self.counting.iter().for_each(Counting::indexing);
         // Without the lock (a folder that cannot be written) each process indexes alone.
         let file = self.lock.as_ref().and_then(|lock| {
             std::fs::create_dir_all(lock.parent()?).ok()?;
@@ -836,14 +844,10 @@ impl<L: Level> Retriever<L> for Harnessed<L> {
                 .ok()
         });
         let _guard = file.as_ref().and_then(|f| f.lock().ok().map(|_| f));
-        let indexed = self.inner.index(corpus).await;
-        self.counting.iter().for_each(Counting::indexed);
-        indexed
+        self.counted().index(corpus).await
     }
     async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
-        let hits = self.inner.retrieve(query, k).await?;
-        self.counting.iter().for_each(Counting::retrieved);
-        Ok(hits)
+        self.counted().retrieve(query, k).await
     }
     async fn retrieve_many(
         &self,
@@ -851,12 +855,7 @@ impl<L: Level> Retriever<L> for Harnessed<L> {
         k: usize,
         concurrency: usize,
     ) -> std::result::Result<Vec<Vec<RetrievedChunk>>, crate::retrieve::BatchError> {
-        if self.counting.as_ref().is_some_and(Counting::one_by_one) {
-            return crate::retrieve::many::one_by_one(self, queries, k, concurrency).await;
-        }
-        let hits = self.inner.retrieve_many(queries, k, concurrency).await?;
-        self.counting.iter().for_each(|c| c.batch(queries.len()));
-        Ok(hits)
+        self.counted().retrieve_many(queries, k, concurrency).await
     }
 }
 

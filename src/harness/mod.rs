@@ -40,7 +40,7 @@ mod junit;
 mod langsmith;
 mod libtest;
 pub(crate) mod private;
-mod progress;
+pub(crate) mod progress;
 #[cfg(feature = "answers")]
 mod rag;
 mod screen;

@@ -1,15 +1,20 @@
 //! A progress line on standard error while cases compute: the screen comes once every test has
 //! finished, and a case of 2,000 questions with judges would otherwise be silent for minutes.
+//! The command line's long commands (`eval`, `score`, `generate`) show the same line.
 //!
-//! The line names each case being computed, its stage (`index`, `retrieve`, `generate`,
-//! `judge <metric>`), the queries done of the stage's total and the time since the case
-//! began: `recursive_400: judge faithfulness 120/2000 queries, 1m05s`. On a terminal it is one
-//! line rewritten in place from the first second and wiped when the last case is done;
-//! elsewhere (a CI log) a line is written after five seconds and then every ten. Only the
-//! harness's own screen has it: not `--format json|terse`, `-q`, `--list`, `--logfile`, nor a
-//! process of nextest's that runs one test.
+//! The line names each case (or command) being computed, its stage (`index`, `retrieve`,
+//! `generate`, `judge <metric>`), what the stage has done of its total and the time since the
+//! case began: `recursive_400: judge faithfulness 120/2000 queries, 1m05s`. On a terminal it is
+//! one line rewritten in place from the first second and wiped when the last case is done;
+//! elsewhere (a CI log) a line is written after five seconds and then every ten. Of the
+//! harness, only its own screen has it: not `--format json|terse`, `-q`, `--list`,
+//! `--logfile`, nor a process of nextest's that runs one test.
 
 use super::libtest::{Arguments, Format};
+use crate::chunk::RetrievedChunk;
+use crate::corpus::Corpus;
+use crate::level::Level;
+use crate::retrieve::Retriever;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -33,16 +38,30 @@ pub(crate) fn enable_for(args: &Arguments, screen: bool) {
     ENABLED.store(wanted(args, screen), Ordering::Relaxed);
 }
 
+/// Shows the progress of what is computed from now on, whatever standard error is: for the
+/// command line, whose output goes to standard output.
+pub(crate) fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
 fn wanted(args: &Arguments, screen: bool) -> bool {
     screen && args.format == Format::Pretty
 }
 
-/// One case being computed: its stage, and the queries the stage has done of its total.
+/// One case being computed: its stage, and what the stage has done of its total.
 pub(crate) struct Task {
     case: String,
     started: Instant,
-    stage: Mutex<(String, usize)>,
+    stage: Mutex<Stage>,
     done: AtomicUsize,
+}
+
+/// A stage's name, its total and what it counts (`queries`, `documents`).
+#[derive(Clone)]
+struct Stage {
+    name: String,
+    total: usize,
+    unit: &'static str,
 }
 
 impl Task {
@@ -51,14 +70,27 @@ impl Task {
         Arc::new(Task {
             case: case.to_owned(),
             started: Instant::now(),
-            stage: Mutex::new((stage.to_owned(), total)),
+            stage: Mutex::new(Stage {
+                name: stage.to_owned(),
+                total,
+                unit: "queries",
+            }),
             done: AtomicUsize::new(0),
         })
     }
 
     /// Begins `stage` over `total` queries, none done yet.
     pub(crate) fn stage(&self, stage: &str, total: usize) {
-        *lock(&self.stage) = (stage.to_owned(), total);
+        self.stage_of(stage, total, "queries");
+    }
+
+    /// Begins `stage` over `total` of `unit` (`documents`), none done yet.
+    pub(crate) fn stage_of(&self, stage: &str, total: usize, unit: &'static str) {
+        *lock(&self.stage) = Stage {
+            name: stage.to_owned(),
+            total,
+            unit,
+        };
         self.done.store(0, Ordering::Relaxed);
     }
 
@@ -74,23 +106,24 @@ impl Task {
 
     /// The task as its line shows it, `elapsed` after it began.
     pub(crate) fn line(&self, elapsed: Duration) -> String {
-        let (stage, total) = lock(&self.stage).clone();
-        let done = self.done.load(Ordering::Relaxed).min(total);
-        line(&self.case, &stage, done, total, elapsed)
+        let stage = lock(&self.stage).clone();
+        let done = self.done.load(Ordering::Relaxed).min(stage.total);
+        line(&self.case, &stage, done, elapsed)
     }
 }
 
-/// `case: stage done/total queries, elapsed`; the count is left out when the stage has none.
-fn line(case: &str, stage: &str, done: usize, total: usize, elapsed: Duration) -> String {
+/// `case: stage done/total unit, elapsed`; the count is left out when the stage has none.
+fn line(case: &str, stage: &Stage, done: usize, elapsed: Duration) -> String {
     let secs = elapsed.as_secs();
     let time = match secs {
         0..60 => format!("{secs}s"),
         60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
         _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
     };
+    let Stage { name, total, unit } = stage;
     match total {
-        0 => format!("{case}: {stage}, {time}"),
-        _ => format!("{case}: {stage} {done}/{total} queries, {time}"),
+        0 => format!("{case}: {name}, {time}"),
+        _ => format!("{case}: {name} {done}/{total} {unit}, {time}"),
     }
 }
 
@@ -294,6 +327,56 @@ impl Counting {
     }
 }
 
+/// `inner` shown on the progress line as `counting` says (not at all without it): its
+/// indexing as the stage `index`, then its queries.
+pub(crate) struct Counted<'a, R: ?Sized> {
+    pub(crate) inner: &'a R,
+    pub(crate) counting: Option<&'a Counting>,
+}
+
+#[async_trait::async_trait]
+impl<L: Level, R: Retriever<L> + ?Sized> Retriever<L> for Counted<'_, R> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn spec(&self) -> crate::spec::Value {
+        self.inner.spec()
+    }
+    fn chunker(&self) -> Option<crate::spec::Value> {
+        self.inner.chunker()
+    }
+    fn chunker_object(&self) -> Option<&dyn crate::chunker::PositionAwareChunker> {
+        self.inner.chunker_object()
+    }
+    fn indexed_spans(&self) -> Option<Vec<crate::span::CharSpan>> {
+        self.inner.indexed_spans()
+    }
+    async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {
+        self.counting.iter().for_each(|c| c.indexing());
+        let indexed = self.inner.index(corpus).await;
+        self.counting.iter().for_each(|c| c.indexed());
+        indexed
+    }
+    async fn retrieve(&self, query: &str, k: usize) -> crate::Result<Vec<RetrievedChunk>> {
+        let hits = self.inner.retrieve(query, k).await?;
+        self.counting.iter().for_each(|c| c.retrieved());
+        Ok(hits)
+    }
+    async fn retrieve_many(
+        &self,
+        queries: &[&str],
+        k: usize,
+        concurrency: usize,
+    ) -> Result<Vec<Vec<RetrievedChunk>>, crate::retrieve::BatchError> {
+        if self.counting.is_some_and(Counting::one_by_one) {
+            return crate::retrieve::many::one_by_one(self, queries, k, concurrency).await;
+        }
+        let hits = self.inner.retrieve_many(queries, k, concurrency).await?;
+        self.counting.iter().for_each(|c| c.batch(queries.len()));
+        Ok(hits)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,7 +385,11 @@ mod tests {
         Arc::new(Task {
             case: case.into(),
             started,
-            stage: Mutex::new(("retrieve".into(), 40)),
+            stage: Mutex::new(Stage {
+                name: "retrieve".into(),
+                total: 40,
+                unit: "queries",
+            }),
             done: AtomicUsize::new(0),
         })
     }
@@ -310,14 +397,36 @@ mod tests {
     #[test]
     fn a_line_names_the_case_the_stage_the_count_and_the_time() {
         let s = Duration::from_secs;
+        let stage = |name: &str, total, unit| Stage {
+            name: name.into(),
+            total,
+            unit,
+        };
         assert_eq!(
-            line("recursive_400", "judge faithfulness", 120, 2000, s(65)),
+            line(
+                "recursive_400",
+                &stage("judge faithfulness", 2000, "queries"),
+                120,
+                s(65)
+            ),
             "recursive_400: judge faithfulness 120/2000 queries, 1m05s"
         );
-        assert_eq!(line("c", "index", 0, 0, s(3)), "c: index, 3s");
         assert_eq!(
-            line("c", "retrieve", 1, 2, s(2 * 3600 + 7 * 60)),
+            line("c", &stage("index", 0, "queries"), 0, s(3)),
+            "c: index, 3s"
+        );
+        assert_eq!(
+            line(
+                "c",
+                &stage("retrieve", 2, "queries"),
+                1,
+                s(2 * 3600 + 7 * 60)
+            ),
             "c: retrieve 1/2 queries, 2h07m"
+        );
+        assert_eq!(
+            line("generate", &stage("generate", 40, "documents"), 3, s(9)),
+            "generate: generate 3/40 documents, 9s"
         );
         assert_eq!(cut("abcdef", 4), "abc…");
         assert_eq!(cut("abcd", 4), "abcd");

@@ -23,11 +23,30 @@ pub struct Passage {
     /// The text at `start..end`, when it is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// `false` for a context given as text that was not found in the corpus: it has no
+    /// characters placed (`start` = `end` = 0), and `doc_id` is the one it was given with, if
+    /// any. Left out of the JSON when `true`.
+    #[serde(default = "located", skip_serializing_if = "is_located")]
+    pub located: bool,
+    /// How the search for an unlocated context failed (`in no document of the corpus`,
+    /// `` `faq.md` is not in the corpus ``, `no corpus was given to search`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_found: Option<String>,
+}
+
+fn located() -> bool {
+    true
+}
+
+fn is_located(located: &bool) -> bool {
+    *located
 }
 
 impl Passage {
     /// A retrieved chunk's place and text. Its score is left out: stores that rank alike give
     /// different scores, and only the order (the position in the list) is part of a result.
+    /// A chunk with text and no character placed is a context that was not found in the
+    /// corpus: not `located`.
     pub fn of_retrieved(chunk: &RetrievedChunk) -> Passage {
         let c = &chunk.chunk;
         Passage {
@@ -35,6 +54,8 @@ impl Passage {
             start: c.span.start,
             end: c.span.end,
             text: Some(c.content.clone()),
+            located: !c.span.is_empty() || c.content.is_empty(),
+            not_found: None,
         }
     }
 
@@ -51,6 +72,8 @@ impl Passage {
             start: span.start,
             end: span.end,
             text,
+            located: true,
+            not_found: None,
         }
     }
 
@@ -145,6 +168,8 @@ mod tests {
             start,
             end,
             text: None,
+            located: true,
+            not_found: None,
         }
     }
 

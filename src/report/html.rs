@@ -25,7 +25,7 @@ figure{margin:0}figure[hidden]{display:none}
 details{margin:4px 0}summary{cursor:pointer;color:#4269d0}
 .passage{border-left:3px solid #ccc;padding:2px 8px;margin:4px 0;white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace;background:#fafafa}
 .passage.hit{border-left-color:#3ca951}mark{background:#ffe58f;padding:0}
-.where{color:#666;font:11px system-ui,sans-serif}
+.where{color:#666;font:11px system-ui,sans-serif}.unlocated{color:#b45309}
 #query-table td:nth-child(3){min-width:380px;max-width:640px}#query-table th{font-size:12px}
 input[type=search]{font-size:14px;padding:4px 8px;width:320px}
 blockquote{margin:4px 0;padding:4px 10px;border-left:3px solid #4269d0;background:#f6f8ff}
@@ -34,6 +34,9 @@ h4{font-size:13px;margin:8px 0 4px}.judge{margin:6px 0}
 ul.statements{margin:2px 0 6px;padding-left:18px}ul.statements li{list-style:none;margin:2px 0}
 li.supported{color:#1a7f37}li.unsupported{color:#cf222e}.reason{color:#555}
 .status-ok{color:#1a7f37}.score-low{color:#cf222e}.status-undetermined{color:#777}.status-invalid,.status-error{color:#cf222e;font-weight:600}
+.nowrap{white-space:nowrap}figcaption{font:600 11px system-ui,sans-serif;margin:6px 0 0 36px;max-width:220px;overflow-wrap:anywhere}
+@media (max-width:700px){body{padding:0 8px 40px}th,td{padding:2px 4px}#metric-table th,#metric-table td:first-child{overflow-wrap:anywhere}td code{display:inline-block;min-width:14em}table{font-size:12px;display:block;overflow-x:auto;max-width:100%}
+td.num{white-space:normal}#query-table td:nth-child(3){min-width:calc(100vw - 13em);overflow-wrap:anywhere}input[type=search]{width:100%;box-sizing:border-box}}
 "#;
 
 const SCRIPT: &str = r#"
@@ -291,7 +294,7 @@ fn metrics(s: &mut String, report: &Report, analysis: &Analysis) {
                 };
                 let _ = write!(
                     s,
-                    "<br><span class=\"{class}\" data-ci=\"{} {}\" data-p=\"{}\">Δ {:+.4} [{:+.4}, {:+.4}]<br>p {:.4}{}</span>",
+                    "<br><span class=\"{class}\" data-ci=\"{} {}\" data-p=\"{}\">Δ {:+.4} <span class=\"nowrap\">[{:+.4}, {:+.4}]</span><br>p {:.4}{}</span>",
                     d.ci[0],
                     d.ci[1],
                     d.corrected_p_value,
@@ -480,7 +483,10 @@ fn histograms(s: &mut String, report: &Report) {
             }
             let _ = write!(
                 s,
-                "<figure data-metric=\"{}\">{}</figure>",
+                // The title in HTML, where a long run label wraps instead of being cut.
+                "<figure data-metric=\"{}\"><figcaption>{}: {}</figcaption>{}</figure>",
+                esc(n),
+                esc(label),
                 esc(n),
                 svg::histogram(&format!("{label}: {n}"), svg::colour(i), v, lo, hi)
             );
@@ -527,14 +533,24 @@ fn passage_with(
     marks: &[(usize, usize)],
     hit: bool,
 ) {
+    // A context given as text and not found has no characters: its place would read 0–0.
+    let place = match (p.located, p.not_found.as_deref()) {
+        (true, _) => format!("{}–{}", p.start, p.end),
+        (false, Some(why)) if why == crate::answers::place::NOT_SEARCHED => {
+            format!("<span class=\"unlocated\">not located: {}</span>", esc(why))
+        }
+        (false, Some(why)) => format!(
+            "<span class=\"unlocated\">not found in the corpus ({})</span>",
+            esc(why)
+        ),
+        (false, None) => "<span class=\"unlocated\">not found in the corpus</span>".into(),
+    };
     let _ = write!(
         s,
-        "<div class=\"passage{}\"><span class=\"where\">{}{} {}–{}{}</span>\n{}</div>",
+        "<div class=\"passage{}\"><span class=\"where\">{}{} {place}{}</span>\n{}</div>",
         if hit { " hit" } else { "" },
         rank.map(|r| format!("#{r} ")).unwrap_or_default(),
         esc(&p.doc_id),
-        p.start,
-        p.end,
         if hit { " · relevant" } else { "" },
         p.text
             .as_deref()

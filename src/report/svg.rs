@@ -202,14 +202,11 @@ pub(crate) fn histogram(title: &str, colour: &str, values: &[f64], lo: f64, hi: 
         };
         counts[i] += 1;
     }
-    let (left, top, w, h) = (36.0, 24.0, 220.0, 110.0);
+    // The title is the page's to show (it may be longer than the chart is wide); the chart
+    // keeps it only as its accessible name.
+    let (left, top, w, h) = (36.0, 8.0, 220.0, 110.0);
     let max = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
     let mut s = open(title, left + w + 10.0, top + h + 30.0);
-    let _ = write!(
-        s,
-        r#"<text x="{left}" y="14" class="caption">{}</text>"#,
-        esc(title)
-    );
     let bw = w / bins as f64;
     for (i, c) in counts.iter().enumerate() {
         let bh = h * *c as f64 / max;

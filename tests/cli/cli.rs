@@ -1322,6 +1322,29 @@ fn eval_help_lists_every_component_and_key() {
     }
 }
 
+/// `eval --help` says what `--cache` and `--dataset` take: the cache holds every provider's
+/// answers (not embeddings alone), and a dataset for `--rag` may hold no retrieval truth.
+#[test]
+fn eval_help_says_what_the_cache_and_the_dataset_hold() {
+    let help = ok(&["eval", "--help"]);
+    let flat: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!flat.contains("Cache of embeddings"), "{help}");
+    assert!(
+        flat.contains(
+            "embeddings, the generator's and the judges' responses, the service's with --rag"
+        ),
+        "{help}"
+    );
+    assert!(
+        !flat.contains("Dataset JSONL (token- or chunk-level)"),
+        "{help}"
+    );
+    assert!(
+        flat.contains("with --rag, rows without retrieval truth score the answers alone"),
+        "{help}"
+    );
+}
+
 const ANSWER_DATASET: &str = concat!(
     r#"{"id":"q1","inputs":{"query":"first"},"outputs":{"relevant_spans":[{"doc_id":"a.md","start":10,"end":20}],"reference_answer":"The cat sat on the mat."},"metadata":{"difficulty":"factual"}}"#,
     "\n",

@@ -678,3 +678,64 @@ fn judge_corrected_comparison_and_its_gate() {
     assert_eq!(without.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&without.stderr).contains("--corrected"));
 }
+
+/// A run of 30 queries over twelve metrics, every figure 0.5, lowered by `drop` on the first
+/// 24 queries (lowered more the earlier the query, so the most worse are the same queries).
+fn write_wide_run(dir: &Path, name: &str, drop: f64) -> String {
+    let metrics: Vec<String> = ["recall", "precision", "ndcg", "mrr"]
+        .iter()
+        .flat_map(|m| [3, 5, 10].map(|k| format!("{m}@{k}")))
+        .collect();
+    let per_query: Vec<serde_json::Value> = (0..30)
+        .map(|i| {
+            let v = if i < 24 {
+                0.5 - drop * (1.0 - i as f64 / 48.0)
+            } else {
+                0.5
+            };
+            let figures: serde_json::Map<String, serde_json::Value> =
+                metrics.iter().map(|m| (m.clone(), v.into())).collect();
+            serde_json::json!({"id": format!("q{i}"), "query": format!("question {i}?"),
+                               "metrics": figures})
+        })
+        .collect();
+    let means: serde_json::Map<String, serde_json::Value> =
+        metrics.iter().map(|m| (m.clone(), 0.5.into())).collect();
+    let std: serde_json::Map<String, serde_json::Value> =
+        metrics.iter().map(|m| (m.clone(), 0.0.into())).collect();
+    let json = serde_json::json!({"level": "token", "k": 10, "mode": "standard", "queries": 30,
+        "metrics": means, "std": std, "per_query": per_query, "dataset_hash": "h1"});
+    let path = dir.join(name);
+    std::fs::write(&path, json.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_regression_on_many_metrics_lists_each_worse_query_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_wide_run(dir.path(), "a.json", 0.0);
+    let b = write_wide_run(dir.path(), "b.json", 0.25);
+    let out = rag_eval(&["compare", &a, &b, "--permutations", "2000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let worse = &text[text.find("most worse queries").expect(&text)..];
+    let worse = &worse[..worse.find("\n\n").unwrap_or(worse.len())];
+    // One block for the run: the five most worse queries once each, with every metric's change.
+    assert_eq!(text.matches("got worse on").count(), 1, "{text}");
+    for q in 0..5 {
+        assert_eq!(
+            worse.matches(&format!("question {q}?")).count(),
+            1,
+            "{text}"
+        );
+    }
+    assert_eq!(worse.matches("(0.5000 → ").count(), 12 * 5, "{text}");
+    // The table has two rows per metric (24) and a header; the queries 1 + 5 × 5 lines. One
+    // block per metric printed 12 × 7 = 84 lines for them.
+    let lines = text.lines().count();
+    assert!(lines <= 60, "{lines} lines:\n{text}");
+}

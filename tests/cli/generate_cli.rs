@@ -601,10 +601,9 @@ fn token_level_rows_all_validate_and_every_question_is_accounted_for() {
         Some(with.len() as u64)
     );
 
-    // Not a terminal: one line per document, then the summary.
-    let per_doc: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
-    assert_eq!(per_doc.len(), ids.len(), "{err}");
-    assert!(per_doc.iter().any(|l| l.contains("unlocated")), "{err}");
+    // Not a terminal: no line per document (a progress line at most every ten seconds), then
+    // the summary.
+    assert!(!err.lines().any(|l| l.starts_with('[')), "{err}");
     let last = err.lines().last().unwrap();
     assert!(
         last.starts_with(&format!("wrote {} rows to ", got.len())),
@@ -800,11 +799,12 @@ fn a_killed_run_continues_without_losing_or_repeating_rows() {
 
     let err = ok(&generate_args("token", &fast, &out));
     assert!(err.starts_with("continuing "), "{err}");
-    let redone = err.lines().filter(|l| l.starts_with('[')).count();
-    assert_eq!(
-        redone,
-        total - done,
-        "only documents not recorded are redone"
+    let summary = err.lines().last().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "({total} of {total} documents, {done} from an earlier run)"
+        )),
+        "only documents not recorded are redone: {err}"
     );
     validates(&out);
     assert_eq!(row_set(&out), expected);

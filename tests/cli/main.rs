@@ -23,6 +23,7 @@ mod eval_specs;
 mod generate_cli;
 mod judge_cli;
 mod langsmith;
+mod progress;
 mod rag_runs;
 mod report_answers;
 mod reports;

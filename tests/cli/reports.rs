@@ -3,6 +3,7 @@
 //! text everywhere.
 
 use crate::junit_schema;
+use crate::support::cdp;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -501,7 +502,8 @@ fn intervals_and_p_values_are_those_of_compare() {
             let p = f("corrected_p_value");
             let star = p <= 0.05;
             significant += usize::from(star);
-            let shown = format!("Δ {:+.4} [{lo:+.4}, {hi:+.4}]", f("difference"));
+            let (difference, interval) = (f("difference"), format!("[{lo:+.4}, {hi:+.4}]"));
+            let shown = format!("Δ {difference:+.4} {interval}");
             let row = md
                 .lines()
                 .find(|l| l.starts_with(&format!("| {} |", m["metric"].as_str().unwrap())))
@@ -510,7 +512,7 @@ fn intervals_and_p_values_are_those_of_compare() {
             assert!(row.ends_with(&md_cell), "{row} lacks {md_cell}");
             // The page carries the exact figures beside the rounded ones.
             let html_cell = format!(
-                "data-ci=\"{lo} {hi}\" data-p=\"{p}\">{shown}<br>p {p:.4}{}</span>",
+                "data-ci=\"{lo} {hi}\" data-p=\"{p}\">Δ {difference:+.4} <span class=\"nowrap\">{interval}</span><br>p {p:.4}{}</span>",
                 if star { " *" } else { "" }
             );
             assert!(html.contains(&html_cell), "the page lacks {html_cell}");
@@ -527,4 +529,161 @@ fn intervals_and_p_values_are_those_of_compare() {
     let html = report(&[a]);
     assert!(html.contains("Means with 95% bootstrap intervals"));
     assert!(!html.contains("Difference from the baseline"));
+}
+
+/// The bundled answers give four contexts as text that no document holds: the JSON, the run
+/// record and the report mark them as not found, never as a place `0–0` in a document.
+#[test]
+fn contexts_not_found_in_the_corpus_are_marked_in_json_records_and_the_report() {
+    let dir = temp();
+    let store = dir.path().join("runs.sqlite");
+    let store = store.to_str().unwrap();
+    let (ok, out, err) = rag_eval_with(
+        &[
+            "score",
+            "--dataset",
+            "examples/data/questions.jsonl",
+            "--answers",
+            "examples/data/answers.jsonl",
+            "--corpus",
+            "examples/data/corpus",
+            "--json",
+        ],
+        store,
+    );
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["contexts_located"]["unlocated"], 4);
+    let contexts = |v: &Value| -> Vec<Value> {
+        let per_query = v["per_query"].as_array().unwrap();
+        per_query
+            .iter()
+            .flat_map(|q| q["contexts"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let check = |all: Vec<Value>, from: &str| {
+        let unlocated: Vec<&Value> = all.iter().filter(|c| c["located"] == false).collect();
+        assert_eq!(unlocated.len(), 4, "{from}: {unlocated:#?}");
+        for c in &unlocated {
+            assert_eq!((c["start"].as_u64(), c["end"].as_u64()), (Some(0), Some(0)));
+            let why = c["not_found"].as_str().unwrap_or_default();
+            assert!(
+                why == "in no document of the corpus" || why.starts_with("not in `"),
+                "{from}: {c}"
+            );
+        }
+        // A located context carries neither field.
+        let located = all.iter().find(|c| c.get("located").is_none()).unwrap();
+        assert!(located.get("not_found").is_none(), "{from}: {located}");
+    };
+    check(contexts(&v), "score --json");
+    let (ok, record, err) = rag_eval_with(&["runs", "show", "latest", "--json"], store);
+    assert!(ok, "{err}");
+    let record: Value = serde_json::from_str(&record).unwrap();
+    check(contexts(&record["result"]), "the run record");
+
+    let page = dir.path().join("report.html");
+    report(&["latest", "--store", store, "-o", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("not found in the corpus (").count(),
+        4,
+        "four contexts"
+    );
+    assert!(!html.contains(" 0–0</span>"), "no context placed at 0–0");
+}
+
+/// What of the page does not fit the window: the page wider than it, a run's Δ and p or a
+/// question's text beyond its right edge, a context's line cut, a histogram's title longer
+/// than its chart. Empty when all fits.
+const OVERFLOW: &str = r#"(() => {
+  const w = document.documentElement.clientWidth, out = [];
+  if (document.documentElement.scrollWidth > w) out.push('page ' + document.documentElement.scrollWidth);
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const right = (sel) => document.querySelectorAll(sel).forEach(e => {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > w + 0.5) out.push(sel + ' ' + Math.round(r.right));
+  });
+  right('#metric-table span[data-p]');
+  right('#query-table td:nth-child(3)');
+  document.querySelectorAll('#query-table .passage, #query-table blockquote').forEach(e => {
+    if (e.scrollWidth > e.clientWidth + 1) out.push('cut ' + e.textContent.slice(0, 30));
+  });
+  document.querySelectorAll('#histograms figure').forEach(f => {
+    const svg = f.querySelector('svg');
+    if (!svg || svg.getBoundingClientRect().width === 0) return;
+    const limit = svg.getBoundingClientRect().right;
+    f.querySelectorAll('figcaption').forEach(c => {
+      if (c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > limit + 0.5)
+        out.push('title ' + c.textContent);
+    });
+    svg.querySelectorAll('text.caption').forEach(t => {
+      const b = t.getBBox();
+      if (b.x + b.width > svg.viewBox.baseVal.width) out.push('title ' + t.textContent);
+    });
+  });
+  return out.join('\n');
+})()"#;
+
+/// At a phone's 390 px the second run's Δ and p, the questions and the answers' contexts fit
+/// the window (wide tables scroll inside themselves); at 1280 px every histogram's title fits
+/// its chart, however long the run's label.
+#[test]
+fn the_report_fits_a_phone_and_long_labels_fit_their_charts() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let dir = temp();
+    let (a, b) = runs(dir.path());
+    let long = |from: &Path, name: &str| {
+        let to = dir.path().join(format!("{name}.json"));
+        std::fs::copy(from, &to).unwrap();
+        to.to_str().unwrap().to_owned()
+    };
+    // Labels as `eval` gives them: a chunker's spec, with no place to break a line.
+    let a = long(&a, "recursive:size=400,overlap=0,separators=langchain");
+    let b = long(&b, "recursive:size=200,overlap=0,separators=langchain");
+    let retrieval = dir.path().join("retrieval.html");
+    report(&[&a, &b, "-o", retrieval.to_str().unwrap()]);
+    // Two runs that answered, for the answers and their contexts.
+    let answered = |name: &str| {
+        let (ok, out, err) = rag_eval(&[
+            "score",
+            "--dataset",
+            "examples/data/questions.jsonl",
+            "--answers",
+            "examples/data/answers.jsonl",
+            "--corpus",
+            "examples/data/corpus",
+            "--json",
+        ]);
+        assert!(ok, "{err}");
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, out).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let answers = dir.path().join("answers.html");
+    let (c, d) = (answered("answers-a"), answered("answers-b"));
+    report(&[&c, &d, "-o", answers.to_str().unwrap()]);
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reports");
+    std::fs::create_dir_all(&shots).unwrap();
+    for width in [390, 1280] {
+        let mut b = cdp::Browser::launch(&browser, width, 2400);
+        for page in [&retrieval, &answers] {
+            b.open(&format!("file://{}", page.display()));
+            let name = page.file_stem().unwrap().to_str().unwrap();
+            let overflow = b.eval(OVERFLOW);
+            let shot = shots.join(format!("{name}-{width}.png"));
+            std::fs::write(&shot, b.screenshot()).unwrap();
+            assert_eq!(
+                overflow,
+                "",
+                "{name} at {width} px (see {})",
+                shot.display()
+            );
+        }
+        // The checks found what they look for.
+        let found = b.eval("document.querySelectorAll('#query-table .passage').length");
+        assert!(found.as_u64() > Some(40), "{found}");
+    }
 }

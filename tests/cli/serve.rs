@@ -536,6 +536,8 @@ fn answered_run() -> RunResult {
                 start: 0,
                 end: 33,
                 text: Some(format!("Release {i} shipped in 201{i}, in May.")),
+                located: true,
+                not_found: None,
             }]),
             references: vec![format!("In 201{i}.")],
             judges: vec![

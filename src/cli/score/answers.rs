@@ -18,10 +18,12 @@ use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset, Dataset};
 use crate::embed::Embedder;
 use crate::generator::RagAnswer;
+use crate::harness::progress;
 use crate::judge::{JudgeInput, JudgeSummary};
 use crate::metrics::registry::judge_names;
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
 use crate::runs::Spend;
+use crate::service::PROVIDER;
 use anyhow::{bail, Context as _, Result};
 use camino::Utf8Path;
 use std::sync::Arc;
@@ -185,19 +187,30 @@ pub(in crate::cli) fn run(
                 AnyDataset::Chunk(d) => id_queries(d),
             };
             let started = std::time::Instant::now();
+            let replayed = || {
+                let stats = context.cache().map(|c| c.stats_for(PROVIDER, rag.url()));
+                stats.map_or(0, |s| s.hits)
+            };
+            let before = replayed();
+            let shown = progress::show("rag-eval", "ask the system", queries.len());
+            let done = || shown.iter().for_each(|s| s.task().add(1));
             // The corpus gives the text of contexts the service gave by offsets alone; the
             // contexts given as text are placed below, with their counts.
             let answers = runtime()?
-                .block_on(rag.ask_answers(&queries, corpus.as_ref()))
+                .block_on(rag.ask_answers_reporting(&queries, corpus.as_ref(), &done))
                 .context("asking the system under test")?;
+            drop(shown);
             let by = match rag.redirected_to() {
                 Some(to) => format!(" (answered by {to} after a redirect)"),
                 None => String::new(),
             };
             note!(
-                "asked {}{by} for {} answers in {:.1} s",
-                crate::redact::redact_url(rag.url()),
-                queries.len(),
+                "{} in {:.1} s",
+                asked(
+                    &format!("{}{by}", crate::redact::redact_url(rag.url())),
+                    queries.len() as u64,
+                    replayed() - before
+                ),
                 started.elapsed().as_secs_f64()
             );
             if let Some(path) = save {
@@ -340,6 +353,17 @@ pub(in crate::cli) fn run(
         }
     }
     Ok(())
+}
+
+/// How the `answers` of the system at `url` came, `replayed` of them from the cache.
+fn asked(url: &str, answers: u64, replayed: u64) -> String {
+    match (answers - replayed.min(answers), replayed) {
+        (_, 0) => format!("asked {url} for {answers} answers"),
+        (0, _) => format!("replayed the {answers} answers of {url} from the cache"),
+        (asked, _) => format!(
+            "asked {url} for {asked} of {answers} answers, {replayed} replayed from the cache"
+        ),
+    }
 }
 
 /// Each row's reference answers as the judges read them (`None` for a row without one).
@@ -489,7 +513,7 @@ fn score<L: ContextItems>(
                 reference: reference.as_deref(),
             })
             .collect();
-        runtime()?.block_on(judging.judge(&inputs, &mut s.result));
+        runtime()?.block_on(judging.judge("rag-eval", &inputs, &mut s.result));
     }
     Ok(Scored {
         result: s.result,
