@@ -2,6 +2,7 @@
 //! run against qrels.
 
 mod answers;
+mod ragchecker;
 
 use super::output::Output;
 use super::render_table;
@@ -18,7 +19,7 @@ use clap::Args;
 use std::collections::HashSet;
 
 #[derive(Args)]
-#[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels"]))]
+#[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "ragchecker"]))]
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
 #[command(group = clap::ArgGroup::new("judged").args(["answers"]))]
 pub(super) struct ScoreArgs {
@@ -103,6 +104,8 @@ pub(super) struct ScoreArgs {
     label: Option<String>,
     #[command(flatten)]
     dry: super::dry_run::DryRunArgs,
+    #[command(flatten)]
+    ragchecker: ragchecker::RagcheckerArgs,
 }
 
 /// What `eval --rag` shares with `score --answers`.
@@ -162,6 +165,7 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         label: r.label,
         labels: r.labels,
         dry: r.dry,
+        ragchecker: Default::default(),
     };
     let source = answers::Source::Rag {
         spec,
@@ -171,6 +175,9 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
 }
 
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
+    if let Some(input) = &a.ragchecker.ragchecker {
+        return ragchecker::run(&a.ragchecker, input, a.json, out);
+    }
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
         return score_trec(&a, qrels, run, out);
     }

@@ -23,6 +23,7 @@ mod generate_cli;
 mod judge_cli;
 mod langsmith;
 mod rag_runs;
+mod ragchecker;
 mod report_answers;
 mod reports;
 mod runs_cli;
