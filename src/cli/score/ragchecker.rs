@@ -36,7 +36,12 @@ const CHECKS: [&str; 4] = [
 ];
 
 /// Scores the file `input`, prints the means and writes RAGChecker's output when asked.
-pub(super) fn run(a: &RagcheckerArgs, input: &Utf8Path, json: bool, out: &mut Output) -> Result<()> {
+pub(super) fn run(
+    a: &RagcheckerArgs,
+    input: &Utf8Path,
+    json: bool,
+    out: &mut Output,
+) -> Result<()> {
     let text = std::fs::read_to_string(input).map_err(|e| crate::Error::io("read", input, e))?;
     let mut doc: Value = serde_json::from_str(crate::fs::strip_bom(&text))
         .with_context(|| format!("`{input}` is not JSON"))?;
