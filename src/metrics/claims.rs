@@ -284,9 +284,9 @@ pub fn claim_metrics(c: &ClaimChecks) -> ClaimMetrics {
         .map(|j| c.retrieved2answer.iter().any(|row| row[j].holds()))
         .collect();
     if references > 0 {
-        m.claim_recall = Some(share(count(&mut recalled.iter().copied()), references));
-        m.chunk_usefulness = Some(share(count(&mut useful.iter().copied()), chunks));
         let n_recalled = count(&mut recalled.iter().copied());
+        m.claim_recall = Some(share(n_recalled, references));
+        m.chunk_usefulness = Some(share(count(&mut useful.iter().copied()), chunks));
         if n_recalled > 0 {
             let used = recalled
                 .iter()
