@@ -3,6 +3,7 @@
 
 mod answers;
 mod conversations;
+mod ragchecker;
 
 use super::output::Output;
 use super::{render_run_table, render_table};
@@ -19,7 +20,7 @@ use clap::Args;
 use std::collections::HashSet;
 
 #[derive(Args)]
-#[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "conversations"]))]
+#[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "conversations", "ragchecker"]))]
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
 #[command(group = clap::ArgGroup::new("judged").args(["answers"]))]
 pub(super) struct ScoreArgs {
@@ -111,6 +112,8 @@ pub(super) struct ScoreArgs {
     label: Option<String>,
     #[command(flatten)]
     dry: super::dry_run::DryRunArgs,
+    #[command(flatten)]
+    ragchecker: ragchecker::RagcheckerArgs,
 }
 
 /// What `eval --rag` shares with `score --answers`.
@@ -171,6 +174,7 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         label: r.label,
         labels: r.labels,
         dry: r.dry,
+        ragchecker: Default::default(),
     };
     let source = answers::Source::Rag {
         spec,
@@ -185,6 +189,9 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
             bail!("--conversations takes --json and nothing else (-k, --label and --dry-run do not apply)");
         }
         return conversations::run(path, a.json, out);
+    }
+    if let Some(input) = &a.ragchecker.ragchecker {
+        return ragchecker::run(&a.ragchecker, input, a.json, out);
     }
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
         return score_trec(&a, qrels, run, out);

@@ -48,6 +48,7 @@
 pub mod answer;
 mod bar;
 mod chunking_evaluation;
+pub mod claims;
 mod detail;
 mod judgement;
 mod mode;

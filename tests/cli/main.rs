@@ -25,6 +25,7 @@ mod judge_cli;
 mod langsmith;
 mod progress;
 mod rag_runs;
+mod ragchecker;
 mod report_answers;
 mod reports;
 mod runs_cli;
