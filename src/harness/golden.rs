@@ -398,7 +398,6 @@ fn compare_figures(
 }
 
 /// A readable account of changes: one line per figure, `metric: old → new (±delta)`.
-#[cfg(any(test, feature = "runs"))]
 pub(crate) fn describe(changes: &[&Change]) -> String {
     let mut s = String::new();
     for c in changes {
@@ -434,6 +433,38 @@ pub(crate) fn describe_inline(changes: &[&Change]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// Queries a failing summary and `rag-eval gate` name one by one; the test of each one that
+/// dropped says more, and `gate --verbose` shows every figure.
+pub(crate) const DROPS_SHOWN: usize = 5;
+
+/// The account of figures that dropped beyond `tolerance` against the snapshot at `path`, as a
+/// failing summary and `rag-eval gate` give it: `means` (the [`means_table`], or nothing), then
+/// the [`DROPS_SHOWN`] queries that dropped most and how many more did, or with `every`, each
+/// query's figures that dropped, one a line.
+pub(crate) fn dropped(
+    tolerance: f64,
+    path: &std::path::Path,
+    means: &str,
+    regressions: &[&Change],
+    every: bool,
+) -> String {
+    let queries = if every {
+        let per_query: Vec<&Change> = regressions
+            .iter()
+            .copied()
+            .filter(|c| c.scope != "summary")
+            .collect();
+        describe(&per_query)
+    } else {
+        query_account(regressions, DROPS_SHOWN)
+    };
+    format!(
+        "figures dropped beyond the tolerance {tolerance} against {}:\n{means}{}",
+        path.display(),
+        queries.trim_end()
+    )
 }
 
 /// Figures of one query shown on its line of a gate's account before the rest is counted.

@@ -43,6 +43,7 @@ pub(crate) mod private;
 mod progress;
 #[cfg(feature = "answers")]
 mod rag;
+mod rows;
 mod screen;
 #[cfg(feature = "runs")]
 mod shards;
@@ -149,8 +150,7 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
     let Ok(setup) = &case.setup else {
         return case::Scope::default();
     };
-    let ids: std::collections::HashSet<&str> =
-        setup.queries.iter().map(|(id, _)| id.as_str()).collect();
+    let ids: std::collections::HashSet<&str> = setup.ids.iter().map(String::as_str).collect();
     let prefix = format!("{}::", case.spec.name);
     let (mut selected, mut all, mut whole) = (std::collections::BTreeSet::new(), true, false);
     for t in trials {
@@ -219,7 +219,7 @@ fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
     let name = case.spec.name;
     let mut trials = Vec::new();
     if let (Ok(setup), true) = (&case.setup, case.spec.per_query) {
-        for (id, _) in &setup.queries {
+        for id in &setup.ids {
             let (c, id_owned) = (case.clone(), id.clone());
             trials.push(
                 Trial::ignorable_test(
@@ -543,11 +543,12 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                 means = golden::means_table(&old.summary, &new.summary, &comparison.changes);
             }
             if !regressions.is_empty() {
-                let account = format!(
-                    "figures dropped beyond the tolerance {} against {}:\n{means}{}",
+                let account = golden::dropped(
                     case.spec.tolerance,
-                    case.golden_path().display(),
-                    golden::query_account(&regressions, DROPS_SHOWN).trim_end()
+                    &case.golden_path(),
+                    &means,
+                    &regressions,
+                    false,
                 );
                 // The table is the drop's account: the report does not repeat it.
                 means.clear();
@@ -602,8 +603,6 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     }
 }
 
-/// Queries a failing summary names one by one; the test of each one that dropped says more.
-const DROPS_SHOWN: usize = 5;
 /// Queries an improvement note names one by one when no figure dropped.
 const IMPROVEMENTS_SHOWN: usize = 5;
 
