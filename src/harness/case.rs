@@ -667,6 +667,7 @@ fn read_cache(
     let lines: Vec<&str> = match reads {
         None => rest.lines().collect(),
         Some(ids) => ids
+            .iter()
             .map(|id| {
                 let start = format!(
                     "\n{{\"result\":{{\"id\":{},",
@@ -1299,7 +1300,7 @@ mod tests {
         assert!(indexed(&one));
         one.set_scope(Scope {
             queries: Some(std::collections::BTreeSet::from(["q0040".to_owned()])),
-            merged_summary: false,
+            ..Scope::default()
         });
         let alone = one.outcome().unwrap();
         assert_eq!(alone.per_query.len(), 1);
@@ -1348,6 +1349,51 @@ mod tests {
         std::fs::write(&doc, format!("A new first line.\n{content}")).unwrap();
         let e = open().setup.err().expect("the spans no longer match");
         assert!(e.contains("disagree with the corpus"), "{e}");
+    }
+
+    #[test]
+    fn the_outcome_cache_gives_a_query_its_own_line_and_nothing_it_cannot_vouch_for() {
+        let case = Case::new(spec());
+        let outcome = case.outcome().unwrap();
+        let (mut head, per_query) = ((*outcome).clone(), outcome.per_query.clone());
+        head.per_query.clear();
+        let retrieved = Retrieved {
+            chunks: (0..per_query.len())
+                .map(|i| {
+                    vec![RetrievedChunk::new(
+                        PositionAwareChunk::new("a.md", i, i + 1, "x"),
+                        1.0,
+                    )]
+                })
+                .collect(),
+            timings: None,
+        };
+        let text = write_cache("k", &head, &per_query, &None, &retrieved);
+        assert_eq!(text.lines().count(), 1 + 40);
+        let (whole, _, chunks) = read_cache(&text, "k", None).unwrap();
+        assert_eq!(whole, *outcome);
+        assert_eq!(chunks.chunks, retrieved.chunks);
+        // A query's test: its own line, and the case's means.
+        let two = std::collections::BTreeSet::from(["q0007".to_owned(), "q0031".to_owned()]);
+        let (some, _, chunks) = read_cache(&text, "k", Some(&two)).unwrap();
+        let ids: Vec<&str> = some.per_query.iter().map(|q| q.id.as_str()).collect();
+        assert_eq!(ids, ["q0007", "q0031"]);
+        assert_eq!(some.per_query[1], outcome.per_query[30]);
+        assert_eq!(some.metrics, outcome.metrics);
+        assert_eq!(chunks.chunks[1], retrieved.chunks[30]);
+        // Another key, a query it does not hold, a file cut short: not used.
+        assert!(read_cache(&text, "other", None).is_none());
+        let unknown = std::collections::BTreeSet::from(["q0099".to_owned()]);
+        assert!(read_cache(&text, "k", Some(&unknown)).is_none());
+        let cut = &text[..text.len() - text.lines().last().unwrap().len() - 1];
+        assert!(read_cache(cut, "k", None).is_none());
+        // An id whose JSON needs escaping is found by its own line too.
+        let mut odd = per_query.clone();
+        odd[3].id = "q \"3\"\\".into();
+        let text = write_cache("k", &head, &odd, &None, &retrieved);
+        let wanted = std::collections::BTreeSet::from([odd[3].id.clone()]);
+        let (found, ..) = read_cache(&text, "k", Some(&wanted)).unwrap();
+        assert_eq!(found.per_query, [odd[3].clone()]);
     }
 
     #[test]

@@ -178,11 +178,17 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
         true
     };
     if all || !split {
-        return case::Scope::default();
+        // A process of query tests alone reads their figures of the whole case's.
+        let reads = (!all && !whole).then_some(selected);
+        return case::Scope {
+            reads,
+            ..case::Scope::default()
+        };
     }
     case::Scope {
         queries: Some(selected),
         merged_summary: whole,
+        reads: None,
     }
 }
 
@@ -339,7 +345,8 @@ fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
     if let Some(explained) = case.answers()?.and_then(|a| a.queries.get(id).cloned()) {
         answer_bars(case, id, &explained)?;
     }
-    let (old, header) = if one_test_per_process() {
+    // A process that runs a few queries' tests reads their lines of the snapshot alone.
+    let (old, header) = if one_test_per_process() || case.needs_part() {
         let text = read_golden_text(case);
         (
             text.as_deref().and_then(|t| golden::query_figures(t, id)),

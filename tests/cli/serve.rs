@@ -849,15 +849,38 @@ fn a_second_server_on_a_labels_file_is_refused_and_a_failed_save_says_why_on_std
     drop(store);
     let (mut first, url) = labelling_server(dir.path());
     // A second server would rewrite the file without the first one's labels.
-    let second = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .args(["serve", "--port", "0", "--store"])
-        .arg(dir.path().join("runs.sqlite"))
-        .arg("--labels")
-        .arg(dir.path().join("labels.jsonl"))
-        .output()
+    let mut second = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .args(["serve", "--port", "0", "--store"])
+            .arg(dir.path().join("runs.sqlite"))
+            .arg("--labels")
+            .arg(dir.path().join("labels.jsonl"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // A second server that starts serving is the failure: it is ended after 20 s.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = second.0.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = second.0.kill();
+    let mut stderr = String::new();
+    second
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
         .unwrap();
-    let stderr = String::from_utf8_lossy(&second.stderr);
-    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{stderr}");
     assert!(
         stderr.contains("labels.jsonl` is being labelled by another server"),
         "{stderr}"
@@ -876,7 +899,7 @@ fn a_second_server_on_a_labels_file_is_refused_and_a_failed_save_says_why_on_std
         "{body}"
     );
     first.0.kill().unwrap();
-    let mut stderr = String::new();
+    stderr.clear();
     first
         .0
         .stderr
