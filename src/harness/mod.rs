@@ -97,7 +97,10 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         case.set_scope(scope_of(&case, &args, &own));
         trials.extend(own);
     }
-    trials.sort_by(|a, b| a.name().cmp(b.name()));
+    // Most datasets list their queries in order: checked in one pass, sorted only if not.
+    if !trials.is_sorted_by(|a, b| a.name() <= b.name()) {
+        trials.sort_by(|a, b| a.name().cmp(b.name()));
+    }
     let ignored: Vec<String> = trials
         .iter()
         .filter(|t| t.has_ignored_flag())
@@ -150,15 +153,17 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
     let Ok(setup) = &case.setup else {
         return case::Scope::default();
     };
-    let ids: std::collections::HashSet<&str> = setup.ids.iter().map(String::as_str).collect();
+    // `trials_of` makes the query trials first, in the dataset's order.
+    let queries = if case.spec.per_query {
+        setup.ids.len()
+    } else {
+        0
+    };
     let prefix = format!("{}::", case.spec.name);
     let (mut selected, mut all, mut whole) = (std::collections::BTreeSet::new(), true, false);
-    for t in trials {
+    for (i, t) in trials.iter().enumerate() {
         let rest = t.name().strip_prefix(&prefix).unwrap_or_default();
-        match (
-            case.spec.per_query && ids.contains(rest),
-            runs_here(args, t),
-        ) {
+        match (i < queries, runs_here(args, t)) {
             (true, true) => {
                 selected.insert(rest.to_owned());
             }
@@ -221,6 +226,8 @@ fn quiet_insta_output() {
     }
 }
 
+/// The case's trials: one per query in the dataset's order (when each query is a test), then
+/// the upload's and the summary's.
 fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
     let name = case.spec.name;
     let mut trials = Vec::new();
@@ -347,7 +354,8 @@ fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
     }
     // A process that runs a few queries' tests reads their lines of the snapshot alone.
     let (old, header) = if one_test_per_process() || case.needs_part() {
-        let text = read_golden_text(case);
+        let path = case.golden_path();
+        let text = golden::snapshot_body(&path).or_else(|| snapshot_text(&path));
         (
             text.as_deref().and_then(|t| golden::query_figures(t, id)),
             text.as_deref().map(golden::header),
