@@ -4,7 +4,7 @@ use super::output::Output;
 use super::CorpusArgs;
 use crate::corpus::Corpus;
 use crate::dataset::stats::DatasetStats;
-use crate::dataset::{self, AnyDataset, ToRow};
+use crate::dataset::{self, AnyDataset, Shape, ToRow};
 use crate::escape::terminal;
 use crate::level::{Level, TokenLevel};
 use anyhow::{bail, Result};
@@ -152,7 +152,7 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
         // A summary above a failure reads like success: text mode shows one or the other.
         Some(summary) if v.is_valid() => {
             let what = match summary.stats.shape {
-                dataset::QA_SHAPE => "question/answer".to_owned(),
+                Shape::Qa => "question/answer".to_owned(),
                 level => format!("{level}-level"),
             };
             let mut text = format!(
@@ -170,12 +170,12 @@ fn validate(a: ValidateArgs, out: &mut Output) -> Result<()> {
                 .collect();
             text.push_str(&format!("difficulty: {}\n", mix.join(", ")));
             match summary.stats.shape {
-                dataset::QA_SHAPE => text.push_str(
+                Shape::Qa => text.push_str(
                     "retrieval truth: none (reference answers only): retrieval metrics are not measured\n",
                 ),
                 shape => text.push_str(&format!(
                     "{}: {} ({} per row)\n",
-                    if shape == TokenLevel::NAME { "spans" } else { "chunk ids" },
+                    if shape == Shape::Token { "spans" } else { "chunk ids" },
                     summary.stats.truth_items,
                     summary.stats.truth_per_row
                 )),

@@ -141,7 +141,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     let context = match &a.cache {
         None => Context::new(),
         Some(text) if a.dry.dry_run => super::dry_run::cache_context(text)?,
-        Some(text) => with_cache(Context::new(), text)?,
+        Some(text) => super::with_cache(Context::new(), text)?,
     }
     .with_limit(a.timeout.limit());
     let langsmith = a.langsmith.check(a.timeout)?;
@@ -361,15 +361,6 @@ fn reference_answers<L: crate::level::Level>(
         .iter()
         .map(|e| (e.id.clone(), e.reference_answers.clone()))
         .collect()
-}
-
-/// `context` with the cache `text` names (none for `off`).
-pub(super) fn with_cache(context: Context, text: &str) -> Result<Context> {
-    let cache = components::open_cache(text)?;
-    Ok(match cache.mode() {
-        crate::cache::CacheMode::Off => context,
-        _ => context.with_cache(Arc::new(cache)),
-    })
 }
 
 /// Runs `evaluation` over `retriever`, shown as `case` on the progress line; with

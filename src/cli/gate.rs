@@ -28,8 +28,11 @@ pub(super) struct GateArgs {
     json: bool,
 }
 
-/// Gates every case of the group; `Ok(true)` when one fails.
-pub(super) fn run(args: GateArgs, out: &mut Output) -> Result<bool> {
+/// Gates every case of the group; `Ok(true)` when one fails. Figures that dropped below a
+/// golden snapshot are told as a failing summary tells them (the means, the five queries that
+/// dropped most, how many more did); with `verbose` (`-v`/`--verbose`), each query's figures
+/// that dropped, one a line.
+pub(super) fn run(args: GateArgs, verbose: bool, out: &mut Output) -> Result<bool> {
     let group = args
         .group
         .or_else(crate::harness::group_from_env)
@@ -44,6 +47,7 @@ pub(super) fn run(args: GateArgs, out: &mut Output) -> Result<bool> {
         &group,
         &args.cases,
         args.golden.as_std_path(),
+        verbose,
     )?;
     for v in &verdicts {
         if args.json {

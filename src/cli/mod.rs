@@ -46,6 +46,19 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     crate::runtime::shared().map_err(anyhow::Error::msg)
 }
 
+/// `context` with the cache `text` names (none for `off`): `eval` and `score --answers` open
+/// their caches alike.
+fn with_cache(
+    context: crate::components::Context,
+    text: &str,
+) -> Result<crate::components::Context> {
+    let cache = crate::components::open_cache(text)?;
+    Ok(match cache.mode() {
+        crate::cache::CacheMode::Off => context,
+        _ => context.with_cache(std::sync::Arc::new(cache)),
+    })
+}
+
 #[derive(Parser)]
 #[command(
     name = "rag-eval",
@@ -195,7 +208,7 @@ pub fn main() -> ExitCode {
             }
         }),
         Command::Runs(a) => runs::run(a, &mut out),
-        Command::Gate(a) => gate::run(a, &mut out).map(|failed| {
+        Command::Gate(a) => gate::run(a, cli.verbose > 0, &mut out).map(|failed| {
             if failed {
                 code = ExitCode::FAILURE;
             }

@@ -29,7 +29,7 @@
 //!     r#"{"id":"q1","inputs":{"query":"When?"},"outputs":{"reference_answer":"In May."}}"#,
 //!     "qa.jsonl",
 //! )?;
-//! assert_eq!(d.shape(), "qa");
+//! assert_eq!(d.shape(), dataset::Shape::Qa);
 //! let AnyDataset::Token(d) = d else { unreachable!() };
 //! assert!(!d.has_retrieval_truth());
 //! # Ok::<(), rag_eval::Error>(())
@@ -229,8 +229,27 @@ pub type TokenDataset = Dataset<TokenLevel>;
 /// Chunk-level dataset.
 pub type ChunkDataset = Dataset<ChunkLevel>;
 
-/// The name of the shape of a file with reference answers and no retrieval truth.
-pub const QA_SHAPE: &str = "qa";
+/// What a dataset file holds; written as `chunk`, `token` or `qa` (its JSON form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shape {
+    /// Chunk ids to find (`relevant_chunk_ids`).
+    Chunk,
+    /// Character spans to find (`relevant_spans`).
+    Token,
+    /// Questions with reference answers and no retrieval truth.
+    Qa,
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Shape::Chunk => ChunkLevel::NAME,
+            Shape::Token => TokenLevel::NAME,
+            Shape::Qa => "qa",
+        })
+    }
+}
 
 /// A dataset of either level, as found in a file.
 #[derive(Debug, Clone, PartialEq)]
@@ -242,12 +261,13 @@ pub enum AnyDataset {
 }
 
 impl AnyDataset {
-    /// What the file holds: `"chunk"` (chunk ids to find), `"token"` (character spans to
-    /// find) or `"qa"` (questions with reference answers and no retrieval truth).
-    pub fn shape(&self) -> &'static str {
+    /// What the file holds: chunk ids to find, character spans to find, or questions with
+    /// reference answers and no retrieval truth.
+    pub fn shape(&self) -> Shape {
         match self {
-            AnyDataset::Token(d) if !d.has_retrieval_truth() => QA_SHAPE,
-            _ => self.level(),
+            AnyDataset::Token(d) if !d.has_retrieval_truth() => Shape::Qa,
+            AnyDataset::Token(_) => Shape::Token,
+            AnyDataset::Chunk(_) => Shape::Chunk,
         }
     }
 
@@ -329,6 +349,11 @@ impl<L: Level> Dataset<L> {
     /// Where the dataset came from (a path, or `<memory>`).
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The one-based line example `index` was read from (0 when it came from no file).
+    pub(crate) fn line(&self, index: usize) -> usize {
+        self.lines.get(index).copied().unwrap_or(0)
     }
 
     /// `source:line` of an example, for messages.
@@ -586,6 +611,20 @@ pub fn parse(text: &str, source: &str) -> Result<AnyDataset> {
         parse_row(line, i + 1, source)
             .transpose()
             .map(|r| r.map(|ex| (i + 1, ex, line.to_owned())))
+    });
+    assemble(rows, source)
+}
+
+/// Some rows of the dataset file `source`, each with its one-based line number, read as [`load`]
+/// reads the whole file: what an index of the file's rows finds without reading the rest.
+pub(crate) fn from_lines<'a>(
+    lines: impl IntoIterator<Item = (usize, &'a str)>,
+    source: &str,
+) -> Result<AnyDataset> {
+    let rows = lines.into_iter().filter_map(|(n, line)| {
+        parse_row(line, n, source)
+            .transpose()
+            .map(|r| r.map(|ex| (n, ex, line.to_owned())))
     });
     assemble(rows, source)
 }
@@ -1207,7 +1246,7 @@ mod tests {
             "\n"
         );
         let d = parse(qa, "qa.jsonl").unwrap();
-        assert_eq!((d.shape(), d.level()), ("qa", "token"));
+        assert_eq!((d.shape(), d.level()), (Shape::Qa, "token"));
         let AnyDataset::Token(t) = &d else { panic!() };
         assert!(!t.has_retrieval_truth());
         assert_eq!(t.examples()[1].reference_answers, ["Ada", "Ada Lovelace"]);
@@ -1222,7 +1261,7 @@ mod tests {
         );
         // Unchanged rows are written back as read.
         assert_eq!(t.to_jsonl(), qa);
-        assert_eq!(parse(TOKEN, "t").unwrap().shape(), "token");
+        assert_eq!(parse(TOKEN, "t").unwrap().shape(), Shape::Token);
 
         let mixed = format!("{}{qa}", TOKEN);
         assert_eq!(

@@ -77,7 +77,7 @@ impl fmt::Display for Distribution {
 pub struct DatasetStats {
     /// What the file holds: `chunk`, `token` or `qa` (questions with reference answers and no
     /// retrieval truth; the truth figures are then 0 and retrieval is not measured).
-    pub shape: &'static str,
+    pub shape: super::Shape,
     /// Rows (queries).
     pub rows: usize,
     /// Rows per `difficulty` label ([`UNLABELLED`] for rows without one).
@@ -104,7 +104,7 @@ impl DatasetStats {
         let shape = d.shape();
         let mut s = match d {
             AnyDataset::Token(d) => {
-                let mut s = of_level(d, Vec::len);
+                let mut s = of_level(d, shape, Vec::len);
                 s.span_chars = Some(Distribution::of(
                     d.examples()
                         .iter()
@@ -112,17 +112,20 @@ impl DatasetStats {
                 ));
                 s
             }
-            AnyDataset::Chunk(d) => of_level(d, Vec::len),
+            AnyDataset::Chunk(d) => of_level(d, shape, Vec::len),
         };
-        s.shape = shape;
-        if shape == super::QA_SHAPE {
+        if shape == super::Shape::Qa {
             s.span_chars = None;
         }
         s
     }
 }
 
-fn of_level<L: Level>(d: &Dataset<L>, count: impl Fn(&L::Truth) -> usize) -> DatasetStats {
+fn of_level<L: Level>(
+    d: &Dataset<L>,
+    shape: super::Shape,
+    count: impl Fn(&L::Truth) -> usize,
+) -> DatasetStats {
     let mut difficulty = BTreeMap::new();
     for e in d.examples() {
         *difficulty
@@ -131,7 +134,7 @@ fn of_level<L: Level>(d: &Dataset<L>, count: impl Fn(&L::Truth) -> usize) -> Dat
     }
     let per_row: Vec<usize> = d.examples().iter().map(|e| count(&e.truth)).collect();
     DatasetStats {
-        shape: L::NAME,
+        shape,
         rows: d.len(),
         difficulty,
         truth_items: per_row.iter().sum(),
@@ -197,7 +200,7 @@ mod tests {
             "\n",
             r#"{"id":"c","inputs":{"query":"?"},"outputs":{"relevant_spans":[{"doc_id":"y","start":0,"end":1}]},"metadata":{"difficulty":"factual"}}"#,
         )));
-        assert_eq!((s.shape, s.rows), ("token", 3));
+        assert_eq!((s.shape, s.rows), (super::super::Shape::Token, 3));
         assert_eq!(
             s.difficulty,
             BTreeMap::from([("factual".to_owned(), 2), (UNLABELLED.to_owned(), 1)])
@@ -233,7 +236,7 @@ mod tests {
             "\n",
             r#"{"id":"b","inputs":{"query":"?"},"outputs":{"reference_answer":["y","z"]}}"#,
         )));
-        assert_eq!(s.shape, "qa");
+        assert_eq!(s.shape, super::super::Shape::Qa);
         assert_eq!((s.rows, s.truth_items, s.with_reference_answer), (2, 0, 2));
         assert_eq!(s.span_chars, None);
         let json = serde_json::to_value(&s).unwrap();

@@ -8,7 +8,7 @@ use super::private::{Build, CaseSpec, Retrievers};
 use super::progress::{Count, Counted, Counting};
 use crate::chunk::RetrievedChunk;
 use crate::corpus::Corpus;
-use crate::dataset::{self, AnyDataset};
+use crate::dataset::{self, AnyDataset, Shape};
 use crate::eval::{ChunkLevelEvaluation, TokenLevelEvaluation};
 use crate::level::{Level, LevelKind};
 use crate::metrics::{registry, RunResult as Outcome};
@@ -46,14 +46,37 @@ pub(crate) struct Retrieved {
 /// Everything a case computes.
 type Computation = (Outcome, Option<AnswerReport>, Retrieved);
 
+impl Prepared {
+    /// The evaluation over the queries whose ids `keep` accepts.
+    fn only(&self, keep: impl Fn(&str) -> bool) -> Prepared {
+        match self {
+            Prepared::Token(eval) => Prepared::Token(eval.only(keep)),
+            Prepared::Chunk(eval) => Prepared::Chunk(eval.only(keep)),
+        }
+    }
+}
+
+/// A case's dataset: read and checked whole in this process, or found row by row through the
+/// index an earlier process wrote ([`super::rows`]).
+enum Rows {
+    Read(Prepared),
+    Indexed {
+        index: super::rows::Index,
+        /// The dataset file's bytes, those the index's key was checked against.
+        bytes: Vec<u8>,
+        corpus: Arc<Corpus>,
+    },
+}
+
 /// Inputs checked before any trial runs.
 pub(crate) struct Setup {
-    prepared: Prepared,
-    /// Query ids and texts in dataset order.
-    pub queries: Vec<(String, String)>,
-    /// The reference answers of the queries that have some, by id.
-    #[cfg(feature = "answers")]
-    references: HashMap<String, Vec<String>>,
+    rows: Rows,
+    /// The dataset file, as messages name it.
+    source: camino::Utf8PathBuf,
+    /// Query ids in dataset order.
+    pub ids: Vec<String>,
+    /// Whether the rows say what retrieval should find (not questions with answers only).
+    retrieval_truth: bool,
     cache_key: String,
     /// The whole dataset's content hash (a share of its queries records it too).
     dataset_hash: String,
@@ -70,6 +93,9 @@ pub(crate) struct Scope {
     /// the case's other queries, whose results other shards computed).
     #[cfg_attr(not(feature = "runs"), allow(dead_code))]
     pub merged_summary: bool,
+    /// With `queries` unset, the queries whose figures this process needs of the whole case's
+    /// (a nextest process of a query's test): read from the outcome cache alone.
+    pub reads: Option<std::collections::BTreeSet<String>>,
 }
 
 /// A case with its setup (or the reason it cannot run) and its lazily computed outcome.
@@ -85,9 +111,15 @@ pub(crate) struct Case {
 
 impl Case {
     /// Loads and checks the dataset and corpus; every problem here is reported once, by the
-    /// case's summary trial, and no query trial is created.
+    /// case's summary trial, and no query trial is created. The dataset's index is kept in
+    /// the harness's folder under the target directory.
     pub fn new(spec: CaseSpec) -> Case {
-        let setup = prepare(&spec).map_err(|e| format!("case `{}`: {e}", spec.name));
+        Case::indexed_in(spec, harness_dir().as_deref())
+    }
+
+    /// [`Case::new`] with the dataset's index kept in `folder` (none: no index).
+    pub fn indexed_in(spec: CaseSpec, folder: Option<&Path>) -> Case {
+        let setup = prepare(&spec, folder).map_err(|e| format!("case `{}`: {e}", spec.name));
         Case {
             spec,
             setup,
@@ -106,6 +138,13 @@ impl Case {
 
     fn scope(&self) -> Scope {
         self.scope.get().cloned().unwrap_or_default()
+    }
+
+    /// Whether this process needs some of the case's queries only: it computes them, or reads
+    /// them from the outcome cache.
+    pub fn needs_part(&self) -> bool {
+        let scope = self.scope();
+        scope.queries.is_some() || scope.reads.is_some()
     }
 
     /// Whether the summary gates over the run group's merged results.
@@ -207,7 +246,7 @@ impl Case {
                 let computed =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         match &scope.queries {
-                            None => cached(self, setup),
+                            None => cached(self, setup, scope.reads.as_ref()),
                             Some(ids) => compute(self, setup, Some(ids)),
                         }
                     }))
@@ -242,25 +281,100 @@ impl Case {
 impl Setup {
     /// Whether the case's retrieval is scored: not over questions with reference answers only.
     pub fn retrieval_measured(&self) -> bool {
-        match &self.prepared {
-            Prepared::Token(eval) => eval.dataset().has_retrieval_truth(),
-            Prepared::Chunk(eval) => eval.dataset().has_retrieval_truth(),
+        self.retrieval_truth
+    }
+
+    /// Whether the rows are read through the dataset's index rather than read whole.
+    #[cfg(test)]
+    fn indexed(&self) -> bool {
+        matches!(self.rows, Rows::Indexed { .. })
+    }
+
+    /// The evaluation over the queries whose ids `keep` accepts. Rows read through the index
+    /// that are not those it names are not used: the dataset is then read and checked whole.
+    fn evaluation(&self, spec: &CaseSpec, keep: impl Fn(&str) -> bool) -> Result<Prepared, String> {
+        let (index, bytes, corpus) = match &self.rows {
+            Rows::Read(prepared) => return Ok(prepared.only(keep)),
+            Rows::Indexed {
+                index,
+                bytes,
+                corpus,
+            } => (index, bytes, corpus),
+        };
+        match index.read(bytes, self.source.as_str(), &keep) {
+            // Checked when the index was written, against the same bytes and corpus.
+            Ok(dataset) => evaluation(spec, corpus.clone(), dataset, false),
+            Err(_) => {
+                let dataset = dataset::load(&self.source).map_err(|e| e.to_string())?;
+                Ok(evaluation(spec, corpus.clone(), dataset, true)?.only(keep))
+            }
         }
     }
 }
 
-fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
+/// The evaluation of `dataset` over `corpus` as `spec` asks for it; with `check`, its spans
+/// are checked against the corpus first.
+fn evaluation(
+    spec: &CaseSpec,
+    corpus: Arc<Corpus>,
+    dataset: AnyDataset,
+    check: bool,
+) -> Result<Prepared, String> {
+    Ok(match dataset {
+        AnyDataset::Token(d) => {
+            let eval = if check && spec.corpus.is_some() && d.has_retrieval_truth() {
+                TokenLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?
+            } else {
+                // Without a corpus, or without spans, there is nothing to check.
+                TokenLevelEvaluation::unchecked(corpus, d)
+            };
+            let eval = eval.with_mode(spec.mode);
+            Prepared::Token(match spec.concurrency {
+                Some(n) => eval.with_concurrency(n),
+                None => eval,
+            })
+        }
+        AnyDataset::Chunk(d) => {
+            let eval = ChunkLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?;
+            Prepared::Chunk(match spec.concurrency {
+                Some(n) => eval.with_concurrency(n),
+                None => eval,
+            })
+        }
+    })
+}
+
+fn prepare(spec: &CaseSpec, folder: Option<&Path>) -> Result<Setup, String> {
     let root = Path::new(spec.manifest_dir);
     let dataset_path = root.join(spec.dataset);
     let dataset_path = camino::Utf8PathBuf::try_from(dataset_path)
         .map_err(|e| format!("dataset path is not UTF-8: {e}"))?;
-    let dataset = dataset::load(&dataset_path).map_err(|e| e.to_string())?;
-    let mut key = Sha256::new();
-    // The file's bytes identify the ground truth for the cache (cheaper than re-serialising).
-    key.update(std::fs::read(&dataset_path).unwrap_or_default());
-    let (level, implemented) = match &dataset {
-        AnyDataset::Token(_) => (LevelKind::Token, spec.levels.token),
-        AnyDataset::Chunk(_) => (LevelKind::Chunk, spec.levels.chunk),
+    let bytes = std::fs::read(&dataset_path)
+        .map_err(|e| crate::Error::io("read", dataset_path.clone(), e).to_string())?;
+    // The dataset file's bytes identify its rows: the index's key, and the start of the
+    // outcome cache's.
+    let index_key = super::rows::key(&bytes);
+    let index_file = folder.map(|f| super::rows::file(f, spec.name, spec.dataset));
+    let answers = spec.build.answers();
+    let index = index_file
+        .as_ref()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|text| super::rows::Index::parse(&text, &index_key, bytes.len()))
+        // A case that does not answer a file of questions with answers only fails below, in
+        // the words of the dataset read whole.
+        .filter(|index| index.shape != Shape::Qa || answers);
+    let mut dataset = match &index {
+        Some(_) => None,
+        None => Some(dataset::load(&dataset_path).map_err(|e| e.to_string())?),
+    };
+    let shape = match (&index, &dataset) {
+        (Some(index), _) => index.shape,
+        (None, Some(d)) => d.shape(),
+        (None, None) => unreachable!("the dataset is read when there is no index"),
+    };
+    let (level, implemented) = match shape {
+        Shape::Token | Shape::Qa => (LevelKind::Token, spec.levels.token),
+        Shape::Chunk => (LevelKind::Chunk, spec.levels.chunk),
     };
     if !implemented {
         return Err(format!(
@@ -270,13 +384,9 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         ));
     }
     // Thresholds may name any metric the registry reports at the dataset's level.
-    let answers = spec.build.answers();
-    let retrieval_truth = match &dataset {
-        AnyDataset::Token(d) => d.has_retrieval_truth(),
-        AnyDataset::Chunk(d) => d.has_retrieval_truth(),
-    };
+    let retrieval_truth = shape != Shape::Qa;
     if !retrieval_truth {
-        unmeasured_retrieval(spec, answers, &dataset)?;
+        unmeasured_retrieval(spec, answers, dataset.as_ref())?;
     }
     let known: Vec<&str> = registry::at_level(level)
         .filter(|m| answers || !m.is_answer_metric())
@@ -341,6 +451,15 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         None => Corpus::default(),
     };
     let corpus = Arc::new(corpus);
+    // The rows were checked against this corpus, or they are read and checked again.
+    let corpus_key = super::rows::corpus_key(spec.corpus.is_some().then_some(&*corpus));
+    let index = index.filter(|index| index.corpus == corpus_key);
+    if index.is_none() && dataset.is_none() {
+        dataset = Some(dataset::load(&dataset_path).map_err(|e| e.to_string())?);
+    }
+    let mut key = Sha256::new();
+    key.update(index_key.as_bytes());
+    key.update(corpus_key.as_bytes());
     key.update(spec.name.as_bytes());
     key.update(
         format!(
@@ -349,53 +468,45 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
         )
         .as_bytes(),
     );
-    for doc in corpus.documents() {
-        key.update(doc.id().as_str().as_bytes());
-        key.update([0]);
-        key.update(doc.content().as_bytes());
-        key.update([0]);
-    }
-    #[cfg(feature = "answers")]
-    let references = match &dataset {
-        AnyDataset::Token(d) => references_of(d.examples()),
-        AnyDataset::Chunk(d) => references_of(d.examples()),
-    };
-    let (prepared, queries): (Prepared, Vec<(String, String)>) = match dataset {
-        AnyDataset::Token(d) => {
-            let queries = ids(d.examples());
-            let eval = if spec.corpus.is_some() && retrieval_truth {
-                TokenLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?
-            } else {
-                // Without a corpus, or without spans, there is nothing to check.
-                TokenLevelEvaluation::unchecked(corpus, d)
-            };
-            let eval = eval.with_mode(spec.mode);
-            let eval = match spec.concurrency {
-                Some(n) => eval.with_concurrency(n),
-                None => eval,
-            };
-            (Prepared::Token(eval), queries)
-        }
-        AnyDataset::Chunk(d) => {
-            let queries = ids(d.examples());
-            let eval = ChunkLevelEvaluation::new(corpus, d).map_err(|e| e.to_string())?;
-            let eval = match spec.concurrency {
-                Some(n) => eval.with_concurrency(n),
-                None => eval,
-            };
-            (Prepared::Chunk(eval), queries)
-        }
-    };
     let cache_key = crate::digest::short_hex(key);
-    let dataset_hash = match &prepared {
-        Prepared::Token(eval) => eval.dataset_hash(),
-        Prepared::Chunk(eval) => eval.dataset_hash(),
+    let (rows, ids, dataset_hash) = match (index, dataset) {
+        (Some(index), _) => {
+            let ids = index.rows.iter().map(|r| r.id.clone()).collect();
+            let hash = index.dataset_hash.clone();
+            (
+                Rows::Indexed {
+                    index,
+                    bytes,
+                    corpus,
+                },
+                ids,
+                hash,
+            )
+        }
+        (None, Some(dataset)) => {
+            let written = super::rows::Index::of(&dataset, &bytes, corpus_key);
+            let prepared = evaluation(spec, corpus, dataset, true)?;
+            // Checked: the next process may read its rows through the index. One that cannot
+            // be written only costs the next process the whole read.
+            if let (Some(file), Some(index)) = (&index_file, &written) {
+                let _ = std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")));
+                if let Ok(file) = camino::Utf8PathBuf::try_from(file.clone()) {
+                    let _ = crate::fs::write_atomic(&file, index.render(&index_key).as_bytes());
+                }
+            }
+            let (ids, hash) = match &prepared {
+                Prepared::Token(eval) => (ids(eval.dataset().examples()), eval.dataset_hash()),
+                Prepared::Chunk(eval) => (ids(eval.dataset().examples()), eval.dataset_hash()),
+            };
+            (Rows::Read(prepared), ids, hash)
+        }
+        (None, None) => unreachable!("the dataset is read when there is no index"),
     };
     Ok(Setup {
-        prepared,
-        queries,
-        #[cfg(feature = "answers")]
-        references,
+        rows,
+        source: dataset_path,
+        ids,
+        retrieval_truth,
         cache_key,
         dataset_hash,
     })
@@ -407,12 +518,14 @@ fn prepare(spec: &CaseSpec) -> Result<Setup, String> {
 fn unmeasured_retrieval(
     spec: &CaseSpec,
     answers: bool,
-    dataset: &AnyDataset,
+    dataset: Option<&AnyDataset>,
 ) -> Result<(), String> {
     if !answers {
         return match dataset {
-            AnyDataset::Token(d) => d.require_truth(),
-            AnyDataset::Chunk(d) => d.require_truth(),
+            Some(AnyDataset::Token(d)) => d.require_truth(),
+            Some(AnyDataset::Chunk(d)) => d.require_truth(),
+            // Read whole whenever the case does not answer (see `prepare`).
+            None => Ok(()),
         }
         .map_err(|e| e.to_string());
     }
@@ -445,17 +558,20 @@ fn references_of<L: Level>(examples: &[dataset::Example<L>]) -> HashMap<String, 
         .collect()
 }
 
-fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<(String, String)> {
-    examples
-        .iter()
-        .map(|e| (e.id.clone(), e.query.clone()))
-        .collect()
+fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<String> {
+    examples.iter().map(|e| e.id.clone()).collect()
 }
 
 /// Under nextest every trial is its own process: the first to get here computes the outcome
 /// and writes it to a file keyed by the run, the binary and the inputs; the others wait on a
-/// lock and read it. Outside nextest the outcome lives in memory only.
-fn cached(case: &Case, setup: &Setup) -> Result<Computation, String> {
+/// lock and read it, only the queries in `reads` when it names some (a query's test needs its
+/// own figures, not those of the case's other thousands). Outside nextest the outcome lives in
+/// memory only.
+fn cached(
+    case: &Case,
+    setup: &Setup,
+    reads: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Computation, String> {
     let Some(dir) = cache_dir() else {
         return compute(case, setup, None);
     };
@@ -475,7 +591,7 @@ fn cached(case: &Case, setup: &Setup) -> Result<Computation, String> {
     let key = crate::digest::short_sha256(format!("{run}|{exe}|{}", setup.cache_key).as_bytes());
     // One file per case, holding the key it was computed for: a new run or a rebuilt binary
     // overwrites it, so nothing accumulates.
-    let file = dir.join(format!("{}.json", case.spec.name));
+    let file = dir.join(format!("{}.jsonl", case.spec.name));
     if std::fs::create_dir_all(&dir).is_err() {
         return compute(case, setup, None);
     }
@@ -485,43 +601,130 @@ fn cached(case: &Case, setup: &Setup) -> Result<Computation, String> {
         .write(true)
         .open(dir.join(format!("{}.lock", case.spec.name)));
     let _guard = lock.as_ref().ok().and_then(|f| f.lock().ok().map(|_| f));
-    let stored: Option<Cached> = std::fs::read(&file)
+    if let Some(stored) = std::fs::read_to_string(&file)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    if let Some(c) = stored.filter(|c| c.key == key) {
-        return Ok((c.outcome, c.answers, c.retrieved));
+        .and_then(|text| read_cache(&text, &key, reads))
+    {
+        return Ok(stored);
     }
-    let (outcome, answers, retrieved) = compute(case, setup, None)?;
-    let entry = Cached {
-        key,
-        outcome,
-        answers,
-        retrieved,
-    };
-    if let (Ok(bytes), Ok(utf8)) = (
-        serde_json::to_vec(&entry),
-        camino::Utf8PathBuf::try_from(file),
-    ) {
+    let (mut outcome, answers, retrieved) = compute(case, setup, None)?;
+    let per_query = std::mem::take(&mut outcome.per_query);
+    let text = write_cache(&key, &outcome, &per_query, &answers, &retrieved);
+    outcome.per_query = per_query;
+    if let Ok(utf8) = camino::Utf8PathBuf::try_from(file) {
         // A failed write only costs the next process a recomputation.
-        let _ = crate::fs::write_atomic(&utf8, &bytes);
+        let _ = crate::fs::write_atomic(&utf8, text.as_bytes());
     }
-    Ok((entry.outcome, entry.answers, entry.retrieved))
+    Ok((outcome, answers, retrieved))
 }
 
-/// A case's outcome with the key it was computed for.
+/// The first line of the outcome cache: its key, and the case's figures but its queries'.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Cached {
+struct CachedHead {
     key: String,
+    /// The outcome without its queries, which follow one a line.
     outcome: Outcome,
+    /// How many query lines follow.
+    queries: usize,
     #[serde(default)]
     answers: Option<AnswerReport>,
     #[serde(default)]
-    retrieved: Retrieved,
+    timings: Option<crate::eval::Timings>,
+}
+
+/// A query's line of the outcome cache: its figures and what was retrieved for it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedQuery {
+    /// First, so that the line of a query is found by its start (see [`read_cache`]).
+    result: crate::metrics::QueryResult,
+    #[serde(default)]
+    retrieved: Vec<RetrievedChunk>,
+}
+
+/// The outcome cache's text under `key` for `outcome` (without its queries) and `per_query`:
+/// a head line, then a line per query.
+fn write_cache(
+    key: &str,
+    outcome: &Outcome,
+    per_query: &[crate::metrics::QueryResult],
+    answers: &Option<AnswerReport>,
+    retrieved: &Retrieved,
+) -> String {
+    let head = CachedHead {
+        key: key.to_owned(),
+        outcome: outcome.clone(),
+        queries: per_query.len(),
+        answers: answers.clone(),
+        timings: retrieved.timings.clone(),
+    };
+    let mut text = serde_json::to_string(&head).unwrap_or_default();
+    text.push('\n');
+    for (i, q) in per_query.iter().enumerate() {
+        let line = CachedQuery {
+            result: q.clone(),
+            retrieved: retrieved.chunks.get(i).cloned().unwrap_or_default(),
+        };
+        text.push_str(&serde_json::to_string(&line).unwrap_or_default());
+        text.push('\n');
+    }
+    text
+}
+
+/// The computation the outcome cache's `text` holds under `key`: every query, or only those in
+/// `reads`, each found by the start of its line. `None` when the text was written under
+/// another key, is cut short, or lacks a query asked for.
+fn read_cache(
+    text: &str,
+    key: &str,
+    reads: Option<&std::collections::BTreeSet<String>>,
+) -> Option<Computation> {
+    let (head, rest) = text.split_once('\n')?;
+    // The query lines, each after a line break.
+    let body = &text[head.len()..];
+    let head: CachedHead = serde_json::from_str(head).ok()?;
+    if head.key != key {
+        return None;
+    }
+    let lines: Vec<&str> = match reads {
+        None => rest.lines().collect(),
+        Some(ids) => ids
+            .iter()
+            .map(|id| {
+                let start = format!(
+                    "\n{{\"result\":{{\"id\":{},",
+                    serde_json::to_string(id).ok()?
+                );
+                let at = body.find(&start)? + 1;
+                body[at..].lines().next()
+            })
+            .collect::<Option<_>>()?,
+    };
+    if reads.is_none() && lines.len() != head.queries {
+        return None;
+    }
+    let mut outcome = head.outcome;
+    let mut chunks = Vec::with_capacity(lines.len());
+    for line in lines {
+        let q: CachedQuery = serde_json::from_str(line).ok()?;
+        outcome.per_query.push(q.result);
+        chunks.push(q.retrieved);
+    }
+    let retrieved = Retrieved {
+        chunks,
+        timings: head.timings,
+    };
+    Some((outcome, head.answers, retrieved))
 }
 
 /// `<target>/<profile>/rag-eval-harness`, when running under nextest.
 fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("NEXTEST_RUN_ID")?;
+    harness_dir()
+}
+
+/// `<target>/<profile>/rag-eval-harness` (`RAG_EVAL_HARNESS_CACHE` when set): the outcome
+/// cache of nextest's processes and the datasets' indexes.
+fn harness_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("RAG_EVAL_HARNESS_CACHE") {
         return Some(PathBuf::from(dir));
     }
@@ -538,7 +741,16 @@ fn compute(
 ) -> Result<Computation, String> {
     let runtime = super::runtime();
     let keep = |id: &str| only.is_none_or(|ids| ids.contains(id));
-    let total = setup.queries.iter().filter(|(id, _)| keep(id)).count();
+    let prepared = setup.evaluation(&case.spec, keep)?;
+    #[cfg(feature = "answers")]
+    let references = match &prepared {
+        Prepared::Token(eval) => references_of(eval.dataset().examples()),
+        Prepared::Chunk(eval) => references_of(eval.dataset().examples()),
+    };
+    let total = match &prepared {
+        Prepared::Token(eval) => eval.dataset().len(),
+        Prepared::Chunk(eval) => eval.dataset().len(),
+    };
     let shown = super::progress::show(case.spec.name, "index", total);
     let task = shown.as_ref().map(|s| s.task().clone());
     #[cfg(feature = "answers")]
@@ -594,13 +806,12 @@ fn compute(
     let lock = only
         .and(super::one_test_per_process().then(cache_dir).flatten())
         .map(|dir| dir.join(format!("{}.index.lock", case.spec.name)));
-    let (result, corpus) = match &setup.prepared {
+    let (result, corpus) = match &prepared {
         Prepared::Token(eval) => {
             let r = retrievers.token.ok_or(
                 "the retriever does not implement `Retriever<TokenLevel>`, but the dataset is token-level",
             )?;
             let r = harnessed(r, lock, counting);
-            let eval = eval.only(keep);
             (
                 runtime.block_on(eval.run_reported(&*r, k)),
                 eval.corpus().clone(),
@@ -611,7 +822,6 @@ fn compute(
                 "the retriever does not implement `Retriever<ChunkLevel>`, but the dataset is chunk-level",
             )?;
             let r = harnessed(r, lock, counting);
-            let eval = eval.only(keep);
             (
                 runtime.block_on(eval.run_reported(&*r, k)),
                 eval.corpus().clone(),
@@ -627,7 +837,7 @@ fn compute(
         Some(runtime.block_on(super::answers::score(
             &case.spec,
             &log,
-            &setup.references,
+            &references,
             &mut result.scores,
         ))?)
     } else {
@@ -729,7 +939,7 @@ fn record_shard(
     let mut frame = result.scores.clone();
     frame.per_query.clear();
     let description = Description {
-        queries: setup.queries.iter().map(|(id, _)| id.clone()).collect(),
+        queries: setup.ids.clone(),
         frame,
         bars: case.spec.thresholds.to_vec(),
         tolerance: case.spec.tolerance,
@@ -1110,6 +1320,153 @@ mod tests {
         assert_eq!(outcome.dataset_hash, whole.dataset_hash);
     }
 
+    /// A copy of the example dataset and corpus in a folder of its own, kept for the process.
+    fn own_copy() -> &'static str {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
+        std::fs::copy(data.join("questions.jsonl"), dir.join("questions.jsonl")).unwrap();
+        for sub in ["", "guides", "reference"] {
+            std::fs::create_dir_all(dir.join("corpus").join(sub)).unwrap();
+            for entry in std::fs::read_dir(data.join("corpus").join(sub)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_file() {
+                    let to = dir.join("corpus").join(sub).join(path.file_name().unwrap());
+                    std::fs::copy(&path, to).unwrap();
+                }
+            }
+        }
+        Box::leak(dir.to_str().unwrap().to_owned().into_boxed_str())
+    }
+
+    #[test]
+    fn a_dataset_is_read_through_its_index_once_checked_and_never_when_stale_or_damaged() {
+        let root = own_copy();
+        let spec = || CaseSpec {
+            manifest_dir: root,
+            dataset: "questions.jsonl",
+            corpus: Some("corpus"),
+            ..spec()
+        };
+        let folder = tempfile::tempdir().unwrap();
+        let open = || Case::indexed_in(spec(), Some(folder.path()));
+        let indexed = |case: &Case| case.setup.as_ref().unwrap().indexed();
+        let index = super::super::rows::file(folder.path(), "windows", "questions.jsonl");
+
+        // The first process reads and checks the dataset and writes the index...
+        let whole = open();
+        assert!(!indexed(&whole));
+        let written = std::fs::read_to_string(&index).unwrap();
+        // ...the next lists the case's tests from it and reads only the rows it runs.
+        let again = open();
+        assert!(indexed(&again));
+        let ids = &whole.setup.as_ref().unwrap().ids;
+        assert_eq!(ids.len(), 40);
+        assert_eq!(&again.setup.as_ref().unwrap().ids, ids);
+        assert_eq!(
+            again.setup.as_ref().unwrap().dataset_hash,
+            whole.setup.as_ref().unwrap().dataset_hash
+        );
+        assert_eq!(*again.outcome().unwrap(), *whole.outcome().unwrap());
+        let one = open();
+        assert!(indexed(&one));
+        one.set_scope(Scope {
+            queries: Some(std::collections::BTreeSet::from(["q0040".to_owned()])),
+            ..Scope::default()
+        });
+        let alone = one.outcome().unwrap();
+        assert_eq!(alone.per_query.len(), 1);
+        let all = whole.outcome().unwrap();
+        assert_eq!(
+            Some(&alone.per_query[0]),
+            all.per_query.iter().find(|q| q.id == "q0040")
+        );
+        assert_eq!(alone.dataset_hash, all.dataset_hash);
+
+        // A damaged index (any byte changed, or cut short) is read again from the dataset,
+        // which writes it anew.
+        for damaged in [
+            written.replacen(" q0040\n", " q0041\n", 1),
+            written.replacen("rows 40", "rows 39", 1),
+            written[..written.len() / 2].to_owned(),
+        ] {
+            assert_ne!(damaged, written);
+            std::fs::write(&index, &damaged).unwrap();
+            assert!(!indexed(&open()));
+            assert_eq!(std::fs::read_to_string(&index).unwrap(), written);
+        }
+
+        // A dataset that changed: its rows are read and checked again (the index's key is
+        // the file's bytes), and the new rows are what the next process reads.
+        let questions = Path::new(root).join("questions.jsonl");
+        let text = std::fs::read_to_string(&questions).unwrap();
+        let edited = text.replacen("Which Linux kernel version", "What Linux kernel", 1);
+        std::fs::write(&questions, &edited).unwrap();
+        assert!(!indexed(&open()));
+        let after = open();
+        assert!(indexed(&after));
+        let first = after.outcome().unwrap();
+        assert_eq!(
+            first.per_query[0].query.as_deref(),
+            Some("What Linux kernel does a Larkspur host need at minimum?")
+        );
+        assert_ne!(
+            after.setup.as_ref().unwrap().dataset_hash,
+            whole.setup.as_ref().unwrap().dataset_hash
+        );
+
+        // A corpus that changed: the spans are checked again, and now they disagree.
+        let doc = Path::new(root).join("corpus/guides/installation.md");
+        let content = std::fs::read_to_string(&doc).unwrap();
+        std::fs::write(&doc, format!("A new first line.\n{content}")).unwrap();
+        let e = open().setup.err().expect("the spans no longer match");
+        assert!(e.contains("disagree with the corpus"), "{e}");
+    }
+
+    #[test]
+    fn the_outcome_cache_gives_a_query_its_own_line_and_nothing_it_cannot_vouch_for() {
+        let case = Case::new(spec());
+        let outcome = case.outcome().unwrap();
+        let (mut head, per_query) = ((*outcome).clone(), outcome.per_query.clone());
+        head.per_query.clear();
+        let retrieved = Retrieved {
+            chunks: (0..per_query.len())
+                .map(|i| {
+                    vec![RetrievedChunk::new(
+                        PositionAwareChunk::new("a.md", i, i + 1, "x"),
+                        1.0,
+                    )]
+                })
+                .collect(),
+            timings: None,
+        };
+        let text = write_cache("k", &head, &per_query, &None, &retrieved);
+        assert_eq!(text.lines().count(), 1 + 40);
+        let (whole, _, chunks) = read_cache(&text, "k", None).unwrap();
+        assert_eq!(whole, *outcome);
+        assert_eq!(chunks.chunks, retrieved.chunks);
+        // A query's test: its own line, and the case's means.
+        let two = std::collections::BTreeSet::from(["q0007".to_owned(), "q0031".to_owned()]);
+        let (some, _, chunks) = read_cache(&text, "k", Some(&two)).unwrap();
+        let ids: Vec<&str> = some.per_query.iter().map(|q| q.id.as_str()).collect();
+        assert_eq!(ids, ["q0007", "q0031"]);
+        assert_eq!(some.per_query[1], outcome.per_query[30]);
+        assert_eq!(some.metrics, outcome.metrics);
+        assert_eq!(chunks.chunks[1], retrieved.chunks[30]);
+        // Another key, a query it does not hold, a file cut short: not used.
+        assert!(read_cache(&text, "other", None).is_none());
+        let unknown = std::collections::BTreeSet::from(["q0099".to_owned()]);
+        assert!(read_cache(&text, "k", Some(&unknown)).is_none());
+        let cut = &text[..text.len() - text.lines().last().unwrap().len() - 1];
+        assert!(read_cache(cut, "k", None).is_none());
+        // An id whose JSON needs escaping is found by its own line too.
+        let mut odd = per_query.clone();
+        odd[3].id = "q \"3\"\\".into();
+        let text = write_cache("k", &head, &odd, &None, &retrieved);
+        let wanted = std::collections::BTreeSet::from([odd[3].id.clone()]);
+        let (found, ..) = read_cache(&text, "k", Some(&wanted)).unwrap();
+        assert_eq!(found.per_query, [odd[3].clone()]);
+    }
+
     #[test]
     fn a_run_with_the_summary_or_every_query_computes_the_whole_case() {
         for args in [
@@ -1136,10 +1493,7 @@ mod tests {
             .metric_index("precision_omega")
             .expect("precision_omega is reported for a chunker without a spec");
         // The same figure from the chunker's output computed here, query by query.
-        let Setup {
-            prepared: Prepared::Token(eval),
-            ..
-        } = case.setup.as_ref().unwrap()
+        let Ok(Prepared::Token(eval)) = case.setup.as_ref().unwrap().evaluation(&spec(), |_| true)
         else {
             panic!("the dataset is token-level")
         };
@@ -1484,10 +1838,13 @@ mod tests {
     fn an_answer_metric_bar_on_a_retrieval_case_says_there_are_no_answers() {
         use crate::metrics::{Bar, Bound};
         static BARS: &[Bar] = &[Bar::fixed("rouge_l", Bound::Min, 0.5)];
-        let e = prepare(&CaseSpec {
-            thresholds: BARS,
-            ..spec()
-        })
+        let e = prepare(
+            &CaseSpec {
+                thresholds: BARS,
+                ..spec()
+            },
+            None,
+        )
         .err()
         .expect("refused");
         assert!(

@@ -70,6 +70,18 @@ pub(crate) fn render(outcome: &RunResult) -> String {
     s
 }
 
+/// The body of the insta snapshot file at `path` read as it is, without insta's parse (a
+/// process that runs a single query's test needs a few of its lines, and insta's reading of a
+/// snapshot of 100,000 queries cost it half a second in a debug build); `None` when the file
+/// is not a header between `---` lines then a body.
+pub(crate) fn snapshot_body(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let text = text.replace("\r\n", "\n");
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---\n")?;
+    Some(rest[end + "\n---\n".len()..].to_owned())
+}
+
 /// One query's figures in a snapshot body, found without parsing the rest: what a process
 /// that runs a single query's test needs.
 pub(crate) fn query_figures(text: &str, id: &str) -> Option<Vec<(String, f64)>> {
@@ -398,7 +410,6 @@ fn compare_figures(
 }
 
 /// A readable account of changes: one line per figure, `metric: old → new (±delta)`.
-#[cfg(any(test, feature = "runs"))]
 pub(crate) fn describe(changes: &[&Change]) -> String {
     let mut s = String::new();
     for c in changes {
@@ -434,6 +445,38 @@ pub(crate) fn describe_inline(changes: &[&Change]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// Queries a failing summary and `rag-eval gate` name one by one; the test of each one that
+/// dropped says more, and `gate --verbose` shows every figure.
+pub(crate) const DROPS_SHOWN: usize = 5;
+
+/// The account of figures that dropped beyond `tolerance` against the snapshot at `path`, as a
+/// failing summary and `rag-eval gate` give it: `means` (the [`means_table`], or nothing), then
+/// the [`DROPS_SHOWN`] queries that dropped most and how many more did, or with `every`, each
+/// query's figures that dropped, one a line.
+pub(crate) fn dropped(
+    tolerance: f64,
+    path: &std::path::Path,
+    means: &str,
+    regressions: &[&Change],
+    every: bool,
+) -> String {
+    let queries = if every {
+        let per_query: Vec<&Change> = regressions
+            .iter()
+            .copied()
+            .filter(|c| c.scope != "summary")
+            .collect();
+        describe(&per_query)
+    } else {
+        query_account(regressions, DROPS_SHOWN)
+    };
+    format!(
+        "figures dropped beyond the tolerance {tolerance} against {}:\n{means}{}",
+        path.display(),
+        queries.trim_end()
+    )
 }
 
 /// Figures of one query shown on its line of a gate's account before the rest is counted.
@@ -575,6 +618,28 @@ mod tests {
     use super::*;
 
     const OLD: &str = "level: token\nk: 5\nmode: standard\nqueries: 2\nsummary:\n  span_recall@5: 0.7500\n  mrr: 0.5000\nper_query:\n  q1:\n    span_recall@5: 1.0000\n    mrr: 1.0000\n  \"odd id: x\":\n    span_recall@5: 0.5000\n    mrr: 0.0000\n";
+
+    #[test]
+    fn a_snapshot_file_read_as_it_is_gives_a_query_what_insta_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.snap");
+        for eol in ["\n", "\r\n"] {
+            let file = format!("---\nsource: tests/rag.rs\ndescription: \"k: 5\"\n---\n{OLD}")
+                .replace('\n', eol);
+            std::fs::write(&path, file).unwrap();
+            let body = snapshot_body(&path).unwrap();
+            let insta = insta::Snapshot::from_file(&path).unwrap();
+            let insta = insta.as_text().unwrap().to_string();
+            for id in ["q1", "odd id: x"] {
+                assert_eq!(query_figures(&body, id), query_figures(&insta, id), "{id}");
+                assert!(query_figures(&body, id).is_some(), "{id}");
+            }
+            assert_eq!(header(&body), header(&insta));
+            assert_eq!(header(&body).len(), 4);
+        }
+        std::fs::write(&path, OLD).unwrap();
+        assert_eq!(snapshot_body(&path), None, "not an insta file");
+    }
 
     #[test]
     fn a_snapshot_is_what_its_rendered_body_reads_back_as() {

@@ -1,6 +1,6 @@
 //! The libtest side of the harness: the arguments `cargo test` and nextest give a test binary
-//! (`--list`, `--format terse|json`, `--exact`, `--ignored`, `--include-ignored`, `--skip`, a
-//! name filter, `-q`, `--test-threads`, `--nocapture`, `--color`, `--logfile`), and the run of
+//! (`--list`, `--format terse|json`, `--exact`, `--ignored`, `--include-ignored`, `--skip`,
+//! name filters, `-q`, `--test-threads`, `--nocapture`, `--color`, `--logfile`), and the run of
 //! the trials with libtest's output and exit code. It does what libtest-mimic did for the
 //! harness without its command-line parser (clap and its derive macros are a large part of a
 //! gate crate's build).
@@ -12,15 +12,15 @@ use std::time::Instant;
 
 /// What `--help` prints.
 const USAGE: &str = "\
-USAGE: [OPTIONS] [FILTER]
+USAGE: [OPTIONS] [FILTERS...]
 
-Runs the tests whose names contain FILTER (all of them without one).
+Runs the tests whose names contain any of the FILTERS (all of them without one).
 
 Options:
       --include-ignored      Run ignored tests too
       --ignored              Run only ignored tests
       --list                 List all tests
-      --exact                Match FILTER and --skip exactly rather than by substring
+      --exact                Match FILTERS and --skip exactly rather than by substring
       --skip FILTER          Skip tests whose names contain FILTER (repeatable)
   -q, --quiet                One character per test; the same as --format terse
       --format FORMAT        pretty, terse or json
@@ -59,7 +59,8 @@ pub(crate) struct Arguments {
     pub(crate) color: Option<bool>,
     pub(crate) logfile: Option<String>,
     pub(crate) skip: Vec<String>,
-    pub(crate) filter: Option<String>,
+    /// The name filters: a test runs when it matches any of them (all run without one).
+    pub(crate) filters: Vec<String>,
 }
 
 impl Arguments {
@@ -130,10 +131,7 @@ impl Arguments {
                 "--logfile" => parsed.logfile = Some(value("--logfile")?),
                 "--skip" => parsed.skip.push(value("--skip")?),
                 _ if arg.starts_with('-') => return Err(format!("unknown option `{arg}`")),
-                _ if parsed.filter.is_some() => {
-                    return Err(format!("a second filter `{arg}`: give at most one"))
-                }
-                _ => parsed.filter = Some(arg),
+                _ => parsed.filters.push(arg),
             }
         }
         if quiet && format.is_some_and(|f| f != Format::Terse) {
@@ -164,13 +162,14 @@ impl Arguments {
         }
     }
 
-    /// Whether the name filters (`FILTER`, `--skip`) or `--ignored` leave `trial` out of the run.
+    /// Whether the name filters (`FILTERS`, `--skip`) or `--ignored` leave `trial` out of the
+    /// run: as libtest, a test runs when it matches any filter and no `--skip`.
     pub(crate) fn is_filtered_out(&self, trial: &Trial) -> bool {
         let matches = |filter: &str| match self.exact {
             true => trial.name == filter,
             false => trial.name.contains(filter),
         };
-        self.filter.as_deref().is_some_and(|f| !matches(f))
+        (!self.filters.is_empty() && !self.filters.iter().any(|f| matches(f)))
             || self.skip.iter().any(|s| matches(s))
             || (self.ignored && !trial.ignored)
     }
@@ -576,7 +575,7 @@ mod tests {
                 include_ignored: true,
                 test_threads: Some(2),
                 skip: vec!["summary".into(), "upload".into()],
-                filter: Some("case::q1".into()),
+                filters: vec!["case::q1".into()],
                 ..Arguments::default()
             }
         );
@@ -614,7 +613,6 @@ mod tests {
     fn a_mistake_in_the_arguments_is_named() {
         for (args, said) in [
             (&["--frobnicate"][..], "unknown option `--frobnicate`"),
-            (&["a", "b"], "a second filter `b`"),
             (
                 &["--format", "xml"],
                 "`--format xml`: expected pretty, terse or json",
@@ -656,6 +654,24 @@ mod tests {
             ["case::q10", "case::summary", "slow::summary"]
         );
         assert_eq!(names(&["--ignored"]), ["slow::summary"]);
+        // Several filters, as libtest: any of them, each exactly with `--exact`.
+        assert_eq!(
+            names(&["case::q10", "slow"]),
+            ["case::q10", "slow::summary"]
+        );
+        assert_eq!(
+            names(&["--exact", "case::q1", "case::summary"]),
+            ["case::q1", "case::summary"]
+        );
+        assert_eq!(names(&["--exact", "case::q", "summary"]), [] as [&str; 0]);
+        assert_eq!(
+            names(&["case", "--skip", "q1", "--skip", "summary"]),
+            [] as [&str; 0]
+        );
+        assert_eq!(
+            names(&["q1", "summary", "--skip", "slow"]),
+            ["case::q1", "case::q10", "case::summary"]
+        );
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub(crate) mod private;
 pub(crate) mod progress;
 #[cfg(feature = "answers")]
 mod rag;
+mod rows;
 mod screen;
 #[cfg(feature = "runs")]
 mod shards;
@@ -97,7 +98,10 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         case.set_scope(scope_of(&case, &args, &own));
         trials.extend(own);
     }
-    trials.sort_by(|a, b| a.name().cmp(b.name()));
+    // Most datasets list their queries in order: checked in one pass, sorted only if not.
+    if !trials.is_sorted_by(|a, b| a.name() <= b.name()) {
+        trials.sort_by(|a, b| a.name().cmp(b.name()));
+    }
     let ignored: Vec<String> = trials
         .iter()
         .filter(|t| t.has_ignored_flag())
@@ -150,16 +154,17 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
     let Ok(setup) = &case.setup else {
         return case::Scope::default();
     };
-    let ids: std::collections::HashSet<&str> =
-        setup.queries.iter().map(|(id, _)| id.as_str()).collect();
+    // `trials_of` makes the query trials first, in the dataset's order.
+    let queries = if case.spec.per_query {
+        setup.ids.len()
+    } else {
+        0
+    };
     let prefix = format!("{}::", case.spec.name);
     let (mut selected, mut all, mut whole) = (std::collections::BTreeSet::new(), true, false);
-    for t in trials {
+    for (i, t) in trials.iter().enumerate() {
         let rest = t.name().strip_prefix(&prefix).unwrap_or_default();
-        match (
-            case.spec.per_query && ids.contains(rest),
-            runs_here(args, t),
-        ) {
+        match (i < queries, runs_here(args, t)) {
             (true, true) => {
                 selected.insert(rest.to_owned());
             }
@@ -179,11 +184,17 @@ fn scope_of(case: &Case, args: &Arguments, trials: &[Trial]) -> case::Scope {
         true
     };
     if all || !split {
-        return case::Scope::default();
+        // A process of query tests alone reads their figures of the whole case's.
+        let reads = (!all && !whole).then_some(selected);
+        return case::Scope {
+            reads,
+            ..case::Scope::default()
+        };
     }
     case::Scope {
         queries: Some(selected),
         merged_summary: whole,
+        reads: None,
     }
 }
 
@@ -216,11 +227,13 @@ fn quiet_insta_output() {
     }
 }
 
+/// The case's trials: one per query in the dataset's order (when each query is a test), then
+/// the upload's and the summary's.
 fn trials_of(case: &Arc<Case>, hook: &Arc<InstaHook>) -> Vec<Trial> {
     let name = case.spec.name;
     let mut trials = Vec::new();
     if let (Ok(setup), true) = (&case.setup, case.spec.per_query) {
-        for (id, _) in &setup.queries {
+        for id in &setup.ids {
             let (c, id_owned) = (case.clone(), id.clone());
             trials.push(
                 Trial::ignorable_test(
@@ -340,8 +353,10 @@ fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
     if let Some(explained) = case.answers()?.and_then(|a| a.queries.get(id).cloned()) {
         answer_bars(case, id, &explained)?;
     }
-    let (old, header) = if one_test_per_process() {
-        let text = read_golden_text(case);
+    // A process that runs a few queries' tests reads their lines of the snapshot alone.
+    let (old, header) = if one_test_per_process() || case.needs_part() {
+        let path = case.golden_path();
+        let text = golden::snapshot_body(&path).or_else(|| snapshot_text(&path));
         (
             text.as_deref().and_then(|t| golden::query_figures(t, id)),
             text.as_deref().map(golden::header),
@@ -549,11 +564,12 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
                 means = golden::means_table(&old.summary, &new.summary, &comparison.changes);
             }
             if !regressions.is_empty() {
-                let account = format!(
-                    "figures dropped beyond the tolerance {} against {}:\n{means}{}",
+                let account = golden::dropped(
                     case.spec.tolerance,
-                    case.golden_path().display(),
-                    golden::query_account(&regressions, DROPS_SHOWN).trim_end()
+                    &case.golden_path(),
+                    &means,
+                    &regressions,
+                    false,
                 );
                 // The table is the drop's account: the report does not repeat it.
                 means.clear();
@@ -608,8 +624,6 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     }
 }
 
-/// Queries a failing summary names one by one; the test of each one that dropped says more.
-const DROPS_SHOWN: usize = 5;
 /// Queries an improvement note names one by one when no figure dropped.
 const IMPROVEMENTS_SHOWN: usize = 5;
 

@@ -134,11 +134,14 @@ pub struct Verdict {
 /// as under CI).
 /// `cases` chooses cases by name (every case the group holds when empty); a named case the
 /// group lacks fails. A group with no case at all is an error naming the store.
+/// Figures that dropped are told as a failing summary tells them (the means, the five queries
+/// that dropped most, how many more did); with `every`, each query's figures that dropped.
 pub fn gate(
     store: &dyn RunStore,
     group: &str,
     cases: &[String],
     golden: &std::path::Path,
+    every: bool,
 ) -> crate::Result<Vec<Verdict>> {
     let names = if cases.is_empty() {
         store.group_cases(group)?
@@ -167,6 +170,7 @@ pub fn gate(
                 problems.extend(golden_problems(
                     &merged,
                     &golden.join(format!("{case}.snap")),
+                    every,
                 ));
                 Verdict {
                     queries: merged.description.queries.len(),
@@ -196,8 +200,8 @@ pub fn gate(
 }
 
 /// The merged results against the golden snapshot at `path`, as a summary under CI compares
-/// them.
-fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
+/// them and in its words (every query's drop with `every`).
+fn golden_problems(merged: &Merged, path: &std::path::Path, every: bool) -> Vec<String> {
     use super::golden;
     let Some(old) = super::snapshot_text(path).and_then(|t| golden::parse(&t)) else {
         return vec![format!("no golden snapshot at {}", path.display())];
@@ -218,11 +222,13 @@ fn golden_problems(merged: &Merged, path: &std::path::Path) -> Vec<String> {
     }
     let regressions: Vec<&golden::Change> = comparison.regressions().collect();
     if !regressions.is_empty() {
-        problems.push(format!(
-            "figures dropped beyond the tolerance {} against {}:\n{}",
+        let means = golden::means_table(&old.summary, &new.summary, &comparison.changes);
+        problems.push(golden::dropped(
             tolerance.figures,
-            path.display(),
-            golden::describe(&regressions)
+            path,
+            &means,
+            &regressions,
+            every,
         ));
     }
     if !comparison.structure.is_empty() {
@@ -568,7 +574,7 @@ mod tests {
         )
         .unwrap();
         let verdicts = |group: &str| {
-            let v = gate(store.as_ref(), group, &[], &golden).unwrap();
+            let v = gate(store.as_ref(), group, &[], &golden, false).unwrap();
             serde_json::to_string(&v).unwrap()
         };
         let (ab, ba) = (verdicts("ab"), verdicts("ba"));
@@ -623,7 +629,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path());
         let problems = |group: &str| -> String {
-            gate(store.as_ref(), group, &[], dir.path())
+            gate(store.as_ref(), group, &[], dir.path(), false)
                 .unwrap()
                 .remove(0)
                 .problems
@@ -691,11 +697,83 @@ mod tests {
             .contains("q1: {recall@3: 1.0000, polite"));
         // A drop of 0.05: within the judges' tolerance, beyond the figures' (0).
         let after = merge(d, &rows(0.75)).unwrap();
-        assert_eq!(golden_problems(&after, &path), Vec::<String>::new());
+        assert_eq!(golden_problems(&after, &path, false), Vec::<String>::new());
         let mut unnamed = after.clone();
         unnamed.description.criteria.clear();
-        let problems = golden_problems(&unnamed, &path).join("\n");
+        let problems = golden_problems(&unnamed, &path, false).join("\n");
         assert!(problems.contains("polite"), "{problems}");
+    }
+
+    #[test]
+    fn a_drop_is_told_as_a_failing_summary_tells_it_and_every_figure_when_verbose() {
+        const METRICS: [&str; 6] = [
+            "recall@3",
+            "precision@3",
+            "mrr@3",
+            "ndcg@3",
+            "hit_rate@3",
+            "map@3",
+        ];
+        let ids: Vec<String> = (0..67).map(|i| format!("q{i:02}")).collect();
+        // Every figure of every query drops by 0.1, the later queries' a little more.
+        let rows = |drop: f64| -> Vec<GroupRow> {
+            ids.iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let mut r = row(id, "a", 0.0);
+                    let mut parsed: Row = serde_json::from_str(&r.result).unwrap();
+                    parsed.result.metrics.0 = METRICS
+                        .iter()
+                        .map(|m| ((*m).to_owned(), 0.9 - drop * (1.0 + i as f64 / 1000.0)))
+                        .collect();
+                    r.result = serde_json::to_string(&parsed).unwrap();
+                    r
+                })
+                .collect()
+        };
+        let mut d = description();
+        d.queries = ids.clone();
+        d.frame = Outcome::from_queries(
+            ResultLevel::Token,
+            METRICS.map(String::from).to_vec(),
+            Vec::new(),
+        );
+        d.frame.k = Some(3);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.snap");
+        let before = merge(d.clone(), &rows(0.0)).unwrap();
+        let body = super::super::golden::render(&snapshot(&before));
+        std::fs::write(&path, format!("---\nsource: shards.rs\n---\n{body}")).unwrap();
+        let after = merge(d, &rows(0.1)).unwrap();
+
+        let concise = golden_problems(&after, &path, false);
+        assert_eq!(concise.len(), 1, "{concise:?}");
+        let lines: Vec<&str> = concise[0].lines().collect();
+        // The heading, the means table (a heading and six means), the five queries that
+        // dropped most and how many more did: what a failing summary says.
+        assert_eq!(lines.len(), 1 + 7 + 1 + 5 + 1, "{}", concise[0]);
+        assert!(lines[0].starts_with("figures dropped beyond the tolerance 0 against "));
+        assert!(lines[1].contains("mean") && lines[1].contains("before"));
+        assert!(lines[2].contains("0.9000") && lines[2].ends_with("dropped"));
+        assert_eq!(lines[8], "  queries (67 in all, largest change first):");
+        assert!(lines[9].starts_with("    q66: "), "{}", lines[9]);
+        assert!(lines[9].ends_with(" and 3 more"), "{}", lines[9]);
+        assert_eq!(lines[14], "    … and 62 more");
+
+        let every = golden_problems(&after, &path, true);
+        let lines: Vec<&str> = every[0].lines().collect();
+        // The same table, then each query's six figures.
+        assert_eq!(lines.len(), 1 + 7 + 67 * 6, "{}", every[0]);
+        for id in &ids {
+            for m in METRICS {
+                assert!(
+                    lines
+                        .iter()
+                        .any(|l| l.starts_with(&format!("  {id} {m}: "))),
+                    "{id} {m}"
+                );
+            }
+        }
     }
 
     #[test]

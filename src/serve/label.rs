@@ -22,7 +22,9 @@
 //!
 //! Each save rewrites the whole labels file atomically, so a crash leaves the previous save or
 //! this one; labels the file held when the server started (for this run or any other) are kept,
-//! and a reopened page shows them.
+//! and a reopened page shows them. One server at a time labels into a file: it holds a lock on
+//! `FILE.lock` beside it while it runs, and a second server on the same file is refused (each
+//! would rewrite the file without the other's labels).
 
 use super::{form_decode, with_store, ApiError, Store};
 use crate::align::{judged_statements, Labels, StatementLabel};
@@ -44,6 +46,8 @@ use std::sync::{Arc, Mutex};
 pub struct LabelFile {
     path: Utf8PathBuf,
     labels: Mutex<Labels>,
+    /// `FILE.lock`, locked while the file is open: the lock ends with the process.
+    _lock: std::fs::File,
 }
 
 impl LabelFile {
@@ -51,8 +55,11 @@ impl LabelFile {
     /// a new, empty file, so that a path that cannot be written fails now rather than at the
     /// first save. Each save rewrites the whole file, so a file holding anything a labels file
     /// does not (a dataset's rows, keys of a team's own) is refused rather than cut down.
+    /// Another `LabelFile` open on the same file, in this process or another, is an error
+    /// naming the file: it holds the lock on `FILE.lock` until it is dropped.
     pub fn open(path: impl AsRef<Utf8Path>) -> crate::Result<LabelFile> {
         let path = path.as_ref().to_owned();
+        let lock = lock(&path)?;
         let labels = if path.exists() {
             let text = crate::corpus::read_utf8(&path)?;
             rewritable(&path, &text)?;
@@ -64,6 +71,7 @@ impl LabelFile {
         Ok(LabelFile {
             path,
             labels: Mutex::new(labels),
+            _lock: lock,
         })
     }
 
@@ -93,6 +101,28 @@ impl LabelFile {
         crate::fs::write_atomic(&self.path, next.to_jsonl().as_bytes())?;
         *held = next;
         Ok(())
+    }
+}
+
+/// `FILE.lock` beside the labels file, created when missing and locked. The labels file itself
+/// cannot carry the lock: each save replaces it with a new file.
+fn lock(path: &Utf8Path) -> crate::Result<std::fs::File> {
+    let lock_path = Utf8PathBuf::from(format!("{path}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| crate::Error::io("create", lock_path.clone(), e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(crate::Error::File {
+            path: path.to_owned(),
+            message: format!(
+                "`{path}` is being labelled by another server (it holds `{lock_path}`): each would rewrite the file without the other's labels; stop that server or give this one another file"
+            ),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(crate::Error::io("lock", lock_path, e)),
     }
 }
 
@@ -256,7 +286,7 @@ pub(super) async fn save(
             )
         })?
         .map_err(|e| {
-            tracing::error!("labels file: {e}");
+            super::to_stderr(&format!("the labels could not be saved: {e}"));
             ApiError(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the labels could not be written (the server's standard error says why)".into(),
@@ -905,6 +935,23 @@ mod tests {
         std::fs::write(&path, written).unwrap();
         let file = LabelFile::open(&path).unwrap();
         assert_eq!(file.labels().to_jsonl(), written);
+    }
+
+    #[test]
+    fn one_labels_file_is_open_once_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Utf8PathBuf::from_path_buf(dir.path().join("l.jsonl")).unwrap();
+        let first = LabelFile::open(&path).unwrap();
+        let e = LabelFile::open(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("l.jsonl` is being labelled by another server")
+                && e.contains("l.jsonl.lock"),
+            "{e}"
+        );
+        // The first one's saves are its own; once it is closed the file may be opened again.
+        first.save("q1", Vec::new(), Vec::new()).unwrap();
+        drop(first);
+        LabelFile::open(&path).unwrap();
     }
 
     #[test]

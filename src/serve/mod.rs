@@ -28,7 +28,9 @@
 //! hold, 500 when the store fails. Errors never name the store's path or URL; the server's
 //! standard error does. Store calls run on Tokio's blocking threads, so a slow store never
 //! stalls the server, and a client has [`HEADER_READ_TIMEOUT`] to send a request's headers
-//! (or the next request's, on a connection kept open) before its connection is closed.
+//! (or the next request's, on a connection kept open) and then [`BODY_READ_TIMEOUT`] to send
+//! its body (at most [`MAX_BODY`]) before its connection is closed: a request whose body is
+//! late is answered 408 (413 for one too large) and its connection closed.
 
 use crate::compare::{CompareOptions, Comparison, PairedTest};
 use crate::error::Error;
@@ -56,6 +58,13 @@ pub use label::LabelFile;
 /// connection kept open, before the connection is closed: half-sent requests hold nothing for
 /// long.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a client may take to send a request's whole body once its headers are in: a body
+/// sent a byte at a time holds nothing for long.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest request body read, in bytes (a comparison's ids, a labelling form).
+pub const MAX_BODY: usize = 2 * 1024 * 1024;
 
 /// The most runs one comparison takes.
 pub const MAX_COMPARED: usize = crate::compare::MAX_RUNS;
@@ -105,7 +114,7 @@ impl From<Error> for ApiError {
                 ApiError(StatusCode::BAD_REQUEST, message)
             }
             Error::RunStore { message, location } => {
-                tracing::error!("run store `{location}`: {message}");
+                to_stderr(&format!("run store `{location}`: {message}"));
                 ApiError(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("the run store failed: {message}"),
@@ -114,6 +123,16 @@ impl From<Error> for ApiError {
             e => ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         }
     }
+}
+
+/// Writes `line` to the server's standard error, whatever the logging: an answer that says
+/// "the server's standard error says why" must find it there.
+fn to_stderr(line: &str) {
+    use std::io::Write as _;
+    // One write per line, so lines of several requests do not interleave.
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(format!("rag-eval serve: {line}\n").as_bytes());
 }
 
 /// A path segment that is not UTF-8 once decoded (`/runs/%FF`).
@@ -153,6 +172,58 @@ async fn loopback_hosts_only(request: Request, next: Next) -> Response {
         )
         .into_response(),
     }
+}
+
+/// Reads a request's whole body within [`BODY_READ_TIMEOUT`] before the routes see it: hyper
+/// bounds the time to send headers, not a body trickled a byte at a time. A late body is
+/// answered 408 and a body over [`MAX_BODY`] 413, each closing the connection (the rest of
+/// the body is never read).
+async fn body_in_time(request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let refused = match tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body)).await {
+        Ok(Ok(bytes)) => {
+            return next
+                .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+        Ok(Err(refused)) => refused,
+        Err(_) => ApiError(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request's body was not sent within {} s",
+                BODY_READ_TIMEOUT.as_secs()
+            ),
+        ),
+    };
+    let mut response = refused.into_response();
+    response.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    response
+}
+
+/// `body`'s bytes, at most [`MAX_BODY`] of them.
+async fn read_body(body: axum::body::Body) -> Result<Vec<u8>, ApiError> {
+    use futures_util::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("the request's body could not be read: {e}"),
+            )
+        })?;
+        if bytes.len() + chunk.len() > MAX_BODY {
+            return Err(ApiError(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request's body is larger than {MAX_BODY} bytes"),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 /// Runs `f` with the store on a blocking thread.
@@ -197,7 +268,7 @@ pub fn router(store: Arc<dyn RunStore>, labels: Option<Arc<LabelFile>>) -> Route
 /// Serves `store` on 127.0.0.1 at `port` (0: any free port) until the process ends, with the
 /// labelling page when `labels` is given; `ready` is called with the bound address first. Only
 /// requests whose `Host` is a loopback name are answered, and a client has
-/// [`HEADER_READ_TIMEOUT`] to send its request's headers.
+/// [`HEADER_READ_TIMEOUT`] to send its request's headers and [`BODY_READ_TIMEOUT`] its body.
 pub async fn serve(
     store: Arc<dyn RunStore>,
     port: u16,
@@ -218,7 +289,9 @@ pub async fn serve(
         source,
     })?;
     ready(bound);
-    let app = router(store, labels).layer(axum::middleware::from_fn(loopback_hosts_only));
+    let app = router(store, labels)
+        .layer(axum::middleware::from_fn(body_in_time))
+        .layer(axum::middleware::from_fn(loopback_hosts_only));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);

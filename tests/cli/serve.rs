@@ -475,6 +475,59 @@ fn requests_left_half_sent_are_dropped() {
 }
 
 #[test]
+fn bodies_trickled_a_byte_at_a_time_are_cut_off() {
+    use std::io::{Read as _, Write as _};
+    use std::time::{Duration, Instant};
+    let s = server();
+    let addr = s.base.strip_prefix("http://").unwrap().to_owned();
+    let started = Instant::now();
+    // Each client sends its headers at once, then a byte of its 1,000-byte body every
+    // 200 ms: 200 s for the whole body, unless the server cuts it off.
+    let clients: Vec<_> = (0..20)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(&addr).unwrap();
+                c.write_all(
+                    b"POST /compare HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                      Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
+                )
+                .unwrap();
+                c.set_read_timeout(Some(Duration::from_millis(200)))
+                    .unwrap();
+                let mut answer = Vec::new();
+                let mut buf = [0u8; 4096];
+                while started.elapsed() < Duration::from_secs(60) {
+                    // A write the server no longer reads may fail: the answer is what counts.
+                    let _ = c.write_all(b" ");
+                    match c.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => answer.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(_) => break,
+                    }
+                }
+                String::from_utf8_lossy(&answer).into_owned()
+            })
+        })
+        .collect();
+    for client in clients {
+        let answer = client.join().unwrap();
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+        assert!(answer.contains("not sent within 10 s"), "{answer}");
+    }
+    let took = started.elapsed();
+    assert!(
+        took < rag_eval::serve::BODY_READ_TIMEOUT + Duration::from_secs(10),
+        "trickled bodies held for {took:?}"
+    );
+    // The server still answers.
+    let (status, _, _) = request("GET", &format!("{}/runs", s.base), None);
+    assert_eq!(status, 200);
+}
+
+#[test]
 fn errors_are_json_and_name_no_path() {
     let s = server();
     let path = s._dir.path().to_str().unwrap().to_owned();
@@ -761,6 +814,107 @@ fn the_labelling_page_saves_plain_forms_to_the_labels_file_and_shows_them_again(
     std::fs::write(&broken, "{\"id\":\"q1\",\"labels\":{}}\n{\"labels\":{}}\n").unwrap();
     let err = LabelFile::open(&broken).unwrap_err().to_string();
     assert!(err.contains("broken.jsonl:2"), "{err}");
+}
+
+/// `rag-eval serve --labels labels.jsonl` over the store in `dir`, its standard error piped:
+/// the process and its address.
+fn labelling_server(dir: &std::path::Path) -> (Child, String) {
+    use std::io::BufRead as _;
+    let mut child = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .args(["serve", "--port", "0", "--store"])
+            .arg(dir.join("runs.sqlite"))
+            .arg("--labels")
+            .arg(dir.join("labels.jsonl"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .strip_prefix("listening on ")
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+#[test]
+fn a_second_server_on_a_labels_file_is_refused_and_a_failed_save_says_why_on_stderr() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = answered_store(dir.path());
+    drop(store);
+    let (mut first, url) = labelling_server(dir.path());
+    // A second server would rewrite the file without the first one's labels.
+    let mut second = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+            .args(["serve", "--port", "0", "--store"])
+            .arg(dir.path().join("runs.sqlite"))
+            .arg("--labels")
+            .arg(dir.path().join("labels.jsonl"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // A second server that starts serving is the failure: it is ended after 20 s.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = second.0.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = second.0.kill();
+    let mut stderr = String::new();
+    second
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("labels.jsonl` is being labelled by another server"),
+        "{stderr}"
+    );
+    // The first one saves; then its file becomes something it cannot replace.
+    let form = "label.faithfulness=pass&go=stay";
+    let (status, _, body) = post_form(&format!("{url}/runs/{id}/label?q=0"), form);
+    assert_eq!(status, 303, "{body}");
+    let labels = dir.path().join("labels.jsonl");
+    std::fs::remove_file(&labels).unwrap();
+    std::fs::create_dir(&labels).unwrap();
+    let (status, _, body) = post_form(&format!("{url}/runs/{id}/label?q=0"), form);
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains("the server's standard error says why"),
+        "{body}"
+    );
+    first.0.kill().unwrap();
+    stderr.clear();
+    first
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains("the labels could not be saved")
+            && stderr.contains("labels.jsonl")
+            && stderr.contains("not a regular file"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -8,11 +8,11 @@ use crate::answers::{
 };
 use crate::cli::answering::{client, Counter};
 use crate::cli::dry_run::{self, DryRun};
-use crate::cli::eval::with_cache;
 use crate::cli::judging::Judging;
 use crate::cli::output::Output;
 use crate::cli::render_run_table;
 use crate::cli::runtime;
+use crate::cli::with_cache;
 use crate::components::Context;
 use crate::corpus::Corpus;
 use crate::dataset::{self, AnyDataset, Dataset};

@@ -76,23 +76,35 @@ impl AnswerMetric for Lexical {
 impl Lexical {
     /// The lexical metric reported as `name`; `None` for a name that is not one.
     pub fn named(name: &str) -> Option<Lexical> {
-        let score: Score = match name {
-            "bleu" => |a, r| sentence_bleu(a, r).map(|b| b.score),
-            "chrf" => |a, r| sentence_chrf(a, r),
-            "rouge_1" => |a, r| rouge(a, r).map(|s| s.rouge_1.f1),
-            "rouge_2" => |a, r| rouge(a, r).map(|s| s.rouge_2.f1),
-            "rouge_l" => |a, r| rouge(a, r).map(|s| s.rouge_l.f1),
-            "rouge_1_precision" => |a, r| rouge(a, r).map(|s| s.rouge_1.precision),
-            "rouge_2_precision" => |a, r| rouge(a, r).map(|s| s.rouge_2.precision),
-            "rouge_l_precision" => |a, r| rouge(a, r).map(|s| s.rouge_l.precision),
-            "rouge_1_recall" => |a, r| rouge(a, r).map(|s| s.rouge_1.recall),
-            "rouge_2_recall" => |a, r| rouge(a, r).map(|s| s.rouge_2.recall),
-            "rouge_l_recall" => |a, r| rouge(a, r).map(|s| s.rouge_l.recall),
-            "exact_match" => |a, r| exact_match(a, r),
-            "token_f1" => |a, r| token_f1(a, r),
+        // Each name as written here: the metric's own `&'static str`.
+        let (name, score): (&'static str, Score) = match name {
+            "bleu" => ("bleu", |a, r| sentence_bleu(a, r).map(|b| b.score)),
+            "chrf" => ("chrf", |a, r| sentence_chrf(a, r)),
+            "rouge_1" => ("rouge_1", |a, r| rouge(a, r).map(|s| s.rouge_1.f1)),
+            "rouge_2" => ("rouge_2", |a, r| rouge(a, r).map(|s| s.rouge_2.f1)),
+            "rouge_l" => ("rouge_l", |a, r| rouge(a, r).map(|s| s.rouge_l.f1)),
+            "rouge_1_precision" => ("rouge_1_precision", |a, r| {
+                rouge(a, r).map(|s| s.rouge_1.precision)
+            }),
+            "rouge_2_precision" => ("rouge_2_precision", |a, r| {
+                rouge(a, r).map(|s| s.rouge_2.precision)
+            }),
+            "rouge_l_precision" => ("rouge_l_precision", |a, r| {
+                rouge(a, r).map(|s| s.rouge_l.precision)
+            }),
+            "rouge_1_recall" => ("rouge_1_recall", |a, r| {
+                rouge(a, r).map(|s| s.rouge_1.recall)
+            }),
+            "rouge_2_recall" => ("rouge_2_recall", |a, r| {
+                rouge(a, r).map(|s| s.rouge_2.recall)
+            }),
+            "rouge_l_recall" => ("rouge_l_recall", |a, r| {
+                rouge(a, r).map(|s| s.rouge_l.recall)
+            }),
+            "exact_match" => ("exact_match", |a, r| exact_match(a, r)),
+            "token_f1" => ("token_f1", |a, r| token_f1(a, r)),
             _ => return None,
         };
-        let name = crate::metrics::registry::lookup(name)?.name;
         Some(Lexical { name, score })
     }
 }
