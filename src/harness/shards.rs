@@ -606,7 +606,7 @@ mod tests {
             })
             .to_vec();
         write(store.as_ref(), "g", "case", "a", &d, &rows).unwrap();
-        let verdict = gate(store.as_ref(), "g", &[], dir.path())
+        let verdict = gate(store.as_ref(), "g", &[], dir.path(), false)
             .unwrap()
             .remove(0);
         assert_eq!(verdict.reported, 4);
