@@ -60,3 +60,5 @@ pub use table::RunScores;
 mod stream_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trec_eval_tests;

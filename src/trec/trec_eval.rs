@@ -1106,7 +1106,7 @@ fn evaluate_query(
 /// `%6.4f`, with C's spelling of NaN.
 fn fixed(v: f64) -> String {
     if v.is_nan() {
-        if v.is_sign_negative() { "-nan" } else { "nan" }.to_owned()
+        format!("{:>6}", if v.is_sign_negative() { "-nan" } else { "nan" })
     } else {
         format!("{v:6.4}")
     }
