@@ -836,53 +836,104 @@ fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>>, usize> {
 }
 
 /// One query's results: docno and score of each line.
-struct ResultQuery<'a> {
-    qid: &'a [u8],
-    docs: Vec<(&'a [u8], f64)>,
+pub(super) struct ResultQuery<'a> {
+    pub(super) docs: Vec<(&'a [u8], f64)>,
 }
 
 /// A run: its queries, their index by id, and the run id of its last line.
-struct Results<'a> {
-    queries: Vec<ResultQuery<'a>>,
+pub(super) struct Results<'a> {
+    pub(super) queries: Vec<ResultQuery<'a>>,
     index: QidMap<&'a [u8], usize>,
-    run_id: &'a [u8],
+    pub(super) run_id: &'a [u8],
 }
 
-/// Reads a run: `qid iter docno rank score runid`, at least six fields; blank lines and
-/// lines starting with `#` skipped. `Err(n)` names the malformed line as trec_eval numbers it
-/// (counting only the lines read).
-fn read_results(text: &[u8]) -> std::result::Result<Results<'_>, usize> {
-    let mut r = Results {
-        queries: Vec::new(),
-        index: QidMap::default(),
-        run_id: b"",
-    };
-    let mut count = 0;
-    let mut last: Option<usize> = None;
+/// Lines of a piece of a run: each stretch of lines of one query with its documents.
+#[derive(Default)]
+struct RunPiece<'a> {
+    stretches: Vec<(&'a [u8], Vec<(&'a [u8], f64)>)>,
+    /// Lines read (blank and comment lines left out).
+    count: usize,
+    /// The first malformed line, numbered within the piece.
+    malformed: Option<usize>,
+    run_id: Option<&'a [u8]>,
+}
+
+fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
+    let mut p = RunPiece::default();
     for line in text.split(|&b| b == b'\n') {
         let start = line.iter().position(|&b| !is_space(b));
         let Some(start) = start else { continue };
         if line[start] == b'#' {
             continue;
         }
-        count += 1;
+        p.count += 1;
         let (f, n) = tokens::<6>(line);
         if n < 6 {
-            return Err(count);
+            p.malformed = Some(p.count);
+            return p;
         }
-        let q = match last {
-            Some(q) if r.queries[q].qid == f[0] => q,
-            _ => *r.index.entry(f[0]).or_insert_with(|| {
-                r.queries.push(ResultQuery {
-                    qid: f[0],
-                    docs: Vec::new(),
-                });
-                r.queries.len() - 1
-            }),
-        };
-        last = Some(q);
-        r.queries[q].docs.push((f[2], atof(f[4])));
-        r.run_id = f[5];
+        match p.stretches.last_mut() {
+            Some((qid, docs)) if *qid == f[0] => docs.push((f[2], atof(f[4]))),
+            _ => p.stretches.push((f[0], vec![(f[2], atof(f[4]))])),
+        }
+        p.run_id = Some(f[5]);
+    }
+    p
+}
+
+/// Reads a run: `qid iter docno rank score runid`, at least six fields; blank lines and
+/// lines starting with `#` skipped. `Err(n)` names the malformed line as trec_eval numbers it
+/// (counting only the lines read). Pieces of the file are parsed on every core.
+pub(super) fn read_results(text: &[u8], threads: usize) -> std::result::Result<Results<'_>, usize> {
+    // Cut the text into pieces of whole lines.
+    let mut bounds = vec![0];
+    for t in 1..threads.max(1) {
+        let at = (text.len() * t / threads).max(*bounds.last().unwrap_or(&0));
+        let end = text[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(text.len(), |i| at + i + 1);
+        bounds.push(end);
+    }
+    bounds.push(text.len());
+    let pieces: Vec<RunPiece<'_>> = if bounds.len() > 2 {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let piece = &text[w[0]..w[1]];
+                    s.spawn(move || read_run_piece(piece))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    } else {
+        vec![read_run_piece(text)]
+    };
+    let mut r = Results {
+        queries: Vec::new(),
+        index: QidMap::default(),
+        run_id: b"",
+    };
+    let mut before = 0;
+    for piece in pieces {
+        if let Some(line) = piece.malformed {
+            return Err(before + line);
+        }
+        before += piece.count;
+        for (qid, docs) in piece.stretches {
+            match r.index.get(qid) {
+                Some(&q) => r.queries[q].docs.extend(docs),
+                None => {
+                    r.index.insert(qid, r.queries.len());
+                    r.queries.push(ResultQuery { docs });
+                }
+            }
+        }
+        r.run_id = piece.run_id.unwrap_or(r.run_id);
     }
     Ok(r)
 }
@@ -1185,6 +1236,7 @@ fn run_inner(
     err: &mut dyn Write,
 ) -> Outcome<()> {
     let mut o = parse_options(args, err)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if o.help {
         let _ = out.write_all(help().as_bytes());
         return Ok(());
@@ -1245,7 +1297,9 @@ fn run_inner(
         );
         return Err(quit(err, &run_path));
     };
-    let results = match read_results(&run_text) {
+    // Below a megabyte a thread costs more than it saves.
+    let parsers = if run_text.len() > 1 << 20 { threads } else { 1 };
+    let results = match read_results(&run_text, parsers) {
         Ok(r) => r,
         Err(line) => {
             let _ = writeln!(err, "trec_eval.get_results: Malformed line {line}");
@@ -1302,7 +1356,6 @@ fn run_inner(
     let mut accum = vec![0.0; num_values];
     let mut num_queries = 0usize;
     let mut text: Vec<u8> = Vec::new();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Queries are computed in batches on every core and printed in order; a batch bounds the
     // memory the figures take.
     for batch in work.chunks(8192) {
@@ -1324,7 +1377,7 @@ fn run_inner(
                         .collect();
                     handles
                         .into_iter()
-                        .flat_map(|h| h.join().unwrap_or_default())
+                        .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                         .collect()
                 })
             } else {

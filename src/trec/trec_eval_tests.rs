@@ -139,6 +139,12 @@ proptest! {
     fn all_trec_per_query_matches_a_naive_model((qrels, results) in inputs(), complete in any::<bool>()) {
         let args: &[&str] = if complete { &["-q", "-c", "-m", "all_trec"] } else { &["-q", "-m", "all_trec"] };
         let (code, out, err) = run(args, &qrels, &results);
+        if results.is_empty() {
+            // trec_eval refuses an empty results file as unreadable
+            prop_assert_eq!(code, 2);
+            prop_assert!(err.starts_with("trec_eval.get_results: Cannot read results file"), "{}", err);
+            return Ok(());
+        }
         let judged = parse_qrels(&qrels);
         let by_query = parse_run(&results);
         // trec_eval's order: qrels queries by id; the first one that cannot be scored stops it.
@@ -279,4 +285,22 @@ fn a_query_missing_from_the_run_scores_zero_with_c() {
         out,
         "num_q                 \tall\t2\nnum_ret               \tall\t1\nmap                   \tall\t0.5000\n"
     );
+}
+
+#[test]
+fn a_run_read_in_pieces_is_the_run_read_whole() {
+    let text = b"# c\nq1 Q0 a 1 1 r\nq2 Q0 b 1 1 r\n\nq1 Q0 c 1 0.5 r\nq3 Q0 a 1 1 last\n";
+    let whole = trec_eval::read_results(text, 1).ok().unwrap();
+    for threads in 2..6 {
+        let parts = trec_eval::read_results(text, threads).ok().unwrap();
+        assert_eq!(parts.run_id, b"last");
+        let flat = |r: &trec_eval::Results<'_>| {
+            r.queries.iter().map(|q| q.docs.iter().map(|d| (d.0.to_vec(), d.1)).collect::<Vec<_>>()).collect::<Vec<_>>()
+        };
+        assert_eq!(flat(&parts), flat(&whole), "{threads} threads");
+    }
+    let bad = b"q1 Q0 a 1 1 r\n\n# c\nq1 Q0 b 1 1 r\nq1 Q0 c 1 1\nq1 Q0 d 1 1 r\n";
+    for threads in 1..6 {
+        assert_eq!(trec_eval::read_results(bad, threads).err(), Some(3), "{threads} threads");
+    }
 }
