@@ -1135,7 +1135,8 @@ fn evaluate_query(
         }
     }
     if bogus {
-        // What trec_eval resets for a query without results under -c (trec_eval.c).
+        // What trec_eval resets for a query without results under -c (trec_eval.c), by the
+        // exact names it compares (`utility_2,-1,0,0` is not reset).
         for req in ctx.measures {
             for (k, name) in req.names.iter().enumerate() {
                 if name == "num_ret"
@@ -1146,7 +1147,8 @@ fn evaluate_query(
                     values[req.slot + k] = 0.0;
                 }
             }
-            if req.def.print == P::Relstring {
+            // By exact name, as trec_eval: `relstring_20` keeps the bogus document's string.
+            if req.names.first().is_some_and(|n| n == "relstring") {
                 relstring.clear();
             }
         }
