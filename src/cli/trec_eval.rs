@@ -49,7 +49,10 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
     let _ = std::io::stderr().write_all(&err);
     match flushed {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            let _ = writeln!(std::io::stderr(), "error: cannot write to standard output: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: cannot write to standard output: {e}"
+            );
             ExitCode::FAILURE
         }
         _ => ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX)),

@@ -415,10 +415,7 @@ impl Gains {
 
     /// The gain of a grade; 0 for a grade not listed.
     pub fn gain(&self, rel: i64) -> f64 {
-        self.levels
-            .iter()
-            .find(|l| l.0 == rel)
-            .map_or(0.0, |l| l.1)
+        self.levels.iter().find(|l| l.0 == rel).map_or(0.0, |l| l.1)
     }
 
     /// The gains of the ideal ranking, best first, while they are positive.

@@ -17,8 +17,8 @@
 //! - Queries are matched through a hash table, not trec_eval's scan of every result for every
 //!   qrels query: figures and order are the same, the time is linear in the queries.
 
-use super::parse::QidMap;
 use super::measures::{self as m, Gains, Ranked, NONPOOL, UNJUDGED};
+use super::parse::QidMap;
 use std::io::{Read, Write};
 
 /// The version of trec_eval whose behaviour [`run`] reproduces.
@@ -289,13 +289,7 @@ static NICKNAMES: &[(&str, &[&str])] = &[
     ),
     (
         "qrels_jg",
-        &[
-            "runid",
-            "num_q",
-            "map_avgjg",
-            "P_avgjg",
-            "Rprec_mult_avgjg",
-        ],
+        &["runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"],
     ),
 ];
 
@@ -594,7 +588,10 @@ enum Param {
 
 /// C's `atof`: the longest prefix that reads as a number, 0 when none does.
 pub(super) fn atof(s: &[u8]) -> f64 {
-    if let Some(v) = std::str::from_utf8(s).ok().and_then(|t| t.parse::<f64>().ok()) {
+    if let Some(v) = std::str::from_utf8(s)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+    {
         return v;
     }
     let mut i = 0;
@@ -624,7 +621,12 @@ pub(super) fn atof(s: &[u8]) -> f64 {
             let sign = if rest.starts_with('-') { -1.0 } else { 1.0 };
             let body = rest.trim_start_matches(['+', '-']);
             if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word) {
-                return sign * if word == "nan" { f64::NAN } else { f64::INFINITY };
+                return sign
+                    * if word == "nan" {
+                        f64::NAN
+                    } else {
+                        f64::INFINITY
+                    };
             }
         }
         return 0.0;
@@ -811,7 +813,11 @@ struct JudgedQuery<'a> {
 /// comments it out. Queries sorted by id, judgements by docno.
 fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>>, usize> {
     let mut lines: Vec<(&[u8], &[u8], i64)> = Vec::new();
-    for line in text.strip_suffix(b"\n").unwrap_or(text).split(|&b| b == b'\n') {
+    for line in text
+        .strip_suffix(b"\n")
+        .unwrap_or(text)
+        .split(|&b| b == b'\n')
+    {
         if line.first() == Some(&b'#') {
             continue;
         }
@@ -835,9 +841,12 @@ fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>>, usize> {
     Ok(out)
 }
 
+/// Docno and score of each line of a query.
+type Docs<'a> = Vec<(&'a [u8], f64)>;
+
 /// One query's results: docno and score of each line.
 pub(super) struct ResultQuery<'a> {
-    pub(super) docs: Vec<(&'a [u8], f64)>,
+    pub(super) docs: Docs<'a>,
 }
 
 /// A run: its queries, their index by id, and the run id of its last line.
@@ -850,7 +859,7 @@ pub(super) struct Results<'a> {
 /// Lines of a piece of a run: each stretch of lines of one query with its documents.
 #[derive(Default)]
 struct RunPiece<'a> {
-    stretches: Vec<(&'a [u8], Vec<(&'a [u8], f64)>)>,
+    stretches: Vec<(&'a [u8], Docs<'a>)>,
     /// Lines read (blank and comment lines left out).
     count: usize,
     /// The first malformed line, numbered within the piece.
@@ -943,7 +952,12 @@ type ZScores = std::collections::HashMap<(Vec<u8>, Vec<u8>), (f64, f64)>;
 
 fn read_zscores(text: &[u8]) -> std::result::Result<ZScores, usize> {
     let mut out = ZScores::new();
-    for (i, line) in text.strip_suffix(b"\n").unwrap_or(text).split(|&b| b == b'\n').enumerate() {
+    for (i, line) in text
+        .strip_suffix(b"\n")
+        .unwrap_or(text)
+        .split(|&b| b == b'\n')
+        .enumerate()
+    {
         let (f, n) = tokens::<4>(line);
         if n < 4 {
             return Err(i + 1);
@@ -960,6 +974,10 @@ struct QueryValues {
     values: Vec<f64>,
     relstring: String,
 }
+
+/// A query's figures; the error that stops the run; `None` for a query without results
+/// (without `-c`).
+type Computed = Option<std::result::Result<QueryValues, String>>;
 
 /// Everything a query's computation reads.
 struct Context<'a> {
@@ -1050,9 +1068,10 @@ fn evaluate_query(
     let mut values = vec![0.0; ctx.num_values];
     let mut relstring = String::new();
     let ranked = match ctx.first_joining {
-        Some(name) => Some(rank(ctx.o, judged, docs).map_err(|e| {
-            format!("{e}trec_eval: Can't calculate measure '{name}'\n")
-        })?),
+        Some(name) => Some(
+            rank(ctx.o, judged, docs)
+                .map_err(|e| format!("{e}trec_eval: Can't calculate measure '{name}'\n"))?,
+        ),
         None => None,
     };
     let Some(r) = ranked else {
@@ -1361,7 +1380,7 @@ fn run_inner(
     // Queries are computed in batches on every core and printed in order; a batch bounds the
     // memory the figures take.
     for batch in work.chunks(8192) {
-        let compute = |&(i, r): &(usize, Option<usize>)| -> Option<std::result::Result<QueryValues, String>> {
+        let compute = |&(i, r): &(usize, Option<usize>)| -> Computed {
             let docs: &[(&[u8], f64)] = match r {
                 Some(r) => &results.queries[r].docs,
                 None if o.complete => &bogus_docs,
@@ -1369,22 +1388,21 @@ fn run_inner(
             };
             Some(evaluate_query(&ctx, &qrels[i], docs, r.is_none()))
         };
-        let computed: Vec<Option<std::result::Result<QueryValues, String>>> =
-            if threads > 1 && batch.len() >= 64 {
-                let per = batch.len().div_ceil(threads);
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = batch
-                        .chunks(per)
-                        .map(|part| s.spawn(move || part.iter().map(compute).collect::<Vec<_>>()))
-                        .collect();
-                    handles
-                        .into_iter()
-                        .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                        .collect()
-                })
-            } else {
-                batch.iter().map(compute).collect()
-            };
+        let computed: Vec<Computed> = if threads > 1 && batch.len() >= 64 {
+            let per = batch.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                let handles: Vec<_> = batch
+                    .chunks(per)
+                    .map(|part| s.spawn(move || part.iter().map(compute).collect::<Vec<_>>()))
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            })
+        } else {
+            batch.iter().map(compute).collect()
+        };
         for (&(i, _), result) in batch.iter().zip(computed) {
             let qid = qrels[i].qid;
             let done = match result {
@@ -1427,7 +1445,14 @@ fn run_inner(
                 }
             }
             if o.query {
-                print_values(&mut text, &measures, &values, &done.relstring, qid, zscores.is_some());
+                print_values(
+                    &mut text,
+                    &measures,
+                    &values,
+                    &done.relstring,
+                    qid,
+                    zscores.is_some(),
+                );
             }
             num_queries += 1;
         }
@@ -1483,7 +1508,11 @@ fn run_inner(
                 }
                 P::Relstring => {}
                 P::Long | P::SummaryLong if !z => {
-                    let _ = writeln!(text, "{:<22}\tall\t{}", req.names[0], accum[req.slot] as i64);
+                    let _ = writeln!(
+                        text,
+                        "{:<22}\tall\t{}",
+                        req.names[0], accum[req.slot] as i64
+                    );
                 }
                 _ => {
                     let prefix = if z { "Z" } else { "" };
@@ -1531,11 +1560,17 @@ fn help() -> String {
             K::None => String::new(),
             K::Longs(c) => format!(
                 " (cut-offs {})",
-                c.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(",")
+                c.iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
             K::Doubles(c) | K::DoubleParams(c) => format!(
                 " (parameters {})",
-                c.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(",")
+                c.iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
             K::Pairs => " (parameters grade=gain,…)".to_owned(),
         };

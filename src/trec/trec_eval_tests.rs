@@ -51,12 +51,19 @@ fn naive(judged: &BTreeMap<String, i64>, results: Option<&[(String, f64)]>) -> [
         }
     }
     let ap = if r > 0.0 { ap / r } else { 0.0 };
-    let rr = rels.iter().position(|&x| x).map_or(0.0, |i| 1.0 / (i + 1) as f64);
+    let rr = rels
+        .iter()
+        .position(|&x| x)
+        .map_or(0.0, |i| 1.0 / (i + 1) as f64);
     let dcg: f64 = ranked
         .iter()
         .take(10)
         .enumerate()
-        .map(|(i, d)| grade(&d.0).filter(|&g| g > 0).map_or(0.0, |g| g as f64 / ((i + 2) as f64).log2()))
+        .map(|(i, d)| {
+            grade(&d.0)
+                .filter(|&g| g > 0)
+                .map_or(0.0, |g| g as f64 / ((i + 2) as f64).log2())
+        })
         .sum();
     let mut ideal: Vec<i64> = judged.values().copied().filter(|&g| g > 0).collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
@@ -86,7 +93,14 @@ fn naive(judged: &BTreeMap<String, i64>, results: Option<&[(String, f64)]>) -> [
     [p5, recall10, ap, rr, ndcg10, bpref]
 }
 
-const NAMES: [&str; 6] = ["P_5", "recall_10", "map", "recip_rank", "ndcg_cut_10", "bpref"];
+const NAMES: [&str; 6] = [
+    "P_5",
+    "recall_10",
+    "map",
+    "recip_rank",
+    "ndcg_cut_10",
+    "bpref",
+];
 
 /// Random qrels (grades -1..=3, every query with a judged grade) and a run over them.
 fn inputs() -> impl Strategy<Value = (String, String)> {
@@ -118,7 +132,9 @@ fn parse_qrels(qrels: &str) -> BTreeMap<String, BTreeMap<String, i64>> {
     let mut out: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     for line in qrels.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        out.entry(f[0].into()).or_default().insert(f[2].into(), f[3].parse().unwrap());
+        out.entry(f[0].into())
+            .or_default()
+            .insert(f[2].into(), f[3].parse().unwrap());
     }
     out
 }
@@ -127,7 +143,9 @@ fn parse_run(run: &str) -> BTreeMap<String, Vec<(String, f64)>> {
     let mut out: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
     for line in run.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        out.entry(f[0].into()).or_default().push((f[2].into(), f[4].parse().unwrap()));
+        out.entry(f[0].into())
+            .or_default()
+            .push((f[2].into(), f[4].parse().unwrap()));
     }
     out
 }
@@ -226,7 +244,10 @@ fn measures_by_hand() {
     assert_eq!(m::success(&r, &[1]), [1.0]);
     assert_eq!(m::unjudged(&r, &[2]), [0.5]);
     assert_eq!(m::relstring(&r, 10), "1-20");
-    assert_eq!(m::set_f(&r, 1.0), 2.0 * 0.5 * (2.0 / 3.0) / (0.5 + 2.0 / 3.0));
+    assert_eq!(
+        m::set_f(&r, 1.0),
+        2.0 * 0.5 * (2.0 / 3.0) / (0.5 + 2.0 / 3.0)
+    );
     assert_eq!(m::num_nonrel_judged_ret(&r), 1.0);
     // bpref: both relevant retrieved documents are above every non-relevant one
     assert_eq!(m::bpref(&r), 2.0 / 3.0);
@@ -252,9 +273,16 @@ fn all_trec_has_a_hundred_names() {
     assert_eq!(names.len(), 100);
     let (code, out, err) = run(&["-m", "all_trec"], "q 0 d 1\n", "q Q0 d 1 1 r\n");
     assert_eq!(code, 0, "{err}");
-    let printed: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap().trim_end()).collect();
+    let printed: Vec<&str> = out
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().trim_end())
+        .collect();
     // relstring prints per query only
-    let without_relstring: Vec<&str> = names.iter().map(String::as_str).filter(|n| *n != "relstring").collect();
+    let without_relstring: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != "relstring")
+        .collect();
     assert_eq!(printed, without_relstring);
 }
 
@@ -295,12 +323,24 @@ fn a_run_read_in_pieces_is_the_run_read_whole() {
         let parts = trec_eval::read_results(text, threads).ok().unwrap();
         assert_eq!(parts.run_id, b"last");
         let flat = |r: &trec_eval::Results<'_>| {
-            r.queries.iter().map(|q| q.docs.iter().map(|d| (d.0.to_vec(), d.1)).collect::<Vec<_>>()).collect::<Vec<_>>()
+            r.queries
+                .iter()
+                .map(|q| {
+                    q.docs
+                        .iter()
+                        .map(|d| (d.0.to_vec(), d.1))
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
         };
         assert_eq!(flat(&parts), flat(&whole), "{threads} threads");
     }
     let bad = b"q1 Q0 a 1 1 r\n\n# c\nq1 Q0 b 1 1 r\nq1 Q0 c 1 1\nq1 Q0 d 1 1 r\n";
     for threads in 1..6 {
-        assert_eq!(trec_eval::read_results(bad, threads).err(), Some(3), "{threads} threads");
+        assert_eq!(
+            trec_eval::read_results(bad, threads).err(),
+            Some(3),
+            "{threads} threads"
+        );
     }
 }

@@ -37,14 +37,23 @@ fn same_as(args: &[&str], expected: &str) {
     assert_eq!(code, 0, "{args:?}: {err}");
     let want = std::fs::read(fixtures().join(expected)).unwrap();
     if out != want {
-        let (got, want) = (String::from_utf8_lossy(&out), String::from_utf8_lossy(&want));
+        let (got, want) = (
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&want),
+        );
         let diff = got
             .lines()
             .zip(want.lines())
             .enumerate()
             .find(|(_, (a, b))| a != b)
             .map(|(i, (a, b))| format!("line {}: got {a:?}, want {b:?}", i + 1))
-            .unwrap_or_else(|| format!("{} lines, want {}", got.lines().count(), want.lines().count()));
+            .unwrap_or_else(|| {
+                format!(
+                    "{} lines, want {}",
+                    got.lines().count(),
+                    want.lines().count()
+                )
+            });
         panic!("{args:?} differs from {expected}: {diff}");
     }
 }
@@ -63,12 +72,18 @@ fn quicktest_qrels_with_comments() {
 
 #[test]
 fn quicktest_all_trec() {
-    same_as(&["-m", "all_trec", "qrels.test", "results.test"], "out.test.a");
+    same_as(
+        &["-m", "all_trec", "qrels.test", "results.test"],
+        "out.test.a",
+    );
 }
 
 #[test]
 fn quicktest_all_trec_per_query() {
-    same_as(&["-m", "all_trec", "-q", "qrels.test", "results.test"], "out.test.aq");
+    same_as(
+        &["-m", "all_trec", "-q", "qrels.test", "results.test"],
+        "out.test.aq",
+    );
 }
 
 #[test]
@@ -82,7 +97,15 @@ fn quicktest_complete_with_missing_queries() {
 #[test]
 fn quicktest_complete_at_most_100() {
     same_as(
-        &["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"],
+        &[
+            "-m",
+            "all_trec",
+            "-q",
+            "-c",
+            "-M100",
+            "qrels.test",
+            "results.trunc",
+        ],
         "out.test.aqcM",
     );
 }
@@ -90,7 +113,15 @@ fn quicktest_complete_at_most_100() {
 #[test]
 fn quicktest_relevance_level_and_relstring() {
     same_as(
-        &["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"],
+        &[
+            "-m",
+            "all_trec",
+            "-mrelstring.20",
+            "-q",
+            "-l2",
+            "qrels.rel_level",
+            "results.test",
+        ],
         "out.test.aql",
     );
 }
@@ -123,7 +154,15 @@ fn quicktest_measure_parameters() {
 #[test]
 fn quicktest_zscores() {
     same_as(
-        &["-q", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.test"],
+        &[
+            "-q",
+            "-m",
+            "all_trec",
+            "-Z",
+            "zscores_file",
+            "qrels.test",
+            "results.test",
+        ],
         "out.test.aqZ",
     );
 }
@@ -140,7 +179,12 @@ fn the_run_is_read_from_standard_input_with_a_dash() {
 fn options_may_follow_the_files_and_long_names_are_taken() {
     let want = std::fs::read(fixtures().join("out.test.aq")).unwrap();
     let (code, out, err) = trec_eval(
-        &["qrels.test", "results.test", "--measure=all_trec", "--query_eval_wanted"],
+        &[
+            "qrels.test",
+            "results.test",
+            "--measure=all_trec",
+            "--query_eval_wanted",
+        ],
         b"",
     );
     assert_eq!(code, 0, "{err}");
@@ -177,7 +221,10 @@ fn errors_exit_as_trec_eval_does() {
     );
     let (code, _, err) = trec_eval(&["-x", "qrels.test", "results.test"], b"");
     assert_eq!(code, 1);
-    assert!(err.starts_with("trec_eval: invalid option -- 'x'\nUsage"), "{err}");
+    assert!(
+        err.starts_with("trec_eval: invalid option -- 'x'\nUsage"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -202,7 +249,16 @@ fn help_lists_every_all_trec_measure() {
     let (code, out, _) = trec_eval(&["-h"], b"");
     assert_eq!(code, 0);
     let help = String::from_utf8(out).unwrap();
-    for name in ["num_q", "iprec_at_recall", "ndcg_cut", "rbp_resid", "num_nonrel_judged_ret"] {
-        assert!(help.contains(&format!("  {name}")), "{name} missing from {help}");
+    for name in [
+        "num_q",
+        "iprec_at_recall",
+        "ndcg_cut",
+        "rbp_resid",
+        "num_nonrel_judged_ret",
+    ] {
+        assert!(
+            help.contains(&format!("  {name}")),
+            "{name} missing from {help}"
+        );
     }
 }
