@@ -65,6 +65,7 @@ enum Average {
     GeometricMean,
     NumQ,
     NumRel,
+    /// Not accumulated (`runid`, `relstring`).
     None,
 }
 
@@ -969,7 +970,7 @@ fn read_zscores(text: &[u8]) -> std::result::Result<ZScores, usize> {
 
 const MISSING_ZSCORE: f64 = -1000000.0;
 
-/// A query's figures, or the message of the error that stopped it.
+/// A query's figures: one per value name, and its relstring.
 struct QueryValues {
     values: Vec<f64>,
     relstring: String,
@@ -1184,6 +1185,7 @@ fn fixed(v: f64) -> String {
     }
 }
 
+/// Prints one query's lines (`-q`) as trec_eval's `print_single_meas` procedures do.
 fn print_values(
     out: &mut Vec<u8>,
     measures: &[Requested],
@@ -1572,6 +1574,8 @@ fn help() -> String {
                     .collect::<Vec<_>>()
                     .join(",")
             ),
+            K::Pairs if d.name == "rbp_resid" => " (parameters p=0.9)".to_owned(),
+            K::Pairs if d.name == "rbp" => " (parameters p=0.9,grade=gain,…)".to_owned(),
             K::Pairs => " (parameters grade=gain,…)".to_owned(),
         };
         s.push_str(&format!("  {}{params}\n", d.name));
