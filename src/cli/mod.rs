@@ -30,6 +30,7 @@ mod report;
 mod runs;
 mod score;
 mod serve;
+mod trec_eval;
 
 use crate::corpus::Corpus;
 use crate::metrics::{self, SpanMode};
@@ -116,6 +117,10 @@ enum Command {
     /// Serve the stored runs read-only over HTTP on 127.0.0.1: `GET /runs`, `GET /runs/{id}`,
     /// `POST /compare` and HTML reports.
     Serve(serve::ServeArgs),
+    /// trec_eval 10.0, byte for byte: its command line (`-q -m all_trec -c -M100 …`), its
+    /// output and its exit codes; `rag-eval trec_eval -h` lists the options and measures.
+    #[command(name = "trec_eval", alias = "trec-eval")]
+    TrecEval(trec_eval::TrecEvalArgs),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -185,6 +190,11 @@ impl CorpusArgs {
 
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
+    // trec_eval's flags are its own (`-v` is its version, `-h` its help): they never reach clap.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(first) = trec_eval::invoked(&args) {
+        return trec_eval::run(&args[first..]);
+    }
     let cli = Cli::parse();
     log::init(cli.verbose);
     // The long commands show a progress line on stderr, a terminal's or a CI log's.
@@ -215,6 +225,7 @@ pub fn main() -> ExitCode {
         }),
         Command::Report(a) => report::run(a, &mut out),
         Command::Serve(a) => serve::run(a),
+        Command::TrecEval(a) => return trec_eval::run(&a.args),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),

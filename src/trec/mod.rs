@@ -42,10 +42,12 @@
 mod blocks;
 mod eval;
 mod measure;
+pub mod measures;
 mod parse;
 mod scores;
 mod stream;
 mod table;
+pub mod trec_eval;
 
 pub use eval::{evaluate, evaluate_columns, mean, score, PerQuery};
 pub use measure::Measure;
@@ -58,3 +60,5 @@ pub use table::RunScores;
 mod stream_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trec_eval_tests;

@@ -31,3 +31,4 @@ mod reports;
 mod runs_cli;
 mod serve;
 mod service;
+mod trec_eval_cli;

@@ -1,0 +1,1588 @@
+//! `rag-eval trec_eval`: trec_eval 10.0's command line and output, byte for byte.
+//!
+//! [`run`] takes trec_eval's arguments and writes what trec_eval writes: the same measures in
+//! the same order, named as it names them, in its `%-22s\t%s\t%6.4f` layout, with its exit
+//! codes and (for the errors that make sense here) its messages. The measures themselves are
+//! the functions of [`measures`](super::measures). What differs, on purpose:
+//!
+//! - `-h` prints rag-eval's own summary of the options and measures (trec_eval prints its
+//!   authors' text, which is not copied here); `-v` names both versions.
+//! - The preference formats (`-R prefs`, `-R qrels_prefs`, `-R qrels_jg`) and the measures that
+//!   need them (`prefs_*`, `*_avgjg`), `ndcg_p` and `yaap` are refused with exit code 2.
+//! - `-D` is accepted; the debugging traces of trec_eval's measures are not printed.
+//! - Where trec_eval reads uninitialised memory or past a buffer (two comment lines in a row in
+//!   qrels, a qrels query whose grades are all negative, `rbp`'s initial minimum and maximum)
+//!   the figure is the one a clean run of trec_eval gives: comment lines are skipped, `rbp`
+//!   starts from 0.
+//! - Queries are matched through a hash table, not trec_eval's scan of every result for every
+//!   qrels query: figures and order are the same, the time is linear in the queries.
+
+use super::measures::{self as m, Gains, Ranked, NONPOOL, UNJUDGED};
+use super::parse::QidMap;
+use std::io::{Read, Write};
+
+/// The version of trec_eval whose behaviour [`run`] reproduces.
+pub const TREC_EVAL_VERSION: &str = "10.0-rc3";
+
+const USAGE: &str = "Usage: trec_eval [-h] [-q] {-m measure}* trec_rel_file trec_top_file\n\
+   -h: Give full help information, including other options\n\
+   -q: In addition to summary evaluation, give evaluation for each query\n\
+   -m: calculate and print measures indicated by 'measure'\n\
+       ('-m all_qrels' prints all qrels measures, '-m official' is default)\n";
+
+/// How a measure takes parameters (`-m name.params`) and its defaults.
+#[derive(Clone, Copy)]
+enum ParamKind {
+    None,
+    /// Integer cut-offs, sorted, positive, unique; one value each.
+    Longs(&'static [i64]),
+    /// Real cut-offs, sorted, unique; one value each.
+    Doubles(&'static [f64]),
+    /// Real parameters in the order given; one value, named with them when given.
+    DoubleParams(&'static [f64]),
+    /// `name=value` pairs (gains, rbp's `p`); one value, named with them when given.
+    Pairs,
+}
+
+/// How a per-query value is printed.
+#[derive(Clone, Copy, PartialEq)]
+enum Print {
+    Long,
+    Double,
+    /// Only the summary line (`gm_map`, `gm_bpref`).
+    SummaryOnly,
+    /// Only the summary line, as an integer (`num_q`).
+    SummaryLong,
+    Relstring,
+    Runid,
+}
+
+/// How the summary value comes from the per-query ones.
+#[derive(Clone, Copy, PartialEq)]
+enum Average {
+    Mean,
+    Sum,
+    GeometricMean,
+    NumQ,
+    NumRel,
+    /// Not accumulated (`runid`, `relstring`).
+    None,
+}
+
+/// One of trec_eval's measures, in the order of its measure table (the order it prints in).
+struct Def {
+    name: &'static str,
+    params: ParamKind,
+    print: Print,
+    average: Average,
+    /// Computed here; the others are refused.
+    supported: bool,
+}
+
+const CUTS: &[i64] = &[5, 10, 15, 20, 30, 100, 200, 500, 1000];
+const RECALLS: &[f64] = &[0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+
+const fn def(name: &'static str, params: ParamKind, print: Print, average: Average) -> Def {
+    Def {
+        name,
+        params,
+        print,
+        average,
+        supported: true,
+    }
+}
+
+const fn unsupported(name: &'static str) -> Def {
+    Def {
+        name,
+        params: ParamKind::None,
+        print: Print::Double,
+        average: Average::Mean,
+        supported: false,
+    }
+}
+
+use Average as A;
+use ParamKind as K;
+use Print as P;
+
+/// trec_eval 10.0's measures (measures.c), in its order.
+static MEASURES: &[Def] = &[
+    def("runid", K::None, P::Runid, A::None),
+    def("num_q", K::None, P::SummaryLong, A::NumQ),
+    def("num_ret", K::None, P::Long, A::Sum),
+    def("num_rel", K::None, P::Long, A::NumRel),
+    def("num_rel_ret", K::None, P::Long, A::Sum),
+    def("map", K::None, P::Double, A::Mean),
+    def("gm_map", K::None, P::SummaryOnly, A::GeometricMean),
+    def("Rprec", K::None, P::Double, A::Mean),
+    def("bpref", K::None, P::Double, A::Mean),
+    def("recip_rank", K::None, P::Double, A::Mean),
+    def("iprec_at_recall", K::Doubles(RECALLS), P::Double, A::Mean),
+    def("P", K::Longs(CUTS), P::Double, A::Mean),
+    def("relstring", K::DoubleParams(&[10.0]), P::Relstring, A::None),
+    def("recall", K::Longs(CUTS), P::Double, A::Mean),
+    def("infAP", K::None, P::Double, A::Mean),
+    def("gm_bpref", K::None, P::SummaryOnly, A::GeometricMean),
+    def(
+        "Rprec_mult",
+        K::Doubles(&[0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0]),
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "utility",
+        K::DoubleParams(&[1.0, -1.0, 0.0, 0.0]),
+        P::Double,
+        A::Mean,
+    ),
+    def("11pt_avg", K::DoubleParams(RECALLS), P::Double, A::Mean),
+    def("binG", K::None, P::Double, A::Mean),
+    def("G", K::Pairs, P::Double, A::Mean),
+    def("dcg", K::Pairs, P::Double, A::Mean),
+    def("ideal_dcg", K::Pairs, P::Double, A::Mean),
+    def("ndcg", K::Pairs, P::Double, A::Mean),
+    def("ndcg_rel", K::Pairs, P::Double, A::Mean),
+    def("Rndcg", K::Pairs, P::Double, A::Mean),
+    def("ndcg_cut", K::Longs(CUTS), P::Double, A::Mean),
+    def("map_cut", K::Longs(CUTS), P::Double, A::Mean),
+    def("relative_P", K::Longs(CUTS), P::Double, A::Mean),
+    def("success", K::Longs(&[1, 5, 10]), P::Double, A::Mean),
+    def("set_P", K::None, P::Double, A::Mean),
+    def("set_relative_P", K::None, P::Double, A::Mean),
+    def("set_recall", K::None, P::Double, A::Mean),
+    def("set_map", K::None, P::Double, A::Mean),
+    def("set_F", K::DoubleParams(&[1.0]), P::Double, A::Mean),
+    def("num_nonrel_judged_ret", K::None, P::Long, A::Sum),
+    unsupported("prefs_num_prefs_poss"),
+    unsupported("prefs_num_prefs_ful"),
+    unsupported("prefs_num_prefs_ful_ret"),
+    unsupported("prefs_simp"),
+    unsupported("prefs_pair"),
+    unsupported("prefs_avgjg"),
+    unsupported("prefs_avgjg_Rnonrel"),
+    unsupported("prefs_simp_ret"),
+    unsupported("prefs_pair_ret"),
+    unsupported("prefs_avgjg_ret"),
+    unsupported("prefs_avgjg_Rnonrel_ret"),
+    unsupported("prefs_simp_imp"),
+    unsupported("prefs_pair_imp"),
+    unsupported("prefs_avgjg_imp"),
+    unsupported("map_avgjg"),
+    unsupported("P_avgjg"),
+    unsupported("Rprec_mult_avgjg"),
+    unsupported("yaap"),
+    def("rbp", K::Pairs, P::Double, A::Mean),
+    def("rbp_resid", K::Pairs, P::Double, A::Mean),
+    def("unj", K::Longs(&[5, 10, 20]), P::Double, A::Mean),
+];
+
+/// trec_eval's nicknames for sets of measures.
+static NICKNAMES: &[(&str, &[&str])] = &[
+    (
+        "official",
+        &[
+            "runid",
+            "num_q",
+            "num_ret",
+            "num_rel",
+            "num_rel_ret",
+            "map",
+            "gm_map",
+            "Rprec",
+            "bpref",
+            "recip_rank",
+            "iprec_at_recall",
+            "P",
+        ],
+    ),
+    (
+        "set",
+        &[
+            "runid",
+            "num_q",
+            "num_ret",
+            "num_rel",
+            "num_rel_ret",
+            "utility",
+            "set_P",
+            "set_recall",
+            "set_relative_P",
+            "set_map",
+            "set_F",
+        ],
+    ),
+    (
+        "all_trec",
+        &[
+            "runid",
+            "num_q",
+            "num_ret",
+            "num_rel",
+            "num_rel_ret",
+            "map",
+            "gm_map",
+            "Rprec",
+            "bpref",
+            "recip_rank",
+            "iprec_at_recall",
+            "P",
+            "relstring",
+            "recall",
+            "unj",
+            "rbp",
+            "rbp_resid",
+            "infAP",
+            "gm_bpref",
+            "utility",
+            "11pt_avg",
+            "ndcg",
+            "relative_P",
+            "Rprec_mult",
+            "success",
+            "map_cut",
+            "ndcg_cut",
+            "ndcg_rel",
+            "Rndcg",
+            "binG",
+            "G",
+            "set_P",
+            "set_recall",
+            "set_relative_P",
+            "set_map",
+            "set_F",
+            "num_nonrel_judged_ret",
+        ],
+    ),
+    (
+        "all_prefs",
+        &[
+            "runid",
+            "num_q",
+            "prefs_num_prefs_poss",
+            "prefs_num_prefs_ful",
+            "prefs_num_prefs_ful_ret",
+            "prefs_simp",
+            "prefs_pair",
+            "prefs_avgjg",
+            "prefs_avgjg_Rnonrel",
+            "prefs_simp_ret",
+            "prefs_pair_ret",
+            "prefs_avgjg_ret",
+            "prefs_avgjg_Rnonrel_ret",
+            "prefs_simp_imp",
+            "prefs_pair_imp",
+            "prefs_avgjg_imp",
+        ],
+    ),
+    (
+        "prefs",
+        &[
+            "runid",
+            "num_q",
+            "prefs_num_prefs_poss",
+            "prefs_num_prefs_ful",
+            "prefs_num_prefs_ful_ret",
+            "prefs_simp",
+            "prefs_pair",
+            "prefs_avgjg",
+        ],
+    ),
+    (
+        "qrels_jg",
+        &["runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"],
+    ),
+];
+
+/// The names `-m all_trec` prints, parameters expanded (trec_eval's defaults): 100 names.
+///
+/// ```
+/// let names = rag_eval::trec::trec_eval::all_trec_names();
+/// assert_eq!(names.len(), 100);
+/// assert_eq!(names[..3], ["runid", "num_q", "num_ret"]);
+/// assert!(names.contains(&"ndcg_cut_10".to_string()));
+/// ```
+pub fn all_trec_names() -> Vec<String> {
+    let (_, list) = NICKNAMES[2];
+    let mut out = Vec::new();
+    for d in MEASURES.iter().filter(|d| list.contains(&d.name)) {
+        match d.params {
+            K::Longs(c) => out.extend(c.iter().map(|k| format!("{}_{k}", d.name))),
+            K::Doubles(c) => out.extend(c.iter().map(|x| format!("{}_{x:.2}", d.name))),
+            _ => out.push(d.name.to_owned()),
+        }
+    }
+    out
+}
+
+/// The parsed command line.
+struct Options {
+    query: bool,
+    complete: bool,
+    judged_only: bool,
+    summary: bool,
+    level: i64,
+    num_docs: i64,
+    max_docs: i64,
+    debug_query: Option<String>,
+    rel_format: String,
+    results_format: String,
+    zscores: Option<String>,
+    help: bool,
+    /// `(measure name, parameters)` of each `-m name.params`, in order.
+    measure_args: Vec<(String, String)>,
+    /// Marked measures (indices of [`MEASURES`]).
+    marked: Vec<bool>,
+    any_marked: bool,
+    files: Vec<String>,
+}
+
+/// What ends a run early: the exit code, after the messages were written.
+struct Exit(i32);
+
+type Outcome<T> = std::result::Result<T, Exit>;
+
+fn fail(err: &mut dyn Write, message: &str, code: i32) -> Exit {
+    let _ = err.write_all(message.as_bytes());
+    Exit(code)
+}
+
+fn usage(err: &mut dyn Write) -> Exit {
+    fail(err, USAGE, 1)
+}
+
+const LONG_OPTIONS: &[(&str, bool, char)] = &[
+    ("help", false, 'h'),
+    ("version", false, 'v'),
+    ("query_eval_wanted", false, 'q'),
+    ("measure", true, 'm'),
+    ("complete_rel_info_wanted", false, 'c'),
+    ("level_for_rel", true, 'l'),
+    ("nosummary", false, 'n'),
+    ("Debug_level", true, 'D'),
+    ("Judged_docs_only", false, 'J'),
+    ("Number_docs_in_coll", true, 'N'),
+    ("Max_retrieved_per_topic", true, 'M'),
+    ("Rel_info_format", true, 'R'),
+    ("Results_format", true, 'T'),
+    ("Output_old_results_format", true, 'o'),
+    ("Zscore", true, 'Z'),
+];
+
+fn takes_argument(c: char) -> Option<bool> {
+    match c {
+        'h' | 'v' | 'q' | 'c' | 'n' | 'J' | 'o' => Some(false),
+        'm' | 'l' | 'D' | 'N' | 'M' | 'R' | 'T' | 'Z' => Some(true),
+        _ => None,
+    }
+}
+
+/// Parses the command line as GNU `getopt_long` does for trec_eval (options anywhere, `--`
+/// ending them, `-mP.5` and `-m P.5`, `--measure=P.5`, unambiguous long prefixes), acting on
+/// each option as it comes, as trec_eval does.
+fn parse_options(args: &[String], err: &mut dyn Write) -> Outcome<Options> {
+    let mut o = Options {
+        query: false,
+        complete: false,
+        judged_only: false,
+        summary: true,
+        level: 1,
+        num_docs: 0,
+        max_docs: i64::MAX,
+        debug_query: None,
+        rel_format: "qrels".into(),
+        results_format: "trec_results".into(),
+        zscores: None,
+        help: false,
+        measure_args: Vec::new(),
+        marked: vec![false; MEASURES.len()],
+        any_marked: false,
+        files: Vec::new(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            o.files.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            let exact = LONG_OPTIONS.iter().find(|l| l.0 == name);
+            let candidates: Vec<_> = LONG_OPTIONS
+                .iter()
+                .filter(|l| l.0.starts_with(name))
+                .collect();
+            let found = match (exact, candidates.len()) {
+                (Some(l), _) => l,
+                (None, 1) => candidates[0],
+                (None, 0) => {
+                    let _ = writeln!(err, "trec_eval: unrecognized option '--{name}'");
+                    return Err(usage(err));
+                }
+                (None, _) => {
+                    let _ = writeln!(err, "trec_eval: option '--{name}' is ambiguous");
+                    return Err(usage(err));
+                }
+            };
+            let value = match (found.1, value) {
+                (true, Some(v)) => Some(v),
+                (true, None) => match args.get(i) {
+                    Some(v) => {
+                        i += 1;
+                        Some(v.clone())
+                    }
+                    None => {
+                        let _ = writeln!(
+                            err,
+                            "trec_eval: option '--{}' requires an argument",
+                            found.0
+                        );
+                        return Err(usage(err));
+                    }
+                },
+                (false, Some(_)) => {
+                    let _ = writeln!(
+                        err,
+                        "trec_eval: option '--{}' doesn't allow an argument",
+                        found.0
+                    );
+                    return Err(usage(err));
+                }
+                (false, None) => None,
+            };
+            apply_option(&mut o, found.2, value, err)?;
+            continue;
+        }
+        if arg.len() < 2 || !arg.starts_with('-') {
+            o.files.push(arg.clone());
+            continue;
+        }
+        let flags: Vec<char> = arg[1..].chars().collect();
+        let mut j = 0;
+        while j < flags.len() {
+            let c = flags[j];
+            j += 1;
+            match takes_argument(c) {
+                None => {
+                    let _ = writeln!(err, "trec_eval: invalid option -- '{c}'");
+                    return Err(usage(err));
+                }
+                Some(false) => apply_option(&mut o, c, None, err)?,
+                Some(true) => {
+                    let value = if j < flags.len() {
+                        let v: String = flags[j..].iter().collect();
+                        j = flags.len();
+                        v
+                    } else if let Some(v) = args.get(i) {
+                        i += 1;
+                        v.clone()
+                    } else {
+                        let _ = writeln!(err, "trec_eval: option requires an argument -- '{c}'");
+                        return Err(usage(err));
+                    };
+                    apply_option(&mut o, c, Some(value), err)?;
+                }
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn apply_option(
+    o: &mut Options,
+    c: char,
+    value: Option<String>,
+    err: &mut dyn Write,
+) -> Outcome<()> {
+    let value = value.unwrap_or_default();
+    match c {
+        'h' => o.help = true,
+        'v' => {
+            let _ = writeln!(
+                err,
+                "trec_eval version {TREC_EVAL_VERSION} (rag-eval {})",
+                env!("CARGO_PKG_VERSION")
+            );
+            return Err(Exit(0));
+        }
+        'q' => o.query = true,
+        'm' => {
+            if !mark_measure(o, &value, err) {
+                let name = value.split('.').next().unwrap_or_default();
+                return Err(fail(
+                    err,
+                    &format!("trec_eval: illegal measure '{name}'\n"),
+                    1,
+                ));
+            }
+            o.any_marked = true;
+        }
+        'c' => o.complete = true,
+        'l' => o.level = m::atol(value.as_bytes()),
+        'n' => o.summary = false,
+        // `-D level.qid` evaluates one query; trec_eval keeps the '.' in the id it compares
+        // (so `-D 1.301` matches no query), which is reproduced.
+        'D' => {
+            if let Some(at) = value.find('.') {
+                o.debug_query = Some(value[at..].to_owned());
+            }
+        }
+        'J' => o.judged_only = true,
+        'N' => o.num_docs = m::atol(value.as_bytes()),
+        'M' => o.max_docs = m::atol(value.as_bytes()),
+        'R' => o.rel_format = value,
+        'T' => o.results_format = value,
+        'o' => {}
+        'Z' => o.zscores = Some(value),
+        _ => return Err(usage(err)),
+    }
+    Ok(())
+}
+
+/// Marks the measures `-m` names: a nickname's or one measure, with `.params` recorded.
+fn mark_measure(o: &mut Options, arg: &str, err: &mut dyn Write) -> bool {
+    let name = match arg.split_once('.') {
+        Some((name, params)) => {
+            if params.is_empty() {
+                let _ = writeln!(err, "trec_eval: improper measure in parameter '{name}'");
+                return false;
+            }
+            o.measure_args.push((name.to_owned(), params.to_owned()));
+            name
+        }
+        None => arg,
+    };
+    let list: Vec<&str> = match NICKNAMES.iter().find(|(n, _)| *n == name) {
+        Some((_, list)) => list.to_vec(),
+        None => vec![name],
+    };
+    for one in list {
+        match MEASURES.iter().position(|d| d.name == one) {
+            Some(i) => o.marked[i] = true,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// A measure to compute, with its parameters and the names of its values.
+struct Requested {
+    def: &'static Def,
+    param: Param,
+    names: Vec<String>,
+    /// Index of its first value among a query's values.
+    slot: usize,
+}
+
+#[derive(Clone)]
+enum Param {
+    None,
+    Longs(Vec<i64>),
+    Doubles(Vec<f64>),
+    Pairs(Vec<(String, f64)>),
+}
+
+/// C's `atof`: the longest prefix that reads as a number, 0 when none does.
+pub(super) fn atof(s: &[u8]) -> f64 {
+    if let Some(v) = std::str::from_utf8(s)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+    {
+        return v;
+    }
+    let mut i = 0;
+    while i < s.len() && is_space(s[i]) {
+        i += 1;
+    }
+    let start = i;
+    if i < s.len() && (s[i] == b'+' || s[i] == b'-') {
+        i += 1;
+    }
+    let digits = |i: &mut usize| {
+        let from = *i;
+        while *i < s.len() && s[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - from
+    };
+    let mut n = digits(&mut i);
+    if i < s.len() && s[i] == b'.' {
+        i += 1;
+        n += digits(&mut i);
+    }
+    if n == 0 {
+        // `inf`, `nan` and the like, or nothing
+        let rest = std::str::from_utf8(&s[start..]).unwrap_or_default();
+        for word in ["infinity", "inf", "nan"] {
+            let sign = if rest.starts_with('-') { -1.0 } else { 1.0 };
+            let body = rest.trim_start_matches(['+', '-']);
+            if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word) {
+                return sign
+                    * if word == "nan" {
+                        f64::NAN
+                    } else {
+                        f64::INFINITY
+                    };
+            }
+        }
+        return 0.0;
+    }
+    let mantissa_end = i;
+    if i < s.len() && (s[i] == b'e' || s[i] == b'E') {
+        let mut j = i + 1;
+        if j < s.len() && (s[j] == b'+' || s[j] == b'-') {
+            j += 1;
+        }
+        if digits(&mut j) > 0 {
+            i = j;
+        }
+    }
+    let text = std::str::from_utf8(&s[start..i]).unwrap_or_default();
+    text.parse::<f64>().unwrap_or_else(|_| {
+        std::str::from_utf8(&s[start..mantissa_end])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0.0)
+    })
+}
+
+/// Reads `-m` parameters into the form the measure takes; `None` after writing trec_eval's
+/// message when they are not valid.
+fn parse_param(def: &Def, given: Option<&str>, err: &mut dyn Write) -> Option<(Param, bool)> {
+    let split = |s: &str| -> Vec<String> { s.split(',').map(str::to_owned).collect() };
+    Some(match (def.params, given) {
+        (K::None, _) => (Param::None, false),
+        (K::Longs(d), None) => (Param::Longs(d.to_vec()), false),
+        (K::Doubles(d), None) | (K::DoubleParams(d), None) => (Param::Doubles(d.to_vec()), false),
+        (K::Pairs, None) => (Param::Pairs(Vec::new()), false),
+        (K::Longs(_), Some(s)) => {
+            let mut v: Vec<i64> = split(s).iter().map(|x| m::atol(x.as_bytes())).collect();
+            v.sort_unstable();
+            if v[0] <= 0 {
+                let _ = writeln!(err, "trec_eval: Negative cutoff detected");
+                return None;
+            }
+            if v.windows(2).any(|w| w[0] == w[1]) {
+                let _ = writeln!(err, "trec_eval: duplicate cutoffs detected");
+                return None;
+            }
+            (Param::Longs(v), true)
+        }
+        (K::Doubles(_), Some(s)) => {
+            let mut v: Vec<f64> = split(s).iter().map(|x| atof(x.as_bytes())).collect();
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+            if v.windows(2).any(|w| w[0] == w[1]) {
+                let _ = writeln!(err, "trec_eval: duplicate cutoffs detected");
+                return None;
+            }
+            (Param::Doubles(v), true)
+        }
+        (K::DoubleParams(_), Some(s)) => (
+            Param::Doubles(split(s).iter().map(|x| atof(x.as_bytes())).collect()),
+            true,
+        ),
+        (K::Pairs, Some(s)) => {
+            // Each comma-separated item must be `name=value` (trec_eval's check).
+            let mut last = ',';
+            for ch in s.chars() {
+                if ch == ',' {
+                    if last == ',' {
+                        break;
+                    }
+                    last = ',';
+                } else if ch == '=' {
+                    if last == '=' {
+                        last = ',';
+                        break;
+                    }
+                    last = '=';
+                }
+            }
+            if last != '=' {
+                let _ = writeln!(err, "trec_eval: malformed pair parameters in '{s}'");
+                return None;
+            }
+            let pairs = s
+                .split(',')
+                .map(|item| {
+                    let (name, value) = item.split_once('=').unwrap_or(("", item));
+                    (name.to_owned(), atof(value.as_bytes()))
+                })
+                .collect();
+            (Param::Pairs(pairs), true)
+        }
+    })
+}
+
+/// The measures marked, initialised with their parameters, in trec_eval's order.
+fn init_measures(o: &Options, err: &mut dyn Write) -> Outcome<(Vec<Requested>, usize)> {
+    let mut out = Vec::new();
+    let mut slot = 0;
+    for (i, def) in MEASURES.iter().enumerate() {
+        if !o.marked[i] {
+            continue;
+        }
+        let cannot = |err: &mut dyn Write| {
+            fail(
+                err,
+                &format!("trec_eval: Cannot initialize measure '{}'\n", def.name),
+                2,
+            )
+        };
+        if !def.supported {
+            let _ = writeln!(
+                err,
+                "trec_eval: measure '{}' is not implemented by rag-eval trec_eval",
+                def.name
+            );
+            return Err(cannot(err));
+        }
+        let given = o
+            .measure_args
+            .iter()
+            .find(|(n, _)| n == def.name)
+            .map(|(_, p)| p.as_str());
+        let Some((param, printable)) = parse_param(def, given, err) else {
+            return Err(cannot(err));
+        };
+        let names: Vec<String> = match (&param, def.params) {
+            (_, K::None) if def.print == P::Runid => Vec::new(),
+            (Param::Longs(c), K::Longs(_)) => {
+                c.iter().map(|k| format!("{}_{k}", def.name)).collect()
+            }
+            (Param::Doubles(c), K::Doubles(_)) => {
+                c.iter().map(|x| format!("{}_{x:.2}", def.name)).collect()
+            }
+            _ if printable => vec![format!("{}_{}", def.name, given.unwrap_or_default())],
+            _ => vec![def.name.to_owned()],
+        };
+        let n = names.len();
+        out.push(Requested {
+            def,
+            param,
+            names,
+            slot,
+        });
+        slot += n;
+    }
+    Ok((out, slot))
+}
+
+/// C's `isspace` in the "C" locale.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// The whitespace-separated fields of a line, at most `N + 1` of them (to tell "more").
+fn tokens<const N: usize>(line: &[u8]) -> ([&[u8]; N], usize) {
+    let mut out: [&[u8]; N] = [&[]; N];
+    let (mut n, mut i) = (0, 0);
+    while i < line.len() {
+        while i < line.len() && is_space(line[i]) {
+            i += 1;
+        }
+        if i == line.len() {
+            break;
+        }
+        let start = i;
+        while i < line.len() && !is_space(line[i]) {
+            i += 1;
+        }
+        if n < N {
+            out[n] = &line[start..i];
+        }
+        n += 1;
+        if n > N {
+            break;
+        }
+    }
+    (out, n)
+}
+
+/// One query's judgements, sorted by docno.
+struct JudgedQuery<'a> {
+    qid: &'a [u8],
+    docs: Vec<(&'a [u8], i64)>,
+}
+
+/// Reads qrels: `qid iter docno rel`, exactly four fields; `#` at the start of a line
+/// comments it out. Queries sorted by id, judgements by docno.
+fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>>, usize> {
+    let mut lines: Vec<(&[u8], &[u8], i64)> = Vec::new();
+    for line in text
+        .strip_suffix(b"\n")
+        .unwrap_or(text)
+        .split(|&b| b == b'\n')
+    {
+        if line.first() == Some(&b'#') {
+            continue;
+        }
+        let (f, n) = tokens::<4>(line);
+        if n != 4 {
+            return Err(lines.len() + 1);
+        }
+        lines.push((f[0], f[2], m::atol(f[3])));
+    }
+    lines.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(b.1)));
+    let mut out: Vec<JudgedQuery<'_>> = Vec::new();
+    for (qid, docno, rel) in lines {
+        match out.last_mut() {
+            Some(q) if q.qid == qid => q.docs.push((docno, rel)),
+            _ => out.push(JudgedQuery {
+                qid,
+                docs: vec![(docno, rel)],
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Docno and score of each line of a query.
+type Docs<'a> = Vec<(&'a [u8], f64)>;
+
+/// One query's results: docno and score of each line.
+pub(super) struct ResultQuery<'a> {
+    pub(super) docs: Docs<'a>,
+}
+
+/// A run: its queries, their index by id, and the run id of its last line.
+pub(super) struct Results<'a> {
+    pub(super) queries: Vec<ResultQuery<'a>>,
+    index: QidMap<&'a [u8], usize>,
+    pub(super) run_id: &'a [u8],
+}
+
+/// Lines of a piece of a run: each stretch of lines of one query with its documents.
+#[derive(Default)]
+struct RunPiece<'a> {
+    stretches: Vec<(&'a [u8], Docs<'a>)>,
+    /// Lines read (blank and comment lines left out).
+    count: usize,
+    /// The first malformed line, numbered within the piece.
+    malformed: Option<usize>,
+    run_id: Option<&'a [u8]>,
+}
+
+fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
+    let mut p = RunPiece::default();
+    for line in text.split(|&b| b == b'\n') {
+        let start = line.iter().position(|&b| !is_space(b));
+        let Some(start) = start else { continue };
+        if line[start] == b'#' {
+            continue;
+        }
+        p.count += 1;
+        let (f, n) = tokens::<6>(line);
+        if n < 6 {
+            p.malformed = Some(p.count);
+            return p;
+        }
+        match p.stretches.last_mut() {
+            Some((qid, docs)) if *qid == f[0] => docs.push((f[2], atof(f[4]))),
+            _ => p.stretches.push((f[0], vec![(f[2], atof(f[4]))])),
+        }
+        p.run_id = Some(f[5]);
+    }
+    p
+}
+
+/// Reads a run: `qid iter docno rank score runid`, at least six fields; blank lines and
+/// lines starting with `#` skipped. `Err(n)` names the malformed line as trec_eval numbers it
+/// (counting only the lines read). Pieces of the file are parsed on every core.
+pub(super) fn read_results(text: &[u8], threads: usize) -> std::result::Result<Results<'_>, usize> {
+    // Cut the text into pieces of whole lines.
+    let mut bounds = vec![0];
+    for t in 1..threads.max(1) {
+        let at = (text.len() * t / threads).max(*bounds.last().unwrap_or(&0));
+        let end = text[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(text.len(), |i| at + i + 1);
+        bounds.push(end);
+    }
+    bounds.push(text.len());
+    let pieces: Vec<RunPiece<'_>> = if bounds.len() > 2 {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let piece = &text[w[0]..w[1]];
+                    s.spawn(move || read_run_piece(piece))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    } else {
+        vec![read_run_piece(text)]
+    };
+    let mut r = Results {
+        queries: Vec::new(),
+        index: QidMap::default(),
+        run_id: b"",
+    };
+    let mut before = 0;
+    for piece in pieces {
+        if let Some(line) = piece.malformed {
+            return Err(before + line);
+        }
+        before += piece.count;
+        for (qid, docs) in piece.stretches {
+            match r.index.get(qid) {
+                Some(&q) => r.queries[q].docs.extend(docs),
+                None => {
+                    r.index.insert(qid, r.queries.len());
+                    r.queries.push(ResultQuery { docs });
+                }
+            }
+        }
+        r.run_id = piece.run_id.unwrap_or(r.run_id);
+    }
+    Ok(r)
+}
+
+/// z-scores: `(qid, measure)` → `(mean, standard deviation)`.
+type ZScores = std::collections::HashMap<(Vec<u8>, Vec<u8>), (f64, f64)>;
+
+fn read_zscores(text: &[u8]) -> std::result::Result<ZScores, usize> {
+    let mut out = ZScores::new();
+    for (i, line) in text
+        .strip_suffix(b"\n")
+        .unwrap_or(text)
+        .split(|&b| b == b'\n')
+        .enumerate()
+    {
+        let (f, n) = tokens::<4>(line);
+        if n < 4 {
+            return Err(i + 1);
+        }
+        out.insert((f[0].to_vec(), f[1].to_vec()), (atof(f[2]), atof(f[3])));
+    }
+    Ok(out)
+}
+
+const MISSING_ZSCORE: f64 = -1000000.0;
+
+/// A query's figures: one per value name, and its relstring.
+struct QueryValues {
+    values: Vec<f64>,
+    relstring: String,
+}
+
+/// A query's figures; the error that stops the run; `None` for a query without results
+/// (without `-c`).
+type Computed = Option<std::result::Result<QueryValues, String>>;
+
+/// Everything a query's computation reads.
+struct Context<'a> {
+    o: &'a Options,
+    measures: &'a [Requested],
+    num_values: usize,
+    /// The first measure that joins the run with the qrels: errors doing so are its.
+    first_joining: Option<&'static str>,
+}
+
+/// Joins a ranking with its judgements (trec_eval's form_res_rels.c): ranked by score, ties
+/// by docno descending; at most `-M` documents; duplicates refused.
+fn rank(
+    o: &Options,
+    judged: &JudgedQuery<'_>,
+    docs: &[(&[u8], f64)],
+) -> std::result::Result<Ranked, String> {
+    let mut ranked: Vec<(&[u8], f64)> = docs.to_vec();
+    // -0.0 and 0.0 are one score, as C compares them.
+    for d in &mut ranked {
+        if d.1 == 0.0 {
+            d.1 = 0.0;
+        }
+    }
+    ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(a.0)));
+    let keep = usize::try_from(o.max_docs.max(0)).unwrap_or(usize::MAX);
+    ranked.truncate(keep);
+    let mut by_docno: Vec<&[u8]> = ranked.iter().map(|d| d.0).collect();
+    by_docno.sort_unstable();
+    if let Some(w) = by_docno.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "trec_eval.form_res_qrels: duplicate docs {}",
+            String::from_utf8_lossy(w[0])
+        ));
+    }
+    if let Some(w) = judged.docs.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(format!(
+            "trec_eval.form_res_rels: duplicate docs {}\n",
+            String::from_utf8_lossy(w[1].0)
+        ));
+    }
+    let max_rel = judged.docs.iter().map(|d| d.1).max().unwrap_or(0);
+    let mut rel_levels = vec![0u64; (max_rel.max(0) + 1) as usize];
+    for d in &judged.docs {
+        if d.1 >= 0 {
+            rel_levels[d.1 as usize] += 1;
+        }
+    }
+    let mut r = Ranked {
+        rels: Vec::with_capacity(ranked.len()),
+        level: o.level,
+        ..Ranked::default()
+    };
+    for (docno, _) in &ranked {
+        let rel = match judged.docs.binary_search_by(|d| d.0.cmp(docno)) {
+            Ok(i) if judged.docs[i].1 < 0 => UNJUDGED,
+            Ok(i) => judged.docs[i].1,
+            Err(_) => NONPOOL,
+        };
+        if o.judged_only && rel < 0 {
+            continue;
+        }
+        match rel {
+            NONPOOL => r.num_nonpool += 1,
+            UNJUDGED => r.num_unjudged += 1,
+            g if g >= o.level => r.num_rel_ret += 1,
+            _ => {}
+        }
+        r.rels.push(rel);
+    }
+    r.num_rel = rel_levels
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i as i64 >= o.level)
+        .map(|(_, n)| n)
+        .sum();
+    r.rel_levels = rel_levels;
+    Ok(r)
+}
+
+/// Computes every requested measure for one query.
+fn evaluate_query(
+    ctx: &Context<'_>,
+    judged: &JudgedQuery<'_>,
+    docs: &[(&[u8], f64)],
+    bogus: bool,
+) -> std::result::Result<QueryValues, String> {
+    let mut values = vec![0.0; ctx.num_values];
+    let mut relstring = String::new();
+    let ranked = match ctx.first_joining {
+        Some(name) => Some(
+            rank(ctx.o, judged, docs)
+                .map_err(|e| format!("{e}trec_eval: Can't calculate measure '{name}'\n"))?,
+        ),
+        None => None,
+    };
+    let Some(r) = ranked else {
+        for req in ctx.measures {
+            if req.def.name == "num_q" {
+                values[req.slot] = 1.0;
+            }
+        }
+        return Ok(QueryValues { values, relstring });
+    };
+    for req in ctx.measures {
+        let out = &mut values[req.slot..req.slot + req.names.len()];
+        let longs = || match &req.param {
+            Param::Longs(c) => c.as_slice(),
+            _ => &[],
+        };
+        let doubles = || match &req.param {
+            Param::Doubles(c) => c.as_slice(),
+            _ => &[],
+        };
+        let pairs = || match &req.param {
+            Param::Pairs(p) => p.as_slice(),
+            _ => &[],
+        };
+        let one = |out: &mut [f64], v: f64| out[0] = v;
+        match req.def.name {
+            "runid" => {}
+            "num_q" => one(out, 1.0),
+            "num_ret" => one(out, r.num_ret() as f64),
+            "num_rel" => one(out, r.num_rel as f64),
+            "num_rel_ret" => one(out, r.num_rel_ret as f64),
+            "map" => one(out, m::average_precision(&r)),
+            "gm_map" => one(out, m::log_average_precision(&r)),
+            "Rprec" => one(out, m::r_precision(&r)),
+            "bpref" => one(out, m::bpref(&r)),
+            "recip_rank" => one(out, m::reciprocal_rank(&r)),
+            "iprec_at_recall" => out.copy_from_slice(&m::iprec_at_recall(&r, doubles())),
+            "P" => out.copy_from_slice(&m::precision(&r, longs())),
+            "relstring" => {
+                let len = doubles().first().copied().unwrap_or(10.0);
+                relstring = m::relstring(&r, len as i64);
+            }
+            "recall" => out.copy_from_slice(&m::recall(&r, longs())),
+            "infAP" => one(out, m::inferred_ap(&r)),
+            "gm_bpref" => one(out, m::log_bpref(&r)),
+            "Rprec_mult" => out.copy_from_slice(&m::r_precision_mult(&r, doubles())),
+            "utility" => {
+                let Ok(c) = <[f64; 4]>::try_from(doubles()) else {
+                    return Err("trec_eval.calc_utility: improper number of coefficients\n\
+                                trec_eval: Can't calculate measure 'utility'\n"
+                        .to_owned());
+                };
+                one(out, m::utility(&r, &c, ctx.o.num_docs));
+            }
+            "11pt_avg" => one(out, m::eleven_point_average(&r, doubles())),
+            "binG" => one(out, m::bin_g(&r)),
+            "G" => one(out, m::g_measure(&r, &Gains::new(&r, pairs()))),
+            "dcg" => one(out, m::dcg(&r, &Gains::new(&r, pairs())).0),
+            "ideal_dcg" => one(out, m::dcg(&r, &Gains::new(&r, pairs())).1),
+            "ndcg" => one(out, m::ndcg(&r, &Gains::new(&r, pairs()))),
+            "ndcg_rel" => one(out, m::ndcg_rel(&r, &Gains::new(&r, pairs()))),
+            "Rndcg" => one(out, m::r_ndcg(&r, &Gains::new(&r, pairs()))),
+            "ndcg_cut" => out.copy_from_slice(&m::ndcg_cut(&r, longs())),
+            "map_cut" => out.copy_from_slice(&m::map_cut(&r, longs())),
+            "relative_P" => out.copy_from_slice(&m::relative_precision(&r, longs())),
+            "success" => out.copy_from_slice(&m::success(&r, longs())),
+            "set_P" => one(out, m::set_precision(&r)),
+            "set_relative_P" => one(out, m::set_relative_precision(&r)),
+            "set_recall" => one(out, m::set_recall(&r)),
+            "set_map" => one(out, m::set_map(&r)),
+            "set_F" => one(out, m::set_f(&r, doubles().first().copied().unwrap_or(1.0))),
+            "num_nonrel_judged_ret" => one(out, m::num_nonrel_judged_ret(&r)),
+            "rbp" => {
+                let p = m::rbp_persistence(pairs());
+                one(out, m::rbp(&r, &Gains::new(&r, pairs()), p));
+            }
+            "rbp_resid" => one(out, m::rbp_resid(&r, m::rbp_persistence(pairs()))),
+            "unj" => out.copy_from_slice(&m::unjudged(&r, longs())),
+            other => unreachable!("measure {other} is refused when initialised"),
+        }
+    }
+    if bogus {
+        // What trec_eval resets for a query without results under -c (trec_eval.c), by the
+        // exact names it compares (`utility_2,-1,0,0` is not reset).
+        for req in ctx.measures {
+            for (k, name) in req.names.iter().enumerate() {
+                if name == "num_ret"
+                    || name == "utility"
+                    || name.starts_with("unj")
+                    || name == "rbp_resid"
+                {
+                    values[req.slot + k] = 0.0;
+                }
+            }
+            // By exact name, as trec_eval: `relstring_20` keeps the bogus document's string.
+            if req.names.first().is_some_and(|n| n == "relstring") {
+                relstring.clear();
+            }
+        }
+    }
+    Ok(QueryValues { values, relstring })
+}
+
+/// `%6.4f`, with C's spelling of NaN.
+fn fixed(v: f64) -> String {
+    if v.is_nan() {
+        format!("{:>6}", if v.is_sign_negative() { "-nan" } else { "nan" })
+    } else {
+        format!("{v:6.4}")
+    }
+}
+
+/// Prints one query's lines (`-q`) as trec_eval's `print_single_meas` procedures do.
+fn print_values(
+    out: &mut Vec<u8>,
+    measures: &[Requested],
+    values: &[f64],
+    relstring: &str,
+    qid: &[u8],
+    z: bool,
+) {
+    let prefix = if z { "Z" } else { "" };
+    for req in measures {
+        for (k, name) in req.names.iter().enumerate() {
+            let v = values[req.slot + k];
+            match req.def.print {
+                P::SummaryOnly | P::SummaryLong | P::Runid => {}
+                P::Relstring => {
+                    let _ = write!(out, "{name:<22}\t");
+                    out.extend_from_slice(qid);
+                    let _ = writeln!(out, "\t'{relstring}'");
+                }
+                P::Long if !z => {
+                    let _ = write!(out, "{name:<22}\t");
+                    out.extend_from_slice(qid);
+                    let _ = writeln!(out, "\t{}", v as i64);
+                }
+                P::Long | P::Double => {
+                    let _ = write!(out, "{prefix}{name:<22}\t");
+                    out.extend_from_slice(qid);
+                    let _ = writeln!(out, "\t{}", fixed(v));
+                }
+            }
+        }
+    }
+}
+
+/// Runs trec_eval with `args` (without the program name), the run read from `stdin` when its
+/// path is `-`: writes what trec_eval writes to `out` and `err` and returns its exit code.
+///
+/// ```
+/// use rag_eval::trec::trec_eval;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let qrels = dir.path().join("qrels");
+/// std::fs::write(&qrels, "q1 0 d1 1\nq1 0 d2 0\n").unwrap();
+/// let args = ["-m", "P.1", qrels.to_str().unwrap(), "-"].map(String::from);
+/// let (mut out, mut err) = (Vec::new(), Vec::new());
+/// let run = "q1 Q0 d2 1 0.9 bm25\nq1 Q0 d1 2 0.8 bm25\n";
+/// let code = trec_eval::run(&args, &mut run.as_bytes(), &mut out, &mut err);
+/// assert_eq!(code, 0);
+/// assert_eq!(String::from_utf8(out).unwrap(), "P_1                   \tall\t0.0000\n");
+/// ```
+pub fn run(args: &[String], stdin: &mut dyn Read, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    match run_inner(args, stdin, out, err) {
+        Ok(()) => 0,
+        Err(Exit(code)) => code,
+    }
+}
+
+fn read_file(path: &str, stdin: &mut dyn Read) -> Option<Vec<u8>> {
+    if path.starts_with('-') {
+        let mut buf = Vec::new();
+        stdin.read_to_end(&mut buf).ok()?;
+        return Some(buf);
+    }
+    std::fs::read(path).ok().filter(|b| !b.is_empty())
+}
+
+fn run_inner(
+    args: &[String],
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Outcome<()> {
+    let mut o = parse_options(args, err)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if o.help {
+        let _ = out.write_all(help().as_bytes());
+        return Ok(());
+    }
+    if o.files.len() != 2 {
+        return Err(usage(err));
+    }
+    let (qrels_path, run_path) = (o.files[0].clone(), o.files[1].clone());
+    let quit = |err: &mut dyn Write, path: &str| {
+        fail(err, &format!("trec_eval: Quit in file '{path}'\n"), 2)
+    };
+    match o.rel_format.as_str() {
+        "qrels" => {}
+        "prefs" | "qrels_prefs" | "qrels_jg" => {
+            let _ = writeln!(
+                err,
+                "trec_eval: rel_info format '{}' is not implemented by rag-eval trec_eval",
+                o.rel_format
+            );
+            return Err(quit(err, &qrels_path));
+        }
+        other => {
+            return Err(fail(
+                err,
+                &format!("trec_eval: Illegal rel_format '{other}'\n"),
+                2,
+            ))
+        }
+    }
+    let Some(qrels_text) = std::fs::read(&qrels_path).ok().filter(|b| !b.is_empty()) else {
+        let _ = writeln!(
+            err,
+            "trec_eval.get_qrels: Cannot read qrels file '{qrels_path}'"
+        );
+        return Err(quit(err, &qrels_path));
+    };
+    let qrels = match read_qrels(&qrels_text) {
+        Ok(q) => q,
+        Err(line) => {
+            let _ = writeln!(err, "trec_eval.get_qrels: Malformed line {line}");
+            return Err(quit(err, &qrels_path));
+        }
+    };
+    if o.results_format != "trec_results" {
+        return Err(fail(
+            err,
+            &format!(
+                "trec_eval: Illegal retrieval results format '{}'\n",
+                o.results_format
+            ),
+            2,
+        ));
+    }
+    let Some(run_text) = read_file(&run_path, stdin) else {
+        let _ = writeln!(
+            err,
+            "trec_eval.get_results: Cannot read results file '{run_path}'"
+        );
+        return Err(quit(err, &run_path));
+    };
+    // Below a megabyte a thread costs more than it saves.
+    let parsers = if run_text.len() > 1 << 20 { threads } else { 1 };
+    let results = match read_results(&run_text, parsers) {
+        Ok(r) => r,
+        Err(line) => {
+            let _ = writeln!(err, "trec_eval.get_results: Malformed line {line}");
+            return Err(quit(err, &run_path));
+        }
+    };
+    let zscores = match &o.zscores {
+        None => None,
+        Some(path) => {
+            let Some(text) = std::fs::read(path).ok().filter(|b| !b.is_empty()) else {
+                return Err(fail(
+                    err,
+                    &format!("trec_eval.get_zscores: Cannot read zscores file '{path}'\n"),
+                    255,
+                ));
+            };
+            match read_zscores(&text) {
+                Ok(z) => Some(z),
+                Err(line) => {
+                    return Err(fail(
+                        err,
+                        &format!("trec_eval.get_zscores: Malformed line {line}\n"),
+                        255,
+                    ))
+                }
+            }
+        }
+    };
+    if !o.any_marked {
+        mark_measure(&mut o, "official", err);
+    }
+    let (measures, num_values) = init_measures(&o, err)?;
+    let ctx = Context {
+        o: &o,
+        measures: &measures,
+        num_values,
+        first_joining: measures
+            .iter()
+            .map(|r| r.def.name)
+            .find(|&n| n != "runid" && n != "num_q"),
+    };
+
+    // The queries to evaluate: every qrels query (trec_eval's order), with its results.
+    let mut work: Vec<(usize, Option<usize>)> = Vec::with_capacity(qrels.len());
+    for (i, q) in qrels.iter().enumerate() {
+        if let Some(d) = &o.debug_query {
+            if d.as_bytes() != q.qid {
+                continue;
+            }
+        }
+        work.push((i, results.index.get(q.qid).copied()));
+    }
+    let bogus_docs: [(&[u8], f64); 1] = [(b"ceci_nest_pas_un_docno", 1.0)];
+    let mut accum = vec![0.0; num_values];
+    let mut num_queries = 0usize;
+    let mut text: Vec<u8> = Vec::new();
+    // Queries are computed in batches on every core and printed in order; a batch bounds the
+    // memory the figures take.
+    for batch in work.chunks(8192) {
+        let compute = |&(i, r): &(usize, Option<usize>)| -> Computed {
+            let docs: &[(&[u8], f64)] = match r {
+                Some(r) => &results.queries[r].docs,
+                None if o.complete => &bogus_docs,
+                None => return None,
+            };
+            Some(evaluate_query(&ctx, &qrels[i], docs, r.is_none()))
+        };
+        let computed: Vec<Computed> = if threads > 1 && batch.len() >= 64 {
+            let per = batch.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                let handles: Vec<_> = batch
+                    .chunks(per)
+                    .map(|part| s.spawn(move || part.iter().map(compute).collect::<Vec<_>>()))
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            })
+        } else {
+            batch.iter().map(compute).collect()
+        };
+        for (&(i, _), result) in batch.iter().zip(computed) {
+            let qid = qrels[i].qid;
+            let done = match result {
+                None => {
+                    let _ = out.write_all(&text);
+                    return Err(fail(
+                        err,
+                        &format!(
+                            "trec_eval: result qid '{}' not found in qrels\n",
+                            String::from_utf8_lossy(qid)
+                        ),
+                        4,
+                    ));
+                }
+                Some(Err(message)) => {
+                    let _ = out.write_all(&text);
+                    return Err(fail(err, &message, 4));
+                }
+                Some(Ok(v)) => v,
+            };
+            let mut values = done.values;
+            if let Some(z) = &zscores {
+                for req in &measures {
+                    for (k, name) in req.names.iter().enumerate() {
+                        let v = &mut values[req.slot + k];
+                        *v = match z.get(&(qid.to_vec(), name.as_bytes().to_vec())) {
+                            Some(&(mean, sd)) if sd != 0.0 => (*v - mean) / sd,
+                            Some(&(mean, _)) if *v == mean => 0.0,
+                            _ => MISSING_ZSCORE,
+                        };
+                    }
+                }
+            }
+            for req in &measures {
+                if req.def.print == P::Relstring || req.def.print == P::Runid {
+                    continue;
+                }
+                for k in 0..req.names.len() {
+                    accum[req.slot + k] += values[req.slot + k];
+                }
+            }
+            if o.query {
+                print_values(
+                    &mut text,
+                    &measures,
+                    &values,
+                    &done.relstring,
+                    qid,
+                    zscores.is_some(),
+                );
+            }
+            num_queries += 1;
+        }
+        if text.len() > 1 << 16 {
+            out.write_all(&text).map_err(|_| Exit(6))?;
+            text.clear();
+        }
+    }
+    if num_queries == 0 {
+        let _ = out.write_all(&text);
+        return Err(fail(
+            err,
+            "trec_eval: No queries with both results and relevance info\n",
+            7,
+        ));
+    }
+    // Averages (meas_avg.c): over the evaluated queries, or every qrels query with -c.
+    let n = if o.complete { qrels.len() } else { num_queries };
+    for req in &measures {
+        let range = req.slot..req.slot + req.names.len();
+        match req.def.average {
+            A::Mean => {
+                if n > 0 {
+                    accum[range].iter_mut().for_each(|v| *v /= n as f64);
+                }
+            }
+            A::GeometricMean => {
+                let mut sum = accum[req.slot];
+                if o.complete {
+                    sum += (n - num_queries) as f64 * m::MIN_GEO_MEAN.ln();
+                }
+                accum[req.slot] = (sum / n as f64).exp();
+            }
+            A::NumQ => accum[req.slot] = n as f64,
+            A::NumRel if o.complete => {
+                accum[req.slot] = qrels
+                    .iter()
+                    .flat_map(|q| &q.docs)
+                    .filter(|d| d.1 > 0)
+                    .count() as f64;
+            }
+            A::NumRel | A::Sum | A::None => {}
+        }
+    }
+    if o.summary {
+        let z = zscores.is_some();
+        for req in &measures {
+            match req.def.print {
+                P::Runid => {
+                    let _ = write!(text, "{:<22}\tall\t", "runid");
+                    text.extend_from_slice(results.run_id);
+                    text.push(b'\n');
+                }
+                P::Relstring => {}
+                P::Long | P::SummaryLong if !z => {
+                    let _ = writeln!(
+                        text,
+                        "{:<22}\tall\t{}",
+                        req.names[0], accum[req.slot] as i64
+                    );
+                }
+                _ => {
+                    let prefix = if z { "Z" } else { "" };
+                    for (k, name) in req.names.iter().enumerate() {
+                        let _ = writeln!(
+                            text,
+                            "{prefix}{name:<22}\tall\t{}",
+                            fixed(accum[req.slot + k])
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out.write_all(&text).map_err(|_| Exit(8))?;
+    Ok(())
+}
+
+/// `-h`: the options and the measures, in rag-eval's words.
+fn help() -> String {
+    let mut s = String::from(
+        "rag-eval trec_eval: trec_eval 10.0's command line, output and figures.\n\
+         \n\
+         trec_eval [-h] [-v] [-q] [-m measure[.params]]... [-c] [-n] [-l level] [-D level]\n\
+         \x20         [-N num] [-M num] [-J] [-R qrels] [-T trec_results] [-Z zfile]\n\
+         \x20         rel_info_file results_file\n\
+         \n\
+         results_file '-' reads the run from standard input.\n\
+         \x20 -q  print every query's figures before the summary\n\
+         \x20 -m  a measure or a set of them (official, set, all_trec), with parameters after\n\
+         \x20     a dot: P.5,10  ndcg.1=3,2=9  utility.2,-1,0,0  relstring.20\n\
+         \x20 -c  average over every qrels query; a query without results scores 0\n\
+         \x20 -n  no summary\n\
+         \x20 -l  the lowest grade that is relevant (1)\n\
+         \x20 -N  documents in the collection (for utility)\n\
+         \x20 -M  only the first num documents of each query\n\
+         \x20 -J  only the judged documents\n\
+         \x20 -Z  print z-scores from the means and deviations of zfile (qid measure mean sd)\n\
+         \x20 -D  accepted; no debugging output\n\
+         \n\
+         Measures, in the order they print:\n",
+    );
+    for d in MEASURES.iter().filter(|d| d.supported) {
+        let params = match d.params {
+            K::None => String::new(),
+            K::Longs(c) => format!(
+                " (cut-offs {})",
+                c.iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            K::Doubles(c) | K::DoubleParams(c) => format!(
+                " (parameters {})",
+                c.iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            K::Pairs if d.name == "rbp_resid" => " (parameters p=0.9)".to_owned(),
+            K::Pairs if d.name == "rbp" => " (parameters p=0.9,grade=gain,…)".to_owned(),
+            K::Pairs => " (parameters grade=gain,…)".to_owned(),
+        };
+        s.push_str(&format!("  {}{params}\n", d.name));
+    }
+    s.push_str(
+        "\nNot implemented: the preference formats and measures (-R prefs, qrels_prefs,\n\
+         qrels_jg; prefs_*, *_avgjg), ndcg_p, yaap.\n",
+    );
+    s
+}
