@@ -81,7 +81,8 @@ struct Cli {
 enum Command {
     /// Split documents into chunks and print them as JSONL (one chunk a line, char offsets).
     Chunk(chunk::ChunkArgs),
-    /// Score retrieval output against a dataset, or a TREC run against qrels.
+    /// Score retrieval output or answers against a dataset, a TREC run against qrels, agent
+    /// conversations, or RAGChecker's checked claims.
     Score(score::ScoreArgs),
     /// Work with datasets.
     #[command(subcommand)]

@@ -40,6 +40,7 @@ pub(crate) fn enable_for(args: &Arguments, screen: bool) {
 
 /// Shows the progress of what is computed from now on, whatever standard error is: for the
 /// command line, whose output goes to standard output.
+#[cfg(feature = "cli")]
 pub(crate) fn enable() {
     ENABLED.store(true, Ordering::Relaxed);
 }
