@@ -845,6 +845,10 @@ fn agreement_failures(
             "min_agreement: no query of the run has a label in `{relative}` (`{{\"id\": …, \"labels\": {{\"<metric>\": value}}}}` lines, or a dataset's `outputs.labels`)"
         )];
     }
+    // A label of a metric the case does not compute (a typo) would be judged against nothing.
+    if let Err(e) = crate::align::check_labelled_metrics(&run) {
+        return vec![format!("min_agreement: the labels of `{relative}`: {e}")];
+    }
     let options = crate::align::AlignOptions {
         threshold: agreement.threshold,
         // The gate reads the statistics alone, not their intervals.
@@ -1051,6 +1055,19 @@ mod tests {
         assert!(
             none[0].starts_with("min_agreement: no query of the run has a label in `other.jsonl`"),
             "{none:?}"
+        );
+        std::fs::write(
+            dir.path().join("typo.jsonl"),
+            "{\"id\":\"a\",\"labels\":{\"faithfulnes\":1}}\n",
+        )
+        .unwrap();
+        let typo = check(Some("typo.jsonl"), 0.6, 0.5);
+        assert!(
+            typo.len() == 1
+                && typo[0].starts_with("min_agreement: the labels of `typo.jsonl`")
+                && typo[0].contains("`faithfulnes`")
+                && typo[0].contains("the run's metrics are faithfulness"),
+            "{typo:?}"
         );
         let missing = check(Some("missing.jsonl"), 0.6, 0.5);
         assert!(
