@@ -77,6 +77,11 @@ impl ResponseBudget {
         self.limit
     }
 
+    /// The bytes held now: 0 once every answer read has been given back.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
     /// The most bytes held at once so far.
     pub fn peak(&self) -> usize {
         self.peak.load(Ordering::Relaxed)

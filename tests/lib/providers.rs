@@ -1366,5 +1366,7 @@ async fn bodies_read_at_once_never_hold_more_than_the_shared_budget() {
     }
     assert!(budget.peak() <= 2 << 20, "{}", budget.peak());
     assert!(budget.peak() > 1 << 20, "{}", budget.peak());
+    // Every call failed, and every byte it counted was given back with it.
+    assert_eq!(budget.held(), 0);
     assert_eq!(server.posts(), 16, "not retried");
 }
