@@ -233,6 +233,18 @@ fn results_without_checks_or_with_bad_ones_are_errors_naming_the_result_and_fiel
     // Nothing is written when any result fails.
     assert!(!out.exists());
 
+    // The output never replaces the input, named the same or by another path.
+    let input = write(dir.path(), "same.json", &edge.to_string());
+    let before = std::fs::read(&input).unwrap();
+    for out in [
+        s(&input).to_owned(),
+        format!("{}/./same.json", s(dir.path())),
+    ] {
+        let err = fails(&["score", "--ragchecker", s(&input), "--ragchecker-out", &out]);
+        assert!(err.contains("is the input file"), "{err}");
+    }
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+
     let input = write(dir.path(), "list.json", "[]");
     let err = fails(&["score", "--ragchecker", s(&input)]);
     assert!(err.contains("has no `results` list"), "{err}");

@@ -4,7 +4,7 @@
 
 use super::super::output::Output;
 use crate::metrics::claims::{self, claim_metrics, ClaimChecks, ClaimMetrics, Verdict};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
 use serde_json::{json, Map, Value};
@@ -42,6 +42,14 @@ pub(super) fn run(
     json: bool,
     out: &mut Output,
 ) -> Result<()> {
+    if let Some(path) = &a.ragchecker_out {
+        // The input is the record of the checks: a run never replaces it.
+        if let (Ok(i), Ok(o)) = (std::fs::canonicalize(input), std::fs::canonicalize(path)) {
+            if i == o {
+                bail!("--ragchecker-out `{path}` is the input file: give another path (the input is never written over)");
+            }
+        }
+    }
     let text = std::fs::read_to_string(input).map_err(|e| crate::Error::io("read", input, e))?;
     let mut doc: Value = serde_json::from_str(crate::fs::strip_bom(&text))
         .with_context(|| format!("`{input}` is not JSON"))?;
