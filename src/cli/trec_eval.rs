@@ -37,10 +37,23 @@ pub(super) fn invoked(args: &[OsString]) -> Option<usize> {
 /// Runs trec_eval with `args` and returns its exit code (trec_eval's: 0, 1 for usage errors,
 /// 2 for unreadable input, 4 for a query that cannot be scored, 7 when no query can).
 pub(super) fn run(args: &[OsString]) -> ExitCode {
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    // A file name that is not UTF-8 would reach the reader mangled and be reported as a
+    // file that does not exist: refuse it by name, with trec_eval's usage exit code.
+    let mut utf8 = Vec::with_capacity(args.len());
+    for a in args {
+        match a.to_str() {
+            Some(a) => utf8.push(a.to_owned()),
+            None => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "trec_eval: argument `{}` is not UTF-8",
+                    a.to_string_lossy()
+                );
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let args = utf8;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut err = Vec::new();

@@ -423,7 +423,7 @@ fn own_turn(v: Value, i: usize) -> std::result::Result<Turn, String> {
     )?;
     let content = string(&mut obj, "content", &field)?;
     if role == Role::User && content.is_none() {
-        return Err(format!("{at}: a user turn has `content`"));
+        return Err(format!("{at}: a user turn has no `content`"));
     }
     let calls = tool_calls(
         list(&mut obj, "tool_calls", &field)?,

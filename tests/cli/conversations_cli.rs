@@ -14,8 +14,8 @@ fn fixture(name: &str) -> PathBuf {
 #[test]
 fn ragas_samples_are_scored_with_ragas_figures() {
     let path = fixture("ragas.jsonl");
-    let out: Value =
-        serde_json::from_str(&ok(&["score", "--conversations", s(&path), "--json"])).unwrap();
+    let raw = ok(&["score", "--conversations", s(&path), "--json"]);
+    let out: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(out["level"], "conversation");
     assert_eq!(out["format"], "ragas");
     assert_eq!(out["queries"], 18);
@@ -36,8 +36,11 @@ fn ragas_samples_are_scored_with_ragas_figures() {
             "tool_call_f1",
         ] {
             if q["id"] == "line-16" {
-                // Nothing expected, nothing made: missing, not ragas' 1 or 0.
+                // Nothing expected, nothing made: missing, not ragas' 1 or 0, and only the
+                // counts are left.
                 assert_eq!(q["metrics"].get(name), None);
+                let names: Vec<&String> = q["metrics"].as_object().unwrap().keys().collect();
+                assert_eq!(names, ["steps", "tool_calls"], "{names:?}");
             } else {
                 assert_eq!(q["metrics"][name], w[name], "{} {name}", q["id"]);
             }
@@ -47,6 +50,7 @@ fn ragas_samples_are_scored_with_ragas_figures() {
     // that compares, and left out of the means.
     for name in [
         "tool_call_accuracy",
+        "tool_call_accuracy_flexible",
         "tool_call_f1",
         "tool_sequence_exact",
         "tool_sequence_in_order",
@@ -56,7 +60,28 @@ fn ragas_samples_are_scored_with_ragas_figures() {
         assert_eq!(out["missing"][name], 1, "{name}");
     }
     assert_eq!(out["missing"]["steps_within_max"], 18);
+    assert_eq!(out["missing"].get("steps"), None);
     assert_eq!(out["metrics"].get("steps_within_max"), None);
+    // `missing` keeps the metrics' report order, as commands.md shows it.
+    assert!(
+        raw.contains(r#""missing":{"tool_call_accuracy":1,"tool_call_accuracy_flexible":1,"#)
+            && raw.contains(r#""tool_args_match_exact":1,"steps_within_max":18}"#),
+        "{raw}"
+    );
+    // The table: the means over 17, one missing; no mean at all where nothing has a figure.
+    let text = ok(&["score", "--conversations", s(&path)]);
+    let row = |name: &str| {
+        text.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|l| l[0] == name)
+            .unwrap_or_else(|| panic!("no {name} row in {text}"))
+    };
+    assert_eq!(row("tool_call_f1")[3..], ["17", "1"], "{text}");
+    assert_eq!(
+        row("steps_within_max")[1..],
+        ["-", "-", "0", "18"],
+        "{text}"
+    );
     let mean: f64 = per_query
         .iter()
         .filter_map(|q| q["metrics"]["tool_call_accuracy"].as_f64())

@@ -262,3 +262,23 @@ fn help_lists_every_all_trec_measure() {
         );
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn an_argument_that_is_not_utf8_is_refused_by_name() {
+    use std::os::unix::ffi::OsStringExt as _;
+    let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .arg("trec_eval")
+        .arg("qrels.test")
+        .arg(std::ffi::OsString::from_vec(b"run\xff.test".to_vec()))
+        .current_dir(fixtures())
+        .env("RAG_EVAL_RUNS", "off")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("argument `run\u{fffd}.test` is not UTF-8"),
+        "{err}"
+    );
+}

@@ -215,6 +215,10 @@ fn bad_lines_are_named_by_file_line_and_field() {
             "chats.jsonl:1: `turns[0]`: a user turn has `tool_calls`: only assistant turns call tools, retrieve or have references",
         ),
         (
+            r#"{"id":"a","turns":[{"role":"user"}]}"#.to_owned(),
+            "chats.jsonl:1: `turns[0]`: a user turn has no `content`",
+        ),
+        (
             r#"{"user_input":[{"content":"hi","type":"robot"}]}"#.to_owned(),
             "chats.jsonl:1: `user_input[0].type` is `robot`, an unknown role (known: human, ai, tool)",
         ),

@@ -7,8 +7,7 @@ use crate::metrics::tool_calls::{self, Args, Order, Sequence};
 use crate::metrics::{mean_std, Figures, QueryResult};
 use anyhow::Result;
 use camino::Utf8Path;
-use serde::Serialize;
-use std::collections::BTreeMap;
+use serde::{Serialize, Serializer};
 
 /// The figures of a conversation, in report order. The first seven compare with the
 /// reference calls; `tool_calls` and `steps` count; `steps_within_max` holds `steps` to the
@@ -56,7 +55,7 @@ fn figures(c: &Conversation) -> [Option<f64>; 10] {
 
 /// What `score --conversations --json` prints: `score --json`'s shape (`level`, `queries`,
 /// `metrics`, `std`, `per_query`), a conversation for a query, with the file's format and,
-/// per metric, how many conversations had no figure.
+/// per metric in report order, how many conversations had no figure.
 #[derive(Serialize)]
 struct Card {
     level: &'static str,
@@ -65,7 +64,13 @@ struct Card {
     metrics: Figures,
     std: Figures,
     per_query: Vec<QueryResult>,
-    missing: BTreeMap<&'static str, usize>,
+    #[serde(serialize_with = "in_report_order")]
+    missing: Vec<(&'static str, usize)>,
+}
+
+/// `missing` as a JSON object whose keys keep `metrics`' order (a map would sort them).
+fn in_report_order<S: Serializer>(m: &[(&'static str, usize)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(m.iter().copied())
 }
 
 fn format_name(f: Option<Format>) -> &'static str {
@@ -101,10 +106,10 @@ pub(super) fn run(path: &Utf8Path, json: bool, out: &mut Output) -> Result<()> {
     }
     let n = per_query.len();
     let (mut means, mut stds) = (Figures::default(), Figures::default());
-    let mut missing = BTreeMap::new();
+    let mut missing = Vec::new();
     for (name, v) in NAMES.iter().zip(&values) {
         if n > v.len() {
-            missing.insert(*name, n - v.len());
+            missing.push((*name, n - v.len()));
         }
         // A metric no conversation has a figure for has no mean (never a 0).
         if !v.is_empty() {
@@ -139,7 +144,7 @@ fn table(card: &Card, values: &[Vec<f64>]) -> String {
         card.format, card.queries, "metric", "mean", "std", "n", "missing"
     );
     for (name, v) in NAMES.iter().zip(values) {
-        let missing = card.missing.get(name).copied().unwrap_or(0);
+        let missing = card.queries - v.len();
         match (card.metrics.get(name), card.std.get(name)) {
             (Some(m), Some(sd)) => s.push_str(&format!(
                 "{name:<width$}  {m:>8.4}  {sd:>8.4}  {:>5}  {missing:>7}\n",
