@@ -98,6 +98,12 @@ impl Fit {
         if let Some(tokens) = config.context_tokens {
             // Half the room left by the answer for the document, the rest for the prompt.
             answer = answer_budget(tokens, tokens, config);
+            if let Some(asked) = config.max_tokens.filter(|&m| m as usize > answer) {
+                tracing::info!(
+                    "a context of {tokens} tokens gives an answer at most {answer} tokens, \
+                     not the {asked} asked (--max-tokens)"
+                );
+            }
             let room = (tokens - answer) / 2;
             window = window.min((room * CHARS_PER_TOKEN).max(MIN_WINDOW_CHARS));
         }

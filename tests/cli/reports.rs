@@ -681,6 +681,14 @@ fn the_report_fits_a_phone_and_long_labels_fit_their_charts() {
                 "{name} at {width} px (see {})",
                 shot.display()
             );
+            if page == &retrieval {
+                // The titles checked are those of the long labels.
+                let titles = b.eval(
+                    "[...document.querySelectorAll('#histograms figcaption')]\
+                     .filter(c => c.textContent.includes('separators=langchain')).length",
+                );
+                assert!(titles.as_u64() > Some(0), "{titles}");
+            }
         }
         // The checks found what they look for.
         let found = b.eval("document.querySelectorAll('#query-table .passage').length");
