@@ -162,6 +162,15 @@ impl Arguments {
         }
     }
 
+    /// Whether a test whose name starts with `prefix` may run: not when `--exact` filters
+    /// (nextest's, each process given its one test) name none such. A listing lists them all.
+    pub(crate) fn may_run_under(&self, prefix: &str) -> bool {
+        self.list
+            || !self.exact
+            || self.filters.is_empty()
+            || self.filters.iter().any(|f| f.starts_with(prefix))
+    }
+
     /// Whether the name filters (`FILTERS`, `--skip`) or `--ignored` leave `trial` out of the
     /// run: as libtest, a test runs when it matches any filter and no `--skip`.
     pub(crate) fn is_filtered_out(&self, trial: &Trial) -> bool {
@@ -672,6 +681,19 @@ mod tests {
             names(&["q1", "summary", "--skip", "slow"]),
             ["case::q1", "case::q10", "case::summary"]
         );
+    }
+
+    #[test]
+    fn only_exact_filters_rule_out_a_prefix() {
+        let may = |args: &[&str], prefix: &str| parse(args).unwrap().unwrap().may_run_under(prefix);
+        assert!(may(&["--exact", "case::q1"], "case::"));
+        assert!(!may(&["--exact", "case::q1"], "slow::"));
+        assert!(!may(&["--exact", "case::q1", "--nocapture"], "cas::"));
+        assert!(may(&["--exact", "case::q1", "slow::summary"], "slow::"));
+        // A substring may fall anywhere in a name; no filter runs every test; a listing lists.
+        assert!(may(&["q1"], "slow::"));
+        assert!(may(&["--exact"], "slow::"));
+        assert!(may(&["--exact", "case::q1", "--list"], "slow::"));
     }
 
     #[test]

@@ -93,6 +93,11 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
             );
             return ExitCode::FAILURE;
         }
+        // Under nextest a process runs one test, named exactly: the other cases' datasets and
+        // corpora are not read.
+        if one_test_per_process() && !args.may_run_under(&format!("{}::", spec.name)) {
+            continue;
+        }
         let case = Arc::new(Case::new(spec));
         let own = trials_of(&case, &hook);
         case.set_scope(scope_of(&case, &args, &own));

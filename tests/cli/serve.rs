@@ -915,6 +915,15 @@ fn a_second_server_on_a_labels_file_is_refused_and_a_failed_save_says_why_on_std
             && stderr.contains("not a regular file"),
         "{stderr}"
     );
+    // Killed, the first server left `labels.jsonl.lock` behind, and holds no lock on it: the
+    // next server on the file starts.
+    first.0.wait().unwrap();
+    std::fs::remove_dir(&labels).unwrap();
+    assert!(dir.path().join("labels.jsonl.lock").exists());
+    let (mut next, url) = labelling_server(dir.path());
+    let (status, _, body) = post_form(&format!("{url}/runs/{id}/label?q=0"), form);
+    assert_eq!(status, 303, "{body}");
+    next.0.kill().unwrap();
 }
 
 #[test]
