@@ -157,6 +157,56 @@ fn preview(text: &str) -> String {
 }
 
 impl Cache {
+    /// Opens the cache file at `path` to read, creating and writing nothing beside it either
+    /// (a dry run counts what it holds). Without a write-ahead log beside the file (a cache
+    /// whose last writer closed it) every row is in the file, which SQLite then reads as
+    /// immutable, so it makes no `-wal` or `-shm` file; with one, the file is read as
+    /// [`CacheMode::Replay`] reads it, the log's rows included.
+    pub fn open_untouched(path: impl Into<Utf8PathBuf>) -> Result<Self> {
+        let path = path.into();
+        let conn = if Utf8PathBuf::from(format!("{path}-wal")).exists() {
+            Self::connect(&path, false)?
+        } else {
+            Self::connect_immutable(&path)?
+        };
+        Ok(Cache {
+            path,
+            mode: CacheMode::Replay,
+            conn: Some(Mutex::new(conn)),
+            tallies: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A read-only connection to `path` as an immutable file (an SQLite URI).
+    fn connect_immutable(path: &Utf8Path) -> Result<Connection> {
+        if !path.is_file() {
+            return Err(Error::Cache {
+                path: path.to_owned(),
+                message: "no such file to replay from; record it first with RAG_EVAL_CACHE=rw"
+                    .into(),
+            });
+        }
+        // The characters a URI's path cannot hold as they are.
+        let escaped = path
+            .as_str()
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(format!("file:{escaped}?immutable=1"), flags)
+            .map_err(|e| sql_error(path, "open", e))?;
+        match Self::setup(&conn, path, false) {
+            Ok(()) => Ok(conn),
+            Err(SetupError::Sql(e)) => Err(sql_error(path, "prepare the cache", e)),
+            Err(SetupError::Refused(message)) => Err(Error::Cache {
+                path: path.to_owned(),
+                message,
+            }),
+        }
+    }
+
     /// Opens (in `rw` mode creating, with its folder) the cache file at `path`.
     ///
     /// In [`CacheMode::Off`] nothing is opened. In [`CacheMode::Replay`] the file must exist

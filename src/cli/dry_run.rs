@@ -445,9 +445,9 @@ pub(super) fn cache_context(text: &str) -> Result<Context> {
     Ok(match mode {
         CacheMode::Off => Context::new(),
         CacheMode::ReadWrite if !path.is_file() => Context::new(),
-        // Replay reads the file without a write, and its misses count as calls.
+        // Read without a write (nor a file beside it); its misses count as calls.
         CacheMode::ReadWrite | CacheMode::Replay => {
-            Context::new().with_cache(Arc::new(Cache::open(path, CacheMode::Replay)?))
+            Context::new().with_cache(Arc::new(Cache::open_untouched(path)?))
         }
     })
 }

@@ -250,6 +250,15 @@ fn a_dry_run_counts_the_service_s_cached_answers_and_never_creates_the_cache() {
     );
     assert_eq!(asked.load(Ordering::SeqCst), 3);
     let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let listing = || {
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
     drop(judge);
 
     // The cache answers all three, in `rw` and in `replay` mode; the judges judge the cached
@@ -264,6 +273,8 @@ fn a_dry_run_counts_the_service_s_cached_answers_and_never_creates_the_cache() {
         std::fs::metadata(&file).unwrap().modified().unwrap(),
         modified
     );
+    // Nor does it leave a file beside the cache (SQLite's `-wal` and `-shm`).
+    assert_eq!(listing(), before);
 
     // `eval` over a retriever makes no cache file either.
     let other = dir.path().join("other.sqlite");
