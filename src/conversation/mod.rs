@@ -38,29 +38,8 @@ pub use read::{Format, Reader};
 use crate::answers::TextContext;
 use crate::chunk::RetrievedChunk;
 pub use crate::metrics::tool_calls::ToolCall;
+pub use crate::metrics::Role;
 use crate::span::CharSpan;
-
-/// Who speaks in a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The person (ragas' `human`).
-    User,
-    /// The system under test (ragas' `ai`).
-    Assistant,
-    /// A tool's result, answering a call of an assistant turn before it.
-    Tool,
-}
-
-impl Role {
-    /// `user`, `assistant` or `tool`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        }
-    }
-}
 
 /// One turn of a conversation.
 #[derive(Debug, Clone, PartialEq)]

@@ -61,6 +61,7 @@ mod set;
 mod similarity;
 mod span;
 pub mod tool_calls;
+mod transcript;
 
 // Re-exports of the built-in metrics go here, one line each.
 pub use bar::{Bar, Bound};
@@ -91,6 +92,7 @@ pub use similarity::{
     DEFAULT_THRESHOLD,
 };
 pub use span::{SpanIou, SpanPrecision, SpanRecall};
+pub use transcript::{Role, TurnResult};
 
 use crate::level::Level;
 use crate::span::CharSpan;

@@ -5,7 +5,7 @@
 //! (fields a kind of run has no value for are left out) and read back from it, so a run can be
 //! stored and compared later.
 
-use super::{mean_std, Passage, QueryJudgement, SpanMode, Truth};
+use super::{mean_std, Passage, QueryJudgement, SpanMode, Truth, TurnResult};
 use crate::level::LevelKind;
 use crate::spec::Value;
 use serde::de::{MapAccess, Visitor};
@@ -36,6 +36,11 @@ impl Figures {
     /// The values, in order.
     pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
         self.0.iter().map(|(_, v)| *v)
+    }
+
+    /// Whether there is no figure.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -81,15 +86,19 @@ pub enum ResultLevel {
     Token,
     /// TREC qrels and a run file.
     Trec,
+    /// Conversations: one result per conversation, its transcript in
+    /// [`QueryResult::turns`].
+    Conversation,
 }
 
 impl ResultLevel {
-    /// `chunk`, `token` or `trec`.
+    /// `chunk`, `token`, `trec` or `conversation`.
     pub fn as_str(self) -> &'static str {
         match self {
             ResultLevel::Chunk => "chunk",
             ResultLevel::Token => "token",
             ResultLevel::Trec => "trec",
+            ResultLevel::Conversation => "conversation",
         }
     }
 }
@@ -142,6 +151,10 @@ pub struct QueryResult {
     /// (statements, verdicts, support spans, reasons, generated questions) and error message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<QueryJudgement>,
+    /// A conversation's transcript, turn by turn, with each turn's figures (conversation
+    /// runs); the conversation's own figures are in `metrics`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<TurnResult>,
 }
 
 impl QueryResult {
