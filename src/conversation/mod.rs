@@ -32,6 +32,7 @@
 //! ```
 
 mod read;
+pub mod score;
 
 pub use read::{Format, Reader};
 
