@@ -41,9 +41,11 @@
 
 mod blocks;
 mod eval;
+pub mod groups;
 mod measure;
 pub mod measures;
 mod parse;
+pub mod prefs;
 mod scores;
 mod stream;
 mod table;
