@@ -84,7 +84,11 @@ pub fn read_prefs(
 enum Form {
     /// One sub-group: classes of documents of equal level, highest first, each with its
     /// documents' ids ascending; every document is preferred to those of the later classes.
-    Classes(Vec<(f64, Vec<usize>)>),
+    Classes {
+        classes: Vec<(f64, Vec<usize>)>,
+        last: usize,
+    },
+    /// `last` is where the last class's ids start in [`PrefCounts::pool`].
     /// Several sub-groups: `prefers[i * n + j]` when `i` is preferred to `j` (transitively),
     /// with the level of each document (-1 for one this group does not judge).
     Array { prefers: Vec<bool>, levels: Vec<f64> },
@@ -116,6 +120,9 @@ pub struct PrefCounts {
     groups: Vec<Group>,
     /// `counts[i * judged + j]`: how many groups prefer `i` to `j` (16 bits, as trec_eval's).
     counts: Vec<u16>,
+    /// The ids of the classes of every one-sub-group group, one after the other: trec_eval's
+    /// pool, which `prefs_avgjg_Rnonrel` reads past a last class shorter than R.
+    pool: Vec<usize>,
 }
 
 impl PrefCounts {
@@ -171,6 +178,7 @@ impl PrefCounts {
             judged_ret,
             groups: Vec::new(),
             counts: vec![0; judged * judged],
+            pool: Vec::new(),
         };
         let mut start = 0;
         while start < entries.len() {
@@ -206,6 +214,8 @@ impl PrefCounts {
                 _ => classes.push((e.2, vec![e.3])),
             }
         }
+        let last = self.pool.len() + entries.len() - classes.last().map_or(0, |c| c.1.len());
+        self.pool.extend(entries.iter().map(|e| e.3));
         let (n, jr) = (self.judged, self.judged_ret);
         let mut g = Group::default();
         for (c1, (level, ids1)) in classes.iter().enumerate() {
@@ -249,7 +259,7 @@ impl PrefCounts {
         }
         g.possible_ret += g.fulfilled_ret;
         g.possible_imp += g.fulfilled_imp;
-        g.form = Some(Form::Classes(classes));
+        g.form = Some(Form::Classes { classes, last });
         Ok(g)
     }
 
@@ -527,7 +537,7 @@ fn rnonrel(c: &PrefCounts, ret_only: bool) -> f64 {
                 possible(g, scope) + g.num_rel * (r - n),
             )
         } else {
-            recount(g, c.judged_ret, ret_only)
+            recount(g, c, ret_only)
         };
         sum += ful as f64 / poss as f64;
     }
@@ -540,12 +550,14 @@ fn rnonrel(c: &PrefCounts, ret_only: bool) -> f64 {
 
 /// The `recalculate` of m_prefs_avgjg_Rnonrel*.c: a group's fulfilled and possible
 /// preferences keeping only its first R non-relevant documents, kept as literally as
-/// trec_eval counts them (the last class, the non-relevant one, is paired with its own first
-/// R documents too).
-fn recount(g: &Group, jr: usize, ret_only: bool) -> (i64, i64) {
+/// trec_eval counts them: the last class is taken to be the non-relevant one (a negative
+/// level sorts below it) and is paired with its own first R documents too, R documents read
+/// from where the class starts even when it has fewer.
+fn recount(g: &Group, c: &PrefCounts, ret_only: bool) -> (i64, i64) {
+    let jr = c.judged_ret;
     let (mut ful, mut poss) = (0i64, 0i64);
     match &g.form {
-        Some(Form::Classes(classes)) => {
+        Some(Form::Classes { classes, last }) => {
             let keep = |ids: &[usize]| -> usize {
                 if ret_only {
                     ids.iter().take_while(|&&id| id < jr).count()
@@ -560,9 +572,8 @@ fn recount(g: &Group, jr: usize, ret_only: bool) -> (i64, i64) {
                     poss += 1;
                 }
             };
-            let last = classes.len() - 1;
             for (c1, (_, ids1)) in classes.iter().enumerate() {
-                for (_, ids2) in classes.iter().take(last).skip(c1 + 1) {
+                for (_, ids2) in classes.iter().take(classes.len() - 1).skip(c1 + 1) {
                     for &p1 in &ids1[..keep(ids1)] {
                         for &p2 in &ids2[..keep(ids2)] {
                             tally(p1, p2);
@@ -571,8 +582,8 @@ fn recount(g: &Group, jr: usize, ret_only: bool) -> (i64, i64) {
                 }
             }
             let r = if ret_only { g.num_rel_ret } else { g.num_rel } as usize;
-            let nonrel = &classes[last].1;
-            let nonrel = &nonrel[..r.min(nonrel.len())];
+            // Past the pool trec_eval reads memory it did not write; that is left out.
+            let nonrel = &c.pool[*last..(*last + r).min(c.pool.len())];
             for (_, ids1) in classes {
                 for &p1 in &ids1[..keep(ids1)] {
                     for &p2 in &nonrel[..keep(nonrel)] {
