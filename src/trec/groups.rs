@@ -22,7 +22,9 @@ pub enum GroupsError {
 
 /// Reads a `qrels_jg` file: `qid jg docno grade` lines, `#` starting a comment line. Queries
 /// come sorted by id, each with its groups sorted by name.
-pub fn read_qrels_jg(text: &[u8]) -> std::result::Result<Vec<(&[u8], Vec<Group<'_>>)>, GroupsError> {
+pub fn read_qrels_jg(
+    text: &[u8],
+) -> std::result::Result<Vec<(&[u8], Vec<Group<'_>>)>, GroupsError> {
     let mut lines: Vec<[&[u8]; 4]> = Vec::new();
     for line in text
         .strip_suffix(b"\n")
@@ -89,5 +91,7 @@ pub fn precision_avgjg(groups: &[Ranked], cutoffs: &[i64]) -> Vec<f64> {
 /// `Rprec_mult_avgjg_x` (m_Rprec_mult_avgjg.c): precision at `x` × R documents, R each
 /// group's number of relevant documents, averaged over the groups.
 pub fn r_precision_mult_avgjg(groups: &[Ranked], multiples: &[f64]) -> Vec<f64> {
-    averaged(groups, multiples.len(), |r| m::r_precision_mult(r, multiples))
+    averaged(groups, multiples.len(), |r| {
+        m::r_precision_mult(r, multiples)
+    })
 }

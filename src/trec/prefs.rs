@@ -33,10 +33,7 @@ pub type PrefQuery<'a> = (&'a [u8], Vec<PrefLine<'a>>);
 /// `qid jg docno level` (`-R qrels_prefs`, one sub-group per group); lines starting with `#`
 /// are comments. Queries come sorted by id. `Err(n)` names the `n`th line read (comments
 /// left out, as trec_eval counts) that does not have exactly the fields it needs.
-pub fn read_prefs(
-    text: &[u8],
-    sub_groups: bool,
-) -> std::result::Result<Vec<PrefQuery<'_>>, usize> {
+pub fn read_prefs(text: &[u8], sub_groups: bool) -> std::result::Result<Vec<PrefQuery<'_>>, usize> {
     let fields = if sub_groups { 5 } else { 4 };
     let mut lines: Vec<(&[u8], PrefLine<'_>)> = Vec::new();
     for line in text
@@ -91,7 +88,10 @@ enum Form {
     /// `last` is where the last class's ids start in [`PrefCounts::pool`].
     /// Several sub-groups: `prefers[i * n + j]` when `i` is preferred to `j` (transitively),
     /// with the level of each document (-1 for one this group does not judge).
-    Array { prefers: Vec<bool>, levels: Vec<f64> },
+    Array {
+        prefers: Vec<bool>,
+        levels: Vec<f64>,
+    },
 }
 
 /// One judgement group's counts (trec_eval's `JG`).
@@ -448,12 +448,18 @@ fn per_group(c: &PrefCounts, scope: Scope) -> f64 {
 
 /// `prefs_num_prefs_poss` (m_prefs_num_prefs_poss.c): preferences, retrieved or not.
 pub fn num_prefs_poss(c: &PrefCounts) -> f64 {
-    c.groups.iter().map(|g| possible(g, Scope::All)).sum::<i64>() as f64
+    c.groups
+        .iter()
+        .map(|g| possible(g, Scope::All))
+        .sum::<i64>() as f64
 }
 
 /// `prefs_num_prefs_ful` (m_prefs_num_prefs_ful.c): preferences fulfilled, with the implied.
 pub fn num_prefs_ful(c: &PrefCounts) -> f64 {
-    c.groups.iter().map(|g| fulfilled(g, Scope::All)).sum::<i64>() as f64
+    c.groups
+        .iter()
+        .map(|g| fulfilled(g, Scope::All))
+        .sum::<i64>() as f64
 }
 
 /// `prefs_num_prefs_ful_ret` (m_prefs_num_prefs_ful_ret.c): preferences fulfilled between

@@ -19,8 +19,8 @@
 
 use super::groups::{self as g, Group};
 use super::measures::{self as m, Gains, Ranked, NONPOOL, UNJUDGED};
-use super::prefs::{self as p, PrefCounts, PrefLine};
 use super::parse::QidMap;
+use super::prefs::{self as p, PrefCounts, PrefLine};
 use std::io::{Read, Write};
 
 /// The version of trec_eval whose behaviour [`run`] reproduces.
@@ -1180,7 +1180,8 @@ fn evaluate_query(
                     unreachable!("the format is prefs")
                 };
                 let max = usize::try_from(ctx.o.max_docs.max(0)).unwrap_or(usize::MAX);
-                prefs = Some(PrefCounts::new(lines, docs, max).map_err(|e| cannot(&e, req.def.name))?);
+                prefs =
+                    Some(PrefCounts::new(lines, docs, max).map_err(|e| cannot(&e, req.def.name))?);
             }
             Some(Format::Groups) if groups.is_none() => {
                 let Other::Groups(list) = &judged.other else {
@@ -1193,7 +1194,8 @@ fn evaluate_query(
                         docs: docs_judged.clone(),
                         other: Other::Qrels,
                     };
-                    ranked.push(rank(ctx.o, &one_group, docs).map_err(|e| cannot(&e, req.def.name))?);
+                    ranked
+                        .push(rank(ctx.o, &one_group, docs).map_err(|e| cannot(&e, req.def.name))?);
                 }
                 groups = Some(ranked);
             }
@@ -1270,9 +1272,7 @@ fn evaluate_query(
             "prefs_avgjg_imp" => one(out, p::avgjg_imp(pc())),
             "map_avgjg" => one(out, g::map_avgjg(gs())),
             "P_avgjg" => out.copy_from_slice(&g::precision_avgjg(gs(), longs())),
-            "Rprec_mult_avgjg" => {
-                out.copy_from_slice(&g::r_precision_mult_avgjg(gs(), doubles()))
-            }
+            "Rprec_mult_avgjg" => out.copy_from_slice(&g::r_precision_mult_avgjg(gs(), doubles())),
             "yaap" => one(out, m::yaap(&r)),
             other => unreachable!("measure {other} of the table has no arm"),
         }
