@@ -59,6 +59,8 @@ pub use stream::{score_run_file, ScoredRun};
 pub use table::RunScores;
 
 #[cfg(test)]
+mod prefs_tests;
+#[cfg(test)]
 mod stream_tests;
 #[cfg(test)]
 mod tests;
