@@ -1660,8 +1660,8 @@ fn help() -> String {
          results_file '-' reads the run from standard input.\n\
          \x20 -q  print every query's figures before the summary\n\
          \x20 -m  a measure or a set of them (official, set, all_trec, all_prefs, prefs,\n\
-         \x20     qrels_jg), with parameters after\n\
-         \x20     a dot: P.5,10  ndcg.1=3,2=9  utility.2,-1,0,0  relstring.20\n\
+         \x20     qrels_jg), with parameters after a dot: P.5,10  ndcg.1=3,2=9\n\
+         \x20     utility.2,-1,0,0  relstring.20\n\
          \x20 -c  average over every qrels query; a query without results scores 0\n\
          \x20 -n  no summary\n\
          \x20 -l  the lowest grade that is relevant (1)\n\
