@@ -11,6 +11,9 @@ use super::measures::{self as m, Ranked};
 /// One judgement group's judgements: `(docno, grade)`, sorted by docno.
 pub type Group<'a> = Vec<(&'a [u8], i64)>;
 
+/// One query of a `qrels_jg` file: its id and its groups' judgements.
+pub type GroupedQuery<'a> = (&'a [u8], Vec<Group<'a>>);
+
 /// What is wrong with a `qrels_jg` file.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GroupsError {
@@ -22,9 +25,7 @@ pub enum GroupsError {
 
 /// Reads a `qrels_jg` file: `qid jg docno grade` lines, `#` starting a comment line. Queries
 /// come sorted by id, each with its groups sorted by name.
-pub fn read_qrels_jg(
-    text: &[u8],
-) -> std::result::Result<Vec<(&[u8], Vec<Group<'_>>)>, GroupsError> {
+pub fn read_qrels_jg(text: &[u8]) -> std::result::Result<Vec<GroupedQuery<'_>>, GroupsError> {
     let mut lines: Vec<[&[u8]; 4]> = Vec::new();
     for line in text
         .strip_suffix(b"\n")
@@ -46,7 +47,7 @@ pub fn read_qrels_jg(
             String::from_utf8_lossy(w[1][2]).into_owned(),
         ));
     }
-    let mut out: Vec<(&[u8], Vec<Group<'_>>)> = Vec::new();
+    let mut out: Vec<GroupedQuery<'_>> = Vec::new();
     let mut last_jg: &[u8] = b"";
     for [qid, jg, docno, grade] in lines {
         let doc = (docno, m::atol(grade));

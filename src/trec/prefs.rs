@@ -76,6 +76,15 @@ pub fn read_prefs(text: &[u8], sub_groups: bool) -> std::result::Result<Vec<Pref
     Ok(out)
 }
 
+/// A preference line with its document's id, as the groups are formed from it.
+struct Entry<'a> {
+    jg: &'a [u8],
+    jsg: &'a [u8],
+    level: f64,
+    id: usize,
+    docno: &'a [u8],
+}
+
 /// How one judgement group holds its preferences.
 #[derive(Debug, Clone)]
 enum Form {
@@ -163,15 +172,21 @@ impl PrefCounts {
             ids.entry(docno).or_insert(next);
         }
         let judged = ids.len();
-        let mut entries: Vec<(&[u8], &[u8], f64, usize, &[u8])> = prefs
+        let mut entries: Vec<Entry<'_>> = prefs
             .iter()
-            .map(|p| (p.jg, p.jsg, p.level, ids[p.docno], p.docno))
+            .map(|p| Entry {
+                jg: p.jg,
+                jsg: p.jsg,
+                level: p.level,
+                id: ids[p.docno],
+                docno: p.docno,
+            })
             .collect();
         entries.sort_by(|a, b| {
-            a.0.cmp(b.0)
-                .then(a.1.cmp(b.1))
-                .then(b.2.total_cmp(&a.2))
-                .then(a.3.cmp(&b.3))
+            a.jg.cmp(b.jg)
+                .then(a.jsg.cmp(b.jsg))
+                .then(b.level.total_cmp(&a.level))
+                .then(a.id.cmp(&b.id))
         });
         let mut out = PrefCounts {
             judged,
@@ -182,14 +197,14 @@ impl PrefCounts {
         };
         let mut start = 0;
         while start < entries.len() {
-            let jg = entries[start].0;
+            let jg = entries[start].jg;
             let end = start
                 + entries[start..]
                     .iter()
-                    .position(|e| e.0 != jg)
+                    .position(|e| e.jg != jg)
                     .unwrap_or(entries.len() - start);
             let group = &entries[start..end];
-            let sub_groups = 1 + group.windows(2).filter(|w| w[0].1 != w[1].1).count();
+            let sub_groups = 1 + group.windows(2).filter(|w| w[0].jsg != w[1].jsg).count();
             let g = if sub_groups > 1 {
                 out.array_group(group)?
             } else {
@@ -202,20 +217,17 @@ impl PrefCounts {
     }
 
     /// A group of one sub-group (form_jg_ec, add_ec_pref_to_jg).
-    fn class_group(
-        &mut self,
-        entries: &[(&[u8], &[u8], f64, usize, &[u8])],
-    ) -> std::result::Result<Group, String> {
+    fn class_group(&mut self, entries: &[Entry<'_>]) -> std::result::Result<Group, String> {
         let mut classes: Vec<(f64, Vec<usize>)> = Vec::new();
         for e in entries {
             match classes.last_mut() {
                 // C's `!=`: a NaN level starts a class of its own.
-                Some((level, ids)) if !(*level != e.2) => ids.push(e.3),
-                _ => classes.push((e.2, vec![e.3])),
+                Some((level, ids)) if !(*level != e.level) => ids.push(e.id),
+                _ => classes.push((e.level, vec![e.id])),
             }
         }
         let last = self.pool.len() + entries.len() - classes.last().map_or(0, |c| c.1.len());
-        self.pool.extend(entries.iter().map(|e| e.3));
+        self.pool.extend(entries.iter().map(|e| e.id));
         let (n, jr) = (self.judged, self.judged_ret);
         let mut g = Group::default();
         for (c1, (level, ids1)) in classes.iter().enumerate() {
@@ -264,29 +276,26 @@ impl PrefCounts {
     }
 
     /// A group of several sub-groups (form_jg_pa, add_transitives, add_pa_pref_to_jg).
-    fn array_group(
-        &mut self,
-        entries: &[(&[u8], &[u8], f64, usize, &[u8])],
-    ) -> std::result::Result<Group, String> {
+    fn array_group(&mut self, entries: &[Entry<'_>]) -> std::result::Result<Group, String> {
         let (n, jr) = (self.judged, self.judged_ret);
         let mut prefers = vec![false; n * n];
         let mut levels = vec![-1.0; n];
         for (i, e) in entries.iter().enumerate() {
-            let known = levels[e.3];
-            if (known > 0.0 && e.2 == 0.0) || (known == 0.0 && e.2 > 0.0) {
+            let known = levels[e.id];
+            if (known > 0.0 && e.level == 0.0) || (known == 0.0 && e.level > 0.0) {
                 return Err(format!(
                     "trec_eval.form_prefs_counts: doc '{}' has both 0 and non-0 rel_level \
                      assigned\n",
-                    String::from_utf8_lossy(e.4)
+                    String::from_utf8_lossy(e.docno)
                 ));
             }
-            levels[e.3] = e.2;
+            levels[e.id] = e.level;
             let mut j = i + 1;
-            while j < entries.len() && entries[j].1 == e.1 && entries[j].2 == e.2 {
+            while j < entries.len() && entries[j].jsg == e.jsg && entries[j].level == e.level {
                 j += 1;
             }
-            while j < entries.len() && entries[j].1 == e.1 {
-                prefers[e.3 * n + entries[j].3] = true;
+            while j < entries.len() && entries[j].jsg == e.jsg {
+                prefers[e.id * n + entries[j].id] = true;
                 j += 1;
             }
         }
