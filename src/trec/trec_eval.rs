@@ -788,7 +788,8 @@ struct JudgedQuery<'a> {
     other: Other<'a>,
 }
 
-/// A query's judgements in `-R prefs`, `qrels_prefs` or `qrels_jg` format.
+/// A query's judgements besides qrels grades: none (`-R qrels`, the grades are in `docs`),
+/// preferences (`-R prefs`, `qrels_prefs`) or judgement groups (`-R qrels_jg`).
 enum Other<'a> {
     Qrels,
     Prefs(Vec<PrefLine<'a>>),
@@ -1202,7 +1203,7 @@ fn evaluate_query(
             _ => {}
         }
         let pc = || prefs.as_ref().expect("joined above");
-        let gs = || groups.as_deref().unwrap_or_default();
+        let gs = || groups.as_deref().expect("joined above");
         match req.def.name {
             "runid" => {}
             "num_q" => one(out, 1.0),
