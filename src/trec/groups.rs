@@ -35,11 +35,11 @@ pub fn read_qrels_jg(text: &[u8]) -> std::result::Result<Vec<GroupedQuery<'_>>, 
         if line.first() == Some(&b'#') {
             continue;
         }
-        let (f, n) = super::trec_eval::tokens::<4>(line);
-        if n != 4 {
+        let f = super::prefs::fields(line);
+        let [qid, jg, docno, grade] = f[..] else {
             return Err(GroupsError::Malformed(lines.len() + 1));
-        }
-        lines.push(f);
+        };
+        lines.push([qid, jg, docno, grade]);
     }
     lines.sort_by(|a, b| a[0].cmp(b[0]).then(a[1].cmp(b[1])).then(a[2].cmp(b[2])));
     if let Some(w) = lines.windows(2).find(|w| w[0][..3] == w[1][..3]) {

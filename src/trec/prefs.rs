@@ -29,12 +29,24 @@ pub struct PrefLine<'a> {
 /// One query's preference lines, in file order.
 pub type PrefQuery<'a> = (&'a [u8], Vec<PrefLine<'a>>);
 
+/// The fields of a line, separated by what C's `isspace` calls space.
+pub(super) fn fields(line: &[u8]) -> Vec<&[u8]> {
+    line.split(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        .filter(|f| !f.is_empty())
+        .collect()
+}
+
 /// Reads a preference file: `qid jg jsg docno level` lines (`sub_groups`) or qrels lines
-/// `qid jg docno level` (`-R qrels_prefs`, one sub-group per group); lines starting with `#`
-/// are comments. Queries come sorted by id. `Err(n)` names the `n`th line read (comments
-/// left out, as trec_eval counts) that does not have exactly the fields it needs.
-pub fn read_prefs(text: &[u8], sub_groups: bool) -> std::result::Result<Vec<PrefQuery<'_>>, usize> {
-    let fields = if sub_groups { 5 } else { 4 };
+/// `qid jg docno level` (`-R qrels_prefs`, one sub-group per group), each level read by
+/// `number` (trec_eval's `atof`); lines starting with `#` are comments. Queries come sorted
+/// by id. `Err(n)` names the `n`th line read (comments left out, as trec_eval counts) that
+/// does not have exactly the fields it needs.
+pub fn read_prefs(
+    text: &[u8],
+    sub_groups: bool,
+    number: impl Fn(&[u8]) -> f64,
+) -> std::result::Result<Vec<PrefQuery<'_>>, usize> {
+    let want = if sub_groups { 5 } else { 4 };
     let mut lines: Vec<(&[u8], PrefLine<'_>)> = Vec::new();
     for line in text
         .strip_suffix(b"\n")
@@ -44,8 +56,8 @@ pub fn read_prefs(text: &[u8], sub_groups: bool) -> std::result::Result<Vec<Pref
         if line.first() == Some(&b'#') {
             continue;
         }
-        let (f, n) = super::trec_eval::tokens::<5>(line);
-        if n != fields {
+        let f = fields(line);
+        if f.len() != want {
             return Err(lines.len() + 1);
         }
         let (jsg, docno, level): (&[u8], _, _) = if sub_groups {
@@ -54,7 +66,7 @@ pub fn read_prefs(text: &[u8], sub_groups: bool) -> std::result::Result<Vec<Pref
             (b"0", f[2], f[3])
         };
         // -0 and 0 are one level, as C compares them.
-        let level = super::trec_eval::atof(level) + 0.0;
+        let level = number(level) + 0.0;
         lines.push((
             f[0],
             PrefLine {

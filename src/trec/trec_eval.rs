@@ -756,7 +756,7 @@ fn is_space(b: u8) -> bool {
 }
 
 /// The whitespace-separated fields of a line, at most `N + 1` of them (to tell "more").
-pub(super) fn tokens<const N: usize>(line: &[u8]) -> ([&[u8]; N], usize) {
+fn tokens<const N: usize>(line: &[u8]) -> ([&[u8]; N], usize) {
     let mut out: [&[u8]; N] = [&[]; N];
     let (mut n, mut i) = (0, 0);
     while i < line.len() {
@@ -896,7 +896,7 @@ fn read_rel_info<'a>(
         other,
     };
     Ok(match format {
-        "prefs" | "qrels_prefs" => p::read_prefs(text, format == "prefs")
+        "prefs" | "qrels_prefs" => p::read_prefs(text, format == "prefs", atof)
             .map_err(malformed)?
             .into_iter()
             .map(|(qid, prefs)| judged(qid, Other::Prefs(prefs)))
