@@ -1,7 +1,23 @@
-//! Scoring a conversation: the agent metrics of its tool calls and steps.
+//! Scoring a conversation: the agent metrics of its tool calls and steps, each retrieving
+//! turn's retrieval and answer figures and judgements, and the judges of the whole
+//! conversation ([`Scorer`]); a run's result ([`run_result`]).
 
-use super::Conversation;
+use super::{Conversation, Role, Turn};
+use crate::answers::place::{ContextLocator, NOT_SEARCHED};
+use crate::answers::{ContextItems, Placement};
+use crate::chunk::RetrievedChunk;
+use crate::corpus::Corpus;
+use crate::error::Result;
+use crate::generator::RagAnswer;
+use crate::judge::{judge_query, Judge, JudgeConfig, JudgeInput};
+use crate::level::TokenLevel;
+use crate::metrics::answer::{AnswerInput, AnswerMetric};
 use crate::metrics::tool_calls::{self, Args, Order, Sequence};
+use crate::metrics::{
+    scorecard, Figures, Metric, Passage, QueryResult, ResultLevel, RunResult, Scored, SpanMode,
+    Truth, TurnResult,
+};
+use std::sync::Arc;
 
 /// The figures of a conversation, in report order. The first seven compare with the
 /// reference calls; `tool_calls` and `steps` count; `steps_within_max` holds `steps` to the
@@ -45,4 +61,371 @@ pub fn agent_figures(c: &Conversation) -> [Option<f64>; 10] {
     all[..7].copy_from_slice(&compared);
     all[7..].copy_from_slice(&counts);
     all
+}
+
+/// Renders `turns` for a judge, one line (or paragraph) per turn: `user: …`,
+/// `assistant: …`, `assistant calls name {args}` per tool call, `tool: …` for a tool's result.
+/// The conversation judges read the whole conversation so; a turn's judges read the turns
+/// before it.
+pub fn transcript(turns: &[Turn]) -> String {
+    let mut out = String::new();
+    for t in turns {
+        let content = t.content.trim();
+        match t.role {
+            Role::Tool => {
+                let id = t.tool_call_id.as_deref().map(|id| format!(" ({id})"));
+                out.push_str(&format!("tool{}: {content}\n", id.unwrap_or_default()));
+            }
+            role => {
+                if !content.is_empty() || t.tool_calls.is_empty() {
+                    out.push_str(&format!("{}: {content}\n", role.as_str()));
+                }
+                for call in &t.tool_calls {
+                    let args = serde_json::Value::Object(call.args.clone());
+                    out.push_str(&format!("{} calls {} {args}\n", role.as_str(), call.name));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Scores conversations: the agent figures ([`agent_figures`]), each retrieving assistant
+/// turn's retrieval metrics, answer metrics and judges, and the judges of the whole
+/// conversation. Build it once and [`score`](Scorer::score) each conversation;
+/// [`run_result`] gathers the results of a run.
+///
+/// **A turn's figures.** An assistant turn *retrieved* when it has contexts. Its contexts
+/// given as text are placed in the corpus ([`Scorer::with_corpus`]) as an answers file's are;
+/// the retrieval metrics at cut-off `k` compare its placed contexts with the turn's
+/// `relevant_spans` (not measured without them, or with no context placed); the answer metrics
+/// compare its content with its `reference_answer` (not measured without one); each turn judge
+/// reads its content and contexts, with as question the user turns since the assistant last
+/// answered, after the conversation before them. A turn with nothing to judge has no figure:
+/// missing, never 0 or 1.
+///
+/// **A conversation's figures.** The agent figures; for each turn figure, the mean over the
+/// assistant turns that have it (a conversation none of whose turns has it has none); then
+/// each conversation judge's score.
+pub struct Scorer {
+    k: usize,
+    mode: SpanMode,
+    corpus: Option<Arc<Corpus>>,
+    retrieval: Vec<Box<dyn Metric<TokenLevel>>>,
+    answer: Vec<Box<dyn AnswerMetric>>,
+    turn_judges: Vec<Arc<dyn Judge>>,
+    conversation_judges: Vec<Arc<dyn Judge>>,
+    config: JudgeConfig,
+}
+
+impl Scorer {
+    /// Agent figures, retrieval metrics at cut-off `k` (standard span mode) and the lexical
+    /// answer metrics; no corpus and no judge.
+    pub fn new(k: usize) -> Scorer {
+        Scorer {
+            k,
+            mode: SpanMode::Standard,
+            corpus: None,
+            retrieval: crate::metrics::token_level_metrics(SpanMode::Standard, None),
+            answer: crate::metrics::answer_metrics(false),
+            turn_judges: Vec::new(),
+            conversation_judges: Vec::new(),
+            config: JudgeConfig::default(),
+        }
+    }
+
+    /// Places the turns' contexts given as text in `corpus`, and gives the truth spans their
+    /// text.
+    pub fn with_corpus(mut self, corpus: Arc<Corpus>) -> Scorer {
+        self.corpus = Some(corpus);
+        self
+    }
+
+    /// Scores retrieval in span mode `mode`.
+    pub fn with_mode(mut self, mode: SpanMode) -> Scorer {
+        self.mode = mode;
+        self.retrieval = crate::metrics::token_level_metrics(mode, None);
+        self
+    }
+
+    /// Uses `metrics` as the answer metrics of a turn with a reference answer (those reading
+    /// embeddings are not measured here: they have none).
+    pub fn with_answer_metrics(mut self, metrics: Vec<Box<dyn AnswerMetric>>) -> Scorer {
+        self.answer = metrics;
+        self
+    }
+
+    /// Asks `judge` of every assistant turn that retrieved and answered.
+    pub fn with_turn_judge(mut self, judge: Arc<dyn Judge>) -> Scorer {
+        self.turn_judges.push(judge);
+        self
+    }
+
+    /// Asks `judge` once of the whole conversation ([`crate::judge::GoalAccuracy`], a
+    /// criteria judge, …): its question is the [`transcript`], its answer the assistant's
+    /// last answer and its reference the conversation's reference outcome.
+    pub fn with_conversation_judge(mut self, judge: Arc<dyn Judge>) -> Scorer {
+        self.conversation_judges.push(judge);
+        self
+    }
+
+    /// Judges with `config` (samples, repairs, temperature, …).
+    pub fn with_judge_config(mut self, config: JudgeConfig) -> Scorer {
+        self.config = config;
+        self
+    }
+
+    /// The judge settings in use.
+    pub fn judge_config(&self) -> &JudgeConfig {
+        &self.config
+    }
+
+    /// Scores `c`: its [`QueryResult`] with the conversation's figures in `metrics`, the
+    /// conversation judges' judgements in `judges` and the transcript with each turn's figures
+    /// and judgements in `turns`. Judges never fail: a failed call is an `invalid` or `error`
+    /// sample, with no figure.
+    pub async fn score(&self, c: &Conversation) -> Result<QueryResult> {
+        let mut metrics = Figures::default();
+        for (name, v) in AGENT_METRICS.iter().zip(agent_figures(c)) {
+            if let Some(v) = v {
+                metrics.0.push(((*name).to_owned(), v));
+            }
+        }
+        let mut turns = Vec::with_capacity(c.turns.len());
+        for (i, t) in c.turns.iter().enumerate() {
+            turns.push(self.turn(c, i, t).await);
+        }
+        for (name, mean) in turn_means(&turns) {
+            metrics.0.push((name, mean));
+        }
+        let mut judges = Vec::new();
+        if !self.conversation_judges.is_empty() {
+            let text = transcript(&c.turns);
+            let last = c
+                .turns
+                .iter()
+                .rev()
+                .find(|t| t.role == Role::Assistant && !t.content.trim().is_empty());
+            let answer = RagAnswer {
+                answer: last.map(|t| t.content.clone()).unwrap_or_default(),
+                contexts: Vec::new(),
+            };
+            let input = JudgeInput {
+                query_id: &c.id,
+                question: &text,
+                answer: &answer,
+                reference: c.reference_outcome.as_deref(),
+            };
+            for j in &self.conversation_judges {
+                let judgement = judge_query(j.as_ref(), &input, &self.config).await;
+                if let Some(score) = judgement.score() {
+                    metrics.0.push((judgement.metric.clone(), score));
+                }
+                judges.push(judgement);
+            }
+        }
+        Ok(QueryResult {
+            id: c.id.clone(),
+            metrics,
+            judges,
+            turns,
+            ..QueryResult::default()
+        })
+    }
+
+    /// Turn `i` of `c` with its figures.
+    async fn turn(&self, c: &Conversation, i: usize, t: &Turn) -> TurnResult {
+        let mut r = TurnResult::new(t.role, t.content.clone());
+        r.tool_calls = t.tool_calls.clone();
+        r.tool_call_id = t.tool_call_id.clone();
+        r.reference_answer = t.reference_answer.clone();
+        if t.role != Role::Assistant {
+            return r;
+        }
+        let contexts = self.placed(t);
+        if let Some(spans) = &t.relevant_spans {
+            // Without a corpus the truth spans keep their offsets and have no text.
+            let empty = Corpus::default();
+            let corpus = self.corpus.as_deref().unwrap_or(&empty);
+            let passages = spans.iter().map(|s| Passage::of_span(s, None, corpus));
+            r.truth = Some(Truth::Spans(passages.collect()));
+        }
+        let retrieved = !t.contexts.is_empty();
+        if retrieved {
+            r.contexts = Some(
+                contexts
+                    .iter()
+                    .map(|(c, why)| {
+                        let mut p = Passage::of_retrieved(c);
+                        if let Some(why) = why {
+                            p.located = false;
+                            p.not_found = Some(why.clone());
+                        }
+                        p
+                    })
+                    .collect(),
+            );
+        }
+        let chunks: Vec<RetrievedChunk> = contexts.into_iter().map(|(c, _)| c).collect();
+        // Retrieval: the placed contexts against the turn's truth, when it has both.
+        let items = TokenLevel::items(&chunks);
+        if let (Some(truth), false) = (&t.relevant_spans, items.is_empty()) {
+            let id = format!("{}#{}", c.id, i + 1);
+            let scored = [Scored {
+                id: &id,
+                truth,
+                retrieved: &items,
+            }];
+            let card = scorecard(&scored, &self.retrieval, self.k, self.mode, None);
+            if let Some(q) = card.per_query.into_iter().next() {
+                r.metrics.0.extend(q.metrics.0);
+            }
+        }
+        // Answer metrics: the turn's content against its reference answer.
+        let content = t.content.trim();
+        if let Some(reference) = &t.reference_answer {
+            if !content.is_empty() {
+                let references = std::slice::from_ref(reference);
+                let input = AnswerInput::new(content, references);
+                for m in &self.answer {
+                    if let Some(v) = m.compute(&input) {
+                        r.metrics.0.push((m.name().to_owned(), v));
+                    }
+                }
+            }
+        }
+        // Judges: a turn that retrieved and answered.
+        if retrieved && !content.is_empty() && !self.turn_judges.is_empty() {
+            let question = question(&c.turns[..i]);
+            let answer = RagAnswer {
+                answer: t.content.clone(),
+                contexts: chunks,
+            };
+            let id = format!("{}#{}", c.id, i + 1);
+            let input = JudgeInput {
+                query_id: &id,
+                question: &question,
+                answer: &answer,
+                reference: t.reference_answer.as_deref(),
+            };
+            for j in &self.turn_judges {
+                let judgement = judge_query(j.as_ref(), &input, &self.config).await;
+                if let Some(score) = judgement.score() {
+                    r.metrics.0.push((judgement.metric.clone(), score));
+                }
+                r.judges.push(judgement);
+            }
+        }
+        r
+    }
+
+    /// A turn's contexts, those given as text placed in the corpus when there is one, each
+    /// with why it is not placed when it is not.
+    fn placed(&self, t: &Turn) -> Vec<(RetrievedChunk, Option<String>)> {
+        let locator = self.corpus.as_deref().map(ContextLocator::new);
+        let mut placement = Placement::default();
+        t.contexts
+            .iter()
+            .enumerate()
+            .map(|(i, chunk)| {
+                let Some((_, text)) = t.text_contexts.iter().find(|(at, _)| *at == i) else {
+                    return (chunk.clone(), None);
+                };
+                match (&locator, self.corpus.as_deref()) {
+                    (Some(l), Some(corpus)) => {
+                        let before = placement.unlocated;
+                        let placed = l.place(text, &mut placement);
+                        let why = (placement.unlocated > before)
+                            .then(|| crate::answers::place::not_found(corpus, text));
+                        (placed, why)
+                    }
+                    _ => (chunk.clone(), Some(NOT_SEARCHED.to_owned())),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The question a turn's judges read: the user turns since the assistant last answered, after
+/// the conversation before them when there is one.
+fn question(before: &[Turn]) -> String {
+    let start = before
+        .iter()
+        .rposition(|t| t.role == Role::Assistant && !t.content.trim().is_empty())
+        .map_or(0, |at| at + 1);
+    let asked: Vec<&str> = before[start..]
+        .iter()
+        .filter(|t| t.role == Role::User)
+        .map(|t| t.content.trim())
+        .collect();
+    let asked = asked.join("\n");
+    if start == 0 {
+        asked
+    } else {
+        format!(
+            "(the conversation so far)\n{}\n(the question now)\n{asked}",
+            transcript(&before[..start]).trim_end()
+        )
+    }
+}
+
+/// Per figure name, in the order the turns first have them, the mean over the turns that have
+/// it.
+fn turn_means(turns: &[TurnResult]) -> Vec<(String, f64)> {
+    let mut sums: Vec<(String, f64, usize)> = Vec::new();
+    for (name, v) in turns.iter().flat_map(|t| &t.metrics.0) {
+        match sums.iter_mut().find(|(n, _, _)| n == name) {
+            Some((_, sum, n)) => {
+                *sum += v;
+                *n += 1;
+            }
+            None => sums.push((name.clone(), *v, 1)),
+        }
+    }
+    sums.into_iter()
+        .map(|(name, sum, n)| (name, sum / n as f64))
+        .collect()
+}
+
+/// The result of a conversation run: `per_conversation` in order (each from
+/// [`Scorer::score`]), level [`ResultLevel::Conversation`], and per figure the mean and
+/// population standard deviation over the conversations that have it (each conversation
+/// counts once, however many turns it has). Figures are in report order: the agent figures,
+/// then the others in the order the conversations first have them.
+pub fn run_result(per_conversation: Vec<QueryResult>) -> RunResult {
+    RunResult::from_queries(
+        ResultLevel::Conversation,
+        names(&per_conversation),
+        per_conversation,
+    )
+}
+
+/// Every figure name of `per_conversation` in report order: [`AGENT_METRICS`], then the
+/// others in the order the conversations first have them.
+fn names(per_conversation: &[QueryResult]) -> Vec<String> {
+    let mut names: Vec<String> = AGENT_METRICS.iter().map(|n| (*n).to_owned()).collect();
+    for q in per_conversation {
+        for n in q.metrics.names() {
+            if !names.iter().any(|m| m == n) {
+                names.push(n.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// Per figure of a conversation run, in report order ([`AGENT_METRICS`] first, even those no
+/// conversation has), how many of `per_conversation` have no figure for it; figures every
+/// conversation has are left out.
+pub fn missing(per_conversation: &[QueryResult]) -> Vec<(String, usize)> {
+    names(per_conversation)
+        .into_iter()
+        .filter_map(|name| {
+            let without = per_conversation
+                .iter()
+                .filter(|q| q.metrics.get(&name).is_none())
+                .count();
+            (without > 0).then_some((name, without))
+        })
+        .collect()
 }

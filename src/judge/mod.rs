@@ -48,6 +48,7 @@
 
 mod answer_match;
 mod context;
+mod conversation;
 mod criteria;
 mod driver;
 mod faithfulness;
@@ -64,6 +65,7 @@ pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
     CONTEXT_PLACEHOLDERS,
 };
+pub use conversation::{GoalAccuracy, GoalAccuracyRubric, GOAL_ACCURACY_PLACEHOLDERS};
 pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACEHOLDERS};
 pub use driver::{LlmJudge, Rubric};
 pub use faithfulness::{Faithfulness, FaithfulnessRubric, FAITHFULNESS_PLACEHOLDERS};
