@@ -390,14 +390,16 @@ fn turn_means(turns: &[TurnResult]) -> Vec<(String, f64)> {
 /// The result of a conversation run: `per_conversation` in order (each from
 /// [`Scorer::score`]), level [`ResultLevel::Conversation`], and per figure the mean and
 /// population standard deviation over the conversations that have it (each conversation
-/// counts once, however many turns it has). Figures are in report order: the agent figures,
+/// counts once, however many turns it has); a figure no conversation has gets no mean.
+/// Figures are in report order: the agent figures,
 /// then the others in the order the conversations first have them.
 pub fn run_result(per_conversation: Vec<QueryResult>) -> RunResult {
-    RunResult::from_queries(
-        ResultLevel::Conversation,
-        names(&per_conversation),
-        per_conversation,
-    )
+    // A figure no conversation has gets no mean (never a 0): it is only counted missing.
+    let names = names(&per_conversation)
+        .into_iter()
+        .filter(|n| per_conversation.iter().any(|q| q.metrics.get(n).is_some()))
+        .collect();
+    RunResult::from_queries(ResultLevel::Conversation, names, per_conversation)
 }
 
 /// Every figure name of `per_conversation` in report order: [`AGENT_METRICS`], then the
@@ -428,4 +430,226 @@ pub fn missing(per_conversation: &[QueryResult]) -> Vec<(String, usize)> {
             (without > 0).then_some((name, without))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::Reader;
+    use crate::corpus::Document;
+    use crate::judge::{Faithfulness, GoalAccuracy, JudgeStatus};
+    use crate::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
+    use std::sync::Mutex;
+
+    /// A model that answers each request by a script reading the request's text, and keeps
+    /// what it was asked.
+    struct Scripted {
+        script: fn(&str) -> String,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Scripted {
+        fn new(script: fn(&str) -> String) -> Arc<Scripted> {
+            Arc::new(Scripted {
+                script,
+                asked: Mutex::new(Vec::new()),
+            })
+        }
+
+        fn asked(&self) -> Vec<String> {
+            self.asked.lock().unwrap().clone()
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl LlmClient for Scripted {
+        fn name(&self) -> String {
+            "scripted".into()
+        }
+        async fn complete(&self, request: &ChatRequest) -> crate::Result<ChatResponse> {
+            let text = request.messages[0].content.clone();
+            self.asked.lock().unwrap().push(text.clone());
+            Ok(ChatResponse {
+                content: (self.script)(&text),
+                finish_reason: Some("stop".into()),
+                usage: TokenUsage::default(),
+                model: "scripted".into(),
+                logprobs: None,
+            })
+        }
+    }
+
+    const CORPUS: &str = "Larkspur ships in May. Acme builds Larkspur.";
+
+    /// Turn 2 retrieves a placed chunk (its truth), turn 4 answers from nothing, turn 6
+    /// retrieves text the corpus holds at 23..44 (its truth).
+    const CHAT: &str = concat!(
+        r#"{"id":"c1","turns":["#,
+        r#"{"role":"user","content":"When does Larkspur ship?"},"#,
+        r#"{"role":"assistant","content":"In May.","contexts":[{"doc_id":"releases.md","start":0,"end":22,"text":"Larkspur ships in May."}],"relevant_spans":[{"doc_id":"releases.md","start":0,"end":22}],"reference_answer":"In May."},"#,
+        r#"{"role":"user","content":"And 6 times 7?"},"#,
+        r#"{"role":"assistant","content":"42.","reference_answer":"42"},"#,
+        r#"{"role":"user","content":"Who makes it?"},"#,
+        r#"{"role":"assistant","content":"Acme makes it, in Oslo.","contexts":["Acme builds Larkspur."],"relevant_spans":[{"doc_id":"releases.md","start":23,"end":44}]}"#,
+        r#"],"reference_outcome":"The user learns the month and the maker."}"#,
+        "\n",
+        r#"{"id":"c2","turns":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."}]}"#,
+    );
+
+    fn conversations() -> Vec<Conversation> {
+        Reader::new(CHAT.as_bytes(), "chat.jsonl".into())
+            .collect::<Result<Vec<_>>>()
+            .unwrap()
+    }
+
+    fn faithfulness(text: &str) -> String {
+        if text.contains("Acme makes it") {
+            // One statement supported by context 1, one not: 1/2.
+            r#"{"statements":[
+              {"statement":"Acme makes it.","verdict":"supported","context":1,"evidence":"Acme builds Larkspur","reason":"said"},
+              {"statement":"It is made in Oslo.","verdict":"not_supported","context":0,"evidence":"","reason":"not said"}]}"#
+                .into()
+        } else {
+            r#"{"statements":[{"statement":"It ships in May.","verdict":"supported","context":1,"evidence":"ships in May","reason":"said"}]}"#.into()
+        }
+    }
+
+    #[test]
+    fn each_retrieving_turn_is_scored_and_the_conversation_takes_the_mean_of_the_turns_that_have_a_figure(
+    ) {
+        let llm = Scripted::new(faithfulness);
+        let corpus = Corpus::new([Document::new("releases.md", CORPUS)]).unwrap();
+        let scorer = Scorer::new(3)
+            .with_corpus(Arc::new(corpus))
+            .with_turn_judge(Arc::new(Faithfulness::new(Arc::clone(&llm))));
+        let all = conversations();
+        let per: Vec<QueryResult> = all
+            .iter()
+            .map(|c| pollster::block_on(scorer.score(c)).unwrap())
+            .collect();
+        let c1 = &per[0];
+        assert_eq!(c1.turns.len(), 6);
+        // Turn 2: its placed chunk is its truth; its answer matches its reference; the one
+        // statement is supported.
+        let t2 = &c1.turns[1].metrics;
+        assert_eq!(t2.get("span_recall@3"), Some(1.0));
+        assert_eq!(t2.get("exact_match"), Some(1.0));
+        assert_eq!(t2.get("faithfulness"), Some(1.0));
+        // Turn 4 retrieved nothing: no retrieval figure and no judge, only its answer's.
+        let t4 = &c1.turns[3];
+        assert_eq!(t4.metrics.get("span_recall@3"), None);
+        assert_eq!(t4.metrics.get("faithfulness"), None);
+        assert!(t4.judges.is_empty() && t4.contexts.is_none());
+        assert_eq!(t4.metrics.get("exact_match"), Some(1.0));
+        // Turn 6: its text context is placed at 23..44, all of its truth; no reference answer,
+        // so no answer metric; one of two statements supported.
+        let t6 = &c1.turns[5];
+        let placed = &t6.contexts.as_ref().unwrap()[0];
+        assert_eq!((placed.start, placed.end, placed.located), (23, 44, true));
+        assert_eq!(t6.metrics.get("span_recall@3"), Some(1.0));
+        assert_eq!(t6.metrics.get("exact_match"), None);
+        assert_eq!(t6.metrics.get("faithfulness"), Some(0.5));
+        let support = t6.judges[0].samples[0].details.reason().unwrap();
+        assert!(support.contains("Oslo"), "{support}");
+        // The conversation: means over the turns that have each figure.
+        assert_eq!(c1.metrics.get("faithfulness"), Some(0.75));
+        assert_eq!(c1.metrics.get("span_recall@3"), Some(1.0));
+        assert_eq!(c1.metrics.get("exact_match"), Some(1.0));
+        // Agent figures come first, then the turns' means.
+        assert_eq!(c1.metrics.0[0].0, "tool_calls");
+        // The last turn's judge saw the conversation before it and the question now.
+        let asked = llm.asked();
+        assert_eq!(asked.len(), 2, "two retrieving turns, one call each");
+        assert!(
+            asked[1].contains("user: And 6 times 7?") && asked[1].contains("Who makes it?"),
+            "{}",
+            asked[1]
+        );
+        assert!(!asked[0].contains("the conversation so far"), "{}", asked[0]);
+
+        // c2 retrieved nothing: it has no turn figure, and the run's mean is c1's alone.
+        assert_eq!(per[1].metrics.get("faithfulness"), None);
+        let missing = missing(&per);
+        let run = run_result(per);
+        assert_eq!(run.level, ResultLevel::Conversation);
+        assert_eq!(run.queries, 2);
+        assert_eq!(run.metrics.get("faithfulness"), Some(0.75));
+        assert!(missing.contains(&("faithfulness".to_owned(), 1)), "{missing:?}");
+        assert!(missing.contains(&("tool_call_accuracy".to_owned(), 2)));
+        let names: Vec<&str> = run.metrics.names().collect();
+        assert_eq!(names[..2], ["tool_calls", "steps"]);
+    }
+
+    #[test]
+    fn a_text_context_without_a_corpus_is_judged_but_not_span_scored() {
+        let llm = Scripted::new(faithfulness);
+        let scorer = Scorer::new(3).with_turn_judge(Arc::new(Faithfulness::new(llm)));
+        let c = &conversations()[0];
+        let r = pollster::block_on(scorer.score(c)).unwrap();
+        let t6 = &r.turns[5];
+        let p = &t6.contexts.as_ref().unwrap()[0];
+        assert!(!p.located);
+        assert_eq!(p.not_found.as_deref(), Some(NOT_SEARCHED));
+        assert_eq!(t6.metrics.get("span_recall@3"), None);
+        // The judge still reads the text; its quote is found in it, so the statement holds.
+        assert_eq!(t6.metrics.get("faithfulness"), Some(0.5));
+        // Turn 2's placed chunk is still scored.
+        assert_eq!(r.turns[1].metrics.get("span_recall@3"), Some(1.0));
+    }
+
+    fn goal(text: &str) -> String {
+        if text.contains("The user learns the month and the maker.") {
+            r#"{"user_goal":"learn when Larkspur ships and who makes it","end_state":"told May and Acme","reason":"same","achieved":true}"#.into()
+        } else if text.contains("Hello.") {
+            r#"{"user_goal":"greet","end_state":"greeted","reason":"no goal reached","achieved":false}"#.into()
+        } else {
+            "not json".into()
+        }
+    }
+
+    #[test]
+    fn goal_accuracy_compares_with_the_reference_outcome_or_the_inferred_goal() {
+        let llm = Scripted::new(goal);
+        let scorer = Scorer::new(3)
+            .with_conversation_judge(Arc::new(GoalAccuracy::new(Arc::clone(&llm))));
+        let per: Vec<QueryResult> = conversations()
+            .iter()
+            .map(|c| pollster::block_on(scorer.score(c)).unwrap())
+            .collect();
+        assert_eq!(per[0].metrics.get("goal_accuracy"), Some(1.0));
+        assert_eq!(per[1].metrics.get("goal_accuracy"), Some(0.0));
+        let asked = llm.asked();
+        // With a reference outcome the judge compares with it; without one it is told to
+        // infer the goal. Both read the whole transcript.
+        assert!(asked[0].contains("Desired outcome: The user learns the month and the maker."));
+        assert!(asked[0].contains("assistant: Acme makes it, in Oslo."));
+        assert!(asked[1].contains("Desired outcome: none given"), "{}", asked[1]);
+        assert_eq!(per[0].judges[0].metric, "goal_accuracy");
+        assert_eq!(run_result(per).metrics.get("goal_accuracy"), Some(0.5));
+    }
+
+    #[test]
+    fn an_invalid_goal_answer_is_no_figure_and_a_conversation_without_the_assistant_is_not_asked(
+    ) {
+        let llm = Scripted::new(goal);
+        let scorer = Scorer::new(3)
+            .with_conversation_judge(Arc::new(GoalAccuracy::new(Arc::clone(&llm))));
+        let text = r#"{"id":"c3","turns":[{"role":"user","content":"Book a table."},{"role":"assistant","content":"Done."}]}
+{"id":"c4","turns":[{"role":"user","content":"Anyone there?"}]}"#;
+        let all: Vec<Conversation> = Reader::new(text.as_bytes(), "c.jsonl".into())
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        let r = pollster::block_on(scorer.score(&all[0])).unwrap();
+        let sample = &r.judges[0].samples[0];
+        // Not JSON, repaired twice, still not JSON: invalid after three calls, and no figure
+        // (never a 0).
+        assert_eq!(sample.status, JudgeStatus::Invalid);
+        assert_eq!(sample.usage.calls, 3);
+        assert_eq!(r.metrics.get("goal_accuracy"), None);
+        let before = llm.asked().len();
+        let r = pollster::block_on(scorer.score(&all[1])).unwrap();
+        assert_eq!(r.judges[0].samples[0].status, JudgeStatus::Undetermined);
+        assert_eq!(llm.asked().len(), before, "no call");
+        assert_eq!(r.metrics.get("goal_accuracy"), None);
+    }
 }
