@@ -162,8 +162,9 @@ impl Scorer {
     }
 
     /// Asks `judge` once of the whole conversation ([`crate::judge::GoalAccuracy`], a
-    /// criteria judge, …): its question is the [`transcript`], its answer the assistant's
-    /// last answer and its reference the conversation's reference outcome.
+    /// criteria judge, …): the judged answer is the [`transcript`] (with no contexts), the
+    /// question the user's first message and the reference the conversation's reference
+    /// outcome.
     pub fn with_conversation_judge(mut self, judge: Arc<dyn Judge>) -> Scorer {
         self.conversation_judges.push(judge);
         self
@@ -200,19 +201,15 @@ impl Scorer {
         }
         let mut judges = Vec::new();
         if !self.conversation_judges.is_empty() {
-            let text = transcript(&c.turns);
-            let last = c
-                .turns
-                .iter()
-                .rev()
-                .find(|t| t.role == Role::Assistant && !t.content.trim().is_empty());
+            // The judged text is the whole transcript; the question the user's first message.
             let answer = RagAnswer {
-                answer: last.map(|t| t.content.clone()).unwrap_or_default(),
+                answer: transcript(&c.turns),
                 contexts: Vec::new(),
             };
+            let first = c.turns.iter().find(|t| t.role == Role::User);
             let input = JudgeInput {
                 query_id: &c.id,
-                question: &text,
+                question: first.map_or("", |t| t.content.as_str()),
                 answer: &answer,
                 reference: c.reference_outcome.as_deref(),
             };
@@ -437,7 +434,7 @@ mod tests {
     use super::*;
     use crate::conversation::Reader;
     use crate::corpus::Document;
-    use crate::judge::{Faithfulness, GoalAccuracy, JudgeStatus};
+    use crate::judge::{Criteria, CriteriaJudge, Faithfulness, GoalAccuracy, JudgeStatus, Scale};
     use crate::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
     use std::sync::Mutex;
 
@@ -651,5 +648,40 @@ mod tests {
         assert_eq!(r.judges[0].samples[0].status, JudgeStatus::Undetermined);
         assert_eq!(llm.asked().len(), before, "no call");
         assert_eq!(r.metrics.get("goal_accuracy"), None);
+    }
+
+    #[test]
+    fn a_criteria_judge_of_the_conversation_judges_its_transcript() {
+        let llm = Scripted::new(|text| {
+            // Pass only when the judged answer is the whole transcript, tool calls included.
+            if text.contains("Answer: user: When does Larkspur ship?\nassistant: In May.")
+                && text.contains("assistant: Acme makes it, in Oslo.")
+            {
+                r#"{"reason":"stays polite","verdict":"pass"}"#.into()
+            } else {
+                r#"{"reason":"not the transcript","verdict":"fail"}"#.into()
+            }
+        });
+        let criteria = Criteria::new("polite", "Every answer is courteous.", Scale::PassFail)
+            .unwrap();
+        let judge = CriteriaJudge::new(Arc::clone(&llm), criteria).with_logprobs(false);
+        let scorer = Scorer::new(3).with_conversation_judge(Arc::new(judge));
+        let r = pollster::block_on(scorer.score(&conversations()[0])).unwrap();
+        assert_eq!(r.metrics.get("polite"), Some(1.0), "{:?}", llm.asked());
+        assert!(llm.asked()[0].contains("Question: When does Larkspur ship?"));
+        assert_eq!(r.judges[0].metric, "polite");
+    }
+
+    #[test]
+    fn the_transcript_names_each_speaker_and_each_tool_call() {
+        let text = r#"{"id":"t","turns":[{"role":"user","content":"6*7?"},{"role":"assistant","tool_calls":[{"id":"a","name":"calculator","args":{"expr":"6*7"}}]},{"role":"tool","tool_call_id":"a","content":"42"},{"role":"assistant","content":"42."}]}"#;
+        let c = Reader::new(text.as_bytes(), "t.jsonl".into())
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            transcript(&c.turns),
+            "user: 6*7?\nassistant calls calculator {\"expr\":\"6*7\"}\ntool (a): 42\nassistant: 42.\n"
+        );
     }
 }

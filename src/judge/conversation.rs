@@ -1,9 +1,11 @@
 //! Judges of a whole conversation: goal accuracy.
 //!
-//! A conversation judge reads a [`JudgeInput`](super::JudgeInput) whose `question` is the
-//! conversation's transcript as [`conversation::score::transcript`] renders it, whose answer
-//! is the assistant's last answer, and whose `reference` is the conversation's reference
-//! outcome. [`Scorer`](crate::conversation::score::Scorer) builds that input.
+//! A conversation judge reads a [`JudgeInput`](super::JudgeInput) whose answer is the
+//! conversation's transcript as [`conversation::score::transcript`] renders it (the judged
+//! text, with no contexts), whose `question` is the user's first message, and whose
+//! `reference` is the conversation's reference outcome.
+//! [`Scorer`](crate::conversation::score::Scorer) builds that input; a criteria judge given
+//! it judges the transcript.
 //!
 //! [`conversation::score::transcript`]: crate::conversation::score::transcript
 
@@ -58,7 +60,7 @@ impl Rubric for GoalAccuracyRubric {
     const PROMPT: &'static str = include_str!("prompts/goal_accuracy.md");
 
     async fn sample(&self, s: Sample<'_>) -> JudgeSample {
-        let transcript = s.input.question.trim();
+        let transcript = s.input.answer.answer.trim();
         if !transcript.lines().any(|l| l.starts_with("assistant")) {
             let why = "the conversation has no turn of the assistant";
             return s.unscored(JudgeStatus::Undetermined, why, JudgeUsage::default());
