@@ -164,7 +164,7 @@ impl Scorer {
     /// Asks `judge` once of the whole conversation ([`crate::judge::GoalAccuracy`], a
     /// criteria judge, …): the judged answer is the [`transcript`] (with no contexts), the
     /// question the user's first message and the reference the conversation's reference
-    /// outcome.
+    /// outcome (for [`crate::judge::TopicAdherence`], its reference topics, one a line).
     pub fn with_conversation_judge(mut self, judge: Arc<dyn Judge>) -> Scorer {
         self.conversation_judges.push(judge);
         self
@@ -207,13 +207,21 @@ impl Scorer {
                 contexts: Vec::new(),
             };
             let first = c.turns.iter().find(|t| t.role == Role::User);
-            let input = JudgeInput {
-                query_id: &c.id,
-                question: first.map_or("", |t| t.content.as_str()),
-                answer: &answer,
-                reference: c.reference_outcome.as_deref(),
-            };
+            let topics = (!c.reference_topics.is_empty()).then(|| c.reference_topics.join("\n"));
             for j in &self.conversation_judges {
+                // Topic adherence compares with the reference topics, the others with the
+                // reference outcome.
+                let reference = if j.name().starts_with("topic_adherence") {
+                    topics.as_deref()
+                } else {
+                    c.reference_outcome.as_deref()
+                };
+                let input = JudgeInput {
+                    query_id: &c.id,
+                    question: first.map_or("", |t| t.content.as_str()),
+                    answer: &answer,
+                    reference,
+                };
                 let judgement = judge_query(j.as_ref(), &input, &self.config).await;
                 if let Some(score) = judgement.score() {
                     metrics.0.push((judgement.metric.clone(), score));
@@ -434,7 +442,10 @@ mod tests {
     use super::*;
     use crate::conversation::Reader;
     use crate::corpus::Document;
-    use crate::judge::{Criteria, CriteriaJudge, Faithfulness, GoalAccuracy, JudgeStatus, Scale};
+    use crate::judge::{
+        Criteria, CriteriaJudge, Faithfulness, GoalAccuracy, JudgeStatus, Scale, TopicAdherence,
+        TopicMode,
+    };
     use crate::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
     use std::sync::Mutex;
 
@@ -683,5 +694,51 @@ mod tests {
             transcript(&c.turns),
             "user: 6*7?\nassistant calls calculator {\"expr\":\"6*7\"}\ntool (a): 42\nassistant: 42.\n"
         );
+    }
+
+    #[test]
+    fn topic_adherence_reads_the_reference_topics_and_without_them_asks_nothing() {
+        let llm = Scripted::new(|text| {
+            assert!(text.contains("Reference topics:\nreleases\npricing"), "{text}");
+            // Releases answered (on topic), the weather answered (off), pricing refused (on):
+            // precision 1/2, recall 1/2, F1 1/2.
+            r#"{"topics":[
+              {"topic":"release date","answered":true,"on_reference_topic":true,"reason":"r"},
+              {"topic":"weather","answered":true,"on_reference_topic":false,"reason":"r"},
+              {"topic":"price","answered":false,"on_reference_topic":true,"reason":"r"}]}"#
+                .into()
+        });
+        let mut scorer = Scorer::new(3);
+        for mode in TopicMode::ALL {
+            scorer = scorer
+                .with_conversation_judge(Arc::new(TopicAdherence::new(Arc::clone(&llm), mode)));
+        }
+        let text = concat!(
+            r#"{"id":"t1","turns":[{"role":"user","content":"When, and the weather, and the price?"},{"role":"assistant","content":"May; sunny; I cannot say."}],"reference_topics":["releases","pricing"]}"#,
+            "\n",
+            r#"{"id":"t2","turns":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."}]}"#,
+        );
+        let all: Vec<Conversation> = Reader::new(text.as_bytes(), "t.jsonl".into())
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        let r = pollster::block_on(scorer.score(&all[0])).unwrap();
+        for name in [
+            "topic_adherence_precision",
+            "topic_adherence_recall",
+            "topic_adherence_f1",
+        ] {
+            assert_eq!(r.metrics.get(name), Some(0.5), "{name}");
+        }
+        // One request, asked by each of the three (a cache would answer the second and third).
+        let asked = llm.asked();
+        assert_eq!(asked.len(), 3);
+        assert!(asked.iter().all(|a| a == &asked[0]));
+        let r = pollster::block_on(scorer.score(&all[1])).unwrap();
+        assert_eq!(llm.asked().len(), 3, "no reference topics: no call");
+        assert!(r
+            .judges
+            .iter()
+            .all(|j| j.samples[0].status == JudgeStatus::Undetermined));
+        assert_eq!(r.metrics.get("topic_adherence_f1"), None);
     }
 }

@@ -1,4 +1,4 @@
-//! Judges of a whole conversation: goal accuracy.
+//! Judges of a whole conversation: goal accuracy and topic adherence.
 //!
 //! A conversation judge reads a [`JudgeInput`](super::JudgeInput) whose answer is the
 //! conversation's transcript as [`conversation::score::transcript`] renders it (the judged
@@ -10,7 +10,8 @@
 //! [`conversation::score::transcript`]: crate::conversation::score::transcript
 
 use super::driver::{LlmJudge, Rubric, Sample, Sealed};
-use crate::llm::LlmClient;
+use super::{Judge, JudgeConfig, JudgeInput};
+use crate::llm::{LlmClient, PromptTemplate};
 use crate::metrics::{JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage};
 use serde::Deserialize;
 use serde_json::json;
@@ -110,5 +111,273 @@ impl Rubric for GoalAccuracyRubric {
             }
             Err(failed) => failed,
         }
+    }
+}
+
+/// Placeholders the topic adherence prompt may use.
+pub const TOPIC_ADHERENCE_PLACEHOLDERS: &[&str] = &["transcript", "reference", "max_topics"];
+
+/// The most topics the judge may list: the schema says so (`maxItems`).
+const MAX_TOPICS: usize = 16;
+
+/// Which figure a [`TopicAdherence`] judge reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicMode {
+    /// `topic_adherence_precision`: of the topics the assistant answered, the share on a
+    /// reference topic.
+    Precision,
+    /// `topic_adherence_recall`: of the topics on a reference topic, the share the assistant
+    /// answered.
+    Recall,
+    /// `topic_adherence_f1`: their harmonic mean.
+    F1,
+}
+
+impl TopicMode {
+    /// The three, in report order.
+    pub const ALL: [TopicMode; 3] = [TopicMode::Precision, TopicMode::Recall, TopicMode::F1];
+
+    /// The metric's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TopicMode::Precision => "topic_adherence_precision",
+            TopicMode::Recall => "topic_adherence_recall",
+            TopicMode::F1 => "topic_adherence_f1",
+        }
+    }
+}
+
+/// Topic adherence: does the assistant keep to the conversation's reference topics. ragas'
+/// `TopicAdherenceScore` (ragas 0.4.3, `ragas/metrics/_topic_adherence.py`): the topics of
+/// the conversation are listed, each marked answered or refused and on or off the reference
+/// topics; with TP the answered topics on a reference topic, FP the answered ones off them and
+/// FN the refused ones on them, precision is TP / (TP + FP), recall TP / (TP + FN) and F1 their
+/// harmonic mean. ragas asks in 2 + one call per topic; this judge asks for the list with both
+/// marks in one call, and the three figures share it (same request: a cache answers the second
+/// and third). The judge's input `reference` is the reference topics, one a line
+/// ([`Scorer`](crate::conversation::score::Scorer) gives it so).
+///
+/// **Empty cases.** No reference topics: `undetermined`, no call (ragas requires them). A
+/// figure whose denominator is 0 (precision with no topic answered, recall with none on a
+/// reference topic) is `undetermined`, and F1 with it; ragas adds `1e-10` to each denominator
+/// and scores 0. F1 of a precision and recall both 0 is 0.
+pub struct TopicAdherence<C> {
+    llm: C,
+    prompt: PromptTemplate,
+    mode: TopicMode,
+}
+
+impl<C: LlmClient> TopicAdherence<C> {
+    /// The judge of `mode`'s figure with the built-in prompt.
+    pub fn new(llm: C, mode: TopicMode) -> Self {
+        TopicAdherence {
+            llm,
+            prompt: Self::builtin_prompt(),
+            mode,
+        }
+    }
+
+    /// The prompt shipped with the library (`src/judge/prompts/topic_adherence.md`).
+    pub fn builtin_prompt() -> PromptTemplate {
+        PromptTemplate::builtin(
+            include_str!("prompts/topic_adherence.md"),
+            "topic_adherence.md",
+            TOPIC_ADHERENCE_PLACEHOLDERS,
+        )
+    }
+
+    /// Uses `prompt` instead; it may use [`TOPIC_ADHERENCE_PLACEHOLDERS`].
+    pub fn with_prompt(mut self, prompt: PromptTemplate) -> Self {
+        self.prompt = prompt;
+        self
+    }
+}
+
+#[derive(Deserialize)]
+struct TopicsReply {
+    topics: Vec<RawTopic>,
+}
+
+#[derive(Deserialize)]
+struct RawTopic {
+    topic: String,
+    answered: bool,
+    on_reference_topic: bool,
+    #[serde(default)]
+    reason: String,
+}
+
+/// (true positives, false positives, false negatives) of the judge's topics.
+fn counts(topics: &[RawTopic]) -> (usize, usize, usize) {
+    let n = |f: fn(&RawTopic) -> bool| topics.iter().filter(|t| f(t)).count();
+    (
+        n(|t| t.answered && t.on_reference_topic),
+        n(|t| t.answered && !t.on_reference_topic),
+        n(|t| !t.answered && t.on_reference_topic),
+    )
+}
+
+/// The figure of `mode` from the counts, `None` where its denominator is 0.
+fn topic_figure(mode: TopicMode, (tp, fp, fn_): (usize, usize, usize)) -> Option<f64> {
+    let ratio = |a: usize, b: usize| (b > 0).then(|| a as f64 / b as f64);
+    let precision = ratio(tp, tp + fp);
+    let recall = ratio(tp, tp + fn_);
+    match mode {
+        TopicMode::Precision => precision,
+        TopicMode::Recall => recall,
+        TopicMode::F1 => match (precision?, recall?) {
+            (p, r) if p + r == 0.0 => Some(0.0),
+            (p, r) => Some(2.0 * p * r / (p + r)),
+        },
+    }
+}
+
+#[async_trait::async_trait]
+impl<C: LlmClient> Judge for TopicAdherence<C> {
+    fn name(&self) -> &str {
+        self.mode.name()
+    }
+
+    fn prompt_version(&self) -> String {
+        format!("topic_adherence/{}", self.prompt.version)
+    }
+
+    async fn judge(
+        &self,
+        input: &JudgeInput<'_>,
+        sample: u32,
+        config: &JudgeConfig,
+    ) -> JudgeSample {
+        let s = Sample::new(
+            input,
+            sample,
+            config,
+            "topic_adherence",
+            self.prompt_version(),
+            &self.llm,
+            &self.prompt,
+        );
+        if s.reference.is_empty() {
+            let why = "the conversation has no reference topics";
+            return s.unscored(JudgeStatus::Undetermined, why, JudgeUsage::default());
+        }
+        let most = MAX_TOPICS.to_string();
+        let values = [
+            ("transcript", input.answer.answer.trim()),
+            ("reference", s.reference),
+            ("max_topics", most.as_str()),
+        ];
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "topics": {
+                    "type": "array",
+                    "maxItems": MAX_TOPICS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "topic": {"type": "string"},
+                            "answered": {"type": "boolean"},
+                            "on_reference_topic": {"type": "boolean"},
+                            "reason": {"type": "string"}
+                        },
+                        "required": ["topic", "answered", "on_reference_topic", "reason"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["topics"],
+            "additionalProperties": false
+        });
+        let check = |r: TopicsReply| {
+            if r.topics.len() > MAX_TOPICS {
+                return Err(format!(
+                    "{} topics, more than the {MAX_TOPICS} allowed",
+                    r.topics.len()
+                ));
+            }
+            match r.topics.iter().position(|t| t.topic.trim().is_empty()) {
+                Some(i) => Err(format!("topic {}: the topic is empty", i + 1)),
+                None => Ok(r.topics),
+            }
+        };
+        let (topics, usage) = match s.ask(&values, schema, check).await {
+            Ok(v) => v,
+            Err(failed) => return failed,
+        };
+        let c = counts(&topics);
+        let listed: Vec<String> = topics
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} ({}, {}): {}",
+                    t.topic.trim(),
+                    if t.answered { "answered" } else { "refused" },
+                    if t.on_reference_topic {
+                        "on a reference topic"
+                    } else {
+                        "off the reference topics"
+                    },
+                    t.reason.trim()
+                )
+            })
+            .collect();
+        let verdict = format!("{} on topic, {} off topic, {} refused on topic", c.0, c.1, c.2);
+        let Some(score) = topic_figure(self.mode, c) else {
+            let why = format!("{verdict}: {} has nothing to count", self.mode.name());
+            return s.unscored(JudgeStatus::Undetermined, why, usage);
+        };
+        let details = JudgeDetails::Criteria {
+            verdict,
+            reason: listed.join("; "),
+            probabilities: None,
+            scale: None,
+        };
+        s.scored(score, details, usage)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(answered: bool, on: bool) -> RawTopic {
+        RawTopic {
+            topic: "t".into(),
+            answered,
+            on_reference_topic: on,
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn topic_figures_are_ragas_with_an_empty_denominator_undetermined() {
+        // Two answered on topic, one answered off topic, one refused on topic, one refused
+        // off topic (which counts nowhere): P 2/3, R 2/3, F1 2/3.
+        let topics = [
+            topic(true, true),
+            topic(true, true),
+            topic(true, false),
+            topic(false, true),
+            topic(false, false),
+        ];
+        let c = counts(&topics);
+        assert_eq!(c, (2, 1, 1));
+        let p = topic_figure(TopicMode::Precision, c).unwrap();
+        assert!((p - 2.0 / 3.0).abs() < 1e-12);
+        let f1 = topic_figure(TopicMode::F1, c).unwrap();
+        assert!((f1 - 2.0 / 3.0).abs() < 1e-12);
+        // Only refusals on topic: nothing answered, so no precision (ragas: 0), recall 0.
+        let c = counts(&[topic(false, true)]);
+        assert_eq!(topic_figure(TopicMode::Precision, c), None);
+        assert_eq!(topic_figure(TopicMode::Recall, c), Some(0.0));
+        assert_eq!(topic_figure(TopicMode::F1, c), None);
+        // Everything answered off topic: precision 0, no recall.
+        let c = counts(&[topic(true, false)]);
+        assert_eq!(topic_figure(TopicMode::Precision, c), Some(0.0));
+        assert_eq!(topic_figure(TopicMode::Recall, c), None);
+        // Answered off topic and refused on topic: P 0 and R 0, F1 0.
+        let c = counts(&[topic(true, false), topic(false, true)]);
+        assert_eq!(topic_figure(TopicMode::F1, c), Some(0.0));
     }
 }

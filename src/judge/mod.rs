@@ -65,7 +65,10 @@ pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
     CONTEXT_PLACEHOLDERS,
 };
-pub use conversation::{GoalAccuracy, GoalAccuracyRubric, GOAL_ACCURACY_PLACEHOLDERS};
+pub use conversation::{
+    GoalAccuracy, GoalAccuracyRubric, TopicAdherence, TopicMode, GOAL_ACCURACY_PLACEHOLDERS,
+    TOPIC_ADHERENCE_PLACEHOLDERS,
+};
 pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACEHOLDERS};
 pub use driver::{LlmJudge, Rubric};
 pub use faithfulness::{Faithfulness, FaithfulnessRubric, FAITHFULNESS_PLACEHOLDERS};

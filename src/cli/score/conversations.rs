@@ -12,7 +12,7 @@ use crate::components::Context;
 use crate::conversation::score::{self as conv, Scorer};
 use crate::conversation::{Conversation, Format, Reader};
 use crate::corpus::Corpus;
-use crate::judge::{GoalAccuracy, JudgeSummary, QueryJudgement};
+use crate::judge::{GoalAccuracy, JudgeSummary, QueryJudgement, TopicAdherence, TopicMode};
 use crate::metrics::registry::judge_names;
 use crate::metrics::{QueryResult, RunResult};
 use crate::runs::RunRecord;
@@ -22,8 +22,9 @@ use futures_util::stream::{self, StreamExt};
 use serde::{Serialize, Serializer};
 use std::sync::Arc;
 
-/// The judges of the whole conversation `--judges` may name, besides the turns' judges.
-const CONVERSATION_JUDGES: [&str; 1] = ["goal_accuracy"];
+/// The judges of the whole conversation `--judges` may name, besides the turns' judges
+/// (`topic_adherence` reports its precision, recall and F1).
+const CONVERSATION_JUDGES: [&str; 2] = ["goal_accuracy", "topic_adherence"];
 
 /// What `score --conversations --json` prints: the run's [`RunResult`] (`level`
 /// `conversation`, `queries`, `metrics`, `std`, `per_query` with each conversation's `turns`,
@@ -165,7 +166,8 @@ pub(super) fn run(a: &ScoreArgs, path: &Utf8Path, out: &mut Output) -> Result<()
 }
 
 /// The judges `--judges` and `--criteria` ask for: the turns' judges through the same
-/// options as `score --answers`, and the conversation judges (`goal_accuracy`) beside them.
+/// options as `score --answers`, and the conversation judges (`goal_accuracy`,
+/// `topic_adherence`) beside them.
 /// Without `--judges`, every turn judge and every conversation judge.
 fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
     let url = a
@@ -228,6 +230,11 @@ fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
     for name in whole {
         match name {
             "goal_accuracy" => j.push(Arc::new(GoalAccuracy::new(Arc::clone(&llm)))),
+            "topic_adherence" => {
+                for mode in TopicMode::ALL {
+                    j.push(Arc::new(TopicAdherence::new(Arc::clone(&llm), mode)));
+                }
+            }
             other => unreachable!("`{other}` is not a conversation judge"),
         }
     }
