@@ -63,26 +63,34 @@ pub fn agent_figures(c: &Conversation) -> [Option<f64>; 10] {
     all
 }
 
-/// Renders `turns` for a judge, one line (or paragraph) per turn: `user: …`,
-/// `assistant: …`, `assistant calls name {args}` per tool call, `tool: …` for a tool's result.
-/// The conversation judges read the whole conversation so; a turn's judges read the turns
-/// before it.
+/// Renders `turns` for a judge, one line (or paragraph) per turn, each numbered from 1:
+/// `[1] user: …`, `[2] assistant: …`, `[2] assistant calls NAME {args}` per tool call,
+/// `[3] tool (id): …` for a tool's result. The conversation judges read the whole
+/// conversation so; a turn's judges read the turns before it.
 pub fn transcript(turns: &[Turn]) -> String {
     let mut out = String::new();
-    for t in turns {
+    for (i, t) in turns.iter().enumerate() {
+        let n = i + 1;
         let content = t.content.trim();
         match t.role {
             Role::Tool => {
                 let id = t.tool_call_id.as_deref().map(|id| format!(" ({id})"));
-                out.push_str(&format!("tool{}: {content}\n", id.unwrap_or_default()));
+                out.push_str(&format!(
+                    "[{n}] tool{}: {content}\n",
+                    id.unwrap_or_default()
+                ));
             }
             role => {
                 if !content.is_empty() || t.tool_calls.is_empty() {
-                    out.push_str(&format!("{}: {content}\n", role.as_str()));
+                    out.push_str(&format!("[{n}] {}: {content}\n", role.as_str()));
                 }
                 for call in &t.tool_calls {
                     let args = serde_json::Value::Object(call.args.clone());
-                    out.push_str(&format!("{} calls {} {args}\n", role.as_str(), call.name));
+                    out.push_str(&format!(
+                        "[{n}] {} calls {} {args}\n",
+                        role.as_str(),
+                        call.name
+                    ));
                 }
             }
         }
@@ -443,8 +451,8 @@ mod tests {
     use crate::conversation::Reader;
     use crate::corpus::Document;
     use crate::judge::{
-        Criteria, CriteriaJudge, Faithfulness, GoalAccuracy, JudgeStatus, Scale, TopicAdherence,
-        TopicMode,
+        Criteria, CriteriaJudge, Faithfulness, GoalAccuracy, JudgeStatus, KnowledgeRetention,
+        Scale, TopicAdherence, TopicMode,
     };
     use crate::llm::{ChatRequest, ChatResponse, LlmClient, TokenUsage};
     use std::sync::Mutex;
@@ -569,11 +577,15 @@ mod tests {
         let asked = llm.asked();
         assert_eq!(asked.len(), 2, "two retrieving turns, one call each");
         assert!(
-            asked[1].contains("user: And 6 times 7?") && asked[1].contains("Who makes it?"),
+            asked[1].contains("[3] user: And 6 times 7?") && asked[1].contains("Who makes it?"),
             "{}",
             asked[1]
         );
-        assert!(!asked[0].contains("the conversation so far"), "{}", asked[0]);
+        assert!(
+            !asked[0].contains("the conversation so far"),
+            "{}",
+            asked[0]
+        );
 
         // c2 retrieved nothing: it has no turn figure, and the run's mean is c1's alone.
         assert_eq!(per[1].metrics.get("faithfulness"), None);
@@ -582,7 +594,10 @@ mod tests {
         assert_eq!(run.level, ResultLevel::Conversation);
         assert_eq!(run.queries, 2);
         assert_eq!(run.metrics.get("faithfulness"), Some(0.75));
-        assert!(missing.contains(&("faithfulness".to_owned(), 1)), "{missing:?}");
+        assert!(
+            missing.contains(&("faithfulness".to_owned(), 1)),
+            "{missing:?}"
+        );
         assert!(missing.contains(&("tool_call_accuracy".to_owned(), 2)));
         let names: Vec<&str> = run.metrics.names().collect();
         assert_eq!(names[..2], ["tool_calls", "steps"]);
@@ -618,8 +633,8 @@ mod tests {
     #[test]
     fn goal_accuracy_compares_with_the_reference_outcome_or_the_inferred_goal() {
         let llm = Scripted::new(goal);
-        let scorer = Scorer::new(3)
-            .with_conversation_judge(Arc::new(GoalAccuracy::new(Arc::clone(&llm))));
+        let scorer =
+            Scorer::new(3).with_conversation_judge(Arc::new(GoalAccuracy::new(Arc::clone(&llm))));
         let per: Vec<QueryResult> = conversations()
             .iter()
             .map(|c| pollster::block_on(scorer.score(c)).unwrap())
@@ -630,18 +645,21 @@ mod tests {
         // With a reference outcome the judge compares with it; without one it is told to
         // infer the goal. Both read the whole transcript.
         assert!(asked[0].contains("Desired outcome: The user learns the month and the maker."));
-        assert!(asked[0].contains("assistant: Acme makes it, in Oslo."));
-        assert!(asked[1].contains("Desired outcome: none given"), "{}", asked[1]);
+        assert!(asked[0].contains("[6] assistant: Acme makes it, in Oslo."));
+        assert!(
+            asked[1].contains("Desired outcome: none given"),
+            "{}",
+            asked[1]
+        );
         assert_eq!(per[0].judges[0].metric, "goal_accuracy");
         assert_eq!(run_result(per).metrics.get("goal_accuracy"), Some(0.5));
     }
 
     #[test]
-    fn an_invalid_goal_answer_is_no_figure_and_a_conversation_without_the_assistant_is_not_asked(
-    ) {
+    fn an_invalid_goal_answer_is_no_figure_and_a_conversation_without_the_assistant_is_not_asked() {
         let llm = Scripted::new(goal);
-        let scorer = Scorer::new(3)
-            .with_conversation_judge(Arc::new(GoalAccuracy::new(Arc::clone(&llm))));
+        let scorer =
+            Scorer::new(3).with_conversation_judge(Arc::new(GoalAccuracy::new(Arc::clone(&llm))));
         let text = r#"{"id":"c3","turns":[{"role":"user","content":"Book a table."},{"role":"assistant","content":"Done."}]}
 {"id":"c4","turns":[{"role":"user","content":"Anyone there?"}]}"#;
         let all: Vec<Conversation> = Reader::new(text.as_bytes(), "c.jsonl".into())
@@ -665,16 +683,16 @@ mod tests {
     fn a_criteria_judge_of_the_conversation_judges_its_transcript() {
         let llm = Scripted::new(|text| {
             // Pass only when the judged answer is the whole transcript, tool calls included.
-            if text.contains("Answer: user: When does Larkspur ship?\nassistant: In May.")
-                && text.contains("assistant: Acme makes it, in Oslo.")
+            if text.contains("Answer: [1] user: When does Larkspur ship?\n[2] assistant: In May.")
+                && text.contains("[6] assistant: Acme makes it, in Oslo.")
             {
                 r#"{"reason":"stays polite","verdict":"pass"}"#.into()
             } else {
                 r#"{"reason":"not the transcript","verdict":"fail"}"#.into()
             }
         });
-        let criteria = Criteria::new("polite", "Every answer is courteous.", Scale::PassFail)
-            .unwrap();
+        let criteria =
+            Criteria::new("polite", "Every answer is courteous.", Scale::PassFail).unwrap();
         let judge = CriteriaJudge::new(Arc::clone(&llm), criteria).with_logprobs(false);
         let scorer = Scorer::new(3).with_conversation_judge(Arc::new(judge));
         let r = pollster::block_on(scorer.score(&conversations()[0])).unwrap();
@@ -692,14 +710,17 @@ mod tests {
             .unwrap();
         assert_eq!(
             transcript(&c.turns),
-            "user: 6*7?\nassistant calls calculator {\"expr\":\"6*7\"}\ntool (a): 42\nassistant: 42.\n"
+            "[1] user: 6*7?\n[2] assistant calls calculator {\"expr\":\"6*7\"}\n[3] tool (a): 42\n[4] assistant: 42.\n"
         );
     }
 
     #[test]
     fn topic_adherence_reads_the_reference_topics_and_without_them_asks_nothing() {
         let llm = Scripted::new(|text| {
-            assert!(text.contains("Reference topics:\nreleases\npricing"), "{text}");
+            assert!(
+                text.contains("Reference topics:\nreleases\npricing"),
+                "{text}"
+            );
             // Releases answered (on topic), the weather answered (off), pricing refused (on):
             // precision 1/2, recall 1/2, F1 1/2.
             r#"{"topics":[
@@ -740,5 +761,63 @@ mod tests {
             .iter()
             .all(|j| j.samples[0].status == JudgeStatus::Undetermined));
         assert_eq!(r.metrics.get("topic_adherence_f1"), None);
+    }
+
+    #[test]
+    fn knowledge_retention_is_the_share_of_turns_after_a_fact_that_keep_it() {
+        let llm = Scripted::new(|text| {
+            if text.contains("What is my name?") {
+                assert!(text.contains("numbered 2, 4"), "{text}");
+                r#"{"facts":[{"turn":1,"fact":"the name is Ada"}],"verdicts":[
+                  {"turn":2,"forgets":false,"reason":"uses the name"},
+                  {"turn":4,"forgets":true,"reason":"says it does not know the name"}]}"#
+                    .into()
+            } else if text.contains("Hi there") {
+                r#"{"facts":[],"verdicts":[]}"#.into()
+            } else {
+                // A verdict on a user turn, every time: invalid.
+                r#"{"facts":[{"turn":1,"fact":"x"}],"verdicts":[{"turn":3,"forgets":false,"reason":"r"}]}"#
+                    .into()
+            }
+        });
+        let scorer = Scorer::new(3)
+            .with_conversation_judge(Arc::new(KnowledgeRetention::new(Arc::clone(&llm))));
+        let text = concat!(
+            r#"{"id":"k1","turns":[{"role":"user","content":"My name is Ada."},{"role":"assistant","content":"Hi Ada."},{"role":"user","content":"What is my name?"},{"role":"assistant","content":"I do not know your name."}]}"#,
+            "\n",
+            r#"{"id":"k2","turns":[{"role":"user","content":"Hi there"},{"role":"assistant","content":"Hello."}]}"#,
+            "\n",
+            r#"{"id":"k3","turns":[{"role":"user","content":"I live in Oslo."},{"role":"assistant","content":"Noted."},{"role":"user","content":"Weather?"},{"role":"assistant","content":"Sunny in Oslo."}]}"#,
+            "\n",
+            r#"{"id":"k4","turns":[{"role":"user","content":"Anyone?"}]}"#,
+        );
+        let all: Vec<Conversation> = Reader::new(text.as_bytes(), "k.jsonl".into())
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        let score = |c: &Conversation| pollster::block_on(scorer.score(c)).unwrap();
+        // One of the two turns after the fact keeps it.
+        assert_eq!(score(&all[0]).metrics.get("knowledge_retention"), Some(0.5));
+        // No fact: nothing to judge, no figure (deepeval scores 0).
+        let k2 = score(&all[1]);
+        assert_eq!(k2.metrics.get("knowledge_retention"), None);
+        assert_eq!(k2.judges[0].samples[0].status, JudgeStatus::Undetermined);
+        // A verdict on a turn that is not the assistant's, repaired twice: invalid, no figure.
+        let k3 = score(&all[2]);
+        let sample = &k3.judges[0].samples[0];
+        assert_eq!(sample.status, JudgeStatus::Invalid);
+        assert!(
+            sample
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("turn 3 is not an assistant turn"),
+            "{sample:?}"
+        );
+        assert_eq!(k3.metrics.get("knowledge_retention"), None);
+        // No assistant turn after a user turn: no call.
+        let before = llm.asked().len();
+        let k4 = score(&all[3]);
+        assert_eq!(llm.asked().len(), before);
+        assert_eq!(k4.judges[0].samples[0].status, JudgeStatus::Undetermined);
     }
 }

@@ -1,4 +1,4 @@
-//! Judges of a whole conversation: goal accuracy and topic adherence.
+//! Judges of a whole conversation: goal accuracy, topic adherence and knowledge retention.
 //!
 //! A conversation judge reads a [`JudgeInput`](super::JudgeInput) whose answer is the
 //! conversation's transcript as [`conversation::score::transcript`] renders it (the judged
@@ -62,7 +62,7 @@ impl Rubric for GoalAccuracyRubric {
 
     async fn sample(&self, s: Sample<'_>) -> JudgeSample {
         let transcript = s.input.answer.answer.trim();
-        if !transcript.lines().any(|l| l.starts_with("assistant")) {
+        if assistant_turns(transcript).is_empty() {
             let why = "the conversation has no turn of the assistant";
             return s.unscored(JudgeStatus::Undetermined, why, JudgeUsage::default());
         }
@@ -92,7 +92,11 @@ impl Rubric for GoalAccuracyRubric {
         };
         match s.ask(&values, schema, check).await {
             Ok((r, usage)) => {
-                let verdict = if r.achieved { "achieved" } else { "not_achieved" };
+                let verdict = if r.achieved {
+                    "achieved"
+                } else {
+                    "not_achieved"
+                };
                 let details = JudgeDetails::Criteria {
                     verdict: verdict.to_owned(),
                     reason: format!(
@@ -112,6 +116,20 @@ impl Rubric for GoalAccuracyRubric {
             Err(failed) => failed,
         }
     }
+}
+
+/// The numbers of the assistant's turns in a transcript as
+/// [`transcript`](crate::conversation::score::transcript) renders it (`[2] assistant: …`).
+fn assistant_turns(transcript: &str) -> Vec<usize> {
+    let mut turns: Vec<usize> = transcript
+        .lines()
+        .filter_map(|l| {
+            let (n, rest) = l.strip_prefix('[')?.split_once("] ")?;
+            rest.starts_with("assistant").then(|| n.parse().ok())?
+        })
+        .collect();
+    turns.dedup();
+    turns
 }
 
 /// Placeholders the topic adherence prompt may use.
@@ -322,7 +340,10 @@ impl<C: LlmClient> Judge for TopicAdherence<C> {
                 )
             })
             .collect();
-        let verdict = format!("{} on topic, {} off topic, {} refused on topic", c.0, c.1, c.2);
+        let verdict = format!(
+            "{} on topic, {} off topic, {} refused on topic",
+            c.0, c.1, c.2
+        );
         let Some(score) = topic_figure(self.mode, c) else {
             let why = format!("{verdict}: {} has nothing to count", self.mode.name());
             return s.unscored(JudgeStatus::Undetermined, why, usage);
@@ -334,6 +355,211 @@ impl<C: LlmClient> Judge for TopicAdherence<C> {
             scale: None,
         };
         s.scored(score, details, usage)
+    }
+}
+
+/// Placeholders the knowledge retention prompt may use.
+pub const KNOWLEDGE_RETENTION_PLACEHOLDERS: &[&str] = &["transcript", "assistant_turns"];
+
+/// The most facts the judge may list: the schema says so (`maxItems`).
+const MAX_FACTS: usize = 32;
+
+/// `knowledge_retention`: does the assistant keep what the user told it. deepeval's
+/// `KnowledgeRetentionMetric` (`deepeval/metrics/knowledge_retention/knowledge_retention.py`):
+/// the facts each user turn gives are extracted, each assistant turn that comes after at least
+/// one fact gets a verdict (does it forget one: ask again, contradict, ignore), and the score
+/// is the share of those turns that keep them. deepeval asks one call per user turn and one
+/// per assistant turn; this judge asks for the facts and the verdicts in one, on the numbered
+/// transcript, and checks that each verdict names an assistant turn after the first fact, at
+/// most once.
+///
+/// **Empty case.** No fact given, or no assistant turn after one: nothing to judge,
+/// `undetermined` (no figure). deepeval scores 0 when it has no verdict.
+pub type KnowledgeRetention<C> = LlmJudge<C, KnowledgeRetentionRubric>;
+
+impl<C: LlmClient> KnowledgeRetention<C> {
+    /// The judge with the built-in prompt.
+    pub fn new(llm: C) -> Self {
+        LlmJudge::asking(llm, KnowledgeRetentionRubric)
+    }
+}
+
+/// What [`KnowledgeRetention`] asks.
+pub struct KnowledgeRetentionRubric;
+
+#[derive(Deserialize)]
+struct RetentionReply {
+    facts: Vec<Fact>,
+    verdicts: Vec<Retention>,
+}
+
+#[derive(Deserialize)]
+struct Fact {
+    turn: i64,
+    fact: String,
+}
+
+#[derive(Deserialize)]
+struct Retention {
+    turn: i64,
+    forgets: bool,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Checks the judge's facts and verdicts against the transcript's `assistant` turns: a fact
+/// names a turn of the conversation (1 to `turns`), a verdict an assistant turn after the
+/// first fact, each at most once.
+fn check_retention(
+    r: RetentionReply,
+    assistant: &[usize],
+    turns: usize,
+) -> Result<RetentionReply, String> {
+    if r.facts.len() > MAX_FACTS {
+        return Err(format!(
+            "{} facts, more than the {MAX_FACTS} allowed",
+            r.facts.len()
+        ));
+    }
+    for (i, f) in r.facts.iter().enumerate() {
+        if f.fact.trim().is_empty() {
+            return Err(format!("fact {}: the fact is empty", i + 1));
+        }
+        if f.turn < 1 || f.turn as u64 > turns as u64 {
+            return Err(format!(
+                "fact {}: turn {} does not exist (the turns are numbered 1 to {turns})",
+                i + 1,
+                f.turn
+            ));
+        }
+    }
+    let first = r.facts.iter().map(|f| f.turn).min();
+    let mut seen = Vec::new();
+    for (i, v) in r.verdicts.iter().enumerate() {
+        let at = |m: String| format!("verdict {}: {m}", i + 1);
+        let n = usize::try_from(v.turn).unwrap_or(0);
+        if !assistant.contains(&n) {
+            return Err(at(format!("turn {} is not an assistant turn", v.turn)));
+        }
+        match first {
+            Some(first) if v.turn > first => {}
+            _ => {
+                return Err(at(format!(
+                    "turn {} comes before any fact the user gave",
+                    v.turn
+                )))
+            }
+        }
+        if seen.contains(&n) {
+            return Err(at(format!("turn {} has a verdict already", v.turn)));
+        }
+        seen.push(n);
+    }
+    Ok(r)
+}
+
+impl Sealed for KnowledgeRetentionRubric {}
+
+#[async_trait::async_trait]
+impl Rubric for KnowledgeRetentionRubric {
+    const NAME: &'static str = "knowledge_retention";
+    const PLACEHOLDERS: &'static [&'static str] = KNOWLEDGE_RETENTION_PLACEHOLDERS;
+    const PROMPT: &'static str = include_str!("prompts/knowledge_retention.md");
+
+    async fn sample(&self, s: Sample<'_>) -> JudgeSample {
+        let transcript = s.input.answer.answer.trim();
+        let assistant = assistant_turns(transcript);
+        // Only an assistant turn after a user turn can forget what the user said.
+        let judged: Vec<usize> = assistant.iter().copied().filter(|n| *n > 1).collect();
+        if judged.is_empty() {
+            let why = "no assistant turn follows a user turn: nothing to retain";
+            return s.unscored(JudgeStatus::Undetermined, why, JudgeUsage::default());
+        }
+        let turns = transcript
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix('[')?
+                    .split_once(']')?
+                    .0
+                    .parse::<usize>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0);
+        let listed: Vec<String> = judged.iter().map(usize::to_string).collect();
+        let listed = listed.join(", ");
+        let values = [
+            ("transcript", transcript),
+            ("assistant_turns", listed.as_str()),
+        ];
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "facts": {
+                    "type": "array",
+                    "maxItems": MAX_FACTS,
+                    "items": {
+                        "type": "object",
+                        "properties": {"turn": {"type": "integer"}, "fact": {"type": "string"}},
+                        "required": ["turn", "fact"],
+                        "additionalProperties": false
+                    }
+                },
+                "verdicts": {
+                    "type": "array",
+                    "maxItems": judged.len(),
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "turn": {"type": "integer"},
+                            "forgets": {"type": "boolean"},
+                            "reason": {"type": "string"}
+                        },
+                        "required": ["turn", "forgets", "reason"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["facts", "verdicts"],
+            "additionalProperties": false
+        });
+        let check = |r: RetentionReply| check_retention(r, &judged, turns);
+        let (r, usage) = match s.ask(&values, schema, check).await {
+            Ok(v) => v,
+            Err(failed) => return failed,
+        };
+        if r.verdicts.is_empty() {
+            let why = if r.facts.is_empty() {
+                "the user gave no fact to retain"
+            } else {
+                "no assistant turn comes after a fact"
+            };
+            return s.unscored(JudgeStatus::Undetermined, why, usage);
+        }
+        let kept = r.verdicts.iter().filter(|v| !v.forgets).count();
+        let facts: Vec<String> = r
+            .facts
+            .iter()
+            .map(|f| format!("[{}] {}", f.turn, f.fact.trim()))
+            .collect();
+        let verdicts: Vec<String> = r
+            .verdicts
+            .iter()
+            .map(|v| {
+                let said = if v.forgets { "forgets" } else { "keeps" };
+                format!("[{}] {said}: {}", v.turn, v.reason.trim())
+            })
+            .collect();
+        let details = JudgeDetails::Criteria {
+            verdict: format!(
+                "{kept} of {} turns keep what the user said",
+                r.verdicts.len()
+            ),
+            reason: format!("facts: {}; {}", facts.join(", "), verdicts.join("; ")),
+            probabilities: None,
+            scale: None,
+        };
+        s.scored(kept as f64 / r.verdicts.len() as f64, details, usage)
     }
 }
 
@@ -379,5 +605,39 @@ mod tests {
         // Answered off topic and refused on topic: P 0 and R 0, F1 0.
         let c = counts(&[topic(true, false), topic(false, true)]);
         assert_eq!(topic_figure(TopicMode::F1, c), Some(0.0));
+    }
+
+    #[test]
+    fn a_retention_verdict_must_name_an_assistant_turn_after_a_fact_once() {
+        let reply = |facts: &[(i64, &str)], verdicts: &[i64]| RetentionReply {
+            facts: facts
+                .iter()
+                .map(|(turn, fact)| Fact {
+                    turn: *turn,
+                    fact: (*fact).into(),
+                })
+                .collect(),
+            verdicts: verdicts
+                .iter()
+                .map(|turn| Retention {
+                    turn: *turn,
+                    forgets: false,
+                    reason: String::new(),
+                })
+                .collect(),
+        };
+        let assistant = [2, 4];
+        assert!(check_retention(reply(&[(1, "name Ada")], &[2, 4]), &assistant, 4).is_ok());
+        let e = |r| check_retention(r, &assistant, 4).err().unwrap();
+        assert!(e(reply(&[(1, "x")], &[3])).contains("turn 3 is not an assistant turn"));
+        assert!(e(reply(&[(3, "x")], &[2])).contains("comes before any fact"));
+        assert!(e(reply(&[(1, "x")], &[2, 2])).contains("has a verdict already"));
+        assert!(e(reply(&[(9, "x")], &[])).contains("turn 9 does not exist"));
+        assert_eq!(
+            assistant_turns(
+                "[1] user: a\n[2] assistant calls f {}\n[3] tool: b\n[4] assistant: c\n"
+            ),
+            [2, 4]
+        );
     }
 }

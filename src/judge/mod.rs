@@ -66,7 +66,8 @@ pub use context::{
     CONTEXT_PLACEHOLDERS,
 };
 pub use conversation::{
-    GoalAccuracy, GoalAccuracyRubric, TopicAdherence, TopicMode, GOAL_ACCURACY_PLACEHOLDERS,
+    GoalAccuracy, GoalAccuracyRubric, KnowledgeRetention, KnowledgeRetentionRubric, TopicAdherence,
+    TopicMode, GOAL_ACCURACY_PLACEHOLDERS, KNOWLEDGE_RETENTION_PLACEHOLDERS,
     TOPIC_ADHERENCE_PLACEHOLDERS,
 };
 pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACEHOLDERS};

@@ -12,7 +12,9 @@ use crate::components::Context;
 use crate::conversation::score::{self as conv, Scorer};
 use crate::conversation::{Conversation, Format, Reader};
 use crate::corpus::Corpus;
-use crate::judge::{GoalAccuracy, JudgeSummary, QueryJudgement, TopicAdherence, TopicMode};
+use crate::judge::{
+    GoalAccuracy, JudgeSummary, KnowledgeRetention, QueryJudgement, TopicAdherence, TopicMode,
+};
 use crate::metrics::registry::judge_names;
 use crate::metrics::{QueryResult, RunResult};
 use crate::runs::RunRecord;
@@ -24,7 +26,7 @@ use std::sync::Arc;
 
 /// The judges of the whole conversation `--judges` may name, besides the turns' judges
 /// (`topic_adherence` reports its precision, recall and F1).
-const CONVERSATION_JUDGES: [&str; 2] = ["goal_accuracy", "topic_adherence"];
+const CONVERSATION_JUDGES: [&str; 3] = ["goal_accuracy", "topic_adherence", "knowledge_retention"];
 
 /// What `score --conversations --json` prints: the run's [`RunResult`] (`level`
 /// `conversation`, `queries`, `metrics`, `std`, `per_query` with each conversation's `turns`,
@@ -100,14 +102,15 @@ pub(super) fn run(a: &ScoreArgs, path: &Utf8Path, out: &mut Output) -> Result<()
         scorer = scorer.with_judge_config(j.config().clone());
     }
     let concurrency = scorer.judge_config().concurrency.max(1);
-    let per_query: Vec<QueryResult> = crate::cli::runtime()?.block_on(
-        stream::iter(&conversations)
-            .map(|c| scorer.score(c))
-            .buffered(concurrency)
-            .collect::<Vec<_>>(),
-    )
-    .into_iter()
-    .collect::<Result<_, _>>()?;
+    let per_query: Vec<QueryResult> = crate::cli::runtime()?
+        .block_on(
+            stream::iter(&conversations)
+                .map(|c| scorer.score(c))
+                .buffered(concurrency)
+                .collect::<Vec<_>>(),
+        )
+        .into_iter()
+        .collect::<Result<_, _>>()?;
     let retrieval_scored = per_query
         .iter()
         .flat_map(|q| &q.turns)
@@ -167,7 +170,7 @@ pub(super) fn run(a: &ScoreArgs, path: &Utf8Path, out: &mut Output) -> Result<()
 
 /// The judges `--judges` and `--criteria` ask for: the turns' judges through the same
 /// options as `score --answers`, and the conversation judges (`goal_accuracy`,
-/// `topic_adherence`) beside them.
+/// `topic_adherence`, `knowledge_retention`) beside them.
 /// Without `--judges`, every turn judge and every conversation judge.
 fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
     let url = a
@@ -230,6 +233,7 @@ fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
     for name in whole {
         match name {
             "goal_accuracy" => j.push(Arc::new(GoalAccuracy::new(Arc::clone(&llm)))),
+            "knowledge_retention" => j.push(Arc::new(KnowledgeRetention::new(Arc::clone(&llm)))),
             "topic_adherence" => {
                 for mode in TopicMode::ALL {
                     j.push(Arc::new(TopicAdherence::new(Arc::clone(&llm), mode)));
@@ -251,7 +255,11 @@ fn summarise(j: &mut Judging, result: &RunResult) -> Vec<JudgeSummary> {
         let judgements: Vec<QueryJudgement> = result
             .per_query
             .iter()
-            .flat_map(|q| q.judges.iter().chain(q.turns.iter().flat_map(|t| &t.judges)))
+            .flat_map(|q| {
+                q.judges
+                    .iter()
+                    .chain(q.turns.iter().flat_map(|t| &t.judges))
+            })
             .filter(|judgement| judgement.metric == name)
             .cloned()
             .collect();
