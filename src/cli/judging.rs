@@ -35,7 +35,8 @@ pub(super) struct JudgeArgs {
     pub judge_samples: u32,
     /// The judges, comma-separated: faithfulness, answer_relevancy, llm_context_precision,
     /// llm_context_recall, answer_match (score and eval --rag: every one; eval --answers:
-    /// faithfulness).
+    /// faithfulness); with --conversations also goal_accuracy, topic_adherence and
+    /// knowledge_retention.
     #[arg(
         long,
         value_name = "NAMES",
