@@ -611,7 +611,6 @@ fn llama_server_conversation_goal_and_turn_faithfulness_record_then_replay() {
         .unwrap()
         .unwrap();
     let config = JudgeConfig {
-        max_tokens: 256,
         concurrency: 1,
         ..JudgeConfig::default()
     };
@@ -641,11 +640,13 @@ fn llama_server_conversation_goal_and_turn_faithfulness_record_then_replay() {
     assert_eq!(goal.metric, "goal_accuracy");
     let calls = faithfulness.usage().calls + goal.usage().calls;
     eprintln!(
-        "faithfulness {:?} ({:?}), goal_accuracy {:?} ({:?}); {calls} calls",
+        "faithfulness {:?} ({:?} {:?}), goal_accuracy {:?} ({:?} {:?}); {calls} calls",
         faithfulness.score(),
         faithfulness.samples[0].status,
+        faithfulness.samples[0].message,
         goal.score(),
         goal.samples[0].status,
+        goal.samples[0].message,
     );
     assert_eq!(requests, calls, "every call reached the server once");
     for j in [faithfulness, goal] {

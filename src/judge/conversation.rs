@@ -24,6 +24,10 @@ pub const GOAL_ACCURACY_PLACEHOLDERS: &[&str] = &["transcript", "reference"];
 const NO_REFERENCE: &str =
     "none given: the desired outcome is the user goal you infer from the conversation";
 
+/// The longest free text a conversation judge's answer may hold in one field, in characters
+/// (the schemas' `maxLength`).
+const MAX_TEXT: usize = 300;
+
 /// `goal_accuracy`: did the conversation reach what the user wanted. ragas'
 /// `AgentGoalAccuracyWithReference` and `AgentGoalAccuracyWithoutReference`
 /// (`ragas/metrics/_goal_accuracy.py`, ragas 0.4.3): the judge infers the user goal and the
@@ -74,10 +78,12 @@ impl Rubric for GoalAccuracyRubric {
         let values = [("transcript", transcript), ("reference", reference)];
         let schema = json!({
             "type": "object",
+            // Bounded strings: a server that enforces the schema (llama-server) ends each one
+            // instead of letting a small model run to the token limit inside it.
             "properties": {
-                "user_goal": {"type": "string"},
-                "end_state": {"type": "string"},
-                "reason": {"type": "string"},
+                "user_goal": {"type": "string", "maxLength": MAX_TEXT},
+                "end_state": {"type": "string", "maxLength": MAX_TEXT},
+                "reason": {"type": "string", "maxLength": MAX_TEXT},
                 "achieved": {"type": "boolean"}
             },
             "required": ["user_goal", "end_state", "reason", "achieved"],
@@ -294,10 +300,10 @@ impl<C: LlmClient> Judge for TopicAdherence<C> {
                     "items": {
                         "type": "object",
                         "properties": {
-                            "topic": {"type": "string"},
+                            "topic": {"type": "string", "maxLength": MAX_TEXT},
                             "answered": {"type": "boolean"},
                             "on_reference_topic": {"type": "boolean"},
-                            "reason": {"type": "string"}
+                            "reason": {"type": "string", "maxLength": MAX_TEXT}
                         },
                         "required": ["topic", "answered", "on_reference_topic", "reason"],
                         "additionalProperties": false
@@ -500,7 +506,10 @@ impl Rubric for KnowledgeRetentionRubric {
                     "maxItems": MAX_FACTS,
                     "items": {
                         "type": "object",
-                        "properties": {"turn": {"type": "integer"}, "fact": {"type": "string"}},
+                        "properties": {
+                            "turn": {"type": "integer"},
+                            "fact": {"type": "string", "maxLength": MAX_TEXT}
+                        },
                         "required": ["turn", "fact"],
                         "additionalProperties": false
                     }
@@ -513,7 +522,7 @@ impl Rubric for KnowledgeRetentionRubric {
                         "properties": {
                             "turn": {"type": "integer"},
                             "forgets": {"type": "boolean"},
-                            "reason": {"type": "string"}
+                            "reason": {"type": "string", "maxLength": MAX_TEXT}
                         },
                         "required": ["turn", "forgets", "reason"],
                         "additionalProperties": false
