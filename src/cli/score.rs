@@ -38,7 +38,7 @@ pub(super) struct ScoreArgs {
     #[arg(long, requires = "dataset")]
     answers: Option<Utf8PathBuf>,
     /// Embedder spec for `answer_similarity` and the `answer_relevancy` judge (with
-    /// --answers), e.g. `hashing` or `openai:model=text-embedding-3-small`; without it they
+    /// --answers; with --conversations the judge only), e.g. `hashing` or `openai:model=text-embedding-3-small`; without it they
     /// are left out.
     #[arg(long, value_name = "SPEC", requires = "judged")]
     embedder: Option<String>,
@@ -54,7 +54,7 @@ pub(super) struct ScoreArgs {
         requires = "judge_model"
     )]
     api_key_env: String,
-    /// Cache of judge calls and embeddings (with --answers): `rw`, `replay` (offline: a miss
+    /// Cache of judge calls and embeddings (with --answers or --conversations): `rw`, `replay` (offline: a miss
     /// is an error) or `off`, with `:path=FILE` (default `target/rag-eval-cache.sqlite`).
     #[arg(long, value_name = "MODE[:path=FILE]", requires = "judged")]
     cache: Option<String>,
