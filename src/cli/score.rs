@@ -38,8 +38,8 @@ pub(super) struct ScoreArgs {
     #[arg(long, requires = "dataset")]
     answers: Option<Utf8PathBuf>,
     /// Embedder spec for `answer_similarity` and the `answer_relevancy` judge (with
-    /// --answers; with --conversations the judge only), e.g. `hashing` or `openai:model=text-embedding-3-small`; without it they
-    /// are left out.
+    /// --answers; with --conversations the judge only), e.g. `hashing` or
+    /// `openai:model=text-embedding-3-small`; without it they are left out.
     #[arg(long, value_name = "SPEC", requires = "judged")]
     embedder: Option<String>,
     #[command(flatten)]
@@ -54,8 +54,9 @@ pub(super) struct ScoreArgs {
         requires = "judge_model"
     )]
     api_key_env: String,
-    /// Cache of judge calls and embeddings (with --answers or --conversations): `rw`, `replay` (offline: a miss
-    /// is an error) or `off`, with `:path=FILE` (default `target/rag-eval-cache.sqlite`).
+    /// Cache of judge calls and embeddings (with --answers or --conversations): `rw`,
+    /// `replay` (offline: a miss is an error) or `off`, with `:path=FILE` (default
+    /// `target/rag-eval-cache.sqlite`).
     #[arg(long, value_name = "MODE[:path=FILE]", requires = "judged")]
     cache: Option<String>,
     /// TREC qrels file (`qid 0 docno rel`).
