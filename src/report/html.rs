@@ -1,9 +1,9 @@
 //! The HTML page: one file, nothing fetched. Styles and the script are inline; charts are SVG
 //! drawn in [`super::svg`]. Every string from a run is escaped.
 
+use super::passage::{judgements, passage_with, swatch, PASSAGE_STYLE};
 use super::stats::Analysis;
 use super::svg::{self, Series};
-use super::passage::{judgements, passage_with, swatch, PASSAGE_STYLE};
 use super::{pairs, transcript, Report};
 use crate::escape::html as esc;
 use crate::metrics::{Passage, QueryResult, RunResult, Truth};

@@ -36,8 +36,8 @@
 mod html;
 mod junit;
 mod markdown;
-mod stats;
 mod passage;
+mod stats;
 mod svg;
 pub(crate) mod transcript;
 

@@ -4,7 +4,7 @@
 
 use super::svg;
 use crate::escape::html as esc;
-use crate::metrics::{JudgeDetails, JudgeSample, Passage, QueryJudgement};
+use crate::metrics::{Passage, QueryJudgement};
 use std::fmt::Write as _;
 
 /// How passages and judges' verdicts look: the answer pages' rules, which transcripts share

@@ -50,12 +50,7 @@ pub(crate) fn figures(s: &mut String, figures: &Figures) {
     }
     s.push_str("<div class=\"figs\">");
     for (name, v) in &figures.0 {
-        let _ = write!(
-            s,
-            "<span>{} <b>{}</b></span>",
-            esc(name),
-            figure(*v)
-        );
+        let _ = write!(s, "<span>{} <b>{}</b></span>", esc(name), figure(*v));
     }
     s.push_str("</div>");
 }
@@ -79,7 +74,10 @@ pub(crate) fn turns(s: &mut String, q: &QueryResult, prefix: &str) {
 fn one_turn(s: &mut String, t: usize, turn: &TurnResult, prefix: &str) {
     let role = turn.role.as_str();
     let answers = match (&turn.role, &turn.tool_call_id) {
-        (Role::Tool, Some(id)) => format!(" <span class=\"muted\">answers <code>{}</code></span>", esc(id)),
+        (Role::Tool, Some(id)) => format!(
+            " <span class=\"muted\">answers <code>{}</code></span>",
+            esc(id)
+        ),
         _ => String::new(),
     };
     let _ = write!(
@@ -154,7 +152,8 @@ pub(super) fn opening(q: &QueryResult) -> Option<&str> {
 /// first conversation is open; nothing when no run holds a transcript.
 pub(super) fn section(s: &mut String, report: &Report) {
     let rows = report.queries();
-    let has_turns = |row: &[Option<&QueryResult>]| row.iter().flatten().any(|q| !q.turns.is_empty());
+    let has_turns =
+        |row: &[Option<&QueryResult>]| row.iter().flatten().any(|q| !q.turns.is_empty());
     if !rows.iter().any(|(_, row)| has_turns(row)) {
         return;
     }
@@ -164,7 +163,12 @@ pub(super) fn section(s: &mut String, report: &Report) {
         if !has_turns(row) {
             continue;
         }
-        let turns_of = row.iter().flatten().map(|q| q.turns.len()).max().unwrap_or(0);
+        let turns_of = row
+            .iter()
+            .flatten()
+            .map(|q| q.turns.len())
+            .max()
+            .unwrap_or(0);
         let _ = write!(
             s,
             "<details class=\"conversation\" id=\"conv-{n}\"{}><summary>{} <span class=\"muted\">· {turns_of} turns</span></summary>",
@@ -229,7 +233,10 @@ mod tests {
     /// result, and an answer resting on two contexts (one not found in the corpus) with one
     /// supported and one unsupported statement.
     fn conversation() -> QueryResult {
-        let mut call = ToolCall::new("search", serde_json::json!({"q": "<b>larkspur</b>", "k": 3}));
+        let mut call = ToolCall::new(
+            "search",
+            serde_json::json!({"q": "<b>larkspur</b>", "k": 3}),
+        );
         call.id = Some("call_1".into());
         let mut asks = TurnResult::new(Role::Assistant, "");
         asks.tool_calls = vec![call];
@@ -325,9 +332,9 @@ mod tests {
             // Each turn, its role, escaped.
             "<li class=\"turn user\"><div class=\"who\">1 · user</div><div class=\"said\">When does &lt;larkspur&gt; bloom?</div>",
             // The call with its id and arguments as pretty JSON, escaped.
-            "calls <code>search</code> <span class=\"muted\">as <code>call_1</code></span><pre class=\"args\">{\n  \"k\": 3,\n  \"q\": \"&lt;b&gt;larkspur&lt;/b&gt;\"\n}</pre>",
+            "calls <code>search</code> <span class=\"muted\">as <code>call_1</code></span><pre class=\"args\">{\n  &quot;k&quot;: 3,\n  &quot;q&quot;: &quot;&lt;b&gt;larkspur&lt;/b&gt;&quot;\n}</pre>",
             // The tool's result, and the call it answers.
-            "3 · tool <span class=\"muted\">answers <code>call_1</code></span></div><pre class=\"result\">{\"hits\": 2}</pre>",
+            "3 · tool <span class=\"muted\">answers <code>call_1</code></span></div><pre class=\"result\">{&quot;hits&quot;: 2}</pre>",
             "reference answer</span><br>In June.",
             "faithfulness <b>0.5000</b>",
             // The supported statement links to its characters, which are marked; the other

@@ -216,16 +216,15 @@ fn position(query: Option<&str>) -> Result<usize, ApiError> {
 /// metric when no judge did. A conversation's figure is judged when a judge scored the
 /// conversation (goal accuracy) or any of its turns (its faithfulness, the mean of its turns').
 fn labelled_metrics(run: &RunResult) -> Vec<String> {
-    let judged_in = |judges: &[crate::metrics::QueryJudgement], n: &str| {
-        judges.iter().any(|j| j.metric == n)
-    };
+    let judged_in =
+        |judges: &[crate::metrics::QueryJudgement], n: &str| judges.iter().any(|j| j.metric == n);
     let judged: Vec<String> = run
         .metrics
         .names()
         .filter(|n| {
-            run.per_query.iter().any(|q| {
-                judged_in(&q.judges, n) || q.turns.iter().any(|t| judged_in(&t.judges, n))
-            })
+            run.per_query
+                .iter()
+                .any(|q| judged_in(&q.judges, n) || q.turns.iter().any(|t| judged_in(&t.judges, n)))
         })
         .map(str::to_owned)
         .collect();

@@ -32,7 +32,7 @@ fn sample(score: f64, details: JudgeDetails) -> JudgeSample {
 
 /// A conversation `id` with an agent that looks a plant up and answers: the user's question,
 /// a call of `search` (arguments with markup and a long unbroken value), the tool's result, an
-/// answer resting on a located context (one statement supported by its characters 10–23, one
+/// answer resting on a located context (one statement supported by its characters 9–23, one
 /// not) and a pasted one found in no document; then a follow-up and its answer. `accuracy` is
 /// its `tool_call_accuracy`; `goal` its goal accuracy, with a reason.
 fn conversation(id: &str, accuracy: f64, goal: bool) -> QueryResult {
@@ -56,7 +56,10 @@ fn conversation(id: &str, accuracy: f64, goal: bool) -> QueryResult {
         located: true,
         not_found: None,
     };
-    let mut answer = TurnResult::new(Role::Assistant, "Larkspur blooms in June and July; it likes full sun.");
+    let mut answer = TurnResult::new(
+        Role::Assistant,
+        "Larkspur blooms in June and July; it likes full sun.",
+    );
     answer.truth = Some(Truth::Spans(vec![Passage {
         text: None,
         ..located.clone()
@@ -89,7 +92,7 @@ fn conversation(id: &str, accuracy: f64, goal: bool) -> QueryResult {
     let supported = Support {
         context: 0,
         chunk_id: serde_json::from_value(serde_json::json!("pa_chunk_0000000000000000")).unwrap(),
-        span: rag_eval::span::CharSpan::new("garden.md", 9, 22),
+        span: rag_eval::span::CharSpan::new("garden.md", 9, 23),
         kind: rag_eval::locate::MatchKind::Exact,
         score: 1.0,
     };
@@ -165,7 +168,9 @@ fn conversation_run(ids: &[&str], accuracy: impl Fn(usize) -> f64) -> RunResult 
     run
 }
 
-const IDS: [&str; 6] = ["trip-1", "trip-2", "trip-3", "garden-1", "garden-2", "garden-3"];
+const IDS: [&str; 6] = [
+    "trip-1", "trip-2", "trip-3", "garden-1", "garden-2", "garden-3",
+];
 
 fn rag_eval(dir: &Path, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_rag-eval"))
@@ -207,8 +212,14 @@ fn a_conversation_run_round_trips_through_the_store_and_the_runs_commands() {
     let store_arg = path.as_str();
     let table = rag_eval(dir.path(), &["runs", "list", "--store", store_arg]);
     let row = table.lines().nth(1).unwrap();
-    assert!(row.contains("agent-a") && row.contains("conversation  6"), "{table}");
-    let shown = rag_eval(dir.path(), &["runs", "show", "latest", "--store", store_arg]);
+    assert!(
+        row.contains("agent-a") && row.contains("conversation  6"),
+        "{table}"
+    );
+    let shown = rag_eval(
+        dir.path(),
+        &["runs", "show", "latest", "--store", store_arg],
+    );
     assert!(
         shown.contains("conversation-level, 6 conversations\n"),
         "{shown}"
@@ -265,14 +276,21 @@ fn compare_pairs_conversations_by_id() {
     let mut sorted = gained.clone();
     sorted.sort();
     assert_eq!(sorted, ["garden-1", "garden-2", "garden-3"]);
-    let goal = c.metrics.iter().find(|m| m.metric == "goal_accuracy").unwrap();
+    let goal = c
+        .metrics
+        .iter()
+        .find(|m| m.metric == "goal_accuracy")
+        .unwrap();
     assert_eq!(goal.queries, 6);
 
     // Mismatched conversations: refused, counted and named, as queries are.
     let short = conversation_run(&IDS[..4], |_| 0.5);
-    let extra = conversation_run(&["trip-1", "trip-2", "trip-3", "garden-1", "boat-1"], |_| 0.5);
-    let e = Comparison::new(&[("a", &short), ("b", &extra)], &CompareOptions::default())
-        .unwrap_err();
+    let extra = conversation_run(
+        &["trip-1", "trip-2", "trip-3", "garden-1", "boat-1"],
+        |_| 0.5,
+    );
+    let e =
+        Comparison::new(&[("a", &short), ("b", &extra)], &CompareOptions::default()).unwrap_err();
     let CompareError::DifferentQueries {
         only_baseline,
         only_run,
@@ -282,7 +300,10 @@ fn compare_pairs_conversations_by_id() {
     else {
         panic!("{e}")
     };
-    assert_eq!((only_baseline, only_run, example.as_str()), (0, 1, "boat-1"));
+    assert_eq!(
+        (only_baseline, only_run, example.as_str()),
+        (0, 1, "boat-1")
+    );
     assert!(e.to_string().contains("`boat-1`"), "{e}");
     // Allowed, the shared conversations are compared.
     let allowed = CompareOptions {
@@ -318,9 +339,14 @@ fn the_report_shows_each_conversation_as_a_transcript_that_fits_both_widths() {
         ],
     );
     let html = std::fs::read_to_string(&page).unwrap();
-    let at = html.find("<section id=\"conversations\">").expect("the section");
+    let at = html
+        .find("<section id=\"conversations\">")
+        .expect("the section");
     let section = &html[at..];
-    assert_eq!(section.matches("<details class=\"conversation\"").count(), 6);
+    assert_eq!(
+        section.matches("<details class=\"conversation\"").count(),
+        6
+    );
     assert_eq!(section.matches("<li class=\"turn ").count(), 2 * 6 * 6);
     for shown in [
         "<details class=\"conversation\" id=\"conv-0\" open><summary>trip-1",
@@ -332,14 +358,14 @@ fn the_report_shows_each_conversation_as_a_transcript_that_fits_both_widths() {
         // The turns: the question, the call with its arguments as escaped, pretty JSON, the
         // tool's result, the answer.
         "<div class=\"said\">When does &lt;larkspur&gt; bloom?</div>",
-        "calls <code>search</code> <span class=\"muted\">as <code>trip-1-call-1</code></span><pre class=\"args\">{\n  \"filters\": {\n",
-        "\"query\": \"&lt;b&gt;larkspur&lt;/b&gt; bloom\"",
+        "calls <code>search</code> <span class=\"muted\">as <code>trip-1-call-1</code></span><pre class=\"args\">{\n  &quot;filters&quot;: {\n",
+        "&quot;query&quot;: &quot;&lt;b&gt;larkspur&lt;/b&gt; bloom&quot;",
         "answers <code>trip-1-call-1</code>",
         // The answer's verdicts, the supported one linked to its characters, marked in the
         // context; the pasted context is not found in the corpus.
-        "<a href=\"#conv-0-r0-t3-c0\">context 1, characters 9–22</a>",
+        "<a href=\"#conv-0-r0-t3-c0\">context 1, characters 9–23</a>",
         "✗ It likes full sun. <span class=\"reason\">— no context speaks of sun &lt;or&gt; shade</span>",
-        "Larkspur <mark>blooms in Jun</mark>e &lt;and&gt; July here.",
+        "Larkspur <mark>blooms in June</mark> &lt;and&gt; July here.",
         "#1 garden.md 0–40 · relevant",
         "not found in the corpus (in no document of the corpus)",
         "reference answer</span><br>In June and July.",
@@ -362,6 +388,8 @@ fn the_report_shows_each_conversation_as_a_transcript_that_fits_both_widths() {
     };
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reports");
     std::fs::create_dir_all(&shots).unwrap();
+    // The page beside its screenshots, for a person to look at.
+    std::fs::copy(&page, shots.join("conversations.html")).unwrap();
     for width in [390, 1280] {
         let mut b = cdp::Browser::launch(&browser, width, 2400);
         b.open(&format!("file://{}#conv-2", page.display()));
@@ -406,8 +434,8 @@ fn serve_labels_conversations_by_id_and_align_reads_them() {
         "<li class=\"turn user\"><div class=\"who\">1 · user</div><div class=\"said\">When does &lt;larkspur&gt; bloom?</div>",
         "calls <code>search</code>",
         "&quot;query&quot;: &quot;&lt;b&gt;larkspur&lt;/b&gt; bloom&quot;",
-        "<a href=\"#t-t3-c0\">context 1, characters 9–22</a>",
-        "Larkspur <mark>blooms in Jun</mark>e",
+        "<a href=\"#t-t3-c0\">context 1, characters 9–23</a>",
+        "Larkspur <mark>blooms in June</mark>",
         "tool_call_accuracy <b>0.2000</b>",
         "verdict <b>fail</b>: trip-2: the user learnt when &lt;larkspur&gt; blooms",
         "name=\"label.goal_accuracy\"",
@@ -421,8 +449,14 @@ fn serve_labels_conversations_by_id_and_align_reads_them() {
 
     let url = |q: u32| format!("{base}/runs/{id}/label?q={q}");
     for (q, form) in [
-        (0, "label.goal_accuracy=fail&note.goal_accuracy=never+said+when&go=next"),
-        (1, "label.goal_accuracy=pass&label.faithfulness=score&score.faithfulness=0.25&go=next"),
+        (
+            0,
+            "label.goal_accuracy=fail&note.goal_accuracy=never+said+when&go=next",
+        ),
+        (
+            1,
+            "label.goal_accuracy=pass&label.faithfulness=score&score.faithfulness=0.25&go=next",
+        ),
         (2, "label.goal_accuracy=pass&go=next"),
     ] {
         let (status, location, body) = post_form(&url(q), form);
