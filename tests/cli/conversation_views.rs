@@ -444,6 +444,10 @@ fn serve_labels_conversations_by_id_and_align_reads_them() {
     ] {
         assert!(html.contains(shown), "{shown}\n---\n{html}");
     }
+    // The page beside the report's screenshots, for a person to look at.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reports");
+    std::fs::create_dir_all(&shots).unwrap();
+    std::fs::write(shots.join("conversation-label.html"), &html).unwrap();
     // Agent figures no judge made are not labelled in a judged run.
     assert!(!html.contains("name=\"label.tool_call_accuracy\""));
 
