@@ -504,7 +504,8 @@ nav a{margin-right:4px}nav .done{background:#d7f0d7}nav .here{outline:2px solid 
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}\
 fieldset{margin:12px 0;border:1px solid #bbb;border-radius:4px}fieldset.current{border:2px solid #2a6ebb}\
 .yes{color:#176317}.no{color:#a31515}.saved{font-weight:bold}kbd{border:1px solid #aaa;border-radius:3px;padding:0 3px}\
-tr.flipped td{background:#fff1c2}tr.at td:first-child{outline:2px solid #2a6ebb}";
+tr.flipped td{background:#fff1c2}tr.at td:first-child{outline:2px solid #2a6ebb}\
+h1,h2{overflow-wrap:anywhere}fieldset{min-width:0}input[type=text],input[type=number]{max-width:100%;box-sizing:border-box}";
 
 /// Keyboard: `p`/`f` mark the current metric pass/fail (the verdict scored 1 or 0 on a criteria
 /// judge's scale) and move to the next, `u` clears it,
