@@ -11,9 +11,10 @@ use crate::escape::html as esc;
 use crate::metrics::{Figures, QueryResult, Role, TurnResult};
 use std::fmt::Write as _;
 
-/// The transcript's own rules. Everything wraps: a long argument, id or line of a tool's
-/// result breaks rather than widening the page of a phone.
-const STYLE: &str = r#"
+/// The transcript's own rules, for a page that already has the passage rules. Everything
+/// wraps: a long argument, id or line of a tool's result breaks rather than widening the page
+/// of a phone.
+pub(super) const TRANSCRIPT_STYLE: &str = r#"
 ol.transcript{list-style:none;padding:0;margin:8px 0}
 .turn{border-left:4px solid #ccc;padding:4px 10px;margin:8px 0;background:#fafafa;overflow-wrap:anywhere;min-width:0}
 .turn.user{border-left-color:#4269d0;background:#f6f8ff}.turn.assistant{border-left-color:#3ca951;background:#f7fbf7}
@@ -32,15 +33,7 @@ details.conversation>summary{font-weight:600;overflow-wrap:anywhere}
 /// answer pages use, and the transcript's own.
 #[cfg_attr(not(feature = "serve"), allow(dead_code))]
 pub(crate) fn style() -> String {
-    format!("{PASSAGE_STYLE}{STYLE}")
-}
-
-/// The transcript's rules alone, for a page that already has the passage rules.
-pub(super) const TRANSCRIPT_STYLE: &str = STYLE;
-
-/// A figure as every table of the report writes it.
-fn figure(v: f64) -> String {
-    format!("{v:.4}")
+    format!("{PASSAGE_STYLE}{TRANSCRIPT_STYLE}")
 }
 
 /// `figures` as a wrapping line of `name value`; nothing when there is none.
@@ -50,7 +43,8 @@ pub(crate) fn figures(s: &mut String, figures: &Figures) {
     }
     s.push_str("<div class=\"figs\">");
     for (name, v) in &figures.0 {
-        let _ = write!(s, "<span>{} <b>{}</b></span>", esc(name), figure(*v));
+        // Four decimals, as every table of the report writes a figure.
+        let _ = write!(s, "<span>{} <b>{v:.4}</b></span>", esc(name));
     }
     s.push_str("</div>");
 }
