@@ -122,6 +122,8 @@ pub mod stats;
 pub mod store;
 #[cfg(feature = "synth")]
 pub mod synth;
+#[cfg(feature = "traces")]
+pub mod traces;
 #[cfg(feature = "trec")]
 pub mod trec;
 mod vector;

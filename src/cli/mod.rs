@@ -30,6 +30,7 @@ mod report;
 mod runs;
 mod score;
 mod serve;
+mod traces;
 mod trec_eval;
 
 use crate::corpus::Corpus;
@@ -122,6 +123,10 @@ enum Command {
     /// output and its exit codes; `rag-eval trec_eval -h` lists the options and measures.
     #[command(name = "trec_eval", alias = "trec-eval")]
     TrecEval(trec_eval::TrecEvalArgs),
+    /// Read OpenTelemetry traces (OTLP JSON) in the OpenInference, OTel GenAI or TruLens
+    /// conventions; `score --traces` scores them.
+    #[command(subcommand)]
+    Traces(traces::TracesCommand),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -227,6 +232,7 @@ pub fn main() -> ExitCode {
         Command::Report(a) => report::run(a, &mut out),
         Command::Serve(a) => serve::run(a),
         Command::TrecEval(a) => return trec_eval::run(&a.args),
+        Command::Traces(c) => traces::run(c, &mut out),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),
