@@ -885,3 +885,332 @@ pub fn conversations(traces: &[MappedTrace]) -> Vec<Conversation> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traces::read_str;
+    use serde_json::json;
+
+    const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+
+    fn span(id: u8, parent: Option<u8>, start: u64, attrs: &[(&str, Value)]) -> Span {
+        Span {
+            trace_id: TRACE.into(),
+            span_id: format!("{id:016x}"),
+            parent_span_id: parent.map(|p| format!("{p:016x}")),
+            name: format!("s{id}"),
+            start_ns: start,
+            end_ns: start + 1,
+            attributes: attrs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+            line: 1,
+        }
+    }
+
+    fn fixture(name: &str) -> Vec<MappedTrace> {
+        let path = format!(
+            "{}/tests/fixtures/traces/{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let options = Options {
+            join_attribute: Some("query.id".into()),
+            ..Options::default()
+        };
+        read_str(&text, path.into(), &options).unwrap()
+    }
+
+    #[test]
+    fn the_three_conventions_written_by_the_sdk_map_to_the_same_run() {
+        for (name, convention) in [
+            ("openinference", Convention::OpenInference),
+            ("genai", Convention::GenAi),
+            ("trulens", Convention::TruLens),
+        ] {
+            let traces = fixture(name);
+            assert_eq!(traces.len(), 3, "{name}");
+            let seen: Vec<(Option<&str>, Option<&str>, Vec<&str>)> = traces
+                .iter()
+                .map(|t| {
+                    assert_eq!(t.conventions, [convention], "{name}");
+                    (
+                        t.question.as_deref(),
+                        t.answer.as_deref(),
+                        t.documents
+                            .iter()
+                            .map(|d| d.text.as_deref().unwrap())
+                            .collect(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                seen,
+                [
+                    (
+                        Some("When does Larkspur ship?"),
+                        Some("Larkspur ships in May."),
+                        vec!["Larkspur 3.4 ships in May.", "needs rust 1.80"]
+                    ),
+                    (
+                        Some("What does Larkspur need to build?"),
+                        Some("It needs Rust 1.80."),
+                        vec!["It needs Rust 1.80 or newer", "The office closes at six."]
+                    ),
+                    (
+                        Some("When does the office close?"),
+                        Some("At six o'clock."),
+                        vec!["The office closes at six."]
+                    ),
+                ],
+                "{name}"
+            );
+        }
+        // OpenInference: ids, scores, ranks and metadata; the reranker's input and output;
+        // the join attribute and the session; the tool span's call with its id and result.
+        let oi = fixture("openinference");
+        let d = &oi[0].documents[1];
+        assert_eq!(
+            (d.rank, d.id.as_deref(), d.score),
+            (2, Some("chunk-7"), Some(0.42))
+        );
+        assert_eq!(d.metadata, Some(json!({"source": "chunk-7"})));
+        assert_eq!(oi[0].reranks[0].input.len(), 3);
+        assert_eq!(oi[0].reranks[0].output.len(), 2);
+        assert_eq!(oi[0].retrievals.len(), 3);
+        assert_eq!(oi[0].join_value.as_deref(), Some("q1"));
+        assert_eq!(oi[0].session_id.as_deref(), Some("s1"));
+        let roles: Vec<&str> = oi[0].messages.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["system", "user", "assistant"]);
+        let call = &oi[2].tool_calls[0];
+        assert_eq!(call.call.name, "clock");
+        assert_eq!(call.call.id.as_deref(), Some("call_1"));
+        assert_eq!(Value::Object(call.call.args.clone()), json!({"tz": "UTC"}));
+        assert_eq!(call.result.as_deref(), Some("17:02"));
+        // OTel GenAI: the conversation id, the tool span, ids and scores from the JSON list.
+        let genai = fixture("genai");
+        assert_eq!(genai[1].session_id.as_deref(), Some("s1"));
+        assert_eq!(genai[2].tool_calls[0].result.as_deref(), Some("17:02"));
+        assert_eq!(genai[0].documents[0].score, Some(0.91));
+        assert_eq!(genai[0].documents[0].id.as_deref(), Some("larkspur.md"));
+        // TruLens: texts alone.
+        let trulens = fixture("trulens");
+        assert_eq!(trulens[0].documents[0].id, None);
+        assert_eq!(trulens[0].documents[0].score, None);
+    }
+
+    #[test]
+    fn indexed_keys_are_unflattened_in_index_order_and_hostile_indices_allocate_nothing() {
+        let kind = ("openinference.span.kind", json!("RETRIEVER"));
+        let s = span(
+            1,
+            None,
+            1,
+            &[
+                kind.clone(),
+                ("retrieval.documents.10.document.content", json!("ten")),
+                ("retrieval.documents.2.document.content", json!("two")),
+                ("retrieval.documents.2.document.id", json!(7)),
+                (
+                    "retrieval.documents.18446744073709551615.document.content",
+                    json!("last"),
+                ),
+            ],
+        );
+        let t = map(vec![s], &Options::default());
+        let texts: Vec<(usize, &str)> = t
+            .documents
+            .iter()
+            .map(|d| (d.rank, d.text.as_deref().unwrap()))
+            .collect();
+        assert_eq!(texts, [(1, "two"), (2, "ten"), (3, "last")]);
+        assert_eq!(t.documents[0].id.as_deref(), Some("7"));
+        // An index past u64 is no index: the list is not a list, and nothing is read.
+        let s = span(
+            1,
+            None,
+            1,
+            &[
+                kind,
+                ("retrieval.documents.0.document.content", json!("a")),
+                (
+                    "retrieval.documents.99999999999999999999999.document.content",
+                    json!("b"),
+                ),
+            ],
+        );
+        assert!(map(vec![s], &Options::default()).documents.is_empty());
+    }
+
+    fn retriever(id: u8, start: u64, texts: &[&str]) -> Span {
+        let mut attrs = vec![("openinference.span.kind", json!("RETRIEVER"))];
+        let keys: Vec<String> = (0..texts.len())
+            .map(|i| format!("retrieval.documents.{i}.document.content"))
+            .collect();
+        for (k, t) in keys.iter().zip(texts) {
+            attrs.push((k.as_str(), json!(t)));
+        }
+        span(id, Some(1), start, &attrs)
+    }
+
+    #[test]
+    fn the_retrieval_rule_takes_the_last_before_the_answer_or_all_deduplicated() {
+        let spans = vec![
+            span(1, None, 0, &[]),
+            retriever(2, 1, &["a", "b"]),
+            retriever(3, 2, &["b", "c"]),
+            span(4, Some(1), 3, &[("openinference.span.kind", json!("LLM"))]),
+            // After the answer (an agent's later lookup): not what the answer used.
+            retriever(5, 4, &["d"]),
+        ];
+        let texts = |t: &MappedTrace| -> Vec<String> {
+            t.documents
+                .iter()
+                .map(|d| d.text.clone().unwrap())
+                .collect()
+        };
+        let last = map(spans.clone(), &Options::default());
+        assert_eq!(texts(&last), ["b", "c"]);
+        assert!(last.notes[0].contains("those of `s3`"), "{:?}", last.notes);
+        let all = map(
+            spans.clone(),
+            &Options {
+                retrievals: RetrievalRule::All,
+                ..Options::default()
+            },
+        );
+        assert_eq!(texts(&all), ["a", "b", "c", "d"]);
+        assert_eq!(all.documents[3].rank, 4);
+        // No LLM span: the last retrieval of all. Spans out of order are sorted by start.
+        let mut no_llm: Vec<Span> = spans.into_iter().filter(|s| s.name != "s4").collect();
+        no_llm.reverse();
+        assert_eq!(texts(&map(no_llm, &Options::default())), ["d"]);
+    }
+
+    fn trace(id: &str, join: Option<&str>, question: Option<&str>) -> MappedTrace {
+        MappedTrace {
+            trace_id: id.into(),
+            line: 1,
+            start_ns: 0,
+            spans: 1,
+            conventions: vec![],
+            root: None,
+            question: question.map(str::to_owned),
+            answer: Some("a".into()),
+            join_value: join.map(str::to_owned),
+            session_id: None,
+            documents: vec![],
+            retrievals: vec![],
+            reranks: vec![],
+            messages: vec![],
+            tool_calls: vec![],
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn joins_by_attribute_then_question_and_names_the_unmatched_on_both_sides() {
+        let rows = [
+            ("q1", "one?"),
+            ("q2", "two?"),
+            ("q3", "same?"),
+            ("q4", "same?"),
+            ("q5", "five?"),
+        ];
+        let traces = [
+            trace("t1", Some("q1"), Some("asked differently")),
+            trace("t2", None, Some("two?")),
+            trace("t3", Some("q9"), Some("one?")),
+            trace("t4", None, Some("same?")),
+            trace("t5", None, Some("two?")),
+            trace("t6", None, None),
+        ];
+        let j = join(&traces, &rows, Some("query.id"));
+        assert_eq!(j.matched, [("q1".to_owned(), 0), ("q2".to_owned(), 1)]);
+        let why: Vec<(&str, &str)> = j
+            .unmatched_traces
+            .iter()
+            .map(|u| (u.id.as_str(), u.why.as_str()))
+            .collect();
+        assert_eq!(
+            why,
+            [
+                ("t3", "`query.id` is `q9`, no row's id"),
+                ("t4", "its question is asked by 2 rows (q3, q4)"),
+                ("t5", "row `q2` is already answered by trace t2 (line 1)"),
+                ("t6", "it has no `query.id` attribute and no question"),
+            ]
+        );
+        let rows_left: Vec<&str> = j.unmatched_rows.iter().map(|u| u.id.as_str()).collect();
+        assert_eq!(rows_left, ["q3", "q4", "q5"]);
+        assert_eq!(j.matched_traces, 2);
+    }
+
+    #[test]
+    fn a_sessions_traces_become_a_conversation_with_its_tool_calls() {
+        let conversations = conversations(&fixture("openinference"));
+        let ids: Vec<&str> = conversations.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["s1", "s2"]);
+        let turns: Vec<(Role, &str)> = conversations[0]
+            .turns
+            .iter()
+            .map(|t| (t.role, t.content.as_str()))
+            .collect();
+        assert_eq!(
+            turns,
+            [
+                (Role::User, "When does Larkspur ship?"),
+                (Role::Assistant, "Larkspur ships in May."),
+                (Role::User, "What does Larkspur need to build?"),
+                (Role::Assistant, "It needs Rust 1.80."),
+            ]
+        );
+        assert_eq!(conversations[0].turns[1].text_contexts.len(), 2);
+        let s2 = &conversations[1];
+        let roles: Vec<Role> = s2.turns.iter().map(|t| t.role).collect();
+        assert_eq!(
+            roles,
+            [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+        );
+        assert_eq!(s2.tool_calls()[0].name, "clock");
+        assert_eq!(s2.turns[2].tool_call_id.as_deref(), Some("call_1"));
+        assert_eq!(s2.steps(), 2);
+    }
+
+    #[test]
+    fn answers_lines_keep_corpus_ids_and_scores_and_leave_out_documents_without_text() {
+        let mut t = trace("t1", Some("q1"), None);
+        t.documents = vec![
+            Document {
+                rank: 1,
+                id: Some("a.md".into()),
+                text: Some("x".into()),
+                score: Some(0.5),
+                metadata: None,
+            },
+            Document {
+                rank: 2,
+                id: Some("vec-1".into()),
+                text: Some("y".into()),
+                score: None,
+                metadata: None,
+            },
+            Document {
+                rank: 3,
+                id: Some("vec-2".into()),
+                text: None,
+                score: Some(0.1),
+                metadata: None,
+            },
+        ];
+        let traces = [t];
+        let j = join(&traces, &[("q1", "?")], Some("query.id"));
+        let line = answers_jsonl(&traces, &j, &|id| id == "a.md");
+        assert_eq!(
+            line,
+            "{\"answer\":\"a\",\"contexts\":[{\"doc_id\":\"a.md\",\"score\":0.5,\"text\":\"x\"},{\"text\":\"y\"}],\"id\":\"q1\"}\n"
+        );
+    }
+}
