@@ -216,6 +216,9 @@ pub mod reference {
     pub mod features {}
     #[doc = include_str!("../docs/reference/conversations.md")]
     pub mod conversations {}
+    #[cfg(feature = "traces")]
+    #[doc = include_str!("../docs/reference/traces.md")]
+    pub mod traces {}
 }
 
 /// The README's Rust examples, compiled and run as doctests.

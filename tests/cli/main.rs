@@ -31,4 +31,5 @@ mod reports;
 mod runs_cli;
 mod serve;
 mod service;
+mod traces_cli;
 mod trec_eval_cli;

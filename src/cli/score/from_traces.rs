@@ -59,17 +59,14 @@ pub(super) fn answers(
     );
     if !joined.unmatched_traces.is_empty() {
         note!(
-            "warning: {} trace{} match no row and {} left out:\n{}",
-            joined.unmatched_traces.len(),
+            "warning: {} left out:\n{}",
             if joined.unmatched_traces.len() == 1 {
-                ""
+                "1 trace matches no row and is".to_owned()
             } else {
-                "s"
-            },
-            if joined.unmatched_traces.len() == 1 {
-                "is"
-            } else {
-                "are"
+                format!(
+                    "{} traces match no row and are",
+                    joined.unmatched_traces.len()
+                )
             },
             listed(&joined.unmatched_traces, Some(path))
         );
