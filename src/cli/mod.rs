@@ -15,6 +15,7 @@ macro_rules! note {
 mod align;
 mod answering;
 mod chunk;
+mod collect;
 mod compare;
 mod dataset;
 mod dry_run;
@@ -127,6 +128,10 @@ enum Command {
     /// conventions; `score --traces` scores them.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
+    /// Receive OpenTelemetry traces over OTLP/HTTP (JSON, `POST /v1/traces`) on a loopback
+    /// address and append each request to a file as one line, the file `score --traces`
+    /// reads.
+    Collect(collect::CollectArgs),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -233,6 +238,7 @@ pub fn main() -> ExitCode {
         Command::Serve(a) => serve::run(a),
         Command::TrecEval(a) => return trec_eval::run(&a.args),
         Command::Traces(c) => traces::run(c, &mut out),
+        Command::Collect(a) => collect::run(a),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -261,3 +261,103 @@ fn traces_inspect_shows_the_mapping() {
     assert_eq!(lines[2]["tool_calls"][0]["name"], "clock");
     assert_eq!(lines[2]["tool_calls"][0]["result"], "17:02");
 }
+
+/// One HTTP/1.1 request on a fresh connection: the status and the body.
+fn http(addr: &str, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Kills the collector when the test ends, however it ends.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn collect_receives_otlp_json_and_writes_what_score_reads() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("received.jsonl");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
+        .args(["collect", "--listen", "127.0.0.1:0", "--out", s(&out)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let running = Running(child);
+    let mut first = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .strip_prefix("listening on http://")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    // The SDK's requests, one a question, each pretty-printed as a client may send it.
+    let fixture_file = fixture("openinference.jsonl");
+    for line in std::fs::read_to_string(&fixture_file).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let pretty = serde_json::to_string_pretty(&v).unwrap();
+        let (status, body) = http(
+            &addr,
+            "POST",
+            "/v1/traces",
+            "application/json",
+            pretty.as_bytes(),
+        );
+        assert_eq!((status, body.as_str()), (200, "{}"));
+    }
+    // Refused, and nothing written: protobuf, a broken request, another path.
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/v1/traces",
+        "application/x-protobuf",
+        b"\x0a\x00",
+    );
+    assert_eq!(status, 415, "{body}");
+    assert!(body.contains("send OTLP JSON"), "{body}");
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/v1/traces",
+        "application/json",
+        br#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"0000000000000001"}]}]}]}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("request:1: resourceSpans[0].scopeSpans[0].spans[0].traceId: `xyz` is not 32 hex digits"), "{body}");
+    let (status, _) = http(&addr, "GET", "/", "text/plain", b"");
+    assert_eq!(status, 404);
+    drop(running);
+    let received = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(received.lines().count(), 3);
+    // What the collector wrote reads as the SDK's file does, and scores the same.
+    let inspect = |f: &PathBuf| ok(&["traces", "inspect", s(f), "--json"]);
+    assert_eq!(inspect(&out), inspect(&fixture_file));
+    assert_eq!(
+        score("--traces", &out, &[]),
+        score("--traces", &fixture_file, &[])
+    );
+}
