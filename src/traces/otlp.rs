@@ -211,23 +211,50 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// The list under `key` of `obj` (missing or null: empty), or what is wrong, at `at`.
-fn list(
-    obj: &mut Map<String, Value>,
-    key: &str,
-    at: &str,
-) -> std::result::Result<Vec<Value>, String> {
-    match obj.remove(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(v)) => Ok(v),
-        Some(other) => Err(format!("{at}{key}: is {}, expected a list", kind(&other))),
+/// An error at a field: its path relative to the value read (`.spans[2].traceId`, empty for
+/// the value itself) and what is wrong. Paths are built only when something is wrong, so
+/// reading a good file allocates none.
+struct Wrong(String, String);
+
+impl Wrong {
+    fn new(message: String) -> Wrong {
+        Wrong(String::new(), message)
+    }
+
+    /// The same error, `prefix` put before its path.
+    fn under(mut self, prefix: impl std::fmt::Display) -> Wrong {
+        self.0 = format!("{prefix}{}", self.0);
+        self
+    }
+
+    fn message(self) -> String {
+        match self.0.strip_prefix('.') {
+            Some(path) => format!("{path}: {}", self.1),
+            None if self.0.is_empty() => self.1,
+            None => format!("{}: {}", self.0, self.1),
+        }
     }
 }
 
-fn object(v: Value, at: &str) -> std::result::Result<Map<String, Value>, String> {
+type Read<T> = std::result::Result<T, Wrong>;
+
+/// The list under `key` of `obj` (missing or null: empty).
+fn list(obj: &mut Map<String, Value>, key: &str) -> Read<Vec<Value>> {
+    match obj.remove(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(v)) => Ok(v),
+        Some(other) => Err(Wrong::new(format!("is {}, expected a list", kind(&other)))
+            .under(format_args!(".{key}"))),
+    }
+}
+
+fn object(v: Value) -> Read<Map<String, Value>> {
     match v {
         Value::Object(m) => Ok(m),
-        other => Err(format!("{at}: is {}, expected an object", kind(&other))),
+        other => Err(Wrong::new(format!(
+            "is {}, expected an object",
+            kind(&other)
+        ))),
     }
 }
 
@@ -244,30 +271,41 @@ fn spans_of(
         ));
     };
     let mut spans = Vec::new();
-    let resource_spans = match request.contains_key("resourceSpans") {
-        true => list(&mut request, "resourceSpans", "")?,
-        false => list(&mut request, "resource_spans", "")?,
+    read_request(&mut request, line, keep_also, &mut spans).map_err(Wrong::message)?;
+    Ok(spans)
+}
+
+fn read_request(
+    request: &mut Map<String, Value>,
+    line: usize,
+    keep_also: Option<&str>,
+    spans: &mut Vec<Span>,
+) -> Read<()> {
+    let key = match request.contains_key("resource_spans") {
+        true => "resource_spans",
+        false => "resourceSpans",
     };
-    for (ri, rs) in resource_spans.into_iter().enumerate() {
-        let at = format!("resourceSpans[{ri}]");
-        let mut rs = object(rs, &at)?;
-        let scopes = match rs.contains_key("scopeSpans") {
-            true => list(&mut rs, "scopeSpans", &format!("{at}."))?,
-            false => list(&mut rs, "scope_spans", &format!("{at}."))?,
+    for (ri, rs) in list(request, key)?.into_iter().enumerate() {
+        let at = |e: Wrong| e.under(format_args!(".resourceSpans[{ri}]"));
+        let mut rs = object(rs).map_err(at)?;
+        let key = match rs.contains_key("scope_spans") {
+            true => "scope_spans",
+            false => "scopeSpans",
         };
-        for (si, ss) in scopes.into_iter().enumerate() {
-            let at = format!("{at}.scopeSpans[{si}]");
-            let mut ss = object(ss, &at)?;
-            for (pi, sp) in list(&mut ss, "spans", &format!("{at}."))?
-                .into_iter()
-                .enumerate()
-            {
-                let at = format!("{at}.spans[{pi}]");
-                spans.push(span(object(sp, &at)?, &at, line, keep_also)?);
+        for (si, ss) in list(&mut rs, key).map_err(at)?.into_iter().enumerate() {
+            let at = |e: Wrong| at(e.under(format_args!(".scopeSpans[{si}]")));
+            let mut ss = object(ss).map_err(at)?;
+            for (pi, sp) in list(&mut ss, "spans").map_err(at)?.into_iter().enumerate() {
+                let at = |e: Wrong| at(e.under(format_args!(".spans[{pi}]")));
+                spans.push(
+                    object(sp)
+                        .and_then(|sp| span(sp, line, keep_also))
+                        .map_err(at)?,
+                );
             }
         }
     }
-    Ok(spans)
+    Ok(())
 }
 
 /// A field of a span under its OTLP JSON name or its protobuf name.
@@ -275,51 +313,37 @@ fn field(obj: &mut Map<String, Value>, camel: &str, snake: &str) -> Option<Value
     obj.remove(camel).or_else(|| obj.remove(snake))
 }
 
-fn span(
-    mut obj: Map<String, Value>,
-    at: &str,
-    line: usize,
-    keep_also: Option<&str>,
-) -> std::result::Result<Span, String> {
-    let trace_id = hex_id(field(&mut obj, "traceId", "trace_id"), 32, at, "traceId")?
-        .ok_or_else(|| format!("{at}.traceId: missing"))?;
-    let span_id = hex_id(field(&mut obj, "spanId", "span_id"), 16, at, "spanId")?
-        .ok_or_else(|| format!("{at}.spanId: missing"))?;
+fn span(mut obj: Map<String, Value>, line: usize, keep_also: Option<&str>) -> Read<Span> {
+    let missing = |name: &str| Wrong::new("missing".into()).under(format_args!(".{name}"));
+    let trace_id = hex_id(field(&mut obj, "traceId", "trace_id"), 32, "traceId")?
+        .ok_or_else(|| missing("traceId"))?;
+    let span_id = hex_id(field(&mut obj, "spanId", "span_id"), 16, "spanId")?
+        .ok_or_else(|| missing("spanId"))?;
     let parent_span_id = hex_id(
         field(&mut obj, "parentSpanId", "parent_span_id"),
         16,
-        at,
         "parentSpanId",
     )?;
     let name = match obj.remove("name") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s,
-        Some(other) => return Err(format!("{at}.name: is {}, expected a string", kind(&other))),
+        Some(other) => {
+            return Err(
+                Wrong::new(format!("is {}, expected a string", kind(&other))).under(".name"),
+            )
+        }
     };
     let start_ns = nanos(
         field(&mut obj, "startTimeUnixNano", "start_time_unix_nano"),
-        at,
         "startTimeUnixNano",
     )?;
     let end_ns = nanos(
         field(&mut obj, "endTimeUnixNano", "end_time_unix_nano"),
-        at,
         "endTimeUnixNano",
     )?;
     let mut attributes = BTreeMap::new();
-    let attrs = match obj.remove("attributes") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(v)) => v,
-        Some(other) => {
-            return Err(format!(
-                "{at}.attributes: is {}, expected a list",
-                kind(&other)
-            ))
-        }
-    };
-    for (i, kv) in attrs.into_iter().enumerate() {
-        let at = format!("{at}.attributes[{i}]");
-        let (key, value) = key_value(kv, &at)?;
+    for (i, kv) in list(&mut obj, "attributes")?.into_iter().enumerate() {
+        let (key, value) = key_value(kv).map_err(|e| e.under(format_args!(".attributes[{i}]")))?;
         let kept = KEPT.iter().any(|p| key.starts_with(p)) || keep_also == Some(key.as_str());
         if kept {
             attributes.insert(key, value);
@@ -338,48 +362,40 @@ fn span(
 }
 
 /// An id in hex of `digits` digits; empty or missing is none (a root span's parent).
-fn hex_id(
-    v: Option<Value>,
-    digits: usize,
-    at: &str,
-    name: &str,
-) -> std::result::Result<Option<String>, String> {
+fn hex_id(v: Option<Value>, digits: usize, name: &str) -> Read<Option<String>> {
+    let wrong = |m: String| Wrong::new(m).under(format_args!(".{name}"));
     let s = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(s)) => s,
-        Some(other) => {
-            return Err(format!(
-                "{at}.{name}: is {}, expected a hex string",
-                kind(&other)
-            ))
-        }
+        Some(other) => return Err(wrong(format!("is {}, expected a hex string", kind(&other)))),
     };
     if s.is_empty() {
         return Ok(None);
     }
     if s.len() != digits || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        let shown: String = s.chars().take(40).collect();
-        return Err(format!(
-            "{at}.{name}: `{shown}` is not {digits} hex digits (OTLP JSON writes ids in hex, not base64)"
-        ));
+        return Err(wrong(format!(
+            "`{}` is not {digits} hex digits (OTLP JSON writes ids in hex, not base64)",
+            short(&s)
+        )));
     }
     Ok(Some(s.to_ascii_lowercase()))
 }
 
 /// A time in nanoseconds: a string of digits (OTLP JSON's int64) or a number; missing is 0.
-fn nanos(v: Option<Value>, at: &str, name: &str) -> std::result::Result<u64, String> {
+fn nanos(v: Option<Value>, name: &str) -> Read<u64> {
+    let wrong = |m: String| Wrong::new(m).under(format_args!(".{name}"));
     match v {
         None | Some(Value::Null) => Ok(0),
         Some(Value::String(s)) => s
             .parse()
-            .map_err(|_| format!("{at}.{name}: `{}` is not a count of nanoseconds", short(&s))),
+            .map_err(|_| wrong(format!("`{}` is not a count of nanoseconds", short(&s)))),
         Some(Value::Number(n)) => n
             .as_u64()
-            .ok_or_else(|| format!("{at}.{name}: {n} is not a count of nanoseconds")),
-        Some(other) => Err(format!(
-            "{at}.{name}: is {}, expected a string of digits",
+            .ok_or_else(|| wrong(format!("{n} is not a count of nanoseconds"))),
+        Some(other) => Err(wrong(format!(
+            "is {}, expected a string of digits",
             kind(&other)
-        )),
+        ))),
     }
 }
 
@@ -392,51 +408,53 @@ fn short(s: &str) -> String {
 }
 
 /// A `KeyValue`: `{"key": …, "value": AnyValue}`.
-fn key_value(kv: Value, at: &str) -> std::result::Result<(String, Value), String> {
-    let mut kv = object(kv, at)?;
+fn key_value(kv: Value) -> Read<(String, Value)> {
+    let mut kv = object(kv)?;
     let key = match kv.remove("key") {
         Some(Value::String(s)) => s,
-        None => return Err(format!("{at}.key: missing")),
-        Some(other) => return Err(format!("{at}.key: is {}, expected a string", kind(&other))),
+        None => return Err(Wrong::new("missing".into()).under(".key")),
+        Some(other) => {
+            return Err(Wrong::new(format!("is {}, expected a string", kind(&other))).under(".key"))
+        }
     };
     let value = match kv.remove("value") {
         None | Some(Value::Null) => Value::Null,
-        Some(v) => any_value(v, &format!("{at}.value"))?,
+        Some(v) => any_value(v).map_err(|e| e.under(".value"))?,
     };
     Ok((key, value))
 }
 
 /// An `AnyValue` as JSON. serde_json's own depth limit (128) bounds the nesting, so the
 /// recursion here is bounded too.
-fn any_value(v: Value, at: &str) -> std::result::Result<Value, String> {
-    let mut obj = object(v, at)?;
+fn any_value(v: Value) -> Read<Value> {
+    let mut obj = object(v)?;
     let Some((name, inner)) = obj.iter_mut().next().map(|(k, v)| (k.clone(), v.take())) else {
         return Ok(Value::Null);
     };
     if obj.len() > 1 {
-        return Err(format!(
-            "{at}: an AnyValue holds one of its kinds, this one {}",
+        return Err(Wrong::new(format!(
+            "an AnyValue holds one of its kinds, this one {}",
             obj.len()
-        ));
+        )));
     }
-    let wrong =
-        |expected: &str, v: &Value| format!("{at}.{name}: is {}, expected {expected}", kind(v));
+    let wrong = |m: String| Wrong::new(m).under(format_args!(".{name}"));
+    let expected = |what: &str, v: &Value| wrong(format!("is {}, expected {what}", kind(v)));
     match name.as_str() {
         "stringValue" | "string_value" | "bytesValue" | "bytes_value" => match inner {
             Value::String(_) => Ok(inner),
-            other => Err(wrong("a string", &other)),
+            other => Err(expected("a string", &other)),
         },
         "boolValue" | "bool_value" => match inner {
             Value::Bool(_) => Ok(inner),
-            other => Err(wrong("a boolean", &other)),
+            other => Err(expected("a boolean", &other)),
         },
         "intValue" | "int_value" => match inner {
             Value::String(s) => s
                 .parse::<i64>()
                 .map(Value::from)
-                .map_err(|_| format!("{at}.{name}: `{}` is not a 64-bit integer", short(&s))),
+                .map_err(|_| wrong(format!("`{}` is not a 64-bit integer", short(&s)))),
             Value::Number(n) if n.is_i64() || n.is_u64() => Ok(Value::Number(n)),
-            other => Err(wrong("an integer (as a string)", &other)),
+            other => Err(expected("an integer (as a string)", &other)),
         },
         "doubleValue" | "double_value" => match inner {
             Value::Number(_) => Ok(inner),
@@ -448,33 +466,34 @@ fn any_value(v: Value, at: &str) -> std::result::Result<Value, String> {
                 .parse::<f64>()
                 .ok()
                 .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
-                .ok_or_else(|| format!("{at}.{name}: `{}` is not a number", short(&s))),
-            other => Err(wrong("a number", &other)),
+                .ok_or_else(|| wrong(format!("`{}` is not a number", short(&s)))),
+            other => Err(expected("a number", &other)),
         },
         "arrayValue" | "array_value" => {
-            let mut inner = object(inner, &format!("{at}.{name}"))?;
-            let values = list(&mut inner, "values", &format!("{at}.{name}."))?;
+            let mut inner = object(inner).map_err(|e| e.under(format_args!(".{name}")))?;
+            let values = list(&mut inner, "values").map_err(|e| e.under(format_args!(".{name}")))?;
             values
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| any_value(v, &format!("{at}.{name}.values[{i}]")))
-                .collect::<std::result::Result<Vec<_>, _>>()
+                .map(|(i, v)| any_value(v).map_err(|e| e.under(format_args!(".{name}.values[{i}]"))))
+                .collect::<Read<Vec<_>>>()
                 .map(Value::Array)
         }
         "kvlistValue" | "kvlist_value" => {
-            let mut inner = object(inner, &format!("{at}.{name}"))?;
-            let values = list(&mut inner, "values", &format!("{at}.{name}."))?;
+            let mut inner = object(inner).map_err(|e| e.under(format_args!(".{name}")))?;
+            let values = list(&mut inner, "values").map_err(|e| e.under(format_args!(".{name}")))?;
             let mut out = Map::new();
             for (i, kv) in values.into_iter().enumerate() {
-                let (k, v) = key_value(kv, &format!("{at}.{name}.values[{i}]"))?;
+                let (k, v) =
+                    key_value(kv).map_err(|e| e.under(format_args!(".{name}.values[{i}]")))?;
                 out.insert(k, v);
             }
             Ok(Value::Object(out))
         }
-        other => Err(format!(
-            "{at}: unknown AnyValue kind `{}` (expected stringValue, boolValue, intValue, doubleValue, arrayValue, kvlistValue or bytesValue)",
+        other => Err(Wrong::new(format!(
+            "unknown AnyValue kind `{}` (expected stringValue, boolValue, intValue, doubleValue, arrayValue, kvlistValue or bytesValue)",
             short(other)
-        )),
+        ))),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::cli_support::{fails, ok, run_in, s, write};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -12,7 +12,7 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn score(input: &str, file: &PathBuf, extra: &[&str]) -> Value {
+fn score(input: &str, file: &Path, extra: &[&str]) -> Value {
     let (dataset, corpus) = (fixture("dataset.jsonl"), fixture("corpus"));
     let mut args = vec![
         "score",
@@ -354,7 +354,7 @@ fn collect_receives_otlp_json_and_writes_what_score_reads() {
     let received = std::fs::read_to_string(&out).unwrap();
     assert_eq!(received.lines().count(), 3);
     // What the collector wrote reads as the SDK's file does, and scores the same.
-    let inspect = |f: &PathBuf| ok(&["traces", "inspect", s(f), "--json"]);
+    let inspect = |f: &Path| ok(&["traces", "inspect", s(f), "--json"]);
     assert_eq!(inspect(&out), inspect(&fixture_file));
     assert_eq!(
         score("--traces", &out, &[]),
