@@ -122,6 +122,8 @@ pub mod stats;
 pub mod store;
 #[cfg(feature = "synth")]
 pub mod synth;
+#[cfg(feature = "traces")]
+pub mod traces;
 #[cfg(feature = "trec")]
 pub mod trec;
 mod vector;
@@ -214,6 +216,9 @@ pub mod reference {
     pub mod features {}
     #[doc = include_str!("../docs/reference/conversations.md")]
     pub mod conversations {}
+    #[cfg(feature = "traces")]
+    #[doc = include_str!("../docs/reference/traces.md")]
+    pub mod traces {}
 }
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -15,6 +15,7 @@ macro_rules! note {
 mod align;
 mod answering;
 mod chunk;
+mod collect;
 mod compare;
 mod dataset;
 mod dry_run;
@@ -30,6 +31,7 @@ mod report;
 mod runs;
 mod score;
 mod serve;
+mod traces;
 mod trec_eval;
 
 use crate::corpus::Corpus;
@@ -122,6 +124,14 @@ enum Command {
     /// output and its exit codes; `rag-eval trec_eval -h` lists the options and measures.
     #[command(name = "trec_eval", alias = "trec-eval")]
     TrecEval(trec_eval::TrecEvalArgs),
+    /// Read OpenTelemetry traces (OTLP JSON) in the OpenInference, OTel GenAI or TruLens
+    /// conventions; `score --traces` scores them.
+    #[command(subcommand)]
+    Traces(traces::TracesCommand),
+    /// Receive OpenTelemetry traces over OTLP/HTTP (JSON, `POST /v1/traces`) on a loopback
+    /// address and append each request to a file as one line, the file `score --traces`
+    /// reads.
+    Collect(collect::CollectArgs),
 }
 
 /// `--mode`: the library's span mode, with `chroma` accepted as the older name of
@@ -227,6 +237,8 @@ pub fn main() -> ExitCode {
         Command::Report(a) => report::run(a, &mut out),
         Command::Serve(a) => serve::run(a),
         Command::TrecEval(a) => return trec_eval::run(&a.args),
+        Command::Traces(c) => traces::run(c, &mut out),
+        Command::Collect(a) => collect::run(a),
         Command::Generate(c) => match generate::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -3,6 +3,7 @@
 
 mod answers;
 mod conversations;
+mod from_traces;
 mod ragchecker;
 
 use super::output::Output;
@@ -21,8 +22,8 @@ use std::collections::HashSet;
 
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "conversations", "ragchecker"]))]
-#[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
-#[command(group = clap::ArgGroup::new("judged").args(["answers", "conversations"]))]
+#[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers", "traces"]))]
+#[command(group = clap::ArgGroup::new("judged").args(["answers", "conversations", "traces"]))]
 #[command(group = clap::ArgGroup::new("spanned").args(["dataset", "conversations"]))]
 pub(super) struct ScoreArgs {
     /// Dataset JSONL: each row's question with its truth as character spans (token-level) or
@@ -37,8 +38,22 @@ pub(super) struct ScoreArgs {
     /// against the rows' reference answers, and the contexts as a retrieval.
     #[arg(long, requires = "dataset")]
     answers: Option<Utf8PathBuf>,
+    /// OpenTelemetry traces as OTLP JSON (one export request a line) in the OpenInference,
+    /// OTel GenAI or TruLens conventions: each trace's question, answer and retrieved
+    /// documents, matched with the dataset's rows and scored as --answers scores a file.
+    #[arg(long, value_name = "FILE", requires = "dataset")]
+    traces: Option<Utf8PathBuf>,
+    /// With --traces: the span attribute holding the dataset row's id (e.g. `query.id`), read
+    /// on the root span first; traces without it are matched by their question's text.
+    #[arg(long, value_name = "KEY", requires = "traces")]
+    join_attribute: Option<String>,
+    /// With --traces: which retriever spans give a trace's documents: `last` (the last
+    /// retriever or reranker before the answering LLM span) or `all` (every retriever's,
+    /// de-duplicated).
+    #[arg(long, value_name = "RULE", default_value = "last", requires = "traces")]
+    retrievals: crate::traces::RetrievalRule,
     /// Embedder spec for `answer_similarity` and the `answer_relevancy` judge (with
-    /// --answers; with --conversations the judge only), e.g. `hashing` or
+    /// --answers or --traces; with --conversations the judge only), e.g. `hashing` or
     /// `openai:model=text-embedding-3-small`; without it they are left out.
     #[arg(long, value_name = "SPEC", requires = "judged")]
     embedder: Option<String>,
@@ -54,8 +69,8 @@ pub(super) struct ScoreArgs {
         requires = "judge_model"
     )]
     api_key_env: String,
-    /// Cache of judge calls and embeddings (with --answers or --conversations): `rw`,
-    /// `replay` (offline: a miss is an error) or `off`, with `:path=FILE` (default
+    /// Cache of judge calls and embeddings (with --answers, --conversations or --traces):
+    /// `rw`, `replay` (offline: a miss is an error) or `off`, with `:path=FILE` (default
     /// `target/rag-eval-cache.sqlite`).
     #[arg(long, value_name = "MODE[:path=FILE]", requires = "judged")]
     cache: Option<String>,
@@ -96,7 +111,7 @@ pub(super) struct ScoreArgs {
     /// People's labels of the answers (JSONL of `{"id": …, "labels": {"<metric>": value}}`,
     /// or a dataset with `outputs.labels`): kept in the run, and each judged metric with at
     /// least two labelled queries gets its judge-corrected mean beside the raw one.
-    #[arg(long, value_name = "FILE", requires = "answers")]
+    #[arg(long, value_name = "FILE", requires = "judged")]
     labels: Option<Utf8PathBuf>,
     /// Conversations JSONL (rag-eval's format, ragas' `EvaluationDataset.to_jsonl`, or
     /// deepeval's conversational test cases): scores each one's tool calls against its
@@ -157,6 +172,9 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
         dataset: Some(r.dataset.clone()),
         retrieved: None,
         answers: None,
+        traces: None,
+        join_attribute: None,
+        retrievals: Default::default(),
         embedder: r.embedder,
         judge,
         timeout: r.timeout,
@@ -209,11 +227,14 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let (Some(dataset_path), Some(answers)) = (&a.dataset, &a.answers) {
         return answers::run(&a, dataset_path, answers::Source::File(answers), k, out);
     }
+    if let (Some(dataset_path), Some(traces)) = (&a.dataset, &a.traces) {
+        return answers::run(&a, dataset_path, answers::Source::Traces(traces), k, out);
+    }
     if a.dry.dry_run {
-        bail!("--dry-run counts the calls of judges and systems: give --answers FILE");
+        bail!("--dry-run counts the calls of judges and systems: give --answers FILE or --traces FILE");
     }
     let (Some(dataset_path), Some(retrieved)) = (&a.dataset, &a.retrieved) else {
-        bail!("give --dataset with --retrieved or --answers, or --qrels with --run");
+        bail!("give --dataset with --retrieved, --answers or --traces, or --qrels with --run");
     };
     let corpus = a
         .corpus

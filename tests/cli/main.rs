@@ -32,4 +32,5 @@ mod reports;
 mod runs_cli;
 mod serve;
 mod service;
+mod traces_cli;
 mod trec_eval_cli;

@@ -46,6 +46,9 @@ struct Card<'a> {
     /// With --labels: the judge-corrected means.
     #[serde(skip_serializing_if = "<[CorrectedFigure]>::is_empty")]
     corrected: &'a [CorrectedFigure],
+    /// With --traces: how the traces were matched with the dataset's rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    traces: Option<&'a crate::traces::Join>,
 }
 
 /// What scoring one level gives: the figures (the judges' included) and the rows without a
@@ -60,6 +63,8 @@ struct Scored {
 pub(in crate::cli) enum Source<'a> {
     /// An answers file (`score --answers`).
     File(&'a Utf8Path),
+    /// OpenTelemetry traces (`score --traces`), turned into answers once the dataset is read.
+    Traces(&'a Utf8Path),
     /// A RAG system's spec, asked every query of the dataset (`eval --rag`), and where to
     /// save its answers.
     Rag {
@@ -81,7 +86,11 @@ pub(in crate::cli) fn run(
     // A file is read (and its mistakes reported) before any server is asked.
     let from_file = match source {
         Source::File(path) => Some(Answers::load(path)?),
-        Source::Rag { .. } => None,
+        Source::Traces(_) | Source::Rag { .. } => None,
+    };
+    let traces = match source {
+        Source::Traces(path) => Some(super::from_traces::read(a, path)?),
+        _ => None,
     };
     let context = match &a.cache {
         None => Context::new(),
@@ -140,6 +149,15 @@ pub(in crate::cli) fn run(
     let j = judging.as_mut();
     let e = embedder.as_ref();
     let dataset = dataset::load(dataset_path)?;
+    // The traces become answers once the rows they answer are known.
+    let (from_file, joined) = match (traces, &source) {
+        (Some(traces), Source::Traces(path)) => {
+            let (answers, joined) =
+                super::from_traces::answers(&traces, a, path, &dataset, corpus.as_ref())?;
+            (Some(answers), Some(joined))
+        }
+        _ => (from_file, None),
+    };
     if dry_run {
         // The service's answers the cache holds: not asked again, and judged as they are.
         let (rag, from_service) = match &source {
@@ -152,7 +170,7 @@ pub(in crate::cli) fn run(
                 let (service, answers) = cached_answers(&rag, &queries, corpus.as_ref())?;
                 (Some(service), Some(answers))
             }
-            Source::File(_) => (None, None),
+            Source::File(_) | Source::Traces(_) => (None, None),
         };
         let setting = dry_run::Setting {
             judging: judging.as_ref(),
@@ -180,6 +198,7 @@ pub(in crate::cli) fn run(
     }
     let (mut answers, origin, input) = match (from_file, source) {
         (Some(answers), Source::File(path)) => (answers, "score", ("answers", path.to_string())),
+        (Some(answers), Source::Traces(path)) => (answers, "score", ("traces", path.to_string())),
         (_, Source::Rag { spec, save }) => {
             let rag = crate::components::build_rag(spec, &context)?;
             let queries = match &dataset {
@@ -220,7 +239,7 @@ pub(in crate::cli) fn run(
             }
             (answers, "eval", ("rag", rag.spec()))
         }
-        (None, Source::File(_)) => unreachable!("a file is read first"),
+        (None, Source::File(_) | Source::Traces(_)) => unreachable!("a file is read first"),
     };
     let contexts_located = locate_contexts(&mut answers, corpus.as_ref(), &dataset)?;
     let dataset_hash;
@@ -299,6 +318,7 @@ pub(in crate::cli) fn run(
             contexts_located,
             judges: &summaries,
             corrected: &corrected,
+            traces: joined.as_ref(),
         })?;
     } else {
         let mut text = render_run_table(&card);

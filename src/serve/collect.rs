@@ -1,0 +1,164 @@
+//! An OTLP/HTTP receiver for traces (`rag-eval collect`): `POST /v1/traces` with a JSON
+//! `ExportTraceServiceRequest`, each request checked as [`traces`](crate::traces) reads it and
+//! appended to a file as one line, the file `rag-eval score --traces` and `traces inspect`
+//! read.
+//!
+//! Each request is written with one `write` call on a file opened for appending, under a
+//! lock, so lines never interleave and a reader never sees half a request that was answered.
+//! A request that is not OTLP JSON is answered 400 with the reader's message and nothing is
+//! written; protobuf (`application/x-protobuf`) and compressed bodies are answered 415,
+//! since they are not read. Only loopback addresses are listened on, and only requests whose
+//! `Host` is a loopback name are answered.
+
+use crate::error::Error;
+use crate::traces::otlp::{SpanReader, MAX_LINE_BYTES};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use camino::{Utf8Path, Utf8PathBuf};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// The file requests are appended to.
+struct Sink {
+    file: Mutex<std::fs::File>,
+    path: Utf8PathBuf,
+}
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::json!({ "error": message }).to_string(),
+    )
+        .into_response()
+}
+
+/// The request's body as one line of OTLP JSON, or the answer refusing it.
+async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, Response> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type.starts_with("application/json") {
+        return Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("`{content_type}` is not read: send OTLP JSON (`application/json`; OTEL_EXPORTER_OTLP_PROTOCOL=http/json)"),
+        ));
+    }
+    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
+        return Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "`Content-Encoding: {}` is not read: send the body uncompressed",
+                encoding.to_str().unwrap_or("?")
+            ),
+        ));
+    }
+    let bytes = axum::body::to_bytes(body, MAX_LINE_BYTES)
+        .await
+        .map_err(|e| {
+            refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body could not be read whole (at most {MAX_LINE_BYTES} bytes): {e}"),
+            )
+        })?;
+    // One line: a pretty-printed request is written compactly.
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not JSON: {e}")))?;
+    let line = value.to_string();
+    SpanReader::new(line.as_bytes(), "request".into())
+        .try_for_each(|s| s.map(drop))
+        .map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))?;
+    Ok(line)
+}
+
+async fn receive(State(sink): State<Arc<Sink>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let line = match line_of(&parts.headers, body).await {
+        Ok(line) => line,
+        Err(refused) => return refused,
+    };
+    let mut bytes = line.into_bytes();
+    bytes.push(b'\n');
+    let written = tokio::task::spawn_blocking(move || {
+        let mut file = sink.file.lock().unwrap_or_else(|e| e.into_inner());
+        file.write_all(&bytes)
+            .and_then(|()| file.flush())
+            .map_err(|e| format!("cannot append to `{}`: {e}", sink.path))
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    match written {
+        // An ExportTraceServiceResponse with nothing rejected.
+        Ok(()) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            "{}",
+        )
+            .into_response(),
+        Err(message) => refuse(StatusCode::INTERNAL_SERVER_ERROR, message),
+    }
+}
+
+/// Receives OTLP/HTTP JSON traces on `addr` (a loopback address; port 0 takes a free one)
+/// and appends each request to `out` as a line (the file is created when missing), until the
+/// process ends; `ready` is called with the bound address first.
+pub async fn collect(
+    addr: SocketAddr,
+    out: &Utf8Path,
+    ready: impl FnOnce(SocketAddr),
+) -> crate::Result<()> {
+    if !addr.ip().is_loopback() {
+        return Err(Error::Listen {
+            addr: addr.to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "the collector listens on a loopback address only (127.0.0.1 or ::1)",
+            ),
+        });
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out)
+        .map_err(|source| Error::Io {
+            action: "open for appending",
+            path: out.to_owned(),
+            source,
+        })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| Error::Listen {
+        addr: addr.to_string(),
+        source,
+    })?;
+    ready(bound);
+    let sink = Arc::new(Sink {
+        file: Mutex::new(file),
+        path: out.to_owned(),
+    });
+    let app = Router::new()
+        .route("/v1/traces", post(receive))
+        .fallback(|| async {
+            refuse(
+                StatusCode::NOT_FOUND,
+                "no such endpoint; OTLP/HTTP traces go to POST /v1/traces".into(),
+            )
+        })
+        .with_state(sink)
+        .layer(axum::middleware::from_fn(super::loopback_hosts_only));
+    axum::serve(listener, app)
+        .await
+        .map_err(|source| Error::Listen {
+            addr: bound.to_string(),
+            source,
+        })
+}
