@@ -34,6 +34,7 @@ mod answers {
     pub(crate) enum AnswerReport {}
 }
 mod case;
+mod conversations;
 pub(crate) mod golden;
 mod junit;
 #[cfg(feature = "langsmith")]
@@ -98,6 +99,13 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         if one_test_per_process() && !args.may_run_under(&format!("{}::", spec.name)) {
             continue;
         }
+        let spec = match conversations::trials(spec, &hook) {
+            Ok(own) => {
+                trials.extend(own);
+                continue;
+            }
+            Err(spec) => spec,
+        };
         let case = Arc::new(Case::new(spec));
         let own = trials_of(&case, &hook);
         case.set_scope(scope_of(&case, &args, &own));

@@ -13,7 +13,9 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
-pub use super::vocabulary::{bar_problem, criteria_name, BarProblem, CriteriaFile};
+pub use super::vocabulary::{
+    bar_problem, conversation_bar_problem, criteria_name, BarProblem, CriteriaFile,
+};
 
 /// A boxed future, as the expansions produce them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -177,6 +179,19 @@ pub enum Build {
     /// generates from what was retrieved.
     #[cfg(feature = "answers")]
     Rag(fn() -> BoxFuture<RagParts>),
+    /// The case's function is a conversational system (`conversations = …`): the harness
+    /// plays the case's conversations through it; `dataset` is the conversations file.
+    Conversation(ConversationSystem),
+}
+
+/// A conversation case's system: the next assistant turn from the conversation so far.
+#[derive(Clone, Copy)]
+pub struct ConversationSystem {
+    /// Calls the case's function with the turns so far.
+    pub next:
+        fn(Vec<crate::conversation::Turn>) -> BoxFuture<crate::conversation::play::AssistantTurn>,
+    /// The most steps (assistant turns) a conversation may take (`max_steps = …`).
+    pub max_steps: Option<usize>,
 }
 
 /// A case's `Rag`, its retriever seen at the levels it implements.
@@ -195,7 +210,7 @@ impl Build {
         match self {
             #[cfg(feature = "answers")]
             Build::Answer(_) | Build::Rag(_) => true,
-            Build::Factory(_) | Build::Function(_) => false,
+            Build::Factory(_) | Build::Function(_) | Build::Conversation(_) => false,
         }
     }
 }
@@ -209,6 +224,7 @@ impl std::fmt::Debug for Build {
             Build::Answer(_) => "Answer",
             #[cfg(feature = "answers")]
             Build::Rag(_) => "Rag",
+            Build::Conversation(_) => "Conversation",
         })
     }
 }
