@@ -19,6 +19,7 @@ mod compare;
 mod dataset;
 mod dry_run;
 mod eval;
+mod eval_conversations;
 mod gate;
 mod generate;
 mod judging;

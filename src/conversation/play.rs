@@ -52,7 +52,10 @@ pub struct AssistantTurn {
     /// The contexts the turn retrieved, best first (scored as that turn's retrieval).
     pub contexts: Vec<RetrievedChunk>,
     /// The results of the turn's calls when the system ran its tools itself, in the calls'
-    /// order; empty: the results the dataset recorded are fed back instead.
+    /// order; empty: the results the dataset recorded are fed back instead. With results and
+    /// `content` both, the system ran its tools and answered in one call (an agent service
+    /// that reports the calls it made): the transcript gets the calls, their results and the
+    /// answer as turns of their own, and the system is not called again for this user turn.
     pub tool_results: Vec<String>,
 }
 
@@ -249,9 +252,15 @@ where
                     },
                 });
             }
-            let mut turn = Turn::new(Role::Assistant, next.content);
+            let answered = calling && !next.tool_results.is_empty() && !next.content.is_empty();
+            let (content, contexts) = if answered {
+                (String::new(), Vec::new())
+            } else {
+                (next.content.clone(), next.contexts.clone())
+            };
+            let mut turn = Turn::new(Role::Assistant, content);
             turn.tool_calls = next.tool_calls;
-            turn.contexts = next.contexts;
+            turn.contexts = contexts;
             if !calling {
                 if let Some(answer) = segment.answer {
                     turn.reference_answer = answer.reference_answer.clone();
@@ -291,6 +300,16 @@ where
                 let mut tool = Turn::new(Role::Tool, result);
                 tool.tool_call_id = id;
                 turns.push(tool);
+            }
+            if answered {
+                let mut turn = Turn::new(Role::Assistant, next.content);
+                turn.contexts = next.contexts;
+                if let Some(answer) = segment.answer {
+                    turn.reference_answer = answer.reference_answer.clone();
+                    turn.relevant_spans = answer.relevant_spans.clone();
+                }
+                turns.push(turn);
+                break;
             }
         }
     }
@@ -412,6 +431,39 @@ mod tests {
         assert_eq!(played.turns[4].reference_answer.as_deref(), Some("42"));
         assert_eq!(played.reference_tool_calls, c.reference_tool_calls);
         assert_eq!(played.steps(), 3);
+    }
+
+    #[test]
+    fn a_system_that_ran_its_tools_and_answered_is_not_called_again() {
+        let c = conversation(TWO_TURNS);
+        let calls = std::cell::Cell::new(0);
+        let played = block_on(play(&c, None, |_| {
+            calls.set(calls.get() + 1);
+            async {
+                AssistantTurn {
+                    content: "42.".into(),
+                    tool_results: vec!["42".into()],
+                    ..AssistantTurn::calling(vec![ToolCall::new("calc", json!({"e": "6*7"}))])
+                }
+            }
+        }))
+        .unwrap();
+        assert_eq!(calls.get(), 2, "once per user turn");
+        let shape: Vec<(Role, &str, usize)> = played.turns[..4]
+            .iter()
+            .map(|t| (t.role, t.content.as_str(), t.tool_calls.len()))
+            .collect();
+        use Role::*;
+        assert_eq!(
+            shape,
+            [
+                (User, "6 times 7?", 0),
+                (Assistant, "", 1),
+                (Tool, "42", 0),
+                (Assistant, "42.", 0)
+            ]
+        );
+        assert_eq!(played.turns[3].reference_answer.as_deref(), Some("42"));
     }
 
     #[test]
