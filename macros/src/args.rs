@@ -38,8 +38,6 @@ pub(crate) const MAX_PREFIX: &str = "max_";
 /// The keys other than the `min_…` / `max_…` bars, in the order the documentation lists them.
 pub(crate) const KEYS: &[&str] = &[
     DATASET,
-    CONVERSATIONS,
-    MAX_STEPS,
     CORPUS,
     GLOB,
     K,
@@ -59,6 +57,8 @@ pub(crate) const KEYS: &[&str] = &[
     MIN_AGREEMENT,
     LABELS,
     AGREEMENT_THRESHOLD,
+    CONVERSATIONS,
+    MAX_STEPS,
 ];
 
 pub(crate) const MODE_STANDARD: &str = "standard";
@@ -1014,7 +1014,37 @@ mod tests {
                 min_agreement: Some(0.6),
                 labels: Some("golden/labels.jsonl".into()),
                 agreement_threshold: 1.0,
+                conversations: None,
+                max_steps: None,
             }
+        );
+    }
+
+    #[test]
+    fn a_conversation_case_takes_its_file_steps_and_bars_and_no_question_keys() {
+        let args = parse_ok(quote!(
+            conversations = "c.jsonl",
+            max_steps = 4,
+            tolerance = 0.0,
+            min_tool_call_accuracy = 1.0
+        ));
+        assert_eq!(args.conversations.as_deref(), Some("c.jsonl"));
+        assert_eq!(args.max_steps, Some(4));
+        assert_eq!(args.thresholds[0].metric, "tool_call_accuracy");
+        assert_eq!(
+            messages(quote!(conversations = "c.jsonl", dataset = "d.jsonl", k = 3)),
+            [
+                "a case plays `conversations = \"…\"` or scores the questions of `dataset = \"…\"`, not both: split it into two cases",
+                "`k` is a key of a question case; a conversation case (`conversations = …`) takes `max_steps`, `tolerance`, `per_query`, `ignore` and bars on its figures",
+            ]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d.jsonl", max_steps = 2)),
+            ["`max_steps` bounds the steps of a conversation case: it needs `conversations = \"…\"`"]
+        );
+        assert_eq!(
+            messages(quote!(conversations = "c.jsonl", max_steps = 0)),
+            ["`max_steps` must be an integer literal ≥ 1, got 0"]
         );
     }
 
@@ -1088,7 +1118,7 @@ mod tests {
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
                  per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
                  judge_tolerance, criteria, embedder, langsmith_experiment, concurrency, \
-                 min_agreement, labels, agreement_threshold, min_<metric> and max_<metric>",
+                 min_agreement, labels, agreement_threshold, conversations, max_steps, min_<metric> and max_<metric>",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
                 "`k` is given twice",
