@@ -747,10 +747,67 @@ mod tests {
             json!({"input": {"question": "say \"hi\"", "tags": ["eval", "q1"]}})
         );
         let e = HttpRag::from_spec(r#"http:url=http://h/ask,body="{\"q\":1}""#).unwrap_err();
-        assert!(e.to_string().contains("no `{query}` placeholder"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("no `{query}`, `{messages}` or `{new_messages}` placeholder"),
+            "{e}"
+        );
         let e = HttpRag::from_spec("http:url=http://h/ask,answer=answer").unwrap_err();
         assert!(
             e.to_string().contains("starts with `/`, e.g. `/answer`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_conversation_body_carries_the_history_and_tool_calls_are_read_where_the_spec_says() {
+        let rag = HttpRag::from_spec(
+            r#"http:url=http://127.0.0.1:1/chat,tool_calls=/out/calls,body="{\"s\":\"{session_id}\",\"m\":\"{messages}\",\"q\":\"{query}\"}""#,
+        )
+        .unwrap();
+        assert!(
+            rag.spec().contains(",tool_calls=/out/calls,"),
+            "{}",
+            rag.spec()
+        );
+        let turns = [
+            Turn::new(Role::User, "hi"),
+            Turn::new(Role::Assistant, "hello"),
+        ];
+        assert_eq!(
+            rag.conversation_request("c1", &turns[..1]),
+            json!({"s": "c1", "m": [{"role": "user", "content": "hi"}], "q": "hi"})
+        );
+        // Asked a single question, the history is that question.
+        assert_eq!(
+            rag.request("q1", "why?"),
+            json!({"s": "q1", "m": [{"role": "user", "content": "why?"}], "q": "why?"})
+        );
+        let calls = json!({"out": {"calls": [
+            {"id": "a", "name": "search", "args": {"q": "x"}, "result": "found"},
+            {"function": {"name": "calc", "arguments": "{\"e\":\"1+1\"}"}, "result": 2}]}});
+        let (read, results) = rag.read_tool_calls(&calls).unwrap();
+        assert_eq!(
+            (
+                read[0].id.as_deref(),
+                read[0].name.as_str(),
+                read[1].name.as_str()
+            ),
+            (Some("a"), "search", "calc")
+        );
+        assert_eq!(read[1].args, *json!({"e": "1+1"}).as_object().unwrap());
+        assert_eq!(results, ["found", "2"]);
+        let half = json!({"out": {"calls": [{"name": "a", "result": "r"}, {"name": "b"}]}});
+        let e = rag.read_tool_calls(&half).unwrap_err();
+        assert!(
+            e.starts_with("1 of the 2 tool calls in `/out/calls` have a `result`"),
+            "{e}"
+        );
+        let e = rag
+            .read_tool_calls(&json!({"out": {"calls": [{"name": "a", "arguments": "[1]"}]}}))
+            .unwrap_err();
+        assert!(
+            e.contains("`/out/calls/0`: `arguments` is not a JSON object: `[1]`"),
             "{e}"
         );
     }
