@@ -37,8 +37,8 @@
 //! let rag = HttpRag::from_spec("http:url=http://127.0.0.1:8000/ask,answer=/output/text")?;
 //! assert_eq!(
 //!     rag.spec(),
-//!     "http:url=http://127.0.0.1:8000/ask,answer=/output/text,contexts=/contexts,text=text,\
-//!      doc_id=doc_id,start=start,end=end,score=score,concurrency=4,timeout=60,retries=2"
+//!     "http:url=http://127.0.0.1:8000/ask,answer=/output/text,contexts=/contexts,tool_calls=/tool_calls,\
+//!      text=text,doc_id=doc_id,start=start,end=end,score=score,concurrency=4,timeout=60,retries=2"
 //! );
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
