@@ -68,7 +68,15 @@ fn a_tool_using_agent_passes_its_gate_and_the_agent_skipping_its_tool_fails_it()
     // against the committed snapshot (a missing or different one would fail there).
     let (code, out) = cargo(
         &root,
-        &["test", "--test", "agent", "--", "tool_agent::"],
+        &[
+            "test",
+            "--test",
+            "agent",
+            "--",
+            "tool_agent::",
+            "--format",
+            "pretty",
+        ],
         &[("CI", "1")],
     );
     assert_eq!(code, 0, "{out}");
@@ -77,7 +85,10 @@ fn a_tool_using_agent_passes_its_gate_and_the_agent_skipping_its_tool_fails_it()
         "tool_agent::tides",
         "tool_agent::summary",
     ] {
-        assert!(out.contains(test), "{test} ran: {out}");
+        let passed = out
+            .lines()
+            .any(|l| l.starts_with(&format!("test {test} ")) && l.ends_with("... ok"));
+        assert!(passed, "{test} passed: {out}");
     }
     assert!(
         !out.contains("NEW tool_agent"),
