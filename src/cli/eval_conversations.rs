@@ -61,6 +61,10 @@ pub(super) fn run(r: ConversationRun, out: &mut Output) -> Result<()> {
         let played = runtime.block_on(play(c, r.max_steps, |so_far| {
             let (rag, corpus, failure) = (&rag, r.corpus.as_ref(), &failure);
             async move {
+                // After a failure the service is asked nothing more.
+                if failure.borrow().is_some() {
+                    return crate::conversation::play::AssistantTurn::answer("");
+                }
                 match rag.next_turn(&c.id, &so_far, corpus).await {
                     Ok(turn) => turn,
                     Err(e) => {

@@ -35,11 +35,12 @@ struct Played {
     failed: BTreeMap<String, String>,
 }
 
-/// The trials of `spec` when it is a conversation case; `Err(spec)` gives it back otherwise.
-pub(super) fn trials(spec: CaseSpec, hook: &Arc<InstaHook>) -> Result<Vec<Trial>, CaseSpec> {
-    let super::private::Build::Conversation(system) = spec.build else {
-        return Err(spec);
-    };
+/// The trials of the conversation case `spec`, whose system is `system`.
+pub(super) fn trials(
+    spec: CaseSpec,
+    system: ConversationSystem,
+    hook: &Arc<InstaHook>,
+) -> Vec<Trial> {
     let conversations = read(&spec);
     let case = Arc::new(ConversationCase {
         spec,
@@ -79,7 +80,7 @@ pub(super) fn trials(spec: CaseSpec, hook: &Arc<InstaHook>) -> Result<Vec<Trial>
         )
         .with_ignored_flag(case.spec.ignore),
     );
-    Ok(trials)
+    trials
 }
 
 /// The case's conversations, or what is wrong with the file (its path, line and field).
@@ -221,8 +222,8 @@ fn summary_trial(case: &ConversationCase, hook: &InstaHook) -> Result<(), Failed
     let name = case.spec.name;
     let mut problems: Vec<String> = played
         .failed
-        .iter()
-        .map(|(id, _)| format!("conversation `{id}` could not be played to its end (see its test)"))
+        .keys()
+        .map(|id| format!("conversation `{id}` could not be played to its end (see its test)"))
         .collect();
     problems.extend(super::missed_bars(case.spec.thresholds, outcome, None));
     let counts: Vec<_> = outcome

@@ -99,13 +99,10 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         if one_test_per_process() && !args.may_run_under(&format!("{}::", spec.name)) {
             continue;
         }
-        let spec = match conversations::trials(spec, &hook) {
-            Ok(own) => {
-                trials.extend(own);
-                continue;
-            }
-            Err(spec) => spec,
-        };
+        if let private::Build::Conversation(system) = spec.build {
+            trials.extend(conversations::trials(spec, system, &hook));
+            continue;
+        }
         let case = Arc::new(Case::new(spec));
         let own = trials_of(&case, &hook);
         case.set_scope(scope_of(&case, &args, &own));

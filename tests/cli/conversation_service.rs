@@ -168,7 +168,7 @@ fn eval_plays_a_conversations_file_through_the_service() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         crate::cli_support::run_in(
             Path::new(env!("CARGO_MANIFEST_DIR")),
-            &dir.path().join("runs.sqlite"),
+            dir.path().join("runs.sqlite"),
             &args,
         )
     };
