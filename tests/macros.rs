@@ -14,6 +14,7 @@ mod pass_modules;
 mod pass_shapes;
 
 use rag_eval::__private::{Bar, Bound, Build, CaseSpec, Levels, Mode, Retrievers};
+#[cfg(feature = "answers")]
 use rag_eval::conversation::play::AssistantTurn;
 use rag_eval::prelude::*;
 use rag_eval::rag_eval;
@@ -163,11 +164,13 @@ fn built(spec: &CaseSpec) -> Retrievers {
         Build::Answer(_) => panic!("`{}` is a query function", spec.name),
         #[cfg(feature = "answers")]
         Build::Rag(_) => panic!("`{}` returns a retriever and a generator", spec.name),
+        #[cfg(feature = "answers")]
         Build::Conversation(_) => panic!("`{}` is a conversational system", spec.name),
     }
 }
 
 /// Echoes the conversation's last turn, calling no tool.
+#[cfg(feature = "answers")]
 #[rag_eval(
     conversations = "tests/fixtures/conversation/conversations.jsonl",
     max_steps = 3,
@@ -178,6 +181,7 @@ async fn echo_agent(so_far: &[rag_eval::conversation::Turn]) -> AssistantTurn {
     AssistantTurn::answer(format!("{} turns so far", so_far.len()))
 }
 
+#[cfg(feature = "answers")]
 #[test]
 fn a_conversation_case_records_its_file_cap_and_bars_and_calls_its_system() {
     let spec = echo_agent::__rag_eval_case();

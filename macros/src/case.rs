@@ -125,8 +125,15 @@ fn expand_conversation(
         }
         _ => stub_module(&function),
     };
+    // The library plays conversations with its `answers` feature; without, its error names
+    // the feature and the stub stands in.
+    let stub = stub_module(&function);
     let errors = errors.to_compile_errors();
-    quote!(#item #module #checks #errors)
+    quote! {
+        #item
+        ::rag_eval::__rag_eval_answering!("it plays conversations" { #module #checks } else { #stub });
+        #errors
+    }
 }
 
 /// What makes the case one that answers, if it is: the library builds it only with its

@@ -34,6 +34,7 @@ mod answers {
     pub(crate) enum AnswerReport {}
 }
 mod case;
+#[cfg(feature = "answers")]
 mod conversations;
 pub(crate) mod golden;
 mod junit;
@@ -99,6 +100,7 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         if one_test_per_process() && !args.may_run_under(&format!("{}::", spec.name)) {
             continue;
         }
+        #[cfg(feature = "answers")]
         if let private::Build::Conversation(system) = spec.build {
             trials.extend(conversations::trials(spec, system, &hook));
             continue;

@@ -13,9 +13,9 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
-pub use super::vocabulary::{
-    bar_problem, conversation_bar_problem, criteria_name, BarProblem, CriteriaFile,
-};
+#[cfg(feature = "answers")]
+pub use super::vocabulary::conversation_bar_problem;
+pub use super::vocabulary::{bar_problem, criteria_name, BarProblem, CriteriaFile};
 
 /// A boxed future, as the expansions produce them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -181,10 +181,12 @@ pub enum Build {
     Rag(fn() -> BoxFuture<RagParts>),
     /// The case's function is a conversational system (`conversations = …`): the harness
     /// plays the case's conversations through it; `dataset` is the conversations file.
+    #[cfg(feature = "answers")]
     Conversation(ConversationSystem),
 }
 
 /// A conversation case's system: the next assistant turn from the conversation so far.
+#[cfg(feature = "answers")]
 #[derive(Clone, Copy)]
 pub struct ConversationSystem {
     /// Calls the case's function with the turns so far.
@@ -210,7 +212,9 @@ impl Build {
         match self {
             #[cfg(feature = "answers")]
             Build::Answer(_) | Build::Rag(_) => true,
-            Build::Factory(_) | Build::Function(_) | Build::Conversation(_) => false,
+            #[cfg(feature = "answers")]
+            Build::Conversation(_) => false,
+            Build::Factory(_) | Build::Function(_) => false,
         }
     }
 }
@@ -224,6 +228,7 @@ impl std::fmt::Debug for Build {
             Build::Answer(_) => "Answer",
             #[cfg(feature = "answers")]
             Build::Rag(_) => "Rag",
+            #[cfg(feature = "answers")]
             Build::Conversation(_) => "Conversation",
         })
     }

@@ -158,6 +158,7 @@ const fn closer(
     best
 }
 
+#[cfg(feature = "answers")]
 /// What is wrong with a bar `key` (`min_tool_call_accuracy`) on `metric` in a conversation
 /// case (`conversations = …`): its figures are the agent figures of
 /// [`AGENT_METRICS`](crate::conversation::score::AGENT_METRICS); anything else is unknown,
