@@ -190,6 +190,8 @@ pub mod guide {
     pub mod answers {}
     #[doc = include_str!("../docs/guide/service.md")]
     pub mod service {}
+    #[doc = include_str!("../docs/guide/conversations.md")]
+    pub mod conversations {}
     #[doc = include_str!("../docs/guide/runs.md")]
     pub mod runs {}
     #[doc = include_str!("../docs/guide/library.md")]

@@ -11,6 +11,20 @@
 //! corpus by [`answers::place`](crate::answers::place); contexts given by a document and
 //! offsets alone, without text, take their text from the corpus ([`HttpRag::ask_answers`]).
 //!
+//! In a conversation ([`HttpRag::next_turn`], `rag-eval eval --rag … --conversations`) the
+//! service is asked for the next assistant turn. The body template then carries the
+//! conversation: a string that is exactly `"{messages}"` becomes the JSON list of the turns so
+//! far, `"{new_messages}"` the turns since the service last spoke (the new user message, or
+//! the tool results it asked for), `{session_id}` the conversation's id and `{query}` the
+//! last user message; without a `body`, `{"id": "{session_id}", "messages": "{messages}"}`
+//! is sent. A turn of the list is `{"role", "content"}`, with `tool_calls` (`{id, name,
+//! args}`) for an assistant turn that called tools and `tool_call_id` for a tool's result. The
+//! response's `tool_calls` (JSON pointer, default `/tool_calls`) are the calls of the turn:
+//! objects with `name` and `args` (an object, or a JSON string under `arguments`, or both
+//! inside `function` as OpenAI writes them), an optional `id`, and a `result` when the service
+//! ran the tool itself. Asked a single question, `{messages}` is that one user turn and
+//! `{session_id}` the query's id.
+//!
 //! Requests use the crate's [`HttpClient`] (retries of transient failures, at most
 //! `concurrency` in flight, no redirect to another origin with the `headers`); `timeout` bounds
 //! each question in all, its retries included. Headers are read from environment variables the
@@ -23,14 +37,16 @@
 //! let rag = HttpRag::from_spec("http:url=http://127.0.0.1:8000/ask,answer=/output/text")?;
 //! assert_eq!(
 //!     rag.spec(),
-//!     "http:url=http://127.0.0.1:8000/ask,answer=/output/text,contexts=/contexts,text=text,\
-//!      doc_id=doc_id,start=start,end=end,score=score,concurrency=4,timeout=60,retries=2"
+//!     "http:url=http://127.0.0.1:8000/ask,answer=/output/text,contexts=/contexts,tool_calls=/tool_calls,\
+//!      text=text,doc_id=doc_id,start=start,end=end,score=score,concurrency=4,timeout=60,retries=2"
 //! );
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
 use crate::answers::{kind, Answers, Placement};
 use crate::cache::Cache;
+use crate::conversation::play::AssistantTurn;
+use crate::conversation::{Role, ToolCall, Turn};
 use crate::corpus::Corpus;
 use crate::error::{Error, Fault, Result};
 use crate::generator::RagAnswer;
@@ -51,6 +67,7 @@ pub struct HttpRag {
     body: Option<Value>,
     answer: String,
     contexts: String,
+    tool_calls: String,
     fields: Fields,
     spec: String,
     cache: Option<Arc<Cache>>,
@@ -108,9 +125,9 @@ impl HttpRag {
             .map(|t| {
                 let v: Value = serde_json::from_str(t)
                     .map_err(|e| Fault::key("body", format!("`body` is not JSON ({e}): `{t}`")))?;
-                if !t.contains("{query}") {
+                if !["{query}", "{messages}", "{new_messages}"].iter().any(|p| t.contains(p)) {
                     return Err(Fault::key("body", format!(
-                        "`body` has no `{{query}}` placeholder: the service would never see the question: `{t}`"
+                        "`body` has no `{{query}}`, `{{messages}}` or `{{new_messages}}` placeholder: the service would never see the question: `{t}`"
                     )));
                 }
                 Ok(v)
@@ -178,6 +195,7 @@ impl HttpRag {
         };
         let answer = pointer("answer", "/answer")?;
         let contexts = pointer("contexts", "/contexts")?;
+        let tool_calls = pointer("tool_calls", "/tool_calls")?;
         let mut printed = Spec::new("http").with("url", url.as_str());
         if let Some(t) = spec.text("body") {
             printed = printed.with("body", t);
@@ -185,6 +203,7 @@ impl HttpRag {
         printed = printed
             .with("answer", answer.as_str())
             .with("contexts", contexts.as_str())
+            .with("tool_calls", tool_calls.as_str())
             .with("text", fields.text.as_str())
             .with("doc_id", fields.doc_id.as_str())
             .with("start", fields.start.as_str())
@@ -204,6 +223,7 @@ impl HttpRag {
             body,
             answer,
             contexts,
+            tool_calls,
             fields,
             spec: printed.to_string(),
             cache: None,
@@ -239,13 +259,161 @@ impl HttpRag {
     fn request(&self, id: &str, query: &str) -> Value {
         match &self.body {
             None => json!({"id": id, "query": query}),
-            Some(template) => fill(template, id, query),
+            Some(template) => {
+                let messages = json!([{"role": "user", "content": query}]);
+                fill(
+                    template,
+                    &Filling {
+                        id,
+                        query,
+                        messages: &messages,
+                        new: &messages,
+                    },
+                )
+            }
         }
+    }
+
+    /// The request body for the next turn of conversation `session` after `turns`.
+    fn conversation_request(&self, session: &str, turns: &[Turn]) -> Value {
+        let query = turns
+            .iter()
+            .rev()
+            .find(|t| t.role == Role::User)
+            .map_or("", |t| t.content.as_str());
+        let last_spoke = turns.iter().rposition(|t| t.role == Role::Assistant);
+        let new = &turns[last_spoke.map_or(0, |i| i + 1)..];
+        let list = |turns: &[Turn]| Value::Array(turns.iter().map(message).collect());
+        let (messages, new) = (list(turns), list(new));
+        let filling = Filling {
+            id: session,
+            query,
+            messages: &messages,
+            new: &new,
+        };
+        match &self.body {
+            None => json!({"id": session, "messages": messages}),
+            Some(template) => fill(template, &filling),
+        }
+    }
+
+    /// Asks the service for the next assistant turn of conversation `session`, given the
+    /// turns so far: its content, its tool calls (with their results when the service ran
+    /// them) and its contexts, those given as text placed in `corpus` when there is one.
+    pub async fn next_turn(
+        &self,
+        session: &str,
+        turns: &[Turn],
+        corpus: Option<&Corpus>,
+    ) -> Result<AssistantTurn> {
+        let body = self.conversation_request(session, turns);
+        let response = self.respond_to(body).await?;
+        let at = |message: String| Error::Http {
+            endpoint: format!("POST {}", crate::redact::redact_url(&self.url)),
+            status: None,
+            message: format!(
+                "conversation `{session}`, after turn {}: {message}",
+                turns.len()
+            ),
+        };
+        let (tool_calls, tool_results) = self.read_tool_calls(&response).map_err(at)?;
+        // A turn that only calls tools may say nothing.
+        let mut line = match response.pointer(&self.answer) {
+            None | Some(Value::Null) if !tool_calls.is_empty() => {
+                let contexts = self.read_contexts(&response).map_err(at)?;
+                json!({"id": session, "answer": "", "contexts": contexts})
+            }
+            _ => self.read(session, &response).map_err(at)?,
+        };
+        self.read_offset_texts(&mut line, corpus).map_err(at)?;
+        let source = format!("responses of {}", crate::redact::redact_url(&self.url));
+        let mut answers = Answers::parse(&line.to_string(), source.into())?;
+        if let Some(corpus) = corpus {
+            answers.place_in(corpus);
+        }
+        let answer = answers.take(session).unwrap_or(RagAnswer {
+            answer: String::new(),
+            contexts: Vec::new(),
+        });
+        Ok(AssistantTurn {
+            content: answer.answer,
+            tool_calls,
+            contexts: answer.contexts,
+            tool_results,
+        })
+    }
+
+    /// The response's tool calls, and their results when every call has one (the service
+    /// ran its tools); what is wrong with them otherwise.
+    fn read_tool_calls(
+        &self,
+        response: &Value,
+    ) -> std::result::Result<(Vec<ToolCall>, Vec<String>), String> {
+        let items = match response.pointer(&self.tool_calls) {
+            None | Some(Value::Null) => return Ok((Vec::new(), Vec::new())),
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                return Err(format!(
+                    "`{}` in the response is {}, expected a list of tool calls",
+                    self.tool_calls,
+                    kind(other)
+                ))
+            }
+        };
+        let (mut calls, mut results) = (Vec::new(), Vec::new());
+        for (i, item) in items.iter().enumerate() {
+            let at = format!("`{}/{i}`", self.tool_calls);
+            let o = item
+                .as_object()
+                .ok_or_else(|| format!("{at} is {}, expected a tool call object", kind(item)))?;
+            // OpenAI's shape keeps the name and the arguments inside `function`.
+            let inner = o.get("function").and_then(Value::as_object).unwrap_or(o);
+            let name = inner
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| format!("{at} has no `name`"))?;
+            let args = match (inner.get("args"), inner.get("arguments")) {
+                (Some(Value::Object(a)), _) | (None, Some(Value::Object(a))) => a.clone(),
+                (None, Some(Value::String(text))) => match serde_json::from_str(text) {
+                    Ok(Value::Object(a)) => a,
+                    _ => return Err(format!("{at}: `arguments` is not a JSON object: `{text}`")),
+                },
+                (None, None) => Map::new(),
+                (Some(other), _) | (None, Some(other)) => {
+                    return Err(format!(
+                        "{at}: the arguments are {}, expected an object",
+                        kind(other)
+                    ))
+                }
+            };
+            let mut call = ToolCall::new(name, Value::Object(args));
+            call.id = o.get("id").and_then(Value::as_str).map(str::to_owned);
+            calls.push(call);
+            match o.get("result") {
+                Some(Value::String(r)) => results.push(r.clone()),
+                Some(Value::Null) | None => {}
+                Some(other) => results.push(other.to_string()),
+            }
+        }
+        if !results.is_empty() && results.len() != calls.len() {
+            return Err(format!(
+                "{} of the {} tool calls in `{}` have a `result`: give every call its result (the service ran its tools) or none (the recorded results are used)",
+                results.len(),
+                calls.len(),
+                self.tool_calls
+            ));
+        }
+        Ok((calls, results))
     }
 
     /// Asks the service one question: its response, from the cache when it holds one.
     async fn respond(&self, id: &str, query: &str) -> Result<Value> {
-        let body = self.request(id, query);
+        self.respond_to(self.request(id, query)).await
+    }
+
+    /// Sends `body`: the service's response, from the cache when it holds one.
+    async fn respond_to(&self, body: Value) -> Result<Value> {
         if let Some(cache) = &self.cache {
             if let Some(hit) = cache.get_response(PROVIDER, &self.url, &(), &body)? {
                 return Ok(hit.response);
@@ -431,15 +599,7 @@ impl HttpRag {
 
     /// The response as an answers line, or what is wrong with it.
     fn read(&self, id: &str, response: &Value) -> std::result::Result<Value, String> {
-        let excerpt = || {
-            let s = response.to_string();
-            let cut: String = s.chars().take(200).collect();
-            if cut.len() < s.len() {
-                format!("{cut}…")
-            } else {
-                cut
-            }
-        };
+        let excerpt = || excerpt(response);
         let answer = match response.pointer(&self.answer) {
             Some(Value::String(s)) => s.clone(),
             Some(other) => {
@@ -458,6 +618,13 @@ impl HttpRag {
                 ))
             }
         };
+        let contexts = self.read_contexts(response)?;
+        Ok(json!({"id": id, "answer": answer, "contexts": contexts}))
+    }
+
+    /// The response's contexts as an answers line holds them, or what is wrong with them.
+    fn read_contexts(&self, response: &Value) -> std::result::Result<Vec<Value>, String> {
+        let excerpt = || excerpt(response);
         let items = match response.pointer(&self.contexts) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items.clone(),
@@ -506,21 +673,61 @@ impl HttpRag {
                 )),
             })
             .collect::<std::result::Result<Vec<Value>, String>>()?;
-        Ok(json!({"id": id, "answer": answer, "contexts": contexts}))
+        Ok(contexts)
     }
 }
 
-/// `template` with `{id}` and `{query}` replaced in every string (keys included).
-fn fill(template: &Value, id: &str, query: &str) -> Value {
-    let text = |s: &str| s.replace("{id}", id).replace("{query}", query);
+/// The start of `response` for a message: its first 200 characters.
+fn excerpt(response: &Value) -> String {
+    let s = response.to_string();
+    let cut: String = s.chars().take(200).collect();
+    if cut.len() < s.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+/// What a body template's placeholders stand for.
+struct Filling<'a> {
+    /// `{id}` and `{session_id}`.
+    id: &'a str,
+    /// `{query}`: the question, the last user message.
+    query: &'a str,
+    /// `"{messages}"`: the turns so far.
+    messages: &'a Value,
+    /// `"{new_messages}"`: the turns since the service last spoke.
+    new: &'a Value,
+}
+
+/// One turn as the service is sent it: `role`, `content`, and an assistant turn's
+/// `tool_calls` or a tool turn's `tool_call_id`.
+fn message(t: &Turn) -> Value {
+    let mut m = json!({"role": t.role.as_str(), "content": t.content});
+    if !t.tool_calls.is_empty() {
+        m["tool_calls"] = json!(t.tool_calls);
+    }
+    if let Some(id) = &t.tool_call_id {
+        m["tool_call_id"] = json!(id);
+    }
+    m
+}
+
+/// `template` with `{id}`, `{session_id}` and `{query}` replaced in every string (keys
+/// included), and a string that is exactly `"{messages}"` or `"{new_messages}"` replaced by
+/// the list it names.
+fn fill(template: &Value, f: &Filling) -> Value {
+    let text = |s: &str| {
+        s.replace("{session_id}", f.id)
+            .replace("{id}", f.id)
+            .replace("{query}", f.query)
+    };
     match template {
+        Value::String(s) if s == "{messages}" => f.messages.clone(),
+        Value::String(s) if s == "{new_messages}" => f.new.clone(),
         Value::String(s) => Value::String(text(s)),
-        Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, id, query)).collect()),
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, v)| (text(k), fill(v, id, query)))
-                .collect(),
-        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, f)).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (text(k), fill(v, f))).collect()),
         other => other.clone(),
     }
 }
@@ -540,10 +747,67 @@ mod tests {
             json!({"input": {"question": "say \"hi\"", "tags": ["eval", "q1"]}})
         );
         let e = HttpRag::from_spec(r#"http:url=http://h/ask,body="{\"q\":1}""#).unwrap_err();
-        assert!(e.to_string().contains("no `{query}` placeholder"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("no `{query}`, `{messages}` or `{new_messages}` placeholder"),
+            "{e}"
+        );
         let e = HttpRag::from_spec("http:url=http://h/ask,answer=answer").unwrap_err();
         assert!(
             e.to_string().contains("starts with `/`, e.g. `/answer`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_conversation_body_carries_the_history_and_tool_calls_are_read_where_the_spec_says() {
+        let rag = HttpRag::from_spec(
+            r#"http:url=http://127.0.0.1:1/chat,tool_calls=/out/calls,body="{\"s\":\"{session_id}\",\"m\":\"{messages}\",\"q\":\"{query}\"}""#,
+        )
+        .unwrap();
+        assert!(
+            rag.spec().contains(",tool_calls=/out/calls,"),
+            "{}",
+            rag.spec()
+        );
+        let turns = [
+            Turn::new(Role::User, "hi"),
+            Turn::new(Role::Assistant, "hello"),
+        ];
+        assert_eq!(
+            rag.conversation_request("c1", &turns[..1]),
+            json!({"s": "c1", "m": [{"role": "user", "content": "hi"}], "q": "hi"})
+        );
+        // Asked a single question, the history is that question.
+        assert_eq!(
+            rag.request("q1", "why?"),
+            json!({"s": "q1", "m": [{"role": "user", "content": "why?"}], "q": "why?"})
+        );
+        let calls = json!({"out": {"calls": [
+            {"id": "a", "name": "search", "args": {"q": "x"}, "result": "found"},
+            {"function": {"name": "calc", "arguments": "{\"e\":\"1+1\"}"}, "result": 2}]}});
+        let (read, results) = rag.read_tool_calls(&calls).unwrap();
+        assert_eq!(
+            (
+                read[0].id.as_deref(),
+                read[0].name.as_str(),
+                read[1].name.as_str()
+            ),
+            (Some("a"), "search", "calc")
+        );
+        assert_eq!(read[1].args, *json!({"e": "1+1"}).as_object().unwrap());
+        assert_eq!(results, ["found", "2"]);
+        let half = json!({"out": {"calls": [{"name": "a", "result": "r"}, {"name": "b"}]}});
+        let e = rag.read_tool_calls(&half).unwrap_err();
+        assert!(
+            e.starts_with("1 of the 2 tool calls in `/out/calls` have a `result`"),
+            "{e}"
+        );
+        let e = rag
+            .read_tool_calls(&json!({"out": {"calls": [{"name": "a", "arguments": "[1]"}]}}))
+            .unwrap_err();
+        assert!(
+            e.contains("`/out/calls/0`: `arguments` is not a JSON object: `[1]`"),
             "{e}"
         );
     }

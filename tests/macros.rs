@@ -14,6 +14,8 @@ mod pass_modules;
 mod pass_shapes;
 
 use rag_eval::__private::{Bar, Bound, Build, CaseSpec, Levels, Mode, Retrievers};
+#[cfg(feature = "answers")]
+use rag_eval::conversation::play::AssistantTurn;
 use rag_eval::prelude::*;
 use rag_eval::rag_eval;
 use std::path::{Path, PathBuf};
@@ -162,7 +164,50 @@ fn built(spec: &CaseSpec) -> Retrievers {
         Build::Answer(_) => panic!("`{}` is a query function", spec.name),
         #[cfg(feature = "answers")]
         Build::Rag(_) => panic!("`{}` returns a retriever and a generator", spec.name),
+        #[cfg(feature = "answers")]
+        Build::Conversation(_) => panic!("`{}` is a conversational system", spec.name),
     }
+}
+
+/// Echoes the conversation's last turn, calling no tool.
+#[cfg(feature = "answers")]
+#[rag_eval(
+    conversations = "tests/fixtures/conversation/conversations.jsonl",
+    max_steps = 3,
+    min_tool_call_accuracy = 0.5,
+    per_query = false
+)]
+async fn echo_agent(so_far: &[rag_eval::conversation::Turn]) -> AssistantTurn {
+    AssistantTurn::answer(format!("{} turns so far", so_far.len()))
+}
+
+#[cfg(feature = "answers")]
+#[test]
+fn a_conversation_case_records_its_file_cap_and_bars_and_calls_its_system() {
+    let spec = echo_agent::__rag_eval_case();
+    assert_eq!(spec.name, "echo_agent");
+    assert_eq!(
+        spec.dataset,
+        "tests/fixtures/conversation/conversations.jsonl"
+    );
+    assert!(!spec.per_query);
+    assert_eq!(
+        spec.thresholds,
+        [Bar::fixed("tool_call_accuracy", Bound::Min, 0.5)]
+    );
+    let Build::Conversation(system) = spec.build else {
+        panic!(
+            "a conversation case builds a conversational system: {:?}",
+            spec.build
+        )
+    };
+    assert_eq!(system.max_steps, Some(3));
+    let so_far = vec![rag_eval::conversation::Turn::new(
+        rag_eval::conversation::Role::User,
+        "hello",
+    )];
+    let turn = pollster::block_on((system.next)(so_far));
+    assert_eq!(turn, AssistantTurn::answer("1 turns so far"));
 }
 
 #[test]

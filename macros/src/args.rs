@@ -11,6 +11,8 @@ use syn::parse::Parser;
 use syn::{Expr, Lit, LitStr, Token, UnOp};
 
 pub(crate) const DATASET: &str = "dataset";
+pub(crate) const CONVERSATIONS: &str = "conversations";
+pub(crate) const MAX_STEPS: &str = "max_steps";
 pub(crate) const CORPUS: &str = "corpus";
 pub(crate) const GLOB: &str = "glob";
 pub(crate) const K: &str = "k";
@@ -55,6 +57,8 @@ pub(crate) const KEYS: &[&str] = &[
     MIN_AGREEMENT,
     LABELS,
     AGREEMENT_THRESHOLD,
+    CONVERSATIONS,
+    MAX_STEPS,
 ];
 
 pub(crate) const MODE_STANDARD: &str = "standard";
@@ -153,6 +157,10 @@ pub(crate) struct CaseArgs {
     pub min_agreement: Option<f64>,
     pub labels: Option<String>,
     pub agreement_threshold: f64,
+    /// `conversations = "…"`: the case plays these conversations through its function.
+    pub conversations: Option<String>,
+    /// `max_steps = N`: the most assistant turns a conversation may take.
+    pub max_steps: Option<usize>,
 }
 
 impl Default for CaseArgs {
@@ -179,6 +187,8 @@ impl Default for CaseArgs {
             min_agreement: None,
             labels: None,
             agreement_threshold: DEFAULT_AGREEMENT_THRESHOLD,
+            conversations: None,
+            max_steps: None,
         }
     }
 }
@@ -197,6 +207,8 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         bars: Vec::new(),
         criteria_key: None,
         agreement_keys: Vec::new(),
+        question_keys: Vec::new(),
+        max_steps_key: None,
     };
     let parser = syn::meta::parser(|meta| state.entry(meta));
     let complete = match parser.parse2(tokens) {
@@ -207,7 +219,7 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         }
     };
     // After a syntax error the dataset may well be among the keys not read.
-    if complete && !state.dataset_given {
+    if complete && !state.dataset_given && state.args.conversations.is_none() {
         state.errors.push(syn::Error::new(
             Span::call_site(),
             format!(
@@ -217,6 +229,7 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         ));
     }
     state.check_bars();
+    state.check_conversation_keys();
     if let (Some(key), None) = (state.criteria_key.take(), &state.args.judge) {
         state.error(
             key,
@@ -258,6 +271,8 @@ enum Key {
     MinAgreement,
     Labels,
     AgreementThreshold,
+    Conversations,
+    MaxSteps,
     Bar(Bound, String),
 }
 
@@ -292,6 +307,9 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         MIN_AGREEMENT => Key::MinAgreement,
         LABELS => Key::Labels,
         AGREEMENT_THRESHOLD => Key::AgreementThreshold,
+        CONVERSATIONS => Key::Conversations,
+        // Not a bar on a figure `steps`: a count, and a cap on the play (see `Key::MaxSteps`).
+        MAX_STEPS => Key::MaxSteps,
         _ => {
             let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
                 (Bound::Min, metric)
@@ -352,6 +370,8 @@ fn example(key: &Key) -> String {
         Key::MinAgreement => format!("{MIN_AGREEMENT} = 0.6"),
         Key::Labels => format!("{LABELS} = \"golden/labels.jsonl\""),
         Key::AgreementThreshold => format!("{AGREEMENT_THRESHOLD} = 1.0"),
+        Key::Conversations => format!("{CONVERSATIONS} = \"golden/conversations.jsonl\""),
+        Key::MaxSteps => format!("{MAX_STEPS} = 4"),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(*bound)),
     }
 }
@@ -375,6 +395,10 @@ struct State<'a> {
     criteria_key: Option<proc_macro2::Ident>,
     /// The `labels` and `agreement_threshold` keys, reported when no `min_agreement` is given.
     agreement_keys: Vec<proc_macro2::Ident>,
+    /// The keys that only a question case takes, reported when the case plays conversations.
+    question_keys: Vec<proc_macro2::Ident>,
+    /// The `max_steps` key, reported when the case does not play conversations.
+    max_steps_key: Option<proc_macro2::Ident>,
 }
 
 impl State<'_> {
@@ -419,6 +443,17 @@ impl State<'_> {
             return Ok(());
         }
         self.seen.push(key.clone());
+        if !matches!(
+            key,
+            Key::Conversations
+                | Key::MaxSteps
+                | Key::Tolerance
+                | Key::PerQuery
+                | Key::Ignore
+                | Key::Bar(..)
+        ) {
+            self.question_keys.push(ident.clone());
+        }
         let value = unwrap_groups(&value);
         match key {
             // `dataset = "golden/questions.jsonl"`: a file, relative to the crate root.
@@ -632,6 +667,30 @@ impl State<'_> {
                 }
                 self.agreement_keys.push(ident.clone());
             }
+            // `conversations = "golden/conversations.jsonl"`: a file, relative to the crate root.
+            Key::Conversations => {
+                self.args.conversations =
+                    self.path(value, CONVERSATIONS, "conversations file", PathKind::File);
+                // Read or not, the case is a conversation case: no `dataset` is asked for.
+                self.args.conversations.get_or_insert_with(String::new);
+            }
+            // `max_steps = 4`: an integer literal ≥ 1.
+            Key::MaxSteps => {
+                let expected = format!("`{MAX_STEPS}` must be an integer literal ≥ 1");
+                match number(value) {
+                    Some(Number {
+                        integer: Some(n), ..
+                    }) if n >= 1 => match usize::try_from(n) {
+                        Ok(n) => self.args.max_steps = Some(n),
+                        Err(_) => self.error(value, format!("`{MAX_STEPS}` = {n} is too large")),
+                    },
+                    Some(Number { text, .. }) => {
+                        self.error(value, format!("{expected}, got {text}"));
+                    }
+                    None => self.error(value, expected),
+                }
+                self.max_steps_key = Some(ident.clone());
+            }
             // `min_<metric> = 0.8` / `max_<metric> = 0.3`: float or integer literals in [0, 1].
             Key::Bar(bound, metric) => {
                 if let Some(bar) = self.fraction(value, &name) {
@@ -708,6 +767,29 @@ impl State<'_> {
                 self.error(value, format!("`{key}` must be a number between 0 and 1"));
                 None
             }
+        }
+    }
+
+    /// A conversation case takes its conversations, `max_steps`, bars, `tolerance`,
+    /// `per_query` and `ignore`; a question case takes no `max_steps`.
+    fn check_conversation_keys(&mut self) {
+        if self.args.conversations.is_none() {
+            if let Some(key) = self.max_steps_key.take() {
+                self.error(
+                    key,
+                    format!("`{MAX_STEPS}` bounds the steps of a conversation case: it needs `{CONVERSATIONS} = \"…\"`"),
+                );
+            }
+            return;
+        }
+        for key in std::mem::take(&mut self.question_keys) {
+            let name = key.unraw().to_string();
+            let message = if name == DATASET {
+                format!("a case plays `{CONVERSATIONS} = \"…\"` or scores the questions of `{DATASET} = \"…\"`, not both: split it into two cases")
+            } else {
+                format!("`{name}` is a key of a question case; a conversation case (`{CONVERSATIONS} = …`) takes `{MAX_STEPS}`, `{TOLERANCE}`, `{PER_QUERY}`, `{IGNORE}` and bars on its figures")
+            };
+            self.error(key, message);
         }
     }
 
@@ -932,7 +1014,37 @@ mod tests {
                 min_agreement: Some(0.6),
                 labels: Some("golden/labels.jsonl".into()),
                 agreement_threshold: 1.0,
+                conversations: None,
+                max_steps: None,
             }
+        );
+    }
+
+    #[test]
+    fn a_conversation_case_takes_its_file_steps_and_bars_and_no_question_keys() {
+        let args = parse_ok(quote!(
+            conversations = "c.jsonl",
+            max_steps = 4,
+            tolerance = 0.0,
+            min_tool_call_accuracy = 1.0
+        ));
+        assert_eq!(args.conversations.as_deref(), Some("c.jsonl"));
+        assert_eq!(args.max_steps, Some(4));
+        assert_eq!(args.thresholds[0].metric, "tool_call_accuracy");
+        assert_eq!(
+            messages(quote!(conversations = "c.jsonl", dataset = "d.jsonl", k = 3)),
+            [
+                "a case plays `conversations = \"…\"` or scores the questions of `dataset = \"…\"`, not both: split it into two cases",
+                "`k` is a key of a question case; a conversation case (`conversations = …`) takes `max_steps`, `tolerance`, `per_query`, `ignore` and bars on its figures",
+            ]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d.jsonl", max_steps = 2)),
+            ["`max_steps` bounds the steps of a conversation case: it needs `conversations = \"…\"`"]
+        );
+        assert_eq!(
+            messages(quote!(conversations = "c.jsonl", max_steps = 0)),
+            ["`max_steps` must be an integer literal ≥ 1, got 0"]
         );
     }
 
@@ -1006,7 +1118,7 @@ mod tests {
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
                  per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
                  judge_tolerance, criteria, embedder, langsmith_experiment, concurrency, \
-                 min_agreement, labels, agreement_threshold, min_<metric> and max_<metric>",
+                 min_agreement, labels, agreement_threshold, conversations, max_steps, min_<metric> and max_<metric>",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
                 "`k` is given twice",

@@ -24,6 +24,9 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) 
         )
     });
     let args = args::parse(attr, root, &mut errors);
+    if args.conversations.is_some() {
+        return expand_conversation(item, function, &args, errors);
+    }
     let checks = bar_checks(&args, answers);
     let Ok(function) = function else {
         errors.push(syn::Error::new(
@@ -54,6 +57,83 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) 
     };
     let errors = errors.to_compile_errors();
     quote!(#item #module #checks #errors)
+}
+
+/// Expands a conversation case: its function is the system, called with the conversation
+/// so far; its bars are checked against the conversation figures.
+fn expand_conversation(
+    item: TokenStream,
+    function: syn::Result<ItemFn>,
+    args: &CaseArgs,
+    mut errors: Errors,
+) -> TokenStream {
+    let Ok(function) = function else {
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            "#[rag_eval] goes on a function: a conversation case is `async fn(&[Turn]) -> AssistantTurn`",
+        ));
+        let errors = errors.to_compile_errors();
+        return quote!(#item #errors);
+    };
+    let output = signature::conversation(&function.sig)
+        .map_err(|error| errors.push(error))
+        .ok();
+    let checks: TokenStream = args
+        .thresholds
+        .iter()
+        .map(|t| {
+            let key = t.key.unraw().to_string();
+            let metric = &t.metric;
+            quote_spanned! {t.key.span()=>
+                const _: () = {
+                    const PROBLEM: ::rag_eval::__private::BarProblem =
+                        ::rag_eval::__private::conversation_bar_problem(#key, #metric);
+                    if !PROBLEM.is_empty() {
+                        ::core::panic!("{}", PROBLEM.as_str())
+                    }
+                };
+            }
+        })
+        .collect();
+    let module = match output {
+        Some(output) if errors.is_empty() => {
+            let ident = &function.sig.ident;
+            let future = quote_spanned!(first_span(output)=>
+                ::std::boxed::Box::pin(async move { super::#ident(&so_far).await })
+            );
+            let max_steps = match args.max_steps {
+                Some(n) => quote!(::core::option::Option::Some(#n)),
+                None => quote!(::core::option::Option::None),
+            };
+            let build = quote! {
+                ::rag_eval::__private::Build::Conversation(::rag_eval::__private::ConversationSystem {
+                    next: |so_far: ::std::vec::Vec<::rag_eval::conversation::Turn>| #future,
+                    max_steps: #max_steps,
+                })
+            };
+            let spec = CaseArgs {
+                dataset: args.conversations.clone().unwrap_or_default(),
+                ..args.clone()
+            };
+            case_body(
+                &function,
+                &spec,
+                quote!(::rag_eval::__private::Levels::BOTH),
+                build,
+                quote!(),
+            )
+        }
+        _ => stub_module(&function),
+    };
+    // The library plays conversations with its `answers` feature; without, its error names
+    // the feature and the stub stands in.
+    let stub = stub_module(&function);
+    let errors = errors.to_compile_errors();
+    quote! {
+        #item
+        ::rag_eval::__rag_eval_answering!("it plays conversations" { #module #checks } else { #stub });
+        #errors
+    }
 }
 
 /// What makes the case one that answers, if it is: the library builds it only with its
@@ -158,6 +238,41 @@ fn stub_module(function: &ItemFn) -> TokenStream {
 
 fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream {
     let ident = &function.sig.ident;
+    let (items, levels, build) = match *shape {
+        Shape::Factory { output, is_async } => (
+            retriever_check(),
+            factory_levels(output),
+            factory_build(ident, output, is_async),
+        ),
+        Shape::Function { output } => (
+            quote!(),
+            quote!(::rag_eval::__private::Levels::BOTH),
+            function_build(ident, output),
+        ),
+        Shape::Answer { output } => (
+            quote!(),
+            quote!(::rag_eval::__private::Levels::BOTH),
+            answer_build(ident, output),
+        ),
+        Shape::Rag { output, is_async } => (
+            retriever_check(),
+            // The retriever's type is one of the `Rag`'s parameters: the runtime asks the value.
+            quote!(::rag_eval::__private::Levels::UNKNOWN),
+            rag_build(ident, output, is_async),
+        ),
+    };
+    case_body(function, args, levels, build, items)
+}
+
+/// The hidden module of a case whose retriever or system is built by `build`.
+fn case_body(
+    function: &ItemFn,
+    args: &CaseArgs,
+    levels: TokenStream,
+    build: TokenStream,
+    items: TokenStream,
+) -> TokenStream {
+    let ident = &function.sig.ident;
     let name = ident.unraw().to_string();
     let line = u32::try_from(ident.span().start().line).unwrap_or(0);
     let dataset = &args.dataset;
@@ -186,29 +301,6 @@ fn case_module(function: &ItemFn, args: &CaseArgs, shape: &Shape) -> TokenStream
             )
         }
     });
-    let (items, levels, build) = match *shape {
-        Shape::Factory { output, is_async } => (
-            retriever_check(),
-            factory_levels(output),
-            factory_build(ident, output, is_async),
-        ),
-        Shape::Function { output } => (
-            quote!(),
-            quote!(::rag_eval::__private::Levels::BOTH),
-            function_build(ident, output),
-        ),
-        Shape::Answer { output } => (
-            quote!(),
-            quote!(::rag_eval::__private::Levels::BOTH),
-            answer_build(ident, output),
-        ),
-        Shape::Rag { output, is_async } => (
-            retriever_check(),
-            // The retriever's type is one of the `Rag`'s parameters: the runtime asks the value.
-            quote!(::rag_eval::__private::Levels::UNKNOWN),
-            rag_build(ident, output, is_async),
-        ),
-    };
     let embedder = match &args.embedder {
         Some(args::JudgePath(path)) => {
             let build = quote_spanned!(first_span(path)=> {

@@ -69,6 +69,14 @@ use proc_macro::TokenStream;
 ///   1.0`: with pass/fail labels, a figure at least this passes (default 0.5). Needs
 ///   rag-eval's `compare` feature (the agreement statistics); without it the summary fails
 ///   and says so.
+/// - `conversations = "golden/chats.jsonl"` (instead of `dataset`): a conversation case. The
+///   function is the system, `async fn NAME(so_far: &[Turn]) -> AssistantTurn`
+///   (`rag_eval::conversation::{Turn, play::AssistantTurn}`); the harness plays each
+///   conversation of the file through it (its user turns, and the recorded results of the
+///   tools it calls and does not run itself) in a test named after the conversation's id. Its
+///   bars are on the conversation figures (`min_tool_call_accuracy = 1.0`); `max_steps = 4`
+///   caps the assistant turns of a conversation. It takes `tolerance`, `per_query` and
+///   `ignore` too, and no key of a question case.
 ///
 /// The function is one of:
 ///

@@ -94,6 +94,44 @@ pub(crate) fn classify(sig: &Signature) -> syn::Result<Shape<'_>> {
     }
 }
 
+/// The return type of a conversation case's function, `async fn(&[Turn]) -> AssistantTurn`
+/// (any one parameter lent by reference: the conversation so far; its type and the return
+/// type are the compiler's to check), or an error at the part that does not fit.
+pub(crate) fn conversation(sig: &Signature) -> syn::Result<&Type> {
+    let fail = |tokens: &dyn ToTokens, why: &str| {
+        Err(syn::Error::new_spanned(
+            tokens,
+            format!("a conversation case (`conversations = …`) is `async fn(&[Turn]) -> AssistantTurn`; {why}"),
+        ))
+    };
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return fail(&sig.generics, "this one is generic");
+    }
+    if sig.asyncness.is_none() {
+        return fail(&sig.fn_token, "this one is not `async`");
+    }
+    let output = match &sig.output {
+        ReturnType::Type(_, output) if !is_unit(output) => &**output,
+        _ => return fail(&sig.ident, "this one returns nothing"),
+    };
+    if sig.inputs.len() != 1 {
+        return fail(
+            &sig.inputs,
+            &format!(
+                "this one takes {} parameters, not the conversation so far alone",
+                sig.inputs.len()
+            ),
+        );
+    }
+    match &sig.inputs[0] {
+        FnArg::Typed(typed) if matches!(&*typed.ty, Type::Reference(r) if r.mutability.is_none()) => {
+            Ok(output)
+        }
+        FnArg::Typed(typed) => fail(&typed.ty, "the conversation so far is lent: `&[Turn]`"),
+        FnArg::Receiver(receiver) => fail(receiver, "this one takes `self`"),
+    }
+}
+
 fn is_unit(ty: &Type) -> bool {
     match ty {
         Type::Tuple(tuple) => tuple.elems.is_empty(),

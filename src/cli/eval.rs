@@ -29,8 +29,17 @@ pub(super) struct EvalArgs {
     corpus: CorpusArgs,
     /// Dataset JSONL: each row's question with its truth as character spans (token-level) or
     /// chunk ids (chunk-level); with --rag, rows without retrieval truth score the answers alone.
-    #[arg(long)]
-    dataset: Utf8PathBuf,
+    #[arg(long, required_unless_present = "conversations")]
+    dataset: Option<Utf8PathBuf>,
+    /// Play the conversations of FILE (JSONL, `docs/reference/conversations.md`) through the
+    /// service of --rag in its conversation mode, feeding back the recorded tool results of
+    /// the tools it does not run itself, and score the transcripts (agent figures).
+    #[arg(long, value_name = "FILE", requires = "rag", conflicts_with_all = ["dataset", "save_answers", "embedder", "labels"])]
+    conversations: Option<Utf8PathBuf>,
+    /// With --conversations: the most assistant turns a conversation may take; a service
+    /// that needs more fails the command (default: 16 per user turn).
+    #[arg(long, value_name = "N", requires = "conversations", value_parser = clap::value_parser!(u64).range(1..))]
+    max_steps: Option<u64>,
     /// Chunker spec; repeat to compare chunkers. Required unless the retriever spec has a
     /// `chunker` key.
     #[arg(long = "chunker", value_name = "SPEC")]
@@ -95,9 +104,32 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
     if a.k == 0 {
         bail!("-k must be at least 1");
     }
+    if let (Some(spec), Some(path)) = (&a.rag, &a.conversations) {
+        if a.dry.dry_run {
+            bail!("--conversations has no --dry-run: the turns a service is asked depend on its answers");
+        }
+        // The turns' contexts given as text are placed in it, as an answers file's are.
+        let corpus = Some(a.corpus.load()?);
+        let run = super::eval_conversations::ConversationRun {
+            spec,
+            path,
+            corpus,
+            cache: a.cache.as_deref(),
+            timeout: a.timeout,
+            max_steps: a.max_steps.map(|n| n as usize),
+            json: a.json,
+            no_record: a.no_record,
+            label: a.label.clone(),
+        };
+        return super::eval_conversations::run(run, out);
+    }
+    // clap asks for one of --dataset and --conversations, and --conversations needs --rag.
+    let Some(dataset_path) = a.dataset.clone() else {
+        bail!("--dataset is required");
+    };
     if let Some(spec) = &a.rag {
         let run = super::score::RagRun {
-            dataset: a.dataset.clone(),
+            dataset: dataset_path,
             corpus: a.corpus.corpus.clone(),
             glob: a.corpus.glob.clone(),
             k: a.k,
@@ -157,7 +189,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         None
     };
     let corpus = Arc::new(a.corpus.load()?);
-    let dataset = dataset::load(&a.dataset)?;
+    let dataset = dataset::load(&dataset_path)?;
     if answering.is_some() {
         match &dataset {
             AnyDataset::Token(d) => distinct_questions(d)?,
@@ -229,7 +261,7 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
                     bail!(
                         "--mode {} scores character spans; `{}` is a chunk-level dataset",
                         a.mode,
-                        a.dataset
+                        dataset_path
                     );
                 }
                 let evaluation = ChunkLevelEvaluation::new(corpus.clone(), d.clone())?;
@@ -252,9 +284,9 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         // JSON cannot hold NaN or an infinity: such a figure is an error, never printed or
         // recorded.
         if let Some(what) = result.scores.non_finite() {
-            anyhow::bail!("evaluating `{}` with {label}: {what}", a.dataset);
+            anyhow::bail!("evaluating `{}` with {label}: {what}", dataset_path);
         }
-        let mut record = RunRecord::new("eval", a.dataset.as_str(), result.scores.clone())
+        let mut record = RunRecord::new("eval", dataset_path.as_str(), result.scores.clone())
             .with_corpus(&corpus, Some(a.corpus.corpus.as_str()))
             .with_timings(&result.timings);
         record.label = Some(match &a.label {

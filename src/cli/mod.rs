@@ -20,6 +20,7 @@ mod compare;
 mod dataset;
 mod dry_run;
 mod eval;
+mod eval_conversations;
 mod gate;
 mod generate;
 mod judging;

@@ -31,6 +31,7 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
+pub mod play;
 mod read;
 pub mod score;
 

@@ -782,6 +782,9 @@ fn compute(
             }
         }
         Build::Factory(make) => runtime.block_on(make()),
+        // `run` gives conversation cases trials of their own: they never get here.
+        #[cfg(feature = "answers")]
+        Build::Conversation(_) => Retrievers::default(),
         Build::Function(f) => {
             let r = Arc::new(FnRetriever {
                 name: case.spec.name,
@@ -797,6 +800,8 @@ fn compute(
     let (stage, count) = match &case.spec.build {
         #[cfg(feature = "answers")]
         Build::Answer(_) | Build::Rag(_) => ("generate", Count::Answers),
+        #[cfg(feature = "answers")]
+        Build::Conversation(_) => ("retrieve", Count::EachQuery),
         Build::Function(_) => ("retrieve", Count::EachQuery),
         Build::Factory(_) => ("retrieve", Count::Batch),
     };

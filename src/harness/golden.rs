@@ -369,8 +369,10 @@ pub(crate) fn header(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The header [`render`] writes for `outcome`: `level`, `k`, `mode` and `queries`.
+/// The header [`render`] writes for `outcome`: `level`, `k`, `mode` and `queries` (a
+/// conversation run, which has no cut-off nor span mode, `level` and `queries` alone).
 pub(crate) fn header_of(outcome: &RunResult) -> Vec<(String, String)> {
+    let conversations = outcome.level == crate::metrics::ResultLevel::Conversation;
     [
         ("level", outcome.level.to_string()),
         ("k", outcome.k.unwrap_or_default().to_string()),
@@ -378,6 +380,7 @@ pub(crate) fn header_of(outcome: &RunResult) -> Vec<(String, String)> {
         ("queries", outcome.per_query.len().to_string()),
     ]
     .into_iter()
+    .filter(|(k, _)| !(conversations && matches!(*k, "k" | "mode")))
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }

@@ -34,6 +34,8 @@ mod answers {
     pub(crate) enum AnswerReport {}
 }
 mod case;
+#[cfg(feature = "answers")]
+mod conversations;
 pub(crate) mod golden;
 mod junit;
 #[cfg(feature = "langsmith")]
@@ -96,6 +98,11 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
         // Under nextest a process runs one test, named exactly: the other cases' datasets and
         // corpora are not read.
         if one_test_per_process() && !args.may_run_under(&format!("{}::", spec.name)) {
+            continue;
+        }
+        #[cfg(feature = "answers")]
+        if let private::Build::Conversation(system) = spec.build {
+            trials.extend(conversations::trials(spec, system, &hook));
             continue;
         }
         let case = Arc::new(Case::new(spec));

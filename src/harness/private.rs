@@ -13,6 +13,8 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
+#[cfg(feature = "answers")]
+pub use super::vocabulary::conversation_bar_problem;
 pub use super::vocabulary::{bar_problem, criteria_name, BarProblem, CriteriaFile};
 
 /// A boxed future, as the expansions produce them.
@@ -177,6 +179,21 @@ pub enum Build {
     /// generates from what was retrieved.
     #[cfg(feature = "answers")]
     Rag(fn() -> BoxFuture<RagParts>),
+    /// The case's function is a conversational system (`conversations = …`): the harness
+    /// plays the case's conversations through it; `dataset` is the conversations file.
+    #[cfg(feature = "answers")]
+    Conversation(ConversationSystem),
+}
+
+/// A conversation case's system: the next assistant turn from the conversation so far.
+#[cfg(feature = "answers")]
+#[derive(Clone, Copy)]
+pub struct ConversationSystem {
+    /// Calls the case's function with the turns so far.
+    pub next:
+        fn(Vec<crate::conversation::Turn>) -> BoxFuture<crate::conversation::play::AssistantTurn>,
+    /// The most steps (assistant turns) a conversation may take (`max_steps = …`).
+    pub max_steps: Option<usize>,
 }
 
 /// A case's `Rag`, its retriever seen at the levels it implements.
@@ -195,6 +212,8 @@ impl Build {
         match self {
             #[cfg(feature = "answers")]
             Build::Answer(_) | Build::Rag(_) => true,
+            #[cfg(feature = "answers")]
+            Build::Conversation(_) => false,
             Build::Factory(_) | Build::Function(_) => false,
         }
     }
@@ -209,6 +228,8 @@ impl std::fmt::Debug for Build {
             Build::Answer(_) => "Answer",
             #[cfg(feature = "answers")]
             Build::Rag(_) => "Rag",
+            #[cfg(feature = "answers")]
+            Build::Conversation(_) => "Conversation",
         })
     }
 }

@@ -125,28 +125,74 @@ const fn closest(metric: &str) -> Option<&'static str> {
     let mut best: Option<(usize, &'static str)> = None;
     let mut i = 0;
     while i < REGISTRY.len() {
-        let name = REGISTRY[i].name;
-        if let Some(d) = distance(metric.as_bytes(), name.as_bytes()) {
-            let longest = if metric.len() > name.len() {
-                metric.len()
-            } else {
-                name.len()
-            };
-            let allowed = if longest / 3 > 1 { longest / 3 } else { 1 };
-            let better = match best {
-                Some((b, _)) => d < b,
-                None => true,
-            };
-            if d > 0 && d <= allowed && better {
-                best = Some((d, name));
-            }
-        }
+        best = closer(metric, REGISTRY[i].name, best);
         i += 1;
     }
     match best {
         Some((_, name)) => Some(name),
         None => None,
     }
+}
+
+/// `best` or `name`, whichever is closer to `metric` within [`closest`]'s allowance.
+const fn closer(
+    metric: &str,
+    name: &'static str,
+    best: Option<(usize, &'static str)>,
+) -> Option<(usize, &'static str)> {
+    if let Some(d) = distance(metric.as_bytes(), name.as_bytes()) {
+        let longest = if metric.len() > name.len() {
+            metric.len()
+        } else {
+            name.len()
+        };
+        let allowed = if longest / 3 > 1 { longest / 3 } else { 1 };
+        let better = match best {
+            Some((b, _)) => d < b,
+            None => true,
+        };
+        if d > 0 && d <= allowed && better {
+            return Some((d, name));
+        }
+    }
+    best
+}
+
+#[cfg(feature = "answers")]
+/// What is wrong with a bar `key` (`min_tool_call_accuracy`) on `metric` in a conversation
+/// case (`conversations = …`): its figures are the agent figures of
+/// [`AGENT_METRICS`](crate::conversation::score::AGENT_METRICS); anything else is unknown,
+/// with the closest name. Empty when the bar can be.
+pub const fn conversation_bar_problem(key: &str, metric: &str) -> BarProblem {
+    use crate::conversation::score::AGENT_METRICS;
+    let m = BarProblem::new();
+    let mut best = None;
+    let mut i = 0;
+    while i < AGENT_METRICS.len() {
+        if same(AGENT_METRICS[i], metric) {
+            return m;
+        }
+        best = closer(metric, AGENT_METRICS[i], best);
+        i += 1;
+    }
+    let m = m
+        .push("unknown conversation metric `")
+        .push(metric)
+        .push("` in `")
+        .push(key);
+    if let Some((_, close)) = best {
+        return m.push("`, did you mean `").push(close).push("`?");
+    }
+    let mut m = m.push("`; a conversation case's metrics are ");
+    let mut i = 0;
+    while i < AGENT_METRICS.len() {
+        if i > 0 {
+            m = m.push(", ");
+        }
+        m = m.push(AGENT_METRICS[i]);
+        i += 1;
+    }
+    m
 }
 
 const fn needs(needs: &[Need], need: Need) -> bool {

@@ -301,9 +301,10 @@ pub(crate) static RAGS: &[Component] = &[Component {
     enabled: cfg!(feature = "service"),
     keys: &[
         Key::text("url", "required, e.g. http://127.0.0.1:8000/ask"),
-        Key::text("body", "{\"id\":\"{id}\",\"query\":\"{query}\"}: JSON with {id} and {query} placeholders"),
+        Key::text("body", "{\"id\":\"{id}\",\"query\":\"{query}\"}: JSON with {id} and {query} placeholders; in a conversation {session_id}, \"{messages}\" and \"{new_messages}\" too"),
         Key::text("answer", "/answer: JSON pointer to the answer text"),
         Key::text("contexts", "/contexts: JSON pointer to the list of contexts (strings or objects)"),
+        Key::text("tool_calls", "/tool_calls: in a conversation, JSON pointer to the turn's tool calls"),
         Key::text("text", "text: a context object's field holding its text"),
         Key::text("doc_id", "doc_id: its document field"),
         Key::text("start", "start: its first character field"),

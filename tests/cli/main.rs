@@ -18,6 +18,7 @@ mod cli;
 mod cli_errors;
 mod compare_cli;
 mod conversation_views;
+mod conversation_service;
 mod conversations_cli;
 mod criteria_cli;
 mod eval_specs;
