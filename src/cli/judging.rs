@@ -4,7 +4,7 @@
 use crate::embed::Embedder;
 use crate::http::HttpClient;
 use crate::judge::{
-    add_to_result, judge_all, judge_all_reporting, AnswerMatch, AnswerRelevancy, Criteria,
+    add_to_result, judge_all, judge_all_reporting, AnswerMatch, AnswerRelevancy, Claims, Criteria,
     CriteriaJudge, Faithfulness, Judge, JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision,
     LlmContextRecall,
 };
@@ -34,8 +34,8 @@ pub(super) struct JudgeArgs {
     )]
     pub judge_samples: u32,
     /// The judges, comma-separated: faithfulness, answer_relevancy, llm_context_precision,
-    /// llm_context_recall, answer_match (score and eval --rag: every one; eval --answers:
-    /// faithfulness).
+    /// llm_context_recall, answer_match, claims (score and eval --rag: every one but claims;
+    /// eval --answers: faithfulness). claims reports RAGChecker's eleven claim figures.
     #[arg(
         long,
         value_name = "NAMES",
@@ -133,6 +133,7 @@ impl Judging {
                 }
                 ("llm_context_precision", _) => Box::new(LlmContextPrecision::new(c)),
                 ("llm_context_recall", _) => Box::new(LlmContextRecall::new(c)),
+                (crate::metrics::claims::JUDGE, _) => Box::new(Claims::new(c)),
                 _ => Box::new(AnswerMatch::new(c)),
             });
         }

@@ -93,8 +93,9 @@ pub struct JudgeSummary {
     /// Samples with status `error`.
     pub error: usize,
     /// Faithfulness: statements of scored samples the judge called supported whose quoted
-    /// evidence is in no context, counted unsupported ([`Statement::unlocated`]); 0 for the
-    /// other judges.
+    /// evidence is in no context, counted unsupported ([`Statement::unlocated`]); claims:
+    /// entailments by a chunk whose quote is not in it, counted neutral
+    /// ([`ClaimCheck::unlocated`](super::ClaimCheck::unlocated)); 0 for the other judges.
     ///
     /// [`Statement::unlocated`]: super::Statement::unlocated
     #[serde(default)]
@@ -192,7 +193,7 @@ impl JudgeSummary {
             unlocated: judgements
                 .iter()
                 .flat_map(|j| &j.samples)
-                .map(|s| s.details.unlocated().len())
+                .map(|s| s.details.unlocated_count())
                 .sum(),
             usage,
             retries: 0,
