@@ -350,7 +350,10 @@ impl ClaimsRubric {
             self.check(s, text, batch, what)
         });
         let verdicts = futures_util::future::join_all(asked).await;
-        let (verdicts, checks) = gather(verdicts)?;
+        let (verdicts, checks) = gather(verdicts).map_err(|mut failed| {
+            failed.usage.add(&usage);
+            failed
+        })?;
         usage.add(&checks);
         let row = || vec![None; contexts.len()];
         let mut answer2response = vec![None; response_claims.len()];
