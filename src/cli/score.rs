@@ -22,7 +22,7 @@ use std::collections::HashSet;
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "conversations", "ragchecker"]))]
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
-#[command(group = clap::ArgGroup::new("judged").args(["answers"]))]
+#[command(group = clap::ArgGroup::new("judged").args(["answers", "ragchecker"]))]
 pub(super) struct ScoreArgs {
     /// Dataset JSONL: each row's question with its truth as character spans (token-level) or
     /// chunk ids (chunk-level); with --answers, rows without retrieval truth score the answers
@@ -55,7 +55,7 @@ pub(super) struct ScoreArgs {
     api_key_env: String,
     /// Cache of judge calls and embeddings (with --answers): `rw`, `replay` (offline: a miss
     /// is an error) or `off`, with `:path=FILE` (default `target/rag-eval-cache.sqlite`).
-    #[arg(long, value_name = "MODE[:path=FILE]", requires = "answers")]
+    #[arg(long, value_name = "MODE[:path=FILE]", requires = "judged")]
     cache: Option<String>,
     /// TREC qrels file (`qid 0 docno rel`).
     #[arg(long, requires = "run")]
@@ -191,7 +191,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
         return conversations::run(path, a.json, out);
     }
     if let Some(input) = &a.ragchecker.ragchecker {
-        return ragchecker::run(&a.ragchecker, input, a.json, out);
+        return ragchecker::run(&a, input, out);
     }
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
         return score_trec(&a, qrels, run, out);
