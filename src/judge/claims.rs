@@ -105,11 +105,10 @@ fn check_schema(count: usize) -> serde_json::Value {
                 "items": {
                     "type": "object",
                     "properties": {
-                        "claim": {"type": "integer"},
                         "verdict": {"type": "string", "enum": ["Entailment", "Neutral", "Contradiction"]},
                         "evidence": {"type": "string"}
                     },
-                    "required": ["claim", "verdict", "evidence"],
+                    "required": ["verdict", "evidence"],
                     "additionalProperties": false
                 }
             }
@@ -148,7 +147,6 @@ struct Checked {
 
 #[derive(Deserialize)]
 struct RawVerdict {
-    claim: i64,
     verdict: String,
     #[serde(default)]
     evidence: String,
@@ -165,13 +163,6 @@ fn check_verdicts(r: Checked, count: usize) -> Result<Vec<(Verdict, String)>, St
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
-            if v.claim != i as i64 + 1 {
-                return Err(format!(
-                    "verdict {} is on claim {}: give the verdicts in the claims' order, 1 to {count}",
-                    i + 1,
-                    v.claim
-                ));
-            }
             let verdict = Verdict::parse(&v.verdict).ok_or_else(|| {
                 format!(
                     "claim {}: verdict `{}` is none of `Entailment`, `Neutral`, `Contradiction`",
@@ -425,31 +416,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn verdicts_must_be_one_per_claim_in_order() {
-        let reply = |claims: &[i64], verdict: &str| Checked {
-            verdicts: claims
-                .iter()
-                .map(|&claim| RawVerdict {
-                    claim,
+    fn verdicts_must_be_one_per_claim() {
+        let reply = |n: usize, verdict: &str| Checked {
+            verdicts: (0..n)
+                .map(|_| RawVerdict {
                     verdict: verdict.into(),
                     evidence: String::new(),
                 })
                 .collect(),
         };
         assert_eq!(
-            check_verdicts(reply(&[1, 2], "Neutral"), 2).unwrap(),
+            check_verdicts(reply(2, "Neutral"), 2).unwrap(),
             vec![(Verdict::Neutral, String::new()); 2]
         );
         assert_eq!(
-            check_verdicts(reply(&[1], "Neutral"), 2).unwrap_err(),
+            check_verdicts(reply(1, "Neutral"), 2).unwrap_err(),
             "1 verdicts for 2 claims: give exactly one per claim"
         );
         assert_eq!(
-            check_verdicts(reply(&[2, 1], "Neutral"), 2).unwrap_err(),
-            "verdict 1 is on claim 2: give the verdicts in the claims' order, 1 to 2"
-        );
-        assert_eq!(
-            check_verdicts(reply(&[1], "entailed"), 1).unwrap_err(),
+            check_verdicts(reply(1, "entailed"), 1).unwrap_err(),
             "claim 1: verdict `entailed` is none of `Entailment`, `Neutral`, `Contradiction`"
         );
     }

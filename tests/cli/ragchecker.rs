@@ -280,11 +280,10 @@ fn claims_judge(
             let (against, claims) = rest.split_once("\n\nClaims:\n").unwrap();
             let verdicts: Vec<Value> = claims
                 .lines()
-                .enumerate()
-                .map(|(i, line)| {
+                .map(|line| {
                     let claim = line.split_once(". ").unwrap().1;
                     let held = against.contains(claim);
-                    json!({"claim": i + 1, "verdict": if held {"Entailment"} else {"Neutral"},
+                    json!({"verdict": if held {"Entailment"} else {"Neutral"},
                            "evidence": if held {claim} else {""}})
                 })
                 .collect();

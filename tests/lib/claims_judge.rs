@@ -145,10 +145,9 @@ impl LlmClient for Oracle {
             } else {
                 let verdicts: Vec<serde_json::Value> = claims
                     .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
+                    .map(|c| {
                         let (verdict, evidence) = oracle(c, against);
-                        serde_json::json!({"claim": i + 1, "verdict": verdict, "evidence": evidence})
+                        serde_json::json!({"verdict": verdict, "evidence": evidence})
                     })
                     .collect();
                 serde_json::json!({ "verdicts": verdicts }).to_string()
