@@ -806,6 +806,7 @@ fn judge_details(
             item(s, *matches, text, reason, String::new());
             s.push_str("</ul>");
         }
+        D::Claims { .. } => super::claims::claims_html(s, details, contexts, marks, anchor),
         _ => {}
     }
 }

@@ -334,3 +334,94 @@ fn without_a_reference_or_a_claim_the_query_is_undetermined_at_no_or_few_calls()
     assert_eq!(j.samples[0].message.as_deref(), Some("the answer is empty"));
     assert_eq!(oracle.requests().len(), 0);
 }
+
+/// Runs whose queries each have one answer claim, one reference claim and one chunk; a query
+/// marked `true` has a wrong answer claim no chunk entails (a hallucination), the others a
+/// right one the chunk entails.
+#[cfg(feature = "compare")]
+fn judged_run(wrong: &[bool]) -> RunResult {
+    use rag_eval::judge::{JudgeRun, JudgeSample, JudgeSummary, QueryJudgement};
+    use rag_eval::metrics::ClaimCheck;
+    use Verdict::{Entailment as E, Neutral as N};
+    let of = |v: Verdict| ClaimCheck::of(v);
+    let judgements: Vec<QueryJudgement> = wrong
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| QueryJudgement {
+            metric: "claims".into(),
+            query_id: format!("q{i}"),
+            samples: vec![JudgeSample {
+                sample: 0,
+                status: JudgeStatus::Ok,
+                score: Some(1.0),
+                details: JudgeDetails::Claims {
+                    response_claims: vec!["claim".into()],
+                    reference_claims: vec!["claim".into()],
+                    chunks: 1,
+                    answer2response: vec![of(if w { N } else { E })],
+                    response2answer: vec![of(E)],
+                    retrieved2response: vec![vec![of(if w { N } else { E })]],
+                    retrieved2answer: vec![vec![of(E)]],
+                },
+                message: None,
+                kind: None,
+                usage: Default::default(),
+            }],
+        })
+        .collect();
+    let summary = JudgeSummary::new("claims", &judgements, 0.05);
+    let mut result = RunResult::from_queries(
+        ResultLevel::Token,
+        vec![],
+        (0..wrong.len())
+            .map(|i| QueryResult {
+                id: format!("q{i}"),
+                ..QueryResult::default()
+            })
+            .collect(),
+    );
+    add_to_result(
+        &mut result,
+        &JudgeRun {
+            judgements,
+            summary,
+        },
+    );
+    result.dataset_hash = Some("aaaa".into());
+    result
+}
+
+#[cfg(feature = "compare")]
+#[test]
+fn compare_reads_the_claim_figures_like_any_other() {
+    use rag_eval::compare::{CompareOptions, Comparison};
+    let a = judged_run(&[false; 6]);
+    let b = judged_run(&[true, true, false, true, true, true]);
+    assert_eq!(b.metrics.get("hallucination"), Some(5.0 / 6.0));
+    let c = Comparison::new(&[("a", &a), ("b", &b)], &CompareOptions::default()).unwrap();
+    let h = c
+        .metrics
+        .iter()
+        .find(|m| m.metric == "hallucination")
+        .expect("hallucination is compared");
+    assert_eq!((h.runs[0].mean, h.runs[1].mean), (0.0, 5.0 / 6.0));
+    let d = &h.vs_baseline[0];
+    assert!((d.difference - 5.0 / 6.0).abs() < 1e-15);
+    assert_eq!((d.outcome.wins, d.outcome.ties, d.outcome.losses).1, 1);
+    let worse: Vec<&str> = d
+        .most_better
+        .iter()
+        .chain(&d.most_worse)
+        .map(|q| q.id.as_str())
+        .collect();
+    assert_eq!(worse.len(), 5);
+    // The figures a judge could not give are absent, not compared as zeros: context
+    // utilization is 1 everywhere, claim faithfulness falls with the hallucinations.
+    let cf = c
+        .metrics
+        .iter()
+        .find(|m| m.metric == "claim_faithfulness")
+        .unwrap();
+    assert_eq!((cf.runs[0].mean, cf.runs[1].mean), (1.0, 1.0 / 6.0));
+    assert!(c.metrics.iter().all(|m| m.metric != "claims"));
+}
