@@ -177,6 +177,9 @@ fn check_verdicts(r: Checked, count: usize) -> Result<Vec<(Verdict, String)>, St
 
 /// Every result's value and the calls of all of them, or the first failure carrying the
 /// calls of all of them.
+// A failed sample is the driver's error type throughout (`Sample::ask`); boxing it here alone
+// would only add a conversion.
+#[allow(clippy::result_large_err)]
 fn gather<T>(
     results: Vec<Result<(T, JudgeUsage), JudgeSample>>,
 ) -> Result<(Vec<T>, JudgeUsage), JudgeSample> {

@@ -7,6 +7,16 @@ use crate::metrics::claims::Verdict;
 use crate::metrics::{ClaimCheck, JudgeDetails, Passage};
 use std::fmt::Write as _;
 
+/// One list of claims: its title, the claims, their checks against the other answer and
+/// against each context, and what the other answer is called.
+type Side<'a> = (
+    &'a str,
+    &'a [String],
+    &'a [ClaimCheck],
+    &'a [Vec<ClaimCheck>],
+    &'a str,
+);
+
 /// Both lists of claims of `details` (nothing for other details); each entailing context's
 /// quote is added to `marks` (per context, relative to its text).
 pub(super) fn claims_html(
@@ -28,7 +38,7 @@ pub(super) fn claims_html(
     else {
         return;
     };
-    let sides: [(&str, &[String], &[ClaimCheck], &[Vec<ClaimCheck>], &str); 2] = [
+    let sides: [Side<'_>; 2] = [
         (
             "The answer's claims",
             response_claims,
