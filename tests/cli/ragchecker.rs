@@ -1,6 +1,7 @@
 //! `score --ragchecker`: RAGChecker's claim-level metrics from the check matrices of its own
 //! results files, pinned to what RAGChecker's `evaluate` computed from the same matrices
-//! (tests/fixtures/ragchecker, produced by its `generate.py`), and its output format written back.
+//! (tests/fixtures/ragchecker, produced by its `generate.py`), and its output format written back;
+//! and the claims judge that fills the checks of results without them (and of `score --answers`).
 
 use crate::cli_support::{fails, ok, run, s, write};
 use serde_json::{json, Value};
@@ -367,4 +368,74 @@ fn results_without_checks_are_judged_written_in_ragcheckers_format_and_replayed_
     assert_eq!(replayed["metrics"], summary["metrics"]);
     assert_eq!(rewritten, written);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 12);
+}
+
+#[test]
+fn score_answers_runs_the_claims_judge_when_named_and_reports_its_figures_under_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = write(
+        dir.path(),
+        "qa.jsonl",
+        &(json!({"id": "q1", "inputs": {"query": "Where are flags kept?"},
+                 "outputs": {"reference_answer": "Flags are kept in memory."}})
+        .to_string()
+            + "\n"),
+    );
+    let answers = write(
+        dir.path(),
+        "answers.jsonl",
+        &(json!({"id": "q1", "answer": "Flags are encrypted.",
+                 "contexts": [{"doc_id": "d.md", "start": 10, "end": 39,
+                               "text": "Flags are kept in memory. Ok."}]})
+        .to_string()
+            + "\n"),
+    );
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = claims_judge(calls.clone());
+    let stdout = ok(&[
+        "score",
+        "--dataset",
+        s(&dataset),
+        "--answers",
+        s(&answers),
+        "--judge-model",
+        "m",
+        "--judge-url",
+        &server.url("/v1"),
+        "--judges",
+        "claims",
+        "--json",
+        "--no-record",
+    ]);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    // 2 extractions, then the one claim of each side against the other answer and the chunk.
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 6);
+    assert_eq!(v["judges"][0]["metric"], "claims");
+    assert_eq!(v["judges"][0]["usage"]["calls"], 6);
+    let m = &v["metrics"];
+    assert_eq!(m["hallucination"], json!(1.0), "{m}");
+    assert_eq!(m["claim_recall"], json!(1.0), "{m}");
+    assert_eq!(m["chunk_usefulness"], json!(1.0), "{m}");
+    assert_eq!(m["answer_claim_recall"], json!(0.0), "{m}");
+    assert!(
+        m.get("claims").is_none() && m.get("faithfulness").is_none(),
+        "{m}"
+    );
+    let q = &v["per_query"][0];
+    assert_eq!(q["metrics"]["hallucination"], json!(1.0));
+    let details = &q["judges"][0]["samples"][0]["details"];
+    assert_eq!(details["kind"], "claims");
+    assert_eq!(
+        details["reference_claims"],
+        json!(["Flags are kept in memory."])
+    );
+    // The reference claim's quote, located in the chunk as document characters.
+    let support = &details["retrieved2answer"][0][0]["support"];
+    assert_eq!(
+        (
+            support["span"]["start"].as_u64(),
+            support["span"]["end"].as_u64()
+        ),
+        (Some(10), Some(35))
+    );
 }
