@@ -208,6 +208,9 @@ impl JudgeSummary {
     pub fn usage_lines(&self) -> String {
         let unlocated = match self.unlocated {
             0 => String::new(),
+            n if self.metric == crate::metrics::claims::JUDGE => {
+                format!("; entailments counted neutral for a quote not in their context: {n}")
+            }
             n => format!("; statements counted unsupported for evidence in no context: {n}"),
         };
         let mut lines = format!(

@@ -241,6 +241,11 @@ fn the_matrices_and_figures_are_ragcheckers_and_the_checks_go_five_claims_at_a_t
     assert_eq!(unlocated.verdict, Verdict::Neutral);
     assert_eq!(details.unlocated_count(), 2);
     assert_eq!(run.summary.unlocated, 2);
+    assert!(run.summary.usage_lines().starts_with(
+        "claims: 11 calls (0 repairs) and 0 HTTP retries, 1210 tokens; 1 of 1 samples scored, \
+         0 undetermined, 0 invalid, 0 failed; entailments counted neutral for a quote not in \
+         their context: 2\n"
+    ));
 
     // The figures are metrics::claims's on the same matrices, every one of them, under our
     // names; the sample's score is answer_claim_f1.
