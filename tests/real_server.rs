@@ -674,3 +674,155 @@ fn llama_server_conversation_goal_and_turn_faithfulness_record_then_replay() {
     assert_eq!(replayed, recorded);
     assert_eq!(run_result(vec![replayed]).queries, 1);
 }
+
+/// The claims judge against the real model, on two fixed answers: the claims of each answer
+/// and reference, the four matrices checked five claims at a time, the figures
+/// `metrics::claims` computes from those matrices; then the same run replayed from the cache
+/// with no request and identical figures. A 135M model judges badly, so which verdicts it gives
+/// is not asserted: that every `ok` sample's matrices fit its claims and chunks, that its
+/// figures are the matrices', that the calls are the batches', and that the replay is the run.
+#[test]
+fn llama_server_claims_judge_fills_the_matrices_and_replays() {
+    use rag_eval::cache::CachedLlm;
+    use rag_eval::judge::{
+        add_to_result, judge_all, Claims, JudgeConfig, JudgeDetails, JudgeInput, JudgeRun,
+        JudgeStatus,
+    };
+    use rag_eval::llm::OpenAiChat;
+    use rag_eval::metrics::claims::{claim_metrics, NAMES};
+    use rag_eval::metrics::{QueryResult, ResultLevel, RunResult};
+
+    let Some(chat_url) = server("RAG_EVAL_LLM_URL") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claims.sqlite");
+    let doc = "The harbor lantern is lit at dusk by the keeper. It burns whale oil and stays lit \
+               until dawn. In 1902 the lantern was moved to the north pier.";
+    let context = |from: usize, to: usize| {
+        let text: String = doc.chars().skip(from).take(to - from).collect();
+        RetrievedChunk::new(PositionAwareChunk::new("harbor.md", from, to, text), 1.0)
+    };
+    let contexts = vec![context(0, 49), context(50, 96)];
+    let answers = [
+        RagAnswer {
+            answer: "The keeper lights the harbor lantern at dusk. It burns whale oil.".into(),
+            contexts: contexts.clone(),
+        },
+        RagAnswer {
+            answer: "The lantern was moved to the south pier in 1850.".into(),
+            contexts: contexts.clone(),
+        },
+    ];
+    let questions = [
+        (
+            "q1",
+            "When is the harbor lantern lit?",
+            "At dusk, by the keeper.",
+        ),
+        (
+            "q2",
+            "Where was the lantern moved in 1902?",
+            "To the north pier.",
+        ),
+    ];
+    let inputs: Vec<JudgeInput> = questions
+        .iter()
+        .zip(&answers)
+        .map(|((id, q, r), a)| JudgeInput {
+            query_id: id,
+            question: q,
+            answer: a,
+            reference: Some(r),
+        })
+        .collect();
+    let config = JudgeConfig {
+        max_tokens: 256,
+        repairs: 1,
+        concurrency: 1,
+        ..JudgeConfig::default()
+    };
+    let run = |mode: CacheMode| {
+        let live = Arc::new(
+            OpenAiChat::builder(model())
+                .base_url(&chat_url)
+                .api_key_env("RAG_EVAL_NO_KEY")
+                .build()
+                .unwrap(),
+        );
+        let llm = CachedLlm::new(Arc::clone(&live), cache(&path, mode));
+        let run: JudgeRun = pollster::block_on(judge_all(&Claims::new(llm), &inputs, &config));
+        let mut result = RunResult::from_queries(
+            ResultLevel::Token,
+            vec![],
+            questions
+                .iter()
+                .map(|(id, ..)| QueryResult {
+                    id: (*id).into(),
+                    ..QueryResult::default()
+                })
+                .collect(),
+        );
+        add_to_result(&mut result, &run);
+        (run, result, live.requests())
+    };
+
+    let started = Instant::now();
+    let (recorded, figures, requests) = run(CacheMode::ReadWrite);
+    let s = &recorded.summary;
+    eprintln!(
+        "claims: ok {}, undetermined {}, invalid {}, error {}, {} calls ({} repairs), {} tokens, in {:?}",
+        s.ok, s.undetermined, s.invalid, s.error, s.usage.calls, s.usage.repairs,
+        s.usage.tokens(), started.elapsed()
+    );
+    assert_eq!(s.error, 0, "the server answered every request");
+    assert_eq!(s.ok + s.undetermined + s.invalid, 2);
+    assert_eq!(
+        requests, s.usage.calls,
+        "every call reached the server once"
+    );
+    for (j, q) in recorded.judgements.iter().zip(&figures.per_query) {
+        let sample = &j.samples[0];
+        eprintln!("  {}: {:?} {:?}", j.query_id, sample.status, sample.message);
+        if sample.status != JudgeStatus::Ok {
+            assert!(NAMES.iter().all(|(n, ..)| q.metrics.get(n).is_none()));
+            continue;
+        }
+        let JudgeDetails::Claims {
+            response_claims,
+            reference_claims,
+            retrieved2response,
+            ..
+        } = &sample.details
+        else {
+            panic!("{:?}", sample.details)
+        };
+        eprintln!("    answer claims {response_claims:?}, reference claims {reference_claims:?}");
+        let checks = sample.details.claim_checks().expect("matrices that fit");
+        assert_eq!(checks.chunks(), 2);
+        // Extraction twice, then per text the batches of five of each side's claims.
+        let batches = |n: usize| n.div_ceil(5) as u64;
+        let asked = 2 + 3 * (batches(response_claims.len()) + batches(reference_claims.len()));
+        assert_eq!(sample.usage.calls - sample.usage.repairs, asked);
+        // An entailment by a chunk points at characters inside that chunk.
+        for row in retrieved2response {
+            for (c, check) in row.iter().enumerate() {
+                if let Some(support) = &check.support {
+                    let chunk = &contexts[c].chunk.span;
+                    assert!(chunk.start <= support.span.start && support.span.end <= chunk.end);
+                }
+            }
+        }
+        let m = claim_metrics(&checks);
+        for ((name, ..), want) in NAMES.iter().zip(m.values()) {
+            assert_eq!(q.metrics.get(name), want, "{name}");
+        }
+        eprintln!("    figures {m:?}");
+    }
+
+    let (replayed, replayed_figures, requests) = run(CacheMode::Replay);
+    assert_eq!(requests, 0);
+    assert_eq!(replayed, recorded);
+    assert_eq!(replayed_figures.per_query, figures.per_query);
+    assert_eq!(replayed_figures.metrics, figures.metrics);
+}

@@ -4,7 +4,7 @@
 use crate::embed::Embedder;
 use crate::http::HttpClient;
 use crate::judge::{
-    add_to_result, judge_all, judge_all_reporting, AnswerMatch, AnswerRelevancy, Criteria,
+    add_to_result, judge_all, judge_all_reporting, AnswerMatch, AnswerRelevancy, Claims, Criteria,
     CriteriaJudge, Faithfulness, Judge, JudgeConfig, JudgeInput, JudgeSummary, LlmContextPrecision,
     LlmContextRecall,
 };
@@ -34,9 +34,10 @@ pub(super) struct JudgeArgs {
     )]
     pub judge_samples: u32,
     /// The judges, comma-separated: faithfulness, answer_relevancy, llm_context_precision,
-    /// llm_context_recall, answer_match (score and eval --rag: every one; eval --answers:
-    /// faithfulness); with --conversations also goal_accuracy, topic_adherence and
-    /// knowledge_retention.
+    /// llm_context_recall, answer_match, claims (score and eval --rag: every one but claims;
+    /// eval --answers: faithfulness); with --conversations also goal_accuracy,
+    /// topic_adherence and knowledge_retention. claims reports RAGChecker's eleven claim
+    /// figures.
     #[arg(
         long,
         value_name = "NAMES",
@@ -134,6 +135,7 @@ impl Judging {
                 }
                 ("llm_context_precision", _) => Arc::new(LlmContextPrecision::new(c)),
                 ("llm_context_recall", _) => Arc::new(LlmContextRecall::new(c)),
+                (crate::metrics::claims::JUDGE, _) => Arc::new(Claims::new(c)),
                 _ => Arc::new(AnswerMatch::new(c)),
             });
         }

@@ -23,7 +23,7 @@ use std::collections::HashSet;
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "conversations", "ragchecker"]))]
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers", "traces"]))]
-#[command(group = clap::ArgGroup::new("judged").args(["answers", "conversations", "traces"]))]
+#[command(group = clap::ArgGroup::new("judged").args(["answers", "conversations", "traces", "ragchecker"]))]
 #[command(group = clap::ArgGroup::new("spanned").args(["dataset", "conversations"]))]
 pub(super) struct ScoreArgs {
     /// Dataset JSONL: each row's question with its truth as character spans (token-level) or
@@ -69,7 +69,8 @@ pub(super) struct ScoreArgs {
         requires = "judge_model"
     )]
     api_key_env: String,
-    /// Cache of judge calls and embeddings (with --answers, --conversations or --traces):
+    /// Cache of judge calls and embeddings (with --answers, --conversations, --traces or
+    /// --ragchecker):
     /// `rw`, `replay` (offline: a miss is an error) or `off`, with `:path=FILE` (default
     /// `target/rag-eval-cache.sqlite`).
     #[arg(long, value_name = "MODE[:path=FILE]", requires = "judged")]
@@ -213,7 +214,7 @@ pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
         return conversations::run(&a, path, out);
     }
     if let Some(input) = &a.ragchecker.ragchecker {
-        return ragchecker::run(&a.ragchecker, input, a.json, out);
+        return ragchecker::run(&a, input, out);
     }
     if let (Some(qrels), Some(run)) = (&a.qrels, &a.run) {
         return score_trec(&a, qrels, run, out);

@@ -406,6 +406,13 @@ async fn judge(
     if named("answer_match") {
         judges.push(Box::new(AnswerMatch::new(client.clone())));
     }
+    // The claims judge reports several figures: it runs when a bar names any of them.
+    let claims = crate::metrics::claims::JUDGE;
+    if case.thresholds.iter().any(|t| {
+        crate::metrics::registry::lookup(&t.metric).and_then(|m| m.judged_by) == Some(claims)
+    }) {
+        judges.push(Box::new(crate::judge::Claims::new(client.clone())));
+    }
     for c in case.criteria {
         let criteria = crate::judge::Criteria::parse(c.text, c.path).map_err(|e| e.to_string())?;
         judges.push(Box::new(crate::judge::CriteriaJudge::new(
@@ -448,8 +455,8 @@ async fn judge(
                     }
                 }
             }
-            if let Some(score) = j.score() {
-                explained.figures.push((j.metric.clone(), score));
+            if j.score().is_some() {
+                explained.figures.extend(crate::judge::query_figures(j));
             } else if let Some(why) = j
                 .samples
                 .iter()

@@ -1839,6 +1839,72 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "answers")]
+    /// A judge finding one claim in every text, neutral against every other text.
+    struct Unsure;
+
+    #[cfg(feature = "answers")]
+    #[async_trait::async_trait]
+    impl crate::llm::LlmClient for Unsure {
+        fn name(&self) -> String {
+            "unsure".into()
+        }
+        async fn complete(
+            &self,
+            r: &crate::llm::ChatRequest,
+        ) -> crate::Result<crate::llm::ChatResponse> {
+            let prompt = &r.messages[0].content;
+            let content = if prompt.contains("\nText: ") {
+                r#"{"claims": ["The answer says something."]}"#
+            } else {
+                r#"{"verdicts": [{"verdict": "Neutral", "evidence": ""}]}"#
+            };
+            Ok(crate::llm::ChatResponse {
+                content: content.into(),
+                finish_reason: Some("stop".into()),
+                usage: Default::default(),
+                model: "unsure".into(),
+                logprobs: None,
+            })
+        }
+    }
+
+    #[cfg(feature = "answers")]
+    #[test]
+    fn a_bar_on_a_claim_figure_runs_the_claims_judge_and_gates_each_query_on_it() {
+        use crate::harness::private::JudgeSpec;
+        use crate::metrics::{Bar, Bound};
+        static BARS: &[Bar] = &[Bar::fixed("hallucination", Bound::Max, 0.5)];
+        let judge = JudgeSpec {
+            client: || Arc::new(Unsure),
+            samples: 1,
+            max_invalid_share: 0.05,
+            per_query_snapshot: false,
+            tolerance: 0.05,
+        };
+        let case = Case::new(CaseSpec {
+            judge: Some(judge),
+            thresholds: BARS,
+            ..answering("qa.jsonl", qa_folder())
+        });
+        let outcome = case.outcome().unwrap();
+        // The answer's one claim is neither the reference's nor any context's: hallucinated.
+        assert_eq!(outcome.metrics.get("hallucination"), Some(1.0));
+        assert_eq!(outcome.metrics.get("claim_faithfulness"), Some(0.0));
+        assert_eq!(outcome.metrics.get("claims"), None);
+        let answers = case.answers().unwrap().unwrap();
+        let claims = answers.summaries.iter().find(|s| s.metric == "claims");
+        // 2 extractions, then 1 claim per side against the other answer and 2 contexts.
+        assert_eq!(claims.map(|s| (s.ok, s.usage.calls)), Some((5, 5 * 8)));
+        let (id, explained) = answers.queries.iter().next().unwrap();
+        let failed = super::super::answer_bars(&case, id, explained).unwrap_err();
+        let message = failed.message().to_owned();
+        assert!(
+            message.contains("hallucination = 1.0000 is above the bar 0.5000 (max_hallucination)"),
+            "{message}"
+        );
+    }
+
     #[test]
     fn an_answer_metric_bar_on_a_retrieval_case_says_there_are_no_answers() {
         use crate::metrics::{Bar, Bound};

@@ -171,6 +171,24 @@ impl<'a> Sample<'a> {
         )
     }
 
+    /// The request of a judge's second prompt (the claims judge's check): `prompt` rendered
+    /// with `values`, under the prompt version `version`.
+    pub(super) fn request_with(
+        &self,
+        prompt: &PromptTemplate,
+        version: String,
+        values: &[(&str, &str)],
+        schema: serde_json::Value,
+    ) -> ChatRequest {
+        self.config.request(
+            prompt.render(values),
+            version,
+            self.index,
+            self.name,
+            schema,
+        )
+    }
+
     /// [`Sample::ask`] with `request` as the first request, giving also the answer that
     /// passed (for its token log-probabilities).
     pub(super) async fn ask_with<T: DeserializeOwned, V>(

@@ -168,29 +168,35 @@ pub(crate) fn locate_support(
     if evidence.trim().is_empty() {
         return None;
     }
-    let order = named
+    named
         .into_iter()
-        .chain((0..contexts.len()).filter(|&i| Some(i) != named));
-    for i in order {
-        let chunk = &contexts[i].chunk;
-        if chunk.content.is_empty() {
-            continue;
-        }
-        if let Some(hit) = Locator::new(&chunk.content).locate(evidence, threshold) {
-            return Some(Support {
-                context: i,
-                chunk_id: chunk.id.clone(),
-                span: CharSpan::new(
-                    chunk.span.doc.clone(),
-                    chunk.span.start + hit.start,
-                    chunk.span.start + hit.end,
-                ),
-                kind: hit.kind,
-                score: hit.score,
-            });
-        }
+        .chain((0..contexts.len()).filter(|&i| Some(i) != named))
+        .find_map(|i| locate_in(evidence, i, contexts, threshold))
+}
+
+/// Finds `evidence` in context `i` alone and maps it to document offsets.
+pub(crate) fn locate_in(
+    evidence: &str,
+    i: usize,
+    contexts: &[RetrievedChunk],
+    threshold: f64,
+) -> Option<Support> {
+    let chunk = &contexts.get(i)?.chunk;
+    if evidence.trim().is_empty() || chunk.content.is_empty() {
+        return None;
     }
-    None
+    let hit = Locator::new(&chunk.content).locate(evidence, threshold)?;
+    Some(Support {
+        context: i,
+        chunk_id: chunk.id.clone(),
+        span: CharSpan::new(
+            chunk.span.doc.clone(),
+            chunk.span.start + hit.start,
+            chunk.span.start + hit.end,
+        ),
+        kind: hit.kind,
+        score: hit.score,
+    })
 }
 
 impl Sealed for FaithfulnessRubric {}

@@ -1,24 +1,61 @@
 //! Judge figures next to retrieval figures: one run's scores folded into a [`RunResult`].
 
 use super::run::JudgeRun;
-use crate::metrics::RunResult;
+use crate::metrics::claims;
+use crate::metrics::{JudgeStatus, QueryJudgement, RunResult};
+
+/// The figures a judgement gives its query: the judge's score under the judge's name; for the
+/// claims judge, each of its figures the query has, as the mean over the `ok` samples that
+/// have it (a figure with nothing to judge is left out, not 0).
+pub fn query_figures(j: &QueryJudgement) -> Vec<(String, f64)> {
+    if j.metric != claims::JUDGE {
+        return j
+            .score()
+            .map(|s| (j.metric.clone(), s))
+            .into_iter()
+            .collect();
+    }
+    let samples: Vec<[Option<f64>; 11]> = j
+        .samples
+        .iter()
+        .filter(|s| s.status == JudgeStatus::Ok)
+        .filter_map(|s| s.details.claim_metrics())
+        .map(|m| m.values())
+        .collect();
+    claims::NAMES
+        .iter()
+        .enumerate()
+        .filter_map(|(k, (name, ..))| {
+            let v: Vec<f64> = samples.iter().filter_map(|m| m[k]).collect();
+            (!v.is_empty()).then(|| (name.to_string(), v.iter().sum::<f64>() / v.len() as f64))
+        })
+        .collect()
+}
 
 /// Adds `run`'s figures to `result`: each query keeps the judge's judgement
-/// ([`QueryResult::judges`](crate::metrics::QueryResult::judges)), each scored query gets the
-/// judge's score under the metric's name, the means and population standard deviations get the summary's (over
-/// scored queries), and each difficulty group the mean of its scored queries. Queries a judge
-/// could not score (`undetermined`, `invalid`, `error`) get no figure, so they stay out of
-/// every mean; a run that scored nothing adds no mean.
+/// ([`QueryResult::judges`](crate::metrics::QueryResult::judges)), each scored query gets its
+/// [`query_figures`] (the judge's score under the metric's name; the claims judge's eleven
+/// figures under theirs), the means and population standard deviations get the mean over the
+/// queries with the figure (for a one-figure judge, its summary's), and each difficulty group
+/// the mean of its queries with the figure. Queries a judge could not score (`undetermined`,
+/// `invalid`, `error`) get no figure, so they stay out of every mean; a figure no query has
+/// gets no mean.
 pub fn add_to_result(result: &mut RunResult, run: &JudgeRun) {
     let metric = run.summary.metric.as_str();
-    let scores: std::collections::HashMap<&str, f64> = run
+    let figures: Vec<(&str, Vec<(String, f64)>)> = run
         .judgements
         .iter()
-        .filter_map(|j| Some((j.query_id.as_str(), j.score()?)))
+        .map(|j| (j.query_id.as_str(), query_figures(j)))
         .collect();
+    let by_id: std::collections::HashMap<&str, &Vec<(String, f64)>> =
+        figures.iter().map(|(q, f)| (*q, f)).collect();
+    let of = |id: &str, name: &str| {
+        let f = by_id.get(id)?;
+        f.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    };
     for q in &mut result.per_query {
-        if let Some(&score) = scores.get(q.id.as_str()) {
-            q.metrics.0.push((metric.to_owned(), score));
+        if let Some(f) = by_id.get(q.id.as_str()) {
+            q.metrics.0.extend(f.iter().cloned());
         }
         q.judges.extend(
             run.judgements
@@ -27,28 +64,55 @@ pub fn add_to_result(result: &mut RunResult, run: &JudgeRun) {
                 .cloned(),
         );
     }
-    let Some(mean) = run.summary.mean else {
-        return;
+    let names: Vec<&str> = if metric == claims::JUDGE {
+        claims::NAMES.iter().map(|(ours, ..)| *ours).collect()
+    } else {
+        vec![metric]
     };
-    result.metrics.0.push((metric.to_owned(), mean));
-    result
-        .std
-        .0
-        .push((metric.to_owned(), run.summary.std.unwrap_or(0.0)));
-    if let Some(groups) = &mut result.by_difficulty {
-        for (label, group) in groups.iter_mut() {
-            let values: Vec<f64> = result
-                .per_query
-                .iter()
-                .filter(|q| q.difficulty.as_deref().unwrap_or("unlabelled") == label)
-                .filter_map(|q| scores.get(q.id.as_str()).copied())
-                .collect();
-            if !values.is_empty() {
-                let mean = values.iter().sum::<f64>() / values.len() as f64;
-                group.metrics.0.push((metric.to_owned(), mean));
+    for name in names {
+        let values: Vec<f64> = figures
+            .iter()
+            .filter_map(|(_, f)| f.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+            .collect();
+        let (mean, std) = if name == metric {
+            (run.summary.mean, run.summary.std)
+        } else {
+            population(&values)
+        };
+        let Some(mean) = mean else {
+            continue;
+        };
+        result.metrics.0.push((name.to_owned(), mean));
+        result.std.0.push((name.to_owned(), std.unwrap_or(0.0)));
+        if let Some(groups) = &mut result.by_difficulty {
+            for (label, group) in groups.iter_mut() {
+                let values: Vec<f64> = result
+                    .per_query
+                    .iter()
+                    .filter(|q| q.difficulty.as_deref().unwrap_or("unlabelled") == label)
+                    .filter_map(|q| of(&q.id, name))
+                    .collect();
+                if !values.is_empty() {
+                    let mean = values.iter().sum::<f64>() / values.len() as f64;
+                    group.metrics.0.push((name.to_owned(), mean));
+                }
             }
         }
     }
+}
+
+/// The mean and population standard deviation of `values`, as [`JudgeSummary`] computes
+/// them (`None` for none).
+///
+/// [`JudgeSummary`]: super::JudgeSummary
+fn population(values: &[f64]) -> (Option<f64>, Option<f64>) {
+    if values.is_empty() {
+        return (None, None);
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let std = (values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+    (Some(mean), Some(std))
 }
 
 #[cfg(test)]

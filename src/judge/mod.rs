@@ -16,6 +16,7 @@
 //! | [`LlmContextPrecision`] | `llm_context_precision` | average precision of the chunks the judge finds useful for the reference answer |
 //! | [`LlmContextRecall`] | `llm_context_recall` | statements of the reference answer the chunks hold / statements |
 //! | [`AnswerMatch`] | `answer_match` | 1 when the answer answers the question as the reference does, else 0 |
+//! | [`Claims`] | `claims` | RAGChecker's claim checks; reports eleven figures ([`crate::metrics::claims`]), its score is `answer_claim_f1` |
 //!
 //! The definitions are ragas' (`Faithfulness`, `AnswerRelevancy` with `strictness`,
 //! `LLMContextPrecisionWithReference`, `LLMContextRecall`), with fewer calls: faithfulness
@@ -47,6 +48,7 @@
 //! repairs and `invalid`/`error` outcomes go through the same code.
 
 mod answer_match;
+mod claims;
 mod context;
 mod conversation;
 mod criteria;
@@ -57,10 +59,13 @@ mod relevancy;
 mod run;
 
 pub use crate::metrics::{
-    failure_kind, Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails, JudgeSample,
-    JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support,
+    failure_kind, Attribution, ClaimCheck, ContextVerdict, GeneratedQuestion, JudgeDetails,
+    JudgeSample, JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support,
 };
 pub use answer_match::{AnswerMatch, AnswerMatchRubric, ANSWER_MATCH_PLACEHOLDERS};
+pub use claims::{
+    Claims, ClaimsRubric, CLAIMS_CHECK_PLACEHOLDERS, CLAIMS_PER_CHECK, CLAIMS_PLACEHOLDERS,
+};
 pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
     CONTEXT_PLACEHOLDERS,
@@ -73,7 +78,7 @@ pub use conversation::{
 pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACEHOLDERS};
 pub use driver::{LlmJudge, Rubric};
 pub use faithfulness::{Faithfulness, FaithfulnessRubric, FAITHFULNESS_PLACEHOLDERS};
-pub use figures::add_to_result;
+pub use figures::{add_to_result, query_figures};
 pub use relevancy::{AnswerRelevancy, AnswerRelevancyRubric, ANSWER_RELEVANCY_PLACEHOLDERS};
 pub use run::{
     judge_all, judge_all_reporting, judge_query, pass_hat, FailureCount, JudgeRun, JudgeSummary,

@@ -93,8 +93,9 @@ pub struct JudgeSummary {
     /// Samples with status `error`.
     pub error: usize,
     /// Faithfulness: statements of scored samples the judge called supported whose quoted
-    /// evidence is in no context, counted unsupported ([`Statement::unlocated`]); 0 for the
-    /// other judges.
+    /// evidence is in no context, counted unsupported ([`Statement::unlocated`]); claims:
+    /// entailments by a chunk whose quote is not in it, counted neutral
+    /// ([`ClaimCheck::unlocated`](super::ClaimCheck::unlocated)); 0 for the other judges.
     ///
     /// [`Statement::unlocated`]: super::Statement::unlocated
     #[serde(default)]
@@ -192,7 +193,7 @@ impl JudgeSummary {
             unlocated: judgements
                 .iter()
                 .flat_map(|j| &j.samples)
-                .map(|s| s.details.unlocated().len())
+                .map(|s| s.details.unlocated_count())
                 .sum(),
             usage,
             retries: 0,
@@ -207,6 +208,9 @@ impl JudgeSummary {
     pub fn usage_lines(&self) -> String {
         let unlocated = match self.unlocated {
             0 => String::new(),
+            n if self.metric == crate::metrics::claims::JUDGE => {
+                format!("; entailments counted neutral for a quote not in their context: {n}")
+            }
             n => format!("; statements counted unsupported for evidence in no context: {n}"),
         };
         let mut lines = format!(

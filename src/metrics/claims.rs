@@ -191,6 +191,10 @@ pub struct ClaimMetrics {
     pub claim_faithfulness: Option<f64>,
 }
 
+/// The name of the judge whose figures these are (`--judges claims`,
+/// [`Claims`](crate::judge::Claims)): it reports no figure of its own name, only these.
+pub const JUDGE: &str = "claims";
+
 /// Our name, RAGChecker's name and RAGChecker's group of each figure, in RAGChecker's order.
 pub const NAMES: [(&str, &str, &str); 11] = [
     ("answer_claim_precision", "precision", "overall_metrics"),

@@ -1,6 +1,7 @@
 //! What a judge says about one query: per sample a status, a score and the details behind it,
 //! kept with the query's figures ([`QueryResult::judges`](super::QueryResult::judges)).
 
+use super::claims::{claim_metrics, ClaimChecks, ClaimMetrics, Verdict};
 use crate::chunk::PositionAwareChunkId;
 use crate::locate::MatchKind;
 use crate::span::CharSpan;
@@ -149,6 +150,38 @@ pub struct Attribution {
     pub reason: String,
 }
 
+/// One claim checked against one text (the other answer, or one retrieved chunk): a cell of
+/// one of RAGChecker's check matrices ([`JudgeDetails::Claims`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimCheck {
+    /// The verdict as counted: `Entailment` only when the text supports the claim (and, against
+    /// a chunk, the judge's quote was found in it).
+    pub verdict: Verdict,
+    /// The judge's verbatim quote of the supporting passage (empty when it gave none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub evidence: String,
+    /// Against a chunk, an entailment's quote located in it, in document characters; `None`
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub support: Option<Support>,
+    /// The judge said `Entailment` against a chunk, but its quote (or the lack of one) was
+    /// found nowhere in that chunk: the verdict is counted `Neutral`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlocated: bool,
+}
+
+impl ClaimCheck {
+    /// A check with `verdict` and nothing behind it (as RAGChecker's files hold them).
+    pub fn of(verdict: Verdict) -> ClaimCheck {
+        ClaimCheck {
+            verdict,
+            evidence: String::new(),
+            support: None,
+            unlocated: false,
+        }
+    }
+}
+
 /// What a judge found, per metric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -194,6 +227,25 @@ pub enum JudgeDetails {
         /// before the scale was kept.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         scale: Option<Vec<(String, f64)>>,
+    },
+    /// Claims (RAGChecker's checks): the claims of the answer and of the reference answer,
+    /// each checked against the other and against every retrieved chunk. The four matrices are
+    /// RAGChecker's, by its names; the figures are [`JudgeDetails::claim_metrics`].
+    Claims {
+        /// The answer's claims, in the judge's order.
+        response_claims: Vec<String>,
+        /// The reference answer's claims.
+        reference_claims: Vec<String>,
+        /// How many chunks the answer was given.
+        chunks: usize,
+        /// The reference answer on each answer claim.
+        answer2response: Vec<ClaimCheck>,
+        /// The answer on each reference claim.
+        response2answer: Vec<ClaimCheck>,
+        /// Per answer claim, each chunk on it, in rank order.
+        retrieved2response: Vec<Vec<ClaimCheck>>,
+        /// Per reference claim, each chunk on it, in rank order.
+        retrieved2answer: Vec<Vec<ClaimCheck>>,
     },
     /// Answer match: does the answer answer the question as the reference does.
     AnswerMatch {
@@ -255,6 +307,30 @@ impl JudgeDetails {
                     format!("context {} {v}: {}", c.context + 1, c.reason)
                 })
                 .collect(),
+            JudgeDetails::Claims {
+                response_claims,
+                answer2response,
+                retrieved2response,
+                ..
+            } => response_claims
+                .iter()
+                .zip(answer2response)
+                .zip(retrieved2response)
+                .map(|((claim, a), row)| {
+                    let chunks: Vec<String> = row
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.verdict == Verdict::Entailment)
+                        .map(|(j, _)| (j + 1).to_string())
+                        .collect();
+                    let source = if chunks.is_empty() {
+                        "in no context".to_owned()
+                    } else {
+                        format!("in context {}", chunks.join(", "))
+                    };
+                    format!("\"{claim}\" {:?} by the reference, {source}", a.verdict)
+                })
+                .collect(),
             JudgeDetails::AnswerRelevancy { noncommittal, .. } => {
                 if *noncommittal {
                     vec!["the answer is noncommittal".into()]
@@ -275,6 +351,56 @@ impl JudgeDetails {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// How many verdicts the judge gave whose quoted evidence was found nowhere it said:
+    /// faithfulness's [`unlocated`](JudgeDetails::unlocated) statements, or claim checks
+    /// against a chunk ([`ClaimCheck::unlocated`]).
+    pub fn unlocated_count(&self) -> usize {
+        match self {
+            JudgeDetails::Claims {
+                retrieved2response,
+                retrieved2answer,
+                ..
+            } => retrieved2response
+                .iter()
+                .chain(retrieved2answer)
+                .flatten()
+                .filter(|c| c.unlocated)
+                .count(),
+            _ => self.unlocated().len(),
+        }
+    }
+
+    /// The claims' verdict matrices, for [`claim_metrics`](super::claims::claim_metrics);
+    /// `None` for other details, or matrices whose shapes do not fit (a hand-edited record).
+    pub fn claim_checks(&self) -> Option<ClaimChecks> {
+        let JudgeDetails::Claims {
+            chunks,
+            answer2response,
+            response2answer,
+            retrieved2response,
+            retrieved2answer,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let row = |r: &[ClaimCheck]| r.iter().map(|c| c.verdict).collect::<Vec<_>>();
+        let matrix = |m: &[Vec<ClaimCheck>]| m.iter().map(|r| row(r)).collect::<Vec<_>>();
+        ClaimChecks::new(
+            row(answer2response),
+            row(response2answer),
+            matrix(retrieved2response),
+            matrix(retrieved2answer),
+            *chunks,
+        )
+        .ok()
+    }
+
+    /// RAGChecker's figures of the claims' checks; `None` for other details.
+    pub fn claim_metrics(&self) -> Option<ClaimMetrics> {
+        self.claim_checks().map(|c| claim_metrics(&c))
     }
 }
 

@@ -71,8 +71,9 @@ pub use chunking_evaluation::{
 };
 pub use detail::{Passage, Truth};
 pub use judgement::{
-    add_tokens, failure_kind, Attribution, ContextVerdict, GeneratedQuestion, JudgeDetails,
-    JudgeSample, JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support, MAX_TOKENS,
+    add_tokens, failure_kind, Attribution, ClaimCheck, ContextVerdict, GeneratedQuestion,
+    JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, QueryJudgement, Spread, Statement, Support,
+    MAX_TOKENS,
 };
 pub use mode::SpanMode;
 pub use name::ReportedName;

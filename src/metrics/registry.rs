@@ -89,6 +89,8 @@ pub struct MetricInfo {
     answer: Option<BuildAnswer>,
     /// LLM judges are no `Metric<L>`: the harness and the CLI run them over the answers.
     judge: bool,
+    /// For a figure of a judge that reports several (the claims judge's), that judge's name.
+    pub judged_by: Option<&'static str>,
 }
 
 impl std::fmt::Debug for MetricInfo {
@@ -123,6 +125,11 @@ impl MetricInfo {
                 LevelKind::Chunk => self.chunk.is_some(),
                 LevelKind::Token => self.token.is_some(),
             }
+    }
+
+    /// Whether an LLM judge reports it.
+    pub fn is_judged(&self) -> bool {
+        self.judge
     }
 
     /// Whether it scores answers ([`Need::Answer`]) rather than retrieval.
@@ -203,6 +210,7 @@ const fn token(
         chunk: None,
         answer: None,
         judge: false,
+        judged_by: None,
     }
 }
 
@@ -222,6 +230,7 @@ const fn chunk(
         chunk: Some(build),
         answer: None,
         judge: false,
+        judged_by: None,
     }
 }
 
@@ -242,6 +251,7 @@ const fn both(
         chunk: Some(chunk),
         answer: None,
         judge: false,
+        judged_by: None,
     }
 }
 
@@ -260,6 +270,15 @@ const fn judge(name: &'static str, needs: &'static [Need], definition: &'static 
         chunk: None,
         answer: None,
         judge: true,
+        judged_by: None,
+    }
+}
+
+/// A figure of the claims judge (see [`super::claims`]): one of the several it reports.
+const fn claim(name: &'static str, definition: &'static str) -> MetricInfo {
+    MetricInfo {
+        judged_by: Some(super::claims::JUDGE),
+        ..judge(name, JUDGED_REFERENCE, definition)
     }
 }
 
@@ -278,6 +297,7 @@ const fn answer(
         chunk: None,
         answer: Some(build),
         judge: false,
+        judged_by: None,
     }
 }
 
@@ -339,6 +359,17 @@ pub static REGISTRY: &[MetricInfo] = &[
     judge("llm_context_precision", JUDGED_REFERENCE, "LLM judge: average precision of the contexts useful for the reference answer"),
     judge("llm_context_recall", JUDGED_REFERENCE, "LLM judge: share of the reference answer's statements the contexts hold"),
     judge("answer_match", JUDGED_REFERENCE, "LLM judge: 1 when the answer answers the question as the reference does"),
+    claim("answer_claim_precision", "claims judge: share of the answer's claims the reference answer entails (RAGChecker's precision)"),
+    claim("answer_claim_recall", "claims judge: share of the reference answer's claims the answer entails (RAGChecker's recall)"),
+    claim("answer_claim_f1", "claims judge: harmonic mean of answer_claim_precision and answer_claim_recall (RAGChecker's f1)"),
+    claim("claim_recall", "claims judge: share of the reference answer's claims some chunk entails"),
+    claim("chunk_usefulness", "claims judge: share of the chunks that entail some reference claim (RAGChecker's context_precision)"),
+    claim("context_utilization", "claims judge: of the reference claims some chunk entails, the share the answer entails too"),
+    claim("noise_sensitivity_in_relevant", "claims judge: share of the answer's claims that are wrong and entailed by a chunk useful for the reference"),
+    claim("noise_sensitivity_in_irrelevant", "claims judge: share of the answer's claims that are wrong and entailed only by chunks useful for nothing"),
+    claim("hallucination", "claims judge: share of the answer's claims that are wrong and entailed by no chunk"),
+    claim("self_knowledge", "claims judge: share of the answer's claims that are right and entailed by no chunk"),
+    claim("claim_faithfulness", "claims judge: share of the answer's claims some chunk entails (RAGChecker's faithfulness)"),
 ];
 
 /// The registry entry named `name` (without cut-off).
@@ -346,11 +377,28 @@ pub fn lookup(name: &str) -> Option<&'static MetricInfo> {
     REGISTRY.iter().find(|m| m.name == name)
 }
 
-/// The LLM judges' metrics, in report order: what `--judges` accepts and a case's `judge` runs.
+/// The LLM judges, in report order: what `--judges` accepts. A judge that reports one figure
+/// is named after it; one that reports several (`claims`) by its own name, after the others.
 pub fn judge_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = REGISTRY
+        .iter()
+        .filter(|m| m.judge && m.judged_by.is_none())
+        .map(|m| m.name)
+        .collect();
+    for by in REGISTRY.iter().filter_map(|m| m.judged_by) {
+        if !names.contains(&by) {
+            names.push(by);
+        }
+    }
+    names
+}
+
+/// The judges `--judges` runs when it names none: every one but those that report several
+/// figures (`claims`, whose checks take a call per five claims and chunk).
+pub fn default_judge_names() -> Vec<&'static str> {
     REGISTRY
         .iter()
-        .filter(|m| m.judge)
+        .filter(|m| m.judge && m.judged_by.is_none())
         .map(|m| m.name)
         .collect()
 }

@@ -33,6 +33,7 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
+mod claims;
 mod html;
 mod junit;
 mod markdown;

@@ -195,6 +195,7 @@ pub(super) fn judge_details(
             item(s, *matches, text, reason, String::new());
             s.push_str("</ul>");
         }
+        D::Claims { .. } => super::claims::claims_html(s, details, contexts, marks, anchor),
         // A criteria judge (goal accuracy, …), or a judge this page has no list for: its
         // reasons as the judge gave them.
         other => {

@@ -897,6 +897,12 @@ fn judge_sample(s: &mut String, sample: &JudgeSample, edit: Option<(&str, &[bool
                 let _ = write!(s, "<p>verdict probabilities: {}</p>", shown.join(", "));
             }
         }
+        JudgeDetails::Claims { .. } => {
+            // Claim verdicts are shown, not labelled, here: one line per answer claim.
+            if let Some(r) = sample.details.reason() {
+                let _ = write!(s, "<p>{}</p>", esc(&r));
+            }
+        }
         JudgeDetails::AnswerMatch { matches, reason } => {
             let _ = write!(
                 s,

@@ -1,6 +1,7 @@
 //! `score --ragchecker`: RAGChecker's claim-level metrics from the check matrices of its own
 //! results files, pinned to what RAGChecker's `evaluate` computed from the same matrices
-//! (tests/fixtures/ragchecker, produced by its `generate.py`), and its output format written back.
+//! (tests/fixtures/ragchecker, produced by its `generate.py`), and its output format written back;
+//! and the claims judge that fills the checks of results without them (and of `score --answers`).
 
 use crate::cli_support::{fails, ok, run, s, write};
 use serde_json::{json, Value};
@@ -251,4 +252,190 @@ fn results_without_checks_or_with_bad_ones_are_errors_naming_the_result_and_fiel
     let (code, _, err) = run(&["score", "--ragchecker", s(&input), "-k", "3"]);
     assert_ne!(code, 0);
     assert!(err.contains("--ragchecker") && err.contains("-k"), "{err}");
+}
+
+/// Results without checks: one claim per answer (the answer itself), one chunk each.
+fn unchecked() -> Value {
+    json!({"results": [
+        {"query_id": "a", "query": "Where are flags kept?", "gt_answer": "Flags are kept in memory.",
+         "response": "Yes: Flags are kept in memory.",
+         "retrieved_context": [{"doc_id": "d1", "text": "The server: Flags are kept in memory."}]},
+        {"query_id": "b", "query": "How long is a restart?", "gt_answer": "A restart takes 2 s.",
+         "response": "Flags are encrypted.",
+         "retrieved_context": [{"doc_id": "d2", "text": "At rest: Flags are encrypted."}]}
+    ]})
+}
+
+/// A judge whose claims of a text are the text itself, and whose check calls a claim entailed
+/// when the reference text holds it word for word (quoting it).
+fn claims_judge(
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> crate::support::TestServer {
+    use crate::support::chat::{chat_server, completion, Chat};
+    chat_server(move |c: &Chat| {
+        calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let content = if let Some((_, text)) = c.prompt.rsplit_once("\nText: ") {
+            json!({"claims": [text.trim()]}).to_string()
+        } else {
+            let (_, rest) = c.prompt.split_once("Reference text:\n").unwrap();
+            let (against, claims) = rest.split_once("\n\nClaims:\n").unwrap();
+            let verdicts: Vec<Value> = claims
+                .lines()
+                .map(|line| {
+                    let claim = line.split_once(". ").unwrap().1;
+                    let held = against.contains(claim);
+                    json!({"verdict": if held {"Entailment"} else {"Neutral"},
+                           "evidence": if held {claim} else {""}})
+                })
+                .collect();
+            json!({ "verdicts": verdicts }).to_string()
+        };
+        completion(&content, (50, 5))
+    })
+}
+
+#[test]
+fn results_without_checks_are_judged_written_in_ragcheckers_format_and_replayed_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.json", &unchecked().to_string());
+    let cache = format!("rw:path={}", s(&dir.path().join("cache.sqlite")));
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = claims_judge(calls.clone());
+    let url = server.url("/v1");
+    let judged = |out: &str, cache: &str, url: &str| {
+        let out = dir.path().join(out);
+        let (code, stdout, stderr) = run(&[
+            "score",
+            "--ragchecker",
+            s(&input),
+            "--ragchecker-out",
+            s(&out),
+            "--json",
+            "--judge-model",
+            "m",
+            "--judge-url",
+            url,
+            "--cache",
+            cache,
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        (
+            serde_json::from_str::<Value>(&stdout).unwrap(),
+            read(&out),
+            stderr,
+        )
+    };
+    let (summary, written, stderr) = judged("out.json", &cache, &url);
+    // Per result 2 extractions and 1 claim each against the other answer and 1 chunk.
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 12);
+    assert!(stderr.contains("claims: 12 calls (0 repairs)"), "{stderr}");
+    let a = &written["results"][0];
+    assert_eq!(
+        a["response_claims"],
+        json!(["Yes: Flags are kept in memory."])
+    );
+    assert_eq!(a["gt_answer_claims"], json!(["Flags are kept in memory."]));
+    assert_eq!(a["answer2response"], json!(["Neutral"]));
+    assert_eq!(a["response2answer"], json!(["Entailment"]));
+    assert_eq!(a["retrieved2response"], json!([["Neutral"]]));
+    assert_eq!(a["retrieved2answer"], json!([["Entailment"]]));
+    let b = &written["results"][1];
+    assert_eq!(b["answer2response"], json!(["Neutral"]));
+    assert_eq!(b["response2answer"], json!(["Neutral"]));
+    assert_eq!(b["retrieved2response"], json!([["Entailment"]]));
+    assert_eq!(b["retrieved2answer"], json!([["Neutral"]]));
+    // b's one claim is wrong and entailed by a chunk no reference claim is in: noise.
+    assert_eq!(b["metrics"]["noise_sensitivity_in_irrelevant"], json!(1.0));
+    assert_eq!(b["metrics"]["context_utilization"], Value::Null);
+    // a's one claim is wrong and entailed by no chunk: a hallucination.
+    assert_eq!(a["metrics"]["f1"], json!(0.0));
+    assert_eq!(a["metrics"]["hallucination"], json!(1.0));
+    assert_eq!(summary["metrics"]["hallucination"]["mean"], json!(0.5));
+    assert_eq!(
+        written["metrics"]["generator_metrics"]["hallucination"],
+        json!(50.0)
+    );
+    // The written checks score to the same figures without a judge...
+    let first = dir.path().join("first.json");
+    std::fs::copy(dir.path().join("out.json"), &first).unwrap();
+    let (again, rescored) = score(dir.path(), s(&first));
+    assert_eq!(again["metrics"], summary["metrics"]);
+    assert_eq!(rescored["metrics"], written["metrics"]);
+    // ...and the judge's answers replay from the cache with the server gone.
+    drop(server);
+    let replay = format!("replay:path={}", s(&dir.path().join("cache.sqlite")));
+    let (replayed, rewritten, _) = judged("replayed.json", &replay, "http://127.0.0.1:9/v1");
+    assert_eq!(replayed["metrics"], summary["metrics"]);
+    assert_eq!(rewritten, written);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 12);
+}
+
+#[test]
+fn score_answers_runs_the_claims_judge_when_named_and_reports_its_figures_under_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = write(
+        dir.path(),
+        "qa.jsonl",
+        &(json!({"id": "q1", "inputs": {"query": "Where are flags kept?"},
+                 "outputs": {"reference_answer": "Flags are kept in memory."}})
+        .to_string()
+            + "\n"),
+    );
+    let answers = write(
+        dir.path(),
+        "answers.jsonl",
+        &(json!({"id": "q1", "answer": "Flags are encrypted.",
+                 "contexts": [{"doc_id": "d.md", "start": 10, "end": 39,
+                               "text": "Flags are kept in memory. Ok."}]})
+        .to_string()
+            + "\n"),
+    );
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = claims_judge(calls.clone());
+    let stdout = ok(&[
+        "score",
+        "--dataset",
+        s(&dataset),
+        "--answers",
+        s(&answers),
+        "--judge-model",
+        "m",
+        "--judge-url",
+        &server.url("/v1"),
+        "--judges",
+        "claims",
+        "--json",
+        "--no-record",
+    ]);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    // 2 extractions, then the one claim of each side against the other answer and the chunk.
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 6);
+    assert_eq!(v["judges"][0]["metric"], "claims");
+    assert_eq!(v["judges"][0]["usage"]["calls"], 6);
+    let m = &v["metrics"];
+    assert_eq!(m["hallucination"], json!(1.0), "{m}");
+    assert_eq!(m["claim_recall"], json!(1.0), "{m}");
+    assert_eq!(m["chunk_usefulness"], json!(1.0), "{m}");
+    assert_eq!(m["answer_claim_recall"], json!(0.0), "{m}");
+    assert!(
+        m.get("claims").is_none() && m.get("faithfulness").is_none(),
+        "{m}"
+    );
+    let q = &v["per_query"][0];
+    assert_eq!(q["metrics"]["hallucination"], json!(1.0));
+    let details = &q["judges"][0]["samples"][0]["details"];
+    assert_eq!(details["kind"], "claims");
+    assert_eq!(
+        details["reference_claims"],
+        json!(["Flags are kept in memory."])
+    );
+    // The reference claim's quote, located in the chunk as document characters.
+    let support = &details["retrieved2answer"][0][0]["support"];
+    assert_eq!(
+        (
+            support["span"]["start"].as_u64(),
+            support["span"]["end"].as_u64()
+        ),
+        (Some(10), Some(35))
+    );
 }

@@ -19,6 +19,8 @@ mod chroma_mode;
 mod chunker_invariants;
 mod ci_guide;
 #[cfg(feature = "answers")]
+mod claims_judge;
+#[cfg(feature = "answers")]
 mod conversations;
 mod docs_pages;
 mod errors;

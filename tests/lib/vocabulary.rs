@@ -92,7 +92,18 @@ fn the_macro_crate_holds_no_metric_names() {
     min_answer_relevancy = 0.0,
     min_llm_context_precision = 0.0,
     min_llm_context_recall = 0.0,
-    min_answer_match = 0.0
+    min_answer_match = 0.0,
+    min_answer_claim_precision = 0.0,
+    min_answer_claim_recall = 0.0,
+    min_answer_claim_f1 = 0.0,
+    min_claim_recall = 0.0,
+    min_chunk_usefulness = 0.0,
+    min_context_utilization = 0.0,
+    max_noise_sensitivity_in_relevant = 1.0,
+    max_noise_sensitivity_in_irrelevant = 1.0,
+    max_hallucination = 1.0,
+    min_self_knowledge = 0.0,
+    min_claim_faithfulness = 0.0
 )]
 async fn every_bar(query: &str) -> RagAnswer {
     RagAnswer {

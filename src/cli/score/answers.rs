@@ -20,7 +20,7 @@ use crate::embed::Embedder;
 use crate::generator::RagAnswer;
 use crate::harness::progress;
 use crate::judge::{JudgeInput, JudgeSummary};
-use crate::metrics::registry::judge_names;
+use crate::metrics::registry::{default_judge_names, REGISTRY};
 use crate::metrics::{self, answer_metrics, Metric, RunResult, SpanMode};
 use crate::runs::Spend;
 use crate::service::PROVIDER;
@@ -135,7 +135,7 @@ pub(in crate::cli) fn run(
                 llm,
                 http,
                 embedder,
-                &judge_names(),
+                &default_judge_names(),
                 "give --embedder SPEC",
             )?)
         }
@@ -671,7 +671,7 @@ fn by_difficulty(card: &RunResult) -> String {
     cols.extend(
         answer_cols
             .into_iter()
-            .chain(judge_names())
+            .chain(REGISTRY.iter().filter(|m| m.is_judged()).map(|m| m.name))
             .filter(|n| card.metrics.get(n).is_some()),
     );
     let label_w = groups.keys().map(String::len).max().unwrap_or(10).max(10);

@@ -210,7 +210,7 @@ fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
         .collect();
     // Only conversation judges named: no turn judge (an empty list would mean every one).
     let default = if named.is_empty() {
-        judge_names()
+        crate::metrics::registry::default_judge_names()
     } else {
         Vec::new()
     };
