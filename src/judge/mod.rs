@@ -50,6 +50,7 @@
 mod answer_match;
 mod claims;
 mod context;
+mod conversation;
 mod criteria;
 mod driver;
 mod faithfulness;
@@ -68,6 +69,11 @@ pub use claims::{
 pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
     CONTEXT_PLACEHOLDERS,
+};
+pub use conversation::{
+    GoalAccuracy, GoalAccuracyRubric, KnowledgeRetention, KnowledgeRetentionRubric, TopicAdherence,
+    TopicMode, GOAL_ACCURACY_PLACEHOLDERS, KNOWLEDGE_RETENTION_PLACEHOLDERS,
+    TOPIC_ADHERENCE_PLACEHOLDERS,
 };
 pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACEHOLDERS};
 pub use driver::{LlmJudge, Rubric};
