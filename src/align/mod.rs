@@ -1160,6 +1160,91 @@ mod tests {
         assert_eq!(judged_statements(&judged(criteria, Some(1.0)), "m"), None);
     }
 
+    /// Claim verdicts are compared with the claims judge's claim by claim, as Entailment or
+    /// not; verdicts saved for other claims are left out, and none labels a metric.
+    #[test]
+    fn claim_verdicts_agree_with_the_judge_claim_by_claim() {
+        use crate::metrics::claims::Verdict::{self, *};
+        use crate::metrics::{ClaimCheck, JudgeSample, JudgeStatus, QueryJudgement};
+        let judged = |id: &str, response: &[(&str, Verdict)], reference: &[(&str, Verdict)]| {
+            let claims = |c: &[(&str, Verdict)]| c.iter().map(|(t, _)| (*t).to_owned()).collect();
+            let checks = |c: &[(&str, Verdict)]| c.iter().map(|(_, v)| ClaimCheck::of(*v)).collect();
+            QueryResult {
+                id: id.into(),
+                metrics: Figures(vec![("span_recall@5".into(), 1.0)]),
+                judges: vec![QueryJudgement {
+                    metric: "claims".into(),
+                    query_id: id.into(),
+                    samples: vec![JudgeSample {
+                        sample: 0,
+                        status: JudgeStatus::Ok,
+                        score: Some(0.5),
+                        details: JudgeDetails::Claims {
+                            response_claims: claims(response),
+                            reference_claims: claims(reference),
+                            chunks: 0,
+                            answer2response: checks(response),
+                            response2answer: checks(reference),
+                            retrieved2response: vec![Vec::new(); response.len()],
+                            retrieved2answer: vec![Vec::new(); reference.len()],
+                        },
+                        message: None,
+                        kind: None,
+                        usage: Default::default(),
+                    }],
+                }],
+                ..QueryResult::default()
+            }
+        };
+        let mut r = RunResult::from_queries(
+            ResultLevel::Token,
+            vec!["span_recall@5".into()],
+            vec![
+                judged("a", &[("x", Entailment), ("y", Neutral), ("z", Contradiction)], &[("r", Entailment)]),
+                judged("b", &[("s", Entailment)], &[]),
+                judged("c", &[("t", Neutral)], &[]),
+            ],
+        );
+        let l = Labels::parse(
+            "{\"id\":\"a\",\"statements\":{\"claims.answer2response\":[\
+             {\"text\":\"x\",\"supported\":true},{\"text\":\"y\",\"supported\":true},\
+             {\"text\":\"z\",\"supported\":false}],\
+             \"claims.response2answer\":[{\"text\":\"r\",\"supported\":false}]}}\n\
+             {\"id\":\"b\",\"labels\":{\"span_recall@5\":1},\
+             \"statements\":{\"claims.answer2response\":[{\"text\":\"s\",\"supported\":true}]}}\n\
+             {\"id\":\"c\",\"statements\":{\"claims.answer2response\":[{\"text\":\"u\",\"supported\":true}]}}",
+            "l".into(),
+        )
+        .unwrap();
+        // a: x agrees, y (Neutral, marked entailed) does not, z (Contradiction, marked not)
+        // agrees, r (Entailment, marked not) does not; b: s agrees; c: another claim than the
+        // judge's, left out. 3 of 5 over 2 queries.
+        assert_eq!(
+            l.claim_agreement(&r),
+            Some(ClaimAgreement {
+                claims: 5,
+                agreed: 3,
+                share: 0.6,
+                queries: 2
+            })
+        );
+        assert!(l.apply(&mut r).is_empty());
+        assert_eq!(r.labels.keys().collect::<Vec<_>>(), ["b"], "only b's own label");
+        check_labelled_metrics(&r).unwrap();
+        let a = Alignment {
+            claims: l.claim_agreement(&r),
+            ..Alignment::new(&r, &AlignOptions::default(), None)
+        };
+        assert!(a
+            .to_text()
+            .contains("claims: 3 of the judge's 5 claim verdicts agree with the person's (0.6000) over 2 queries\n"));
+        assert_eq!(
+            serde_json::to_value(&a).unwrap()["claims"],
+            serde_json::json!({"claims": 5, "agreed": 3, "share": 0.6, "queries": 2})
+        );
+        assert_eq!(Labels::default().claim_agreement(&r), None);
+    }
+
     #[test]
     fn a_label_of_a_metric_the_run_lacks_is_an_error_naming_both() {
         let mut r = run(&[("a", 0.9), ("b", 0.1)]);
