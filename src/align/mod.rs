@@ -12,7 +12,9 @@
 //! verdicts on the judge's statements ([`StatementLabel`]: faithfulness's statements of the
 //! answer, context recall's of the reference), `{"text": …, "supported": true}` each. A metric
 //! with statement verdicts and no label of its own is labelled by them: the share of statements
-//! marked supported, the judge's own formula applied to the person's verdicts.
+//! marked supported, the judge's own formula applied to the person's verdicts. Verdicts on the
+//! claims judge's claims are kept under the keys of [`CLAIM_CHECKS`]; they label no metric, and
+//! [`Labels::claim_agreement`] counts how many agree with the judge's.
 //!
 //! Per metric, labels that are all 0 or 1 are *binary*: the figure is binarised at a threshold
 //! (`figure ≥ threshold` passes) and compared by accuracy, Cohen's κ and the confusion matrix.
@@ -1168,7 +1170,8 @@ mod tests {
         use crate::metrics::{ClaimCheck, JudgeSample, JudgeStatus, QueryJudgement};
         let judged = |id: &str, response: &[(&str, Verdict)], reference: &[(&str, Verdict)]| {
             let claims = |c: &[(&str, Verdict)]| c.iter().map(|(t, _)| (*t).to_owned()).collect();
-            let checks = |c: &[(&str, Verdict)]| c.iter().map(|(_, v)| ClaimCheck::of(*v)).collect();
+            let checks =
+                |c: &[(&str, Verdict)]| c.iter().map(|(_, v)| ClaimCheck::of(*v)).collect();
             QueryResult {
                 id: id.into(),
                 metrics: Figures(vec![("span_recall@5".into(), 1.0)]),
@@ -1200,7 +1203,11 @@ mod tests {
             ResultLevel::Token,
             vec!["span_recall@5".into()],
             vec![
-                judged("a", &[("x", Entailment), ("y", Neutral), ("z", Contradiction)], &[("r", Entailment)]),
+                judged(
+                    "a",
+                    &[("x", Entailment), ("y", Neutral), ("z", Contradiction)],
+                    &[("r", Entailment)],
+                ),
                 judged("b", &[("s", Entailment)], &[]),
                 judged("c", &[("t", Neutral)], &[]),
             ],
@@ -1229,7 +1236,11 @@ mod tests {
             })
         );
         assert!(l.apply(&mut r).is_empty());
-        assert_eq!(r.labels.keys().collect::<Vec<_>>(), ["b"], "only b's own label");
+        assert_eq!(
+            r.labels.keys().collect::<Vec<_>>(),
+            ["b"],
+            "only b's own label"
+        );
         check_labelled_metrics(&r).unwrap();
         let a = Alignment {
             claims: l.claim_agreement(&r),

@@ -25,6 +25,11 @@
 //! the metric is then labelled by them, the share of statements marked supported
 //! ([`Labels::label`]).
 //!
+//! The claims judge's claims (its first scored sample) are shown the same way, each with the
+//! judge's verdict against the other answer and the chunks entailing it with their characters;
+//! the person's verdicts are saved under the keys of [`CLAIM_CHECKS`] on every save of the page,
+//! for `align` to count how many agree with the judge's.
+//!
 //! Each save rewrites the whole labels file atomically, so a crash leaves the previous save or
 //! this one; labels the file held when the server started (for this run or any other) are kept,
 //! and a reopened page shows them. One server at a time labels into a file: it holds a lock on
@@ -424,7 +429,9 @@ fn changes(
 
 /// The checks of [`CLAIM_CHECKS`] the claims judge made in `query`, with its claims and
 /// verdicts.
-fn claim_checks(query: &QueryResult) -> impl Iterator<Item = (&'static str, Vec<StatementLabel>)> + '_ {
+fn claim_checks(
+    query: &QueryResult,
+) -> impl Iterator<Item = (&'static str, Vec<StatementLabel>)> + '_ {
     CLAIM_CHECKS
         .into_iter()
         .filter_map(|key| Some((key, judged_statements(query, key)?)))
@@ -763,14 +770,28 @@ fn claims_fieldset(s: &mut String, query: &QueryResult, labels: &Labels) {
     };
     s.push_str("<fieldset class=\"claims\"><legend><b>claims</b>: is each claim entailed by the other answer? Flip the judge's verdicts you find wrong; saving the page saves your verdicts on every claim.</legend>");
     let checks = [
-        (answer2response, retrieved2response, "the answer's claim", "reference"),
-        (response2answer, retrieved2answer, "the reference's claim", "answer"),
+        (
+            answer2response,
+            retrieved2response,
+            "the answer's claim",
+            "reference",
+        ),
+        (
+            response2answer,
+            retrieved2answer,
+            "the reference's claim",
+            "answer",
+        ),
     ];
     for ((key, judged), (checks, chunks, what, other)) in claim_checks(query).zip(checks) {
         let saved = labels.statements(&query.id, key).filter(|v| {
             v.len() == judged.len() && v.iter().zip(&judged).all(|(a, b)| a.text == b.text)
         });
-        let mine: Vec<bool> = saved.unwrap_or(&judged).iter().map(|v| v.supported).collect();
+        let mine: Vec<bool> = saved
+            .unwrap_or(&judged)
+            .iter()
+            .map(|v| v.supported)
+            .collect();
         let _ = write!(
             s,
             "<table><tr><th>{what}</th><th>verdict of the {other}</th><th>yours</th><th>entailed by</th></tr>"
@@ -794,7 +815,11 @@ fn claims_fieldset(s: &mut String, query: &QueryResult, labels: &Labels) {
                 "{}<td>{}</td><td>{}</td>{}<td>{}</td></tr>",
                 statement_row(claim.supported, Some(mine[i])),
                 esc(&claim.text),
-                yes_no(claim.supported, "Entailment", &format!("{:?}", check.verdict)),
+                yes_no(
+                    claim.supported,
+                    "Entailment",
+                    &format!("{:?}", check.verdict)
+                ),
                 verdict_cell(key, i, mine[i]),
                 if sources.is_empty() {
                     "no context".to_owned()

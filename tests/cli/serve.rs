@@ -1209,7 +1209,10 @@ fn claims_run() -> RunResult {
         ..ClaimCheck::of(Verdict::Entailment)
     };
     let details = JudgeDetails::Claims {
-        response_claims: vec!["Release 0 shipped in 2010.".into(), "It shipped on time.".into()],
+        response_claims: vec![
+            "Release 0 shipped in 2010.".into(),
+            "It shipped on time.".into(),
+        ],
         reference_claims: vec!["It shipped in 2010.".into()],
         chunks: 1,
         answer2response: vec![
@@ -1217,7 +1220,10 @@ fn claims_run() -> RunResult {
             ClaimCheck::of(Verdict::Neutral),
         ],
         response2answer: vec![ClaimCheck::of(Verdict::Entailment)],
-        retrieved2response: vec![vec![entailed.clone()], vec![ClaimCheck::of(Verdict::Neutral)]],
+        retrieved2response: vec![
+            vec![entailed.clone()],
+            vec![ClaimCheck::of(Verdict::Neutral)],
+        ],
         retrieved2answer: vec![vec![entailed]],
     };
     let query = QueryResult {
@@ -1249,7 +1255,11 @@ fn claims_run() -> RunResult {
         }],
         ..QueryResult::default()
     };
-    RunResult::from_queries(ResultLevel::Token, vec!["hallucination".into()], vec![query])
+    RunResult::from_queries(
+        ResultLevel::Token,
+        vec!["hallucination".into()],
+        vec![query],
+    )
 }
 
 /// The report `serve` shows draws each claim with its verdicts and the characters of the chunk
@@ -1294,7 +1304,8 @@ fn claims_are_diagnosed_on_the_report_and_their_verdicts_labelled() {
     }
 
     // The person finds the answer's second claim entailed after all, and agrees on the rest.
-    let form = "verdict.claims.answer2response.0=supported&verdict.claims.answer2response.1=supported\
+    let form =
+        "verdict.claims.answer2response.0=supported&verdict.claims.answer2response.1=supported\
                 &verdict.claims.response2answer.0=supported";
     let (status, _, body) = post_form(&url, form);
     assert_eq!(status, 303, "{body}");
@@ -1314,9 +1325,9 @@ fn claims_are_diagnosed_on_the_report_and_their_verdicts_labelled() {
         (agreement.claims, agreement.agreed, agreement.queries),
         (3, 2, 1)
     );
-    assert!(request("GET", &url, None).2.contains(
-        "<tr data-judge=\"unsupported\" class=\"flipped\"><td>It shipped on time.</td>"
-    ));
+    assert!(request("GET", &url, None)
+        .2
+        .contains("<tr data-judge=\"unsupported\" class=\"flipped\"><td>It shipped on time.</td>"));
 
     // A claim past the judge's is refused, naming it, and changes nothing.
     let (status, _, body) = post_form(&url, "verdict.claims.response2answer.1=supported");
