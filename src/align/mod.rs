@@ -12,7 +12,9 @@
 //! verdicts on the judge's statements ([`StatementLabel`]: faithfulness's statements of the
 //! answer, context recall's of the reference), `{"text": …, "supported": true}` each. A metric
 //! with statement verdicts and no label of its own is labelled by them: the share of statements
-//! marked supported, the judge's own formula applied to the person's verdicts.
+//! marked supported, the judge's own formula applied to the person's verdicts. Verdicts on the
+//! claims judge's claims are kept under the keys of [`CLAIM_CHECKS`]; they label no metric, and
+//! [`Labels::claim_agreement`] counts how many agree with the judge's.
 //!
 //! Per metric, labels that are all 0 or 1 are *binary*: the figure is binarised at a threshold
 //! (`figure ≥ threshold` passes) and compared by accuracy, Cohen's κ and the confusion matrix.
@@ -82,8 +84,12 @@ pub struct StatementLabel {
 
 /// The statements a judge gave for `metric` in `query` and its verdict on each (faithfulness:
 /// supported, as counted; context recall: attributed), from the first sample with a score;
-/// `None` when that judge gives no statements.
+/// `None` when that judge gives no statements. A key of [`CLAIM_CHECKS`] gives the claims
+/// judge's claims and verdicts of that check.
 pub fn judged_statements(query: &QueryResult, metric: &str) -> Option<Vec<StatementLabel>> {
+    if CLAIM_CHECKS.contains(&metric) {
+        return judged_claims(query, metric);
+    }
     let sample = query
         .judges
         .iter()
@@ -109,6 +115,49 @@ pub fn judged_statements(query: &QueryResult, metric: &str) -> Option<Vec<Statem
         ),
         _ => None,
     }
+}
+
+/// The keys of a person's verdicts on the claims judge's claims in a labels file's
+/// `statements`, by RAGChecker's names of the checks: the answer's claims against the reference
+/// answer, and the reference answer's claims against the answer. `supported` is the verdict
+/// `Entailment`. They label no metric (no share is taken of them): `align` counts how many of
+/// them agree with the judge's ([`ClaimAgreement`]).
+pub const CLAIM_CHECKS: [&str; 2] = ["claims.answer2response", "claims.response2answer"];
+
+/// The claims judge's claims of `query` checked as `key` (one of [`CLAIM_CHECKS`]) with its
+/// verdict on each (`supported`: `Entailment`), from the first sample with a score.
+fn judged_claims(query: &QueryResult, key: &str) -> Option<Vec<StatementLabel>> {
+    let sample = query
+        .judges
+        .iter()
+        .filter(|j| j.metric == crate::metrics::claims::JUDGE)
+        .flat_map(|j| &j.samples)
+        .find(|s| s.score.is_some())?;
+    let JudgeDetails::Claims {
+        response_claims,
+        reference_claims,
+        answer2response,
+        response2answer,
+        ..
+    } = &sample.details
+    else {
+        return None;
+    };
+    let (claims, checks) = match key {
+        k if k == CLAIM_CHECKS[0] => (response_claims, answer2response),
+        k if k == CLAIM_CHECKS[1] => (reference_claims, response2answer),
+        _ => return None,
+    };
+    Some(
+        claims
+            .iter()
+            .zip(checks)
+            .map(|(text, c)| StatementLabel {
+                text: text.clone(),
+                supported: c.verdict == crate::metrics::claims::Verdict::Entailment,
+            })
+            .collect(),
+    )
 }
 
 /// The share of `statements` marked supported; `None` without any.
@@ -306,6 +355,41 @@ impl Labels {
         s
     }
 
+    /// How the person's claim verdicts ([`CLAIM_CHECKS`]) agree with the claims judge's in
+    /// `run`: each saved verdict on a claim of the query's first scored claims sample, when the
+    /// saved claims are the judge's (same texts, same order; verdicts saved for another
+    /// judging are left out). `None` when no claim verdict applies.
+    pub fn claim_agreement(&self, run: &RunResult) -> Option<ClaimAgreement> {
+        let mut counts = ClaimAgreement::default();
+        for q in &run.per_query {
+            let mut counted = false;
+            for key in CLAIM_CHECKS {
+                let (Some(person), Some(judge)) =
+                    (self.statements(&q.id, key), judged_claims(q, key))
+                else {
+                    continue;
+                };
+                let same = person.len() == judge.len()
+                    && person.iter().zip(&judge).all(|(p, j)| p.text == j.text);
+                if !same || person.is_empty() {
+                    continue;
+                }
+                counted = true;
+                counts.claims += person.len();
+                counts.agreed += person
+                    .iter()
+                    .zip(&judge)
+                    .filter(|(p, j)| p.supported == j.supported)
+                    .count();
+            }
+            counts.queries += usize::from(counted);
+        }
+        (counts.claims > 0).then(|| ClaimAgreement {
+            share: counts.agreed as f64 / counts.claims as f64,
+            ..counts
+        })
+    }
+
     /// Number of labelled queries.
     pub fn len(&self) -> usize {
         self.by_id.len()
@@ -330,11 +414,15 @@ impl Labels {
             }
             let mut figures = self.by_id[id].clone();
             for metric in self.statements.get(id).into_iter().flat_map(|m| m.keys()) {
-                if figures.get(metric).is_none() {
+                if figures.get(metric).is_none() && !CLAIM_CHECKS.contains(&metric.as_str()) {
                     if let Some(share) = self.label(id, metric) {
                         figures.0.push((metric.clone(), share));
                     }
                 }
+            }
+            // A query with claim verdicts only has no label to put in.
+            if figures.0.is_empty() {
+                continue;
             }
             let names: Vec<String> = figures
                 .names()
@@ -647,6 +735,20 @@ impl MetricAlignment {
     }
 }
 
+/// How a person's verdicts on the claims judge's claims agree with the judge's
+/// ([`Labels::claim_agreement`]): a claim agrees when both say `Entailment`, or both do not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClaimAgreement {
+    /// Claims with a verdict of the person's and of the judge's.
+    pub claims: usize,
+    /// Claims where the two verdicts are the same.
+    pub agreed: usize,
+    /// `agreed / claims`.
+    pub share: f64,
+    /// Queries with at least one such claim.
+    pub queries: usize,
+}
+
 /// The agreement of every labelled metric of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alignment {
@@ -654,6 +756,10 @@ pub struct Alignment {
     pub threshold: f64,
     /// One per labelled metric.
     pub metrics: Vec<MetricAlignment>,
+    /// Claim-level agreement with the claims judge, when claim verdicts were labelled
+    /// ([`Labels::claim_agreement`]; [`Alignment::new`] leaves it `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<ClaimAgreement>,
 }
 
 impl Alignment {
@@ -667,6 +773,7 @@ impl Alignment {
         Alignment {
             threshold: options.threshold,
             metrics,
+            claims: None,
         }
     }
 
@@ -753,6 +860,12 @@ impl Alignment {
                     s.push_str(&format!("    judge: {}\n", crate::escape::terminal(r)));
                 }
             }
+        }
+        if let Some(c) = &self.claims {
+            s.push_str(&format!(
+                "claims: {} of the judge's {} claim verdicts agree with the person's ({:.4}) over {} queries\n",
+                c.agreed, c.claims, c.share, c.queries
+            ));
         }
         if self.metrics.is_empty() {
             s.push_str("no metric of the run has labels\n");
@@ -1047,6 +1160,100 @@ mod tests {
             reason: String::new(),
         };
         assert_eq!(judged_statements(&judged(criteria, Some(1.0)), "m"), None);
+    }
+
+    /// Claim verdicts are compared with the claims judge's claim by claim, as Entailment or
+    /// not; verdicts saved for other claims are left out, and none labels a metric.
+    #[test]
+    fn claim_verdicts_agree_with_the_judge_claim_by_claim() {
+        use crate::metrics::claims::Verdict::{self, *};
+        use crate::metrics::{ClaimCheck, JudgeSample, JudgeStatus, QueryJudgement};
+        let judged = |id: &str, response: &[(&str, Verdict)], reference: &[(&str, Verdict)]| {
+            let claims = |c: &[(&str, Verdict)]| c.iter().map(|(t, _)| (*t).to_owned()).collect();
+            let checks =
+                |c: &[(&str, Verdict)]| c.iter().map(|(_, v)| ClaimCheck::of(*v)).collect();
+            QueryResult {
+                id: id.into(),
+                metrics: Figures(vec![("span_recall@5".into(), 1.0)]),
+                judges: vec![QueryJudgement {
+                    metric: "claims".into(),
+                    query_id: id.into(),
+                    samples: vec![JudgeSample {
+                        sample: 0,
+                        status: JudgeStatus::Ok,
+                        score: Some(0.5),
+                        details: JudgeDetails::Claims {
+                            response_claims: claims(response),
+                            reference_claims: claims(reference),
+                            chunks: 0,
+                            answer2response: checks(response),
+                            response2answer: checks(reference),
+                            retrieved2response: vec![Vec::new(); response.len()],
+                            retrieved2answer: vec![Vec::new(); reference.len()],
+                        },
+                        message: None,
+                        kind: None,
+                        usage: Default::default(),
+                    }],
+                }],
+                ..QueryResult::default()
+            }
+        };
+        let mut r = RunResult::from_queries(
+            ResultLevel::Token,
+            vec!["span_recall@5".into()],
+            vec![
+                judged(
+                    "a",
+                    &[("x", Entailment), ("y", Neutral), ("z", Contradiction)],
+                    &[("r", Entailment)],
+                ),
+                judged("b", &[("s", Entailment)], &[]),
+                judged("c", &[("t", Neutral)], &[]),
+            ],
+        );
+        let l = Labels::parse(
+            "{\"id\":\"a\",\"statements\":{\"claims.answer2response\":[\
+             {\"text\":\"x\",\"supported\":true},{\"text\":\"y\",\"supported\":true},\
+             {\"text\":\"z\",\"supported\":false}],\
+             \"claims.response2answer\":[{\"text\":\"r\",\"supported\":false}]}}\n\
+             {\"id\":\"b\",\"labels\":{\"span_recall@5\":1},\
+             \"statements\":{\"claims.answer2response\":[{\"text\":\"s\",\"supported\":true}]}}\n\
+             {\"id\":\"c\",\"statements\":{\"claims.answer2response\":[{\"text\":\"u\",\"supported\":true}]}}",
+            "l".into(),
+        )
+        .unwrap();
+        // a: x agrees, y (Neutral, marked entailed) does not, z (Contradiction, marked not)
+        // agrees, r (Entailment, marked not) does not; b: s agrees; c: another claim than the
+        // judge's, left out. 3 of 5 over 2 queries.
+        assert_eq!(
+            l.claim_agreement(&r),
+            Some(ClaimAgreement {
+                claims: 5,
+                agreed: 3,
+                share: 0.6,
+                queries: 2
+            })
+        );
+        assert!(l.apply(&mut r).is_empty());
+        assert_eq!(
+            r.labels.keys().collect::<Vec<_>>(),
+            ["b"],
+            "only b's own label"
+        );
+        check_labelled_metrics(&r).unwrap();
+        let a = Alignment {
+            claims: l.claim_agreement(&r),
+            ..Alignment::new(&r, &AlignOptions::default(), None)
+        };
+        assert!(a
+            .to_text()
+            .contains("claims: 3 of the judge's 5 claim verdicts agree with the person's (0.6000) over 2 queries\n"));
+        assert_eq!(
+            serde_json::to_value(&a).unwrap()["claims"],
+            serde_json::json!({"claims": 5, "agreed": 3, "share": 0.6, "queries": 2})
+        );
+        assert_eq!(Labels::default().claim_agreement(&r), None);
     }
 
     #[test]

@@ -56,10 +56,11 @@ pub(super) fn run(a: AlignArgs, out: &mut Output) -> Result<bool> {
         );
     }
     let (_, mut run) = runs.remove(0);
-    if let Some(path) = &a.labels {
-        super::labels::apply(path, &mut run)?;
-    }
-    if run.labels.is_empty() {
+    let claims = match &a.labels {
+        Some(path) => super::labels::apply(path, &mut run)?.claim_agreement(&run),
+        None => None,
+    };
+    if run.labels.is_empty() && claims.is_none() {
         bail!("no query of the run has a label: give --labels FILE");
     }
     crate::align::check_labelled_metrics(&run).with_context(|| match &a.labels {
@@ -73,7 +74,10 @@ pub(super) fn run(a: AlignArgs, out: &mut Output) -> Result<bool> {
         seed: a.resampling.seed,
         shown: a.show,
     };
-    let alignment = Alignment::new(&run, &options, answers.as_ref());
+    let alignment = Alignment {
+        claims,
+        ..Alignment::new(&run, &options, answers.as_ref())
+    };
     if a.json {
         out.json_line(&alignment)?;
     } else {

@@ -6,9 +6,10 @@ use anyhow::Result;
 use camino::Utf8Path;
 
 /// Reads the labels at `path` into `run`, with a note naming the labelled queries the run does
-/// not have.
-pub(super) fn apply(path: &Utf8Path, run: &mut RunResult) -> Result<()> {
-    let unknown = Labels::load(path)?.apply(run);
+/// not have; returns the labels (with their claim verdicts, which label no metric).
+pub(super) fn apply(path: &Utf8Path, run: &mut RunResult) -> Result<Labels> {
+    let labels = Labels::load(path)?;
+    let unknown = labels.apply(run);
     if !unknown.is_empty() {
         let shown: Vec<String> = unknown
             .iter()
@@ -23,5 +24,5 @@ pub(super) fn apply(path: &Utf8Path, run: &mut RunResult) -> Result<()> {
             if unknown.len() > 5 { ", …" } else { "" }
         );
     }
-    Ok(())
+    Ok(labels)
 }

@@ -25,6 +25,11 @@
 //! the metric is then labelled by them, the share of statements marked supported
 //! ([`Labels::label`]).
 //!
+//! The claims judge's claims (its first scored sample) are shown the same way, each with the
+//! judge's verdict against the other answer and the chunks entailing it with their characters;
+//! the person's verdicts are saved under the keys of [`CLAIM_CHECKS`] on every save of the page,
+//! for `align` to count how many agree with the judge's.
+//!
 //! Each save rewrites the whole labels file atomically, so a crash leaves the previous save or
 //! this one; labels the file held when the server started (for this run or any other) are kept,
 //! and a reopened page shows them. One server at a time labels into a file: it holds a lock on
@@ -32,7 +37,7 @@
 //! would rewrite the file without the other's labels).
 
 use super::{form_decode, with_store, ApiError, Store};
-use crate::align::{judged_statements, Labels, StatementLabel};
+use crate::align::{judged_statements, Labels, StatementLabel, CLAIM_CHECKS};
 use crate::escape::html as esc;
 use crate::metrics::{JudgeDetails, JudgeSample, QueryResult, ResultLevel, RunResult};
 use crate::report::transcript;
@@ -285,7 +290,13 @@ pub(super) async fn save(
         .map_err(|_| bad("the form is not UTF-8".into()))
         .and_then(parse_form)?;
     let (changes, go) = changes(&form, query, &metrics)?;
-    let verdicts = verdicts(&form, query, &metrics, &changes)?;
+    // The claims judge's claims take verdicts as a judge's statements do, under their checks.
+    let checked: Vec<String> = metrics
+        .iter()
+        .cloned()
+        .chain(claim_checks(query).map(|(key, _)| key.to_owned()))
+        .collect();
+    let verdicts = verdicts(&form, query, &checked, &changes)?;
     tokio::task::spawn_blocking(move || file.save(&query_id, changes, verdicts))
         .await
         .map_err(|e| {
@@ -416,9 +427,21 @@ fn changes(
     Ok((changes, go))
 }
 
+/// The checks of [`CLAIM_CHECKS`] the claims judge made in `query`, with its claims and
+/// verdicts.
+fn claim_checks(
+    query: &QueryResult,
+) -> impl Iterator<Item = (&'static str, Vec<StatementLabel>)> + '_ {
+    CLAIM_CHECKS
+        .into_iter()
+        .filter_map(|key| Some((key, judged_statements(query, key)?)))
+}
+
 /// The statement verdicts the form sets: for each metric with `verdict.<metric>.<i>` fields,
 /// one per statement of the judge's, the person's verdicts when the metric has a label in
-/// `changes` or one differs from the judge's, else `None` (nothing to keep).
+/// `changes` or one differs from the judge's, else `None` (nothing to keep). Claim verdicts
+/// ([`CLAIM_CHECKS`]) are kept whenever the form carries them: saving the page is the person's
+/// review of them, and `align` counts the verdicts that agree as well as those flipped.
 fn verdicts(
     form: &[(String, String)],
     query: &QueryResult,
@@ -487,9 +510,10 @@ fn verdicts(
             flipped |= j.supported != supported;
             verdicts.push(StatementLabel { supported, ..j });
         }
-        let labelled = changes
-            .iter()
-            .any(|c| c.metric == *metric && c.value.is_some());
+        let labelled = CLAIM_CHECKS.contains(&metric.as_str())
+            || changes
+                .iter()
+                .any(|c| c.metric == *metric && c.value.is_some());
         out.push(Verdicts {
             metric: metric.clone(),
             verdicts: (flipped || labelled).then_some(verdicts),
@@ -718,9 +742,95 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
             esc(labels.note(&query.id, metric).unwrap_or("")),
         );
     }
+    claims_fieldset(&mut s, query, labels);
     s.push_str("<button id=\"save-next\" name=\"go\" value=\"next\">Save and next</button> <button name=\"go\" value=\"stay\">Save</button> <button name=\"go\" value=\"prev\">Save and previous</button></form>");
     let _ = writeln!(s, "<script>{SCRIPT}</script></body></html>");
     s
+}
+
+/// The claims judge's claims of `query` (its first scored sample), each with the judge's
+/// verdict against the other answer, the chunks entailing it with their characters, and the
+/// person's verdict (as saved for these claims, else the judge's), which may be flipped.
+fn claims_fieldset(s: &mut String, query: &QueryResult, labels: &Labels) {
+    let Some(JudgeDetails::Claims {
+        answer2response,
+        response2answer,
+        retrieved2response,
+        retrieved2answer,
+        ..
+    }) = query
+        .judges
+        .iter()
+        .filter(|j| j.metric == crate::metrics::claims::JUDGE)
+        .flat_map(|j| &j.samples)
+        .find(|s| s.score.is_some())
+        .map(|s| &s.details)
+    else {
+        return;
+    };
+    s.push_str("<fieldset class=\"claims\"><legend><b>claims</b>: is each claim entailed by the other answer? Flip the judge's verdicts you find wrong; saving the page saves your verdicts on every claim.</legend>");
+    let checks = [
+        (
+            answer2response,
+            retrieved2response,
+            "the answer's claim",
+            "reference",
+        ),
+        (
+            response2answer,
+            retrieved2answer,
+            "the reference's claim",
+            "answer",
+        ),
+    ];
+    for ((key, judged), (checks, chunks, what, other)) in claim_checks(query).zip(checks) {
+        let saved = labels.statements(&query.id, key).filter(|v| {
+            v.len() == judged.len() && v.iter().zip(&judged).all(|(a, b)| a.text == b.text)
+        });
+        let mine: Vec<bool> = saved
+            .unwrap_or(&judged)
+            .iter()
+            .map(|v| v.supported)
+            .collect();
+        let _ = write!(
+            s,
+            "<table><tr><th>{what}</th><th>verdict of the {other}</th><th>yours</th><th>entailed by</th></tr>"
+        );
+        for (i, ((claim, check), row)) in judged.iter().zip(checks).zip(chunks).enumerate() {
+            let sources: Vec<String> = row
+                .iter()
+                .enumerate()
+                .filter_map(|(j, c)| {
+                    let sup = c.support.as_ref()?;
+                    Some(format!(
+                        "context {}, characters {}–{}",
+                        j + 1,
+                        sup.span.start,
+                        sup.span.end
+                    ))
+                })
+                .collect();
+            let _ = write!(
+                s,
+                "{}<td>{}</td><td>{}</td>{}<td>{}</td></tr>",
+                statement_row(claim.supported, Some(mine[i])),
+                esc(&claim.text),
+                yes_no(
+                    claim.supported,
+                    "Entailment",
+                    &format!("{:?}", check.verdict)
+                ),
+                verdict_cell(key, i, mine[i]),
+                if sources.is_empty() {
+                    "no context".to_owned()
+                } else {
+                    sources.join("; ")
+                }
+            );
+        }
+        s.push_str("</table>");
+    }
+    s.push_str("</fieldset>");
 }
 
 /// A heading and its text, when there is any.

@@ -1182,3 +1182,158 @@ fn the_labelling_page_by_keyboard_and_mouse_in_chromium() {
     std::fs::write(&shot, png).unwrap();
     eprintln!("screenshot: {}", shot.canonicalize().unwrap().display());
 }
+
+/// One answered query judged by the claims judge: two claims of the answer (the first entailed
+/// by the reference and by the chunk at characters 10–25, the second neutral), one of the
+/// reference (entailed by the answer and the chunk).
+fn claims_run() -> RunResult {
+    use rag_eval::chunk::PositionAwareChunk;
+    use rag_eval::locate::MatchKind;
+    use rag_eval::metrics::claims::Verdict;
+    use rag_eval::metrics::{
+        ClaimCheck, JudgeDetails, JudgeSample, JudgeStatus, JudgeUsage, Passage, QueryJudgement,
+        Support,
+    };
+    use rag_eval::span::CharSpan;
+    let text = "Release 0 shipped in 2010, in May.";
+    let chunk = PositionAwareChunk::new("notes.md", 0, 34, text);
+    let entailed = ClaimCheck {
+        evidence: "shipped in 2010".into(),
+        support: Some(Support {
+            context: 0,
+            chunk_id: chunk.id.clone(),
+            span: CharSpan::new("notes.md", 10, 25),
+            kind: MatchKind::Exact,
+            score: 1.0,
+        }),
+        ..ClaimCheck::of(Verdict::Entailment)
+    };
+    let details = JudgeDetails::Claims {
+        response_claims: vec![
+            "Release 0 shipped in 2010.".into(),
+            "It shipped on time.".into(),
+        ],
+        reference_claims: vec!["It shipped in 2010.".into()],
+        chunks: 1,
+        answer2response: vec![
+            ClaimCheck::of(Verdict::Entailment),
+            ClaimCheck::of(Verdict::Neutral),
+        ],
+        response2answer: vec![ClaimCheck::of(Verdict::Entailment)],
+        retrieved2response: vec![
+            vec![entailed.clone()],
+            vec![ClaimCheck::of(Verdict::Neutral)],
+        ],
+        retrieved2answer: vec![vec![entailed]],
+    };
+    let query = QueryResult {
+        id: "q0".into(),
+        query: Some("When was release 0 shipped?".into()),
+        metrics: Figures(vec![("hallucination".into(), 0.5)]),
+        answer: Some("Release 0 shipped in 2010. It shipped on time.".into()),
+        contexts: Some(vec![Passage {
+            doc_id: "notes.md".into(),
+            start: 0,
+            end: 34,
+            text: Some(text.into()),
+            located: true,
+            not_found: None,
+        }]),
+        references: vec!["It shipped in 2010.".into()],
+        judges: vec![QueryJudgement {
+            metric: "claims".into(),
+            query_id: "q0".into(),
+            samples: vec![JudgeSample {
+                sample: 0,
+                status: JudgeStatus::Ok,
+                score: Some(0.8),
+                details,
+                message: None,
+                kind: None,
+                usage: JudgeUsage::default(),
+            }],
+        }],
+        ..QueryResult::default()
+    };
+    RunResult::from_queries(
+        ResultLevel::Token,
+        vec!["hallucination".into()],
+        vec![query],
+    )
+}
+
+/// The report `serve` shows draws each claim with its verdicts and the characters of the chunk
+/// entailing it; the labelling page puts the person's verdict beside the judge's on every
+/// claim, saves them under `statements` as a judge's statements are, and `align` counts how
+/// many agree.
+#[test]
+fn claims_are_diagnosed_on_the_report_and_their_verdicts_labelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = utf8(dir.path().join("labels.jsonl"));
+    let store = SqliteRunStore::open(utf8(dir.path().join("runs.sqlite"))).unwrap();
+    let record = RunRecord::new("test", "answers.jsonl", claims_run());
+    store.put(&record).unwrap();
+    let id = record.id.as_str().to_owned();
+    let (base, _runtime) = spawn(store, Some(Arc::new(LabelFile::open(&labels).unwrap())));
+
+    let (status, _, report) = request("GET", &format!("{base}/runs/{id}/report"), None);
+    assert_eq!(status, 200, "{report}");
+    for shown in [
+        "<p>The answer's claims</p>",
+        "✓ Release 0 shipped in 2010. <span class=\"reason\">— Entailment by the reference; in <a href=",
+        "context 1, characters 10–25</a>",
+        "✗ It shipped on time. <span class=\"reason\">— Neutral by the reference; in no context",
+        "<p>The reference's claims</p>",
+        "✓ It shipped in 2010. <span class=\"reason\">— Entailment by the answer;",
+        "Release 0 <mark>shipped in 2010</mark>, in May.",
+    ] {
+        assert!(report.contains(shown), "{shown}\n{report}");
+    }
+
+    let url = format!("{base}/runs/{id}/label?q=0");
+    let html = request("GET", &url, None).2;
+    for shown in [
+        "<tr data-judge=\"supported\"><td>Release 0 shipped in 2010.</td><td><span class=\"yes\">Entailment</span></td>",
+        "name=\"verdict.claims.answer2response.0\" value=\"supported\" checked",
+        "<tr data-judge=\"unsupported\"><td>It shipped on time.</td><td><span class=\"no\">Neutral</span></td>",
+        "name=\"verdict.claims.answer2response.1\" value=\"unsupported\" checked",
+        "name=\"verdict.claims.response2answer.0\" value=\"supported\" checked",
+        "<td>context 1, characters 10–25</td>",
+    ] {
+        assert!(html.contains(shown), "{shown}\n{html}");
+    }
+
+    // The person finds the answer's second claim entailed after all, and agrees on the rest.
+    let form =
+        "verdict.claims.answer2response.0=supported&verdict.claims.answer2response.1=supported\
+                &verdict.claims.response2answer.0=supported";
+    let (status, _, body) = post_form(&url, form);
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(
+        std::fs::read_to_string(&labels).unwrap(),
+        "{\"id\":\"q0\",\"labels\":{},\"statements\":{\
+         \"claims.answer2response\":[{\"supported\":true,\"text\":\"Release 0 shipped in 2010.\"},\
+         {\"supported\":true,\"text\":\"It shipped on time.\"}],\
+         \"claims.response2answer\":[{\"supported\":true,\"text\":\"It shipped in 2010.\"}]}}\n"
+    );
+    let saved = rag_eval::align::Labels::load(&labels).unwrap();
+    let mut run = claims_run();
+    saved.apply(&mut run);
+    assert!(run.labels.is_empty(), "claim verdicts label no metric");
+    let agreement = saved.claim_agreement(&run).unwrap();
+    assert_eq!(
+        (agreement.claims, agreement.agreed, agreement.queries),
+        (3, 2, 1)
+    );
+    assert!(request("GET", &url, None)
+        .2
+        .contains("<tr data-judge=\"unsupported\" class=\"flipped\"><td>It shipped on time.</td>"));
+
+    // A claim past the judge's is refused, naming it, and changes nothing.
+    let (status, _, body) = post_form(&url, "verdict.claims.response2answer.1=supported");
+    assert_eq!(status, 400, "{body}");
+    assert!(json(&body)["error"]
+        .as_str()
+        .unwrap()
+        .contains("there is no statement 1"));
+}
