@@ -17,8 +17,10 @@
 //! - Queries are matched through a hash table, not trec_eval's scan of every result for every
 //!   qrels query: figures and order are the same, the time is linear in the queries.
 
-use super::measures::{self as m, Gains, Ranked, NONPOOL, UNJUDGED};
-use super::parse::QidMap;
+use super::measures::{self as m, Gains};
+use super::trec_eval_input::{
+    is_space, rank, read_qrels, read_results, score_key, tokens, JudgedQuery, Scratch,
+};
 use std::io::{Read, Write};
 
 /// The version of trec_eval whose behaviour [`run`] reproduces.
@@ -773,181 +775,6 @@ fn init_measures(o: &Options, err: &mut dyn Write) -> Outcome<(Vec<Requested>, u
     Ok((out, slot))
 }
 
-/// C's `isspace` in the "C" locale.
-fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
-/// The whitespace-separated fields of a line, at most `N + 1` of them (to tell "more").
-fn tokens<const N: usize>(line: &[u8]) -> ([&[u8]; N], usize) {
-    let mut out: [&[u8]; N] = [&[]; N];
-    let (mut n, mut i) = (0, 0);
-    while i < line.len() {
-        while i < line.len() && is_space(line[i]) {
-            i += 1;
-        }
-        if i == line.len() {
-            break;
-        }
-        let start = i;
-        while i < line.len() && !is_space(line[i]) {
-            i += 1;
-        }
-        if n < N {
-            out[n] = &line[start..i];
-        }
-        n += 1;
-        if n > N {
-            break;
-        }
-    }
-    (out, n)
-}
-
-/// One query's judgements, sorted by docno.
-struct JudgedQuery<'a> {
-    qid: &'a [u8],
-    docs: Vec<(&'a [u8], i64)>,
-}
-
-/// Reads qrels: `qid iter docno rel`, exactly four fields; `#` at the start of a line
-/// comments it out. Queries sorted by id, judgements by docno.
-fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>>, usize> {
-    let mut lines: Vec<(&[u8], &[u8], i64)> = Vec::new();
-    for line in text
-        .strip_suffix(b"\n")
-        .unwrap_or(text)
-        .split(|&b| b == b'\n')
-    {
-        if line.first() == Some(&b'#') {
-            continue;
-        }
-        let (f, n) = tokens::<4>(line);
-        if n != 4 {
-            return Err(lines.len() + 1);
-        }
-        lines.push((f[0], f[2], m::atol(f[3])));
-    }
-    lines.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(b.1)));
-    let mut out: Vec<JudgedQuery<'_>> = Vec::new();
-    for (qid, docno, rel) in lines {
-        match out.last_mut() {
-            Some(q) if q.qid == qid => q.docs.push((docno, rel)),
-            _ => out.push(JudgedQuery {
-                qid,
-                docs: vec![(docno, rel)],
-            }),
-        }
-    }
-    Ok(out)
-}
-
-/// Docno and score of each line of a query.
-type Docs<'a> = Vec<(&'a [u8], f64)>;
-
-/// One query's results: docno and score of each line.
-pub(super) struct ResultQuery<'a> {
-    pub(super) docs: Docs<'a>,
-}
-
-/// A run: its queries, their index by id, and the run id of its last line.
-pub(super) struct Results<'a> {
-    pub(super) queries: Vec<ResultQuery<'a>>,
-    index: QidMap<&'a [u8], usize>,
-    pub(super) run_id: &'a [u8],
-}
-
-/// Lines of a piece of a run: each stretch of lines of one query with its documents.
-#[derive(Default)]
-struct RunPiece<'a> {
-    stretches: Vec<(&'a [u8], Docs<'a>)>,
-    /// Lines read (blank and comment lines left out).
-    count: usize,
-    /// The first malformed line, numbered within the piece.
-    malformed: Option<usize>,
-    run_id: Option<&'a [u8]>,
-}
-
-fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
-    let mut p = RunPiece::default();
-    for line in text.split(|&b| b == b'\n') {
-        let start = line.iter().position(|&b| !is_space(b));
-        let Some(start) = start else { continue };
-        if line[start] == b'#' {
-            continue;
-        }
-        p.count += 1;
-        let (f, n) = tokens::<6>(line);
-        if n < 6 {
-            p.malformed = Some(p.count);
-            return p;
-        }
-        match p.stretches.last_mut() {
-            Some((qid, docs)) if *qid == f[0] => docs.push((f[2], atof(f[4]))),
-            _ => p.stretches.push((f[0], vec![(f[2], atof(f[4]))])),
-        }
-        p.run_id = Some(f[5]);
-    }
-    p
-}
-
-/// Reads a run: `qid iter docno rank score runid`, at least six fields; blank lines and
-/// lines starting with `#` skipped. `Err(n)` names the malformed line as trec_eval numbers it
-/// (counting only the lines read). Pieces of the file are parsed on every core.
-pub(super) fn read_results(text: &[u8], threads: usize) -> std::result::Result<Results<'_>, usize> {
-    // Cut the text into pieces of whole lines.
-    let mut bounds = vec![0];
-    for t in 1..threads.max(1) {
-        let at = (text.len() * t / threads).max(*bounds.last().unwrap_or(&0));
-        let end = text[at..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(text.len(), |i| at + i + 1);
-        bounds.push(end);
-    }
-    bounds.push(text.len());
-    let pieces: Vec<RunPiece<'_>> = if bounds.len() > 2 {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = bounds
-                .windows(2)
-                .map(|w| {
-                    let piece = &text[w[0]..w[1]];
-                    s.spawn(move || read_run_piece(piece))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        })
-    } else {
-        vec![read_run_piece(text)]
-    };
-    let mut r = Results {
-        queries: Vec::new(),
-        index: QidMap::default(),
-        run_id: b"",
-    };
-    let mut before = 0;
-    for piece in pieces {
-        if let Some(line) = piece.malformed {
-            return Err(before + line);
-        }
-        before += piece.count;
-        for (qid, docs) in piece.stretches {
-            match r.index.get(qid) {
-                Some(&q) => r.queries[q].docs.extend(docs),
-                None => {
-                    r.index.insert(qid, r.queries.len());
-                    r.queries.push(ResultQuery { docs });
-                }
-            }
-        }
-        r.run_id = piece.run_id.unwrap_or(r.run_id);
-    }
-    Ok(r)
-}
-
 /// z-scores: `(qid, measure)` → `(mean, standard deviation)`.
 type ZScores = std::collections::HashMap<(Vec<u8>, Vec<u8>), (f64, f64)>;
 
@@ -989,88 +816,20 @@ struct Context<'a> {
     first_joining: Option<&'static str>,
 }
 
-/// Joins a ranking with its judgements (trec_eval's form_res_rels.c): ranked by score, ties
-/// by docno descending; at most `-M` documents; duplicates refused.
-fn rank(
-    o: &Options,
-    judged: &JudgedQuery<'_>,
-    docs: &[(&[u8], f64)],
-) -> std::result::Result<Ranked, String> {
-    let mut ranked: Vec<(&[u8], f64)> = docs.to_vec();
-    // -0.0 and 0.0 are one score, as C compares them.
-    for d in &mut ranked {
-        if d.1 == 0.0 {
-            d.1 = 0.0;
-        }
-    }
-    ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(a.0)));
-    let keep = usize::try_from(o.max_docs.max(0)).unwrap_or(usize::MAX);
-    ranked.truncate(keep);
-    let mut by_docno: Vec<&[u8]> = ranked.iter().map(|d| d.0).collect();
-    by_docno.sort_unstable();
-    if let Some(w) = by_docno.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!(
-            "trec_eval.form_res_qrels: duplicate docs {}",
-            String::from_utf8_lossy(w[0])
-        ));
-    }
-    if let Some(w) = judged.docs.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(format!(
-            "trec_eval.form_res_rels: duplicate docs {}\n",
-            String::from_utf8_lossy(w[1].0)
-        ));
-    }
-    let max_rel = judged.docs.iter().map(|d| d.1).max().unwrap_or(0);
-    let mut rel_levels = vec![0u64; (max_rel.max(0) + 1) as usize];
-    for d in &judged.docs {
-        if d.1 >= 0 {
-            rel_levels[d.1 as usize] += 1;
-        }
-    }
-    let mut r = Ranked {
-        rels: Vec::with_capacity(ranked.len()),
-        level: o.level,
-        ..Ranked::default()
-    };
-    for (docno, _) in &ranked {
-        let rel = match judged.docs.binary_search_by(|d| d.0.cmp(docno)) {
-            Ok(i) if judged.docs[i].1 < 0 => UNJUDGED,
-            Ok(i) => judged.docs[i].1,
-            Err(_) => NONPOOL,
-        };
-        if o.judged_only && rel < 0 {
-            continue;
-        }
-        match rel {
-            NONPOOL => r.num_nonpool += 1,
-            UNJUDGED => r.num_unjudged += 1,
-            g if g >= o.level => r.num_rel_ret += 1,
-            _ => {}
-        }
-        r.rels.push(rel);
-    }
-    r.num_rel = rel_levels
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i as i64 >= o.level)
-        .map(|(_, n)| n)
-        .sum();
-    r.rel_levels = rel_levels;
-    Ok(r)
-}
-
 /// Computes every requested measure for one query.
-fn evaluate_query(
+fn evaluate_query<'a>(
     ctx: &Context<'_>,
+    scratch: &mut Scratch<'a>,
     judged: &JudgedQuery<'_>,
-    docs: &[(&[u8], f64)],
+    docs: impl Iterator<Item = (&'a [u8], u64)>,
     bogus: bool,
 ) -> std::result::Result<QueryValues, String> {
     let mut values = vec![0.0; ctx.num_values];
     let mut relstring = String::new();
+    let o = ctx.o;
     let ranked = match ctx.first_joining {
         Some(name) => Some(
-            rank(ctx.o, judged, docs)
+            rank(scratch, docs, judged, o.level, o.max_docs, o.judged_only)
                 .map_err(|e| format!("{e}trec_eval: Can't calculate measure '{name}'\n"))?,
         ),
         None => None,
@@ -1373,29 +1132,34 @@ fn run_inner(
                 continue;
             }
         }
-        work.push((i, results.index.get(q.qid).copied()));
+        work.push((i, results.query(q.qid)));
     }
-    let bogus_docs: [(&[u8], f64); 1] = [(b"ceci_nest_pas_un_docno", 1.0)];
+    // What trec_eval ranks for a query without results under -c: one document, score 1.
+    let bogus_docs = || std::iter::once((&b"ceci_nest_pas_un_docno"[..], score_key(1.0)));
     let mut accum = vec![0.0; num_values];
     let mut num_queries = 0usize;
     let mut text: Vec<u8> = Vec::new();
     // Queries are computed in batches on every core and printed in order; a batch bounds the
     // memory the figures take.
     for batch in work.chunks(8192) {
-        let compute = |&(i, r): &(usize, Option<usize>)| -> Computed {
-            let docs: &[(&[u8], f64)] = match r {
-                Some(r) => &results.queries[r].docs,
-                None if o.complete => &bogus_docs,
+        let compute = |scratch: &mut _, &(i, r): &(usize, Option<usize>)| -> Computed {
+            Some(match r {
+                Some(r) => evaluate_query(&ctx, scratch, &qrels[i], results.docs(r), false),
+                None if o.complete => evaluate_query(&ctx, scratch, &qrels[i], bogus_docs(), true),
                 None => return None,
-            };
-            Some(evaluate_query(&ctx, &qrels[i], docs, r.is_none()))
+            })
         };
         let computed: Vec<Computed> = if threads > 1 && batch.len() >= 64 {
             let per = batch.len().div_ceil(threads);
             std::thread::scope(|s| {
                 let handles: Vec<_> = batch
                     .chunks(per)
-                    .map(|part| s.spawn(move || part.iter().map(compute).collect::<Vec<_>>()))
+                    .map(|part| {
+                        s.spawn(move || {
+                            let mut scratch = Scratch::default();
+                            part.iter().map(|w| compute(&mut scratch, w)).collect::<Vec<_>>()
+                        })
+                    })
                     .collect();
                 handles
                     .into_iter()
@@ -1403,7 +1167,8 @@ fn run_inner(
                     .collect()
             })
         } else {
-            batch.iter().map(compute).collect()
+            let mut scratch = Scratch::default();
+            batch.iter().map(|w| compute(&mut scratch, w)).collect()
         };
         for (&(i, _), result) in batch.iter().zip(computed) {
             let qid = qrels[i].qid;

@@ -4,6 +4,7 @@
 
 use super::measures::{self as m, Gains, Ranked, NONPOOL};
 use super::trec_eval;
+use super::trec_eval_input::{read_results, Results};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -318,19 +319,13 @@ fn a_query_missing_from_the_run_scores_zero_with_c() {
 #[test]
 fn a_run_read_in_pieces_is_the_run_read_whole() {
     let text = b"# c\nq1 Q0 a 1 1 r\nq2 Q0 b 1 1 r\n\nq1 Q0 c 1 0.5 r\nq3 Q0 a 1 1 last\n";
-    let whole = trec_eval::read_results(text, 1).ok().unwrap();
+    let whole = read_results(text, 1).ok().unwrap();
     for threads in 2..6 {
-        let parts = trec_eval::read_results(text, threads).ok().unwrap();
+        let parts = read_results(text, threads).ok().unwrap();
         assert_eq!(parts.run_id, b"last");
-        let flat = |r: &trec_eval::Results<'_>| {
-            r.queries
-                .iter()
-                .map(|q| {
-                    q.docs
-                        .iter()
-                        .map(|d| (d.0.to_vec(), d.1))
-                        .collect::<Vec<_>>()
-                })
+        let flat = |r: &Results<'_>| {
+            (0..r.len())
+                .map(|q| r.docs(q).map(|d| (d.0.to_vec(), d.1)).collect::<Vec<_>>())
                 .collect::<Vec<_>>()
         };
         assert_eq!(flat(&parts), flat(&whole), "{threads} threads");
@@ -338,7 +333,7 @@ fn a_run_read_in_pieces_is_the_run_read_whole() {
     let bad = b"q1 Q0 a 1 1 r\n\n# c\nq1 Q0 b 1 1 r\nq1 Q0 c 1 1\nq1 Q0 d 1 1 r\n";
     for threads in 1..6 {
         assert_eq!(
-            trec_eval::read_results(bad, threads).err(),
+            read_results(bad, threads).err(),
             Some(3),
             "{threads} threads"
         );
