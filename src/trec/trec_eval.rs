@@ -842,6 +842,16 @@ fn evaluate_query<'a>(
         }
         return Ok(QueryValues { values, relstring });
     };
+    // The gains without parameters, which every gain-based measure of all_trec uses: set up
+    // once for the query.
+    let default_gains = std::cell::OnceCell::new();
+    let gains = |pairs: &[(String, f64)]| -> std::borrow::Cow<'_, Gains> {
+        if pairs.is_empty() {
+            std::borrow::Cow::Borrowed(default_gains.get_or_init(|| Gains::new(&r, &[])))
+        } else {
+            std::borrow::Cow::Owned(Gains::new(&r, pairs))
+        }
+    };
     for req in ctx.measures {
         let out = &mut values[req.slot..req.slot + req.names.len()];
         let longs = || match &req.param {
@@ -888,12 +898,12 @@ fn evaluate_query<'a>(
             }
             "11pt_avg" => one(out, m::eleven_point_average(&r, doubles())),
             "binG" => one(out, m::bin_g(&r)),
-            "G" => one(out, m::g_measure(&r, &Gains::new(&r, pairs()))),
-            "dcg" => one(out, m::dcg(&r, &Gains::new(&r, pairs())).0),
-            "ideal_dcg" => one(out, m::dcg(&r, &Gains::new(&r, pairs())).1),
-            "ndcg" => one(out, m::ndcg(&r, &Gains::new(&r, pairs()))),
-            "ndcg_rel" => one(out, m::ndcg_rel(&r, &Gains::new(&r, pairs()))),
-            "Rndcg" => one(out, m::r_ndcg(&r, &Gains::new(&r, pairs()))),
+            "G" => one(out, m::g_measure(&r, &gains(pairs()))),
+            "dcg" => one(out, m::dcg(&r, &gains(pairs())).0),
+            "ideal_dcg" => one(out, m::dcg(&r, &gains(pairs())).1),
+            "ndcg" => one(out, m::ndcg(&r, &gains(pairs()))),
+            "ndcg_rel" => one(out, m::ndcg_rel(&r, &gains(pairs()))),
+            "Rndcg" => one(out, m::r_ndcg(&r, &gains(pairs()))),
             "ndcg_cut" => out.copy_from_slice(&m::ndcg_cut(&r, longs())),
             "map_cut" => out.copy_from_slice(&m::map_cut(&r, longs())),
             "relative_P" => out.copy_from_slice(&m::relative_precision(&r, longs())),
@@ -906,7 +916,7 @@ fn evaluate_query<'a>(
             "num_nonrel_judged_ret" => one(out, m::num_nonrel_judged_ret(&r)),
             "rbp" => {
                 let p = m::rbp_persistence(pairs());
-                one(out, m::rbp(&r, &Gains::new(&r, pairs()), p));
+                one(out, m::rbp(&r, &gains(pairs()), p));
             }
             "rbp_resid" => one(out, m::rbp_resid(&r, m::rbp_persistence(pairs()))),
             "unj" => out.copy_from_slice(&m::unjudged(&r, longs())),
@@ -1350,4 +1360,107 @@ fn help() -> String {
          qrels_jg; prefs_*, *_avgjg), ndcg_p, yaap.\n",
     );
     s
+}
+
+/// Per-query figures of trec_eval measures ([`query_figures`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryFigures {
+    /// The names trec_eval prints for the measures, in its order (`bpref`, `P_5`, `infAP`).
+    pub names: Vec<String>,
+    /// The queries scored: those of the qrels that the run has, in trec_eval's order (by id).
+    pub ids: Vec<String>,
+    /// Per query (in the order of `ids`), one value per name.
+    pub values: Vec<Vec<f64>>,
+}
+
+/// Scores `run` against `qrels` (the texts of trec_eval's files) with trec_eval's measures
+/// named as `-m` takes them (`bpref`, `infAP`, `P.5,10`, `rbp.p=0.8`, `ndcg.1=3,2=9`), through
+/// the same functions as [`run`]: the per-query figures `-q` prints, for the judged queries
+/// the run has (the queries `rag-eval score --qrels` scores; a judged query without results is
+/// left out, not an error). Measures that are a summary over queries rather than a figure of
+/// each (`gm_map`, `gm_bpref`, `num_q`, `runid`, `relstring`) are refused, as is any name
+/// `run` refuses; the error is trec_eval's message.
+///
+/// ```
+/// use rag_eval::trec::trec_eval::query_figures;
+///
+/// let qrels = b"q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n";
+/// let run = b"q1 Q0 d2 1 0.9 r\nq1 Q0 d1 2 0.8 r\nq3 Q0 d3 1 1 r\n";
+/// let f = query_figures(qrels, run, &["bpref", "P.1"]).unwrap();
+/// assert_eq!(f.names, ["bpref", "P_1"]);
+/// assert_eq!(f.ids, ["q1"]); // q2 has no results, q3 no judgements
+/// assert_eq!(f.values, [[0.0, 0.0]]);
+/// assert!(query_figures(qrels, run, &["gm_map"]).is_err());
+/// ```
+pub fn query_figures(
+    qrels: &[u8],
+    run: &[u8],
+    measures: &[&str],
+) -> std::result::Result<QueryFigures, String> {
+    let mut err: Vec<u8> = Vec::new();
+    let text = |err: &[u8]| String::from_utf8_lossy(err).trim_end().to_owned();
+    let args: Vec<String> = measures
+        .iter()
+        .flat_map(|m| ["-m".to_owned(), (*m).to_owned()])
+        .collect();
+    let Ok(o) = parse_options(&args, &mut err) else {
+        return Err(text(&err));
+    };
+    let Ok((requested, num_values)) = init_measures(&o, &mut err) else {
+        return Err(text(&err));
+    };
+    if let Some(req) = requested.iter().find(|r| r.def.print != P::Long && r.def.print != P::Double) {
+        return Err(format!(
+            "trec_eval: measure '{}' is not a figure of each query (a summary over queries, or text)",
+            req.def.name
+        ));
+    }
+    let qrels = read_qrels(qrels).map_err(|line| format!("trec_eval.get_qrels: Malformed line {line}"))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parsers = if run.len() > 1 << 20 { threads } else { 1 };
+    let results = read_results(run, parsers)
+        .map_err(|line| format!("trec_eval.get_results: Malformed line {line}"))?;
+    let ctx = Context {
+        o: &o,
+        measures: &requested,
+        num_values,
+        first_joining: requested.first().map(|r| r.def.name),
+    };
+    let mut scratch = Scratch::default();
+    let mut out = QueryFigures {
+        names: requested.iter().flat_map(|r| r.names.iter().cloned()).collect(),
+        ids: Vec::new(),
+        values: Vec::new(),
+    };
+    for q in &qrels {
+        let Some(r) = results.query(q.qid) else {
+            continue;
+        };
+        let v = evaluate_query(&ctx, &mut scratch, q, results.docs(r), false)
+            .map_err(|e| e.trim_end().to_owned())?;
+        out.ids.push(String::from_utf8_lossy(q.qid).into_owned());
+        out.values.push(v.values);
+    }
+    Ok(out)
+}
+
+/// The `-m` argument of a trec_eval measure named as trec_eval prints it or as `-m` takes it:
+/// `bpref`, `rbp.p=0.8` as they are, `success_5` as `success.5`, `iprec_at_recall_0.10` as
+/// `iprec_at_recall.0.10`; `None` when no trec_eval measure has that name.
+///
+/// ```
+/// use rag_eval::trec::trec_eval::measure_argument;
+/// assert_eq!(measure_argument("infAP").as_deref(), Some("infAP"));
+/// assert_eq!(measure_argument("map_cut_10").as_deref(), Some("map_cut.10"));
+/// assert_eq!(measure_argument("Rprec_mult_0.20").as_deref(), Some("Rprec_mult.0.20"));
+/// assert_eq!(measure_argument("precision@5"), None);
+/// ```
+pub fn measure_argument(name: &str) -> Option<String> {
+    let known = |n: &str| MEASURES.iter().any(|d| d.name == n);
+    let base = name.split_once('.').map_or(name, |(b, _)| b);
+    if known(base) {
+        return Some(name.to_owned());
+    }
+    let (base, suffix) = name.rsplit_once('_')?;
+    (known(base) && !suffix.is_empty()).then(|| format!("{base}.{suffix}"))
 }
