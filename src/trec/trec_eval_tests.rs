@@ -339,3 +339,65 @@ fn a_run_read_in_pieces_is_the_run_read_whole() {
         );
     }
 }
+
+/// The run as trec_eval reads it, line by line: `(qid, docno, score)` of each line, or the
+/// number of the first malformed one (blank and comment lines not counted).
+fn model_run(text: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>, u64)>, usize> {
+    use super::trec_eval_input::{score_key, tokens};
+    let mut out = Vec::new();
+    let mut count = 0;
+    for line in text.split(|&b| b == b'\n') {
+        let (f, n) = tokens::<6>(line);
+        if n == 0 || f[0][0] == b'#' {
+            continue;
+        }
+        count += 1;
+        if n < 6 {
+            return Err(count);
+        }
+        out.push((f[0].to_vec(), f[2].to_vec(), score_key(trec_eval::atof(f[4]))));
+    }
+    Ok(out)
+}
+
+proptest! {
+    /// The run parser (eight bytes at a time, scores by a short way) reads what the line by
+    /// line model reads: fields apart at C's whitespace (vertical tab and form feed too, other
+    /// control bytes inside fields), blank and comment lines skipped, malformed lines numbered.
+    #[test]
+    fn the_run_parser_reads_as_line_by_line(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "q1", "q2", "#", "Q0", "d1", "d\u{e9}", "0.5", "-1.25", "+3", "1e3", "0.1x", ".",
+                "007.500", "12345678901234567", "-0", "inf", " ", "  ", "\t", "\r", "\x0b",
+                "\x0c", "\x01", "\n", "\n", "\n",
+            ]),
+            0..80,
+        ),
+        threads in 1usize..4,
+    ) {
+        let text: String = parts.concat();
+        let model = model_run(text.as_bytes());
+        match read_results(text.as_bytes(), threads) {
+            Err(line) => prop_assert_eq!(Err::<(), usize>(line), model.map(|_| ())),
+            Ok(r) => {
+                let mut read: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
+                let mut model = model.expect("the model reads it too");
+                // Grouped by query in order of first appearance, as the reader keeps them.
+                let mut order: Vec<Vec<u8>> = Vec::new();
+                for (q, _, _) in &model {
+                    if !order.contains(q) {
+                        order.push(q.clone());
+                    }
+                }
+                model.sort_by_key(|(q, _, _)| order.iter().position(|o| o == q));
+                for q in &order {
+                    let at = r.query(q).expect("every query is there");
+                    read.extend(r.docs(at).map(|(d, k)| (q.clone(), d.to_vec(), k)));
+                }
+                prop_assert_eq!(r.len(), order.len());
+                prop_assert_eq!(read, model);
+            }
+        }
+    }
+}
