@@ -406,10 +406,26 @@ fn score_trec(a: &ScoreArgs, qrels: &Utf8Path, run: &Utf8Path, out: &mut Output)
     let run_path = run;
     // Names score's own engine does not take but trec_eval does (`bpref`, `infAP`, `rbp`,
     // `success_5`): computed by trec_eval's measures and added to each query's figures.
+    const OWN: [&str; 8] = [
+        "P",
+        "precision",
+        "recall",
+        "ndcg_cut",
+        "ndcg",
+        "recip_rank",
+        "mrr",
+        "map",
+    ];
     let (mut own, mut trec_args): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for n in names {
         match trec::Measure::parse(n, cutoffs) {
-            Err(_) if trec::trec_eval::measure_argument(n.trim()).is_some() => {
+            // A name score's engine knows with a wrong cut-off (`ndcg.5`) keeps its error;
+            // gains (`ndcg.1=3,2=9`) are trec_eval's.
+            Err(_)
+                if (!OWN.contains(&n.trim().split(['.', '@']).next().unwrap_or_default())
+                    || n.contains('='))
+                    && trec::trec_eval::measure_argument(n.trim()).is_some() =>
+            {
                 trec_args.extend(trec::trec_eval::measure_argument(n.trim()));
             }
             _ => own.push(n.clone()),
@@ -524,19 +540,31 @@ fn score_trec_eval_measures(
             q.metrics.0.clear();
         }
         if let Some(&i) = at.get(q.id.as_str()) {
-            q.metrics
-                .0
-                .extend(figures.names.iter().cloned().zip(figures.values[i].iter().copied()));
+            q.metrics.0.extend(
+                figures
+                    .names
+                    .iter()
+                    .cloned()
+                    .zip(figures.values[i].iter().copied()),
+            );
         }
     }
-    let cutoffs = if only_trec { Some(Vec::new()) } else { result.cutoffs.take() };
+    let cutoffs = if only_trec {
+        Some(Vec::new())
+    } else {
+        result.cutoffs.take()
+    };
     let mut result = RunResult::from_queries(metrics::ResultLevel::Trec, order, result.per_query);
     result.cutoffs = cutoffs;
     if a.json {
         out.text(&serde_json::to_string(&result)?)?;
         out.text("\n")?;
     } else {
-        out.text(&render_table(&result.headline(), &result.metrics, &result.std))?;
+        out.text(&render_table(
+            &result.headline(),
+            &result.metrics,
+            &result.std,
+        ))?;
     }
     record_trec(a, result, qrels_path, run_path, out)
 }

@@ -419,7 +419,10 @@ impl Gains {
         let mut table = [0.0; 64];
         // The first level of a grade is its gain.
         for l in levels.iter().rev() {
-            if let Some(slot) = usize::try_from(l.0.wrapping_add(2)).ok().and_then(|i| table.get_mut(i)) {
+            if let Some(slot) = usize::try_from(l.0.wrapping_add(2))
+                .ok()
+                .and_then(|i| table.get_mut(i))
+            {
                 *slot = l.1;
             }
         }
@@ -434,7 +437,10 @@ impl Gains {
     /// The gain of a grade; 0 for a grade not listed.
     #[inline]
     pub fn gain(&self, rel: i64) -> f64 {
-        match usize::try_from(rel.wrapping_add(2)).ok().and_then(|i| self.table.get(i)) {
+        match usize::try_from(rel.wrapping_add(2))
+            .ok()
+            .and_then(|i| self.table.get(i))
+        {
             Some(&g) => g,
             None => self.levels.iter().find(|l| l.0 == rel).map_or(0.0, |l| l.1),
         }

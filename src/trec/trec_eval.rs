@@ -1167,7 +1167,9 @@ fn run_inner(
                     .map(|part| {
                         s.spawn(move || {
                             let mut scratch = Scratch::default();
-                            part.iter().map(|w| compute(&mut scratch, w)).collect::<Vec<_>>()
+                            part.iter()
+                                .map(|w| compute(&mut scratch, w))
+                                .collect::<Vec<_>>()
                         })
                     })
                     .collect();
@@ -1409,13 +1411,17 @@ pub fn query_figures(
     let Ok((requested, num_values)) = init_measures(&o, &mut err) else {
         return Err(text(&err));
     };
-    if let Some(req) = requested.iter().find(|r| r.def.print != P::Long && r.def.print != P::Double) {
+    if let Some(req) = requested
+        .iter()
+        .find(|r| r.def.print != P::Long && r.def.print != P::Double)
+    {
         return Err(format!(
             "trec_eval: measure '{}' is not a figure of each query (a summary over queries, or text)",
             req.def.name
         ));
     }
-    let qrels = read_qrels(qrels).map_err(|line| format!("trec_eval.get_qrels: Malformed line {line}"))?;
+    let qrels =
+        read_qrels(qrels).map_err(|line| format!("trec_eval.get_qrels: Malformed line {line}"))?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let parsers = if run.len() > 1 << 20 { threads } else { 1 };
     let results = read_results(run, parsers)
@@ -1428,7 +1434,10 @@ pub fn query_figures(
     };
     let mut scratch = Scratch::default();
     let mut out = QueryFigures {
-        names: requested.iter().flat_map(|r| r.names.iter().cloned()).collect(),
+        names: requested
+            .iter()
+            .flat_map(|r| r.names.iter().cloned())
+            .collect(),
         ids: Vec::new(),
         values: Vec::new(),
     };

@@ -355,7 +355,11 @@ fn model_run(text: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>, u64)>, usize> {
         if n < 6 {
             return Err(count);
         }
-        out.push((f[0].to_vec(), f[2].to_vec(), score_key(trec_eval::atof(f[4]))));
+        out.push((
+            f[0].to_vec(),
+            f[2].to_vec(),
+            score_key(trec_eval::atof(f[4])),
+        ));
     }
     Ok(out)
 }

@@ -895,7 +895,8 @@ fn score_takes_trec_eval_measure_names_and_records_and_compares_them() {
         q += &format!("q{i:02} 0 a 1\nq{i:02} 0 b 0\nq{i:02} 0 c 2\nq{i:02} 0 d -1\n");
         // run 0 ranks the relevant documents lower on the even queries; run 1 puts them first
         runs[0] += &format!("q{i:02} Q0 b 1 0.9 r0\nq{i:02} Q0 x 2 0.8 r0\nq{i:02} Q0 a 3 0.{} r0\nq{i:02} Q0 d 4 0.1 r0\n", 7 - i % 2 * 5);
-        runs[1] += &format!("q{i:02} Q0 a 1 0.9 r1\nq{i:02} Q0 c 2 0.8 r1\nq{i:02} Q0 b 3 0.3 r1\n");
+        runs[1] +=
+            &format!("q{i:02} Q0 a 1 0.9 r1\nq{i:02} Q0 c 2 0.8 r1\nq{i:02} Q0 b 3 0.3 r1\n");
     }
     std::fs::write(&qrels, q).unwrap();
     let qrels = qrels.to_str().unwrap();
@@ -914,15 +915,42 @@ fn score_takes_trec_eval_measure_names_and_records_and_compares_them() {
             dir.path(),
             Some(store),
             &[
-                "score", "--qrels", qrels, "--run", run, "-m", "bpref", "-m", "infAP", "-m",
-                "success_5", "-m", "P_2", "--json", "--label", &label,
+                "score",
+                "--qrels",
+                qrels,
+                "--run",
+                run,
+                "-m",
+                "bpref",
+                "-m",
+                "infAP",
+                "-m",
+                "success_5",
+                "-m",
+                "P_2",
+                "--json",
+                "--label",
+                &label,
             ],
         );
         let scored: Value = serde_json::from_str(&out.stdout).unwrap();
         let trec = ok(
             dir.path(),
             None,
-            &["trec_eval", "-q", "-m", "bpref", "-m", "infAP", "-m", "success.5", "-m", "P.2", qrels, run],
+            &[
+                "trec_eval",
+                "-q",
+                "-m",
+                "bpref",
+                "-m",
+                "infAP",
+                "-m",
+                "success.5",
+                "-m",
+                "P.2",
+                qrels,
+                run,
+            ],
         )
         .stdout;
         let mut checked = 0;
@@ -941,12 +969,20 @@ fn score_takes_trec_eval_measure_names_and_records_and_compares_them() {
                     .and_then(|p| p["metrics"][name].as_f64())
             };
             let ours = ours.unwrap_or_else(|| panic!("{name} of {qid} missing: {scored}"));
-            assert!((ours - value).abs() < 5e-5, "{name} {qid}: {ours} vs {value}");
+            assert!(
+                (ours - value).abs() < 5e-5,
+                "{name} {qid}: {ours} vs {value}"
+            );
             checked += 1;
         }
         assert_eq!(checked, 13 * 4, "{trec}");
         let record: Value = serde_json::from_str(
-            &ok(dir.path(), Some(store), &["runs", "show", "latest", "--json"]).stdout,
+            &ok(
+                dir.path(),
+                Some(store),
+                &["runs", "show", "latest", "--json"],
+            )
+            .stdout,
         )
         .unwrap();
         assert_eq!(record["result"], scored);
@@ -955,8 +991,12 @@ fn score_takes_trec_eval_measure_names_and_records_and_compares_them() {
     let ids: Vec<&str> = listed.iter().map(|l| l["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 2);
     let compared: Value = serde_json::from_str(
-        &ok(dir.path(), Some(store), &["compare", "--json", "--permutations", "500", ids[0], ids[1]])
-            .stdout,
+        &ok(
+            dir.path(),
+            Some(store),
+            &["compare", "--json", "--permutations", "500", ids[0], ids[1]],
+        )
+        .stdout,
     )
     .unwrap();
     let names: Vec<&str> = compared["metrics"]
@@ -968,13 +1008,30 @@ fn score_takes_trec_eval_measure_names_and_records_and_compares_them() {
     for name in ["bpref", "infAP", "success_5", "precision@2"] {
         assert!(names.contains(&name), "{name} not compared: {compared}");
     }
-    let report = ok(dir.path(), Some(store), &["report", "--format", "markdown", ids[0], ids[1]]).stdout;
-    assert!(report.contains("infAP") && report.contains("bpref"), "{report}");
+    let report = ok(
+        dir.path(),
+        Some(store),
+        &["report", "--format", "markdown", ids[0], ids[1]],
+    )
+    .stdout;
+    assert!(
+        report.contains("infAP") && report.contains("bpref"),
+        "{report}"
+    );
     // A summary over queries has no per-query figure: refused by name.
     let out = run_in(
         dir.path(),
         None,
-        &["score", "--qrels", qrels, "--run", &paths[0], "-m", "gm_map", "--no-record"],
+        &[
+            "score",
+            "--qrels",
+            qrels,
+            "--run",
+            &paths[0],
+            "-m",
+            "gm_map",
+            "--no-record",
+        ],
     );
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("gm_map"), "{}", out.stderr);
