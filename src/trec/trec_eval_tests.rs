@@ -340,9 +340,12 @@ fn a_run_read_in_pieces_is_the_run_read_whole() {
     }
 }
 
+/// `(qid, docno, score key)` of each line of a run.
+type RunLines = Vec<(Vec<u8>, Vec<u8>, u64)>;
+
 /// The run as trec_eval reads it, line by line: `(qid, docno, score)` of each line, or the
 /// number of the first malformed one (blank and comment lines not counted).
-fn model_run(text: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>, u64)>, usize> {
+fn model_run(text: &[u8]) -> Result<RunLines, usize> {
     use super::trec_eval_input::{score_key, tokens};
     let mut out = Vec::new();
     let mut count = 0;
@@ -385,7 +388,7 @@ proptest! {
         match read_results(text.as_bytes(), threads) {
             Err(line) => prop_assert_eq!(Err::<(), usize>(line), model.map(|_| ())),
             Ok(r) => {
-                let mut read: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
+                let mut read: RunLines = Vec::new();
                 let mut model = model.expect("the model reads it too");
                 // Grouped by query in order of first appearance, as the reader keeps them.
                 let mut order: Vec<Vec<u8>> = Vec::new();
