@@ -74,7 +74,8 @@ pub(super) struct ScoreArgs {
     #[arg(long, requires = "dataset")]
     chunks: Option<Utf8PathBuf>,
     /// trec_eval measure names (`P`, `recall`, `ndcg_cut`, `ndcg`, `recip_rank`, `map`, or
-    /// `P.5,10`); `ndcg` is over the whole ranking.
+    /// `P.5,10`); `ndcg` is over the whole ranking. Any other per-query trec_eval measure too
+    /// (`bpref`, `infAP`, `rbp`, `success_5`), with its figures and name.
     #[arg(short = 'm', long = "measure", value_name = "MEASURE")]
     measures: Vec<String>,
     /// Score dataset queries missing from the retrieval output as empty retrievals.
