@@ -585,3 +585,92 @@ fn llama_server_faithfulness_invalid_share() {
     );
     assert_eq!(s.queries, 50);
 }
+
+/// A conversation through the real model: faithfulness of its one retrieving turn to that
+/// turn's contexts, and goal accuracy of the whole conversation against its reference outcome
+/// (two judged samples, each at most three calls); recorded, then replayed with no request.
+#[test]
+fn llama_server_conversation_goal_and_turn_faithfulness_record_then_replay() {
+    use rag_eval::cache::CachedLlm;
+    use rag_eval::conversation::score::{run_result, Scorer};
+    use rag_eval::conversation::Reader;
+    use rag_eval::judge::{Faithfulness, GoalAccuracy, JudgeConfig, JudgeStatus};
+    use rag_eval::llm::OpenAiChat;
+
+    let Some(chat_url) = server("RAG_EVAL_LLM_URL") else {
+        return;
+    };
+    let line = concat!(
+        r#"{"id":"lantern","turns":["#,
+        r#"{"role":"user","content":"When is the harbor lantern lit?"},"#,
+        r#"{"role":"assistant","content":"The lantern is lit at dusk.","contexts":[{"doc_id":"harbor.md","start":0,"end":27,"text":"The lantern is lit at dusk."}]}"#,
+        r#"],"reference_outcome":"The user learns that the lantern is lit at dusk."}"#
+    );
+    let conversation = Reader::new(line.as_bytes(), "chat.jsonl".into())
+        .next()
+        .unwrap()
+        .unwrap();
+    let config = JudgeConfig {
+        concurrency: 1,
+        ..JudgeConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conversation.sqlite");
+    let run = |mode: CacheMode| {
+        let live = Arc::new(
+            OpenAiChat::builder(model())
+                .base_url(&chat_url)
+                .api_key_env("RAG_EVAL_NO_KEY")
+                .build()
+                .unwrap(),
+        );
+        let llm = Arc::new(CachedLlm::new(Arc::clone(&live), cache(&path, mode)));
+        let scorer = Scorer::new(3)
+            .with_turn_judge(Arc::new(Faithfulness::new(Arc::clone(&llm))))
+            .with_conversation_judge(Arc::new(GoalAccuracy::new(Arc::clone(&llm))))
+            .with_judge_config(config.clone());
+        let result = pollster::block_on(scorer.score(&conversation)).unwrap();
+        (result, live.requests())
+    };
+    let (recorded, requests) = run(CacheMode::ReadWrite);
+    let turn = &recorded.turns[1];
+    let faithfulness = &turn.judges[0];
+    let goal = &recorded.judges[0];
+    assert_eq!(faithfulness.metric, "faithfulness");
+    assert_eq!(goal.metric, "goal_accuracy");
+    let calls = faithfulness.usage().calls + goal.usage().calls;
+    eprintln!(
+        "faithfulness {:?} ({:?} {:?}), goal_accuracy {:?} ({:?} {:?}); {calls} calls",
+        faithfulness.score(),
+        faithfulness.samples[0].status,
+        faithfulness.samples[0].message,
+        goal.score(),
+        goal.samples[0].status,
+        goal.samples[0].message,
+    );
+    assert_eq!(requests, calls, "every call reached the server once");
+    for j in [faithfulness, goal] {
+        let s = &j.samples[0];
+        // The server answers: never a transport error. A score is a figure in [0, 1] under the
+        // metric's name; an answer that broke the schema is no figure, never a 0.
+        assert_ne!(s.status, JudgeStatus::Error, "{s:?}");
+        let figure = if j.metric == "faithfulness" {
+            turn.metrics.get("faithfulness")
+        } else {
+            recorded.metrics.get("goal_accuracy")
+        };
+        assert_eq!(figure, s.score, "{s:?}");
+        if let Some(score) = s.score {
+            assert!((0.0..=1.0).contains(&score), "{s:?}");
+        }
+    }
+    assert_eq!(
+        recorded.metrics.get("faithfulness"),
+        turn.metrics.get("faithfulness"),
+        "one retrieving turn: the conversation's figure is its turn's"
+    );
+    let (replayed, requests) = run(CacheMode::Replay);
+    assert_eq!(requests, 0, "replayed with no request");
+    assert_eq!(replayed, recorded);
+    assert_eq!(run_result(vec![replayed]).queries, 1);
+}

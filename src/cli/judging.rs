@@ -35,7 +35,8 @@ pub(super) struct JudgeArgs {
     pub judge_samples: u32,
     /// The judges, comma-separated: faithfulness, answer_relevancy, llm_context_precision,
     /// llm_context_recall, answer_match (score and eval --rag: every one; eval --answers:
-    /// faithfulness).
+    /// faithfulness); with --conversations also goal_accuracy, topic_adherence and
+    /// knowledge_retention.
     #[arg(
         long,
         value_name = "NAMES",
@@ -72,7 +73,7 @@ pub(super) struct JudgeArgs {
 pub(super) struct Judging {
     model: String,
     config: JudgeConfig,
-    judges: Vec<Box<dyn Judge>>,
+    judges: Vec<Arc<dyn Judge>>,
     /// The judges' HTTP client, whose retries each judge run counts.
     http: HttpClient,
     /// One per judge run, for the closing lines, the gate and the record.
@@ -118,12 +119,12 @@ impl Judging {
         }
         names.sort_by_key(|n| known.iter().position(|j| j == n));
         names.dedup();
-        let mut judges: Vec<Box<dyn Judge>> = Vec::new();
+        let mut judges: Vec<Arc<dyn Judge>> = Vec::new();
         for name in names {
             let c = client.clone();
             judges.push(match (name, &embedder) {
-                ("faithfulness", _) => Box::new(Faithfulness::new(c)),
-                ("answer_relevancy", Some(e)) => Box::new(AnswerRelevancy::new(c, e.clone())),
+                ("faithfulness", _) => Arc::new(Faithfulness::new(c)),
+                ("answer_relevancy", Some(e)) => Arc::new(AnswerRelevancy::new(c, e.clone())),
                 ("answer_relevancy", None) if explicit => {
                     bail!("--judges answer_relevancy needs an embedder: {no_embedder}")
                 }
@@ -131,9 +132,9 @@ impl Judging {
                     note!("answer_relevancy is left out: it needs an embedder ({no_embedder})");
                     continue;
                 }
-                ("llm_context_precision", _) => Box::new(LlmContextPrecision::new(c)),
-                ("llm_context_recall", _) => Box::new(LlmContextRecall::new(c)),
-                _ => Box::new(AnswerMatch::new(c)),
+                ("llm_context_precision", _) => Arc::new(LlmContextPrecision::new(c)),
+                ("llm_context_recall", _) => Arc::new(LlmContextRecall::new(c)),
+                _ => Arc::new(AnswerMatch::new(c)),
             });
         }
         for path in &a.criteria {
@@ -144,7 +145,7 @@ impl Judging {
                     criteria.name
                 );
             }
-            judges.push(Box::new(
+            judges.push(Arc::new(
                 CriteriaJudge::new(client.clone(), criteria).with_logprobs(!a.no_logprobs),
             ));
         }
@@ -195,6 +196,26 @@ impl Judging {
         for judge in &self.judges {
             judge_all(judge.as_ref(), inputs, &self.config).await;
         }
+    }
+
+    /// The judges, in the order they run: the named ones, then the criteria judges.
+    pub fn judges(&self) -> &[Arc<dyn Judge>] {
+        &self.judges
+    }
+
+    /// Adds `judge` after the others (a judge the command builds itself).
+    pub fn push(&mut self, judge: Arc<dyn Judge>) {
+        self.judges.push(judge);
+    }
+
+    /// How the judges call the model.
+    pub fn config(&self) -> &JudgeConfig {
+        &self.config
+    }
+
+    /// The judges' HTTP client's retries so far.
+    pub fn retries(&self) -> u64 {
+        self.http.stats().retries
     }
 
     /// Whether the judge `name` is among these.

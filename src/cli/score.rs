@@ -22,7 +22,8 @@ use std::collections::HashSet;
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["dataset", "qrels", "conversations", "ragchecker"]))]
 #[command(group = clap::ArgGroup::new("output").args(["retrieved", "answers"]))]
-#[command(group = clap::ArgGroup::new("judged").args(["answers"]))]
+#[command(group = clap::ArgGroup::new("judged").args(["answers", "conversations"]))]
+#[command(group = clap::ArgGroup::new("spanned").args(["dataset", "conversations"]))]
 pub(super) struct ScoreArgs {
     /// Dataset JSONL: each row's question with its truth as character spans (token-level) or
     /// chunk ids (chunk-level); with --answers, rows without retrieval truth score the answers
@@ -37,9 +38,9 @@ pub(super) struct ScoreArgs {
     #[arg(long, requires = "dataset")]
     answers: Option<Utf8PathBuf>,
     /// Embedder spec for `answer_similarity` and the `answer_relevancy` judge (with
-    /// --answers), e.g. `hashing` or `openai:model=text-embedding-3-small`; without it they
-    /// are left out.
-    #[arg(long, value_name = "SPEC", requires = "answers")]
+    /// --answers; with --conversations the judge only), e.g. `hashing` or
+    /// `openai:model=text-embedding-3-small`; without it they are left out.
+    #[arg(long, value_name = "SPEC", requires = "judged")]
     embedder: Option<String>,
     #[command(flatten)]
     judge: super::judging::JudgeArgs,
@@ -53,9 +54,10 @@ pub(super) struct ScoreArgs {
         requires = "judge_model"
     )]
     api_key_env: String,
-    /// Cache of judge calls and embeddings (with --answers): `rw`, `replay` (offline: a miss
-    /// is an error) or `off`, with `:path=FILE` (default `target/rag-eval-cache.sqlite`).
-    #[arg(long, value_name = "MODE[:path=FILE]", requires = "answers")]
+    /// Cache of judge calls and embeddings (with --answers or --conversations): `rw`,
+    /// `replay` (offline: a miss is an error) or `off`, with `:path=FILE` (default
+    /// `target/rag-eval-cache.sqlite`).
+    #[arg(long, value_name = "MODE[:path=FILE]", requires = "judged")]
     cache: Option<String>,
     /// TREC qrels file (`qid 0 docno rel`).
     #[arg(long, requires = "run")]
@@ -85,8 +87,9 @@ pub(super) struct ScoreArgs {
     /// `relevant_chunk_ids`, or only empty spans) and say how many; without it they are an error.
     #[arg(long, requires = "dataset")]
     skip_empty_truth: bool,
-    /// The corpus folder: every retrieved and truth span is checked to lie inside its document.
-    #[arg(long, requires = "dataset")]
+    /// The corpus folder: every retrieved and truth span is checked to lie inside its document
+    /// (with --conversations: the turns' contexts given as text are located in it).
+    #[arg(long, requires = "spanned")]
     corpus: Option<Utf8PathBuf>,
     /// Which files of the `--corpus` folder to read.
     #[arg(long, default_value = crate::corpus::DEFAULT_GLOB, requires = "corpus")]
@@ -98,7 +101,8 @@ pub(super) struct ScoreArgs {
     labels: Option<Utf8PathBuf>,
     /// Conversations JSONL (rag-eval's format, ragas' `EvaluationDataset.to_jsonl`, or
     /// deepeval's conversational test cases): scores each one's tool calls against its
-    /// reference calls.
+    /// reference calls, each retrieving turn's retrieval and answer (-k, --corpus, the
+    /// judges), and with a judge model the judges of the whole conversation.
     #[arg(long, value_name = "FILE")]
     conversations: Option<Utf8PathBuf>,
     /// Print JSON instead of a table.
@@ -186,10 +190,10 @@ pub(super) fn run_rag(r: RagRun, spec: &str, out: &mut Output) -> Result<()> {
 
 pub(super) fn run(a: ScoreArgs, out: &mut Output) -> Result<()> {
     if let Some(path) = &a.conversations {
-        if !a.k.is_empty() || a.label.is_some() || a.dry.dry_run {
-            bail!("--conversations takes --json and nothing else (-k, --label and --dry-run do not apply)");
+        if a.dry.dry_run {
+            bail!("--dry-run does not apply to --conversations");
         }
-        return conversations::run(path, a.json, out);
+        return conversations::run(&a, path, out);
     }
     if let Some(input) = &a.ragchecker.ragchecker {
         return ragchecker::run(&a.ragchecker, input, a.json, out);

@@ -48,6 +48,7 @@
 
 mod answer_match;
 mod context;
+mod conversation;
 mod criteria;
 mod driver;
 mod faithfulness;
@@ -63,6 +64,11 @@ pub use answer_match::{AnswerMatch, AnswerMatchRubric, ANSWER_MATCH_PLACEHOLDERS
 pub use context::{
     LlmContextPrecision, LlmContextPrecisionRubric, LlmContextRecall, LlmContextRecallRubric,
     CONTEXT_PLACEHOLDERS,
+};
+pub use conversation::{
+    GoalAccuracy, GoalAccuracyRubric, KnowledgeRetention, KnowledgeRetentionRubric, TopicAdherence,
+    TopicMode, GOAL_ACCURACY_PLACEHOLDERS, KNOWLEDGE_RETENTION_PLACEHOLDERS,
+    TOPIC_ADHERENCE_PLACEHOLDERS,
 };
 pub use criteria::{Criteria, CriteriaInput, CriteriaJudge, Scale, CRITERIA_PLACEHOLDERS};
 pub use driver::{LlmJudge, Rubric};

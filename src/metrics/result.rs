@@ -434,7 +434,8 @@ impl RunResult {
     }
 
     /// The first line of a text report: `token-level, k = 5, mode = standard, 12 queries`
-    /// (`trec, 12 queries` for TREC scoring).
+    /// (`trec, 12 queries` for TREC scoring, `conversation-level, 3 conversations` for
+    /// conversations).
     pub fn headline(&self) -> String {
         let mut s = match self.level {
             ResultLevel::Trec => "trec".to_owned(),
@@ -446,7 +447,11 @@ impl RunResult {
         if let Some(mode) = self.mode {
             s.push_str(&format!(", mode = {mode}"));
         }
-        s.push_str(&format!(", {} queries", self.queries));
+        let what = match self.level {
+            ResultLevel::Conversation => "conversations",
+            _ => "queries",
+        };
+        s.push_str(&format!(", {} {what}", self.queries));
         s
     }
 

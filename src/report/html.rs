@@ -1,9 +1,10 @@
 //! The HTML page: one file, nothing fetched. Styles and the script are inline; charts are SVG
 //! drawn in [`super::svg`]. Every string from a run is escaped.
 
+use super::passage::{judgements, passage_with, swatch, PASSAGE_STYLE};
 use super::stats::Analysis;
 use super::svg::{self, Series};
-use super::{pairs, Report};
+use super::{pairs, transcript, Report};
 use crate::escape::html as esc;
 use crate::metrics::{Passage, QueryResult, RunResult, Truth};
 use std::fmt::Write as _;
@@ -23,17 +24,8 @@ svg .tick{fill:#555}svg .legend{fill:#222}svg .caption{fill:#222;font-weight:600
 .charts{display:flex;flex-wrap:wrap;align-items:flex-start}.scroll{overflow-x:auto;max-width:100%}
 figure{margin:0}figure[hidden]{display:none}
 details{margin:4px 0}summary{cursor:pointer;color:#4269d0}
-.passage{border-left:3px solid #ccc;padding:2px 8px;margin:4px 0;white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace;background:#fafafa}
-.passage.hit{border-left-color:#3ca951}mark{background:#ffe58f;padding:0}
-.where{color:#666;font:11px system-ui,sans-serif}.unlocated{color:#b45309}
 #query-table td:nth-child(3){min-width:380px;max-width:640px}#query-table th{font-size:12px}
 input[type=search]{font-size:14px;padding:4px 8px;width:320px}
-blockquote{margin:4px 0;padding:4px 10px;border-left:3px solid #4269d0;background:#f6f8ff}
-blockquote.reference{border-left-color:#3ca951;background:#f4fbf5}
-h4{font-size:13px;margin:8px 0 4px}.judge{margin:6px 0}
-ul.statements{margin:2px 0 6px;padding-left:18px}ul.statements li{list-style:none;margin:2px 0}
-li.supported{color:#1a7f37}li.unsupported{color:#cf222e}.reason{color:#555}
-.status-ok{color:#1a7f37}.score-low{color:#cf222e}.status-undetermined{color:#777}.status-invalid,.status-error{color:#cf222e;font-weight:600}
 .nowrap{white-space:nowrap}figcaption{font:600 11px system-ui,sans-serif;margin:6px 0 0 36px;max-width:220px;overflow-wrap:anywhere}
 @media (max-width:700px){body{padding:0 8px 40px}th,td{padding:2px 4px}#metric-table th,#metric-table td:first-child{overflow-wrap:anywhere}td code{display:inline-block;min-width:14em}table{font-size:12px;display:block;overflow-x:auto;max-width:100%}
 td.num{white-space:normal}#query-table td:nth-child(3){min-width:calc(100vw - 13em);overflow-wrap:anywhere}input[type=search]{width:100%;box-sizing:border-box}}
@@ -91,6 +83,13 @@ const SCRIPT: &str = r#"
     Array.prototype.forEach.call(selects, function (s) { s.addEventListener('change', update); });
     update();
   });
+  // A link to a conversation opens its transcript.
+  var opened = function () {
+    var t = location.hash && document.getElementById(location.hash.slice(1));
+    if (t && t.tagName === 'DETAILS') { t.open = true; }
+  };
+  window.addEventListener('hashchange', opened);
+  opened();
   document.body.setAttribute('data-ready', 'yes');
 })();
 "#;
@@ -99,8 +98,9 @@ pub(crate) fn render(report: &Report) -> String {
     let mut s = String::with_capacity(64 * 1024);
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}{PASSAGE_STYLE}{}</style></head><body>\n<h1>{}</h1>\n",
         esc(&report.title),
+        transcript::TRANSCRIPT_STYLE,
         esc(&report.title)
     );
     let analysis = Analysis::of(report);
@@ -116,6 +116,7 @@ pub(crate) fn render(report: &Report) -> String {
     }
     histograms(&mut s, report);
     queries(&mut s, report);
+    transcript::section(&mut s, report);
     let _ = write!(s, "<script>{SCRIPT}</script>\n</body></html>\n");
     s
 }
@@ -154,13 +155,6 @@ fn corrected(s: &mut String, report: &Report) {
         );
     }
     s.push_str("</tbody></table></section>\n");
-}
-
-fn swatch(i: usize) -> String {
-    format!(
-        r#"<span class="swatch" style="background:{}"></span>"#,
-        svg::colour(i)
-    )
 }
 
 fn runs(s: &mut String, report: &Report) {
@@ -495,26 +489,6 @@ fn histograms(s: &mut String, report: &Report) {
     s.push_str("</div></section>\n");
 }
 
-/// `text` with the `marks` character ranges wrapped in `<mark>`, everything escaped.
-fn highlighted(text: &str, marks: &[(usize, usize)]) -> String {
-    let mut out = String::with_capacity(text.len() + 16 * marks.len());
-    let chars: Vec<char> = text.chars().collect();
-    let mut at = 0;
-    for &(a, b) in marks {
-        let (a, b) = (a.min(chars.len()), b.min(chars.len()));
-        if a < at || a >= b {
-            continue;
-        }
-        out.push_str(&esc(&chars[at..a].iter().collect::<String>()));
-        out.push_str("<mark>");
-        out.push_str(&esc(&chars[a..b].iter().collect::<String>()));
-        out.push_str("</mark>");
-        at = b;
-    }
-    out.push_str(&esc(&chars[at..].iter().collect::<String>()));
-    out
-}
-
 fn passage(s: &mut String, p: &Passage, rank: Option<usize>, truth: Option<&Truth>) {
     let marks = truth.map(|t| t.matched(p)).unwrap_or_default();
     let hit = truth.is_some_and(|t| t.is_hit(p));
@@ -524,39 +498,6 @@ fn passage(s: &mut String, p: &Passage, rank: Option<usize>, truth: Option<&Trut
 /// A context of an answer, `marks` (relative to its text) marked as supporting statements.
 fn passage_marked(s: &mut String, p: &Passage, rank: Option<usize>, marks: &[(usize, usize)]) {
     passage_with(s, p, rank, marks, false);
-}
-
-fn passage_with(
-    s: &mut String,
-    p: &Passage,
-    rank: Option<usize>,
-    marks: &[(usize, usize)],
-    hit: bool,
-) {
-    // A context given as text and not found has no characters: its place would read 0–0.
-    let place = match (p.located, p.not_found.as_deref()) {
-        (true, _) => format!("{}–{}", p.start, p.end),
-        (false, Some(why)) if why == crate::answers::place::NOT_SEARCHED => {
-            format!("<span class=\"unlocated\">not located: {}</span>", esc(why))
-        }
-        (false, Some(why)) => format!(
-            "<span class=\"unlocated\">not found in the corpus ({})</span>",
-            esc(why)
-        ),
-        (false, None) => "<span class=\"unlocated\">not found in the corpus</span>".into(),
-    };
-    let _ = write!(
-        s,
-        "<div class=\"passage{}\"><span class=\"where\">{}{} {place}{}</span>\n{}</div>",
-        if hit { " hit" } else { "" },
-        rank.map(|r| format!("#{r} ")).unwrap_or_default(),
-        esc(&p.doc_id),
-        if hit { " · relevant" } else { "" },
-        p.text
-            .as_deref()
-            .map(|t| highlighted(t, marks))
-            .unwrap_or_else(|| "<span class=\"muted\">(text not recorded)</span>".into())
-    );
 }
 
 /// A query id short enough for a table cell (the whole id on hover).
@@ -658,32 +599,7 @@ fn answer(s: &mut String, report: &Report, n: usize, i: usize, q: &QueryResult) 
     // Per context, the character ranges (relative to the passage) statements rest on.
     let contexts = q.contexts.as_deref().unwrap_or_default();
     let mut marks: Vec<Vec<(usize, usize)>> = vec![Vec::new(); contexts.len()];
-    for j in &q.judges {
-        for sample in &j.samples {
-            let _ = write!(
-                s,
-                "<div class=\"judge\"><b>{}</b>{} <span class=\"{}\">{}</span>{}",
-                esc(&j.metric),
-                if j.samples.len() > 1 {
-                    format!(" (sample {})", sample.sample + 1)
-                } else {
-                    String::new()
-                },
-                judged_class(sample),
-                match sample.score {
-                    Some(v) => format!("{v:.2}"),
-                    None => sample.status.as_str().to_owned(),
-                },
-                sample
-                    .message
-                    .as_deref()
-                    .map(|m| format!(" <span class=\"muted\">{}</span>", esc(m)))
-                    .unwrap_or_default()
-            );
-            judge_details(s, &sample.details, contexts, &mut marks, &anchor);
-            s.push_str("</div>");
-        }
-    }
+    judgements(s, &q.judges, contexts, &mut marks, &anchor);
     if !contexts.is_empty() {
         s.push_str("<h4>Contexts</h4>");
     }
@@ -693,120 +609,6 @@ fn answer(s: &mut String, report: &Report, n: usize, i: usize, q: &QueryResult) 
         let _ = write!(s, "<div id=\"{}\">", anchor(c));
         passage_marked(s, p, Some(c + 1), &m);
         s.push_str("</div>");
-    }
-}
-
-/// The class a judged sample's figure is shown in: an `ok` sample's colour follows its score
-/// (below one half reads as a failure, as an answer_match of 0 is), any other its status.
-fn judged_class(sample: &crate::metrics::JudgeSample) -> String {
-    match sample.score {
-        Some(v) if v < 0.5 => "score-low".to_owned(),
-        _ => format!("status-{}", sample.status.as_str()),
-    }
-}
-
-/// What a judge found, as a list; supported statements link to the characters that support
-/// them, which are added to `marks` (per context, relative to its text).
-fn judge_details(
-    s: &mut String,
-    details: &crate::metrics::JudgeDetails,
-    contexts: &[Passage],
-    marks: &mut [Vec<(usize, usize)>],
-    anchor: &dyn Fn(usize) -> String,
-) {
-    use crate::metrics::JudgeDetails as D;
-    let item = |s: &mut String, ok: bool, text: &str, reason: &str, link: String| {
-        let _ = write!(
-            s,
-            "<li class=\"{}\">{} {}{}{}</li>",
-            if ok { "supported" } else { "unsupported" },
-            if ok { "✓" } else { "✗" },
-            esc(text),
-            if reason.is_empty() {
-                String::new()
-            } else {
-                format!(" <span class=\"reason\">— {}</span>", esc(reason))
-            },
-            link
-        );
-    };
-    match details {
-        D::Faithfulness { statements } => {
-            s.push_str("<ul class=\"statements\">");
-            for st in statements {
-                let link = match &st.support {
-                    Some(sup) => {
-                        let p = contexts.get(sup.context);
-                        let rel = p.map(|p| {
-                            (
-                                sup.span.start.saturating_sub(p.start),
-                                sup.span.end.saturating_sub(p.start),
-                            )
-                        });
-                        if let (Some(r), Some(m)) = (rel, marks.get_mut(sup.context)) {
-                            m.push(r);
-                        }
-                        format!(
-                            " <a href=\"#{}\">context {}, characters {}–{}</a>",
-                            anchor(sup.context),
-                            sup.context + 1,
-                            sup.span.start,
-                            sup.span.end
-                        )
-                    }
-                    None if st.supported => {
-                        " <span class=\"muted\">(quote not found in the contexts)</span>".into()
-                    }
-                    None => String::new(),
-                };
-                item(s, st.supported, &st.text, &st.reason, link);
-            }
-            s.push_str("</ul>");
-        }
-        D::AnswerRelevancy {
-            questions,
-            noncommittal,
-        } => {
-            s.push_str("<ul class=\"statements\">");
-            for q in questions {
-                let _ = write!(
-                    s,
-                    "<li>{} <span class=\"muted\">cosine {:.2}</span></li>",
-                    esc(&q.question),
-                    q.cosine
-                );
-            }
-            if *noncommittal {
-                s.push_str("<li class=\"unsupported\">noncommittal</li>");
-            }
-            s.push_str("</ul>");
-        }
-        D::ContextPrecision { verdicts } => {
-            s.push_str("<ul class=\"statements\">");
-            for v in verdicts {
-                let text = format!("context {}", v.context + 1);
-                item(s, v.useful, &text, &v.reason, String::new());
-            }
-            s.push_str("</ul>");
-        }
-        D::ContextRecall { statements } => {
-            s.push_str("<ul class=\"statements\">");
-            for st in statements {
-                item(s, st.attributed, &st.text, &st.reason, String::new());
-            }
-            s.push_str("</ul>");
-        }
-        D::AnswerMatch { matches, reason } => {
-            s.push_str("<ul class=\"statements\">");
-            let text = if *matches {
-                "matches"
-            } else {
-                "does not match"
-            };
-            item(s, *matches, text, reason, String::new());
-            s.push_str("</ul>");
-        }
-        _ => {}
     }
 }
 
@@ -835,7 +637,10 @@ fn queries(s: &mut String, report: &Report) {
     s.push_str("</tr></thead><tbody>\n");
     for (n, (id, row)) in rows.iter().enumerate() {
         let any = row.iter().flatten().next();
-        let question = any.and_then(|q| q.query.as_deref()).unwrap_or("");
+        // A conversation's question is its first user turn.
+        let question = any
+            .and_then(|q| q.query.as_deref().or_else(|| transcript::opening(q)))
+            .unwrap_or("");
         let difficulty = any.and_then(|q| q.difficulty.as_deref()).unwrap_or("");
         let _ = write!(
             s,
@@ -846,6 +651,9 @@ fn queries(s: &mut String, report: &Report) {
             esc(question)
         );
         detail(s, report, n, row);
+        if row.iter().flatten().any(|q| !q.turns.is_empty()) {
+            let _ = write!(s, " <a href=\"#conv-{n}\">transcript</a>");
+        }
         s.push_str("</td>");
         for q in row {
             for n in &head {
@@ -927,16 +735,5 @@ mod tests {
             s.contains("<b>answer_relevancy</b> <span class=\"status-error\">error</span>"),
             "{s}"
         );
-    }
-
-    #[test]
-    fn highlights_by_character_and_escapes_inside_and_out() {
-        assert_eq!(
-            highlighted("a<b>é&c", &[(1, 4), (5, 6)]),
-            "a<mark>&lt;b&gt;</mark>é<mark>&amp;</mark>c"
-        );
-        // Ranges past the end are clipped; overlapping or empty ones skipped.
-        assert_eq!(highlighted("abc", &[(2, 9), (1, 2)]), "ab<mark>c</mark>");
-        assert_eq!(highlighted("abc", &[]), "abc");
     }
 }

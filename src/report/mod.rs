@@ -36,8 +36,10 @@
 mod html;
 mod junit;
 mod markdown;
+mod passage;
 mod stats;
 mod svg;
+pub(crate) mod transcript;
 
 pub use crate::metrics::{Bar, Bound};
 #[cfg(feature = "serve")]
@@ -247,7 +249,8 @@ impl Report {
     }
 
     /// The metrics shown where space is short: those chosen ([`Report::with_metrics`]), else
-    /// the headline retrieval metrics (span, chunk, PrecisionΩ, nDCG) followed by the headline
+    /// the headline retrieval metrics (span, chunk, PrecisionΩ, nDCG, and a
+    /// conversation's `tool_call_accuracy` and `tool_call_f1`) followed by the headline
     /// answer metrics the runs have ([`ANSWER_HEADLINE`]); all when none of them is there.
     pub(crate) fn headline_metrics(&self) -> Vec<String> {
         if !self.metrics.is_empty() {
@@ -261,6 +264,9 @@ impl Report {
                     || n.starts_with("chunk_")
                     || *n == "precision_omega"
                     || n.starts_with("ndcg")
+                    // A conversation's headline: how well it used its tools.
+                    || *n == "tool_call_accuracy"
+                    || *n == "tool_call_f1"
             })
             .cloned()
             .collect();

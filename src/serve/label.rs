@@ -13,6 +13,11 @@
 //! judge's 4 is 0.75). The labelled metrics are those a judge
 //! scored in the run, or every metric of a run without judges.
 //!
+//! A conversation run's page shows each conversation as the report's transcript (its turns,
+//! tool calls with their arguments, each turn's contexts, verdicts and figures) and labels the
+//! conversation's figures (goal accuracy pass or fail, a score), keyed by conversation id as
+//! a query's are by query id.
+//!
 //! The statements of faithfulness (and context recall) in the judge's first scored sample are
 //! shown with the judge's verdict and the person's, which starts as the judge's and may be
 //! flipped. The person's verdicts are saved (under `statements` in the labels file) when the
@@ -29,7 +34,8 @@
 use super::{form_decode, with_store, ApiError, Store};
 use crate::align::{judged_statements, Labels, StatementLabel};
 use crate::escape::html as esc;
-use crate::metrics::{JudgeDetails, JudgeSample, QueryResult, RunResult};
+use crate::metrics::{JudgeDetails, JudgeSample, QueryResult, ResultLevel, RunResult};
+use crate::report::transcript;
 use crate::runs::RunRecord;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -207,15 +213,18 @@ fn position(query: Option<&str>) -> Result<usize, ApiError> {
 }
 
 /// The metrics a person labels in `run`: those a judge scored, in the run's order, or every
-/// metric when no judge did.
+/// metric when no judge did. A conversation's figure is judged when a judge scored the
+/// conversation (goal accuracy) or any of its turns (its faithfulness, the mean of its turns').
 fn labelled_metrics(run: &RunResult) -> Vec<String> {
+    let judged_in =
+        |judges: &[crate::metrics::QueryJudgement], n: &str| judges.iter().any(|j| j.metric == n);
     let judged: Vec<String> = run
         .metrics
         .names()
         .filter(|n| {
             run.per_query
                 .iter()
-                .any(|q| q.judges.iter().any(|j| j.metric == *n))
+                .any(|q| judged_in(&q.judges, n) || q.turns.iter().any(|t| judged_in(&t.judges, n)))
         })
         .map(str::to_owned)
         .collect();
@@ -495,7 +504,8 @@ nav a{margin-right:4px}nav .done{background:#d7f0d7}nav .here{outline:2px solid 
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}\
 fieldset{margin:12px 0;border:1px solid #bbb;border-radius:4px}fieldset.current{border:2px solid #2a6ebb}\
 .yes{color:#176317}.no{color:#a31515}.saved{font-weight:bold}kbd{border:1px solid #aaa;border-radius:3px;padding:0 3px}\
-tr.flipped td{background:#fff1c2}tr.at td:first-child{outline:2px solid #2a6ebb}";
+tr.flipped td{background:#fff1c2}tr.at td:first-child{outline:2px solid #2a6ebb}\
+h1,h2{overflow-wrap:anywhere}fieldset{min-width:0}input[type=text],input[type=number]{max-width:100%;box-sizing:border-box}";
 
 /// Keyboard: `p`/`f` mark the current metric pass/fail (the verdict scored 1 or 0 on a criteria
 /// judge's scale) and move to the next, `u` clears it,
@@ -549,14 +559,18 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
         .iter()
         .filter(|x| labels.is_labelled(&x.id))
         .count();
+    // A conversation run labels conversations, each shown as its transcript.
+    let conversations = run.level == ResultLevel::Conversation;
     let mut s = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>label {} · {}</title><style>{STYLE}</style></head><body>",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>label {} · {}</title><style>{STYLE}{}</style></head><body>",
         esc(&query.id),
         esc(&crate::report::record_label(record)),
+        if conversations { transcript::style() } else { String::new() },
     );
     let _ = write!(
         s,
-        "<h1>Label run <a href=\"/runs/{id}/report\">{label}</a></h1><p>Query {} of {total}; {done} labelled, saved to <code>{}</code>. Keys: <kbd>p</kbd> pass, <kbd>f</kbd> fail, <kbd>u</kbd> no label (then the next metric), <kbd>1</kbd>–<kbd>9</kbd> a metric, <kbd>j</kbd> <kbd>k</kbd> a statement, <kbd>x</kbd> flip its verdict, <kbd>Enter</kbd> save and next, <kbd>←</kbd> <kbd>→</kbd> move.</p><nav>",
+        "<h1>Label run <a href=\"/runs/{id}/report\">{label}</a></h1><p>{} {} of {total}; {done} labelled, saved to <code>{}</code>. Keys: <kbd>p</kbd> pass, <kbd>f</kbd> fail, <kbd>u</kbd> no label (then the next metric), <kbd>1</kbd>–<kbd>9</kbd> a metric, <kbd>j</kbd> <kbd>k</kbd> a statement, <kbd>x</kbd> flip its verdict, <kbd>Enter</kbd> save and next, <kbd>←</kbd> <kbd>→</kbd> move.</p><nav>",
+        if conversations { "Conversation" } else { "Query" },
         q + 1,
         esc(path.as_str()),
         id = esc(record.id.as_str()),
@@ -590,6 +604,10 @@ fn render(record: &RunRecord, q: usize, labels: &Labels, path: &Utf8Path) -> Str
     }
     s.push_str("</nav>");
     let _ = write!(s, "<h2>{}</h2>", esc(&query.id));
+    if conversations {
+        transcript::figures(&mut s, &query.metrics);
+        transcript::turns(&mut s, query, "t");
+    }
     section(&mut s, "Question", query.query.as_deref());
     section(&mut s, "Answer", query.answer.as_deref());
     for (i, r) in query.references.iter().enumerate() {

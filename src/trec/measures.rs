@@ -823,6 +823,14 @@ pub fn num_nonrel_judged_ret(r: &Ranked) -> f64 {
     r.num_ret() as f64 - r.num_nonpool as f64 - r.num_unjudged as f64 - r.num_rel_ret as f64
 }
 
+/// `yaap` (m_yaap.c), Robertson's "yet another average precision":
+/// `ln((1 + s) / (1 + R - s))`, `s` the sum of the precisions at each relevant document
+/// retrieved and R the number of relevant documents.
+pub fn yaap(r: &Ranked) -> f64 {
+    let (sum, _) = ap_sum(r);
+    ((1.0 + sum) / (1.0 + r.num_rel as f64 - sum)).ln()
+}
+
 /// The persistence `p` of `rbp` and `rbp_resid` (parameter `p=…`, 0.9 by default).
 pub fn rbp_persistence(pairs: &[(String, f64)]) -> f64 {
     pairs

@@ -41,9 +41,11 @@
 
 mod blocks;
 mod eval;
+pub mod groups;
 mod measure;
 pub mod measures;
 mod parse;
+pub mod prefs;
 mod scores;
 mod stream;
 mod table;
@@ -57,6 +59,8 @@ pub use scores::Scores;
 pub use stream::{score_run_file, ScoredRun};
 pub use table::RunScores;
 
+#[cfg(test)]
+mod prefs_tests;
 #[cfg(test)]
 mod stream_tests;
 #[cfg(test)]

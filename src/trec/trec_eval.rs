@@ -7,8 +7,8 @@
 //!
 //! - `-h` prints rag-eval's own summary of the options and measures (trec_eval prints its
 //!   authors' text, which is not copied here); `-v` names both versions.
-//! - The preference formats (`-R prefs`, `-R qrels_prefs`, `-R qrels_jg`) and the measures that
-//!   need them (`prefs_*`, `*_avgjg`), `ndcg_p` and `yaap` are refused with exit code 2.
+//! - `form_prefs_counts`' abort on preferences that contradict each other within a judgement
+//!   group is an error with exit code 4 (trec_eval dumps core).
 //! - `-D` is accepted; the debugging traces of trec_eval's measures are not printed.
 //! - Where trec_eval reads uninitialised memory or past a buffer (two comment lines in a row in
 //!   qrels, a qrels query whose grades are all negative, `rbp`'s initial minimum and maximum)
@@ -17,9 +17,11 @@
 //! - Queries are matched through a hash table, not trec_eval's scan of every result for every
 //!   qrels query: figures and order are the same, the time is linear in the queries.
 
-use super::measures::{self as m, Gains};
+use super::groups::{self as g, Group};
+use super::measures::{self as m, Gains, Ranked};
+use super::prefs::{self as p, PrefCounts, PrefLine};
 use super::trec_eval_input::{
-    is_space, rank, read_qrels, read_results, score_key, tokens, JudgedQuery, Scratch,
+    is_space, key_score, rank, read_qrels, read_results, score_key, tokens, JudgedQuery, Scratch,
 };
 use std::io::{Read, Write};
 
@@ -77,12 +79,11 @@ struct Def {
     params: ParamKind,
     print: Print,
     average: Average,
-    /// Computed here; the others are refused.
-    supported: bool,
 }
 
 const CUTS: &[i64] = &[5, 10, 15, 20, 30, 100, 200, 500, 1000];
 const RECALLS: &[f64] = &[0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+const R_MULTS: &[f64] = &[0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0];
 
 const fn def(name: &'static str, params: ParamKind, print: Print, average: Average) -> Def {
     Def {
@@ -90,17 +91,6 @@ const fn def(name: &'static str, params: ParamKind, print: Print, average: Avera
         params,
         print,
         average,
-        supported: true,
-    }
-}
-
-const fn unsupported(name: &'static str) -> Def {
-    Def {
-        name,
-        params: ParamKind::None,
-        print: Print::Double,
-        average: Average::Mean,
-        supported: false,
     }
 }
 
@@ -126,12 +116,7 @@ static MEASURES: &[Def] = &[
     def("recall", K::Longs(CUTS), P::Double, A::Mean),
     def("infAP", K::None, P::Double, A::Mean),
     def("gm_bpref", K::None, P::SummaryOnly, A::GeometricMean),
-    def(
-        "Rprec_mult",
-        K::Doubles(&[0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0]),
-        P::Double,
-        A::Mean,
-    ),
+    def("Rprec_mult", K::Doubles(R_MULTS), P::Double, A::Mean),
     def(
         "utility",
         K::DoubleParams(&[1.0, -1.0, 0.0, 0.0]),
@@ -156,24 +141,24 @@ static MEASURES: &[Def] = &[
     def("set_map", K::None, P::Double, A::Mean),
     def("set_F", K::DoubleParams(&[1.0]), P::Double, A::Mean),
     def("num_nonrel_judged_ret", K::None, P::Long, A::Sum),
-    unsupported("prefs_num_prefs_poss"),
-    unsupported("prefs_num_prefs_ful"),
-    unsupported("prefs_num_prefs_ful_ret"),
-    unsupported("prefs_simp"),
-    unsupported("prefs_pair"),
-    unsupported("prefs_avgjg"),
-    unsupported("prefs_avgjg_Rnonrel"),
-    unsupported("prefs_simp_ret"),
-    unsupported("prefs_pair_ret"),
-    unsupported("prefs_avgjg_ret"),
-    unsupported("prefs_avgjg_Rnonrel_ret"),
-    unsupported("prefs_simp_imp"),
-    unsupported("prefs_pair_imp"),
-    unsupported("prefs_avgjg_imp"),
-    unsupported("map_avgjg"),
-    unsupported("P_avgjg"),
-    unsupported("Rprec_mult_avgjg"),
-    unsupported("yaap"),
+    def("prefs_num_prefs_poss", K::None, P::Long, A::Sum),
+    def("prefs_num_prefs_ful", K::None, P::Long, A::Sum),
+    def("prefs_num_prefs_ful_ret", K::None, P::Long, A::Sum),
+    def("prefs_simp", K::None, P::Double, A::Mean),
+    def("prefs_pair", K::None, P::Double, A::Mean),
+    def("prefs_avgjg", K::None, P::Double, A::Mean),
+    def("prefs_avgjg_Rnonrel", K::None, P::Double, A::Mean),
+    def("prefs_simp_ret", K::None, P::Double, A::Mean),
+    def("prefs_pair_ret", K::None, P::Double, A::Mean),
+    def("prefs_avgjg_ret", K::None, P::Double, A::Mean),
+    def("prefs_avgjg_Rnonrel_ret", K::None, P::Double, A::Mean),
+    def("prefs_simp_imp", K::None, P::Double, A::Mean),
+    def("prefs_pair_imp", K::None, P::Double, A::Mean),
+    def("prefs_avgjg_imp", K::None, P::Double, A::Mean),
+    def("map_avgjg", K::None, P::Double, A::Mean),
+    def("P_avgjg", K::Longs(CUTS), P::Double, A::Mean),
+    def("Rprec_mult_avgjg", K::Doubles(R_MULTS), P::Double, A::Mean),
+    def("yaap", K::None, P::Double, A::Mean),
     def("rbp", K::Pairs, P::Double, A::Mean),
     def("rbp_resid", K::Pairs, P::Double, A::Mean),
     def("unj", K::Longs(&[5, 10, 20]), P::Double, A::Mean),
@@ -619,11 +604,20 @@ pub(super) fn atof(s: &[u8]) -> f64 {
     }
     if n == 0 {
         // `inf`, `nan` and the like, or nothing
-        let rest = std::str::from_utf8(&s[start..]).unwrap_or_default();
+        // Bytes, not text: a score need not be UTF-8, and slicing text could split a character.
+        let rest = &s[start..];
+        let sign = if rest.first() == Some(&b'-') {
+            -1.0
+        } else {
+            1.0
+        };
+        let body = match rest.first() {
+            Some(b'-' | b'+') => &rest[1..],
+            _ => rest,
+        };
         for word in ["infinity", "inf", "nan"] {
-            let sign = if rest.starts_with('-') { -1.0 } else { 1.0 };
-            let body = rest.trim_start_matches(['+', '-']);
-            if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word) {
+            if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word.as_bytes())
+            {
                 return sign
                     * if word == "nan" {
                         f64::NAN
@@ -736,14 +730,6 @@ fn init_measures(o: &Options, err: &mut dyn Write) -> Outcome<(Vec<Requested>, u
                 2,
             )
         };
-        if !def.supported {
-            let _ = writeln!(
-                err,
-                "trec_eval: measure '{}' is not implemented by rag-eval trec_eval",
-                def.name
-            );
-            return Err(cannot(err));
-        }
         let given = o
             .measure_args
             .iter()
@@ -773,6 +759,99 @@ fn init_measures(o: &Options, err: &mut dyn Write) -> Outcome<(Vec<Requested>, u
         slot += n;
     }
     Ok((out, slot))
+}
+
+/// A query's judgements besides qrels grades: none (`-R qrels`, the grades are in `docs`),
+/// preferences (`-R prefs`, `qrels_prefs`) or judgement groups (`-R qrels_jg`).
+pub(super) enum Other<'a> {
+    Qrels,
+    Prefs(Vec<PrefLine<'a>>),
+    Groups(Vec<Group<'a>>),
+}
+
+/// The format of judgements a measure reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Format {
+    Qrels,
+    Prefs,
+    Groups,
+}
+
+impl Format {
+    /// What `name` reads (trec_eval's form_res_rels, form_prefs_counts or form_res_rels_jg);
+    /// `None` for `runid` and `num_q`, which read nothing.
+    fn read_by(name: &str) -> Option<Format> {
+        match name {
+            "runid" | "num_q" => None,
+            _ if name.starts_with("prefs_") => Some(Format::Prefs),
+            _ if name.ends_with("_avgjg") => Some(Format::Groups),
+            _ => Some(Format::Qrels),
+        }
+    }
+
+    /// trec_eval's message when a measure that reads this format gets another.
+    fn refusal(self) -> &'static str {
+        match self {
+            Format::Qrels => {
+                "trec_eval.form_res_qrels: rel_info format not qrels or results format not \
+                 trec_results\n"
+            }
+            Format::Prefs => {
+                "trec_eval.form_prefs_info: prefs_info format not (prefs or qrels_prefs) or \
+                 results format not trec_results\n"
+            }
+            Format::Groups => {
+                "trec_eval: rel_info format not qrels_jg or results format not trec_results\n"
+            }
+        }
+    }
+}
+
+impl Other<'_> {
+    fn format(&self) -> Format {
+        match self {
+            Other::Qrels => Format::Qrels,
+            Other::Prefs(_) => Format::Prefs,
+            Other::Groups(_) => Format::Groups,
+        }
+    }
+}
+
+/// Reads judgements in the `-R` format (`qrels`, `prefs`, `qrels_prefs` or `qrels_jg`),
+/// sorted by query id; the error is trec_eval's message after `trec_eval.`.
+fn read_rel_info<'a>(
+    format: &str,
+    text: &'a [u8],
+) -> std::result::Result<Vec<JudgedQuery<'a>>, String> {
+    let reader = match format {
+        "prefs" => "get_prefs",
+        "qrels_prefs" => "get_qrels_prefs",
+        "qrels_jg" => "get_qrels_jg",
+        _ => "get_qrels",
+    };
+    let malformed = |line| format!("{reader}: Malformed line {line}");
+    let judged = |qid, other| JudgedQuery {
+        qid,
+        docs: Vec::new(),
+        other,
+    };
+    Ok(match format {
+        "prefs" | "qrels_prefs" => p::read_prefs(text, format == "prefs", atof)
+            .map_err(malformed)?
+            .into_iter()
+            .map(|(qid, prefs)| judged(qid, Other::Prefs(prefs)))
+            .collect(),
+        "qrels_jg" => g::read_qrels_jg(text)
+            .map_err(|e| match e {
+                g::GroupsError::Malformed(line) => malformed(line),
+                // trec_eval's qrels_jg reader names itself get_qrels here.
+                g::GroupsError::Duplicate(docno) => format!("get_qrels: duplicate docs {docno}"),
+            })?
+            .into_iter()
+            .map(|(qid, groups)| judged(qid, Other::Groups(groups)))
+            .collect(),
+        _ => read_qrels(text).map_err(malformed)?,
+    })
 }
 
 /// z-scores: `(qid, measure)` → `(mean, standard deviation)`.
@@ -821,19 +900,31 @@ fn evaluate_query<'a>(
     ctx: &Context<'_>,
     scratch: &mut Scratch<'a>,
     judged: &JudgedQuery<'_>,
-    docs: impl Iterator<Item = (&'a [u8], u64)>,
+    docs: impl Iterator<Item = (&'a [u8], u64)> + Clone,
     bogus: bool,
 ) -> std::result::Result<QueryValues, String> {
     let mut values = vec![0.0; ctx.num_values];
     let mut relstring = String::new();
+    let cannot = |e: &str, name: &str| format!("{e}trec_eval: Can't calculate measure '{name}'\n");
+    let format = judged.other.format();
     let o = ctx.o;
     let ranked = match ctx.first_joining {
-        Some(name) => Some(
-            rank(scratch, docs, judged, o.level, o.max_docs, o.judged_only)
-                .map_err(|e| format!("{e}trec_eval: Can't calculate measure '{name}'\n"))?,
+        Some(name) if format == Format::Qrels && Format::read_by(name) == Some(format) => Some(
+            rank(
+                scratch,
+                docs.clone(),
+                judged,
+                o.level,
+                o.max_docs,
+                o.judged_only,
+            )
+            .map_err(|e| cannot(&e, name))?,
         ),
+        // Other formats are joined by the first measure that reads them, below.
+        Some(_) => Some(Ranked::default()),
         None => None,
     };
+    let (mut prefs, mut groups): (Option<PrefCounts>, Option<Vec<Ranked>>) = (None, None);
     let Some(r) = ranked else {
         for req in ctx.measures {
             if req.def.name == "num_q" {
@@ -867,6 +958,48 @@ fn evaluate_query<'a>(
             _ => &[],
         };
         let one = |out: &mut [f64], v: f64| out[0] = v;
+        match Format::read_by(req.def.name) {
+            Some(read) if read != format => return Err(cannot(read.refusal(), req.def.name)),
+            Some(Format::Prefs) if prefs.is_none() => {
+                let Other::Prefs(lines) = &judged.other else {
+                    unreachable!("the format is prefs")
+                };
+                let max = usize::try_from(ctx.o.max_docs.max(0)).unwrap_or(usize::MAX);
+                let scored: Vec<(&[u8], f64)> =
+                    docs.clone().map(|(d, k)| (d, key_score(k))).collect();
+                prefs = Some(
+                    PrefCounts::new(lines, &scored, max).map_err(|e| cannot(&e, req.def.name))?,
+                );
+            }
+            Some(Format::Groups) if groups.is_none() => {
+                let Other::Groups(list) = &judged.other else {
+                    unreachable!("the format is qrels_jg")
+                };
+                let mut ranked = Vec::with_capacity(list.len());
+                for docs_judged in list {
+                    let one_group = JudgedQuery {
+                        qid: judged.qid,
+                        docs: docs_judged.clone(),
+                        other: Other::Qrels,
+                    };
+                    ranked.push(
+                        rank(
+                            scratch,
+                            docs.clone(),
+                            &one_group,
+                            o.level,
+                            o.max_docs,
+                            o.judged_only,
+                        )
+                        .map_err(|e| cannot(&e, req.def.name))?,
+                    );
+                }
+                groups = Some(ranked);
+            }
+            _ => {}
+        }
+        let pc = || prefs.as_ref().expect("joined above");
+        let gs = || groups.as_deref().expect("joined above");
         match req.def.name {
             "runid" => {}
             "num_q" => one(out, 1.0),
@@ -920,7 +1053,25 @@ fn evaluate_query<'a>(
             }
             "rbp_resid" => one(out, m::rbp_resid(&r, m::rbp_persistence(pairs()))),
             "unj" => out.copy_from_slice(&m::unjudged(&r, longs())),
-            other => unreachable!("measure {other} is refused when initialised"),
+            "prefs_num_prefs_poss" => one(out, p::num_prefs_poss(pc())),
+            "prefs_num_prefs_ful" => one(out, p::num_prefs_ful(pc())),
+            "prefs_num_prefs_ful_ret" => one(out, p::num_prefs_ful_ret(pc())),
+            "prefs_simp" => one(out, p::simp(pc())),
+            "prefs_pair" => one(out, p::pair(pc())),
+            "prefs_avgjg" => one(out, p::avgjg(pc())),
+            "prefs_avgjg_Rnonrel" => one(out, p::avgjg_rnonrel(pc())),
+            "prefs_simp_ret" => one(out, p::simp_ret(pc())),
+            "prefs_pair_ret" => one(out, p::pair_ret(pc())),
+            "prefs_avgjg_ret" => one(out, p::avgjg_ret(pc())),
+            "prefs_avgjg_Rnonrel_ret" => one(out, p::avgjg_rnonrel_ret(pc())),
+            "prefs_simp_imp" => one(out, p::simp_imp(pc())),
+            "prefs_pair_imp" => one(out, p::pair_imp(pc())),
+            "prefs_avgjg_imp" => one(out, p::avgjg_imp(pc())),
+            "map_avgjg" => one(out, g::map_avgjg(gs())),
+            "P_avgjg" => out.copy_from_slice(&g::precision_avgjg(gs(), longs())),
+            "Rprec_mult_avgjg" => out.copy_from_slice(&g::r_precision_mult_avgjg(gs(), doubles())),
+            "yaap" => one(out, m::yaap(&r)),
+            other => unreachable!("measure {other} of the table has no arm"),
         }
     }
     if bogus {
@@ -1040,16 +1191,11 @@ fn run_inner(
     let quit = |err: &mut dyn Write, path: &str| {
         fail(err, &format!("trec_eval: Quit in file '{path}'\n"), 2)
     };
-    match o.rel_format.as_str() {
-        "qrels" => {}
-        "prefs" | "qrels_prefs" | "qrels_jg" => {
-            let _ = writeln!(
-                err,
-                "trec_eval: rel_info format '{}' is not implemented by rag-eval trec_eval",
-                o.rel_format
-            );
-            return Err(quit(err, &qrels_path));
-        }
+    // What trec_eval's reader of each format says of a file it cannot read.
+    let cannot_read = match o.rel_format.as_str() {
+        "qrels" => "get_qrels: Cannot read qrels",
+        "prefs" | "qrels_prefs" => "get_prefs: Cannot read prefs",
+        "qrels_jg" => "get_qrels_jg: Cannot read qrels",
         other => {
             return Err(fail(
                 err,
@@ -1057,18 +1203,15 @@ fn run_inner(
                 2,
             ))
         }
-    }
+    };
     let Some(qrels_text) = std::fs::read(&qrels_path).ok().filter(|b| !b.is_empty()) else {
-        let _ = writeln!(
-            err,
-            "trec_eval.get_qrels: Cannot read qrels file '{qrels_path}'"
-        );
+        let _ = writeln!(err, "trec_eval.{cannot_read} file '{qrels_path}'");
         return Err(quit(err, &qrels_path));
     };
-    let qrels = match read_qrels(&qrels_text) {
+    let qrels = match read_rel_info(&o.rel_format, &qrels_text) {
         Ok(q) => q,
-        Err(line) => {
-            let _ = writeln!(err, "trec_eval.get_qrels: Malformed line {line}");
+        Err(message) => {
+            let _ = writeln!(err, "trec_eval.{message}");
             return Err(quit(err, &qrels_path));
         }
     };
@@ -1316,25 +1459,27 @@ fn help() -> String {
         "rag-eval trec_eval: trec_eval 10.0's command line, output and figures.\n\
          \n\
          trec_eval [-h] [-v] [-q] [-m measure[.params]]... [-c] [-n] [-l level] [-D level]\n\
-         \x20         [-N num] [-M num] [-J] [-R qrels] [-T trec_results] [-Z zfile]\n\
+         \x20         [-N num] [-M num] [-J] [-R format] [-T trec_results] [-Z zfile]\n\
          \x20         rel_info_file results_file\n\
          \n\
          results_file '-' reads the run from standard input.\n\
          \x20 -q  print every query's figures before the summary\n\
-         \x20 -m  a measure or a set of them (official, set, all_trec), with parameters after\n\
-         \x20     a dot: P.5,10  ndcg.1=3,2=9  utility.2,-1,0,0  relstring.20\n\
+         \x20 -m  a measure or a set of them (official, set, all_trec, all_prefs, prefs,\n\
+         \x20     qrels_jg), with parameters after a dot: P.5,10  ndcg.1=3,2=9\n\
+         \x20     utility.2,-1,0,0  relstring.20\n\
          \x20 -c  average over every qrels query; a query without results scores 0\n\
          \x20 -n  no summary\n\
          \x20 -l  the lowest grade that is relevant (1)\n\
          \x20 -N  documents in the collection (for utility)\n\
          \x20 -M  only the first num documents of each query\n\
          \x20 -J  only the judged documents\n\
+         \x20 -R  the judgements' format: qrels (default), prefs, qrels_prefs, qrels_jg\n\
          \x20 -Z  print z-scores from the means and deviations of zfile (qid measure mean sd)\n\
          \x20 -D  accepted; no debugging output\n\
          \n\
          Measures, in the order they print:\n",
     );
-    for d in MEASURES.iter().filter(|d| d.supported) {
+    for d in MEASURES {
         let params = match d.params {
             K::None => String::new(),
             K::Longs(c) => format!(
@@ -1358,8 +1503,9 @@ fn help() -> String {
         s.push_str(&format!("  {}{params}\n", d.name));
     }
     s.push_str(
-        "\nNot implemented: the preference formats and measures (-R prefs, qrels_prefs,\n\
-         qrels_jg; prefs_*, *_avgjg), ndcg_p, yaap.\n",
+        "\nprefs_* read -R prefs (qid jg jsg docno level) or -R qrels_prefs (qrels, the\n\
+         iteration column a judgement group); *_avgjg read -R qrels_jg (the same, each group\n\
+         judging on its own); the others read -R qrels.\n",
     );
     s
 }

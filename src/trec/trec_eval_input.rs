@@ -11,7 +11,7 @@
 
 use super::measures::{self as m, Ranked, NONPOOL, UNJUDGED};
 use super::parse::{below_bang, QidMap};
-use super::trec_eval::atof;
+use super::trec_eval::{atof, Other};
 use std::ops::Range;
 
 /// C's `isspace` in the "C" locale.
@@ -49,6 +49,8 @@ pub(super) fn tokens<const N: usize>(line: &[u8]) -> ([&[u8]; N], usize) {
 pub(super) struct JudgedQuery<'a> {
     pub(super) qid: &'a [u8],
     pub(super) docs: Vec<(&'a [u8], i64)>,
+    /// The preferences or judgement groups of the other formats.
+    pub(super) other: Other<'a>,
 }
 
 /// Reads qrels: `qid iter docno rel`, exactly four fields; `#` at the start of a line
@@ -79,6 +81,7 @@ pub(super) fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>
                 out.push(JudgedQuery {
                     qid: f[0],
                     docs: Vec::new(),
+                    other: Other::Qrels,
                 });
                 out.len() - 1
             }),
@@ -115,6 +118,15 @@ pub(super) fn score_key(score: f64) -> u64 {
     } else {
         bits | 1 << 63
     }
+}
+
+/// The score of a [`score_key`] (-0.0 comes back as 0.0).
+pub(super) fn key_score(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
 }
 
 /// C's `atof` of a score: plain decimals of at most 15 digits (`0.8731`, `-12.5`) by one
@@ -271,7 +283,7 @@ impl<'a> Results<'a> {
     }
 
     /// The docno and score key of each line of query `q`, in file order.
-    pub(super) fn docs(&self, q: usize) -> impl Iterator<Item = (&'a [u8], u64)> + '_ {
+    pub(super) fn docs(&self, q: usize) -> impl Iterator<Item = (&'a [u8], u64)> + Clone + '_ {
         self.queries[q].iter().flat_map(move |(piece, range)| {
             let piece = &self.pieces[*piece as usize];
             let text: &'a [u8] = piece.text;

@@ -157,3 +157,148 @@ fn a_bad_line_is_named() {
         "{err}"
     );
 }
+
+/// A conversation whose second assistant turn retrieves text the corpus holds, and one that
+/// retrieves nothing.
+const JUDGED: &str = concat!(
+    r#"{"id":"c1","turns":["#,
+    r#"{"role":"user","content":"When does Larkspur ship?"},"#,
+    r#"{"role":"assistant","content":"Let me look."},"#,
+    r#"{"role":"user","content":"Please."},"#,
+    r#"{"role":"assistant","content":"It ships in May.","contexts":["Larkspur ships in May."],"relevant_spans":[{"doc_id":"releases.md","start":0,"end":22}],"reference_answer":"In May."}"#,
+    r#"],"reference_outcome":"The user learns the month."}"#,
+    "\n",
+    r#"{"id":"c2","turns":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."}]}"#,
+    "\n",
+);
+
+fn conversation_judge() -> crate::support::TestServer {
+    use crate::support::chat::{chat_server, completion, Chat};
+    chat_server(|c: &Chat| {
+        let content = match c.schema.as_str() {
+            "faithfulness" => serde_json::json!({"statements": [
+                {"statement": "It ships in May.", "verdict": "supported", "context": 1,
+                 "evidence": "ships in May", "reason": "said"}]}),
+            // The conversation that reaches its reference outcome achieves it.
+            "goal_accuracy" => serde_json::json!({"user_goal": "g", "end_state": "e",
+                "reason": "r", "achieved": c.prompt.contains("The user learns the month.")}),
+            other => panic!("unexpected schema {other}"),
+        };
+        completion(&content.to_string(), (40, 8))
+    })
+}
+
+#[test]
+fn judged_turns_and_goals_print_a_run_result_that_the_record_keeps_and_the_cache_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::write(
+        corpus.join("releases.md"),
+        "Larkspur ships in May. Acme builds it.",
+    )
+    .unwrap();
+    let path = write(dir.path(), "chats.jsonl", JUDGED);
+    let store = dir.path().join("runs.sqlite");
+    let server = conversation_judge();
+    let url = server.url("/v1");
+    let run = |url: &str, cache: &str| {
+        let (code, out, err) = crate::cli_support::run_in(
+            dir.path(),
+            &store,
+            &[
+                "score",
+                "--conversations",
+                s(&path),
+                "--corpus",
+                s(&corpus),
+                "-k",
+                "3",
+                "--judge-model",
+                "m",
+                "--judge-url",
+                url,
+                "--judges",
+                "faithfulness,goal_accuracy",
+                "--cache",
+                cache,
+                "--json",
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let raw = run(&url, "rw:path=c.sqlite");
+    let out: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(out["level"], "conversation");
+    assert_eq!(out["format"], "rag-eval");
+    assert_eq!(out["queries"], 2);
+    assert_eq!(out["k"], 3);
+    let c1 = &out["per_query"][0];
+    let turn = &c1["turns"][3];
+    // The turn's text context is located in the corpus, its truth found, its one statement
+    // supported, its answer compared with its reference.
+    assert_eq!(turn["contexts"][0]["start"], 0);
+    assert_eq!(turn["contexts"][0]["end"], 22);
+    assert_eq!(turn["metrics"]["span_recall@3"], 1.0);
+    assert_eq!(turn["metrics"]["faithfulness"], 1.0);
+    // "it ships in may" against "in may": precision 2/4, recall 1, F1 2/3.
+    let f1 = turn["metrics"]["token_f1"].as_f64().unwrap();
+    assert!((f1 - 2.0 / 3.0).abs() < 1e-12, "{f1}");
+    assert_eq!(turn["judges"][0]["metric"], "faithfulness");
+    // A turn that did not retrieve has no figure.
+    assert_eq!(c1["turns"][1].get("metrics"), None);
+    assert_eq!(c1["metrics"]["faithfulness"], 1.0);
+    assert_eq!(c1["metrics"]["goal_accuracy"], 1.0);
+    assert_eq!(out["per_query"][1]["metrics"]["goal_accuracy"], 0.0);
+    // The run's means are over the conversations that have a figure; c2 retrieved nothing.
+    assert_eq!(out["metrics"]["faithfulness"], 1.0);
+    assert_eq!(out["metrics"]["goal_accuracy"], 0.5);
+    assert_eq!(out["missing"]["faithfulness"], 1);
+    assert_eq!(out["missing"].get("goal_accuracy"), None);
+    let judges: Vec<&str> = out["judges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(judges, ["faithfulness", "goal_accuracy"]);
+    assert_eq!(out["judges"][1]["queries"], 2);
+
+    // The record keeps the run as printed, the turns included.
+    let (code, shown, err) =
+        crate::cli_support::run_in(dir.path(), &store, &["runs", "show", "latest", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let record: Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(record["result"]["per_query"], out["per_query"]);
+    assert_eq!(record["result"]["level"], "conversation");
+    let prompts = record["config"]["judge_prompts"].to_string();
+    assert!(prompts.contains("goal_accuracy/1"), "{prompts}");
+
+    // Replayed from the cache with the server gone: the same figures.
+    drop(server);
+    let replayed: Value =
+        serde_json::from_str(&run("http://127.0.0.1:9/v1", "replay:path=c.sqlite")).unwrap();
+    assert_eq!(replayed["per_query"], out["per_query"]);
+}
+
+#[test]
+fn an_unknown_judge_names_the_conversation_judges_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "chats.jsonl", JUDGED);
+    let err = crate::cli_support::fails(&[
+        "score",
+        "--conversations",
+        s(&path),
+        "--judge-model",
+        "m",
+        "--judge-url",
+        "http://127.0.0.1:9/v1",
+        "--judges",
+        "goal",
+    ]);
+    assert!(
+        err.contains("unknown judge `goal`") && err.contains("goal_accuracy"),
+        "{err}"
+    );
+}

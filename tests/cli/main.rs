@@ -17,6 +17,7 @@ mod align_cli;
 mod cli;
 mod cli_errors;
 mod compare_cli;
+mod conversation_views;
 mod conversations_cli;
 mod criteria_cli;
 mod eval_specs;

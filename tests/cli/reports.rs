@@ -596,7 +596,7 @@ fn contexts_not_found_in_the_corpus_are_marked_in_json_records_and_the_report() 
 /// What of the page does not fit the window: the page wider than it, a run's Δ and p or a
 /// question's text beyond its right edge, a context's line cut, a histogram's title longer
 /// than its chart. Empty when all fits.
-const OVERFLOW: &str = r#"(() => {
+pub(crate) const OVERFLOW: &str = r#"(() => {
   const w = document.documentElement.clientWidth, out = [];
   if (document.documentElement.scrollWidth > w) out.push('page ' + document.documentElement.scrollWidth);
   document.querySelectorAll('details').forEach(d => { d.open = true; });

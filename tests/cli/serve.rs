@@ -64,7 +64,7 @@ fn server() -> Server {
 
 /// Serves `store` (with the labelling page when `labels` is given): its address and the
 /// runtime that serves it.
-fn spawn(
+pub(crate) fn spawn(
     store: SqliteRunStore,
     labels: Option<Arc<LabelFile>>,
 ) -> (String, tokio::runtime::Runtime) {
@@ -85,7 +85,7 @@ fn spawn(
 }
 
 /// A request over a fresh connection: (status, content type, body).
-fn request(method: &str, url: &str, body: Option<&str>) -> (u16, String, String) {
+pub(crate) fn request(method: &str, url: &str, body: Option<&str>) -> (u16, String, String) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -663,7 +663,7 @@ fn answered_store(dir: &std::path::Path) -> (SqliteRunStore, String) {
 
 /// A form posted as a browser without JavaScript posts it, redirects not followed:
 /// (status, `Location`, body).
-fn post_form(url: &str, form: &str) -> (u16, String, String) {
+pub(crate) fn post_form(url: &str, form: &str) -> (u16, String, String) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
