@@ -92,7 +92,8 @@ pub(super) struct ScoreArgs {
     #[arg(long, requires = "dataset")]
     chunks: Option<Utf8PathBuf>,
     /// trec_eval measure names (`P`, `recall`, `ndcg_cut`, `ndcg`, `recip_rank`, `map`, or
-    /// `P.5,10`); `ndcg` is over the whole ranking.
+    /// `P.5,10`); `ndcg` is over the whole ranking. Any other per-query trec_eval measure too
+    /// (`bpref`, `infAP`, `rbp`, `success_5`), with its figures and name.
     #[arg(short = 'm', long = "measure", value_name = "MEASURE")]
     measures: Vec<String>,
     /// Score dataset queries missing from the retrieval output as empty retrievals.
@@ -424,12 +425,40 @@ fn score_dataset<L: ReadItem>(
 }
 
 fn score_trec(a: &ScoreArgs, qrels: &Utf8Path, run: &Utf8Path, out: &mut Output) -> Result<()> {
-    let (cutoffs, names, json, no_record) = (&a.k, &a.measures, a.json, a.no_record);
+    let (cutoffs, names, json) = (&a.k, &a.measures, a.json);
     if cutoffs.contains(&0) {
         bail!("-k must be at least 1");
     }
     let qrels_path = qrels;
     let run_path = run;
+    // Names score's own engine does not take but trec_eval does (`bpref`, `infAP`, `rbp`,
+    // `success_5`): computed by trec_eval's measures and added to each query's figures.
+    const OWN: [&str; 8] = [
+        "P",
+        "precision",
+        "recall",
+        "ndcg_cut",
+        "ndcg",
+        "recip_rank",
+        "mrr",
+        "map",
+    ];
+    let (mut own, mut trec_args): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for n in names {
+        match trec::Measure::parse(n, cutoffs) {
+            // A name score's engine knows with a wrong cut-off (`ndcg.5`) keeps its error;
+            // gains (`ndcg.1=3,2=9`) are trec_eval's.
+            Err(_)
+                if (!OWN.contains(&n.trim().split(['.', '@']).next().unwrap_or_default())
+                    || n.contains('='))
+                    && trec::trec_eval::measure_argument(n.trim()).is_some() =>
+            {
+                trec_args.extend(trec::trec_eval::measure_argument(n.trim()));
+            }
+            _ => own.push(n.clone()),
+        }
+    }
+    let names = &own;
     let measures = if names.is_empty() {
         Ok(trec::Measure::defaults(cutoffs))
     } else {
@@ -453,6 +482,16 @@ fn score_trec(a: &ScoreArgs, qrels: &Utf8Path, run: &Utf8Path, out: &mut Output)
     let scored = trec::score_run_file(&qrels, run_path, measures.as_deref().unwrap_or_default())?;
     check_run_matches_qrels(&qrels, &scored.query_ids, qrels_path, run_path)?;
     measures?;
+    if !trec_args.is_empty() {
+        return score_trec_eval_measures(
+            a,
+            scored.scores.to_result(),
+            names.is_empty(),
+            &trec_args,
+            (qrels_path, run_path),
+            out,
+        );
+    }
     // Written straight from the table: a `RunResult` repeats every measure's name in every
     // query, and is built only for the record.
     let scores = scored.scores;
@@ -467,10 +506,22 @@ fn score_trec(a: &ScoreArgs, qrels: &Utf8Path, run: &Utf8Path, out: &mut Output)
             scores.std(),
         ))?;
     }
+    record_trec(a, scores.to_result(), qrels_path, run_path, out)
+}
+
+/// Records a scored TREC run (unless `--no-record`).
+fn record_trec(
+    a: &ScoreArgs,
+    result: RunResult,
+    qrels_path: &Utf8Path,
+    run_path: &Utf8Path,
+    out: &mut Output,
+) -> Result<()> {
+    let no_record = a.no_record;
     if no_record {
         return Ok(());
     }
-    let mut record = RunRecord::new("score", qrels_path.as_str(), scores.to_result());
+    let mut record = RunRecord::new("score", qrels_path.as_str(), result);
     record.label.clone_from(&a.label);
     // The qrels are the ground truth: their bytes identify it.
     record.dataset.hash = std::fs::read(qrels_path)
@@ -482,6 +533,67 @@ fn score_trec(a: &ScoreArgs, qrels: &Utf8Path, run: &Utf8Path, out: &mut Output)
         .insert("run".into(), run_path.to_string());
     super::runs::record(out, no_record, &[record])?;
     Ok(())
+}
+
+/// `score --qrels` with measures that trec_eval's functions compute (`trec_args`, as `-m`
+/// takes them): their per-query figures, named as trec_eval prints them, added after those of
+/// `result` (dropped when `only_trec`: the defaults scored for nothing), over the same queries.
+fn score_trec_eval_measures(
+    a: &ScoreArgs,
+    mut result: RunResult,
+    only_trec: bool,
+    trec_args: &[String],
+    (qrels_path, run_path): (&Utf8Path, &Utf8Path),
+    out: &mut Output,
+) -> Result<()> {
+    let read = |p: &Utf8Path| std::fs::read(p).map_err(|e| crate::Error::io("read", p, e));
+    let args: Vec<&str> = trec_args.iter().map(String::as_str).collect();
+    let figures = trec::trec_eval::query_figures(&read(qrels_path)?, &read(run_path)?, &args)
+        .map_err(|e| anyhow::anyhow!("-m {}: {e}", trec_args.join(" -m ")))?;
+    let at: std::collections::HashMap<&str, usize> = figures
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    let mut order: Vec<String> = if only_trec {
+        Vec::new()
+    } else {
+        result.metrics.0.iter().map(|(n, _)| n.clone()).collect()
+    };
+    order.extend(figures.names.iter().cloned());
+    for q in &mut result.per_query {
+        if only_trec {
+            q.metrics.0.clear();
+        }
+        if let Some(&i) = at.get(q.id.as_str()) {
+            q.metrics.0.extend(
+                figures
+                    .names
+                    .iter()
+                    .cloned()
+                    .zip(figures.values[i].iter().copied()),
+            );
+        }
+    }
+    let cutoffs = if only_trec {
+        Some(Vec::new())
+    } else {
+        result.cutoffs.take()
+    };
+    let mut result = RunResult::from_queries(metrics::ResultLevel::Trec, order, result.per_query);
+    result.cutoffs = cutoffs;
+    if a.json {
+        out.text(&serde_json::to_string(&result)?)?;
+        out.text("\n")?;
+    } else {
+        out.text(&render_table(
+            &result.headline(),
+            &result.metrics,
+            &result.std,
+        ))?;
+    }
+    record_trec(a, result, qrels_path, run_path, out)
 }
 
 /// A run none of whose queries is judged scores nothing, and trec_eval's rule (only judged

@@ -102,7 +102,9 @@ impl Measure {
                 what: "measure",
                 given: name.to_owned(),
                 known: "known: P, recall, ndcg_cut, ndcg, recip_rank, map, with cut-offs as in \
-                        `P.5,10` or `P_5`"
+                        `P.5,10` or `P_5`; `rag-eval score --qrels` also takes every other \
+                        per-query trec_eval measure (`bpref`, `infAP`, `rbp`, `success_5`: \
+                        `rag-eval trec_eval -h` lists them)"
                     .into(),
             });
         };

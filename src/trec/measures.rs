@@ -382,7 +382,9 @@ pub fn bin_g(r: &Ranked) -> f64 {
 #[derive(Debug, Clone)]
 pub struct Gains {
     /// `(grade, gain, documents at the grade)`, ascending by gain.
-    pub levels: Vec<(i64, f64, u64)>,
+    levels: Vec<(i64, f64, u64)>,
+    /// The gain of grades -2 to 61 (index: grade + 2), looked up once per document.
+    table: [f64; 64],
 }
 
 impl Gains {
@@ -410,12 +412,38 @@ impl Gains {
                 j -= 1;
             }
         }
-        Gains { levels }
+        Gains::from_levels(levels)
+    }
+
+    fn from_levels(levels: Vec<(i64, f64, u64)>) -> Gains {
+        let mut table = [0.0; 64];
+        // The first level of a grade is its gain.
+        for l in levels.iter().rev() {
+            if let Some(slot) = usize::try_from(l.0.wrapping_add(2))
+                .ok()
+                .and_then(|i| table.get_mut(i))
+            {
+                *slot = l.1;
+            }
+        }
+        Gains { levels, table }
+    }
+
+    /// `(grade, gain, documents at the grade)`, ascending by gain.
+    pub fn levels(&self) -> &[(i64, f64, u64)] {
+        &self.levels
     }
 
     /// The gain of a grade; 0 for a grade not listed.
+    #[inline]
     pub fn gain(&self, rel: i64) -> f64 {
-        self.levels.iter().find(|l| l.0 == rel).map_or(0.0, |l| l.1)
+        match usize::try_from(rel.wrapping_add(2))
+            .ok()
+            .and_then(|i| self.table.get(i))
+        {
+            Some(&g) => g,
+            None => self.levels.iter().find(|l| l.0 == rel).map_or(0.0, |l| l.1),
+        }
     }
 
     /// The gains of the ideal ranking, best first, while they are positive.
@@ -815,19 +843,20 @@ pub fn rbp_persistence(pairs: &[(String, f64)]) -> f64 {
 /// `rbp` (m_rbp.c): rank-biased precision `(1 - p) Σ gain·p^i`, gains rescaled to [0, 1] when
 /// some lie outside it.
 pub fn rbp(r: &Ranked, gains: &Gains, p: f64) -> f64 {
-    let mut gains = gains.clone();
+    let mut levels = gains.levels.clone();
     // trec_eval starts the minimum and maximum uninitialised; with the gains of a qrels they
     // come out as those of 0 and the gains, which is what is used here.
     let (mut min, mut max) = (0.0f64, 0.0f64);
-    for l in &gains.levels {
+    for l in &levels {
         min = min.min(l.1);
         max = max.max(l.1);
     }
     if min < 0.0 || max > 1.0 {
-        for l in &mut gains.levels {
+        for l in &mut levels {
             l.1 = (l.1 - min) / (max - min);
         }
     }
+    let gains = Gains::from_levels(levels);
     let (mut sum, mut cur) = (0.0, 1.0);
     for &g in &r.rels {
         let gain = gains.gain(g);

@@ -50,6 +50,7 @@ mod scores;
 mod stream;
 mod table;
 pub mod trec_eval;
+mod trec_eval_input;
 
 pub use eval::{evaluate, evaluate_columns, mean, score, PerQuery};
 pub use measure::Measure;

@@ -18,9 +18,11 @@
 //!   qrels query: figures and order are the same, the time is linear in the queries.
 
 use super::groups::{self as g, Group};
-use super::measures::{self as m, Gains, Ranked, NONPOOL, UNJUDGED};
-use super::parse::QidMap;
+use super::measures::{self as m, Gains, Ranked};
 use super::prefs::{self as p, PrefCounts, PrefLine};
+use super::trec_eval_input::{
+    is_space, key_score, rank, read_qrels, read_results, score_key, tokens, JudgedQuery, Scratch,
+};
 use std::io::{Read, Write};
 
 /// The version of trec_eval whose behaviour [`run`] reproduces.
@@ -602,11 +604,20 @@ pub(super) fn atof(s: &[u8]) -> f64 {
     }
     if n == 0 {
         // `inf`, `nan` and the like, or nothing
-        let rest = std::str::from_utf8(&s[start..]).unwrap_or_default();
+        // Bytes, not text: a score need not be UTF-8, and slicing text could split a character.
+        let rest = &s[start..];
+        let sign = if rest.first() == Some(&b'-') {
+            -1.0
+        } else {
+            1.0
+        };
+        let body = match rest.first() {
+            Some(b'-' | b'+') => &rest[1..],
+            _ => rest,
+        };
         for word in ["infinity", "inf", "nan"] {
-            let sign = if rest.starts_with('-') { -1.0 } else { 1.0 };
-            let body = rest.trim_start_matches(['+', '-']);
-            if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word) {
+            if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word.as_bytes())
+            {
                 return sign
                     * if word == "nan" {
                         f64::NAN
@@ -750,47 +761,9 @@ fn init_measures(o: &Options, err: &mut dyn Write) -> Outcome<(Vec<Requested>, u
     Ok((out, slot))
 }
 
-/// C's `isspace` in the "C" locale.
-fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
-/// The whitespace-separated fields of a line, at most `N + 1` of them (to tell "more").
-fn tokens<const N: usize>(line: &[u8]) -> ([&[u8]; N], usize) {
-    let mut out: [&[u8]; N] = [&[]; N];
-    let (mut n, mut i) = (0, 0);
-    while i < line.len() {
-        while i < line.len() && is_space(line[i]) {
-            i += 1;
-        }
-        if i == line.len() {
-            break;
-        }
-        let start = i;
-        while i < line.len() && !is_space(line[i]) {
-            i += 1;
-        }
-        if n < N {
-            out[n] = &line[start..i];
-        }
-        n += 1;
-        if n > N {
-            break;
-        }
-    }
-    (out, n)
-}
-
-/// One query's judgements, sorted by docno (qrels), or in another format.
-struct JudgedQuery<'a> {
-    qid: &'a [u8],
-    docs: Vec<(&'a [u8], i64)>,
-    other: Other<'a>,
-}
-
 /// A query's judgements besides qrels grades: none (`-R qrels`, the grades are in `docs`),
 /// preferences (`-R prefs`, `qrels_prefs`) or judgement groups (`-R qrels_jg`).
-enum Other<'a> {
+pub(super) enum Other<'a> {
     Qrels,
     Prefs(Vec<PrefLine<'a>>),
     Groups(Vec<Group<'a>>),
@@ -844,39 +817,6 @@ impl Other<'_> {
     }
 }
 
-/// Reads qrels: `qid iter docno rel`, exactly four fields; `#` at the start of a line
-/// comments it out. Queries sorted by id, judgements by docno.
-fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>>, usize> {
-    let mut lines: Vec<(&[u8], &[u8], i64)> = Vec::new();
-    for line in text
-        .strip_suffix(b"\n")
-        .unwrap_or(text)
-        .split(|&b| b == b'\n')
-    {
-        if line.first() == Some(&b'#') {
-            continue;
-        }
-        let (f, n) = tokens::<4>(line);
-        if n != 4 {
-            return Err(lines.len() + 1);
-        }
-        lines.push((f[0], f[2], m::atol(f[3])));
-    }
-    lines.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(b.1)));
-    let mut out: Vec<JudgedQuery<'_>> = Vec::new();
-    for (qid, docno, rel) in lines {
-        match out.last_mut() {
-            Some(q) if q.qid == qid => q.docs.push((docno, rel)),
-            _ => out.push(JudgedQuery {
-                qid,
-                docs: vec![(docno, rel)],
-                other: Other::Qrels,
-            }),
-        }
-    }
-    Ok(out)
-}
-
 /// Reads judgements in the `-R` format (`qrels`, `prefs`, `qrels_prefs` or `qrels_jg`),
 /// sorted by query id; the error is trec_eval's message after `trec_eval.`.
 fn read_rel_info<'a>(
@@ -912,112 +852,6 @@ fn read_rel_info<'a>(
             .collect(),
         _ => read_qrels(text).map_err(malformed)?,
     })
-}
-
-/// Docno and score of each line of a query.
-type Docs<'a> = Vec<(&'a [u8], f64)>;
-
-/// One query's results: docno and score of each line.
-pub(super) struct ResultQuery<'a> {
-    pub(super) docs: Docs<'a>,
-}
-
-/// A run: its queries, their index by id, and the run id of its last line.
-pub(super) struct Results<'a> {
-    pub(super) queries: Vec<ResultQuery<'a>>,
-    index: QidMap<&'a [u8], usize>,
-    pub(super) run_id: &'a [u8],
-}
-
-/// Lines of a piece of a run: each stretch of lines of one query with its documents.
-#[derive(Default)]
-struct RunPiece<'a> {
-    stretches: Vec<(&'a [u8], Docs<'a>)>,
-    /// Lines read (blank and comment lines left out).
-    count: usize,
-    /// The first malformed line, numbered within the piece.
-    malformed: Option<usize>,
-    run_id: Option<&'a [u8]>,
-}
-
-fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
-    let mut p = RunPiece::default();
-    for line in text.split(|&b| b == b'\n') {
-        let start = line.iter().position(|&b| !is_space(b));
-        let Some(start) = start else { continue };
-        if line[start] == b'#' {
-            continue;
-        }
-        p.count += 1;
-        let (f, n) = tokens::<6>(line);
-        if n < 6 {
-            p.malformed = Some(p.count);
-            return p;
-        }
-        match p.stretches.last_mut() {
-            Some((qid, docs)) if *qid == f[0] => docs.push((f[2], atof(f[4]))),
-            _ => p.stretches.push((f[0], vec![(f[2], atof(f[4]))])),
-        }
-        p.run_id = Some(f[5]);
-    }
-    p
-}
-
-/// Reads a run: `qid iter docno rank score runid`, at least six fields; blank lines and
-/// lines starting with `#` skipped. `Err(n)` names the malformed line as trec_eval numbers it
-/// (counting only the lines read). Pieces of the file are parsed on every core.
-pub(super) fn read_results(text: &[u8], threads: usize) -> std::result::Result<Results<'_>, usize> {
-    // Cut the text into pieces of whole lines.
-    let mut bounds = vec![0];
-    for t in 1..threads.max(1) {
-        let at = (text.len() * t / threads).max(*bounds.last().unwrap_or(&0));
-        let end = text[at..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(text.len(), |i| at + i + 1);
-        bounds.push(end);
-    }
-    bounds.push(text.len());
-    let pieces: Vec<RunPiece<'_>> = if bounds.len() > 2 {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = bounds
-                .windows(2)
-                .map(|w| {
-                    let piece = &text[w[0]..w[1]];
-                    s.spawn(move || read_run_piece(piece))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        })
-    } else {
-        vec![read_run_piece(text)]
-    };
-    let mut r = Results {
-        queries: Vec::new(),
-        index: QidMap::default(),
-        run_id: b"",
-    };
-    let mut before = 0;
-    for piece in pieces {
-        if let Some(line) = piece.malformed {
-            return Err(before + line);
-        }
-        before += piece.count;
-        for (qid, docs) in piece.stretches {
-            match r.index.get(qid) {
-                Some(&q) => r.queries[q].docs.extend(docs),
-                None => {
-                    r.index.insert(qid, r.queries.len());
-                    r.queries.push(ResultQuery { docs });
-                }
-            }
-        }
-        r.run_id = piece.run_id.unwrap_or(r.run_id);
-    }
-    Ok(r)
 }
 
 /// z-scores: `(qid, measure)` → `(mean, standard deviation)`.
@@ -1061,91 +895,31 @@ struct Context<'a> {
     first_joining: Option<&'static str>,
 }
 
-/// Joins a ranking with its judgements (trec_eval's form_res_rels.c): ranked by score, ties
-/// by docno descending; at most `-M` documents; duplicates refused.
-fn rank(
-    o: &Options,
-    judged: &JudgedQuery<'_>,
-    docs: &[(&[u8], f64)],
-) -> std::result::Result<Ranked, String> {
-    let mut ranked: Vec<(&[u8], f64)> = docs.to_vec();
-    // -0.0 and 0.0 are one score, as C compares them.
-    for d in &mut ranked {
-        if d.1 == 0.0 {
-            d.1 = 0.0;
-        }
-    }
-    ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(a.0)));
-    let keep = usize::try_from(o.max_docs.max(0)).unwrap_or(usize::MAX);
-    ranked.truncate(keep);
-    let mut by_docno: Vec<&[u8]> = ranked.iter().map(|d| d.0).collect();
-    by_docno.sort_unstable();
-    if let Some(w) = by_docno.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!(
-            "trec_eval.form_res_qrels: duplicate docs {}",
-            String::from_utf8_lossy(w[0])
-        ));
-    }
-    if let Some(w) = judged.docs.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(format!(
-            "trec_eval.form_res_rels: duplicate docs {}\n",
-            String::from_utf8_lossy(w[1].0)
-        ));
-    }
-    let max_rel = judged.docs.iter().map(|d| d.1).max().unwrap_or(0);
-    let mut rel_levels = vec![0u64; (max_rel.max(0) + 1) as usize];
-    for d in &judged.docs {
-        if d.1 >= 0 {
-            rel_levels[d.1 as usize] += 1;
-        }
-    }
-    let mut r = Ranked {
-        rels: Vec::with_capacity(ranked.len()),
-        level: o.level,
-        ..Ranked::default()
-    };
-    for (docno, _) in &ranked {
-        let rel = match judged.docs.binary_search_by(|d| d.0.cmp(docno)) {
-            Ok(i) if judged.docs[i].1 < 0 => UNJUDGED,
-            Ok(i) => judged.docs[i].1,
-            Err(_) => NONPOOL,
-        };
-        if o.judged_only && rel < 0 {
-            continue;
-        }
-        match rel {
-            NONPOOL => r.num_nonpool += 1,
-            UNJUDGED => r.num_unjudged += 1,
-            g if g >= o.level => r.num_rel_ret += 1,
-            _ => {}
-        }
-        r.rels.push(rel);
-    }
-    r.num_rel = rel_levels
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i as i64 >= o.level)
-        .map(|(_, n)| n)
-        .sum();
-    r.rel_levels = rel_levels;
-    Ok(r)
-}
-
 /// Computes every requested measure for one query.
-fn evaluate_query(
+fn evaluate_query<'a>(
     ctx: &Context<'_>,
+    scratch: &mut Scratch<'a>,
     judged: &JudgedQuery<'_>,
-    docs: &[(&[u8], f64)],
+    docs: impl Iterator<Item = (&'a [u8], u64)> + Clone,
     bogus: bool,
 ) -> std::result::Result<QueryValues, String> {
     let mut values = vec![0.0; ctx.num_values];
     let mut relstring = String::new();
     let cannot = |e: &str, name: &str| format!("{e}trec_eval: Can't calculate measure '{name}'\n");
     let format = judged.other.format();
+    let o = ctx.o;
     let ranked = match ctx.first_joining {
-        Some(name) if format == Format::Qrels && Format::read_by(name) == Some(format) => {
-            Some(rank(ctx.o, judged, docs).map_err(|e| cannot(&e, name))?)
-        }
+        Some(name) if format == Format::Qrels && Format::read_by(name) == Some(format) => Some(
+            rank(
+                scratch,
+                docs.clone(),
+                judged,
+                o.level,
+                o.max_docs,
+                o.judged_only,
+            )
+            .map_err(|e| cannot(&e, name))?,
+        ),
         // Other formats are joined by the first measure that reads them, below.
         Some(_) => Some(Ranked::default()),
         None => None,
@@ -1158,6 +932,16 @@ fn evaluate_query(
             }
         }
         return Ok(QueryValues { values, relstring });
+    };
+    // The gains without parameters, which every gain-based measure of all_trec uses: set up
+    // once for the query.
+    let default_gains = std::cell::OnceCell::new();
+    let gains = |pairs: &[(String, f64)]| -> std::borrow::Cow<'_, Gains> {
+        if pairs.is_empty() {
+            std::borrow::Cow::Borrowed(default_gains.get_or_init(|| Gains::new(&r, &[])))
+        } else {
+            std::borrow::Cow::Owned(Gains::new(&r, pairs))
+        }
     };
     for req in ctx.measures {
         let out = &mut values[req.slot..req.slot + req.names.len()];
@@ -1181,8 +965,11 @@ fn evaluate_query(
                     unreachable!("the format is prefs")
                 };
                 let max = usize::try_from(ctx.o.max_docs.max(0)).unwrap_or(usize::MAX);
-                prefs =
-                    Some(PrefCounts::new(lines, docs, max).map_err(|e| cannot(&e, req.def.name))?);
+                let scored: Vec<(&[u8], f64)> =
+                    docs.clone().map(|(d, k)| (d, key_score(k))).collect();
+                prefs = Some(
+                    PrefCounts::new(lines, &scored, max).map_err(|e| cannot(&e, req.def.name))?,
+                );
             }
             Some(Format::Groups) if groups.is_none() => {
                 let Other::Groups(list) = &judged.other else {
@@ -1195,8 +982,17 @@ fn evaluate_query(
                         docs: docs_judged.clone(),
                         other: Other::Qrels,
                     };
-                    ranked
-                        .push(rank(ctx.o, &one_group, docs).map_err(|e| cannot(&e, req.def.name))?);
+                    ranked.push(
+                        rank(
+                            scratch,
+                            docs.clone(),
+                            &one_group,
+                            o.level,
+                            o.max_docs,
+                            o.judged_only,
+                        )
+                        .map_err(|e| cannot(&e, req.def.name))?,
+                    );
                 }
                 groups = Some(ranked);
             }
@@ -1235,12 +1031,12 @@ fn evaluate_query(
             }
             "11pt_avg" => one(out, m::eleven_point_average(&r, doubles())),
             "binG" => one(out, m::bin_g(&r)),
-            "G" => one(out, m::g_measure(&r, &Gains::new(&r, pairs()))),
-            "dcg" => one(out, m::dcg(&r, &Gains::new(&r, pairs())).0),
-            "ideal_dcg" => one(out, m::dcg(&r, &Gains::new(&r, pairs())).1),
-            "ndcg" => one(out, m::ndcg(&r, &Gains::new(&r, pairs()))),
-            "ndcg_rel" => one(out, m::ndcg_rel(&r, &Gains::new(&r, pairs()))),
-            "Rndcg" => one(out, m::r_ndcg(&r, &Gains::new(&r, pairs()))),
+            "G" => one(out, m::g_measure(&r, &gains(pairs()))),
+            "dcg" => one(out, m::dcg(&r, &gains(pairs())).0),
+            "ideal_dcg" => one(out, m::dcg(&r, &gains(pairs())).1),
+            "ndcg" => one(out, m::ndcg(&r, &gains(pairs()))),
+            "ndcg_rel" => one(out, m::ndcg_rel(&r, &gains(pairs()))),
+            "Rndcg" => one(out, m::r_ndcg(&r, &gains(pairs()))),
             "ndcg_cut" => out.copy_from_slice(&m::ndcg_cut(&r, longs())),
             "map_cut" => out.copy_from_slice(&m::map_cut(&r, longs())),
             "relative_P" => out.copy_from_slice(&m::relative_precision(&r, longs())),
@@ -1253,7 +1049,7 @@ fn evaluate_query(
             "num_nonrel_judged_ret" => one(out, m::num_nonrel_judged_ret(&r)),
             "rbp" => {
                 let p = m::rbp_persistence(pairs());
-                one(out, m::rbp(&r, &Gains::new(&r, pairs()), p));
+                one(out, m::rbp(&r, &gains(pairs()), p));
             }
             "rbp_resid" => one(out, m::rbp_resid(&r, m::rbp_persistence(pairs()))),
             "unj" => out.copy_from_slice(&m::unjudged(&r, longs())),
@@ -1489,29 +1285,36 @@ fn run_inner(
                 continue;
             }
         }
-        work.push((i, results.index.get(q.qid).copied()));
+        work.push((i, results.query(q.qid)));
     }
-    let bogus_docs: [(&[u8], f64); 1] = [(b"ceci_nest_pas_un_docno", 1.0)];
+    // What trec_eval ranks for a query without results under -c: one document, score 1.
+    let bogus_docs = || std::iter::once((&b"ceci_nest_pas_un_docno"[..], score_key(1.0)));
     let mut accum = vec![0.0; num_values];
     let mut num_queries = 0usize;
     let mut text: Vec<u8> = Vec::new();
     // Queries are computed in batches on every core and printed in order; a batch bounds the
     // memory the figures take.
     for batch in work.chunks(8192) {
-        let compute = |&(i, r): &(usize, Option<usize>)| -> Computed {
-            let docs: &[(&[u8], f64)] = match r {
-                Some(r) => &results.queries[r].docs,
-                None if o.complete => &bogus_docs,
+        let compute = |scratch: &mut _, &(i, r): &(usize, Option<usize>)| -> Computed {
+            Some(match r {
+                Some(r) => evaluate_query(&ctx, scratch, &qrels[i], results.docs(r), false),
+                None if o.complete => evaluate_query(&ctx, scratch, &qrels[i], bogus_docs(), true),
                 None => return None,
-            };
-            Some(evaluate_query(&ctx, &qrels[i], docs, r.is_none()))
+            })
         };
         let computed: Vec<Computed> = if threads > 1 && batch.len() >= 64 {
             let per = batch.len().div_ceil(threads);
             std::thread::scope(|s| {
                 let handles: Vec<_> = batch
                     .chunks(per)
-                    .map(|part| s.spawn(move || part.iter().map(compute).collect::<Vec<_>>()))
+                    .map(|part| {
+                        s.spawn(move || {
+                            let mut scratch = Scratch::default();
+                            part.iter()
+                                .map(|w| compute(&mut scratch, w))
+                                .collect::<Vec<_>>()
+                        })
+                    })
                     .collect();
                 handles
                     .into_iter()
@@ -1519,7 +1322,8 @@ fn run_inner(
                     .collect()
             })
         } else {
-            batch.iter().map(compute).collect()
+            let mut scratch = Scratch::default();
+            batch.iter().map(|w| compute(&mut scratch, w)).collect()
         };
         for (&(i, _), result) in batch.iter().zip(computed) {
             let qid = qrels[i].qid;
@@ -1704,4 +1508,114 @@ fn help() -> String {
          judging on its own); the others read -R qrels.\n",
     );
     s
+}
+
+/// Per-query figures of trec_eval measures ([`query_figures`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryFigures {
+    /// The names trec_eval prints for the measures, in its order (`bpref`, `P_5`, `infAP`).
+    pub names: Vec<String>,
+    /// The queries scored: those of the qrels that the run has, in trec_eval's order (by id).
+    pub ids: Vec<String>,
+    /// Per query (in the order of `ids`), one value per name.
+    pub values: Vec<Vec<f64>>,
+}
+
+/// Scores `run` against `qrels` (the texts of trec_eval's files) with trec_eval's measures
+/// named as `-m` takes them (`bpref`, `infAP`, `P.5,10`, `rbp.p=0.8`, `ndcg.1=3,2=9`), through
+/// the same functions as [`run`]: the per-query figures `-q` prints, for the judged queries
+/// the run has (the queries `rag-eval score --qrels` scores; a judged query without results is
+/// left out, not an error). Measures that are a summary over queries rather than a figure of
+/// each (`gm_map`, `gm_bpref`, `num_q`, `runid`, `relstring`) are refused, as is any name
+/// `run` refuses; the error is trec_eval's message.
+///
+/// ```
+/// use rag_eval::trec::trec_eval::query_figures;
+///
+/// let qrels = b"q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n";
+/// let run = b"q1 Q0 d2 1 0.9 r\nq1 Q0 d1 2 0.8 r\nq3 Q0 d3 1 1 r\n";
+/// let f = query_figures(qrels, run, &["bpref", "P.1"]).unwrap();
+/// assert_eq!(f.names, ["bpref", "P_1"]);
+/// assert_eq!(f.ids, ["q1"]); // q2 has no results, q3 no judgements
+/// assert_eq!(f.values, [[0.0, 0.0]]);
+/// assert!(query_figures(qrels, run, &["gm_map"]).is_err());
+/// ```
+pub fn query_figures(
+    qrels: &[u8],
+    run: &[u8],
+    measures: &[&str],
+) -> std::result::Result<QueryFigures, String> {
+    let mut err: Vec<u8> = Vec::new();
+    let text = |err: &[u8]| String::from_utf8_lossy(err).trim_end().to_owned();
+    let args: Vec<String> = measures
+        .iter()
+        .flat_map(|m| ["-m".to_owned(), (*m).to_owned()])
+        .collect();
+    let Ok(o) = parse_options(&args, &mut err) else {
+        return Err(text(&err));
+    };
+    let Ok((requested, num_values)) = init_measures(&o, &mut err) else {
+        return Err(text(&err));
+    };
+    if let Some(req) = requested
+        .iter()
+        .find(|r| r.def.print != P::Long && r.def.print != P::Double)
+    {
+        return Err(format!(
+            "trec_eval: measure '{}' is not a figure of each query (a summary over queries, or text)",
+            req.def.name
+        ));
+    }
+    let qrels =
+        read_qrels(qrels).map_err(|line| format!("trec_eval.get_qrels: Malformed line {line}"))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parsers = if run.len() > 1 << 20 { threads } else { 1 };
+    let results = read_results(run, parsers)
+        .map_err(|line| format!("trec_eval.get_results: Malformed line {line}"))?;
+    let ctx = Context {
+        o: &o,
+        measures: &requested,
+        num_values,
+        first_joining: requested.first().map(|r| r.def.name),
+    };
+    let mut scratch = Scratch::default();
+    let mut out = QueryFigures {
+        names: requested
+            .iter()
+            .flat_map(|r| r.names.iter().cloned())
+            .collect(),
+        ids: Vec::new(),
+        values: Vec::new(),
+    };
+    for q in &qrels {
+        let Some(r) = results.query(q.qid) else {
+            continue;
+        };
+        let v = evaluate_query(&ctx, &mut scratch, q, results.docs(r), false)
+            .map_err(|e| e.trim_end().to_owned())?;
+        out.ids.push(String::from_utf8_lossy(q.qid).into_owned());
+        out.values.push(v.values);
+    }
+    Ok(out)
+}
+
+/// The `-m` argument of a trec_eval measure named as trec_eval prints it or as `-m` takes it:
+/// `bpref`, `rbp.p=0.8` as they are, `success_5` as `success.5`, `iprec_at_recall_0.10` as
+/// `iprec_at_recall.0.10`; `None` when no trec_eval measure has that name.
+///
+/// ```
+/// use rag_eval::trec::trec_eval::measure_argument;
+/// assert_eq!(measure_argument("infAP").as_deref(), Some("infAP"));
+/// assert_eq!(measure_argument("map_cut_10").as_deref(), Some("map_cut.10"));
+/// assert_eq!(measure_argument("Rprec_mult_0.20").as_deref(), Some("Rprec_mult.0.20"));
+/// assert_eq!(measure_argument("precision@5"), None);
+/// ```
+pub fn measure_argument(name: &str) -> Option<String> {
+    let known = |n: &str| MEASURES.iter().any(|d| d.name == n);
+    let base = name.split_once('.').map_or(name, |(b, _)| b);
+    if known(base) {
+        return Some(name.to_owned());
+    }
+    let (base, suffix) = name.rsplit_once('_')?;
+    (known(base) && !suffix.is_empty()).then(|| format!("{base}.{suffix}"))
 }

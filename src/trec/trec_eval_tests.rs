@@ -4,6 +4,7 @@
 
 use super::measures::{self as m, Gains, Ranked, NONPOOL};
 use super::trec_eval;
+use super::trec_eval_input::{read_results, Results};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -318,19 +319,13 @@ fn a_query_missing_from_the_run_scores_zero_with_c() {
 #[test]
 fn a_run_read_in_pieces_is_the_run_read_whole() {
     let text = b"# c\nq1 Q0 a 1 1 r\nq2 Q0 b 1 1 r\n\nq1 Q0 c 1 0.5 r\nq3 Q0 a 1 1 last\n";
-    let whole = trec_eval::read_results(text, 1).ok().unwrap();
+    let whole = read_results(text, 1).ok().unwrap();
     for threads in 2..6 {
-        let parts = trec_eval::read_results(text, threads).ok().unwrap();
+        let parts = read_results(text, threads).ok().unwrap();
         assert_eq!(parts.run_id, b"last");
-        let flat = |r: &trec_eval::Results<'_>| {
-            r.queries
-                .iter()
-                .map(|q| {
-                    q.docs
-                        .iter()
-                        .map(|d| (d.0.to_vec(), d.1))
-                        .collect::<Vec<_>>()
-                })
+        let flat = |r: &Results<'_>| {
+            (0..r.len())
+                .map(|q| r.docs(q).map(|d| (d.0.to_vec(), d.1)).collect::<Vec<_>>())
                 .collect::<Vec<_>>()
         };
         assert_eq!(flat(&parts), flat(&whole), "{threads} threads");
@@ -338,9 +333,78 @@ fn a_run_read_in_pieces_is_the_run_read_whole() {
     let bad = b"q1 Q0 a 1 1 r\n\n# c\nq1 Q0 b 1 1 r\nq1 Q0 c 1 1\nq1 Q0 d 1 1 r\n";
     for threads in 1..6 {
         assert_eq!(
-            trec_eval::read_results(bad, threads).err(),
+            read_results(bad, threads).err(),
             Some(3),
             "{threads} threads"
         );
+    }
+}
+
+/// `(qid, docno, score key)` of each line of a run.
+type RunLines = Vec<(Vec<u8>, Vec<u8>, u64)>;
+
+/// The run as trec_eval reads it, line by line: `(qid, docno, score)` of each line, or the
+/// number of the first malformed one (blank and comment lines not counted).
+fn model_run(text: &[u8]) -> Result<RunLines, usize> {
+    use super::trec_eval_input::{score_key, tokens};
+    let mut out = Vec::new();
+    let mut count = 0;
+    for line in text.split(|&b| b == b'\n') {
+        let (f, n) = tokens::<6>(line);
+        if n == 0 || f[0][0] == b'#' {
+            continue;
+        }
+        count += 1;
+        if n < 6 {
+            return Err(count);
+        }
+        out.push((
+            f[0].to_vec(),
+            f[2].to_vec(),
+            score_key(trec_eval::atof(f[4])),
+        ));
+    }
+    Ok(out)
+}
+
+proptest! {
+    /// The run parser (eight bytes at a time, scores by a short way) reads what the line by
+    /// line model reads: fields apart at C's whitespace (vertical tab and form feed too, other
+    /// control bytes inside fields), blank and comment lines skipped, malformed lines numbered.
+    #[test]
+    fn the_run_parser_reads_as_line_by_line(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "q1", "q2", "#", "Q0", "d1", "d\u{e9}", "0.5", "-1.25", "+3", "1e3", "0.1x", ".",
+                "007.500", "12345678901234567", "-0", "inf", " ", "  ", "\t", "\r", "\x0b",
+                "\x0c", "\x01", "\n", "\n", "\n",
+            ]),
+            0..80,
+        ),
+        threads in 1usize..4,
+    ) {
+        let text: String = parts.concat();
+        let model = model_run(text.as_bytes());
+        match read_results(text.as_bytes(), threads) {
+            Err(line) => prop_assert_eq!(Err::<(), usize>(line), model.map(|_| ())),
+            Ok(r) => {
+                let mut read: RunLines = Vec::new();
+                let mut model = model.expect("the model reads it too");
+                // Grouped by query in order of first appearance, as the reader keeps them.
+                let mut order: Vec<Vec<u8>> = Vec::new();
+                for (q, _, _) in &model {
+                    if !order.contains(q) {
+                        order.push(q.clone());
+                    }
+                }
+                model.sort_by_key(|(q, _, _)| order.iter().position(|o| o == q));
+                for q in &order {
+                    let at = r.query(q).expect("every query is there");
+                    read.extend(r.docs(at).map(|(d, k)| (q.clone(), d.to_vec(), k)));
+                }
+                prop_assert_eq!(r.len(), order.len());
+                prop_assert_eq!(read, model);
+            }
+        }
     }
 }

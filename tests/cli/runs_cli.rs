@@ -879,3 +879,160 @@ fn latest_is_the_newest_recorded_run_and_is_named() {
         "oldest first, by recorded time"
     );
 }
+
+/// `score --qrels` takes any trec_eval measure name (`bpref`, `infAP`, `success_5`, `P_5`):
+/// its per-query figures are the ones `rag-eval trec_eval -q` prints, they are recorded, and
+/// two recorded runs compare and report on them.
+#[test]
+fn score_takes_trec_eval_measure_names_and_records_and_compares_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let store = store.to_str().unwrap();
+    let qrels = dir.path().join("qrels");
+    let mut q = String::new();
+    let mut runs = [String::new(), String::new()];
+    for i in 0..12 {
+        q += &format!("q{i:02} 0 a 1\nq{i:02} 0 b 0\nq{i:02} 0 c 2\nq{i:02} 0 d -1\n");
+        // run 0 ranks the relevant documents lower on the even queries; run 1 puts them first
+        runs[0] += &format!("q{i:02} Q0 b 1 0.9 r0\nq{i:02} Q0 x 2 0.8 r0\nq{i:02} Q0 a 3 0.{} r0\nq{i:02} Q0 d 4 0.1 r0\n", 7 - i % 2 * 5);
+        runs[1] +=
+            &format!("q{i:02} Q0 a 1 0.9 r1\nq{i:02} Q0 c 2 0.8 r1\nq{i:02} Q0 b 3 0.3 r1\n");
+    }
+    std::fs::write(&qrels, q).unwrap();
+    let qrels = qrels.to_str().unwrap();
+    let paths: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let p = dir.path().join(format!("run{i}"));
+            std::fs::write(&p, r).unwrap();
+            p.to_str().unwrap().to_owned()
+        })
+        .collect();
+    for (i, run) in paths.iter().enumerate() {
+        let label = format!("run{i}");
+        let out = ok(
+            dir.path(),
+            Some(store),
+            &[
+                "score",
+                "--qrels",
+                qrels,
+                "--run",
+                run,
+                "-m",
+                "bpref",
+                "-m",
+                "infAP",
+                "-m",
+                "success_5",
+                "-m",
+                "P_2",
+                "--json",
+                "--label",
+                &label,
+            ],
+        );
+        let scored: Value = serde_json::from_str(&out.stdout).unwrap();
+        let trec = ok(
+            dir.path(),
+            None,
+            &[
+                "trec_eval",
+                "-q",
+                "-m",
+                "bpref",
+                "-m",
+                "infAP",
+                "-m",
+                "success.5",
+                "-m",
+                "P.2",
+                qrels,
+                run,
+            ],
+        )
+        .stdout;
+        let mut checked = 0;
+        for line in trec.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let (name, qid, value) = (f[0].trim(), f[1], f[2].parse::<f64>().unwrap());
+            let name = if name == "P_2" { "precision@2" } else { name };
+            let ours = if qid == "all" {
+                scored["metrics"][name].as_f64()
+            } else {
+                scored["per_query"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|p| p["id"] == qid)
+                    .and_then(|p| p["metrics"][name].as_f64())
+            };
+            let ours = ours.unwrap_or_else(|| panic!("{name} of {qid} missing: {scored}"));
+            assert!(
+                (ours - value).abs() < 5e-5,
+                "{name} {qid}: {ours} vs {value}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 13 * 4, "{trec}");
+        let record: Value = serde_json::from_str(
+            &ok(
+                dir.path(),
+                Some(store),
+                &["runs", "show", "latest", "--json"],
+            )
+            .stdout,
+        )
+        .unwrap();
+        assert_eq!(record["result"], scored);
+    }
+    let listed = lines(&ok(dir.path(), Some(store), &["runs", "list", "--json"]).stdout);
+    let ids: Vec<&str> = listed.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2);
+    let compared: Value = serde_json::from_str(
+        &ok(
+            dir.path(),
+            Some(store),
+            &["compare", "--json", "--permutations", "500", ids[0], ids[1]],
+        )
+        .stdout,
+    )
+    .unwrap();
+    let names: Vec<&str> = compared["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    for name in ["bpref", "infAP", "success_5", "precision@2"] {
+        assert!(names.contains(&name), "{name} not compared: {compared}");
+    }
+    let report = ok(
+        dir.path(),
+        Some(store),
+        &["report", "--format", "markdown", ids[0], ids[1]],
+    )
+    .stdout;
+    assert!(
+        report.contains("infAP") && report.contains("bpref"),
+        "{report}"
+    );
+    // A summary over queries has no per-query figure: refused by name.
+    let out = run_in(
+        dir.path(),
+        None,
+        &[
+            "score",
+            "--qrels",
+            qrels,
+            "--run",
+            &paths[0],
+            "-m",
+            "gm_map",
+            "--no-record",
+        ],
+    );
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("gm_map"), "{}", out.stderr);
+}
