@@ -334,7 +334,7 @@ fn recorded_result(segment: &mut Segment, call: &ToolCall) -> Option<String> {
 }
 
 /// A played conversation as a run records it: its agent figures
-/// ([`agent_figures`](super::score::agent_figures); a figure with nothing to compare is
+/// ([`agent_figures`]; a figure with nothing to compare is
 /// absent) and its transcript, turn by turn.
 pub fn agent_result(c: &Conversation) -> QueryResult {
     let mut metrics = Figures::default();

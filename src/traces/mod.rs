@@ -9,7 +9,7 @@
 //! attribute or by the question's text; [`answers_jsonl`] writes the matched traces as an
 //! answers file, which is how `rag-eval score --traces` scores them exactly as
 //! `score --answers` scores a file; [`conversations`] turns a session's traces into a
-//! [`Conversation`].
+//! [`Conversation`](crate::conversation::Conversation).
 //!
 //! Memory: a trace is complete only when the file ends (spans of one trace may arrive in any
 //! request, in any order), so every trace is held until then, but only as the mapped
