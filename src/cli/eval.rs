@@ -33,7 +33,9 @@ pub(super) struct EvalArgs {
     dataset: Option<Utf8PathBuf>,
     /// Play the conversations of FILE (JSONL, `docs/reference/conversations.md`) through the
     /// service of --rag in its conversation mode, feeding back the recorded tool results of
-    /// the tools it does not run itself, and score the transcripts (agent figures).
+    /// the tools it does not run itself, and score the transcripts as `score --conversations`
+    /// does (agent figures, each turn's retrieval and answer figures, and with --judge-model
+    /// the turn and conversation judges).
     #[arg(long, value_name = "FILE", requires = "rag", conflicts_with_all = ["dataset", "save_answers", "embedder", "labels"])]
     conversations: Option<Utf8PathBuf>,
     /// With --conversations: the most assistant turns a conversation may take; a service
@@ -117,6 +119,10 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             cache: a.cache.as_deref(),
             timeout: a.timeout,
             max_steps: a.max_steps.map(|n| n as usize),
+            k: a.k,
+            mode: a.mode,
+            judge: &a.answers.judge,
+            api_key_env: &a.answers.api_key_env,
             json: a.json,
             no_record: a.no_record,
             label: a.label.clone(),
