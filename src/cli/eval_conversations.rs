@@ -26,6 +26,7 @@ pub(super) struct ConversationRun<'a> {
     pub mode: SpanMode,
     pub judge: &'a JudgeArgs,
     pub api_key_env: &'a str,
+    pub embedder: Option<&'a str>,
     pub json: bool,
     pub no_record: bool,
     pub label: Option<String>,
@@ -49,7 +50,7 @@ pub(super) fn run(r: ConversationRun, out: &mut Output) -> Result<()> {
         corpus: r.corpus.as_ref(),
         judge: r.judge,
         api_key_env: r.api_key_env,
-        embedder: None,
+        embedder: r.embedder,
         timeout: r.timeout,
     };
     let (scorer, mut judging) = scorer(&setup, &context)?;

@@ -568,7 +568,11 @@ mod tests {
         for name in ["faithfulness", "answer_similarity", "span_recall"] {
             assert!(p(name).starts_with("unknown conversation metric"), "{name}");
         }
-        assert!(p("token_f2").contains("did you mean `token_f1`?"), "{}", p("token_f2"));
+        assert!(
+            p("token_f2").contains("did you mean `token_f1`?"),
+            "{}",
+            p("token_f2")
+        );
         let listed = p("zzzzzzzzzzzzzzzzzzzzzzzz");
         assert!(listed.ends_with(&answer.join(", ")), "{listed}");
     }

@@ -203,6 +203,12 @@ fn eval_plays_a_conversations_file_through_the_service() {
         err.contains("conversation `s1`, user turn 1, step 1: the system called `calculator`"),
         "{err}"
     );
+    // An embedder serves a judge: without one it would be unused, and says so.
+    let mut embedded = args(CONVERSATIONS);
+    embedded.extend(["--embedder".to_owned(), "hashing".to_owned()]);
+    let (code, _, err) = run(embedded);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--embedder with --conversations"), "{err}");
     // Conversations are played through a service.
     let (code, _, err) = run(vec![
         "eval".into(),

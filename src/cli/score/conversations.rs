@@ -30,8 +30,9 @@ const CONVERSATION_JUDGES: [&str; 3] = ["goal_accuracy", "topic_adherence", "kno
 
 /// What `score --conversations --json` prints: the run's [`RunResult`] (`level`
 /// `conversation`, `queries`, `metrics`, `std`, `per_query` with each conversation's `turns`,
-/// and `k`/`mode` when a turn's retrieval was scored), with the file's format, per figure in
-/// report order how many conversations have none, and each judge's summary.
+/// and `k`/`mode` when a turn's retrieval was scored), with the file's format (not when the
+/// conversations were played: `eval --rag … --conversations`), per figure in report order how
+/// many conversations have none, and each judge's summary.
 #[derive(Serialize)]
 pub(in crate::cli) struct Card<'a> {
     #[serde(flatten)]
@@ -249,7 +250,7 @@ fn judging(a: &Setup, model: &str, context: &Context) -> Result<Judging> {
             .filter(|n| CONVERSATION_JUDGES.contains(n))
             .collect()
     };
-    let mut turn_args: JudgeArgs = a.judge.clone();
+    let mut turn_args = a.judge.clone();
     turn_args.judges = named
         .iter()
         .filter(|n| !CONVERSATION_JUDGES.contains(n))
