@@ -3,7 +3,7 @@
 
 use super::judging::JudgeArgs;
 use super::output::Output;
-use super::score::conversations::{close, score_all, scorer, Card, Setup};
+use super::score::conversations::{close, score_all, scorer, Card, Scored, Setup};
 use crate::components::Context;
 use crate::conversation::play::play;
 use crate::conversation::Reader;
@@ -87,8 +87,11 @@ pub(super) fn run(r: ConversationRun, out: &mut Output) -> Result<()> {
         }
         played.push(transcript?);
     }
-    let (result, missing, summaries) =
-        score_all(&scorer, judging.as_mut(), &played, &setup, r.path)?;
+    let Scored {
+        result,
+        missing,
+        summaries,
+    } = score_all(&scorer, judging.as_mut(), &played, &setup, r.path)?;
     if r.json {
         out.json_line(&Card {
             result: &result,

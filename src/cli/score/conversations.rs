@@ -93,8 +93,11 @@ pub(super) fn run(a: &ScoreArgs, path: &Utf8Path, out: &mut Output) -> Result<()
         timeout: a.timeout,
     };
     let (scorer, mut judging) = scorer(&setup, &context)?;
-    let (result, missing, summaries) =
-        score_all(&scorer, judging.as_mut(), &conversations, &setup, path)?;
+    let Scored {
+        result,
+        missing,
+        summaries,
+    } = score_all(&scorer, judging.as_mut(), &conversations, &setup, path)?;
     if a.json {
         out.json_line(&Card {
             result: &result,
@@ -164,15 +167,24 @@ pub(in crate::cli) fn scorer(s: &Setup, context: &Context) -> Result<(Scorer, Op
     Ok((scorer, judging))
 }
 
-/// Every conversation of `path` scored: the run (with `k` and `mode` when a turn's retrieval
-/// was scored), the [`conv::missing`] counts and each judge's summary.
+/// A scored conversation run.
+pub(in crate::cli) struct Scored {
+    /// The run, with `k` and `mode` when a turn's retrieval was scored.
+    pub result: RunResult,
+    /// [`conv::missing`]'s counts.
+    pub missing: Vec<(String, usize)>,
+    /// Each judge's summary.
+    pub summaries: Vec<JudgeSummary>,
+}
+
+/// Every conversation of `path` scored.
 pub(in crate::cli) fn score_all(
     scorer: &Scorer,
     judging: Option<&mut Judging>,
     conversations: &[Conversation],
     s: &Setup,
     path: &Utf8Path,
-) -> Result<(RunResult, Vec<(String, usize)>, Vec<JudgeSummary>)> {
+) -> Result<Scored> {
     let concurrency = scorer.judge_config().concurrency.max(1);
     let per_query: Vec<QueryResult> = crate::cli::runtime()?
         .block_on(
@@ -200,7 +212,11 @@ pub(in crate::cli) fn score_all(
         Some(j) => summarise(j, &result),
         None => Vec::new(),
     };
-    Ok((result, missing, summaries))
+    Ok(Scored {
+        result,
+        missing,
+        summaries,
+    })
 }
 
 /// The judges' closing lines, and the gate on their invalid shares.
