@@ -100,6 +100,8 @@ fn a_tool_using_agent_passes_its_gate_and_the_agent_skipping_its_tool_fails_it()
         snap.contains("  larkspur:\n    tool_call_accuracy: 1.0000"),
         "{snap}"
     );
+    // The played turn with a reference answer has its answer figures, as a recorded one.
+    assert!(snap.contains("\n    token_f1: 0.7273\n"), "{snap}");
 
     // The agent that answers from memory: each conversation fails on its own bar, named.
     let (code, out) = cargo(

@@ -33,8 +33,10 @@ pub(super) struct EvalArgs {
     dataset: Option<Utf8PathBuf>,
     /// Play the conversations of FILE (JSONL, `docs/reference/conversations.md`) through the
     /// service of --rag in its conversation mode, feeding back the recorded tool results of
-    /// the tools it does not run itself, and score the transcripts (agent figures).
-    #[arg(long, value_name = "FILE", requires = "rag", conflicts_with_all = ["dataset", "save_answers", "embedder", "labels"])]
+    /// the tools it does not run itself, and score the transcripts as `score --conversations`
+    /// does (agent figures, each turn's retrieval and answer figures, and with --judge-model
+    /// the turn and conversation judges).
+    #[arg(long, value_name = "FILE", requires = "rag", conflicts_with_all = ["dataset", "save_answers", "labels"])]
     conversations: Option<Utf8PathBuf>,
     /// With --conversations: the most assistant turns a conversation may take; a service
     /// that needs more fails the command (default: 16 per user turn).
@@ -108,6 +110,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
         if a.dry.dry_run {
             bail!("--conversations has no --dry-run: the turns a service is asked depend on its answers");
         }
+        // Only the judges embed here (`answer_relevancy`): the turns' `answer_similarity` is
+        // not measured, as in `score --conversations`.
+        if a.embedder.is_some() && a.answers.judge.judge_model.is_none() {
+            bail!("--embedder with --conversations is for the `answer_relevancy` judge: give --judge-model too");
+        }
         // The turns' contexts given as text are placed in it, as an answers file's are.
         let corpus = Some(a.corpus.load()?);
         let run = super::eval_conversations::ConversationRun {
@@ -117,6 +124,11 @@ pub(super) fn run(a: EvalArgs, out: &mut Output) -> Result<()> {
             cache: a.cache.as_deref(),
             timeout: a.timeout,
             max_steps: a.max_steps.map(|n| n as usize),
+            k: a.k,
+            mode: a.mode,
+            judge: &a.answers.judge,
+            api_key_env: &a.answers.api_key_env,
+            embedder: a.embedder.as_deref(),
             json: a.json,
             no_record: a.no_record,
             label: a.label.clone(),

@@ -1,15 +1,18 @@
 //! `rag-eval eval --rag SPEC --conversations FILE`: each conversation of the file played
 //! through the RAG service in its conversation mode, and the transcripts scored.
 
+use super::judging::JudgeArgs;
 use super::output::Output;
-use crate::conversation::play::{agent_result, agent_run, play};
+use super::score::conversations::{close, score_all, scorer, Card, Scored, Setup};
+use crate::components::Context;
+use crate::conversation::play::play;
 use crate::conversation::Reader;
 use crate::corpus::Corpus;
+use crate::metrics::SpanMode;
 use crate::runs::RunRecord;
 use crate::service::HttpRag;
 use anyhow::{bail, Result};
 use camino::Utf8Path;
-use serde::Serialize;
 
 /// What the command was asked.
 pub(super) struct ConversationRun<'a> {
@@ -19,34 +22,38 @@ pub(super) struct ConversationRun<'a> {
     pub cache: Option<&'a str>,
     pub timeout: super::TimeoutArgs,
     pub max_steps: Option<usize>,
+    pub k: usize,
+    pub mode: SpanMode,
+    pub judge: &'a JudgeArgs,
+    pub api_key_env: &'a str,
+    pub embedder: Option<&'a str>,
     pub json: bool,
     pub no_record: bool,
     pub label: Option<String>,
 }
 
-/// What `--json` prints: the run (level `conversation`, one `per_query` entry per
-/// conversation in file order, its transcript in `turns`) and, per metric in report order,
-/// how many conversations had no figure.
-#[derive(Serialize)]
-struct Card<'a> {
-    #[serde(flatten)]
-    run: &'a crate::metrics::RunResult,
-    #[serde(serialize_with = "in_order")]
-    missing: Vec<(String, usize)>,
-}
-
-fn in_order<S: serde::Serializer>(m: &[(String, usize)], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_map(m.iter().map(|(k, v)| (k, v)))
-}
-
 pub(super) fn run(r: ConversationRun, out: &mut Output) -> Result<()> {
     let mut rag = HttpRag::from_spec_within(r.spec, Some(r.timeout.limit()))?;
-    if let Some(text) = r.cache {
-        let cache = crate::components::open_cache(text)?;
-        if cache.mode() != crate::cache::CacheMode::Off {
-            rag = rag.with_cache(std::sync::Arc::new(cache));
-        }
+    // One cache for the service's answers and the judges'.
+    let context = match r.cache {
+        None => Context::new(),
+        Some(text) => super::with_cache(Context::new(), text)?,
     }
+    .with_limit(r.timeout.limit());
+    if let Some(cache) = context.cache() {
+        rag = rag.with_cache(std::sync::Arc::clone(cache));
+    }
+    // The transcripts are scored as `score --conversations` scores them.
+    let setup = Setup {
+        k: r.k,
+        mode: r.mode,
+        corpus: r.corpus.as_ref(),
+        judge: r.judge,
+        api_key_env: r.api_key_env,
+        embedder: r.embedder,
+        timeout: r.timeout,
+    };
+    let (scorer, mut judging) = scorer(&setup, &context)?;
     let file = std::fs::File::open(r.path).map_err(|e| crate::Error::io("read", r.path, e))?;
     let conversations = Reader::new(std::io::BufReader::new(file), r.path.to_owned())
         .collect::<Result<Vec<_>, _>>()?;
@@ -54,11 +61,11 @@ pub(super) fn run(r: ConversationRun, out: &mut Output) -> Result<()> {
         bail!("`{}` holds no conversation", r.path);
     }
     let runtime = super::runtime()?;
-    let mut per = Vec::with_capacity(conversations.len());
+    let mut played = Vec::with_capacity(conversations.len());
     for c in &conversations {
         // The service's errors end the command; so does a conversation it cannot finish.
         let failure = std::cell::RefCell::new(None);
-        let played = runtime.block_on(play(c, r.max_steps, |so_far| {
+        let transcript = runtime.block_on(play(c, r.max_steps, |so_far| {
             let (rag, corpus, failure) = (&rag, r.corpus.as_ref(), &failure);
             async move {
                 // After a failure the service is asked nothing more.
@@ -78,27 +85,19 @@ pub(super) fn run(r: ConversationRun, out: &mut Output) -> Result<()> {
         if let Some(e) = failure.into_inner() {
             return Err(e.into());
         }
-        per.push(agent_result(&played?));
+        played.push(transcript?);
     }
-    let result = agent_run(per);
-    let missing: Vec<(String, usize)> = crate::conversation::score::AGENT_METRICS
-        .iter()
-        .map(|m| {
-            (
-                m.to_string(),
-                result
-                    .per_query
-                    .iter()
-                    .filter(|q| q.metrics.get(m).is_none())
-                    .count(),
-            )
-        })
-        .filter(|(_, n)| *n > 0)
-        .collect();
+    let Scored {
+        result,
+        missing,
+        summaries,
+    } = score_all(&scorer, judging.as_mut(), &played, &setup, r.path)?;
     if r.json {
         out.json_line(&Card {
-            run: &result,
-            missing,
+            result: &result,
+            format: None,
+            missing: &missing,
+            judges: &summaries,
         })?;
     } else {
         let counts: Vec<_> = result.metrics.names().map(|n| result.coverage(n)).collect();
@@ -123,6 +122,12 @@ pub(super) fn run(r: ConversationRun, out: &mut Output) -> Result<()> {
     let mut record = RunRecord::new("eval", r.path.as_str(), result);
     record.label = r.label;
     record.config.extra.insert("rag".into(), rag.spec());
+    if let Some(c) = &r.corpus {
+        record = record.with_corpus(c, None);
+    }
+    if let Some(j) = &judging {
+        j.fill(&mut record, &summaries);
+    }
     super::runs::record(out, r.no_record, &[record])?;
-    Ok(())
+    close(judging.as_ref())
 }

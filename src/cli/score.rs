@@ -2,7 +2,7 @@
 //! run against qrels.
 
 mod answers;
-mod conversations;
+pub(super) mod conversations;
 mod from_traces;
 mod ragchecker;
 

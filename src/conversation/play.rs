@@ -32,10 +32,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::score::{agent_figures, AGENT_METRICS};
 use super::{Conversation, Role, ToolCall, Turn};
 use crate::chunk::RetrievedChunk;
-use crate::metrics::{Figures, Passage, QueryResult, ResultLevel, RunResult, TurnResult};
 use std::future::Future;
 
 /// The most assistant turns one user turn may take when no `max_steps` is given: a system
@@ -331,54 +329,6 @@ fn recorded_result(segment: &mut Segment, call: &ToolCall) -> Option<String> {
     }?;
     r.used = true;
     Some(r.result.clone())
-}
-
-/// A played conversation as a run records it: its agent figures
-/// ([`agent_figures`]; a figure with nothing to compare is
-/// absent) and its transcript, turn by turn.
-pub fn agent_result(c: &Conversation) -> QueryResult {
-    let mut metrics = Figures::default();
-    for (name, v) in AGENT_METRICS.iter().zip(agent_figures(c)) {
-        if let Some(v) = v {
-            metrics.0.push(((*name).to_owned(), v));
-        }
-    }
-    let turns = c
-        .turns
-        .iter()
-        .map(|t| TurnResult {
-            tool_calls: t.tool_calls.clone(),
-            tool_call_id: t.tool_call_id.clone(),
-            // An assistant turn that answered retrieved what it lists, possibly nothing.
-            contexts: (t.role == Role::Assistant
-                && (t.tool_calls.is_empty() || !t.contexts.is_empty()))
-            .then(|| t.contexts.iter().map(Passage::of_retrieved).collect()),
-            reference_answer: t.reference_answer.clone(),
-            ..TurnResult::new(t.role, t.content.clone())
-        })
-        .collect();
-    QueryResult {
-        id: c.id.clone(),
-        query: c
-            .turns
-            .iter()
-            .find(|t| t.role == Role::User)
-            .map(|t| t.content.clone()),
-        metrics,
-        turns,
-        ..QueryResult::default()
-    }
-}
-
-/// The run of played conversations: level conversation, each agent figure's mean over the
-/// conversations that have one; a figure none has is left out (never a mean of 0).
-pub fn agent_run(per_conversation: Vec<QueryResult>) -> RunResult {
-    let names = AGENT_METRICS
-        .iter()
-        .filter(|n| per_conversation.iter().any(|q| q.metrics.get(n).is_some()))
-        .map(|n| (*n).to_owned())
-        .collect();
-    RunResult::from_queries(ResultLevel::Conversation, names, per_conversation)
 }
 
 #[cfg(test)]

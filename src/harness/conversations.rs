@@ -13,7 +13,8 @@ use super::golden::{self, Golden};
 use super::libtest::{Completion, Failed, Trial};
 use super::private::{CaseSpec, ConversationSystem, InstaHook, SnapshotRequest};
 use super::{junit, screen};
-use crate::conversation::play::{agent_result, agent_run, play};
+use crate::conversation::play::play;
+use crate::conversation::score::{run_result, Scorer};
 use crate::conversation::{Conversation, Reader};
 use crate::metrics::RunResult;
 use std::collections::BTreeMap;
@@ -119,18 +120,26 @@ impl ConversationCase {
         let conversations = self.conversations.as_ref().map_err(Clone::clone)?;
         Ok(self.played.get_or_init(|| {
             let system = self.system;
+            // A played conversation is scored as a recorded one: the agent figures and each
+            // assistant turn's answer figures (the case takes no corpus and no judge).
+            let scorer = Scorer::new(self.spec.k.max(1));
             let (mut per, mut failed) = (Vec::new(), BTreeMap::new());
             for c in conversations {
-                let run = play(c, system.max_steps, system.next);
+                let run = async {
+                    let played = play(c, system.max_steps, system.next)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    scorer.score(&played).await.map_err(|e| e.to_string())
+                };
                 match super::runtime().block_on(run) {
-                    Ok(played) => per.push(agent_result(&played)),
+                    Ok(scored) => per.push(scored),
                     Err(e) => {
-                        failed.insert(c.id.clone(), e.to_string());
+                        failed.insert(c.id.clone(), e);
                     }
                 }
             }
             Played {
-                outcome: agent_run(per),
+                outcome: run_result(per),
                 failed,
             }
         }))

@@ -161,8 +161,9 @@ const fn closer(
 #[cfg(feature = "answers")]
 /// What is wrong with a bar `key` (`min_tool_call_accuracy`) on `metric` in a conversation
 /// case (`conversations = …`): its figures are the agent figures of
-/// [`AGENT_METRICS`](crate::conversation::score::AGENT_METRICS); anything else is unknown,
-/// with the closest name. Empty when the bar can be.
+/// [`AGENT_METRICS`](crate::conversation::score::AGENT_METRICS) and the answer metrics its
+/// turns get without a judge or an embedder ([`turn_answer_metric`]); anything else is
+/// unknown, with the closest name. Empty when the bar can be.
 pub const fn conversation_bar_problem(key: &str, metric: &str) -> BarProblem {
     use crate::conversation::score::AGENT_METRICS;
     let m = BarProblem::new();
@@ -173,6 +174,16 @@ pub const fn conversation_bar_problem(key: &str, metric: &str) -> BarProblem {
             return m;
         }
         best = closer(metric, AGENT_METRICS[i], best);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        if turn_answer_metric(&REGISTRY[i]) {
+            if same(REGISTRY[i].name, metric) {
+                return m;
+            }
+            best = closer(metric, REGISTRY[i].name, best);
+        }
         i += 1;
     }
     let m = m
@@ -192,7 +203,23 @@ pub const fn conversation_bar_problem(key: &str, metric: &str) -> BarProblem {
         m = m.push(AGENT_METRICS[i]);
         i += 1;
     }
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        if turn_answer_metric(&REGISTRY[i]) {
+            m = m.push(", ").push(REGISTRY[i].name);
+        }
+        i += 1;
+    }
     m
+}
+
+/// Whether `info` is an answer metric a played conversation's turns get with no judge and no
+/// embedder (those of `answer_metrics(false)`, which the conversation scorer measures).
+#[cfg(feature = "answers")]
+const fn turn_answer_metric(info: &crate::metrics::registry::MetricInfo) -> bool {
+    needs(info.needs, Need::Answer)
+        && !needs(info.needs, Need::Judge)
+        && !needs(info.needs, Need::Embedder)
 }
 
 const fn needs(needs: &[Need], need: Need) -> bool {
@@ -516,6 +543,38 @@ mod tests {
             bar_problem("min_mrr", "mrr", true, true, true, &files).as_str(),
             ""
         );
+    }
+
+    /// A conversation case's bars may name the agent figures and every answer metric the
+    /// conversation scorer gives a played turn without a judge or an embedder.
+    #[cfg(feature = "answers")]
+    #[test]
+    fn conversation_bars_take_the_turns_answer_metrics() {
+        let p = |metric: &str| {
+            conversation_bar_problem(&format!("min_{metric}"), metric)
+                .as_str()
+                .to_owned()
+        };
+        let answer: Vec<String> = crate::metrics::answer_metrics(false)
+            .iter()
+            .map(|m| m.name().to_owned())
+            .collect();
+        assert!(answer.iter().any(|n| n == "token_f1"), "{answer:?}");
+        for name in &answer {
+            assert_eq!(p(name), "", "{name}");
+        }
+        assert_eq!(p("tool_call_f1"), "");
+        // Judges and embeddings are not measured in a conversation case.
+        for name in ["faithfulness", "answer_similarity", "span_recall"] {
+            assert!(p(name).starts_with("unknown conversation metric"), "{name}");
+        }
+        assert!(
+            p("token_f2").contains("did you mean `token_f1`?"),
+            "{}",
+            p("token_f2")
+        );
+        let listed = p("zzzzzzzzzzzzzzzzzzzzzzzz");
+        assert!(listed.ends_with(&answer.join(", ")), "{listed}");
     }
 
     #[test]

@@ -185,8 +185,10 @@ fn eval_plays_a_conversations_file_through_the_service() {
     assert_eq!(ids, ["larkspur", "tides"]);
     assert_eq!(card["metrics"]["tool_call_accuracy"], 1.0);
     assert_eq!(card["per_query"][0]["turns"].as_array().unwrap().len(), 8);
-    // `tides` sets no max_steps: its steps_within_max is missing, and counted.
-    assert_eq!(card["missing"], json!({"steps_within_max": 1}));
+    // `tides` sets no max_steps: its steps_within_max is missing, and counted; it has no
+    // reference answer either, so no answer figure.
+    assert_eq!(card["missing"]["steps_within_max"], 1);
+    assert_eq!(card["missing"]["token_f1"], 1);
 
     // A conversation whose calls have no recorded result ends the command, named.
     let strange = dir.path().join("strange.jsonl");
@@ -201,6 +203,12 @@ fn eval_plays_a_conversations_file_through_the_service() {
         err.contains("conversation `s1`, user turn 1, step 1: the system called `calculator`"),
         "{err}"
     );
+    // An embedder serves a judge: without one it would be unused, and says so.
+    let mut embedded = args(CONVERSATIONS);
+    embedded.extend(["--embedder".to_owned(), "hashing".to_owned()]);
+    let (code, _, err) = run(embedded);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--embedder with --conversations"), "{err}");
     // Conversations are played through a service.
     let (code, _, err) = run(vec![
         "eval".into(),
@@ -211,4 +219,63 @@ fn eval_plays_a_conversations_file_through_the_service() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--rag"), "{err}");
+}
+
+/// A played turn gets the figures a recorded one gets from `score --conversations`: the turn
+/// that retrieved and answered is compared with its reference answer, and a conversation
+/// without one has no answer figure, counted as missing.
+#[test]
+fn eval_gives_each_played_turn_its_answer_figures() {
+    let (server, _) = agent();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"id":"same","turns":[{"role":"user","content":"Larkspur?"},"#,
+            r#"{"role":"assistant","content":"recorded","reference_answer":"found for Larkspur?"}]}"#,
+            "\n",
+            r#"{"id":"half","turns":[{"role":"user","content":"Tides?"},"#,
+            r#"{"role":"assistant","content":"recorded","reference_answer":"found tides"}]}"#,
+            "\n",
+            r#"{"id":"none","turns":[{"role":"user","content":"Bays?"}]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let spec = format!("http:url={}", server.url("/chat"));
+    let (code, out, err) = crate::cli_support::run_in(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        dir.path().join("runs.sqlite"),
+        &[
+            "eval",
+            "--rag",
+            &spec,
+            "--conversations",
+            file.to_str().unwrap(),
+            "--corpus",
+            "examples/data/corpus",
+            "--json",
+            "--no-record",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let card: Value = serde_json::from_str(out.trim()).unwrap();
+    // The service searched and answered: the answering turn (after its call and the tool's
+    // result) holds the contexts and the figures.
+    let turn = &card["per_query"][0]["turns"][3];
+    assert_eq!(turn["content"], "found for Larkspur?", "{turn}");
+    assert_eq!(turn["contexts"].as_array().unwrap().len(), 1, "{turn}");
+    assert_eq!(turn["metrics"]["exact_match"], 1.0, "{turn}");
+    assert_eq!(turn["metrics"]["token_f1"], 1.0, "{turn}");
+    // "found tides" against "found for tides": precision 2/3, recall 1, F1 0.8.
+    let half = &card["per_query"][1];
+    assert_eq!(half["turns"][3]["metrics"]["exact_match"], 0.0, "{half}");
+    let f1 = half["metrics"]["token_f1"].as_f64().unwrap();
+    assert!((f1 - 0.8).abs() < 1e-9, "{half}");
+    // The run's mean is over the conversations that have the figure.
+    let mean = card["metrics"]["token_f1"].as_f64().unwrap();
+    assert!((mean - 0.9).abs() < 1e-9, "{card}");
+    assert_eq!(card["missing"]["token_f1"], 1, "{card}");
+    assert!(card["per_query"][2]["metrics"].get("token_f1").is_none());
 }

@@ -5,9 +5,9 @@
 
 use super::ScoreArgs;
 use crate::cli::answering::client;
-use crate::cli::judging::Judging;
+use crate::cli::judging::{JudgeArgs, Judging};
 use crate::cli::output::Output;
-use crate::cli::with_cache;
+use crate::cli::{with_cache, TimeoutArgs};
 use crate::components::Context;
 use crate::conversation::score::{self as conv, Scorer};
 use crate::conversation::{Conversation, Format, Reader};
@@ -16,7 +16,7 @@ use crate::judge::{
     GoalAccuracy, JudgeSummary, KnowledgeRetention, QueryJudgement, TopicAdherence, TopicMode,
 };
 use crate::metrics::registry::judge_names;
-use crate::metrics::{QueryResult, RunResult};
+use crate::metrics::{QueryResult, RunResult, SpanMode};
 use crate::runs::RunRecord;
 use anyhow::{bail, Result};
 use camino::Utf8Path;
@@ -30,17 +30,19 @@ const CONVERSATION_JUDGES: [&str; 3] = ["goal_accuracy", "topic_adherence", "kno
 
 /// What `score --conversations --json` prints: the run's [`RunResult`] (`level`
 /// `conversation`, `queries`, `metrics`, `std`, `per_query` with each conversation's `turns`,
-/// and `k`/`mode` when a turn's retrieval was scored), with the file's format, per figure in
-/// report order how many conversations have none, and each judge's summary.
+/// and `k`/`mode` when a turn's retrieval was scored), with the file's format (not when the
+/// conversations were played: `eval --rag … --conversations`), per figure in report order how
+/// many conversations have none, and each judge's summary.
 #[derive(Serialize)]
-struct Card<'a> {
+pub(in crate::cli) struct Card<'a> {
     #[serde(flatten)]
-    result: &'a RunResult,
-    format: &'static str,
+    pub result: &'a RunResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<&'static str>,
     #[serde(serialize_with = "in_report_order")]
-    missing: &'a [(String, usize)],
+    pub missing: &'a [(String, usize)],
     #[serde(skip_serializing_if = "<[JudgeSummary]>::is_empty")]
-    judges: &'a [JudgeSummary],
+    pub judges: &'a [JudgeSummary],
 }
 
 /// `missing` as a JSON object whose keys keep `metrics`' order (a map would sort them).
@@ -81,57 +83,25 @@ pub(super) fn run(a: &ScoreArgs, path: &Utf8Path, out: &mut Output) -> Result<()
         Some(text) => with_cache(Context::new(), text)?,
     }
     .with_limit(a.timeout.limit());
-    let mut scorer = Scorer::new(k).with_mode(a.mode);
-    if let Some(c) = &corpus {
-        scorer = scorer.with_corpus(Arc::new(c.clone()));
-    }
-    let mut judging = match &a.judge.judge_model {
-        Some(model) => Some(judging(a, model, &context)?),
-        None => None,
+    let setup = Setup {
+        k,
+        mode: a.mode,
+        corpus: corpus.as_ref(),
+        judge: &a.judge,
+        api_key_env: &a.api_key_env,
+        embedder: a.embedder.as_deref(),
+        timeout: a.timeout,
     };
-    if let Some(j) = &judging {
-        for judge in j.judges() {
-            // The built-in answer judges judge each turn; the conversation judges and the
-            // criteria judges (never named as a built-in one) the whole transcript.
-            scorer = if !judge_names().contains(&judge.name()) {
-                scorer.with_conversation_judge(Arc::clone(judge))
-            } else {
-                scorer.with_turn_judge(Arc::clone(judge))
-            };
-        }
-        scorer = scorer.with_judge_config(j.config().clone());
-    }
-    let concurrency = scorer.judge_config().concurrency.max(1);
-    let per_query: Vec<QueryResult> = crate::cli::runtime()?
-        .block_on(
-            stream::iter(&conversations)
-                .map(|c| scorer.score(c))
-                .buffered(concurrency)
-                .collect::<Vec<_>>(),
-        )
-        .into_iter()
-        .collect::<Result<_, _>>()?;
-    let retrieval_scored = per_query
-        .iter()
-        .flat_map(|q| &q.turns)
-        .any(|t| t.truth.is_some() && t.contexts.is_some());
-    let missing = conv::missing(&per_query);
-    let mut result = conv::run_result(per_query);
-    if retrieval_scored {
-        result.k = Some(k);
-        result.mode = Some(a.mode);
-    }
-    if let Some(what) = result.non_finite() {
-        bail!("scoring `{path}`: {what}");
-    }
-    let summaries = match &mut judging {
-        Some(j) => summarise(j, &result),
-        None => Vec::new(),
-    };
+    let (scorer, mut judging) = scorer(&setup, &context)?;
+    let Scored {
+        result,
+        missing,
+        summaries,
+    } = score_all(&scorer, judging.as_mut(), &conversations, &setup, path)?;
     if a.json {
         out.json_line(&Card {
             result: &result,
-            format,
+            format: Some(format),
             missing: &missing,
             judges: &summaries,
         })?;
@@ -156,7 +126,102 @@ pub(super) fn run(a: &ScoreArgs, path: &Utf8Path, out: &mut Output) -> Result<()
         j.fill(&mut record, &summaries);
     }
     crate::cli::runs::record(out, a.no_record, &[record])?;
+    close(judging.as_ref())
+}
+
+/// What a conversation run is scored with, from its command's flags.
+pub(in crate::cli) struct Setup<'a> {
+    pub k: usize,
+    pub mode: SpanMode,
+    /// Where the turns' contexts given as text are placed.
+    pub corpus: Option<&'a Corpus>,
+    pub judge: &'a JudgeArgs,
+    pub api_key_env: &'a str,
+    pub embedder: Option<&'a str>,
+    pub timeout: TimeoutArgs,
+}
+
+/// The [`Scorer`] of `s`, with the judges of `--judges`/`--criteria` (and their [`Judging`],
+/// for the summaries, the record and the gate) when a judge model is given.
+pub(in crate::cli) fn scorer(s: &Setup, context: &Context) -> Result<(Scorer, Option<Judging>)> {
+    let mut scorer = Scorer::new(s.k).with_mode(s.mode);
+    if let Some(c) = s.corpus {
+        scorer = scorer.with_corpus(Arc::new(c.clone()));
+    }
+    let judging = match &s.judge.judge_model {
+        Some(model) => Some(judging(s, model, context)?),
+        None => None,
+    };
     if let Some(j) = &judging {
+        for judge in j.judges() {
+            // The built-in answer judges judge each turn; the conversation judges and the
+            // criteria judges (never named as a built-in one) the whole transcript.
+            scorer = if !judge_names().contains(&judge.name()) {
+                scorer.with_conversation_judge(Arc::clone(judge))
+            } else {
+                scorer.with_turn_judge(Arc::clone(judge))
+            };
+        }
+        scorer = scorer.with_judge_config(j.config().clone());
+    }
+    Ok((scorer, judging))
+}
+
+/// A scored conversation run.
+pub(in crate::cli) struct Scored {
+    /// The run, with `k` and `mode` when a turn's retrieval was scored.
+    pub result: RunResult,
+    /// [`conv::missing`]'s counts.
+    pub missing: Vec<(String, usize)>,
+    /// Each judge's summary.
+    pub summaries: Vec<JudgeSummary>,
+}
+
+/// Every conversation of `path` scored.
+pub(in crate::cli) fn score_all(
+    scorer: &Scorer,
+    judging: Option<&mut Judging>,
+    conversations: &[Conversation],
+    s: &Setup,
+    path: &Utf8Path,
+) -> Result<Scored> {
+    let concurrency = scorer.judge_config().concurrency.max(1);
+    let per_query: Vec<QueryResult> = crate::cli::runtime()?
+        .block_on(
+            stream::iter(conversations)
+                .map(|c| scorer.score(c))
+                .buffered(concurrency)
+                .collect::<Vec<_>>(),
+        )
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    let retrieval_scored = per_query
+        .iter()
+        .flat_map(|q| &q.turns)
+        .any(|t| t.truth.is_some() && t.contexts.is_some());
+    let missing = conv::missing(&per_query);
+    let mut result = conv::run_result(per_query);
+    if retrieval_scored {
+        result.k = Some(s.k);
+        result.mode = Some(s.mode);
+    }
+    if let Some(what) = result.non_finite() {
+        bail!("scoring `{path}`: {what}");
+    }
+    let summaries = match judging {
+        Some(j) => summarise(j, &result),
+        None => Vec::new(),
+    };
+    Ok(Scored {
+        result,
+        missing,
+        summaries,
+    })
+}
+
+/// The judges' closing lines, and the gate on their invalid shares.
+pub(in crate::cli) fn close(judging: Option<&Judging>) -> Result<()> {
+    if let Some(j) = judging {
         for line in j.usage_lines().lines() {
             note!("{line}");
         }
@@ -172,7 +237,7 @@ pub(super) fn run(a: &ScoreArgs, path: &Utf8Path, out: &mut Output) -> Result<()
 /// options as `score --answers`, and the conversation judges (`goal_accuracy`,
 /// `topic_adherence`, `knowledge_retention`) beside them.
 /// Without `--judges`, every turn judge and every conversation judge.
-fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
+fn judging(a: &Setup, model: &str, context: &Context) -> Result<Judging> {
     let url = a
         .judge
         .judge_url
@@ -181,7 +246,7 @@ fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
     let (llm, http) = client(
         model,
         url,
-        &a.api_key_env,
+        a.api_key_env,
         context.cache(),
         a.timeout,
         a.judge.concurrency,
@@ -189,7 +254,6 @@ fn judging(a: &ScoreArgs, model: &str, context: &Context) -> Result<Judging> {
     )?;
     let embedder = a
         .embedder
-        .as_deref()
         .map(|spec| crate::components::build_embedder(spec, context))
         .transpose()?;
     let named: Vec<&str> = a.judge.judges.iter().map(|n| n.trim()).collect();
