@@ -162,8 +162,9 @@ const fn closer(
 /// What is wrong with a bar `key` (`min_tool_call_accuracy`) on `metric` in a conversation
 /// case (`conversations = …`): its figures are the agent figures of
 /// [`AGENT_METRICS`](crate::conversation::score::AGENT_METRICS) and the answer metrics its
-/// turns get without a judge or an embedder ([`turn_answer_metric`]); anything else is
-/// unknown, with the closest name. Empty when the bar can be.
+/// turns get without a judge or an embedder (the registry's metrics that need an answer and
+/// neither a judge nor an embedder); anything else is unknown, with the closest name. Empty
+/// when the bar can be.
 pub const fn conversation_bar_problem(key: &str, metric: &str) -> BarProblem {
     use crate::conversation::score::AGENT_METRICS;
     let m = BarProblem::new();
