@@ -17,11 +17,11 @@
 //! - Queries are matched through a hash table, not trec_eval's scan of every result for every
 //!   qrels query: figures and order are the same, the time is linear in the queries.
 
-use super::groups::{self as g, Group};
+use super::groups as g;
 use super::measures::{self as m, Gains, Ranked};
-use super::prefs::{self as p, PrefCounts, PrefLine};
+use super::prefs::{self as p, PrefCounts};
 use super::trec_eval_input::{
-    is_space, key_score, rank, read_qrels, read_results, score_key, tokens, JudgedQuery, Scratch,
+    atof, key_score, rank, read_qrels, read_results, score_key, tokens, JudgedQuery, Other, Scratch,
 };
 use std::io::{Read, Write};
 
@@ -574,79 +574,6 @@ enum Param {
     Pairs(Vec<(String, f64)>),
 }
 
-/// C's `atof`: the longest prefix that reads as a number, 0 when none does.
-pub(super) fn atof(s: &[u8]) -> f64 {
-    if let Some(v) = std::str::from_utf8(s)
-        .ok()
-        .and_then(|t| t.parse::<f64>().ok())
-    {
-        return v;
-    }
-    let mut i = 0;
-    while i < s.len() && is_space(s[i]) {
-        i += 1;
-    }
-    let start = i;
-    if i < s.len() && (s[i] == b'+' || s[i] == b'-') {
-        i += 1;
-    }
-    let digits = |i: &mut usize| {
-        let from = *i;
-        while *i < s.len() && s[*i].is_ascii_digit() {
-            *i += 1;
-        }
-        *i - from
-    };
-    let mut n = digits(&mut i);
-    if i < s.len() && s[i] == b'.' {
-        i += 1;
-        n += digits(&mut i);
-    }
-    if n == 0 {
-        // `inf`, `nan` and the like, or nothing
-        // Bytes, not text: a score need not be UTF-8, and slicing text could split a character.
-        let rest = &s[start..];
-        let sign = if rest.first() == Some(&b'-') {
-            -1.0
-        } else {
-            1.0
-        };
-        let body = match rest.first() {
-            Some(b'-' | b'+') => &rest[1..],
-            _ => rest,
-        };
-        for word in ["infinity", "inf", "nan"] {
-            if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word.as_bytes())
-            {
-                return sign
-                    * if word == "nan" {
-                        f64::NAN
-                    } else {
-                        f64::INFINITY
-                    };
-            }
-        }
-        return 0.0;
-    }
-    let mantissa_end = i;
-    if i < s.len() && (s[i] == b'e' || s[i] == b'E') {
-        let mut j = i + 1;
-        if j < s.len() && (s[j] == b'+' || s[j] == b'-') {
-            j += 1;
-        }
-        if digits(&mut j) > 0 {
-            i = j;
-        }
-    }
-    let text = std::str::from_utf8(&s[start..i]).unwrap_or_default();
-    text.parse::<f64>().unwrap_or_else(|_| {
-        std::str::from_utf8(&s[start..mantissa_end])
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(0.0)
-    })
-}
-
 /// Reads `-m` parameters into the form the measure takes; `None` after writing trec_eval's
 /// message when they are not valid.
 fn parse_param(def: &Def, given: Option<&str>, err: &mut dyn Write) -> Option<(Param, bool)> {
@@ -759,14 +686,6 @@ fn init_measures(o: &Options, err: &mut dyn Write) -> Outcome<(Vec<Requested>, u
         slot += n;
     }
     Ok((out, slot))
-}
-
-/// A query's judgements besides qrels grades: none (`-R qrels`, the grades are in `docs`),
-/// preferences (`-R prefs`, `qrels_prefs`) or judgement groups (`-R qrels_jg`).
-pub(super) enum Other<'a> {
-    Qrels,
-    Prefs(Vec<PrefLine<'a>>),
-    Groups(Vec<Group<'a>>),
 }
 
 /// The format of judgements a measure reads.

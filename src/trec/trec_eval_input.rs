@@ -9,9 +9,10 @@
 //! are looked up in small hash tables: one of the judged documents, one to find a docno listed
 //! twice.
 
+use super::groups::Group;
 use super::measures::{self as m, Ranked, NONPOOL, UNJUDGED};
 use super::parse::{below_bang, QidMap};
-use super::trec_eval::{atof, Other};
+use super::prefs::PrefLine;
 use std::ops::Range;
 
 /// C's `isspace` in the "C" locale.
@@ -555,4 +556,85 @@ pub(super) fn rank<'a>(
         .sum();
     r.rel_levels = rel_levels;
     Ok(r)
+}
+
+/// A query's judgements besides qrels grades: none (`-R qrels`, the grades are in `docs`),
+/// preferences (`-R prefs`, `qrels_prefs`) or judgement groups (`-R qrels_jg`).
+pub(super) enum Other<'a> {
+    Qrels,
+    Prefs(Vec<PrefLine<'a>>),
+    Groups(Vec<Group<'a>>),
+}
+
+/// C's `atof`: the longest prefix that reads as a number, 0 when none does.
+pub(super) fn atof(s: &[u8]) -> f64 {
+    if let Some(v) = std::str::from_utf8(s)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+    {
+        return v;
+    }
+    let mut i = 0;
+    while i < s.len() && is_space(s[i]) {
+        i += 1;
+    }
+    let start = i;
+    if i < s.len() && (s[i] == b'+' || s[i] == b'-') {
+        i += 1;
+    }
+    let digits = |i: &mut usize| {
+        let from = *i;
+        while *i < s.len() && s[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - from
+    };
+    let mut n = digits(&mut i);
+    if i < s.len() && s[i] == b'.' {
+        i += 1;
+        n += digits(&mut i);
+    }
+    if n == 0 {
+        // `inf`, `nan` and the like, or nothing
+        // Bytes, not text: a score need not be UTF-8, and slicing text could split a character.
+        let rest = &s[start..];
+        let sign = if rest.first() == Some(&b'-') {
+            -1.0
+        } else {
+            1.0
+        };
+        let body = match rest.first() {
+            Some(b'-' | b'+') => &rest[1..],
+            _ => rest,
+        };
+        for word in ["infinity", "inf", "nan"] {
+            if body.len() >= word.len() && body[..word.len()].eq_ignore_ascii_case(word.as_bytes())
+            {
+                return sign
+                    * if word == "nan" {
+                        f64::NAN
+                    } else {
+                        f64::INFINITY
+                    };
+            }
+        }
+        return 0.0;
+    }
+    let mantissa_end = i;
+    if i < s.len() && (s[i] == b'e' || s[i] == b'E') {
+        let mut j = i + 1;
+        if j < s.len() && (s[j] == b'+' || s[j] == b'-') {
+            j += 1;
+        }
+        if digits(&mut j) > 0 {
+            i = j;
+        }
+    }
+    let text = std::str::from_utf8(&s[start..i]).unwrap_or_default();
+    text.parse::<f64>().unwrap_or_else(|_| {
+        std::str::from_utf8(&s[start..mantissa_end])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0.0)
+    })
 }

@@ -346,7 +346,7 @@ type RunLines = Vec<(Vec<u8>, Vec<u8>, u64)>;
 /// The run as trec_eval reads it, line by line: `(qid, docno, score)` of each line, or the
 /// number of the first malformed one (blank and comment lines not counted).
 fn model_run(text: &[u8]) -> Result<RunLines, usize> {
-    use super::trec_eval_input::{score_key, tokens};
+    use super::trec_eval_input::{atof, score_key, tokens};
     let mut out = Vec::new();
     let mut count = 0;
     for line in text.split(|&b| b == b'\n') {
@@ -358,11 +358,7 @@ fn model_run(text: &[u8]) -> Result<RunLines, usize> {
         if n < 6 {
             return Err(count);
         }
-        out.push((
-            f[0].to_vec(),
-            f[2].to_vec(),
-            score_key(trec_eval::atof(f[4])),
-        ));
+        out.push((f[0].to_vec(), f[2].to_vec(), score_key(atof(f[4]))));
     }
     Ok(out)
 }
