@@ -270,6 +270,19 @@ fn spans_of(
             kind(&value)
         ));
     };
+    // `{}` is an empty export; an object with other fields alone is another kind of file (an
+    // answers file, a dataset), which would otherwise read as no trace at all.
+    if !request.is_empty()
+        && !request.contains_key("resourceSpans")
+        && !request.contains_key("resource_spans")
+    {
+        let fields: Vec<String> = request.keys().take(3).map(|k| format!("`{k}`")).collect();
+        return Err(format!(
+            "has no `resourceSpans`, only {}{}: not an OTLP JSON ExportTraceServiceRequest",
+            fields.join(", "),
+            if request.len() > 3 { ", …" } else { "" }
+        ));
+    }
     let mut spans = Vec::new();
     read_request(&mut request, line, keep_also, &mut spans).map_err(Wrong::message)?;
     Ok(spans)
@@ -571,6 +584,17 @@ mod tests {
         assert!(e.contains("unknown AnyValue kind `fooValue`"), "{e}");
         let e = err(&line(r#"{"key":7,"value":{}}"#));
         assert!(e.contains("attributes[0].key: is a number"), "{e}");
+        // Another kind of JSON lines file is refused, naming its fields; an empty export is not.
+        let e = err(r#"{"id":"q1","answer":"May.","contexts":[],"x":1}"#);
+        assert_eq!(
+            e,
+            "t.jsonl:1: has no `resourceSpans`, only `answer`, `contexts`, `id`, …: not an OTLP \
+             JSON ExportTraceServiceRequest"
+        );
+        assert!(SpanReader::new(&b"{}\n"[..], "t.jsonl".into())
+            .collect::<Result<Vec<_>>>()
+            .unwrap()
+            .is_empty());
         let e = err(r#"{"resourceSpans":{}}"#);
         assert_eq!(e, "t.jsonl:1: resourceSpans: is an object, expected a list");
         // Deep nesting: serde_json's depth limit, an error and no stack overflow.
