@@ -19,7 +19,7 @@ pub(super) struct CollectArgs {
 
 pub(super) fn run(a: CollectArgs) -> Result<()> {
     let out = a.out.clone();
-    super::runtime()?.block_on(crate::serve::collect::collect(a.listen, &a.out, |addr| {
+    super::runtime()?.block_on(crate::traces::collect::collect(a.listen, &a.out, |addr| {
         // The first line tells a script (and a person) where to send: the endpoint to give
         // as OTEL_EXPORTER_OTLP_ENDPOINT.
         let mut stdout = std::io::stdout();

@@ -56,15 +56,18 @@ impl AnswerLog {
 /// holds the document's own text at that span instead. A context whose text differs from the
 /// document's in any other way is ranked as given, for the check of retrieved text to name.
 pub(crate) struct AnswerRetriever {
-    f: fn(String) -> BoxFuture<RagAnswer>,
+    f: Box<dyn Fn(String) -> BoxFuture<RagAnswer> + Send + Sync>,
     log: AnswerLog,
     corpus: std::sync::OnceLock<Arc<Corpus>>,
 }
 
 impl AnswerRetriever {
-    pub fn new(f: fn(String) -> BoxFuture<RagAnswer>, log: AnswerLog) -> Self {
+    pub fn new(
+        f: impl Fn(String) -> BoxFuture<RagAnswer> + Send + Sync + 'static,
+        log: AnswerLog,
+    ) -> Self {
         AnswerRetriever {
-            f,
+            f: Box::new(f),
             log,
             corpus: std::sync::OnceLock::new(),
         }

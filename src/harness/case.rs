@@ -558,6 +558,41 @@ fn references_of<L: Level>(examples: &[dataset::Example<L>]) -> HashMap<String, 
         .collect()
 }
 
+/// Each row's id and question, in dataset order.
+#[cfg(feature = "traces")]
+fn rows_of<L: Level>(examples: &[dataset::Example<L>]) -> Vec<(String, String)> {
+    examples
+        .iter()
+        .map(|e| (e.id.clone(), e.query.clone()))
+        .collect()
+}
+
+/// Leaves out the retrieval figures of the queries asked `questions` (before any answer
+/// figure is added) and takes the means again: a query with nothing retrieved to score has
+/// no figure, not 0, and a metric no query has is left out.
+fn unmeasure_retrieval(scores: &mut Outcome, questions: &std::collections::HashSet<String>) {
+    for q in &mut scores.per_query {
+        if q.query
+            .as_ref()
+            .is_some_and(|text| questions.contains(text))
+        {
+            q.metrics.0.clear();
+        }
+    }
+    let names: Vec<String> = scores
+        .metrics
+        .names()
+        .filter(|n| scores.per_query.iter().any(|q| q.metrics.get(n).is_some()))
+        .map(str::to_owned)
+        .collect();
+    scores.metrics.0.clear();
+    scores.std.0.clear();
+    for group in scores.by_difficulty.iter_mut().flatten() {
+        group.1.metrics.0.clear();
+    }
+    scores.add_means(&names);
+}
+
 fn ids<L: Level>(examples: &[dataset::Example<L>]) -> Vec<String> {
     examples.iter().map(|e| e.id.clone()).collect()
 }
@@ -757,10 +792,48 @@ fn compute(
     let log = AnswerLog::showing(task.clone());
     #[cfg_attr(not(feature = "answers"), allow(unused_mut))]
     let mut generator: Option<String> = None;
+    // The questions whose traced answer has no context found in the corpus: their retrieval
+    // is not measured (no figure, never 0), as `score --answers` leaves it.
+    #[cfg_attr(not(feature = "traces"), allow(unused_mut))]
+    let mut unmeasured: std::collections::HashSet<String> = Default::default();
     let retrievers = match &case.spec.build {
         #[cfg(feature = "answers")]
         Build::Answer(f) => {
             let r = Arc::new(super::answers::AnswerRetriever::new(*f, log.clone()));
+            Retrievers {
+                token: Some(r.clone()),
+                chunk: Some(r),
+            }
+        }
+        #[cfg(feature = "traces")]
+        Build::Traces(system) => {
+            let (rows, corpus) = match &prepared {
+                Prepared::Token(eval) => (rows_of(eval.dataset().examples()), eval.corpus()),
+                Prepared::Chunk(eval) => (rows_of(eval.dataset().examples()), eval.corpus()),
+            };
+            let traced = super::traces::answers(&case.spec, system, &rows, corpus, only.is_none())?;
+            // Each answer is the one its trace gives, handed out as an answering function
+            // would return it: the same scoring as an answers case.
+            let answers = Arc::new(traced.by_question);
+            unmeasured = answers
+                .iter()
+                .filter(|(_, a)| a.contexts.iter().all(|c| c.chunk.span.is_empty()))
+                .map(|(q, _)| q.clone())
+                .collect();
+            let r =
+                Arc::new(super::answers::AnswerRetriever::new(
+                    move |question: String| {
+                        let answer = answers.get(&question).cloned().unwrap_or(
+                            crate::generator::RagAnswer {
+                                answer: String::new(),
+                                contexts: Vec::new(),
+                            },
+                        );
+                        Box::pin(async move { answer })
+                            as super::private::BoxFuture<crate::generator::RagAnswer>
+                    },
+                    log.clone(),
+                ));
             Retrievers {
                 token: Some(r.clone()),
                 chunk: Some(r),
@@ -800,6 +873,8 @@ fn compute(
     let (stage, count) = match &case.spec.build {
         #[cfg(feature = "answers")]
         Build::Answer(_) | Build::Rag(_) => ("generate", Count::Answers),
+        #[cfg(feature = "traces")]
+        Build::Traces(_) => ("score", Count::Answers),
         #[cfg(feature = "answers")]
         Build::Conversation(_) => ("retrieve", Count::EachQuery),
         Build::Function(_) => ("retrieve", Count::EachQuery),
@@ -835,6 +910,9 @@ fn compute(
     };
     let corpus = &*corpus;
     let mut result = result.map_err(|e| e.to_string())?;
+    if !unmeasured.is_empty() {
+        unmeasure_retrieval(&mut result.scores, &unmeasured);
+    }
     // A share of the queries still identifies the whole dataset.
     result.scores.dataset_hash = Some(setup.dataset_hash.clone());
     #[cfg(feature = "answers")]

@@ -50,6 +50,8 @@ mod screen;
 #[cfg(feature = "runs")]
 mod shards;
 mod store_env;
+#[cfg(feature = "traces")]
+mod traces;
 mod vocabulary;
 
 #[cfg(feature = "answers")]
@@ -85,6 +87,12 @@ pub fn run(cases: Vec<CaseSpec>, hook: InstaHook) -> ExitCode {
     quiet_snapshot_panics();
     quiet_insta_output();
     let hook = Arc::new(hook);
+    // Before any trial runs, while no other thread reads the environment: the systems of
+    // traces cases build their exporters from the variables this sets.
+    #[cfg(feature = "traces")]
+    if !args.list {
+        traces::start_receiver_for(&cases);
+    }
     let mut trials = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for spec in cases {

@@ -183,6 +183,28 @@ pub enum Build {
     /// plays the case's conversations through it; `dataset` is the conversations file.
     #[cfg(feature = "answers")]
     Conversation(ConversationSystem),
+    /// The case's function is an instrumented system (`traces = …`): the harness runs the
+    /// dataset through it and scores the traces it exports, as answers.
+    #[cfg(feature = "traces")]
+    Traces(TracesSystem),
+}
+
+/// A traces case's system and how its traces are taken.
+#[cfg(feature = "traces")]
+#[derive(Debug, Clone, Copy)]
+pub struct TracesSystem {
+    /// Calls the case's function with a row's question and id; what it returns is dropped.
+    pub call: fn(String, String) -> BoxFuture<()>,
+    /// The file its traces are recorded to and replayed from (`traces = "PATH"`), relative
+    /// to the crate root.
+    pub file: &'static str,
+    /// The attribute that carries a row's id (`join_attribute = …`); none: the question.
+    pub join_attribute: Option<&'static str>,
+    /// Which retriever spans give the documents (`retrievals = "last"` or `"all"`).
+    pub retrievals: &'static str,
+    /// How long the harness waits for the rows' traces once every call returned
+    /// (`trace_timeout_ms = …`).
+    pub timeout_ms: u64,
 }
 
 /// A conversation case's system: the next assistant turn from the conversation so far.
@@ -212,6 +234,8 @@ impl Build {
         match self {
             #[cfg(feature = "answers")]
             Build::Answer(_) | Build::Rag(_) => true,
+            #[cfg(feature = "traces")]
+            Build::Traces(_) => true,
             #[cfg(feature = "answers")]
             Build::Conversation(_) => false,
             Build::Factory(_) | Build::Function(_) => false,
@@ -230,6 +254,8 @@ impl std::fmt::Debug for Build {
             Build::Rag(_) => "Rag",
             #[cfg(feature = "answers")]
             Build::Conversation(_) => "Conversation",
+            #[cfg(feature = "traces")]
+            Build::Traces(_) => "Traces",
         })
     }
 }
@@ -380,6 +406,31 @@ macro_rules! __rag_eval_answering {
             "this case answers (", $what, "), and rag-eval is built without its `answers` feature: \
              enable it in the dev-dependency, `rag-eval = { version = \"…\", features = [\"answers\"] }`"
         ));
+        $($stub)*
+    };
+}
+
+/// Wraps the hidden module of a traces case: the module itself with the `traces` feature;
+/// without it a compile error naming the feature, and `$stub`.
+#[cfg(feature = "traces")]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __rag_eval_tracing {
+    ({ $($module:tt)* } else { $($stub:tt)* }) => {
+        $($module)*
+    };
+}
+
+/// Without the `traces` feature: see the other definition.
+#[cfg(not(feature = "traces"))]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __rag_eval_tracing {
+    ({ $($module:tt)* } else { $($stub:tt)* }) => {
+        ::core::compile_error!(
+            "this case is gated by traces (`traces = …`), and rag-eval is built without its `traces` feature: \
+             enable it in the dev-dependency, `rag-eval = { version = \"…\", features = [\"traces\"] }`"
+        );
         $($stub)*
     };
 }

@@ -51,8 +51,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-#[cfg(feature = "traces")]
-pub mod collect;
 pub mod label;
 pub use label::LabelFile;
 

@@ -38,6 +38,7 @@
 //! # Ok::<(), rag_eval::Error>(())
 //! ```
 
+pub mod collect;
 mod map;
 pub mod otlp;
 

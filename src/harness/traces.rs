@@ -1,0 +1,343 @@
+//! Cases gated by traces (`#[rag_eval(traces = "PATH")]`): the case's function is the system
+//! under test, instrumented with OpenTelemetry; the harness runs every row through it, takes
+//! the traces it exported to the harness's receiver, and scores what they say as an answers
+//! case scores its answers.
+//!
+//! One receiver per process, on a free loopback port, started before any case runs when a
+//! case of the binary has `traces` (an OpenTelemetry SDK reads `OTEL_EXPORTER_OTLP_*` when its
+//! exporter is built, usually once per process, so they must be set before any system starts
+//! and while no other thread reads the environment). Traces cases run their systems one at a
+//! time, and each takes the requests received from its first call until its last row's trace
+//! arrived: its window. A span a system exports after its case's window closed (past the
+//! timeout) lands in the next traces case's window, where it matches no row.
+//!
+//! Record and replay follow the provider cache's words: `RAG_EVAL_TRACES` (else
+//! `RAG_EVAL_CACHE`) is `rw` (default: run the system and write the traces it sent to the
+//! case's file, atomically, as OTLP JSON lines), `off` (run it, write nothing) or `replay`
+//! (call nothing: score the file; a missing file is an error naming it).
+
+use super::private::{CaseSpec, TracesSystem};
+use crate::answers::Answers;
+use crate::corpus::Corpus;
+use crate::generator::RagAnswer;
+use crate::traces::collect::Received;
+use crate::traces::otlp::SpanReader;
+use crate::traces::{self, Join, MappedTrace, Options, RetrievalRule};
+use camino::Utf8PathBuf;
+use futures_util::stream::{self, StreamExt};
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The variable that chooses between recording and replaying traces; unset, the provider
+/// cache's [`MODE_ENV`] decides for both.
+pub const TRACES_MODE_ENV: &str = "RAG_EVAL_TRACES";
+
+/// The provider cache's mode variable, whose words traces take too.
+const MODE_ENV: &str = "RAG_EVAL_CACHE";
+
+/// The endpoint variable every OpenTelemetry SDK reads for its OTLP exporter.
+pub const ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+
+/// The traces-only endpoint, which SDKs prefer to [`ENDPOINT_ENV`]: set too, so a value of the
+/// user's does not divert the traces.
+const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+
+/// How long the batch span processor waits between exports, in milliseconds (the SDKs'
+/// default is 5000): set short so that traces arrive promptly.
+const BSP_DELAY_ENV: &str = "OTEL_BSP_SCHEDULE_DELAY";
+
+/// The harness's batch delay, in milliseconds.
+const BSP_DELAY_MS: &str = "100";
+
+/// How often the received requests are read while a case waits for its traces.
+const POLL: Duration = Duration::from_millis(50);
+
+/// What a traces case does with its system and its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Run the system and record its traces (`rw`).
+    Record,
+    /// Run the system, record nothing (`off`).
+    Run,
+    /// Score the recorded file; call nothing (`replay`).
+    Replay,
+}
+
+/// The mode `RAG_EVAL_TRACES` (else `RAG_EVAL_CACHE`) names, or why it names none.
+pub(crate) fn mode() -> Result<Mode, String> {
+    let (var, value) = match std::env::var(TRACES_MODE_ENV) {
+        Ok(v) => (TRACES_MODE_ENV, v),
+        Err(std::env::VarError::NotPresent) => match std::env::var(MODE_ENV) {
+            Ok(v) => (MODE_ENV, v),
+            Err(std::env::VarError::NotPresent) => return Ok(Mode::Record),
+            Err(e) => return Err(format!("`{MODE_ENV}` is {e}")),
+        },
+        Err(e) => return Err(format!("`{TRACES_MODE_ENV}` is {e}")),
+    };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "rw" => Ok(Mode::Record),
+        "off" => Ok(Mode::Run),
+        "replay" => Ok(Mode::Replay),
+        other => Err(format!(
+            "`{var}={other}` is not a mode: expected `rw`, `off` or `replay`"
+        )),
+    }
+}
+
+/// The process's receiver: its address and what it received, or why it could not start.
+type Receiver = Result<(SocketAddr, Received), String>;
+
+fn receiver_cell() -> &'static OnceLock<Receiver> {
+    static RECEIVER: OnceLock<Receiver> = OnceLock::new();
+    &RECEIVER
+}
+
+/// Starts the process's receiver and points OpenTelemetry's exporter variables at it, when
+/// one of `cases` is a traces case that will call its system. Called by [`super::run`] before
+/// any trial runs, while the process has one thread that reads the environment.
+pub(crate) fn start_receiver_for(cases: &[CaseSpec]) {
+    let traced = cases
+        .iter()
+        .any(|c| matches!(c.build, super::private::Build::Traces(_)));
+    if !traced || matches!(mode(), Ok(Mode::Replay) | Err(_)) {
+        return;
+    }
+    receiver_cell().get_or_init(|| {
+        let runtime = super::runtime().handle();
+        let (addr, received) = traces::collect::listen(([127, 0, 0, 1], 0).into(), runtime)
+            .map_err(|e| format!("the trace receiver could not start: {e}"))?;
+        let endpoint = format!("http://{addr}");
+        // Before any case runs: the SDK reads these when the system builds its exporter.
+        std::env::set_var(ENDPOINT_ENV, &endpoint);
+        std::env::set_var(TRACES_ENDPOINT_ENV, format!("{endpoint}/v1/traces"));
+        for (var, value) in [
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            (BSP_DELAY_ENV, BSP_DELAY_MS),
+        ] {
+            if std::env::var_os(var).is_none() {
+                std::env::set_var(var, value);
+            }
+        }
+        Ok((addr, received))
+    });
+}
+
+/// Traces cases run their systems one at a time: each window holds one case's requests.
+fn window_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A traces case's answers, by question, each as the answers file of its traces says it:
+/// its contexts placed in `corpus`.
+pub(crate) struct Traced {
+    pub by_question: HashMap<String, RagAnswer>,
+}
+
+/// Runs (or replays) the traces case over `rows` (`(id, question)`, dataset order) and turns
+/// the traces matched with them into answers. `whole`: the rows are the case's every row (a
+/// filtered run records nothing, so as not to replace the recording with a part of it).
+pub(crate) fn answers(
+    spec: &CaseSpec,
+    system: &TracesSystem,
+    rows: &[(String, String)],
+    corpus: &Corpus,
+    whole: bool,
+) -> Result<Traced, String> {
+    let file = Utf8PathBuf::from(spec.manifest_dir).join(system.file);
+    let options = Options {
+        join_attribute: system.join_attribute.map(str::to_owned),
+        retrievals: system
+            .retrievals
+            .parse::<RetrievalRule>()
+            .map_err(|e| format!("`retrievals`: {e}"))?,
+    };
+    let pairs: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|(id, q)| (id.as_str(), q.as_str()))
+        .collect();
+    let (traces, joined) = match mode()? {
+        Mode::Replay => {
+            if !file.exists() {
+                return Err(format!(
+                    "replaying traces ({}=replay), and `{file}` does not exist: run the case once with the system ({0} unset or `rw`) to record it, and commit it",
+                    mode_var()
+                ));
+            }
+            let traces = traces::read(&file, &options).map_err(|e| e.to_string())?;
+            let joined = traces::join(&traces, &pairs, system.join_attribute);
+            let missing = missing_rows(&joined, &traces, None);
+            if !missing.is_empty() {
+                return Err(format!(
+                    "the recorded traces `{file}` answer no row {}: record them again ({}=rw) with the system",
+                    listed(&missing),
+                    mode_var()
+                ));
+            }
+            (traces, joined)
+        }
+        mode => {
+            let (text, traces, joined) = run(spec, system, rows, &pairs, &options)?;
+            if mode == Mode::Record && whole {
+                if let Some(parent) = file.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| crate::Error::io("create", parent, e).to_string())?;
+                }
+                crate::fs::write_atomic(&file, text.as_bytes()).map_err(|e| e.to_string())?;
+            }
+            (traces, joined)
+        }
+    };
+    let is_document = |id: &str| corpus.get(id).is_some();
+    let jsonl = traces::answers_jsonl(&traces, &joined, &is_document);
+    let mut answers = Answers::parse(&jsonl, file.clone())
+        .map_err(|e| format!("the answers of the traces of `{file}`: {e}"))?;
+    answers.place_in(corpus);
+    let by_question = rows
+        .iter()
+        .filter_map(|(id, q)| Some((q.clone(), answers.take(id)?)))
+        .collect();
+    Ok(Traced { by_question })
+}
+
+/// The variable that set the mode, for messages.
+fn mode_var() -> &'static str {
+    if std::env::var_os(TRACES_MODE_ENV).is_some() {
+        TRACES_MODE_ENV
+    } else {
+        MODE_ENV
+    }
+}
+
+/// Runs every row through the system and waits for each row's trace (matched and with its
+/// root span) or the case's timeout: the requests of the case's window as OTLP JSON lines,
+/// the traces they hold and their match with the rows.
+fn run(
+    spec: &CaseSpec,
+    system: &TracesSystem,
+    rows: &[(String, String)],
+    pairs: &[(&str, &str)],
+    options: &Options,
+) -> Result<(String, Vec<MappedTrace>, Join), String> {
+    let Some(receiver) = receiver_cell().get() else {
+        return Err(
+            "no trace receiver was started: traces cases are run by `rag_eval::main!`".into(),
+        );
+    };
+    let (addr, received) = receiver.as_ref().map_err(Clone::clone)?;
+    let _window = window_lock();
+    let start = received.len();
+    let concurrency = spec.concurrency.unwrap_or(8).max(1);
+    let call = system.call;
+    super::runtime().block_on(
+        stream::iter(rows.iter().cloned())
+            .map(|(id, question)| call(question, id))
+            .buffer_unordered(concurrency)
+            .collect::<Vec<()>>(),
+    );
+    let label = Utf8PathBuf::from(format!("traces received on {addr}"));
+    let deadline = Instant::now() + Duration::from_millis(system.timeout_ms);
+    loop {
+        let text = received.since(start);
+        let traces = traces::read_str(&text, label.clone(), options).map_err(|e| e.to_string())?;
+        let rooted = rooted(&text, &label);
+        let joined = traces::join(&traces, pairs, system.join_attribute);
+        let missing = missing_rows(&joined, &traces, Some(&rooted));
+        if missing.is_empty() {
+            return Ok((text, traces, joined));
+        }
+        if Instant::now() >= deadline {
+            return Err(no_trace(
+                system,
+                *addr,
+                &missing,
+                rows.len(),
+                &joined,
+                received.len() - start,
+            ));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The ids of the traces whose root span (one without a parent) arrived.
+fn rooted(text: &str, label: &Utf8PathBuf) -> HashSet<String> {
+    SpanReader::new(text.as_bytes(), label.clone())
+        .filter_map(Result::ok)
+        .filter(|s| s.parent_span_id.is_none())
+        .map(|s| s.trace_id)
+        .collect()
+}
+
+/// The rows no trace answers, and those whose trace's root span has not arrived (when
+/// `rooted` is known).
+fn missing_rows(
+    joined: &Join,
+    traces: &[MappedTrace],
+    rooted: Option<&HashSet<String>>,
+) -> Vec<String> {
+    let mut missing: Vec<String> = joined.unmatched_rows.iter().map(|u| u.id.clone()).collect();
+    if let Some(rooted) = rooted {
+        missing.extend(
+            joined
+                .matched
+                .iter()
+                .filter(|(_, i)| !rooted.contains(&traces[*i].trace_id))
+                .map(|(id, _)| id.clone()),
+        );
+    }
+    missing
+}
+
+/// Up to ten ids, quoted.
+fn listed(ids: &[String]) -> String {
+    let mut shown: Vec<String> = ids.iter().take(10).map(|id| format!("`{id}`")).collect();
+    if ids.len() > shown.len() {
+        shown.push(format!("and {} more", ids.len() - 10));
+    }
+    shown.join(", ")
+}
+
+/// The failure of rows whose trace did not arrive: which, and what to check.
+fn no_trace(
+    system: &TracesSystem,
+    addr: SocketAddr,
+    missing: &[String],
+    rows: usize,
+    joined: &Join,
+    requests: usize,
+) -> String {
+    let mut message = format!(
+        "no trace arrived within {:.1} s for {} of {rows} rows: {}\n{requests} export requests arrived, holding {} matched traces",
+        system.timeout_ms as f64 / 1000.0,
+        missing.len(),
+        listed(missing),
+        joined.matched_traces
+    );
+    if !joined.unmatched_traces.is_empty() {
+        let _ = std::fmt::Write::write_fmt(
+            &mut message,
+            format_args!(
+                " and {} traces matching no row (the first: trace {}: {})",
+                joined.unmatched_traces.len(),
+                joined.unmatched_traces[0].id,
+                joined.unmatched_traces[0].why
+            ),
+        );
+    }
+    let join = match system.join_attribute {
+        Some(key) => format!("the row's id as the attribute `{key}` on its root span"),
+        None => "the row's question as its root span's `input.value` (or give `join_attribute = \"KEY\"` with the row's id on that attribute)".to_owned(),
+    };
+    let _ = std::fmt::Write::write_fmt(
+        &mut message,
+        format_args!(
+            "\ncheck that the system builds its OTLP exporter from {ENDPOINT_ENV} (set to http://{addr}, protocol http/json) after the harness starts, not from a fixed endpoint; \
+             that its spans end and are exported before the timeout (the batch processor sends every {BSP_DELAY_ENV} ms; `force_flush` the provider, or raise `trace_timeout_ms`); \
+             and that each trace carries {join}"
+        ),
+    );
+    message
+}
