@@ -59,6 +59,9 @@ fn ui() {
     cases.compile_fail("tests/ui/answers/*.rs");
     #[cfg(not(feature = "answers"))]
     cases.compile_fail("tests/ui/without_answers/*.rs");
+    // Cases gated by traces compile with the library's `traces` feature.
+    #[cfg(feature = "traces")]
+    cases.compile_fail("tests/ui/traces/*.rs");
 }
 
 /// The files of `tests/ui/pass/`: every case shape as a user writes one, cases in modules and

@@ -13,6 +13,10 @@ use syn::{Expr, Lit, LitStr, Token, UnOp};
 pub(crate) const DATASET: &str = "dataset";
 pub(crate) const CONVERSATIONS: &str = "conversations";
 pub(crate) const MAX_STEPS: &str = "max_steps";
+pub(crate) const TRACES: &str = "traces";
+pub(crate) const JOIN_ATTRIBUTE: &str = "join_attribute";
+pub(crate) const RETRIEVALS: &str = "retrievals";
+pub(crate) const TRACE_TIMEOUT_MS: &str = "trace_timeout_ms";
 pub(crate) const CORPUS: &str = "corpus";
 pub(crate) const GLOB: &str = "glob";
 pub(crate) const K: &str = "k";
@@ -59,7 +63,18 @@ pub(crate) const KEYS: &[&str] = &[
     AGREEMENT_THRESHOLD,
     CONVERSATIONS,
     MAX_STEPS,
+    TRACES,
+    JOIN_ATTRIBUTE,
+    RETRIEVALS,
+    TRACE_TIMEOUT_MS,
 ];
+
+/// `retrievals = …`'s values: which retriever spans give a trace's documents.
+pub(crate) const RETRIEVAL_RULES: &[&str] = &["last", "all"];
+
+/// How long a traces case waits for its rows' traces by default, in milliseconds: several
+/// of the SDKs' default batch delays (5 s) would be too slow a gate; the harness sets 100 ms.
+pub(crate) const DEFAULT_TRACE_TIMEOUT_MS: u64 = 10_000;
 
 pub(crate) const MODE_STANDARD: &str = "standard";
 pub(crate) const MODE_CHUNKING_EVALUATION: &str = "chunking_evaluation";
@@ -161,6 +176,15 @@ pub(crate) struct CaseArgs {
     pub conversations: Option<String>,
     /// `max_steps = N`: the most assistant turns a conversation may take.
     pub max_steps: Option<usize>,
+    /// `traces = "…"`: the case is gated by the traces its system exports, recorded to and
+    /// replayed from this file.
+    pub traces: Option<String>,
+    /// `join_attribute = "…"`: the span attribute holding a row's id.
+    pub join_attribute: Option<String>,
+    /// `retrievals = "last"` or `"all"`.
+    pub retrievals: String,
+    /// `trace_timeout_ms = N`: how long to wait for the rows' traces.
+    pub trace_timeout_ms: u64,
 }
 
 impl Default for CaseArgs {
@@ -189,6 +213,10 @@ impl Default for CaseArgs {
             agreement_threshold: DEFAULT_AGREEMENT_THRESHOLD,
             conversations: None,
             max_steps: None,
+            traces: None,
+            join_attribute: None,
+            retrievals: RETRIEVAL_RULES[0].to_owned(),
+            trace_timeout_ms: DEFAULT_TRACE_TIMEOUT_MS,
         }
     }
 }
@@ -209,6 +237,7 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
         agreement_keys: Vec::new(),
         question_keys: Vec::new(),
         max_steps_key: None,
+        trace_keys: Vec::new(),
     };
     let parser = syn::meta::parser(|meta| state.entry(meta));
     let complete = match parser.parse2(tokens) {
@@ -230,6 +259,15 @@ pub(crate) fn parse(tokens: TokenStream, root: Option<&Path>, errors: &mut Error
     }
     state.check_bars();
     state.check_conversation_keys();
+    if state.args.traces.is_none() {
+        for key in std::mem::take(&mut state.trace_keys) {
+            let name = key.unraw().to_string();
+            state.error(
+                key,
+                format!("`{name}` says how a traces case reads its traces: it needs `{TRACES} = \"golden/traces.jsonl\"`"),
+            );
+        }
+    }
     if let (Some(key), None) = (state.criteria_key.take(), &state.args.judge) {
         state.error(
             key,
@@ -273,6 +311,10 @@ enum Key {
     AgreementThreshold,
     Conversations,
     MaxSteps,
+    Traces,
+    JoinAttribute,
+    Retrievals,
+    TraceTimeoutMs,
     Bar(Bound, String),
 }
 
@@ -310,6 +352,10 @@ fn key(name: &str) -> Result<Key, UnknownKey> {
         CONVERSATIONS => Key::Conversations,
         // Not a bar on a figure `steps`: a count, and a cap on the play (see `Key::MaxSteps`).
         MAX_STEPS => Key::MaxSteps,
+        TRACES => Key::Traces,
+        JOIN_ATTRIBUTE => Key::JoinAttribute,
+        RETRIEVALS => Key::Retrievals,
+        TRACE_TIMEOUT_MS => Key::TraceTimeoutMs,
         _ => {
             let (bound, metric) = if let Some(metric) = name.strip_prefix(MIN_PREFIX) {
                 (Bound::Min, metric)
@@ -372,6 +418,10 @@ fn example(key: &Key) -> String {
         Key::AgreementThreshold => format!("{AGREEMENT_THRESHOLD} = 1.0"),
         Key::Conversations => format!("{CONVERSATIONS} = \"golden/conversations.jsonl\""),
         Key::MaxSteps => format!("{MAX_STEPS} = 4"),
+        Key::Traces => format!("{TRACES} = \"golden/traces.jsonl\""),
+        Key::JoinAttribute => format!("{JOIN_ATTRIBUTE} = \"query.id\""),
+        Key::Retrievals => format!("{RETRIEVALS} = \"last\""),
+        Key::TraceTimeoutMs => format!("{TRACE_TIMEOUT_MS} = {DEFAULT_TRACE_TIMEOUT_MS}"),
         Key::Bar(bound, metric) => format!("{}{metric} = 0.8", prefix(*bound)),
     }
 }
@@ -399,6 +449,8 @@ struct State<'a> {
     question_keys: Vec<proc_macro2::Ident>,
     /// The `max_steps` key, reported when the case does not play conversations.
     max_steps_key: Option<proc_macro2::Ident>,
+    /// The keys that only a traces case takes, reported when the case has no `traces`.
+    trace_keys: Vec<proc_macro2::Ident>,
 }
 
 impl State<'_> {
@@ -690,6 +742,71 @@ impl State<'_> {
                     None => self.error(value, expected),
                 }
                 self.max_steps_key = Some(ident.clone());
+            }
+            // `traces = "golden/traces.jsonl"`: the file the case's traces are recorded to
+            // (written by the first run, so it need not exist yet).
+            Key::Traces => match string(value) {
+                Some(path) if path.value().trim().is_empty() => self.error(
+                    path,
+                    format!("`{TRACES}` is empty: give the path the traces are recorded to, relative to the crate root, e.g. `{}`", example(&key)),
+                ),
+                Some(path) if self.root.is_some_and(|root| root.join(path.value()).is_dir()) => {
+                    self.error(
+                        path,
+                        format!("traces file `{}` is a folder; expected a file", path.value()),
+                    )
+                }
+                Some(path) => self.args.traces = Some(path.value()),
+                None => self.error(
+                    value,
+                    format!("`{TRACES}` must be a string literal: the path the traces are recorded to, relative to the crate root, e.g. `{}`", example(&key)),
+                ),
+            },
+            // `join_attribute = "query.id"`: a non-empty attribute key.
+            Key::JoinAttribute => {
+                match string(value) {
+                    Some(attr) if attr.value().trim().is_empty() => self.error(
+                        attr,
+                        format!("`{JOIN_ATTRIBUTE}` is empty, e.g. `{}`", example(&key)),
+                    ),
+                    Some(attr) => self.args.join_attribute = Some(attr.value()),
+                    None => self.error(
+                        value,
+                        format!("`{JOIN_ATTRIBUTE}` must be a string literal naming the span attribute that holds the row's id, e.g. `{}`", example(&key)),
+                    ),
+                }
+                self.trace_keys.push(ident.clone());
+            }
+            // `retrievals = "last"` or `"all"`.
+            Key::Retrievals => {
+                match string(value).map(|rule| (rule, rule.value())) {
+                    Some((_, rule)) if RETRIEVAL_RULES.contains(&rule.as_str()) => {
+                        self.args.retrievals = rule
+                    }
+                    Some((literal, rule)) => {
+                        let hint = suggest::hint(&rule, RETRIEVAL_RULES, "rules");
+                        self.error(literal, format!("unknown retrieval rule `{rule}`{hint}"));
+                    }
+                    None => self.error(value, format!("`{RETRIEVALS}` must be \"last\" or \"all\"")),
+                }
+                self.trace_keys.push(ident.clone());
+            }
+            // `trace_timeout_ms = 10000`: an integer literal ≥ 1.
+            Key::TraceTimeoutMs => {
+                let expected = format!("`{TRACE_TIMEOUT_MS}` must be an integer literal ≥ 1 (milliseconds)");
+                match number(value) {
+                    Some(Number {
+                        integer: Some(n), ..
+                    }) if n >= 1 => match u64::try_from(n) {
+                        Ok(n) => self.args.trace_timeout_ms = n,
+                        Err(_) => self.error(value, format!("`{TRACE_TIMEOUT_MS}` = {n} is too large")),
+                    },
+                    Some(Number { text, .. }) => {
+                        self.error(value, format!("{expected}, got {text}"));
+                    }
+                    None => self.error(value, expected),
+                }
+                self.trace_keys.push(ident.clone());
             }
             // `min_<metric> = 0.8` / `max_<metric> = 0.3`: float or integer literals in [0, 1].
             Key::Bar(bound, metric) => {
@@ -1016,7 +1133,45 @@ mod tests {
                 agreement_threshold: 1.0,
                 conversations: None,
                 max_steps: None,
+                ..CaseArgs::default()
             }
+        );
+    }
+
+    #[test]
+    fn a_traces_case_takes_its_file_join_rule_and_timeout() {
+        let args = parse_ok(quote!(
+            dataset = "d.jsonl",
+            traces = "golden/traces.jsonl",
+            join_attribute = "query.id",
+            retrievals = "all",
+            trace_timeout_ms = 2500,
+            min_span_recall = 0.8
+        ));
+        assert_eq!(args.traces.as_deref(), Some("golden/traces.jsonl"));
+        assert_eq!(args.join_attribute.as_deref(), Some("query.id"));
+        assert_eq!((args.retrievals.as_str(), args.trace_timeout_ms), ("all", 2500));
+        assert_eq!(
+            (parse_ok(quote!(dataset = "d", traces = "t.jsonl")).retrievals, CaseArgs::default().trace_timeout_ms),
+            ("last".to_owned(), 10_000)
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d", join_attribute = "query.id", retrievals = "al", trace_timeout_ms = 0)),
+            [
+                "unknown retrieval rule `al`, did you mean `all`?",
+                "`trace_timeout_ms` must be an integer literal ≥ 1 (milliseconds), got 0",
+                "`join_attribute` says how a traces case reads its traces: it needs `traces = \"golden/traces.jsonl\"`",
+                "`retrievals` says how a traces case reads its traces: it needs `traces = \"golden/traces.jsonl\"`",
+                "`trace_timeout_ms` says how a traces case reads its traces: it needs `traces = \"golden/traces.jsonl\"`",
+            ]
+        );
+        assert_eq!(
+            messages(quote!(dataset = "d", traces = "", join_attribute = 3)),
+            [
+                "`traces` is empty: give the path the traces are recorded to, relative to the crate root, e.g. `traces = \"golden/traces.jsonl\"`",
+                "`join_attribute` must be a string literal naming the span attribute that holds the row's id, e.g. `join_attribute = \"query.id\"`",
+                "`join_attribute` says how a traces case reads its traces: it needs `traces = \"golden/traces.jsonl\"`",
+            ]
         );
     }
 
@@ -1118,7 +1273,7 @@ mod tests {
                 "unknown key `colour`; keys are dataset, corpus, glob, k, tolerance, mode, \
                  per_query, ignore, judge, judge_samples, max_invalid_share, judge_per_query, \
                  judge_tolerance, criteria, embedder, langsmith_experiment, concurrency, \
-                 min_agreement, labels, agreement_threshold, conversations, max_steps, min_<metric> and max_<metric>",
+                 min_agreement, labels, agreement_threshold, conversations, max_steps, traces, join_attribute, retrievals, trace_timeout_ms, min_<metric> and max_<metric>",
                 "`min_` needs a metric name, e.g. `min_span_recall`",
                 "`k` must be an integer literal ≥ 1, got 0",
                 "`k` is given twice",

@@ -27,6 +27,9 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream, root: Option<&Path>) 
     if args.conversations.is_some() {
         return expand_conversation(item, function, &args, errors);
     }
+    if args.traces.is_some() {
+        return expand_traced(item, function, &args, errors);
+    }
     let checks = bar_checks(&args, answers);
     let Ok(function) = function else {
         errors.push(syn::Error::new(
@@ -132,6 +135,73 @@ fn expand_conversation(
     quote! {
         #item
         ::rag_eval::__rag_eval_answering!("it plays conversations" { #module #checks } else { #stub });
+        #errors
+    }
+}
+
+/// Expands a traces case: its function is the system under test, called with each row's
+/// question (and id); the traces it exports are scored as an answers case's answers, so its
+/// bars are checked as those of a case that answers.
+fn expand_traced(
+    item: TokenStream,
+    function: syn::Result<ItemFn>,
+    args: &CaseArgs,
+    mut errors: Errors,
+) -> TokenStream {
+    let checks = bar_checks(args, true);
+    let Ok(function) = function else {
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            format!("#[rag_eval] goes on a function: {}", signature::TRACED_SHAPES),
+        ));
+        let errors = errors.to_compile_errors();
+        return quote!(#item #errors);
+    };
+    let inputs = signature::traced(&function.sig)
+        .map_err(|error| errors.push(error))
+        .ok();
+    let module = match inputs {
+        Some(inputs) if errors.is_empty() => {
+            let ident = &function.sig.ident;
+            let call = match inputs {
+                signature::TracedInputs::Question => quote!(super::#ident(&question)),
+                signature::TracedInputs::QuestionAndId => quote!(super::#ident(&question, &id)),
+            };
+            // The return value is dropped: the traces are what the case scores.
+            let future = quote_spanned!(ident.span()=>
+                ::std::boxed::Box::pin(async move {
+                    let _ = #call.await;
+                })
+            );
+            let file = args.traces.clone().unwrap_or_default();
+            let join_attribute = option(args.join_attribute.as_deref());
+            let retrievals = &args.retrievals;
+            let timeout = args.trace_timeout_ms;
+            let build = quote! {
+                ::rag_eval::__private::Build::Traces(::rag_eval::__private::TracesSystem {
+                    call: |question: ::std::string::String, id: ::std::string::String| #future,
+                    file: #file,
+                    join_attribute: #join_attribute,
+                    retrievals: #retrievals,
+                    timeout_ms: #timeout,
+                })
+            };
+            case_body(
+                &function,
+                args,
+                quote!(::rag_eval::__private::Levels::BOTH),
+                build,
+                quote!(),
+            )
+        }
+        _ => stub_module(&function),
+    };
+    let stub = stub_module(&function);
+    let errors = errors.to_compile_errors();
+    quote! {
+        #item
+        ::rag_eval::__rag_eval_tracing!({ #module } else { #stub });
+        #checks
         #errors
     }
 }

@@ -132,6 +132,55 @@ pub(crate) fn conversation(sig: &Signature) -> syn::Result<&Type> {
     }
 }
 
+/// What a traces case's function takes: the question alone, or the question and the row's
+/// id.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TracedInputs {
+    Question,
+    QuestionAndId,
+}
+
+/// The message every traces case's signature error starts with.
+pub(crate) const TRACED_SHAPES: &str = "a traces case (`traces = …`) is the system's entry point, `async fn(question: &str)` or `async fn(question: &str, id: &str)` (the row's id, to put on its spans for `join_attribute`), returning anything";
+
+/// What a traces case's function takes, or an error at the part that does not fit. Its
+/// return value is not read: the traces are.
+pub(crate) fn traced(sig: &Signature) -> syn::Result<TracedInputs> {
+    let fail = |tokens: &dyn ToTokens, why: &str| {
+        Err(syn::Error::new_spanned(
+            tokens,
+            format!("{TRACED_SHAPES}; {why}"),
+        ))
+    };
+    if let syn::Safety::Unsafe(unsafety) = &sig.safety {
+        return fail(unsafety, "this one is `unsafe`");
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return fail(&sig.generics, "this one is generic");
+    }
+    if let Some(variadic) = &sig.variadic {
+        return fail(variadic, "this one is variadic");
+    }
+    if sig.asyncness.is_none() {
+        return fail(&sig.fn_token, "this one is not `async`");
+    }
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(receiver) => return fail(receiver, "this one takes `self`"),
+            FnArg::Typed(typed) if !is_str_ref(&typed.ty) => {
+                return fail(&typed.ty, "the question and the id are `&str`")
+            }
+            FnArg::Typed(_) => {}
+        }
+    }
+    match sig.inputs.len() {
+        1 => Ok(TracedInputs::Question),
+        2 => Ok(TracedInputs::QuestionAndId),
+        0 => fail(&sig.ident, "this one takes no question"),
+        n => fail(&sig.inputs, &format!("this one takes {n} parameters")),
+    }
+}
+
 fn is_unit(ty: &Type) -> bool {
     match ty {
         Type::Tuple(tuple) => tuple.elems.is_empty(),
@@ -370,6 +419,39 @@ mod tests {
             )),
             "; this one takes 2 parameters; a query function takes the query alone"
         );
+    }
+
+    #[test]
+    fn a_traces_case_takes_the_question_and_maybe_the_id() {
+        let inputs = |item: TokenStream| {
+            let item: syn::ItemFn = syn::parse2(item).unwrap();
+            traced(&item.sig).map_err(|e| {
+                let why = e.to_string();
+                why.strip_prefix(TRACED_SHAPES).unwrap_or(&why).to_owned()
+            })
+        };
+        assert_eq!(
+            inputs(quote!(
+                async fn a(q: &str) {}
+            )),
+            Ok(TracedInputs::Question)
+        );
+        assert_eq!(
+            inputs(quote!(
+                async fn a(q: &str, id: &'static str) -> Result<String, E> {}
+            )),
+            Ok(TracedInputs::QuestionAndId)
+        );
+        for (item, why) in [
+            (quote!(fn a(q: &str) {}), "; this one is not `async`"),
+            (quote!(async fn a() {}), "; this one takes no question"),
+            (quote!(async fn a(q: String) {}), "; the question and the id are `&str`"),
+            (quote!(async fn a(q: &str, id: u64) {}), "; the question and the id are `&str`"),
+            (quote!(async fn a(q: &str, id: &str, k: &str) {}), "; this one takes 3 parameters"),
+            (quote!(async fn a<T>(q: &str) {}), "; this one is generic"),
+        ] {
+            assert_eq!(inputs(item).unwrap_err(), why);
+        }
     }
 
     #[test]
