@@ -77,6 +77,16 @@ use proc_macro::TokenStream;
 ///   bars are on the conversation figures (`min_tool_call_accuracy = 1.0`); `max_steps = 4`
 ///   caps the assistant turns of a conversation. It takes `tolerance`, `per_query` and
 ///   `ignore` too, and no key of a question case.
+/// - `traces = "golden/traces.jsonl"` (with `dataset`): a case gated by the traces its system
+///   exports (rag-eval's `traces` feature). The function is the system's entry point,
+///   `async fn NAME(question: &str)` or `async fn NAME(question: &str, id: &str)`, returning
+///   anything; the harness starts an OTLP/HTTP receiver on a free loopback port, points
+///   `OTEL_EXPORTER_OTLP_ENDPOINT` at it before any case runs, calls the function for every
+///   row, waits for each row's trace and scores what the traces say as an answers case's
+///   answers. The file records the traces (`RAG_EVAL_TRACES`, else `RAG_EVAL_CACHE`: `rw`,
+///   `off`, `replay`). `join_attribute = "query.id"`: the span attribute holding the row's id
+///   (default: match by the question's text); `retrievals = "last"` or `"all"`;
+///   `trace_timeout_ms = 10000`: how long to wait for the traces.
 ///
 /// The function is one of:
 ///

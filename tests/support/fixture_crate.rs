@@ -39,15 +39,15 @@ pub fn set_trybuild_flags() {
     std::env::set_var("CARGO_ENCODED_RUSTFLAGS", FLAGS.join("\x1f"));
 }
 
-/// The `[dev-dependencies]` lines of the harness and answers fixtures: rag-eval from this
-/// repository with the features the two use between them (the repository's own cases split
+/// The `[dev-dependencies]` lines of the harness, answers and traces fixtures: rag-eval from
+/// this repository with the features they use between them (the repository's own cases split
 /// Markdown; the answering cases record and replay, store runs and call OpenAI-compatible
-/// servers and services) and the crates their tests name. One set of features for both, so
-/// rag-eval is compiled once for every fixture.
+/// servers and services; the traces case listens for spans) and the crates their tests name.
+/// One set of features for all, so rag-eval is compiled once for every fixture.
 #[allow(dead_code)] // the shards fixture needs `postgres` and builds apart
 pub fn dev_dependencies() -> String {
     format!(
-        r#"rag-eval = {{ path = {:?}, features = ["markdown", "cache", "runs", "langsmith", "openai", "service"] }}
+        r#"rag-eval = {{ path = {:?}, features = ["markdown", "cache", "runs", "langsmith", "openai", "service", "traces"] }}
 async-trait = "0.1"
 serde_json = "1""#,
         env!("CARGO_MANIFEST_DIR")
@@ -120,6 +120,11 @@ pub fn command(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
         "INSTA_FORCE_PASS",
         "RAG_EVAL_CACHE",
         "RAG_EVAL_CACHE_PATH",
+        "RAG_EVAL_TRACES",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_BSP_SCHEDULE_DELAY",
         "RAG_EVAL_RUNS",
         "RAG_EVAL_RUN_GROUP",
         "RAG_EVAL_SHARD",
