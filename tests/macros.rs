@@ -169,7 +169,75 @@ fn built(spec: &CaseSpec) -> Retrievers {
         Build::Rag(_) => panic!("`{}` returns a retriever and a generator", spec.name),
         #[cfg(feature = "answers")]
         Build::Conversation(_) => panic!("`{}` is a conversational system", spec.name),
+        #[cfg(feature = "traces")]
+        Build::Traces(_) => panic!("`{}` is an instrumented system", spec.name),
     }
+}
+
+/// The questions and ids a traces case's system was called with.
+#[cfg(feature = "traces")]
+static TRACED_CALLS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+#[cfg(feature = "traces")]
+#[rag_eval(
+    dataset = "examples/data/questions.jsonl",
+    traces = "golden/traced.jsonl",
+    join_attribute = "query.id",
+    retrievals = "all",
+    trace_timeout_ms = 1500,
+    min_span_recall = 0.5
+)]
+async fn traced_service(question: &str, id: &str) -> Result<String, String> {
+    TRACED_CALLS
+        .lock()
+        .unwrap()
+        .push((question.to_owned(), id.to_owned()));
+    Err("what the system returns is not read".into())
+}
+
+#[cfg(feature = "traces")]
+#[rag_eval(
+    dataset = "examples/data/questions.jsonl",
+    traces = "golden/by_question.jsonl"
+)]
+async fn traced_by_question(_question: &str) {}
+
+#[cfg(feature = "traces")]
+#[test]
+fn a_traces_case_records_its_file_join_rule_and_timeout_and_calls_its_system() {
+    let spec = traced_service::__rag_eval_case();
+    assert_eq!(
+        spec.thresholds,
+        [Bar::fixed("span_recall", Bound::Min, 0.5)]
+    );
+    let rag_eval::__private::Build::Traces(system) = spec.build else {
+        panic!(
+            "a traces case builds an instrumented system: {:?}",
+            spec.build
+        )
+    };
+    assert_eq!(
+        (
+            system.file,
+            system.join_attribute,
+            system.retrievals,
+            system.timeout_ms
+        ),
+        ("golden/traced.jsonl", Some("query.id"), "all", 1500)
+    );
+    pollster::block_on((system.call)("Who?".into(), "q9".into()));
+    assert_eq!(
+        TRACED_CALLS.lock().unwrap().as_slice(),
+        [("Who?".to_owned(), "q9".to_owned())]
+    );
+    let Build::Traces(system) = traced_by_question::__rag_eval_case().build else {
+        panic!("a traces case builds an instrumented system")
+    };
+    assert_eq!(
+        (system.join_attribute, system.retrievals, system.timeout_ms),
+        (None, "last", 10_000)
+    );
+    pollster::block_on((system.call)("Who?".into(), "q9".into()));
 }
 
 /// Echoes the conversation's last turn, calling no tool.

@@ -22,10 +22,7 @@ opentelemetry_sdk = { version = "0.33", default-features = false, features = ["t
 opentelemetry-otlp = { version = "0.33", default-features = false, features = ["trace", "http-json", "http-proto", "reqwest-blocking-client"] }"#;
 
 fn fixture(root: &Path) {
-    copy_dir(
-        &Path::new(REPO).join("tests/fixtures/traces_service"),
-        root,
-    );
+    copy_dir(&Path::new(REPO).join("tests/fixtures/traces_service"), root);
     // One package name per fixture folder: fixtures share a target folder (see
     // tests/answers_fixture.rs).
     let unique: String = root
@@ -108,7 +105,11 @@ fn an_instrumented_service_is_gated_by_its_traces_recorded_and_replayed() {
     // (b) A worse retriever: the gate fails, naming the queries and the bar.
     let (code, out) = gate(
         &root,
-        &[("CI", "true"), ("FX_RETRIEVER", "worse"), ("RAG_EVAL_TRACES", "off")],
+        &[
+            ("CI", "true"),
+            ("FX_RETRIEVER", "worse"),
+            ("RAG_EVAL_TRACES", "off"),
+        ],
     );
     assert_eq!(code, 101, "the worse retriever fails:\n{out}");
     assert!(out.contains("service::summary"), "{out}");
@@ -132,10 +133,7 @@ fn an_instrumented_service_is_gated_by_its_traces_recorded_and_replayed() {
 
     // (d) A service that exports nothing: every row is named missing, with what to check;
     // nothing passes, and the recording is not replaced.
-    let (code, out) = gate(
-        &root,
-        &[("FX_EXPORT", "none"), ("RAG_EVAL_TRACES", "rw")],
-    );
+    let (code, out) = gate(&root, &[("FX_EXPORT", "none"), ("RAG_EVAL_TRACES", "rw")]);
     assert_eq!(code, 101, "no trace is a failure:\n{out}");
     assert!(
         out.contains("no trace arrived within 5.0 s for 4 of 4 rows: `q1`, `q2`, `q3`, `q4`"),
@@ -149,7 +147,8 @@ fn an_instrumented_service_is_gated_by_its_traces_recorded_and_replayed() {
     let (code, out) = gate(&root, &[("RAG_EVAL_CACHE", "replay")]);
     assert_eq!(code, 101, "{out}");
     assert!(
-        out.contains("replaying traces (RAG_EVAL_CACHE=replay)") && out.contains("traces.jsonl` does not exist"),
+        out.contains("replaying traces (RAG_EVAL_CACHE=replay)")
+            && out.contains("traces.jsonl` does not exist"),
         "{out}"
     );
 }

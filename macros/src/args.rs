@@ -745,7 +745,8 @@ impl State<'_> {
             }
             // `traces = "golden/traces.jsonl"`: the file the case's traces are recorded to
             // (written by the first run, so it need not exist yet).
-            Key::Traces => match string(value) {
+            Key::Traces => {
+                match string(value) {
                 Some(path) if path.value().trim().is_empty() => self.error(
                     path,
                     format!("`{TRACES}` is empty: give the path the traces are recorded to, relative to the crate root, e.g. `{}`", example(&key)),
@@ -761,7 +762,10 @@ impl State<'_> {
                     value,
                     format!("`{TRACES}` must be a string literal: the path the traces are recorded to, relative to the crate root, e.g. `{}`", example(&key)),
                 ),
-            },
+                }
+                // Valid or not, the case is a traces case: its signature is checked as one.
+                self.args.traces.get_or_insert_with(String::new);
+            }
             // `join_attribute = "query.id"`: a non-empty attribute key.
             Key::JoinAttribute => {
                 match string(value) {
@@ -1150,9 +1154,15 @@ mod tests {
         ));
         assert_eq!(args.traces.as_deref(), Some("golden/traces.jsonl"));
         assert_eq!(args.join_attribute.as_deref(), Some("query.id"));
-        assert_eq!((args.retrievals.as_str(), args.trace_timeout_ms), ("all", 2500));
         assert_eq!(
-            (parse_ok(quote!(dataset = "d", traces = "t.jsonl")).retrievals, CaseArgs::default().trace_timeout_ms),
+            (args.retrievals.as_str(), args.trace_timeout_ms),
+            ("all", 2500)
+        );
+        assert_eq!(
+            (
+                parse_ok(quote!(dataset = "d", traces = "t.jsonl")).retrievals,
+                CaseArgs::default().trace_timeout_ms
+            ),
             ("last".to_owned(), 10_000)
         );
         assert_eq!(

@@ -152,7 +152,10 @@ fn expand_traced(
     let Ok(function) = function else {
         errors.push(syn::Error::new(
             Span::call_site(),
-            format!("#[rag_eval] goes on a function: {}", signature::TRACED_SHAPES),
+            format!(
+                "#[rag_eval] goes on a function: {}",
+                signature::TRACED_SHAPES
+            ),
         ));
         let errors = errors.to_compile_errors();
         return quote!(#item #errors);

@@ -443,12 +443,42 @@ mod tests {
             Ok(TracedInputs::QuestionAndId)
         );
         for (item, why) in [
-            (quote!(fn a(q: &str) {}), "; this one is not `async`"),
-            (quote!(async fn a() {}), "; this one takes no question"),
-            (quote!(async fn a(q: String) {}), "; the question and the id are `&str`"),
-            (quote!(async fn a(q: &str, id: u64) {}), "; the question and the id are `&str`"),
-            (quote!(async fn a(q: &str, id: &str, k: &str) {}), "; this one takes 3 parameters"),
-            (quote!(async fn a<T>(q: &str) {}), "; this one is generic"),
+            (
+                quote!(
+                    fn a(q: &str) {}
+                ),
+                "; this one is not `async`",
+            ),
+            (
+                quote!(
+                    async fn a() {}
+                ),
+                "; this one takes no question",
+            ),
+            (
+                quote!(
+                    async fn a(q: String) {}
+                ),
+                "; the question and the id are `&str`",
+            ),
+            (
+                quote!(
+                    async fn a(q: &str, id: u64) {}
+                ),
+                "; the question and the id are `&str`",
+            ),
+            (
+                quote!(
+                    async fn a(q: &str, id: &str, k: &str) {}
+                ),
+                "; this one takes 3 parameters",
+            ),
+            (
+                quote!(
+                    async fn a<T>(q: &str) {}
+                ),
+                "; this one is generic",
+            ),
         ] {
             assert_eq!(inputs(item).unwrap_err(), why);
         }

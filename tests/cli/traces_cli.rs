@@ -293,13 +293,12 @@ impl Drop for Running {
     }
 }
 
-#[test]
-fn collect_receives_otlp_json_and_writes_what_score_reads() {
+/// `rag-eval collect` on a free loopback port, appending to `out`: the running process and
+/// its address.
+fn collector(out: &Path) -> (Running, String) {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("received.jsonl");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .args(["collect", "--listen", "127.0.0.1:0", "--out", s(&out)])
+        .args(["collect", "--listen", "127.0.0.1:0", "--out", s(out)])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -315,6 +314,14 @@ fn collect_receives_otlp_json_and_writes_what_score_reads() {
         .and_then(|r| r.split_whitespace().next())
         .unwrap_or_else(|| panic!("{first}"))
         .to_owned();
+    (running, addr)
+}
+
+#[test]
+fn collect_receives_otlp_json_and_writes_what_score_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("received.jsonl");
+    let (running, addr) = collector(&out);
     // The SDK's requests, one a question, each pretty-printed as a client may send it.
     let fixture_file = fixture("openinference.jsonl");
     for line in std::fs::read_to_string(&fixture_file).unwrap().lines() {
@@ -360,4 +367,82 @@ fn collect_receives_otlp_json_and_writes_what_score_reads() {
         score("--traces", &out, &[]),
         score("--traces", &fixture_file, &[])
     );
+}
+
+/// The Rust SDK's exporter sends to the receiver what a service's spans say; `score` over the
+/// traces received gives the figures of the same run written as an answers file.
+#[test]
+fn traces_the_rust_sdk_exports_to_the_receiver_score_as_the_same_run_written_as_answers() {
+    use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _, TracerProvider as _};
+    use opentelemetry::{Context, KeyValue};
+    use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("received.jsonl");
+    let (running, addr) = collector(&out);
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(format!("http://{addr}/v1/traces"))
+        .with_protocol(Protocol::HttpJson)
+        .build()
+        .unwrap();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(exporter)
+        .build();
+    let tracer = provider.tracer("traces-cli-test");
+    let questions: std::collections::HashMap<String, String> =
+        std::fs::read_to_string(fixture("dataset.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (s_of(&v["id"]), s_of(&v["inputs"]["query"]))
+            })
+            .collect();
+    let answers = fixture("answers.openinference.jsonl");
+    // One trace a line of the answers file, as the service that answered would record it.
+    for line in std::fs::read_to_string(&answers).unwrap().lines() {
+        let a: Value = serde_json::from_str(line).unwrap();
+        let id = s_of(&a["id"]);
+        let root = tracer
+            .span_builder("query")
+            .with_attributes([
+                KeyValue::new("openinference.span.kind", "CHAIN"),
+                KeyValue::new("input.value", questions[&id].clone()),
+                KeyValue::new("query.id", id.clone()),
+            ])
+            .start(&tracer);
+        let cx = Context::current_with_span(root);
+        let mut retrieval = tracer.start_with_context("retrieve", &cx);
+        retrieval.set_attribute(KeyValue::new("openinference.span.kind", "RETRIEVER"));
+        for (i, c) in a["contexts"].as_array().unwrap().iter().enumerate() {
+            let key = |field: &str| format!("retrieval.documents.{i}.document.{field}");
+            retrieval.set_attribute(KeyValue::new(key("content"), s_of(&c["text"])));
+            retrieval.set_attribute(KeyValue::new(key("score"), c["score"].as_f64().unwrap()));
+            if let Some(doc) = c["doc_id"].as_str() {
+                retrieval.set_attribute(KeyValue::new(key("id"), doc.to_owned()));
+            }
+        }
+        retrieval.end();
+        cx.span()
+            .set_attribute(KeyValue::new("output.value", s_of(&a["answer"])));
+        cx.span().end();
+    }
+    provider.shutdown().unwrap();
+    drop(running);
+    let received = std::fs::read_to_string(&out).unwrap();
+    assert!(received.lines().count() >= 3, "{received}");
+    for join in [&["--join-attribute", "query.id"][..], &[]] {
+        let mut from_traces = score("--traces", &out, join);
+        let joined = from_traces
+            .as_object_mut()
+            .unwrap()
+            .remove("traces")
+            .unwrap();
+        assert_eq!(joined["matched_traces"], 3, "{joined}");
+        assert_eq!(from_traces, score("--answers", &answers, &[]), "{join:?}");
+    }
+}
+
+fn s_of(v: &Value) -> String {
+    v.as_str().unwrap().to_owned()
 }
