@@ -131,6 +131,19 @@ fn an_instrumented_service_is_gated_by_its_traces_recorded_and_replayed() {
     assert_eq!(code, 0, "the replay passes without the service:\n{out}");
     assert!(!out.contains("the service was called"), "{out}");
 
+    // A trace with no retrieved document has no retrieval figure, not 0: the bar on it
+    // cannot be checked, and says so.
+    let (code, out) = gate(
+        &root,
+        &[("FX_RETRIEVER", "none"), ("RAG_EVAL_TRACES", "off")],
+    );
+    assert_eq!(code, 101, "{out}");
+    assert!(
+        out.contains("`span_recall` has a bar but was not computed"),
+        "{out}"
+    );
+    assert!(!out.contains("span_recall@2 = 0.0000"), "{out}");
+
     // (d) A service that exports nothing: every row is named missing, with what to check;
     // nothing passes, and the recording is not replaced.
     let (code, out) = gate(&root, &[("FX_EXPORT", "none"), ("RAG_EVAL_TRACES", "rw")]);

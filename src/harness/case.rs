@@ -1255,6 +1255,33 @@ mod tests {
     /// A case whose glob matches none of the corpus's files fails with the library's
     /// sentence, which says what the glob left out, never with the error's fields.
     #[test]
+    fn a_traced_query_with_nothing_retrieved_has_no_retrieval_figure_not_zero() {
+        use crate::metrics::{Figures, QueryResult, ResultLevel};
+        let q = |id: &str, recall: f64, mrr: f64| QueryResult {
+            id: id.into(),
+            query: Some(format!("{id}?")),
+            difficulty: Some("easy".into()),
+            metrics: Figures(vec![("span_recall".into(), recall), ("mrr".into(), mrr)]),
+            ..QueryResult::default()
+        };
+        let mut scores = Outcome::from_queries(
+            ResultLevel::Token,
+            vec!["span_recall".into(), "mrr".into()],
+            vec![q("q1", 1.0, 1.0), q("q2", 0.0, 0.0)],
+        );
+        scores.group_by_difficulty();
+        unmeasure_retrieval(&mut scores, &["q2?".to_owned()].into());
+        assert_eq!(scores.metrics.get("span_recall"), Some(1.0));
+        assert_eq!(scores.coverage("span_recall"), Some((1, 2)));
+        assert!(scores.per_query[1].metrics.0.is_empty());
+        let easy = &scores.by_difficulty.as_ref().unwrap()["easy"];
+        assert_eq!(easy.metrics.get("mrr"), Some(1.0));
+        // No query measured: the metric is left out, and a bar on it cannot pass unseen.
+        unmeasure_retrieval(&mut scores, &["q1?".to_owned()].into());
+        assert_eq!(scores.metrics.get("span_recall"), None);
+    }
+
+    #[test]
     fn a_case_whose_glob_matches_nothing_fails_with_a_sentence() {
         let case = Case::new(CaseSpec {
             glob: Some("**/*.txt"),

@@ -171,7 +171,9 @@ pub(crate) fn answers(
             let missing = missing_rows(&joined, &traces, None);
             if !missing.is_empty() {
                 return Err(format!(
-                    "the recorded traces `{file}` answer no row {}: record them again ({}=rw) with the system",
+                    "the recorded traces `{file}` hold no trace for {} of {} rows: {}; record them again with the system ({}=rw)",
+                    missing.len(),
+                    rows.len(),
                     listed(&missing),
                     mode_var()
                 ));
@@ -340,4 +342,104 @@ fn no_trace(
         ),
     );
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One export request: a trace `trace` with a child RETRIEVER span and, with `root`, its
+    /// CHAIN root asking `question` with `query.id` = `id`.
+    fn request(trace: char, root: bool, question: &str, id: &str) -> String {
+        let trace_id: String = std::iter::repeat_n(trace, 32).collect();
+        let child = format!(
+            r#"{{"traceId":"{trace_id}","spanId":"00000000000000b2","parentSpanId":"00000000000000a1","name":"retrieve","attributes":[{{"key":"openinference.span.kind","value":{{"stringValue":"RETRIEVER"}}}}]}}"#
+        );
+        let mut spans = vec![child];
+        if root {
+            spans.push(format!(
+                r#"{{"traceId":"{trace_id}","spanId":"00000000000000a1","name":"query","attributes":[{{"key":"openinference.span.kind","value":{{"stringValue":"CHAIN"}}}},{{"key":"input.value","value":{{"stringValue":"{question}"}}}},{{"key":"query.id","value":{{"stringValue":"{id}"}}}}]}}"#
+            ));
+        }
+        format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{}]}}]}}]}}"#,
+            spans.join(",")
+        )
+    }
+
+    fn system(join_attribute: Option<&'static str>) -> TracesSystem {
+        TracesSystem {
+            call: |_, _| Box::pin(async {}),
+            file: "golden/traces.jsonl",
+            join_attribute,
+            retrievals: "last",
+            timeout_ms: 1500,
+        }
+    }
+
+    /// What the harness would report over `text` for `rows`: the missing rows, and the
+    /// message when there are some.
+    fn verdict(
+        text: &str,
+        rows: &[(&str, &str)],
+        join: Option<&'static str>,
+    ) -> (Vec<String>, String) {
+        let label = Utf8PathBuf::from("received");
+        let options = Options {
+            join_attribute: join.map(str::to_owned),
+            retrievals: RetrievalRule::Last,
+        };
+        let traces = traces::read_str(text, label.clone(), &options).unwrap();
+        let joined = traces::join(&traces, rows, join);
+        let missing = missing_rows(&joined, &traces, Some(&rooted(text, &label)));
+        let addr = ([127, 0, 0, 1], 4318).into();
+        let message = no_trace(
+            &system(join),
+            addr,
+            &missing,
+            rows.len(),
+            &joined,
+            text.lines().count(),
+        );
+        (missing, message)
+    }
+
+    #[test]
+    fn a_row_waits_for_its_root_span_and_is_named_with_what_to_check_while_it_lacks_it() {
+        let rows = [("q1", "When?"), ("q2", "Where?")];
+        let child_only = request('a', false, "", "");
+        let (missing, message) = verdict(&format!("{child_only}\n"), &rows, Some("query.id"));
+        assert_eq!(missing, ["q1", "q2"]);
+        assert!(
+            message.starts_with("no trace arrived within 1.5 s for 2 of 2 rows: `q1`, `q2`\n1 export requests arrived, holding 0 matched traces"),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "OTEL_EXPORTER_OTLP_ENDPOINT (set to http://127.0.0.1:4318, protocol http/json)"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("the row's id as the attribute `query.id` on its root span"),
+            "{message}"
+        );
+        // The root of q1's trace arrives in a later request: q1 is complete, q2 still missing.
+        let text = format!("{child_only}\n{}\n", request('a', true, "When?", "q1"));
+        assert_eq!(verdict(&text, &rows, Some("query.id")).0, ["q2"]);
+    }
+
+    #[test]
+    fn a_wrong_join_attribute_leaves_the_rows_missing_and_says_why_the_traces_match_none() {
+        let rows = [("q1", "When exactly?")];
+        let text = format!("{}\n", request('b', true, "When?", "q1"));
+        let (missing, message) = verdict(&text, &rows, Some("query.key"));
+        assert_eq!(missing, ["q1"]);
+        assert!(
+            message.contains("and 1 traces matching no row (the first: trace bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb: no row asks its question `When?`)"),
+            "{message}"
+        );
+        // The right attribute matches it, whatever its question.
+        assert!(verdict(&text, &rows, Some("query.id")).0.is_empty());
+    }
 }
