@@ -20,8 +20,8 @@ use super::private::{CaseSpec, TracesSystem};
 use crate::answers::Answers;
 use crate::corpus::Corpus;
 use crate::generator::RagAnswer;
-use crate::traces::collect::Received;
 use crate::traces::otlp::SpanReader;
+use crate::traces::receiver::Received;
 use crate::traces::{self, Join, MappedTrace, Options, RetrievalRule};
 use camino::Utf8PathBuf;
 use futures_util::stream::{self, StreamExt};
@@ -106,7 +106,7 @@ pub(crate) fn start_receiver_for(cases: &[CaseSpec]) {
     }
     receiver_cell().get_or_init(|| {
         let runtime = super::runtime().handle();
-        let (addr, received) = traces::collect::listen(([127, 0, 0, 1], 0).into(), runtime)
+        let (addr, received) = traces::receiver::listen(([127, 0, 0, 1], 0).into(), runtime)
             .map_err(|e| format!("the trace receiver could not start: {e}"))?;
         let endpoint = format!("http://{addr}");
         // Before any case runs: the SDK reads these when the system builds its exporter.

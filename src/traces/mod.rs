@@ -39,8 +39,10 @@
 //! ```
 
 pub mod collect;
+mod loopback;
 mod map;
 pub mod otlp;
+pub mod receiver;
 
 pub use map::{
     answers_jsonl, conversations, join, Convention, Document, Join, MappedTrace, Message, Rerank,

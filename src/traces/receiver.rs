@@ -1,0 +1,81 @@
+//! The receiver in memory: what a `#[rag_eval(traces = …)]` case's harness listens with
+//! ([`collect`](super::collect) has the rules every request is held to).
+
+pub use super::collect::Received;
+use super::collect::{router, Sink};
+use crate::error::Error;
+use std::net::SocketAddr;
+
+/// Receives OTLP/HTTP JSON traces on `addr` (a loopback address; port 0 takes a free one)
+/// into memory, served on `runtime` until the process ends: the bound address (the endpoint
+/// to give a system as `OTEL_EXPORTER_OTLP_ENDPOINT`, `http://ADDR`) and the requests as
+/// they arrive. The address is bound before this returns, so a system told it may send at
+/// once.
+pub fn listen(
+    addr: SocketAddr,
+    runtime: &tokio::runtime::Handle,
+) -> crate::Result<(SocketAddr, Received)> {
+    let listen_error = |source| Error::Listen {
+        addr: addr.to_string(),
+        source,
+    };
+    if !addr.ip().is_loopback() {
+        return Err(listen_error(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the receiver listens on a loopback address only (127.0.0.1 or ::1)",
+        )));
+    }
+    let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
+    listener.set_nonblocking(true).map_err(listen_error)?;
+    let bound = listener.local_addr().map_err(listen_error)?;
+    let received = Received::default();
+    let app = router(Sink::Memory(received.clone()));
+    runtime.spawn(async move {
+        let served = match tokio::net::TcpListener::from_std(listener) {
+            Ok(listener) => axum::serve(listener, app).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = served {
+            eprintln!("error: the trace receiver on {bound} stopped: {e}");
+        }
+    });
+    Ok((bound, received))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn a_request_received_in_memory_is_one_line_of_the_text_since() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (addr, received) = listen("127.0.0.1:0".parse().unwrap(), runtime.handle()).unwrap();
+        assert!(received.is_empty());
+        let body = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"q"}]}]}]}"#;
+        let post = |body: &str, host: &str| {
+            use std::io::Read as _;
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            write!(
+                stream,
+                "POST /v1/traces HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).unwrap();
+            answer
+        };
+        assert!(post(body, "127.0.0.1").starts_with("HTTP/1.1 200"));
+        assert!(post("{", "127.0.0.1").starts_with("HTTP/1.1 400"));
+        assert!(post(body, "example.com").starts_with("HTTP/1.1 403"));
+        assert_eq!(received.len(), 1);
+        assert_eq!(received.since(0), format!("{body}\n"));
+        assert_eq!(received.since(1), "");
+        assert!(listen("0.0.0.0:0".parse().unwrap(), runtime.handle()).is_err());
+    }
+}
