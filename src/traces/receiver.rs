@@ -56,7 +56,8 @@ mod tests {
             .unwrap();
         let (addr, received) = listen("127.0.0.1:0".parse().unwrap(), runtime.handle()).unwrap();
         assert!(received.is_empty());
-        let body = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"q"}]}]}]}"#;
+        // Written compactly, as the receiver writes a request (its keys in order).
+        let body = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"q","spanId":"b7ad6b7169203331","traceId":"0af7651916cd43dd8448eb211c80319c"}]}]}]}"#;
         let post = |body: &str, host: &str| {
             use std::io::Read as _;
             let mut stream = std::net::TcpStream::connect(addr).unwrap();
