@@ -811,29 +811,33 @@ fn compute(
                 Prepared::Token(eval) => (rows_of(eval.dataset().examples()), eval.corpus()),
                 Prepared::Chunk(eval) => (rows_of(eval.dataset().examples()), eval.corpus()),
             };
-            let traced = super::traces::answers(&case.spec, system, &rows, corpus, only.is_none())?;
-            // Each answer is the one its trace gives, handed out as an answering function
-            // would return it: the same scoring as an answers case.
-            let answers = Arc::new(traced.by_question);
+            let answers = Arc::new(super::traces::answers(
+                &case.spec,
+                system,
+                &rows,
+                corpus,
+                only.is_none(),
+            )?);
             unmeasured = answers
                 .iter()
                 .filter(|(_, a)| a.contexts.iter().all(|c| c.chunk.span.is_empty()))
                 .map(|(q, _)| q.clone())
                 .collect();
-            let r =
-                Arc::new(super::answers::AnswerRetriever::new(
-                    move |question: String| {
-                        let answer = answers.get(&question).cloned().unwrap_or(
-                            crate::generator::RagAnswer {
-                                answer: String::new(),
-                                contexts: Vec::new(),
-                            },
-                        );
-                        Box::pin(async move { answer })
-                            as super::private::BoxFuture<crate::generator::RagAnswer>
-                    },
-                    log.clone(),
-                ));
+            // Each answer is the one its trace gives, handed out as an answering function
+            // returns it: the same scoring as an answers case. Every row has one (a row
+            // without a trace failed the case above).
+            let r = Arc::new(super::answers::AnswerRetriever::new(
+                move |question: String| {
+                    let answer = answers.get(&question).cloned();
+                    Box::pin(async move {
+                        answer.unwrap_or_else(|| crate::generator::RagAnswer {
+                            answer: String::new(),
+                            contexts: Vec::new(),
+                        })
+                    }) as super::private::BoxFuture<_>
+                },
+                log.clone(),
+            ));
             Retrievers {
                 token: Some(r.clone()),
                 chunk: Some(r),
@@ -1252,8 +1256,6 @@ mod tests {
         }
     }
 
-    /// A case whose glob matches none of the corpus's files fails with the library's
-    /// sentence, which says what the glob left out, never with the error's fields.
     #[test]
     fn a_traced_query_with_nothing_retrieved_has_no_retrieval_figure_not_zero() {
         use crate::metrics::{Figures, QueryResult, ResultLevel};
@@ -1281,6 +1283,8 @@ mod tests {
         assert_eq!(scores.metrics.get("span_recall"), None);
     }
 
+    /// A case whose glob matches none of the corpus's files fails with the library's
+    /// sentence, which says what the glob left out, never with the error's fields.
     #[test]
     fn a_case_whose_glob_matches_nothing_fails_with_a_sentence() {
         let case = Case::new(CaseSpec {

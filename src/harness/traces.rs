@@ -130,22 +130,17 @@ fn window_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A traces case's answers, by question, each as the answers file of its traces says it:
-/// its contexts placed in `corpus`.
-pub(crate) struct Traced {
-    pub by_question: HashMap<String, RagAnswer>,
-}
-
 /// Runs (or replays) the traces case over `rows` (`(id, question)`, dataset order) and turns
-/// the traces matched with them into answers. `whole`: the rows are the case's every row (a
-/// filtered run records nothing, so as not to replace the recording with a part of it).
+/// the traces matched with them into answers, by question, each as the answers file of its
+/// traces says it, its contexts placed in `corpus`. `whole`: the rows are the case's every
+/// row (a filtered run records nothing, so as not to replace the recording with a part).
 pub(crate) fn answers(
     spec: &CaseSpec,
     system: &TracesSystem,
     rows: &[(String, String)],
     corpus: &Corpus,
     whole: bool,
-) -> Result<Traced, String> {
+) -> Result<HashMap<String, RagAnswer>, String> {
     let file = Utf8PathBuf::from(spec.manifest_dir).join(system.file);
     let options = Options {
         join_attribute: system.join_attribute.map(str::to_owned),
@@ -197,11 +192,10 @@ pub(crate) fn answers(
     let mut answers = Answers::parse(&jsonl, file.clone())
         .map_err(|e| format!("the answers of the traces of `{file}`: {e}"))?;
     answers.place_in(corpus);
-    let by_question = rows
+    Ok(rows
         .iter()
         .filter_map(|(id, q)| Some((q.clone(), answers.take(id)?)))
-        .collect();
-    Ok(Traced { by_question })
+        .collect())
 }
 
 /// The variable that set the mode, for messages.
