@@ -1180,7 +1180,6 @@ mod tests {
             [
                 "`traces` is empty: give the path the traces are recorded to, relative to the crate root, e.g. `traces = \"golden/traces.jsonl\"`",
                 "`join_attribute` must be a string literal naming the span attribute that holds the row's id, e.g. `join_attribute = \"query.id\"`",
-                "`join_attribute` says how a traces case reads its traces: it needs `traces = \"golden/traces.jsonl\"`",
             ]
         );
     }
