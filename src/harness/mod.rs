@@ -4,7 +4,8 @@
 //! Trials are named `case::<query id>` and `case::summary` (and `case::langsmith_upload` for a
 //! case with `langsmith_experiment = "NAME"`: the upload of its runs and feedback, whose
 //! failure fails that trial alone), sorted. A case is a retriever, a function that ranks or
-//! answers, or a [`Rag`]: a retriever plus a generator. A case's retriever is built
+//! answers, or a [`Rag`]: a retriever plus a generator; or, with `traces = …`, an instrumented
+//! system whose exported traces are scored as its answers (`docs/reference/traces.md`). A case's retriever is built
 //! and run once per process, on the first trial that needs it, over the queries whose trials
 //! the process runs (all of them when its summary runs; a name filter selects fewer); under
 //! `cargo nextest run`, where every trial is its own process, the results are shared through a
