@@ -40,6 +40,7 @@
 
 mod map;
 pub mod otlp;
+pub mod proto;
 
 pub use map::{
     answers_jsonl, conversations, join, Convention, Document, Join, MappedTrace, Message, Rerank,
