@@ -296,7 +296,13 @@ impl Obj {
         self.list(key, kvs.into_iter().map(key_value).collect());
     }
     /// An id in hex; `bytes` long, or empty (none).
-    fn id(&mut self, key: &str, id: Vec<u8>, bytes: usize, at: &dyn Fn() -> String) -> Result<(), String> {
+    fn id(
+        &mut self,
+        key: &str,
+        id: Vec<u8>,
+        bytes: usize,
+        at: &dyn Fn() -> String,
+    ) -> Result<(), String> {
         if !id.is_empty() && id.len() != bytes {
             return Err(format!(
                 "{}.{key}: is {} bytes, expected {bytes}",
@@ -462,4 +468,348 @@ fn any_value(v: AnyValue) -> Value {
         ),
     }
     o.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traces::otlp::{Span as Read, SpanReader};
+
+    fn value(kind: Kind) -> Option<AnyValue> {
+        Some(AnyValue { value: Some(kind) })
+    }
+
+    fn kv(key: &str, v: Option<AnyValue>) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: v,
+        }
+    }
+
+    fn array(values: Vec<Option<AnyValue>>) -> Kind {
+        Kind::ArrayValue(ArrayValue {
+            values: values.into_iter().map(Option::unwrap_or_default).collect(),
+        })
+    }
+
+    /// A request of one span with `attributes`, every other field of the trace messages set.
+    fn request(attributes: Vec<KeyValue>) -> ExportTraceServiceRequest {
+        let span = Span {
+            trace_id: (0..16).collect(),
+            span_id: vec![0, 0, 0, 0, 0, 0, 0, 0xaa],
+            trace_state: "k=v".into(),
+            parent_span_id: Vec::new(),
+            flags: 0x101,
+            name: "q".into(),
+            kind: 2,
+            start_time_unix_nano: 1_700_000_000_000_000_001,
+            end_time_unix_nano: 1_700_000_000_000_000_002,
+            attributes,
+            dropped_attributes_count: 1,
+            events: vec![Event {
+                time_unix_nano: 5,
+                name: "e".into(),
+                attributes: vec![kv("x", value(Kind::IntValue(1)))],
+                dropped_attributes_count: 0,
+            }],
+            dropped_events_count: 2,
+            links: vec![Link {
+                trace_id: vec![0xff; 16],
+                span_id: vec![1; 8],
+                trace_state: String::new(),
+                attributes: Vec::new(),
+                dropped_attributes_count: 0,
+                flags: 1,
+            }],
+            dropped_links_count: 3,
+            status: Some(Status {
+                message: "bad".into(),
+                code: 2,
+            }),
+        };
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource {
+                    attributes: vec![kv("service.name", value(Kind::StringValue("s".into())))],
+                    dropped_attributes_count: 0,
+                    entity_refs: Vec::new(),
+                }),
+                scope_spans: vec![ScopeSpans {
+                    scope: Some(InstrumentationScope {
+                        name: "x".into(),
+                        version: "1".into(),
+                        attributes: Vec::new(),
+                        dropped_attributes_count: 0,
+                    }),
+                    spans: vec![span],
+                    schema_url: String::new(),
+                }],
+                schema_url: "https://opentelemetry.io/schemas/1.26.0".into(),
+            }],
+        }
+    }
+
+    /// Messages laid out as the Collector's file exporter writes them.
+    fn framed(messages: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for m in messages {
+            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
+            out.extend_from_slice(m);
+        }
+        out
+    }
+
+    fn read(bytes: &[u8], framing: Framing) -> crate::Result<Vec<Read>> {
+        SpanReader::new(bytes, "t.pb".into())
+            .protobuf(framing)
+            .collect()
+    }
+
+    fn err(bytes: &[u8]) -> String {
+        read(bytes, Framing::LengthPrefixed)
+            .unwrap_err()
+            .to_string()
+    }
+
+    fn every_kind() -> Vec<KeyValue> {
+        vec![
+            kv("input.value", value(Kind::StringValue("Why?".into()))),
+            kv("http.method", value(Kind::StringValue("GET".into()))),
+            kv("gen_ai.b", value(Kind::BoolValue(false))),
+            kv("gen_ai.i", value(Kind::IntValue(-12))),
+            kv("gen_ai.big", value(Kind::IntValue(i64::MAX))),
+            kv("gen_ai.d", value(Kind::DoubleValue(0.5))),
+            kv("gen_ai.nan", value(Kind::DoubleValue(f64::NAN))),
+            kv("gen_ai.inf", value(Kind::DoubleValue(f64::NEG_INFINITY))),
+            kv(
+                "gen_ai.a",
+                value(array(vec![
+                    value(Kind::StringValue("a".into())),
+                    value(Kind::IntValue(1)),
+                    value(array(vec![])),
+                ])),
+            ),
+            kv(
+                "gen_ai.kv",
+                value(Kind::KvlistValue(KeyValueList {
+                    values: vec![kv("k", value(Kind::BoolValue(true))), kv("n", None)],
+                })),
+            ),
+            kv("gen_ai.bytes", value(Kind::BytesValue(vec![0, 1, 2, 255]))),
+            kv("gen_ai.empty", Some(AnyValue { value: None })),
+            kv("gen_ai.none", None),
+        ]
+    }
+
+    #[test]
+    fn a_message_reads_as_the_spans_of_its_json_form_and_its_json_keeps_every_field() {
+        let message = request(every_kind()).encode_to_vec();
+        let json: Value = serde_json::from_str(&json_line(&message).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"resourceSpans": [{
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+                "scopeSpans": [{"scope": {"name": "x", "version": "1"}, "spans": [{
+                    "traceId": "000102030405060708090a0b0c0d0e0f",
+                    "spanId": "00000000000000aa",
+                    "traceState": "k=v",
+                    "flags": 257,
+                    "name": "q",
+                    "kind": 2,
+                    "startTimeUnixNano": "1700000000000000001",
+                    "endTimeUnixNano": "1700000000000000002",
+                    "attributes": [
+                        {"key": "input.value", "value": {"stringValue": "Why?"}},
+                        {"key": "http.method", "value": {"stringValue": "GET"}},
+                        {"key": "gen_ai.b", "value": {"boolValue": false}},
+                        {"key": "gen_ai.i", "value": {"intValue": "-12"}},
+                        {"key": "gen_ai.big", "value": {"intValue": "9223372036854775807"}},
+                        {"key": "gen_ai.d", "value": {"doubleValue": 0.5}},
+                        {"key": "gen_ai.nan", "value": {"doubleValue": "NaN"}},
+                        {"key": "gen_ai.inf", "value": {"doubleValue": "-Infinity"}},
+                        {"key": "gen_ai.a", "value": {"arrayValue": {"values": [
+                            {"stringValue": "a"}, {"intValue": "1"}, {"arrayValue": {}}]}}},
+                        {"key": "gen_ai.kv", "value": {"kvlistValue": {"values": [
+                            {"key": "k", "value": {"boolValue": true}}, {"key": "n"}]}}},
+                        {"key": "gen_ai.bytes", "value": {"bytesValue": "AAEC/w=="}},
+                        {"key": "gen_ai.empty", "value": {}},
+                        {"key": "gen_ai.none"}
+                    ],
+                    "droppedAttributesCount": 1,
+                    "events": [{"timeUnixNano": "5", "name": "e",
+                                "attributes": [{"key": "x", "value": {"intValue": "1"}}]}],
+                    "droppedEventsCount": 2,
+                    "links": [{"traceId": "ffffffffffffffffffffffffffffffff",
+                               "spanId": "0101010101010101", "flags": 1}],
+                    "droppedLinksCount": 3,
+                    "status": {"message": "bad", "code": 2}
+                }]}],
+                "schemaUrl": "https://opentelemetry.io/schemas/1.26.0"
+            }]})
+        );
+        // The spans read from the protobuf file are those read from the JSON written by hand.
+        let from_proto = read(&framed(&[message.clone()]), Framing::LengthPrefixed).unwrap();
+        let from_json: Vec<Read> = SpanReader::new(json.to_string().as_bytes(), "t.jsonl".into())
+            .collect::<crate::Result<_>>()
+            .unwrap();
+        assert_eq!(from_proto, from_json);
+        let s = &from_proto[0];
+        assert_eq!(s.trace_id, "000102030405060708090a0b0c0d0e0f");
+        assert_eq!(s.parent_span_id, None);
+        assert_eq!(s.start_ns, 1_700_000_000_000_000_001);
+        assert!(!s.attributes.contains_key("http.method"));
+        assert_eq!(s.attributes["gen_ai.i"], -12);
+        assert_eq!(s.attributes["gen_ai.big"], i64::MAX);
+        assert_eq!(s.attributes["gen_ai.nan"], Value::Null);
+        assert_eq!(s.attributes["gen_ai.a"], serde_json::json!(["a", 1, []]));
+        assert_eq!(
+            s.attributes["gen_ai.kv"],
+            serde_json::json!({"k": true, "n": null})
+        );
+        assert_eq!(s.attributes["gen_ai.bytes"], "AAEC/w==");
+        // A bare message (an OTLP/HTTP body) reads the same; several framed ones each count.
+        assert_eq!(read(&message, Framing::Bare).unwrap(), from_proto);
+        let two = read(
+            &framed(&[message.clone(), message]),
+            Framing::LengthPrefixed,
+        )
+        .unwrap();
+        assert_eq!((two.len(), two[1].line), (2, 2));
+        assert!(read(b"", Framing::LengthPrefixed).unwrap().is_empty());
+        assert!(read(b"", Framing::Bare).unwrap().is_empty());
+    }
+
+    #[test]
+    fn broken_truncated_and_hostile_messages_name_the_message_its_offset_and_the_field() {
+        let ok = request(vec![kv(
+            "input.value",
+            value(Kind::StringValue("x".into())),
+        )])
+        .encode_to_vec();
+        let good = framed(&[ok.clone()]);
+        let at2 = good.len();
+        // Truncated: inside the second length prefix, inside the second message.
+        let e = err(&[&good[..], &[0, 0]].concat());
+        assert_eq!(
+            e,
+            format!("t.pb: message 2 at byte {at2}: the file ends 2 bytes into the message's 4-byte length prefix: truncated")
+        );
+        let e = err(&[&good[..], &good[..good.len() - 3]].concat());
+        assert!(
+            e.starts_with(&format!("t.pb: message 2 at byte {at2}: the message is {} bytes but the file ends after {}: truncated", ok.len(), ok.len() - 3)),
+            "{e}"
+        );
+        // A huge length prefix is refused before anything is read or allocated.
+        let e = err(&[0xff, 0xff, 0xff, 0xff, 1]);
+        assert!(
+            e.starts_with("t.pb: message 1 at byte 0: the length prefix says 4294967295 bytes, more than the 64 MiB"),
+            "{e}"
+        );
+        // A message cut short inside (its own lengths disagree), a wrong wire type, bad UTF-8.
+        let e = err(&framed(&[ok[..ok.len() - 3].to_vec()]));
+        assert!(
+            e.starts_with("t.pb: message 1 at byte 0: not an OTLP protobuf ExportTraceServiceRequest: failed to decode Protobuf message: "),
+            "{e}"
+        );
+        let e = err(&framed(&[vec![0x08, 0x01]]));
+        assert!(e.contains("invalid wire type"), "{e}");
+        assert!(
+            e.contains("ExportTraceServiceRequest.resource_spans"),
+            "{e}"
+        );
+        let mut bad = request(Vec::new());
+        bad.resource_spans[0].scope_spans[0].spans[0].name = "\u{e9}".into();
+        let mut bytes = bad.encode_to_vec();
+        let at = bytes.iter().position(|&b| b == 0xc3).unwrap();
+        bytes[at] = 0xff;
+        let e = err(&framed(&[bytes]));
+        assert!(e.contains("Span.name"), "{e}");
+        // Ids: the wrong length, or none.
+        let mut bad = request(Vec::new());
+        bad.resource_spans[0].scope_spans[0].spans[0].trace_id = vec![1; 5];
+        let e = err(&framed(&[bad.encode_to_vec()]));
+        assert_eq!(
+            e,
+            "t.pb: message 1 at byte 0: resourceSpans[0].scopeSpans[0].spans[0].traceId: is 5 bytes, expected 16"
+        );
+        bad.resource_spans[0].scope_spans[0].spans[0].trace_id = Vec::new();
+        let e = err(&framed(&[bad.encode_to_vec()]));
+        assert_eq!(
+            e,
+            "t.pb: message 1 at byte 0: resourceSpans[0].scopeSpans[0].spans[0].traceId: missing"
+        );
+        // Nesting: past prost's 100 messages, and past the 128 levels of its OTLP JSON.
+        for (depth, expected) in [(60, "recursion limit reached"), (45, "nests too deep")] {
+            let mut v = value(Kind::StringValue("x".into()));
+            for _ in 0..depth {
+                v = value(array(vec![v]));
+            }
+            let e = err(&framed(&[
+                request(vec![kv("input.value", v)]).encode_to_vec()
+            ]));
+            assert!(e.contains(expected), "{depth}: {e}");
+        }
+        // The spans before an error are read.
+        let spans: Vec<_> = SpanReader::new(&[&good[..], &[0, 0]].concat()[..], "t.pb".into())
+            .protobuf(Framing::LengthPrefixed)
+            .collect();
+        assert_eq!(spans.iter().filter(|s| s.is_ok()).count(), 1);
+        assert!(spans[1].is_err());
+    }
+
+    #[test]
+    fn the_receiver_refuses_a_request_whose_json_would_be_too_long_a_line() {
+        // bytesValue grows by a third in base64: a request under the bound in protobuf is
+        // over it in JSON.
+        let big = vec![0xfb; MAX_LINE_BYTES / 4 * 3 + 1024];
+        let r = request(vec![kv("gen_ai.blob", value(Kind::BytesValue(big)))]);
+        let body = r.encode_to_vec();
+        assert!(body.len() < MAX_LINE_BYTES, "{}", body.len());
+        let e = request_line(&body).unwrap_err();
+        assert!(
+            e.contains("more than the 64 MiB a line of the file may hold"),
+            "{e}"
+        );
+        assert!(request_line(&request(Vec::new()).encode_to_vec()).is_ok());
+    }
+
+    #[test]
+    fn the_format_is_told_by_the_first_byte_or_the_name() {
+        let d = |name: &str, first| detect(Utf8Path::new(name), first);
+        assert_eq!(d("t.jsonl", Some(0)), Ok(Some(Framing::LengthPrefixed)));
+        assert_eq!(d("t", Some(4)), Ok(Some(Framing::LengthPrefixed)));
+        assert_eq!(d("t.jsonl", Some(b'{')), Ok(None));
+        // A JSON lines file may start with an empty line: 0x0a is a bare message by name only.
+        assert_eq!(d("t.jsonl", Some(b'\n')), Ok(None));
+        assert_eq!(d("t.jsonl", None), Ok(None));
+        assert_eq!(d("t.pb", Some(0x0a)), Ok(Some(Framing::Bare)));
+        assert_eq!(d("t.binpb", Some(0)), Ok(Some(Framing::LengthPrefixed)));
+        assert_eq!(d("t.pb", None), Ok(Some(Framing::LengthPrefixed)));
+        let e = d("t.pb", Some(b'{')).unwrap_err();
+        assert!(
+            e.starts_with("starts with byte 0x7b, which begins neither"),
+            "{e}"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+            let _ = json_line(&bytes);
+            let _ = read(&bytes, Framing::LengthPrefixed);
+            let _ = read(&bytes, Framing::Bare);
+        }
+
+        #[test]
+        fn a_damaged_message_never_panics(at in 0usize..10_000, byte in proptest::prelude::any::<u8>(), cut in 0usize..10_000) {
+            let mut m = request(every_kind()).encode_to_vec();
+            let at = at % m.len();
+            m[at] = byte;
+            m.truncate(m.len() - cut % m.len());
+            let _ = read(&framed(&[m.clone()]), Framing::LengthPrefixed);
+            let _ = read(&m, Framing::Bare);
+        }
+    }
 }
