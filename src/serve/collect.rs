@@ -8,8 +8,9 @@
 //! A protobuf request (`application/x-protobuf`) is written as the OTLP JSON line of the same
 //! request ([`proto::request_line`](crate::traces::proto::request_line)), so the file is one
 //! format. A request that cannot be read is answered 400 with the reader's message and
-//! nothing is written; compressed bodies are answered 415, since they are not read. Only loopback addresses are listened on, and only requests whose
-//! `Host` is a loopback name are answered.
+//! nothing is written; compressed bodies are answered 415, since they are not read. Only
+//! loopback addresses are listened on, and only requests whose `Host` is a loopback name are
+//! answered.
 
 use crate::error::Error;
 use crate::traces::otlp::{SpanReader, MAX_LINE_BYTES};
