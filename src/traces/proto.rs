@@ -229,22 +229,24 @@ struct AnyValue {
     value: Option<Kind>,
 }
 
+/// `AnyValue.value`: `string_value` (1) to `bytes_value` (7). Its `string_value_strindex` (8)
+/// indexes a profile's string table, which traces do not have: skipped as an unknown field.
 #[derive(Clone, PartialEq, prost::Oneof)]
 enum Kind {
     #[prost(string, tag = "1")]
-    StringValue(String),
+    String(String),
     #[prost(bool, tag = "2")]
-    BoolValue(bool),
+    Bool(bool),
     #[prost(int64, tag = "3")]
-    IntValue(i64),
+    Int(i64),
     #[prost(double, tag = "4")]
-    DoubleValue(f64),
+    Double(f64),
     #[prost(message, tag = "5")]
-    ArrayValue(ArrayValue),
+    Array(ArrayValue),
     #[prost(message, tag = "6")]
-    KvlistValue(KeyValueList),
+    Kvlist(KeyValueList),
     #[prost(bytes = "vec", tag = "7")]
-    BytesValue(Vec<u8>),
+    Bytes(Vec<u8>),
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -442,27 +444,27 @@ fn any_value(v: AnyValue) -> Value {
     let mut o = Obj::default();
     match v.value {
         None => {}
-        Some(Kind::StringValue(s)) => o.put("stringValue", s),
-        Some(Kind::BoolValue(b)) => o.put("boolValue", b),
-        Some(Kind::IntValue(i)) => o.put("intValue", i.to_string()),
+        Some(Kind::String(s)) => o.put("stringValue", s),
+        Some(Kind::Bool(b)) => o.put("boolValue", b),
+        Some(Kind::Int(i)) => o.put("intValue", i.to_string()),
         // protobuf's JSON writes the values JSON has no number for as strings.
-        Some(Kind::DoubleValue(f)) => match serde_json::Number::from_f64(f) {
+        Some(Kind::Double(f)) => match serde_json::Number::from_f64(f) {
             Some(n) => o.put("doubleValue", n),
             None if f.is_nan() => o.put("doubleValue", "NaN"),
             None if f > 0.0 => o.put("doubleValue", "Infinity"),
             None => o.put("doubleValue", "-Infinity"),
         },
-        Some(Kind::ArrayValue(a)) => {
+        Some(Kind::Array(a)) => {
             let mut inner = Obj::default();
             inner.list("values", a.values.into_iter().map(any_value).collect());
             o.put("arrayValue", inner);
         }
-        Some(Kind::KvlistValue(l)) => {
+        Some(Kind::Kvlist(l)) => {
             let mut inner = Obj::default();
             inner.attributes("values", l.values);
             o.put("kvlistValue", inner);
         }
-        Some(Kind::BytesValue(b)) => o.put(
+        Some(Kind::Bytes(b)) => o.put(
             "bytesValue",
             base64::engine::general_purpose::STANDARD.encode(b),
         ),
@@ -487,7 +489,7 @@ mod tests {
     }
 
     fn array(values: Vec<Option<AnyValue>>) -> Kind {
-        Kind::ArrayValue(ArrayValue {
+        Kind::Array(ArrayValue {
             values: values.into_iter().map(Option::unwrap_or_default).collect(),
         })
     }
@@ -509,7 +511,7 @@ mod tests {
             events: vec![Event {
                 time_unix_nano: 5,
                 name: "e".into(),
-                attributes: vec![kv("x", value(Kind::IntValue(1)))],
+                attributes: vec![kv("x", value(Kind::Int(1)))],
                 dropped_attributes_count: 0,
             }],
             dropped_events_count: 2,
@@ -530,7 +532,7 @@ mod tests {
         ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {
                 resource: Some(Resource {
-                    attributes: vec![kv("service.name", value(Kind::StringValue("s".into())))],
+                    attributes: vec![kv("service.name", value(Kind::String("s".into())))],
                     dropped_attributes_count: 0,
                     entity_refs: Vec::new(),
                 }),
@@ -573,29 +575,29 @@ mod tests {
 
     fn every_kind() -> Vec<KeyValue> {
         vec![
-            kv("input.value", value(Kind::StringValue("Why?".into()))),
-            kv("http.method", value(Kind::StringValue("GET".into()))),
-            kv("gen_ai.b", value(Kind::BoolValue(false))),
-            kv("gen_ai.i", value(Kind::IntValue(-12))),
-            kv("gen_ai.big", value(Kind::IntValue(i64::MAX))),
-            kv("gen_ai.d", value(Kind::DoubleValue(0.5))),
-            kv("gen_ai.nan", value(Kind::DoubleValue(f64::NAN))),
-            kv("gen_ai.inf", value(Kind::DoubleValue(f64::NEG_INFINITY))),
+            kv("input.value", value(Kind::String("Why?".into()))),
+            kv("http.method", value(Kind::String("GET".into()))),
+            kv("gen_ai.b", value(Kind::Bool(false))),
+            kv("gen_ai.i", value(Kind::Int(-12))),
+            kv("gen_ai.big", value(Kind::Int(i64::MAX))),
+            kv("gen_ai.d", value(Kind::Double(0.5))),
+            kv("gen_ai.nan", value(Kind::Double(f64::NAN))),
+            kv("gen_ai.inf", value(Kind::Double(f64::NEG_INFINITY))),
             kv(
                 "gen_ai.a",
                 value(array(vec![
-                    value(Kind::StringValue("a".into())),
-                    value(Kind::IntValue(1)),
+                    value(Kind::String("a".into())),
+                    value(Kind::Int(1)),
                     value(array(vec![])),
                 ])),
             ),
             kv(
                 "gen_ai.kv",
-                value(Kind::KvlistValue(KeyValueList {
-                    values: vec![kv("k", value(Kind::BoolValue(true))), kv("n", None)],
+                value(Kind::Kvlist(KeyValueList {
+                    values: vec![kv("k", value(Kind::Bool(true))), kv("n", None)],
                 })),
             ),
-            kv("gen_ai.bytes", value(Kind::BytesValue(vec![0, 1, 2, 255]))),
+            kv("gen_ai.bytes", value(Kind::Bytes(vec![0, 1, 2, 255]))),
             kv("gen_ai.empty", Some(AnyValue { value: None })),
             kv("gen_ai.none", None),
         ]
@@ -648,7 +650,11 @@ mod tests {
             }]})
         );
         // The spans read from the protobuf file are those read from the JSON written by hand.
-        let from_proto = read(&framed(&[message.clone()]), Framing::LengthPrefixed).unwrap();
+        let from_proto = read(
+            &framed(std::slice::from_ref(&message)),
+            Framing::LengthPrefixed,
+        )
+        .unwrap();
         let from_json: Vec<Read> = SpanReader::new(json.to_string().as_bytes(), "t.jsonl".into())
             .collect::<crate::Result<_>>()
             .unwrap();
@@ -681,12 +687,8 @@ mod tests {
 
     #[test]
     fn broken_truncated_and_hostile_messages_name_the_message_its_offset_and_the_field() {
-        let ok = request(vec![kv(
-            "input.value",
-            value(Kind::StringValue("x".into())),
-        )])
-        .encode_to_vec();
-        let good = framed(&[ok.clone()]);
+        let ok = request(vec![kv("input.value", value(Kind::String("x".into())))]).encode_to_vec();
+        let good = framed(std::slice::from_ref(&ok));
         let at2 = good.len();
         // Truncated: inside the second length prefix, inside the second message.
         let e = err(&[&good[..], &[0, 0]].concat());
@@ -740,7 +742,7 @@ mod tests {
         );
         // Nesting: past prost's 100 messages, and past the 128 levels of its OTLP JSON.
         for (depth, expected) in [(60, "recursion limit reached"), (45, "nests too deep")] {
-            let mut v = value(Kind::StringValue("x".into()));
+            let mut v = value(Kind::String("x".into()));
             for _ in 0..depth {
                 v = value(array(vec![v]));
             }
@@ -762,7 +764,7 @@ mod tests {
         // bytesValue grows by a third in base64: a request under the bound in protobuf is
         // over it in JSON.
         let big = vec![0xfb; MAX_LINE_BYTES / 4 * 3 + 1024];
-        let r = request(vec![kv("gen_ai.blob", value(Kind::BytesValue(big)))]);
+        let r = request(vec![kv("gen_ai.blob", value(Kind::Bytes(big)))]);
         let body = r.encode_to_vec();
         assert!(body.len() < MAX_LINE_BYTES, "{}", body.len());
         let e = request_line(&body).unwrap_err();

@@ -297,7 +297,7 @@ impl Drop for Running {
 fn collector(out: &Path) -> (Running, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
-        .args(["collect", "--listen", "127.0.0.1:0", "--out", s(&out)])
+        .args(["collect", "--listen", "127.0.0.1:0", "--out", s(out)])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
