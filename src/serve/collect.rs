@@ -6,7 +6,7 @@
 //! Each request is written with one `write` call on a file opened for appending, under a
 //! lock, so lines never interleave and a reader never sees half a request that was answered.
 //! A protobuf request (`application/x-protobuf`) is written as the OTLP JSON line of the same
-//! request ([`proto::request_line`](crate::traces::proto::request_line)), so the file is one
+//! request ([`proto::json_line`](crate::traces::proto::json_line)), so the file is one
 //! format. A request that cannot be read is answered 400 with the reader's message and
 //! nothing is written; compressed bodies are answered 415, since they are not read. Only
 //! loopback addresses are listened on, and only requests whose `Host` is a loopback name are
@@ -71,8 +71,7 @@ async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, 
         })?;
     // One line: a pretty-printed request is written compactly, a protobuf one as its JSON.
     let line = if protobuf {
-        crate::traces::proto::request_line(&bytes)
-            .map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?
+        crate::traces::proto::json_line(&bytes).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?
     } else {
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not JSON: {e}")))?;

@@ -16,7 +16,6 @@
 //! refuses a message nested deeper than 100 and the JSON reader a line nested deeper than
 //! 128, so no input can make the decoding or the conversion recurse without bound.
 
-use super::otlp::MAX_LINE_BYTES;
 use base64::Engine as _;
 use camino::Utf8Path;
 use prost::Message as _;
@@ -62,21 +61,6 @@ pub fn json_line(message: &[u8]) -> Result<String, String> {
     let request = ExportTraceServiceRequest::decode(message)
         .map_err(|e| format!("not an OTLP protobuf ExportTraceServiceRequest: {e}"))?;
     Ok(request_json(request)?.to_string())
-}
-
-/// [`json_line`] for a request the receiver appends to its file: also refused when its JSON
-/// is longer than a line the JSON reader reads ([`MAX_LINE_BYTES`]).
-pub fn request_line(body: &[u8]) -> Result<String, String> {
-    let line = json_line(body)?;
-    if line.len() > MAX_LINE_BYTES {
-        return Err(format!(
-            "the request is {} bytes as OTLP JSON, more than the {} MiB a line of the file may hold: \
-             send smaller batches",
-            line.len(),
-            MAX_LINE_BYTES >> 20
-        ));
-    }
-    Ok(line)
 }
 
 // The OTLP trace messages, with the field numbers of opentelemetry-proto's .proto files.
@@ -475,7 +459,7 @@ fn any_value(v: AnyValue) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traces::otlp::{Span as Read, SpanReader};
+    use crate::traces::otlp::{Span as Read, SpanReader, MAX_LINE_BYTES};
 
     fn value(kind: Kind) -> Option<AnyValue> {
         Some(AnyValue { value: Some(kind) })
@@ -760,19 +744,22 @@ mod tests {
     }
 
     #[test]
-    fn the_receiver_refuses_a_request_whose_json_would_be_too_long_a_line() {
+    fn a_request_whose_json_is_too_long_a_line_is_refused_by_the_receivers_check() {
         // bytesValue grows by a third in base64: a request under the bound in protobuf is
-        // over it in JSON.
+        // over it in JSON, and the JSON reader the receiver checks each line with refuses it
+        // (the receiver answers 400 and writes nothing).
         let big = vec![0xfb; MAX_LINE_BYTES / 4 * 3 + 1024];
-        let r = request(vec![kv("gen_ai.blob", value(Kind::Bytes(big)))]);
-        let body = r.encode_to_vec();
+        let body = request(vec![kv("gen_ai.blob", value(Kind::Bytes(big)))]).encode_to_vec();
         assert!(body.len() < MAX_LINE_BYTES, "{}", body.len());
-        let e = request_line(&body).unwrap_err();
+        let line = json_line(&body).unwrap();
+        let e = SpanReader::new(line.as_bytes(), "request".into())
+            .collect::<crate::Result<Vec<_>>>()
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("more than the 64 MiB a line of the file may hold"),
+            e.starts_with("request:1: the line is longer than 64 MiB"),
             "{e}"
         );
-        assert!(request_line(&request(Vec::new()).encode_to_vec()).is_ok());
     }
 
     #[test]
