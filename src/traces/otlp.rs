@@ -200,13 +200,8 @@ impl<R: BufRead> SpanReader<R> {
                         "the file ends {got} bytes into the message's 4-byte length prefix: truncated"
                     )));
                 }
-                let prefix: [u8; 4] = [
-                    self.message[0],
-                    self.message[1],
-                    self.message[2],
-                    self.message[3],
-                ];
-                let len = u32::from_be_bytes(prefix) as usize;
+                let m = &self.message;
+                let len = u32::from_be_bytes([m[0], m[1], m[2], m[3]]) as usize;
                 if len > MAX_LINE_BYTES {
                     return Err(self.err(format!(
                         "the length prefix says {len} bytes, more than the {} MiB a message may \
