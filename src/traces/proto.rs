@@ -11,7 +11,8 @@
 //!
 //! The messages and their field numbers are those of `opentelemetry-proto`'s
 //! `opentelemetry/proto/collector/trace/v1/trace_service.proto`, `trace/v1/trace.proto`,
-//! `common/v1/common.proto` and `resource/v1/resource.proto`; every field of the trace
+//! `common/v1/common.proto` and `resource/v1/resource.proto` (open-telemetry/opentelemetry-proto
+//! at ac2c4b5); every field of the trace
 //! messages is kept (the written line loses nothing a JSON exporter would have sent). prost
 //! refuses a message nested deeper than 100 and the JSON reader a line nested deeper than
 //! 128, so no input can make the decoding or the conversion recurse without bound.
