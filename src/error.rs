@@ -165,6 +165,18 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A message of a binary input file (OTLP protobuf) could not be read.
+    #[error("{path}: message {index} at byte {offset}: {message}")]
+    Decode {
+        /// The file.
+        path: Utf8PathBuf,
+        /// One-based number of the message in the file.
+        index: usize,
+        /// Where the message (its length prefix, if it has one) starts in the file.
+        offset: u64,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A dataset is inconsistent with itself or with its corpus.
     #[error("invalid dataset: {0}")]
     Dataset(#[from] DatasetError),

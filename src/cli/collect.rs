@@ -1,4 +1,4 @@
-//! `rag-eval collect`: an OTLP/HTTP JSON receiver writing the traces it receives to a file.
+//! `rag-eval collect`: an OTLP/HTTP receiver writing the traces it receives to a file.
 
 use anyhow::Result;
 use camino::Utf8PathBuf;
@@ -25,7 +25,7 @@ pub(super) fn run(a: CollectArgs) -> Result<()> {
         let mut stdout = std::io::stdout();
         let _ = writeln!(
             stdout,
-            "listening on http://{addr} (POST /v1/traces, OTLP JSON; appending to {out})"
+            "listening on http://{addr} (POST /v1/traces, OTLP protobuf or JSON; appending to {out})"
         );
         let _ = stdout.flush();
     }))?;

@@ -125,13 +125,13 @@ enum Command {
     /// output and its exit codes; `rag-eval trec_eval -h` lists the options and measures.
     #[command(name = "trec_eval", alias = "trec-eval")]
     TrecEval(trec_eval::TrecEvalArgs),
-    /// Read OpenTelemetry traces (OTLP JSON) in the OpenInference, OTel GenAI or TruLens
-    /// conventions; `score --traces` scores them.
+    /// Read OpenTelemetry traces (OTLP JSON or protobuf) in the OpenInference, OTel GenAI or
+    /// TruLens conventions; `score --traces` scores them.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
-    /// Receive OpenTelemetry traces over OTLP/HTTP (JSON, `POST /v1/traces`) on a loopback
-    /// address and append each request to a file as one line, the file `score --traces`
-    /// reads.
+    /// Receive OpenTelemetry traces over OTLP/HTTP (protobuf or JSON, `POST /v1/traces`) on a
+    /// loopback address and append each request to a file as one line of OTLP JSON, the file
+    /// `score --traces` reads.
     Collect(collect::CollectArgs),
 }
 

@@ -38,9 +38,10 @@ pub(super) struct ScoreArgs {
     /// against the rows' reference answers, and the contexts as a retrieval.
     #[arg(long, requires = "dataset")]
     answers: Option<Utf8PathBuf>,
-    /// OpenTelemetry traces as OTLP JSON (one export request a line) in the OpenInference,
-    /// OTel GenAI or TruLens conventions: each trace's question, answer and retrieved
-    /// documents, matched with the dataset's rows and scored as --answers scores a file.
+    /// OpenTelemetry traces as OTLP JSON (one export request a line) or OTLP protobuf (`.pb`,
+    /// or length-prefixed as the Collector writes it) in the OpenInference, OTel GenAI or
+    /// TruLens conventions: each trace's question, answer and retrieved documents, matched
+    /// with the dataset's rows and scored as --answers scores a file.
     #[arg(long, value_name = "FILE", requires = "dataset")]
     traces: Option<Utf8PathBuf>,
     /// With --traces: the span attribute holding the dataset row's id (e.g. `query.id`), read

@@ -8,7 +8,8 @@ use clap::{Args, Subcommand};
 
 #[derive(Subcommand)]
 pub(super) enum TracesCommand {
-    /// Print what was found in each trace of an OTLP JSON file (one export request a line):
+    /// Print what was found in each trace of an OTLP JSON file (one export request a line) or
+    /// OTLP protobuf file (`.pb`, or length-prefixed as the Collector writes it):
     /// the conventions, the question, the answer, the retrieved documents under the retrieval
     /// rule, every retriever and reranker span, the LLM messages, the tool calls and the
     /// session, in start order.
@@ -17,7 +18,7 @@ pub(super) enum TracesCommand {
 
 #[derive(Args)]
 pub(super) struct InspectArgs {
-    /// The OTLP JSON file.
+    /// The OTLP JSON or protobuf file.
     #[arg(value_name = "FILE")]
     file: Utf8PathBuf,
     /// The span attribute holding the dataset row's id (e.g. `query.id`), shown per trace.

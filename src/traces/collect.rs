@@ -5,10 +5,12 @@
 //!
 //! Each request is written with one `write` call on a file opened for appending, under a
 //! lock, so lines never interleave and a reader never sees half a request that was answered.
-//! A request that is not OTLP JSON is answered 400 with the reader's message and nothing is
-//! written; protobuf (`application/x-protobuf`) and compressed bodies are answered 415,
-//! since they are not read. Only loopback addresses are listened on, and only requests whose
-//! `Host` is a loopback name are answered.
+//! A protobuf request (`application/x-protobuf`) is written as the OTLP JSON line of the same
+//! request ([`proto::json_line`](crate::traces::proto::json_line)), so the file is one
+//! format. A request that cannot be read is answered 400 with the reader's message and
+//! nothing is written; compressed bodies are answered 415, since they are not read. Only
+//! loopback addresses are listened on, and only requests whose `Host` is a loopback name are
+//! answered.
 //!
 //! The same receiver keeps requests in memory instead for the harness of a
 //! `#[rag_eval(traces = …)]` case ([`receiver::listen`](super::receiver::listen)).
@@ -95,10 +97,11 @@ async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, 
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if !content_type.starts_with("application/json") {
+    let protobuf = content_type.starts_with("application/x-protobuf");
+    if !protobuf && !content_type.starts_with("application/json") {
         return Err(refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("`{content_type}` is not read: send OTLP JSON (`application/json`; OTEL_EXPORTER_OTLP_PROTOCOL=http/json)"),
+            format!("`{content_type}` is not read: send OTLP JSON (`application/json`) or protobuf (`application/x-protobuf`)"),
         ));
     }
     if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
@@ -118,10 +121,14 @@ async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, 
                 format!("the body could not be read whole (at most {MAX_LINE_BYTES} bytes): {e}"),
             )
         })?;
-    // One line: a pretty-printed request is written compactly.
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not JSON: {e}")))?;
-    let line = value.to_string();
+    // One line: a pretty-printed request is written compactly, a protobuf one as its JSON.
+    let line = if protobuf {
+        crate::traces::proto::json_line(&bytes).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?
+    } else {
+        let value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not JSON: {e}")))?;
+        value.to_string()
+    };
     SpanReader::new(line.as_bytes(), "request".into())
         .try_for_each(|s| s.map(drop))
         .map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))?;
@@ -130,6 +137,13 @@ async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, 
 
 async fn receive(State(sink): State<Arc<Sink>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    // OTLP/HTTP answers in the request's content type: an empty ExportTraceServiceResponse.
+    let answer = match parts.headers.get(header::CONTENT_TYPE) {
+        Some(v) if v.as_bytes().starts_with(b"application/x-protobuf") => {
+            ("application/x-protobuf", "")
+        }
+        _ => ("application/json", "{}"),
+    };
     let line = match line_of(&parts.headers, body).await {
         Ok(line) => line,
         Err(refused) => return refused,
@@ -141,12 +155,7 @@ async fn receive(State(sink): State<Arc<Sink>>, request: Request) -> Response {
         .unwrap_or_else(|e| Err(e.to_string()));
     match written {
         // An ExportTraceServiceResponse with nothing rejected.
-        Ok(()) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            "{}",
-        )
-            .into_response(),
+        Ok(()) => (StatusCode::OK, [(header::CONTENT_TYPE, answer.0)], answer.1).into_response(),
         Err(message) => refuse(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }

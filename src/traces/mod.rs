@@ -1,7 +1,7 @@
 //! Traces: what an instrumented RAG system's OpenTelemetry spans say it did — the question,
 //! the documents it retrieved (ranked, with scores), what a reranker made of them, the LLM's
 //! messages, the tools it called, the answer and the session — read from OTLP JSON
-//! ([`otlp`]) in any of three conventions: OpenInference, the OpenTelemetry GenAI
+//! ([`otlp`]) or OTLP protobuf ([`proto`]) in any of three conventions: OpenInference, the OpenTelemetry GenAI
 //! conventions and TruLens' (`docs/reference/traces.md` lists every attribute read).
 //!
 //! [`read`] groups the spans of a file by trace and maps each trace ([`MappedTrace`], what
@@ -42,6 +42,7 @@ pub mod collect;
 mod loopback;
 mod map;
 pub mod otlp;
+pub mod proto;
 pub mod receiver;
 
 pub use map::{
@@ -89,7 +90,7 @@ pub struct Options {
     pub retrievals: RetrievalRule,
 }
 
-/// Reads an OTLP JSON file and maps every trace in it, ordered by start time.
+/// Reads an OTLP JSON or protobuf file and maps every trace in it, ordered by start time.
 pub fn read(path: &Utf8Path, options: &Options) -> Result<Vec<MappedTrace>> {
     let reader = SpanReader::open(path)?.keeping(options.join_attribute.as_deref());
     group(reader, options)

@@ -1,6 +1,8 @@
 //! Reading OTLP JSON: one `ExportTraceServiceRequest` a line, as the OpenTelemetry
 //! Collector's file exporter writes it (`resourceSpans → scopeSpans → spans`, ids in hex,
-//! 64-bit integers as strings, attribute values as `AnyValue` unions).
+//! 64-bit integers as strings, attribute values as `AnyValue` unions). [`SpanReader::open`]
+//! reads OTLP protobuf files too ([`super::proto`] says which), one message at a time, each
+//! turned into the JSON line of the same request.
 //!
 //! The reader keeps of each span only what the mappings read ([`Span`]): its ids, name,
 //! times and the attributes of the three conventions (and the join attribute), never the raw
@@ -8,11 +10,12 @@
 //! [`MAX_LINE_BYTES`] is an error. Every mistake is an error naming the file, the line and
 //! the field (`traces.jsonl:3: resourceSpans[0].scopeSpans[0].spans[2].traceId: …`).
 
+use super::proto::{self, Framing};
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read as _};
 
 /// The longest line read: a longer one is an error (a hostile or broken file cannot make the
 /// reader hold more than this at once).
@@ -53,33 +56,60 @@ pub struct Span {
     /// The kept attributes, by key, their values as JSON (`arrayValue` a list, `kvlistValue`
     /// an object, `intValue` a number).
     pub attributes: BTreeMap<String, Value>,
-    /// The line of the file the span was read from (1-based).
+    /// The line of the file the span was read from (1-based); in a protobuf file, the number
+    /// of its message.
     pub line: usize,
 }
 
-/// Reads the spans of an OTLP JSON file one line at a time.
+/// Reads the spans of an OTLP JSON file one line at a time, or of an OTLP protobuf file one
+/// message at a time.
 pub struct SpanReader<R> {
     reader: R,
     path: Utf8PathBuf,
+    /// The line, or the message, read last (1-based).
     line: usize,
+    /// The line read last, or the JSON line of the message read last.
     buf: Vec<u8>,
+    /// How the messages of a protobuf file are laid out; `None` for JSON.
+    framing: Option<Framing>,
+    /// In a protobuf file: where the message read last starts, and the next one.
+    start: u64,
+    offset: u64,
+    message: Vec<u8>,
     pending: std::vec::IntoIter<Span>,
     keep_also: Option<String>,
     done: bool,
 }
 
 impl SpanReader<std::io::BufReader<std::fs::File>> {
-    /// Opens an OTLP JSON file.
+    /// Opens an OTLP JSON or OTLP protobuf file, which one told by its name and its first
+    /// byte ([`proto::detect`]).
     pub fn open(path: &Utf8Path) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(|source| Error::Io {
+        let io = |source| Error::Io {
             action: "read",
             path: path.to_owned(),
             source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut reader = std::io::BufReader::new(file);
+        let first = loop {
+            match reader.fill_buf() {
+                Ok(b) => break b.first().copied(),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io(e)),
+            }
+        };
+        let framing = proto::detect(path, first).map_err(|message| Error::Decode {
+            path: path.to_owned(),
+            index: 1,
+            offset: 0,
+            message,
         })?;
-        Ok(SpanReader::new(
-            std::io::BufReader::new(file),
-            path.to_owned(),
-        ))
+        let reader = SpanReader::new(reader, path.to_owned());
+        Ok(match framing {
+            Some(framing) => reader.protobuf(framing),
+            None => reader,
+        })
     }
 }
 
@@ -94,7 +124,17 @@ impl<R: BufRead> SpanReader<R> {
             pending: Vec::new().into_iter(),
             keep_also: None,
             done: false,
+            framing: None,
+            start: 0,
+            offset: 0,
+            message: Vec::new(),
         }
+    }
+
+    /// Reads OTLP protobuf messages laid out as `framing` says, instead of JSON lines.
+    pub fn protobuf(mut self, framing: Framing) -> Self {
+        self.framing = Some(framing);
+        self
     }
 
     /// Keeps the attribute `key` too (a join attribute outside the conventions).
@@ -104,11 +144,100 @@ impl<R: BufRead> SpanReader<R> {
     }
 
     fn err(&self, message: String) -> Error {
-        Error::Parse {
-            path: self.path.clone(),
-            line: self.line,
-            message,
+        match self.framing {
+            None => Error::Parse {
+                path: self.path.clone(),
+                line: self.line,
+                message,
+            },
+            Some(_) => Error::Decode {
+                path: self.path.clone(),
+                index: self.line,
+                offset: self.start,
+                message,
+            },
         }
+    }
+
+    fn io_err(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            action: "read",
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Reads bytes into `message` until it holds `len` or the file ends; how many were read.
+    fn read_up_to(&mut self, len: u64) -> Result<usize> {
+        let before = self.message.len();
+        let mut taken = (&mut self.reader).take(len);
+        loop {
+            match taken.read_to_end(&mut self.message) {
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.io_err(e)),
+            }
+        }
+        let read = self.message.len() - before;
+        self.offset += read as u64;
+        Ok(read)
+    }
+
+    /// Reads the next protobuf message and puts its JSON line in `buf`; false at the end.
+    /// At most [`MAX_LINE_BYTES`] of a message are read, whatever its prefix says.
+    fn next_message(&mut self, framing: Framing) -> Result<bool> {
+        self.message.clear();
+        self.line += 1;
+        self.start = self.offset;
+        match framing {
+            Framing::LengthPrefixed => {
+                let got = self.read_up_to(4)?;
+                if got == 0 {
+                    return Ok(false);
+                }
+                if got < 4 {
+                    return Err(self.err(format!(
+                        "the file ends {got} bytes into the message's 4-byte length prefix: truncated"
+                    )));
+                }
+                let m = &self.message;
+                let len = u32::from_be_bytes([m[0], m[1], m[2], m[3]]) as usize;
+                if len > MAX_LINE_BYTES {
+                    return Err(self.err(format!(
+                        "the length prefix says {len} bytes, more than the {} MiB a message may \
+                         have: not a length-prefixed OTLP protobuf file, or a message too long",
+                        MAX_LINE_BYTES >> 20
+                    )));
+                }
+                self.message.clear();
+                let got = self.read_up_to(len as u64)?;
+                if got < len {
+                    return Err(self.err(format!(
+                        "the message is {len} bytes but the file ends after {got}: truncated"
+                    )));
+                }
+            }
+            Framing::Bare => {
+                if self.start > 0 {
+                    return Ok(false);
+                }
+                let got = self.read_up_to(MAX_LINE_BYTES as u64 + 1)?;
+                if got == 0 {
+                    return Ok(false);
+                }
+                if got > MAX_LINE_BYTES {
+                    return Err(self.err(format!(
+                        "the file is one message longer than {} MiB: write it length-prefixed, \
+                         as the Collector's file exporter does, in smaller messages",
+                        MAX_LINE_BYTES >> 20
+                    )));
+                }
+            }
+        }
+        let line = proto::json_line(&self.message).map_err(|m| self.err(m))?;
+        self.message.clear();
+        self.buf = line.into_bytes();
+        Ok(true)
     }
 
     /// Reads the next line into `buf`, at most [`MAX_LINE_BYTES`]; false at the end.
@@ -154,9 +283,11 @@ impl<R: BufRead> SpanReader<R> {
             text = text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text);
         }
         let value: Value = serde_json::from_slice(text).map_err(|e| {
-            self.err(format!(
-                "{e} (each line is one OTLP JSON ExportTraceServiceRequest)"
-            ))
+            self.err(match self.framing {
+                None => format!("{e} (each line is one OTLP JSON ExportTraceServiceRequest)"),
+                // The line was written from a decoded message: only its depth can be refused.
+                Some(_) => format!("its OTLP JSON nests too deep to be read: {e}"),
+            })
         })?;
         let keep_also = self.keep_also.as_deref();
         spans_of(value, self.line, keep_also).map_err(|m| self.err(m))
@@ -174,7 +305,11 @@ impl<R: BufRead> Iterator for SpanReader<R> {
             if self.done {
                 return None;
             }
-            match self.next_line() {
+            let next = match self.framing {
+                None => self.next_line(),
+                Some(framing) => self.next_message(framing),
+            };
+            match next {
                 Ok(true) => {}
                 Ok(false) => {
                     self.done = true;

@@ -293,8 +293,7 @@ impl Drop for Running {
     }
 }
 
-/// `rag-eval collect` on a free loopback port, appending to `out`: the running process and
-/// its address.
+/// `rag-eval collect` on a free loopback port, writing to `out`: the process and its address.
 fn collector(out: &Path) -> (Running, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rag-eval"))
@@ -336,16 +335,20 @@ fn collect_receives_otlp_json_and_writes_what_score_reads() {
         );
         assert_eq!((status, body.as_str()), (200, "{}"));
     }
-    // Refused, and nothing written: protobuf, a broken request, another path.
+    // Refused, and nothing written: a truncated protobuf request, a broken request, another
+    // path.
     let (status, body) = http(
         &addr,
         "POST",
         "/v1/traces",
         "application/x-protobuf",
-        b"\x0a\x00",
+        b"\x0a\x05\x12",
     );
-    assert_eq!(status, 415, "{body}");
-    assert!(body.contains("send OTLP JSON"), "{body}");
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("not an OTLP protobuf ExportTraceServiceRequest"),
+        "{body}"
+    );
     let (status, body) = http(
         &addr,
         "POST",
@@ -445,4 +448,171 @@ fn traces_the_rust_sdk_exports_to_the_receiver_score_as_the_same_run_written_as_
 
 fn s_of(v: &Value) -> String {
     v.as_str().unwrap().to_owned()
+
+#[test]
+fn protobuf_files_score_and_inspect_as_their_json() {
+    // The Python SDK's requests, encoded by its protobuf encoder and length-prefixed as the
+    // Collector's file exporter writes them (tests/fixtures/traces/README.md).
+    let inspect = |f: &Path| ok(&["traces", "inspect", s(f), "--json"]);
+    for convention in ["openinference", "genai", "trulens"] {
+        let (pb, jsonl) = (
+            fixture(&format!("{convention}.pb")),
+            fixture(&format!("{convention}.jsonl")),
+        );
+        assert_eq!(inspect(&pb), inspect(&jsonl), "{convention}");
+        for join in [&["--join-attribute", "query.id"][..], &[]] {
+            assert_eq!(
+                score("--traces", &pb, join),
+                score("--traces", &jsonl, join),
+                "{convention} {join:?}"
+            );
+        }
+    }
+    // Told by content whatever the name; a bare message (an OTLP/HTTP body) by its name.
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(fixture("openinference.pb")).unwrap();
+    let renamed = dir.path().join("traces.dat");
+    std::fs::write(&renamed, &bytes).unwrap();
+    assert_eq!(inspect(&renamed), inspect(&fixture("openinference.jsonl")));
+    let len = u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize;
+    let bare = dir.path().join("one.binpb");
+    std::fs::write(&bare, &bytes[4..4 + len]).unwrap();
+    let first = inspect(&fixture("openinference.jsonl"));
+    assert_eq!(
+        inspect(&bare),
+        first.lines().next().unwrap().to_owned() + "\n"
+    );
+    // Broken files: the message, where it starts, what is wrong.
+    let (dataset, corpus) = (fixture("dataset.jsonl"), fixture("corpus"));
+    for (name, content, expected) in [
+        (
+            "truncated.pb",
+            bytes[..bytes.len() - 10].to_vec(),
+            "message 3 at byte ",
+        ),
+        (
+            "huge.pb",
+            [&bytes[..4 + len], &[0x04, 0, 0, 1]].concat(),
+            "huge.pb: message 2 at byte ",
+        ),
+        (
+            "json.pb",
+            b"{}".to_vec(),
+            "json.pb: message 1 at byte 0: starts with byte 0x7b",
+        ),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, content).unwrap();
+        let err = fails(&["traces", "inspect", s(&file)]);
+        assert!(err.contains(expected), "{name}: {err}");
+        let err = fails(&[
+            "score",
+            "--dataset",
+            s(&dataset),
+            "--corpus",
+            s(&corpus),
+            "--traces",
+            s(&file),
+        ]);
+        assert!(err.contains(expected), "{name}: {err}");
+    }
+}
+
+#[test]
+fn collect_reads_the_rust_sdks_protobuf_export_as_its_json_export() {
+    use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _, TracerProvider as _};
+    use opentelemetry::{Array, Context, KeyValue};
+    use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+    let dir = tempfile::tempdir().unwrap();
+    let (pb_out, json_out) = (dir.path().join("pb.jsonl"), dir.path().join("json.jsonl"));
+    let (pb, pb_addr) = collector(&pb_out);
+    let (json, json_addr) = collector(&json_out);
+    let exporter = |protocol, addr: &str| {
+        opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(protocol)
+            .with_endpoint(format!("http://{addr}/v1/traces"))
+            .build()
+            .unwrap()
+    };
+    // Each span, as it ends, goes to both exporters: the same span, ids and times, sent in
+    // protobuf (the exporter's default) and in JSON.
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(exporter(Protocol::HttpBinary, &pb_addr))
+        .with_simple_exporter(exporter(Protocol::HttpJson, &json_addr))
+        .build();
+    let tracer = provider.tracer("rag");
+    let root = tracer.start("query");
+    let cx = Context::current_with_span(root);
+    cx.span().set_attributes([
+        KeyValue::new("openinference.span.kind", "CHAIN"),
+        KeyValue::new("input.value", "When does Larkspur ship?"),
+        KeyValue::new("output.value", "In May."),
+        KeyValue::new("session.id", "s1"),
+        KeyValue::new("query.id", "q1"),
+    ]);
+    let mut retrieve = tracer.start_with_context("retrieve", &cx);
+    retrieve.set_attributes([
+        KeyValue::new("openinference.span.kind", "RETRIEVER"),
+        KeyValue::new("retrieval.documents.0.document.id", "larkspur.md"),
+        KeyValue::new(
+            "retrieval.documents.0.document.content",
+            "Larkspur 3.4 ships in May.",
+        ),
+        KeyValue::new("retrieval.documents.0.document.score", 0.91),
+        KeyValue::new("retrieval.documents.1.document.id", "build.md"),
+        KeyValue::new(
+            "retrieval.documents.1.document.content",
+            "It needs Rust 1.80.",
+        ),
+        KeyValue::new("retrieval.documents.1.document.score", 0.25),
+        KeyValue::new("retrieval.top_k", 2_i64),
+        KeyValue::new("retrieval.exact", false),
+        KeyValue::new(
+            "retrieval.tags",
+            opentelemetry::Value::Array(Array::String(vec!["a".into(), "b".into()])),
+        ),
+    ]);
+    retrieve.end();
+    let mut llm = tracer.start_with_context("llm", &cx);
+    llm.set_attributes([
+        KeyValue::new("openinference.span.kind", "LLM"),
+        KeyValue::new("llm.input_messages.0.message.role", "user"),
+        KeyValue::new(
+            "llm.input_messages.0.message.content",
+            "When does Larkspur ship?",
+        ),
+        KeyValue::new("llm.output_messages.0.message.role", "assistant"),
+        KeyValue::new("llm.output_messages.0.message.content", "In May."),
+    ]);
+    llm.end();
+    cx.span().end();
+    provider.shutdown().unwrap();
+    // A protobuf request of the wrong wire type is refused and writes nothing.
+    let (status, body) = http(
+        &pb_addr,
+        "POST",
+        "/v1/traces",
+        "application/x-protobuf",
+        b"\x08\x01",
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("resource_spans: invalid wire type"), "{body}");
+    drop((pb, json));
+    let inspect = |f: &Path| ok(&["traces", "inspect", s(f), "--json"]);
+    let from_pb = inspect(&pb_out);
+    assert_eq!(from_pb, inspect(&json_out));
+    let trace: Value = serde_json::from_str(from_pb.trim_end()).unwrap();
+    assert_eq!(trace["spans"], 3);
+    assert_eq!(trace["question"], "When does Larkspur ship?");
+    assert_eq!(trace["answer"], "In May.");
+    assert_eq!(trace["session_id"], "s1");
+    assert_eq!(trace["documents"][1]["score"], 0.25);
+    assert_eq!(
+        trace["messages"].as_array().map(Vec::len),
+        Some(2),
+        "{trace}"
+    );
+    // Each span was one request, written as one line.
+    assert_eq!(std::fs::read_to_string(&pb_out).unwrap().lines().count(), 3);
 }
