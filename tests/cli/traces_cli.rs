@@ -448,6 +448,7 @@ fn traces_the_rust_sdk_exports_to_the_receiver_score_as_the_same_run_written_as_
 
 fn s_of(v: &Value) -> String {
     v.as_str().unwrap().to_owned()
+}
 
 #[test]
 fn protobuf_files_score_and_inspect_as_their_json() {
