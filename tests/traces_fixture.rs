@@ -82,6 +82,7 @@ fn an_instrumented_service_is_gated_by_its_traces_recorded_and_replayed() {
     let (code, out) = gate(&root, &[("CI", "true")]);
     assert_eq!(code, 0, "the good service passes its gate:\n{out}");
     assert!(out.contains("service::summary"), "{out}");
+    assert!(out.contains("4 queries, traces of fn service"), "{out}");
     let text = std::fs::read_to_string(&recorded).expect("the traces are recorded");
     assert!(
         text.lines().all(|l| l.starts_with("{\"resourceSpans\"")),

@@ -59,6 +59,8 @@ pub(crate) struct AnswerRetriever {
     f: Box<dyn Fn(String) -> BoxFuture<RagAnswer> + Send + Sync>,
     log: AnswerLog,
     corpus: std::sync::OnceLock<Arc<Corpus>>,
+    /// What reports and run records call it.
+    name: String,
 }
 
 impl AnswerRetriever {
@@ -70,14 +72,22 @@ impl AnswerRetriever {
             f: Box::new(f),
             log,
             corpus: std::sync::OnceLock::new(),
+            name: "answering fn".into(),
         }
+    }
+
+    /// The same, called `name` in reports and run records.
+    #[cfg_attr(not(feature = "traces"), allow(dead_code))]
+    pub fn named(mut self, name: String) -> Self {
+        self.name = name;
+        self
     }
 }
 
 #[async_trait::async_trait]
 impl<L: Level> Retriever<L> for AnswerRetriever {
     fn name(&self) -> String {
-        "answering fn".into()
+        self.name.clone()
     }
 
     async fn index(&self, corpus: &Arc<Corpus>) -> crate::Result<()> {

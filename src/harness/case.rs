@@ -826,18 +826,21 @@ fn compute(
             // Each answer is the one its trace gives, handed out as an answering function
             // returns it: the same scoring as an answers case. Every row has one (a row
             // without a trace failed the case above).
-            let r = Arc::new(super::answers::AnswerRetriever::new(
-                move |question: String| {
-                    let answer = answers.get(&question).cloned();
-                    Box::pin(async move {
-                        answer.unwrap_or_else(|| crate::generator::RagAnswer {
-                            answer: String::new(),
-                            contexts: Vec::new(),
-                        })
-                    }) as super::private::BoxFuture<_>
-                },
-                log.clone(),
-            ));
+            let r = Arc::new(
+                super::answers::AnswerRetriever::new(
+                    move |question: String| {
+                        let answer = answers.get(&question).cloned();
+                        Box::pin(async move {
+                            answer.unwrap_or_else(|| crate::generator::RagAnswer {
+                                answer: String::new(),
+                                contexts: Vec::new(),
+                            })
+                        }) as super::private::BoxFuture<_>
+                    },
+                    log.clone(),
+                )
+                .named(format!("traces of fn {}", case.spec.name)),
+            );
             Retrievers {
                 token: Some(r.clone()),
                 chunk: Some(r),
