@@ -225,6 +225,7 @@ fn run(
     let (addr, received) = receiver.as_ref().map_err(Clone::clone)?;
     let _window = window_lock();
     let start = received.len();
+    let refused_before = received.refused().0;
     let concurrency = spec.concurrency.unwrap_or(8).max(1);
     let call = system.call;
     super::runtime().block_on(
@@ -245,14 +246,21 @@ fn run(
             return Ok((text, traces, joined));
         }
         if Instant::now() >= deadline {
-            return Err(no_trace(
+            let (refused, last) = received.refused();
+            let mut message = no_trace(
                 system,
                 *addr,
                 &missing,
                 rows.len(),
                 &joined,
                 received.len() - start,
-            ));
+            );
+            if let (n @ 1.., Some(last)) = (refused - refused_before, last) {
+                message.push_str(&format!(
+                    "\n{n} export requests were refused, the last answered {last}"
+                ));
+            }
+            return Err(message);
         }
         std::thread::sleep(POLL);
     }
@@ -421,6 +429,74 @@ mod tests {
         // The root of q1's trace arrives in a later request: q1 is complete, q2 still missing.
         let text = format!("{child_only}\n{}\n", request('a', true, "When?", "q1"));
         assert_eq!(verdict(&text, &rows, Some("query.id")).0, ["q2"]);
+    }
+
+    /// Posts a request the receiver refuses (a compressed body) to the process's receiver.
+    fn export_compressed(_question: String, _id: String) -> super::super::private::BoxFuture<()> {
+        Box::pin(async {
+            use std::io::{Read as _, Write as _};
+            let Some(Ok((addr, _))) = receiver_cell().get() else {
+                return;
+            };
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            write!(
+                stream,
+                "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+            )
+            .unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).unwrap();
+        })
+    }
+
+    #[test]
+    fn a_system_whose_exports_are_refused_is_told_why_when_its_time_is_up() {
+        receiver_cell().get_or_init(|| {
+            traces::receiver::listen(([127, 0, 0, 1], 0).into(), super::super::runtime().handle())
+                .map_err(|e| e.to_string())
+        });
+        let spec = super::super::private::CaseSpec {
+            name: "refused",
+            manifest_dir: env!("CARGO_MANIFEST_DIR"),
+            source: file!(),
+            line: line!(),
+            dataset: "examples/data/questions.jsonl",
+            corpus: None,
+            glob: None,
+            k: 3,
+            tolerance: 0.01,
+            mode: super::super::private::Mode::Standard,
+            per_query: true,
+            ignore: false,
+            thresholds: &[],
+            levels: super::super::private::Levels::BOTH,
+            judge: None,
+            criteria: &[],
+            embedder: None,
+            langsmith_experiment: None,
+            concurrency: Some(1),
+            agreement: None,
+            build: super::super::private::Build::Factory(|| Box::pin(async { Default::default() })),
+        };
+        let system = TracesSystem {
+            call: export_compressed,
+            timeout_ms: 200,
+            ..system(None)
+        };
+        let rows = vec![
+            ("q1".to_owned(), "When?".to_owned()),
+            ("q2".to_owned(), "Where?".to_owned()),
+        ];
+        let pairs: Vec<(&str, &str)> = rows.iter().map(|(i, q)| (i.as_str(), q.as_str())).collect();
+        let options = Options::default();
+        let Err(message) = run(&spec, &system, &rows, &pairs, &options) else {
+            panic!("no trace arrived, and the run passed")
+        };
+        assert!(message.starts_with("no trace arrived within 0.2 s for 2 of 2 rows: `q1`, `q2`\n0 export requests arrived"), "{message}");
+        assert!(
+            message.ends_with("2 export requests were refused, the last answered 415 Unsupported Media Type: {\"error\":\"`Content-Encoding: gzip` is not read: send the body uncompressed\"}"),
+            "{message}"
+        );
     }
 
     #[test]

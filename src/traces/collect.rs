@@ -56,13 +56,40 @@ impl Sink {
     }
 }
 
-/// The requests a receiver has taken, each one line of OTLP JSON, in the order they arrived.
+/// A refusal kept in memory, its answer unchanged: a harness waiting for traces says why
+/// the requests it got were refused.
+async fn noted(sink: &Sink, refused: Response) -> Response {
+    let Sink::Memory(received) = sink else {
+        return refused;
+    };
+    let (parts, body) = refused.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_LINE_BYTES)
+        .await
+        .unwrap_or_default();
+    let mut refusals = received.1.lock().unwrap_or_else(|e| e.into_inner());
+    refusals.0 += 1;
+    refusals.1 = Some(format!(
+        "{}: {}",
+        parts.status,
+        String::from_utf8_lossy(&bytes)
+    ));
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// The requests a receiver has taken, each one line of OTLP JSON, in the order they arrived,
+/// and how many it refused, with the last refusal's answer.
 #[derive(Debug, Clone, Default)]
-pub struct Received(Arc<Mutex<Vec<String>>>);
+#[allow(clippy::type_complexity)]
+pub struct Received(Arc<Mutex<Vec<String>>>, Arc<Mutex<(usize, Option<String>)>>);
 
 impl Received {
     fn lines(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many requests were refused so far, and the last one's answer (status and body).
+    pub fn refused(&self) -> (usize, Option<String>) {
+        self.1.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// How many requests have arrived so far.
@@ -146,7 +173,7 @@ async fn receive(State(sink): State<Arc<Sink>>, request: Request) -> Response {
     };
     let line = match line_of(&parts.headers, body).await {
         Ok(line) => line,
-        Err(refused) => return refused,
+        Err(refused) => return noted(&sink, refused).await,
     };
     let mut bytes = line.into_bytes();
     bytes.push(b'\n');

@@ -75,6 +75,12 @@ mod tests {
         assert!(post("{", "127.0.0.1").starts_with("HTTP/1.1 400"));
         assert!(post(body, "example.com").starts_with("HTTP/1.1 403"));
         assert_eq!(received.len(), 1);
+        // The refusals are counted, the last one's answer kept; the 403 is the middleware's.
+        let (count, last) = received.refused();
+        assert_eq!(count, 1);
+        assert!(last
+            .unwrap()
+            .starts_with("400 Bad Request: {\"error\":\"not JSON"));
         assert_eq!(received.since(0), format!("{body}\n"));
         assert_eq!(received.since(1), "");
         assert!(listen("0.0.0.0:0".parse().unwrap(), runtime.handle()).is_err());
