@@ -79,7 +79,6 @@ async fn noted(sink: &Sink, refused: Response) -> Response {
 /// The requests a receiver has taken, each one line of OTLP JSON, in the order they arrived,
 /// and how many it refused, with the last refusal's answer.
 #[derive(Debug, Clone, Default)]
-#[allow(clippy::type_complexity)]
 pub struct Received(Arc<Mutex<Vec<String>>>, Arc<Mutex<(usize, Option<String>)>>);
 
 impl Received {
