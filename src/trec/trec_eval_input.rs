@@ -77,7 +77,7 @@ pub(super) fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>
         }
         // Lines of one query usually come together: the previous line's query skips the map.
         let q = match last {
-            Some((qid, q)) if qid == f[0] => q,
+            Some((qid, q)) if same(qid, f[0]) => q,
             _ => *index.entry(f[0]).or_insert_with(|| {
                 out.push(JudgedQuery {
                     qid: f[0],
@@ -183,6 +183,36 @@ pub(super) struct RunPiece<'a> {
 }
 
 impl<'a> RunPiece<'a> {
+    /// Lines read (blank and comment lines left out).
+    pub(super) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The first malformed line, numbered within the piece.
+    pub(super) fn malformed(&self) -> Option<usize> {
+        self.malformed
+    }
+
+    /// The run id of the piece's last line.
+    pub(super) fn run_id(&self) -> Option<&'a [u8]> {
+        self.run_id
+    }
+
+    /// Each stretch of lines of one query: its id and the docno and score key of each line,
+    /// in file order.
+    pub(super) fn stretches(
+        &self,
+    ) -> impl Iterator<Item = (&'a [u8], impl Iterator<Item = (&'a [u8], u64)> + Clone + '_)> + '_
+    {
+        let text = self.text;
+        self.stretches.iter().map(move |(qid, range)| {
+            let lines = self.lines[range.start as usize..range.end as usize]
+                .iter()
+                .map(move |l| (&text[l.start as usize..(l.start + l.len) as usize], l.key));
+            (*qid, lines)
+        })
+    }
+
     /// Takes a line of `found` fields (the first six in `fields`, as ranges of `text`).
     #[inline]
     fn line(&mut self, fields: &[Range<usize>; 6], found: usize) -> bool {
@@ -198,7 +228,7 @@ impl<'a> RunPiece<'a> {
         let qid = &text[fields[0].clone()];
         let at = self.lines.len() as u32;
         match self.stretches.last_mut() {
-            Some((last, range)) if *last == qid => range.end = at + 1,
+            Some((last, range)) if same(last, qid) => range.end = at + 1,
             _ => self.stretches.push((qid, at..at + 1)),
         }
         let docno = fields[2].clone();
@@ -214,7 +244,7 @@ impl<'a> RunPiece<'a> {
 
 /// Parses a piece of a run (shorter than 4 GiB): lines split at `\n`, fields at C's
 /// whitespace, the bytes below `!` found eight at a time.
-fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
+pub(super) fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
     let mut p = RunPiece {
         text,
         lines: Vec::with_capacity(text.len() / 32),
@@ -372,15 +402,47 @@ struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
+    #[inline]
     fn new(docno: &'a [u8], key: u64) -> Self {
-        let mut buf = [0u8; 8];
-        let n = docno.len().min(8);
-        buf[..n].copy_from_slice(&docno[..n]);
         Entry {
             key,
-            prefix: u64::from_be_bytes(buf),
+            prefix: u64::from_be_bytes(padded(docno)),
             docno,
         }
+    }
+}
+
+/// The first eight bytes of `bytes`, zero-padded (without a call to `memcpy` for the usual
+/// names of eight bytes or more).
+#[inline]
+fn padded(bytes: &[u8]) -> [u8; 8] {
+    match bytes.first_chunk::<8>() {
+        Some(word) => *word,
+        None => {
+            let mut buf = [0u8; 8];
+            for (b, &c) in buf.iter_mut().zip(bytes) {
+                *b = c;
+            }
+            buf
+        }
+    }
+}
+
+/// `a == b` for the short names of qrels and runs, with a few loads instead of a call to
+/// `memcmp`.
+#[inline]
+pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
+    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("four"));
+    match n {
+        // Two overlapping loads cover each.
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => a == b,
     }
 }
 
@@ -406,9 +468,7 @@ fn hash(docno: &[u8]) -> u64 {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let mut word = [0u8; 8];
-        word[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(26) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        h = (h.rotate_left(26) ^ u64::from_le_bytes(padded(rest))).wrapping_mul(K);
     }
     h ^ (h >> 29)
 }
@@ -421,6 +481,15 @@ pub(super) struct Scratch<'a> {
     /// Open addressing, 1 + the entry's position; 0 is empty.
     seen: Vec<u32>,
     judged: Vec<u32>,
+    /// A ranking's grades, given back when its query is done ([`Scratch::reuse`]).
+    rels: Vec<i64>,
+}
+
+impl Scratch<'_> {
+    /// Keeps the buffer of a ranking done with, for the next one.
+    pub(super) fn reuse(&mut self, r: Ranked) {
+        self.rels = r.rels;
+    }
 }
 
 /// Sets up `table` for `n` keys (a power of two, at least twice `n`); its mask.
@@ -473,7 +542,7 @@ pub(super) fn rank<'a>(
                     break;
                 }
                 j if hashes[j as usize - 1] == h
-                    && entries[j as usize - 1].docno == entries[i].docno =>
+                    && same(entries[j as usize - 1].docno, entries[i].docno) =>
                 {
                     twice = true;
                     break;
@@ -495,7 +564,7 @@ pub(super) fn rank<'a>(
             ));
         }
     }
-    if let Some(w) = judged.docs.windows(2).find(|w| w[0].0 == w[1].0) {
+    if let Some(w) = judged.docs.windows(2).find(|w| same(w[0].0, w[1].0)) {
         return Err(format!(
             "trec_eval.form_res_rels: duplicate docs {}\n",
             String::from_utf8_lossy(w[1].0)
@@ -518,8 +587,11 @@ pub(super) fn rank<'a>(
             rel_levels[d.1 as usize] += 1;
         }
     }
+    let mut rels = std::mem::take(&mut scratch.rels);
+    rels.clear();
+    rels.reserve(entries.len());
     let mut r = Ranked {
-        rels: Vec::with_capacity(entries.len()),
+        rels,
         level,
         ..Ranked::default()
     };
@@ -530,7 +602,7 @@ pub(super) fn rank<'a>(
                 0 => break NONPOOL,
                 j => {
                     let (docno, rel) = judged.docs[j as usize - 1];
-                    if docno == e.docno {
+                    if same(docno, e.docno) {
                         break if rel < 0 { UNJUDGED } else { rel };
                     }
                     slot = (slot + 1) & judged_mask;
