@@ -1,10 +1,11 @@
 //! The input side of `rag-eval trec_eval`: qrels and run files read as trec_eval reads them,
 //! and each query's ranking joined with its judgements (trec_eval's form_res_rels.c).
 //!
-//! Built for speed on large runs: the run is read whole (as trec_eval reads it) and parsed on
-//! every core, a piece of the file each, straight from its bytes: eight bytes at a time for
-//! the separators, a score by one exact division when it is a plain decimal, each line kept as
-//! 16 bytes (where its docno is, its score as an order key). Each query is then ranked with
+//! Built for speed on large runs: the run is parsed a piece at a time (a block of a file read
+//! in blocks, or a share of a run read whole) on every core, straight from its bytes: eight
+//! bytes at a time for the separators, a score by one exact division when it is a plain
+//! decimal, each line kept as 16 bytes (where its docno is, its score as an order key). Each
+//! query is then ranked with
 //! one sort (none where the run lists it by score already, only its ties), and its documents
 //! are looked up in small hash tables: one of the judged documents, one to find a docno listed
 //! twice.
@@ -477,10 +478,10 @@ fn hash(docno: &[u8]) -> u64 {
 #[derive(Default)]
 pub(super) struct Scratch<'a> {
     entries: Vec<Entry<'a>>,
-    hashes: Vec<u64>,
-    /// Open addressing, 1 + the entry's position; 0 is empty.
-    seen: Vec<u32>,
-    judged: Vec<u32>,
+    /// Open addressing, [`tag`]s of the ranked documents; 0 is empty.
+    seen: Vec<u64>,
+    /// The same, of the judged documents.
+    judged: Vec<u64>,
     /// A ranking's grades, given back when its query is done ([`Scratch::reuse`]).
     rels: Vec<i64>,
 }
@@ -492,8 +493,20 @@ impl Scratch<'_> {
     }
 }
 
+/// A table entry: the high half of `h` and 1 + the position `i`.
+#[inline]
+fn tag(h: u64, i: usize) -> u64 {
+    (h & !0xffff_ffff) | (i as u64 + 1)
+}
+
+/// The first slot to try for `h`.
+#[inline]
+fn home(h: u64, mask: usize) -> usize {
+    (h.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & mask
+}
+
 /// Sets up `table` for `n` keys (a power of two, at least twice `n`); its mask.
-fn clear_table(table: &mut Vec<u32>, n: usize) -> usize {
+fn clear_table(table: &mut Vec<u64>, n: usize) -> usize {
     let size = (2 * n).next_power_of_two().max(16);
     table.clear();
     table.resize(size, 0);
@@ -527,58 +540,15 @@ pub(super) fn rank<'a>(
     let keep = usize::try_from(max_docs.max(0)).unwrap_or(usize::MAX);
     entries.truncate(keep);
 
-    // A docno listed twice: hashed once, looked up among those before it.
-    let hashes = &mut scratch.hashes;
-    hashes.clear();
-    hashes.extend(entries.iter().map(|e| hash(e.docno)));
-    let mask = clear_table(&mut scratch.seen, entries.len());
-    let mut twice = false;
-    for (i, &h) in hashes.iter().enumerate() {
-        let mut slot = (h.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & mask;
-        loop {
-            match scratch.seen[slot] {
-                0 => {
-                    scratch.seen[slot] = i as u32 + 1;
-                    break;
-                }
-                j if hashes[j as usize - 1] == h
-                    && same(entries[j as usize - 1].docno, entries[i].docno) =>
-                {
-                    twice = true;
-                    break;
-                }
-                _ => slot = (slot + 1) & mask,
-            }
-        }
-        if twice {
-            break;
-        }
-    }
-    if twice {
-        let mut by_docno: Vec<&[u8]> = entries.iter().map(|d| d.docno).collect();
-        by_docno.sort_unstable();
-        if let Some(w) = by_docno.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!(
-                "trec_eval.form_res_qrels: duplicate docs {}",
-                String::from_utf8_lossy(w[0])
-            ));
-        }
-    }
-    if let Some(w) = judged.docs.windows(2).find(|w| same(w[0].0, w[1].0)) {
-        return Err(format!(
-            "trec_eval.form_res_rels: duplicate docs {}\n",
-            String::from_utf8_lossy(w[1].0)
-        ));
-    }
-
     // The judged documents, by hash.
     let judged_mask = clear_table(&mut scratch.judged, judged.docs.len());
     for (i, d) in judged.docs.iter().enumerate() {
-        let mut slot = (hash(d.0).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & judged_mask;
+        let h = hash(d.0);
+        let mut slot = home(h, judged_mask);
         while scratch.judged[slot] != 0 {
             slot = (slot + 1) & judged_mask;
         }
-        scratch.judged[slot] = i as u32 + 1;
+        scratch.judged[slot] = tag(h, i);
     }
     let max_rel = judged.docs.iter().map(|d| d.1).max().unwrap_or(0);
     let mut rel_levels = vec![0u64; (max_rel.max(0) + 1) as usize];
@@ -595,14 +565,39 @@ pub(super) fn rank<'a>(
         level,
         ..Ranked::default()
     };
-    for (e, &h) in entries.iter().zip(hashes.iter()) {
-        let mut slot = (h.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & judged_mask;
+    // One pass: each docno hashed once, looked up among those ranked before it (a docno
+    // listed twice) and among the judged ones (its grade). A table's entry keeps the high
+    // half of the hash beside the position, so that a name is compared only when it matches.
+    let mask = clear_table(&mut scratch.seen, entries.len());
+    let mut twice = false;
+    for (i, e) in entries.iter().enumerate() {
+        let h = hash(e.docno);
+        let mut slot = home(h, mask);
+        loop {
+            match scratch.seen[slot] {
+                0 => {
+                    scratch.seen[slot] = tag(h, i);
+                    break;
+                }
+                t if t >> 32 == h >> 32
+                    && same(entries[(t as u32 - 1) as usize].docno, e.docno) =>
+                {
+                    twice = true;
+                    break;
+                }
+                _ => slot = (slot + 1) & mask,
+            }
+        }
+        if twice {
+            break;
+        }
+        let mut slot = home(h, judged_mask);
         let rel = loop {
             match scratch.judged[slot] {
                 0 => break NONPOOL,
-                j => {
-                    let (docno, rel) = judged.docs[j as usize - 1];
-                    if same(docno, e.docno) {
+                t => {
+                    let (docno, rel) = judged.docs[(t as u32 - 1) as usize];
+                    if t >> 32 == h >> 32 && same(docno, e.docno) {
                         break if rel < 0 { UNJUDGED } else { rel };
                     }
                     slot = (slot + 1) & judged_mask;
@@ -619,6 +614,27 @@ pub(super) fn rank<'a>(
             _ => {}
         }
         r.rels.push(rel);
+    }
+    if twice {
+        scratch.rels = r.rels;
+        // trec_eval names the first duplicate in byte order.
+        let mut by_docno: Vec<&[u8]> = entries.iter().map(|d| d.docno).collect();
+        by_docno.sort_unstable();
+        let first = by_docno
+            .windows(2)
+            .find(|w| w[0] == w[1])
+            .map_or(&b""[..], |w| w[0]);
+        return Err(format!(
+            "trec_eval.form_res_qrels: duplicate docs {}",
+            String::from_utf8_lossy(first)
+        ));
+    }
+    if let Some(w) = judged.docs.windows(2).find(|w| same(w[0].0, w[1].0)) {
+        scratch.rels = r.rels;
+        return Err(format!(
+            "trec_eval.form_res_rels: duplicate docs {}\n",
+            String::from_utf8_lossy(w[1].0)
+        ));
     }
     r.num_rel = rel_levels
         .iter()
