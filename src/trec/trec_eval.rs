@@ -1001,6 +1001,9 @@ fn evaluate_query<'a>(
             std::borrow::Cow::Owned(Gains::new(&r, pairs))
         }
     };
+    // Figures that two measures share, computed for the first.
+    let (ap, bpref) = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
+    let mut iprec: Option<(&[f64], Vec<f64>)> = None;
     for req in ctx.measures {
         let out = &mut values[req.slot..req.slot + req.names.len()];
         let longs = || match &req.param {
@@ -1064,12 +1067,22 @@ fn evaluate_query<'a>(
             C::NumRet => one(out, r.num_ret() as f64),
             C::NumRel => one(out, r.num_rel as f64),
             C::NumRelRet => one(out, r.num_rel_ret as f64),
-            C::Map => one(out, m::average_precision(&r)),
-            C::GmMap => one(out, m::log_average_precision(&r)),
+            C::Map => one(out, *ap.get_or_init(|| m::average_precision(&r))),
+            // gm_map is the logarithm of the same average precision (m::log_average_precision).
+            C::GmMap => one(
+                out,
+                ap.get_or_init(|| m::average_precision(&r))
+                    .max(m::MIN_GEO_MEAN)
+                    .ln(),
+            ),
             C::Rprec => one(out, m::r_precision(&r)),
-            C::Bpref => one(out, m::bpref(&r)),
+            C::Bpref => one(out, *bpref.get_or_init(|| m::bpref(&r))),
             C::RecipRank => one(out, m::reciprocal_rank(&r)),
-            C::IprecAtRecall => out.copy_from_slice(&m::iprec_at_recall(&r, doubles())),
+            C::IprecAtRecall => {
+                let values = m::iprec_at_recall(&r, doubles());
+                out.copy_from_slice(&values);
+                iprec = Some((doubles(), values));
+            }
             C::P => out.copy_from_slice(&m::precision(&r, longs())),
             C::Relstring => {
                 let len = doubles().first().copied().unwrap_or(10.0);
@@ -1077,7 +1090,10 @@ fn evaluate_query<'a>(
             }
             C::Recall => out.copy_from_slice(&m::recall(&r, longs())),
             C::InfAP => one(out, m::inferred_ap(&r)),
-            C::GmBpref => one(out, m::log_bpref(&r)),
+            C::GmBpref => one(
+                out,
+                bpref.get_or_init(|| m::bpref(&r)).max(m::MIN_GEO_MEAN).ln(),
+            ),
             C::RprecMult => out.copy_from_slice(&m::r_precision_mult(&r, doubles())),
             C::Utility => {
                 let Ok(c) = <[f64; 4]>::try_from(doubles()) else {
@@ -1087,7 +1103,16 @@ fn evaluate_query<'a>(
                 };
                 one(out, m::utility(&r, &c, ctx.o.num_docs));
             }
-            C::ElevenPtAvg => one(out, m::eleven_point_average(&r, doubles())),
+            // The mean of iprec_at_recall at the same recalls (m::eleven_point_average).
+            C::ElevenPtAvg => one(
+                out,
+                match &iprec {
+                    Some((at, values)) if *at == doubles() => {
+                        values.iter().sum::<f64>() / values.len() as f64
+                    }
+                    _ => m::eleven_point_average(&r, doubles()),
+                },
+            ),
             C::BinG => one(out, m::bin_g(&r)),
             C::G => one(out, m::g_measure(&r, &gains(pairs()))),
             C::Dcg => one(out, m::dcg(&r, &gains(pairs())).0),
