@@ -7,8 +7,9 @@
 #
 # Needs the C binary at $TREC_EVAL (default /tmp/trec_eval/trec_eval) and pytrec_eval in the
 # venv at $PYTREC (default ~/.cache/rag-eval-ci/pytrec_eval); see benches/README.md. Builds the
-# bench binary (release), writes the generated files once under target/trec-eval-bench and
-# checks that the C binary prints the same bytes with `-q -m all_trec` before timing.
+# bench binary (release; $BENCH names another build of it instead), writes the generated files
+# once under target/trec-eval-bench and checks that the C binary prints the same bytes with
+# `-q -m all_trec` before timing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pairs_c=${1:-5}
@@ -16,8 +17,12 @@ pairs_py=${2:-3}
 c=${TREC_EVAL:-/tmp/trec_eval/trec_eval}
 py=${PYTREC:-$HOME/.cache/rag-eval-ci/pytrec_eval}/bin/python
 target=${CARGO_TARGET_DIR:-target}
-cargo bench -q --features trec --bench trec_eval --no-run
-bench=$(ls -t "$target"/release/deps/trec_eval-* | grep -v '\.d$' | head -1)
+if [ -n "${BENCH:-}" ]; then
+  bench=$BENCH # another build of the bench, e.g. an older one for a before/after
+else
+  cargo bench -q --features trec --bench trec_eval --no-run
+  bench=$(ls -t "$target"/release/deps/trec_eval-* | grep -v '\.d$' | head -1)
+fi
 # The files (and, for the first, the byte-for-byte check against the C binary).
 TREC_EVAL=$c "$bench" 2000 1000 50 0
 "$bench" 100000 100 10 0 >/dev/null
