@@ -1364,8 +1364,8 @@ enum Source<'a> {
     /// Read whole: its queries are computed in batches.
     Whole(Results<'a>),
     /// Read in blocks, each query computed as it was read: per query of the work list, its
-    /// figures if the run has it; the run id.
-    Streamed(Vec<Option<Figures>>, Vec<u8>),
+    /// figures if the run has it.
+    Streamed(Vec<Option<Figures>>),
 }
 
 /// What reading the run in blocks gave.
@@ -1557,8 +1557,8 @@ fn run_inner(
         _ => Streamed::NotGrouped,
     };
     let run_text;
-    let source = match streamed {
-        Streamed::Figures(figures, run_id) => Source::Streamed(figures, run_id),
+    let (mut source, run_id) = match streamed {
+        Streamed::Figures(figures, run_id) => (Source::Streamed(figures), run_id),
         Streamed::Malformed(line) => {
             let _ = writeln!(err, "trec_eval.get_results: Malformed line {line}");
             return Err(quit(err, &run_path));
@@ -1570,7 +1570,10 @@ fn run_inner(
             // Below a megabyte a thread costs more than it saves.
             let parsers = if run_text.len() > 1 << 20 { threads } else { 1 };
             match read_results(&run_text, parsers) {
-                Ok(r) => Source::Whole(r),
+                Ok(r) => {
+                    let run_id = r.run_id.to_vec();
+                    (Source::Whole(r), run_id)
+                }
                 Err(line) => {
                     let _ = writeln!(err, "trec_eval.get_results: Malformed line {line}");
                     return Err(quit(err, &run_path));
@@ -1615,13 +1618,6 @@ fn run_inner(
     let mut num_queries = 0usize;
     let mut text: Vec<u8> = Vec::new();
     let mut scratch = Scratch::default();
-    let (mut source, run_id) = match source {
-        Source::Streamed(figures, run_id) => (Source::Streamed(figures, Vec::new()), run_id),
-        Source::Whole(r) => {
-            let id = r.run_id.to_vec();
-            (Source::Whole(r), id)
-        }
-    };
     // Queries are taken in batches (computed on every core when the run was read whole) and
     // printed in order; a batch bounds the memory the figures take.
     for (b, batch) in work.chunks(BATCH).enumerate() {
@@ -1660,7 +1656,7 @@ fn run_inner(
                     batch.iter().map(|w| compute(&mut scratch, w)).collect()
                 }
             }
-            Source::Streamed(figures, _) => batch
+            Source::Streamed(figures) => batch
                 .iter()
                 .zip(b * BATCH..)
                 .map(|(&i, w)| match figures[w].take() {
