@@ -13,6 +13,19 @@ pub const UNJUDGED: i64 = -2;
 pub const MIN_GEO_MEAN: f64 = 0.00001;
 const INFAP_EPSILON: f64 = 0.00001;
 
+/// `log2(n)`, from a table for the ranks of most rankings: the discount of `ndcg` and its kin,
+/// looked up rather than computed for every document (the same values: `log2` of the same
+/// number).
+#[inline]
+fn log2_of(n: usize) -> f64 {
+    static TABLE: std::sync::OnceLock<Box<[f64]>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| (0..4096).map(|n| (n as f64).log2()).collect());
+    match table.get(n) {
+        Some(&v) => v,
+        None => (n as f64).log2(),
+    }
+}
+
 /// One query's ranking joined with its judgements (trec_eval's `RES_RELS`).
 #[derive(Debug, Clone, Default)]
 pub struct Ranked {
@@ -366,7 +379,7 @@ pub fn bin_g(r: &Ranked) -> f64 {
     for (i, &g) in r.rels.iter().enumerate() {
         if r.relevant(g) {
             found += 1;
-            sum += 1.0 / ((3 + i as i64 - found) as f64).log2();
+            sum += 1.0 / log2_of((3 + i as i64 - found) as usize);
         }
     }
     if found > 0 {
@@ -525,7 +538,7 @@ pub fn dcg(r: &Ranked, gains: &Gains) -> (f64, f64) {
     let mut i = 0;
     while i < r.num_ret() && ideal_gain > 0.0 {
         let g = gains.gain(r.rels[i]);
-        let discount = ((i + 2) as f64).log2();
+        let discount = log2_of(i + 2);
         if g != 0.0 {
             results_dcg += g / discount;
         }
@@ -538,14 +551,14 @@ pub fn dcg(r: &Ranked, gains: &Gains) -> (f64, f64) {
     while i < r.num_ret() {
         let g = gains.gain(r.rels[i]);
         if g != 0.0 {
-            results_dcg += g / ((i + 2) as f64).log2();
+            results_dcg += g / log2_of(i + 2);
         }
         i += 1;
     }
     while ideal_gain > 0.0 {
         ideal_gain = ideal.step();
         if ideal_gain > 0.0 {
-            ideal_dcg += ideal_gain / ((i + 2) as f64).log2();
+            ideal_dcg += ideal_gain / log2_of(i + 2);
         }
         i += 1;
     }
@@ -569,7 +582,7 @@ pub fn ndcg_rel(r: &Ranked, gains: &Gains) -> f64 {
     let mut i = 0;
     while i < r.num_ret() && ideal_gain > 0.0 {
         let g = gains.gain(r.rels[i]);
-        let discount = ((i + 2) as f64).log2();
+        let discount = log2_of(i + 2);
         if g != 0.0 {
             results_dcg += g / discount;
         }
@@ -587,7 +600,7 @@ pub fn ndcg_rel(r: &Ranked, gains: &Gains) -> f64 {
     while i < r.num_ret() {
         let g = gains.gain(r.rels[i]);
         if g != 0.0 {
-            results_dcg += g / ((i + 2) as f64).log2();
+            results_dcg += g / log2_of(i + 2);
         }
         if g > 0.0 {
             sum += results_dcg / ideal_dcg;
@@ -599,7 +612,7 @@ pub fn ndcg_rel(r: &Ranked, gains: &Gains) -> f64 {
         ideal_gain = ideal.step();
         if ideal_gain > 0.0 {
             num_rel += 1;
-            ideal_dcg += ideal_gain / ((i + 2) as f64).log2();
+            ideal_dcg += ideal_gain / log2_of(i + 2);
         }
         i += 1;
     }
@@ -632,7 +645,7 @@ pub fn r_ndcg(r: &Ranked, gains: &Gains) -> f64 {
             }
             old_ideal_gain = ideal_gain;
         }
-        let discount = ((i + 2) as f64).log2();
+        let discount = log2_of(i + 2);
         if g != 0.0 {
             results_dcg += g / discount;
         }
@@ -645,7 +658,7 @@ pub fn r_ndcg(r: &Ranked, gains: &Gains) -> f64 {
         while i < r.num_ret() {
             let g = gains.gain(r.rels[i]);
             if g != 0.0 {
-                results_dcg += g / ((i + 2) as f64).log2();
+                results_dcg += g / log2_of(i + 2);
             }
             i += 1;
         }
@@ -664,7 +677,7 @@ pub fn r_ndcg(r: &Ranked, gains: &Gains) -> f64 {
             old_ideal_gain = ideal_gain;
         }
         if ideal_gain > 0.0 {
-            ideal_dcg += ideal_gain / ((i + 2) as f64).log2();
+            ideal_dcg += ideal_gain / log2_of(i + 2);
         }
         i += 1;
     }
@@ -729,7 +742,7 @@ pub fn ndcg_cut(r: &Ranked, cutoffs: &[i64]) -> Vec<f64> {
             }
         }
         if g > 0 {
-            sum += g as f64 / ((i + 2) as f64).log2();
+            sum += g as f64 / log2_of(i + 2);
         }
     }
     while out.len() < cutoffs.len() {
@@ -759,7 +772,7 @@ pub fn ndcg_cut(r: &Ranked, cutoffs: &[i64]) -> Vec<f64> {
                 break;
             }
         }
-        ideal += level as f64 / ((i + 2) as f64).log2();
+        ideal += level as f64 / log2_of(i as usize + 2);
         i += 1;
     }
     while cut < cutoffs.len() {

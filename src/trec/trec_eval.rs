@@ -17,12 +17,16 @@
 //! - Queries are matched through a hash table, not trec_eval's scan of every result for every
 //!   qrels query: figures and order are the same, the time is linear in the queries.
 
+use super::blocks::{in_parallel, Block, BLOCK_BYTES};
 use super::groups as g;
 use super::measures::{self as m, Gains, Ranked};
+use super::parse::QidMap;
 use super::prefs::{self as p, PrefCounts};
 use super::trec_eval_input::{
-    atof, key_score, rank, read_qrels, read_results, score_key, tokens, JudgedQuery, Other, Scratch,
+    atof, key_score, rank, read_qrels, read_results, read_run_piece, score_key, tokens,
+    JudgedQuery, Other, Results, Scratch,
 };
+use camino::Utf8Path;
 use std::io::{Read, Write};
 
 /// The version of trec_eval whose behaviour [`run`] reproduces.
@@ -76,6 +80,7 @@ enum Average {
 /// One of trec_eval's measures, in the order of its measure table (the order it prints in).
 struct Def {
     name: &'static str,
+    code: Code,
     params: ParamKind,
     print: Print,
     average: Average,
@@ -85,9 +90,16 @@ const CUTS: &[i64] = &[5, 10, 15, 20, 30, 100, 200, 500, 1000];
 const RECALLS: &[f64] = &[0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 const R_MULTS: &[f64] = &[0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0];
 
-const fn def(name: &'static str, params: ParamKind, print: Print, average: Average) -> Def {
+const fn def(
+    name: &'static str,
+    code: Code,
+    params: ParamKind,
+    print: Print,
+    average: Average,
+) -> Def {
     Def {
         name,
+        code,
         params,
         print,
         average,
@@ -100,69 +112,272 @@ use Print as P;
 
 /// trec_eval 10.0's measures (measures.c), in its order.
 static MEASURES: &[Def] = &[
-    def("runid", K::None, P::Runid, A::None),
-    def("num_q", K::None, P::SummaryLong, A::NumQ),
-    def("num_ret", K::None, P::Long, A::Sum),
-    def("num_rel", K::None, P::Long, A::NumRel),
-    def("num_rel_ret", K::None, P::Long, A::Sum),
-    def("map", K::None, P::Double, A::Mean),
-    def("gm_map", K::None, P::SummaryOnly, A::GeometricMean),
-    def("Rprec", K::None, P::Double, A::Mean),
-    def("bpref", K::None, P::Double, A::Mean),
-    def("recip_rank", K::None, P::Double, A::Mean),
-    def("iprec_at_recall", K::Doubles(RECALLS), P::Double, A::Mean),
-    def("P", K::Longs(CUTS), P::Double, A::Mean),
-    def("relstring", K::DoubleParams(&[10.0]), P::Relstring, A::None),
-    def("recall", K::Longs(CUTS), P::Double, A::Mean),
-    def("infAP", K::None, P::Double, A::Mean),
-    def("gm_bpref", K::None, P::SummaryOnly, A::GeometricMean),
-    def("Rprec_mult", K::Doubles(R_MULTS), P::Double, A::Mean),
+    def("runid", C::Runid, K::None, P::Runid, A::None),
+    def("num_q", C::NumQ, K::None, P::SummaryLong, A::NumQ),
+    def("num_ret", C::NumRet, K::None, P::Long, A::Sum),
+    def("num_rel", C::NumRel, K::None, P::Long, A::NumRel),
+    def("num_rel_ret", C::NumRelRet, K::None, P::Long, A::Sum),
+    def("map", C::Map, K::None, P::Double, A::Mean),
+    def(
+        "gm_map",
+        C::GmMap,
+        K::None,
+        P::SummaryOnly,
+        A::GeometricMean,
+    ),
+    def("Rprec", C::Rprec, K::None, P::Double, A::Mean),
+    def("bpref", C::Bpref, K::None, P::Double, A::Mean),
+    def("recip_rank", C::RecipRank, K::None, P::Double, A::Mean),
+    def(
+        "iprec_at_recall",
+        C::IprecAtRecall,
+        K::Doubles(RECALLS),
+        P::Double,
+        A::Mean,
+    ),
+    def("P", C::P, K::Longs(CUTS), P::Double, A::Mean),
+    def(
+        "relstring",
+        C::Relstring,
+        K::DoubleParams(&[10.0]),
+        P::Relstring,
+        A::None,
+    ),
+    def("recall", C::Recall, K::Longs(CUTS), P::Double, A::Mean),
+    def("infAP", C::InfAP, K::None, P::Double, A::Mean),
+    def(
+        "gm_bpref",
+        C::GmBpref,
+        K::None,
+        P::SummaryOnly,
+        A::GeometricMean,
+    ),
+    def(
+        "Rprec_mult",
+        C::RprecMult,
+        K::Doubles(R_MULTS),
+        P::Double,
+        A::Mean,
+    ),
     def(
         "utility",
+        C::Utility,
         K::DoubleParams(&[1.0, -1.0, 0.0, 0.0]),
         P::Double,
         A::Mean,
     ),
-    def("11pt_avg", K::DoubleParams(RECALLS), P::Double, A::Mean),
-    def("binG", K::None, P::Double, A::Mean),
-    def("G", K::Pairs, P::Double, A::Mean),
-    def("dcg", K::Pairs, P::Double, A::Mean),
-    def("ideal_dcg", K::Pairs, P::Double, A::Mean),
-    def("ndcg", K::Pairs, P::Double, A::Mean),
-    def("ndcg_rel", K::Pairs, P::Double, A::Mean),
-    def("Rndcg", K::Pairs, P::Double, A::Mean),
-    def("ndcg_cut", K::Longs(CUTS), P::Double, A::Mean),
-    def("map_cut", K::Longs(CUTS), P::Double, A::Mean),
-    def("relative_P", K::Longs(CUTS), P::Double, A::Mean),
-    def("success", K::Longs(&[1, 5, 10]), P::Double, A::Mean),
-    def("set_P", K::None, P::Double, A::Mean),
-    def("set_relative_P", K::None, P::Double, A::Mean),
-    def("set_recall", K::None, P::Double, A::Mean),
-    def("set_map", K::None, P::Double, A::Mean),
-    def("set_F", K::DoubleParams(&[1.0]), P::Double, A::Mean),
-    def("num_nonrel_judged_ret", K::None, P::Long, A::Sum),
-    def("prefs_num_prefs_poss", K::None, P::Long, A::Sum),
-    def("prefs_num_prefs_ful", K::None, P::Long, A::Sum),
-    def("prefs_num_prefs_ful_ret", K::None, P::Long, A::Sum),
-    def("prefs_simp", K::None, P::Double, A::Mean),
-    def("prefs_pair", K::None, P::Double, A::Mean),
-    def("prefs_avgjg", K::None, P::Double, A::Mean),
-    def("prefs_avgjg_Rnonrel", K::None, P::Double, A::Mean),
-    def("prefs_simp_ret", K::None, P::Double, A::Mean),
-    def("prefs_pair_ret", K::None, P::Double, A::Mean),
-    def("prefs_avgjg_ret", K::None, P::Double, A::Mean),
-    def("prefs_avgjg_Rnonrel_ret", K::None, P::Double, A::Mean),
-    def("prefs_simp_imp", K::None, P::Double, A::Mean),
-    def("prefs_pair_imp", K::None, P::Double, A::Mean),
-    def("prefs_avgjg_imp", K::None, P::Double, A::Mean),
-    def("map_avgjg", K::None, P::Double, A::Mean),
-    def("P_avgjg", K::Longs(CUTS), P::Double, A::Mean),
-    def("Rprec_mult_avgjg", K::Doubles(R_MULTS), P::Double, A::Mean),
-    def("yaap", K::None, P::Double, A::Mean),
-    def("rbp", K::Pairs, P::Double, A::Mean),
-    def("rbp_resid", K::Pairs, P::Double, A::Mean),
-    def("unj", K::Longs(&[5, 10, 20]), P::Double, A::Mean),
+    def(
+        "11pt_avg",
+        C::ElevenPtAvg,
+        K::DoubleParams(RECALLS),
+        P::Double,
+        A::Mean,
+    ),
+    def("binG", C::BinG, K::None, P::Double, A::Mean),
+    def("G", C::G, K::Pairs, P::Double, A::Mean),
+    def("dcg", C::Dcg, K::Pairs, P::Double, A::Mean),
+    def("ideal_dcg", C::IdealDcg, K::Pairs, P::Double, A::Mean),
+    def("ndcg", C::Ndcg, K::Pairs, P::Double, A::Mean),
+    def("ndcg_rel", C::NdcgRel, K::Pairs, P::Double, A::Mean),
+    def("Rndcg", C::Rndcg, K::Pairs, P::Double, A::Mean),
+    def("ndcg_cut", C::NdcgCut, K::Longs(CUTS), P::Double, A::Mean),
+    def("map_cut", C::MapCut, K::Longs(CUTS), P::Double, A::Mean),
+    def(
+        "relative_P",
+        C::RelativeP,
+        K::Longs(CUTS),
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "success",
+        C::Success,
+        K::Longs(&[1, 5, 10]),
+        P::Double,
+        A::Mean,
+    ),
+    def("set_P", C::SetP, K::None, P::Double, A::Mean),
+    def(
+        "set_relative_P",
+        C::SetRelativeP,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def("set_recall", C::SetRecall, K::None, P::Double, A::Mean),
+    def("set_map", C::SetMap, K::None, P::Double, A::Mean),
+    def(
+        "set_F",
+        C::SetF,
+        K::DoubleParams(&[1.0]),
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "num_nonrel_judged_ret",
+        C::NumNonrelJudgedRet,
+        K::None,
+        P::Long,
+        A::Sum,
+    ),
+    def(
+        "prefs_num_prefs_poss",
+        C::PrefsNumPrefsPoss,
+        K::None,
+        P::Long,
+        A::Sum,
+    ),
+    def(
+        "prefs_num_prefs_ful",
+        C::PrefsNumPrefsFul,
+        K::None,
+        P::Long,
+        A::Sum,
+    ),
+    def(
+        "prefs_num_prefs_ful_ret",
+        C::PrefsNumPrefsFulRet,
+        K::None,
+        P::Long,
+        A::Sum,
+    ),
+    def("prefs_simp", C::PrefsSimp, K::None, P::Double, A::Mean),
+    def("prefs_pair", C::PrefsPair, K::None, P::Double, A::Mean),
+    def("prefs_avgjg", C::PrefsAvgjg, K::None, P::Double, A::Mean),
+    def(
+        "prefs_avgjg_Rnonrel",
+        C::PrefsAvgjgRnonrel,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "prefs_simp_ret",
+        C::PrefsSimpRet,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "prefs_pair_ret",
+        C::PrefsPairRet,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "prefs_avgjg_ret",
+        C::PrefsAvgjgRet,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "prefs_avgjg_Rnonrel_ret",
+        C::PrefsAvgjgRnonrelRet,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "prefs_simp_imp",
+        C::PrefsSimpImp,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "prefs_pair_imp",
+        C::PrefsPairImp,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def(
+        "prefs_avgjg_imp",
+        C::PrefsAvgjgImp,
+        K::None,
+        P::Double,
+        A::Mean,
+    ),
+    def("map_avgjg", C::MapAvgjg, K::None, P::Double, A::Mean),
+    def("P_avgjg", C::PAvgjg, K::Longs(CUTS), P::Double, A::Mean),
+    def(
+        "Rprec_mult_avgjg",
+        C::RprecMultAvgjg,
+        K::Doubles(R_MULTS),
+        P::Double,
+        A::Mean,
+    ),
+    def("yaap", C::Yaap, K::None, P::Double, A::Mean),
+    def("rbp", C::Rbp, K::Pairs, P::Double, A::Mean),
+    def("rbp_resid", C::RbpResid, K::Pairs, P::Double, A::Mean),
+    def("unj", C::Unj, K::Longs(&[5, 10, 20]), P::Double, A::Mean),
 ];
+
+/// Each measure of [`MEASURES`], to dispatch on without comparing its name for every query.
+#[derive(Clone, Copy, PartialEq)]
+enum Code {
+    Runid,
+    NumQ,
+    NumRet,
+    NumRel,
+    NumRelRet,
+    Map,
+    GmMap,
+    Rprec,
+    Bpref,
+    RecipRank,
+    IprecAtRecall,
+    P,
+    Relstring,
+    Recall,
+    InfAP,
+    GmBpref,
+    RprecMult,
+    Utility,
+    ElevenPtAvg,
+    BinG,
+    G,
+    Dcg,
+    IdealDcg,
+    Ndcg,
+    NdcgRel,
+    Rndcg,
+    NdcgCut,
+    MapCut,
+    RelativeP,
+    Success,
+    SetP,
+    SetRelativeP,
+    SetRecall,
+    SetMap,
+    SetF,
+    NumNonrelJudgedRet,
+    PrefsNumPrefsPoss,
+    PrefsNumPrefsFul,
+    PrefsNumPrefsFulRet,
+    PrefsSimp,
+    PrefsPair,
+    PrefsAvgjg,
+    PrefsAvgjgRnonrel,
+    PrefsSimpRet,
+    PrefsPairRet,
+    PrefsAvgjgRet,
+    PrefsAvgjgRnonrelRet,
+    PrefsSimpImp,
+    PrefsPairImp,
+    PrefsAvgjgImp,
+    MapAvgjg,
+    PAvgjg,
+    RprecMultAvgjg,
+    Yaap,
+    Rbp,
+    RbpResid,
+    Unj,
+}
+
+use Code as C;
 
 /// trec_eval's nicknames for sets of measures.
 static NICKNAMES: &[(&str, &[&str])] = &[
@@ -560,6 +775,8 @@ fn mark_measure(o: &mut Options, arg: &str, err: &mut dyn Write) -> bool {
 /// A measure to compute, with its parameters and the names of its values.
 struct Requested {
     def: &'static Def,
+    /// The judgements it reads ([`Format::read_by`]).
+    reads: Option<Format>,
     param: Param,
     names: Vec<String>,
     /// Index of its first value among a query's values.
@@ -679,6 +896,7 @@ fn init_measures(o: &Options, err: &mut dyn Write) -> Outcome<(Vec<Requested>, u
         let n = names.len();
         out.push(Requested {
             def,
+            reads: Format::read_by(def.name),
             param,
             names,
             slot,
@@ -862,6 +1080,9 @@ fn evaluate_query<'a>(
             std::borrow::Cow::Owned(Gains::new(&r, pairs))
         }
     };
+    // Figures that two measures share, computed for the first.
+    let (ap, bpref) = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
+    let mut iprec: Option<(&[f64], Vec<f64>)> = None;
     for req in ctx.measures {
         let out = &mut values[req.slot..req.slot + req.names.len()];
         let longs = || match &req.param {
@@ -877,7 +1098,7 @@ fn evaluate_query<'a>(
             _ => &[],
         };
         let one = |out: &mut [f64], v: f64| out[0] = v;
-        match Format::read_by(req.def.name) {
+        match req.reads {
             Some(read) if read != format => return Err(cannot(read.refusal(), req.def.name)),
             Some(Format::Prefs) if prefs.is_none() => {
                 let Other::Prefs(lines) = &judged.other else {
@@ -919,28 +1140,41 @@ fn evaluate_query<'a>(
         }
         let pc = || prefs.as_ref().expect("joined above");
         let gs = || groups.as_deref().expect("joined above");
-        match req.def.name {
-            "runid" => {}
-            "num_q" => one(out, 1.0),
-            "num_ret" => one(out, r.num_ret() as f64),
-            "num_rel" => one(out, r.num_rel as f64),
-            "num_rel_ret" => one(out, r.num_rel_ret as f64),
-            "map" => one(out, m::average_precision(&r)),
-            "gm_map" => one(out, m::log_average_precision(&r)),
-            "Rprec" => one(out, m::r_precision(&r)),
-            "bpref" => one(out, m::bpref(&r)),
-            "recip_rank" => one(out, m::reciprocal_rank(&r)),
-            "iprec_at_recall" => out.copy_from_slice(&m::iprec_at_recall(&r, doubles())),
-            "P" => out.copy_from_slice(&m::precision(&r, longs())),
-            "relstring" => {
+        match req.def.code {
+            C::Runid => {}
+            C::NumQ => one(out, 1.0),
+            C::NumRet => one(out, r.num_ret() as f64),
+            C::NumRel => one(out, r.num_rel as f64),
+            C::NumRelRet => one(out, r.num_rel_ret as f64),
+            C::Map => one(out, *ap.get_or_init(|| m::average_precision(&r))),
+            // gm_map is the logarithm of the same average precision (m::log_average_precision).
+            C::GmMap => one(
+                out,
+                ap.get_or_init(|| m::average_precision(&r))
+                    .max(m::MIN_GEO_MEAN)
+                    .ln(),
+            ),
+            C::Rprec => one(out, m::r_precision(&r)),
+            C::Bpref => one(out, *bpref.get_or_init(|| m::bpref(&r))),
+            C::RecipRank => one(out, m::reciprocal_rank(&r)),
+            C::IprecAtRecall => {
+                let values = m::iprec_at_recall(&r, doubles());
+                out.copy_from_slice(&values);
+                iprec = Some((doubles(), values));
+            }
+            C::P => out.copy_from_slice(&m::precision(&r, longs())),
+            C::Relstring => {
                 let len = doubles().first().copied().unwrap_or(10.0);
                 relstring = m::relstring(&r, len as i64);
             }
-            "recall" => out.copy_from_slice(&m::recall(&r, longs())),
-            "infAP" => one(out, m::inferred_ap(&r)),
-            "gm_bpref" => one(out, m::log_bpref(&r)),
-            "Rprec_mult" => out.copy_from_slice(&m::r_precision_mult(&r, doubles())),
-            "utility" => {
+            C::Recall => out.copy_from_slice(&m::recall(&r, longs())),
+            C::InfAP => one(out, m::inferred_ap(&r)),
+            C::GmBpref => one(
+                out,
+                bpref.get_or_init(|| m::bpref(&r)).max(m::MIN_GEO_MEAN).ln(),
+            ),
+            C::RprecMult => out.copy_from_slice(&m::r_precision_mult(&r, doubles())),
+            C::Utility => {
                 let Ok(c) = <[f64; 4]>::try_from(doubles()) else {
                     return Err("trec_eval.calc_utility: improper number of coefficients\n\
                                 trec_eval: Can't calculate measure 'utility'\n"
@@ -948,49 +1182,57 @@ fn evaluate_query<'a>(
                 };
                 one(out, m::utility(&r, &c, ctx.o.num_docs));
             }
-            "11pt_avg" => one(out, m::eleven_point_average(&r, doubles())),
-            "binG" => one(out, m::bin_g(&r)),
-            "G" => one(out, m::g_measure(&r, &gains(pairs()))),
-            "dcg" => one(out, m::dcg(&r, &gains(pairs())).0),
-            "ideal_dcg" => one(out, m::dcg(&r, &gains(pairs())).1),
-            "ndcg" => one(out, m::ndcg(&r, &gains(pairs()))),
-            "ndcg_rel" => one(out, m::ndcg_rel(&r, &gains(pairs()))),
-            "Rndcg" => one(out, m::r_ndcg(&r, &gains(pairs()))),
-            "ndcg_cut" => out.copy_from_slice(&m::ndcg_cut(&r, longs())),
-            "map_cut" => out.copy_from_slice(&m::map_cut(&r, longs())),
-            "relative_P" => out.copy_from_slice(&m::relative_precision(&r, longs())),
-            "success" => out.copy_from_slice(&m::success(&r, longs())),
-            "set_P" => one(out, m::set_precision(&r)),
-            "set_relative_P" => one(out, m::set_relative_precision(&r)),
-            "set_recall" => one(out, m::set_recall(&r)),
-            "set_map" => one(out, m::set_map(&r)),
-            "set_F" => one(out, m::set_f(&r, doubles().first().copied().unwrap_or(1.0))),
-            "num_nonrel_judged_ret" => one(out, m::num_nonrel_judged_ret(&r)),
-            "rbp" => {
+            // The mean of iprec_at_recall at the same recalls (m::eleven_point_average).
+            C::ElevenPtAvg => one(
+                out,
+                match &iprec {
+                    Some((at, values)) if *at == doubles() => {
+                        values.iter().sum::<f64>() / values.len() as f64
+                    }
+                    _ => m::eleven_point_average(&r, doubles()),
+                },
+            ),
+            C::BinG => one(out, m::bin_g(&r)),
+            C::G => one(out, m::g_measure(&r, &gains(pairs()))),
+            C::Dcg => one(out, m::dcg(&r, &gains(pairs())).0),
+            C::IdealDcg => one(out, m::dcg(&r, &gains(pairs())).1),
+            C::Ndcg => one(out, m::ndcg(&r, &gains(pairs()))),
+            C::NdcgRel => one(out, m::ndcg_rel(&r, &gains(pairs()))),
+            C::Rndcg => one(out, m::r_ndcg(&r, &gains(pairs()))),
+            C::NdcgCut => out.copy_from_slice(&m::ndcg_cut(&r, longs())),
+            C::MapCut => out.copy_from_slice(&m::map_cut(&r, longs())),
+            C::RelativeP => out.copy_from_slice(&m::relative_precision(&r, longs())),
+            C::Success => out.copy_from_slice(&m::success(&r, longs())),
+            C::SetP => one(out, m::set_precision(&r)),
+            C::SetRelativeP => one(out, m::set_relative_precision(&r)),
+            C::SetRecall => one(out, m::set_recall(&r)),
+            C::SetMap => one(out, m::set_map(&r)),
+            C::SetF => one(out, m::set_f(&r, doubles().first().copied().unwrap_or(1.0))),
+            C::NumNonrelJudgedRet => one(out, m::num_nonrel_judged_ret(&r)),
+            C::Rbp => {
                 let p = m::rbp_persistence(pairs());
                 one(out, m::rbp(&r, &gains(pairs()), p));
             }
-            "rbp_resid" => one(out, m::rbp_resid(&r, m::rbp_persistence(pairs()))),
-            "unj" => out.copy_from_slice(&m::unjudged(&r, longs())),
-            "prefs_num_prefs_poss" => one(out, p::num_prefs_poss(pc())),
-            "prefs_num_prefs_ful" => one(out, p::num_prefs_ful(pc())),
-            "prefs_num_prefs_ful_ret" => one(out, p::num_prefs_ful_ret(pc())),
-            "prefs_simp" => one(out, p::simp(pc())),
-            "prefs_pair" => one(out, p::pair(pc())),
-            "prefs_avgjg" => one(out, p::avgjg(pc())),
-            "prefs_avgjg_Rnonrel" => one(out, p::avgjg_rnonrel(pc())),
-            "prefs_simp_ret" => one(out, p::simp_ret(pc())),
-            "prefs_pair_ret" => one(out, p::pair_ret(pc())),
-            "prefs_avgjg_ret" => one(out, p::avgjg_ret(pc())),
-            "prefs_avgjg_Rnonrel_ret" => one(out, p::avgjg_rnonrel_ret(pc())),
-            "prefs_simp_imp" => one(out, p::simp_imp(pc())),
-            "prefs_pair_imp" => one(out, p::pair_imp(pc())),
-            "prefs_avgjg_imp" => one(out, p::avgjg_imp(pc())),
-            "map_avgjg" => one(out, g::map_avgjg(gs())),
-            "P_avgjg" => out.copy_from_slice(&g::precision_avgjg(gs(), longs())),
-            "Rprec_mult_avgjg" => out.copy_from_slice(&g::r_precision_mult_avgjg(gs(), doubles())),
-            "yaap" => one(out, m::yaap(&r)),
-            other => unreachable!("measure {other} of the table has no arm"),
+            C::RbpResid => one(out, m::rbp_resid(&r, m::rbp_persistence(pairs()))),
+            C::Unj => out.copy_from_slice(&m::unjudged(&r, longs())),
+            C::PrefsNumPrefsPoss => one(out, p::num_prefs_poss(pc())),
+            C::PrefsNumPrefsFul => one(out, p::num_prefs_ful(pc())),
+            C::PrefsNumPrefsFulRet => one(out, p::num_prefs_ful_ret(pc())),
+            C::PrefsSimp => one(out, p::simp(pc())),
+            C::PrefsPair => one(out, p::pair(pc())),
+            C::PrefsAvgjg => one(out, p::avgjg(pc())),
+            C::PrefsAvgjgRnonrel => one(out, p::avgjg_rnonrel(pc())),
+            C::PrefsSimpRet => one(out, p::simp_ret(pc())),
+            C::PrefsPairRet => one(out, p::pair_ret(pc())),
+            C::PrefsAvgjgRet => one(out, p::avgjg_ret(pc())),
+            C::PrefsAvgjgRnonrelRet => one(out, p::avgjg_rnonrel_ret(pc())),
+            C::PrefsSimpImp => one(out, p::simp_imp(pc())),
+            C::PrefsPairImp => one(out, p::pair_imp(pc())),
+            C::PrefsAvgjgImp => one(out, p::avgjg_imp(pc())),
+            C::MapAvgjg => one(out, g::map_avgjg(gs())),
+            C::PAvgjg => out.copy_from_slice(&g::precision_avgjg(gs(), longs())),
+            C::RprecMultAvgjg => out.copy_from_slice(&g::r_precision_mult_avgjg(gs(), doubles())),
+            C::Yaap => one(out, m::yaap(&r)),
         }
     }
     if bogus {
@@ -1012,6 +1254,7 @@ fn evaluate_query<'a>(
             }
         }
     }
+    scratch.reuse(r);
     Ok(QueryValues { values, relstring })
 }
 
@@ -1076,7 +1319,18 @@ fn print_values(
 /// assert_eq!(String::from_utf8(out).unwrap(), "P_1                   \tall\t0.0000\n");
 /// ```
 pub fn run(args: &[String], stdin: &mut dyn Read, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    match run_inner(args, stdin, out, err) {
+    run_in_blocks(args, stdin, out, err, BLOCK_BYTES)
+}
+
+/// [`run`], a run file read in blocks of about `block_bytes` bytes.
+pub(super) fn run_in_blocks(
+    args: &[String],
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    block_bytes: usize,
+) -> i32 {
+    match run_inner(args, stdin, out, err, block_bytes) {
         Ok(()) => 0,
         Err(Exit(code)) => code,
     }
@@ -1091,11 +1345,135 @@ fn read_file(path: &str, stdin: &mut dyn Read) -> Option<Vec<u8>> {
     std::fs::read(path).ok().filter(|b| !b.is_empty())
 }
 
+/// Queries whose figures are computed (and held) at a time.
+const BATCH: usize = 8192;
+
+/// The first measure that joins the run with the qrels: errors doing so are its.
+fn first_joining(measures: &[Requested]) -> Option<&'static str> {
+    measures
+        .iter()
+        .map(|r| r.def.name)
+        .find(|&n| n != "runid" && n != "num_q")
+}
+
+/// A query's figures, or the error that stops the run.
+type Figures = std::result::Result<QueryValues, String>;
+
+/// The run, read one way or the other.
+enum Source<'a> {
+    /// Read whole: its queries are computed in batches.
+    Whole(Results<'a>),
+    /// Read in blocks, each query computed as it was read: per query of the work list, its
+    /// figures if the run has it.
+    Streamed(Vec<Option<Figures>>),
+}
+
+/// What reading the run in blocks gave.
+enum Streamed {
+    /// Per query of the work list, its figures if the run has it; the run id.
+    Figures(Vec<Option<Figures>>, Vec<u8>),
+    /// The first malformed line, numbered as trec_eval numbers it.
+    Malformed(usize),
+    /// The file cannot be opened or read, or it is empty.
+    Unreadable,
+    /// The lines of a judged query are apart in the file (or the run is read from standard
+    /// input): it is read whole instead.
+    NotGrouped,
+}
+
+/// What one block of the run gives.
+struct BlockFigures {
+    bytes: usize,
+    /// Lines read (blank and comment lines left out).
+    count: usize,
+    malformed: Option<usize>,
+    run_id: Option<Vec<u8>>,
+    /// `(place in the work list, figures)` of each stretch of a judged query's lines.
+    queries: Vec<(usize, Figures)>,
+}
+
+/// Reads the run at `path` in blocks of whole lines, parsed and scored on `threads` threads
+/// as they are read: a judged query is computed as soon as its lines are in, and memory holds
+/// a few blocks and the figures rather than the file. This takes every query's lines to be
+/// together, as retrieval systems write them; when a judged query turns up twice, the figures
+/// are dropped ([`Streamed::NotGrouped`]) and the run is read whole.
+fn stream_run(
+    path: &str,
+    ctx: &Context<'_>,
+    qrels: &[JudgedQuery<'_>],
+    work: &[usize],
+    block_bytes: usize,
+    threads: usize,
+) -> Streamed {
+    let index: QidMap<&[u8], usize> = work
+        .iter()
+        .enumerate()
+        .map(|(w, &i)| (qrels[i].qid, w))
+        .collect();
+    let score_block = |_: &mut (), block: &Block| {
+        let piece = read_run_piece(&block.bytes);
+        let mut queries = Vec::new();
+        if piece.malformed().is_none() {
+            let mut scratch = Scratch::default();
+            for (qid, docs) in piece.stretches() {
+                if let Some(&w) = index.get(qid) {
+                    let figures = evaluate_query(ctx, &mut scratch, &qrels[work[w]], docs, false);
+                    queries.push((w, figures));
+                }
+            }
+        }
+        BlockFigures {
+            bytes: block.bytes.len(),
+            count: piece.count(),
+            malformed: piece.malformed(),
+            run_id: piece.run_id().map(<[u8]>::to_vec),
+            queries,
+        }
+    };
+    let mut figures: Vec<Option<Figures>> = Vec::new();
+    figures.resize_with(work.len(), || None);
+    let (mut bytes, mut lines, mut run_id) = (0, 0, Vec::new());
+    let mut outcome = None;
+    let take = |b: BlockFigures| {
+        if let Some(line) = b.malformed {
+            outcome = Some(Streamed::Malformed(lines + line));
+            return Ok(false);
+        }
+        bytes += b.bytes;
+        lines += b.count;
+        if let Some(id) = b.run_id {
+            run_id = id;
+        }
+        for (w, f) in b.queries {
+            if figures[w].replace(f).is_some() {
+                outcome = Some(Streamed::NotGrouped);
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    };
+    let read = in_parallel(
+        Utf8Path::new(path),
+        threads,
+        block_bytes,
+        || (),
+        score_block,
+        take,
+    );
+    match (read, outcome) {
+        (Err(_), _) => Streamed::Unreadable,
+        (_, Some(outcome)) => outcome,
+        _ if bytes == 0 => Streamed::Unreadable,
+        _ => Streamed::Figures(figures, run_id),
+    }
+}
+
 fn run_inner(
     args: &[String],
     stdin: &mut dyn Read,
     out: &mut dyn Write,
     err: &mut dyn Write,
+    block_bytes: usize,
 ) -> Outcome<()> {
     let mut o = parse_options(args, err)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -1109,6 +1487,13 @@ fn run_inner(
     let (qrels_path, run_path) = (o.files[0].clone(), o.files[1].clone());
     let quit = |err: &mut dyn Write, path: &str| {
         fail(err, &format!("trec_eval: Quit in file '{path}'\n"), 2)
+    };
+    let cannot_read_run = |err: &mut dyn Write, path: &str| {
+        let _ = writeln!(
+            err,
+            "trec_eval.get_results: Cannot read results file '{path}'"
+        );
+        quit(err, path)
     };
     // What trec_eval's reader of each format says of a file it cannot read.
     let cannot_read = match o.rel_format.as_str() {
@@ -1144,20 +1529,56 @@ fn run_inner(
             2,
         ));
     }
-    let Some(run_text) = read_file(&run_path, stdin) else {
-        let _ = writeln!(
-            err,
-            "trec_eval.get_results: Cannot read results file '{run_path}'"
-        );
-        return Err(quit(err, &run_path));
+    if !o.any_marked {
+        mark_measure(&mut o, "official", err);
+    }
+    // The measures are set up before the run is read, to score its queries as they are read;
+    // a message of theirs waits for its turn, after those of reading the run and z-scores.
+    let mut init_err = Vec::new();
+    let init = init_measures(&o, &mut init_err);
+    // The queries to evaluate: every qrels query (trec_eval's order).
+    let work: Vec<usize> = (0..qrels.len())
+        .filter(|&i| {
+            o.debug_query
+                .as_ref()
+                .is_none_or(|d| d.as_bytes() == qrels[i].qid)
+        })
+        .collect();
+    let streamed = match &init {
+        Ok((measures, num_values)) if !run_path.starts_with('-') => {
+            let ctx = Context {
+                o: &o,
+                measures,
+                num_values: *num_values,
+                first_joining: first_joining(measures),
+            };
+            stream_run(&run_path, &ctx, &qrels, &work, block_bytes, threads)
+        }
+        _ => Streamed::NotGrouped,
     };
-    // Below a megabyte a thread costs more than it saves.
-    let parsers = if run_text.len() > 1 << 20 { threads } else { 1 };
-    let results = match read_results(&run_text, parsers) {
-        Ok(r) => r,
-        Err(line) => {
+    let run_text;
+    let (mut source, run_id) = match streamed {
+        Streamed::Figures(figures, run_id) => (Source::Streamed(figures), run_id),
+        Streamed::Malformed(line) => {
             let _ = writeln!(err, "trec_eval.get_results: Malformed line {line}");
             return Err(quit(err, &run_path));
+        }
+        Streamed::Unreadable => return Err(cannot_read_run(err, &run_path)),
+        Streamed::NotGrouped => {
+            run_text =
+                read_file(&run_path, stdin).ok_or_else(|| cannot_read_run(err, &run_path))?;
+            // Below a megabyte a thread costs more than it saves.
+            let parsers = if run_text.len() > 1 << 20 { threads } else { 1 };
+            match read_results(&run_text, parsers) {
+                Ok(r) => {
+                    let run_id = r.run_id.to_vec();
+                    (Source::Whole(r), run_id)
+                }
+                Err(line) => {
+                    let _ = writeln!(err, "trec_eval.get_results: Malformed line {line}");
+                    return Err(quit(err, &run_path));
+                }
+            }
         }
     };
     let zscores = match &o.zscores {
@@ -1182,69 +1603,76 @@ fn run_inner(
             }
         }
     };
-    if !o.any_marked {
-        mark_measure(&mut o, "official", err);
-    }
-    let (measures, num_values) = init_measures(&o, err)?;
+    let _ = err.write_all(&init_err);
+    let (measures, num_values) = init?;
     let ctx = Context {
         o: &o,
         measures: &measures,
         num_values,
-        first_joining: measures
-            .iter()
-            .map(|r| r.def.name)
-            .find(|&n| n != "runid" && n != "num_q"),
+        first_joining: first_joining(&measures),
     };
 
-    // The queries to evaluate: every qrels query (trec_eval's order), with its results.
-    let mut work: Vec<(usize, Option<usize>)> = Vec::with_capacity(qrels.len());
-    for (i, q) in qrels.iter().enumerate() {
-        if let Some(d) = &o.debug_query {
-            if d.as_bytes() != q.qid {
-                continue;
-            }
-        }
-        work.push((i, results.query(q.qid)));
-    }
     // What trec_eval ranks for a query without results under -c: one document, score 1.
     let bogus_docs = || std::iter::once((&b"ceci_nest_pas_un_docno"[..], score_key(1.0)));
     let mut accum = vec![0.0; num_values];
     let mut num_queries = 0usize;
     let mut text: Vec<u8> = Vec::new();
-    // Queries are computed in batches on every core and printed in order; a batch bounds the
-    // memory the figures take.
-    for batch in work.chunks(8192) {
-        let compute = |scratch: &mut _, &(i, r): &(usize, Option<usize>)| -> Computed {
-            Some(match r {
-                Some(r) => evaluate_query(&ctx, scratch, &qrels[i], results.docs(r), false),
-                None if o.complete => evaluate_query(&ctx, scratch, &qrels[i], bogus_docs(), true),
-                None => return None,
-            })
-        };
-        let computed: Vec<Computed> = if threads > 1 && batch.len() >= 64 {
-            let per = batch.len().div_ceil(threads);
-            std::thread::scope(|s| {
-                let handles: Vec<_> = batch
-                    .chunks(per)
-                    .map(|part| {
-                        s.spawn(move || {
-                            let mut scratch = Scratch::default();
-                            part.iter()
-                                .map(|w| compute(&mut scratch, w))
-                                .collect::<Vec<_>>()
-                        })
+    let mut scratch = Scratch::default();
+    // Queries are taken in batches (computed on every core when the run was read whole) and
+    // printed in order; a batch bounds the memory the figures take.
+    for (b, batch) in work.chunks(BATCH).enumerate() {
+        let computed: Vec<Computed> = match &mut source {
+            Source::Whole(results) => {
+                let results = &*results;
+                let compute = |scratch: &mut _, &i: &usize| -> Computed {
+                    Some(match results.query(qrels[i].qid) {
+                        Some(r) => evaluate_query(&ctx, scratch, &qrels[i], results.docs(r), false),
+                        None if o.complete => {
+                            evaluate_query(&ctx, scratch, &qrels[i], bogus_docs(), true)
+                        }
+                        None => return None,
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
-            })
-        } else {
-            let mut scratch = Scratch::default();
-            batch.iter().map(|w| compute(&mut scratch, w)).collect()
+                };
+                if threads > 1 && batch.len() >= 64 {
+                    let per = batch.len().div_ceil(threads);
+                    std::thread::scope(|s| {
+                        let handles: Vec<_> = batch
+                            .chunks(per)
+                            .map(|part| {
+                                s.spawn(move || {
+                                    let mut scratch = Scratch::default();
+                                    part.iter()
+                                        .map(|w| compute(&mut scratch, w))
+                                        .collect::<Vec<_>>()
+                                })
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                            .collect()
+                    })
+                } else {
+                    batch.iter().map(|w| compute(&mut scratch, w)).collect()
+                }
+            }
+            Source::Streamed(figures) => batch
+                .iter()
+                .zip(b * BATCH..)
+                .map(|(&i, w)| match figures[w].take() {
+                    Some(v) => Some(v),
+                    None if o.complete => Some(evaluate_query(
+                        &ctx,
+                        &mut scratch,
+                        &qrels[i],
+                        bogus_docs(),
+                        true,
+                    )),
+                    None => None,
+                })
+                .collect(),
         };
-        for (&(i, _), result) in batch.iter().zip(computed) {
+        for (&i, result) in batch.iter().zip(computed) {
             let qid = qrels[i].qid;
             let done = match result {
                 None => {
@@ -1344,7 +1772,7 @@ fn run_inner(
             match req.def.print {
                 P::Runid => {
                     let _ = write!(text, "{:<22}\tall\t", "runid");
-                    text.extend_from_slice(results.run_id);
+                    text.extend_from_slice(&run_id);
                     text.push(b'\n');
                 }
                 P::Relstring => {}

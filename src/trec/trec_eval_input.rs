@@ -1,10 +1,11 @@
 //! The input side of `rag-eval trec_eval`: qrels and run files read as trec_eval reads them,
 //! and each query's ranking joined with its judgements (trec_eval's form_res_rels.c).
 //!
-//! Built for speed on large runs: the run is read whole (as trec_eval reads it) and parsed on
-//! every core, a piece of the file each, straight from its bytes: eight bytes at a time for
-//! the separators, a score by one exact division when it is a plain decimal, each line kept as
-//! 16 bytes (where its docno is, its score as an order key). Each query is then ranked with
+//! Built for speed on large runs: the run is parsed a piece at a time (a block of a file read
+//! in blocks, or a share of a run read whole) on every core, straight from its bytes: eight
+//! bytes at a time for the separators, a score by one exact division when it is a plain
+//! decimal, each line kept as 16 bytes (where its docno is, its score as an order key). Each
+//! query is then ranked with
 //! one sort (none where the run lists it by score already, only its ties), and its documents
 //! are looked up in small hash tables: one of the judged documents, one to find a docno listed
 //! twice.
@@ -77,7 +78,7 @@ pub(super) fn read_qrels(text: &[u8]) -> std::result::Result<Vec<JudgedQuery<'_>
         }
         // Lines of one query usually come together: the previous line's query skips the map.
         let q = match last {
-            Some((qid, q)) if qid == f[0] => q,
+            Some((qid, q)) if same(qid, f[0]) => q,
             _ => *index.entry(f[0]).or_insert_with(|| {
                 out.push(JudgedQuery {
                     qid: f[0],
@@ -183,6 +184,36 @@ pub(super) struct RunPiece<'a> {
 }
 
 impl<'a> RunPiece<'a> {
+    /// Lines read (blank and comment lines left out).
+    pub(super) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The first malformed line, numbered within the piece.
+    pub(super) fn malformed(&self) -> Option<usize> {
+        self.malformed
+    }
+
+    /// The run id of the piece's last line.
+    pub(super) fn run_id(&self) -> Option<&'a [u8]> {
+        self.run_id
+    }
+
+    /// Each stretch of lines of one query: its id and the docno and score key of each line,
+    /// in file order.
+    pub(super) fn stretches(
+        &self,
+    ) -> impl Iterator<Item = (&'a [u8], impl Iterator<Item = (&'a [u8], u64)> + Clone + '_)> + '_
+    {
+        let text = self.text;
+        self.stretches.iter().map(move |(qid, range)| {
+            let lines = self.lines[range.start as usize..range.end as usize]
+                .iter()
+                .map(move |l| (&text[l.start as usize..(l.start + l.len) as usize], l.key));
+            (*qid, lines)
+        })
+    }
+
     /// Takes a line of `found` fields (the first six in `fields`, as ranges of `text`).
     #[inline]
     fn line(&mut self, fields: &[Range<usize>; 6], found: usize) -> bool {
@@ -198,7 +229,7 @@ impl<'a> RunPiece<'a> {
         let qid = &text[fields[0].clone()];
         let at = self.lines.len() as u32;
         match self.stretches.last_mut() {
-            Some((last, range)) if *last == qid => range.end = at + 1,
+            Some((last, range)) if same(last, qid) => range.end = at + 1,
             _ => self.stretches.push((qid, at..at + 1)),
         }
         let docno = fields[2].clone();
@@ -214,7 +245,7 @@ impl<'a> RunPiece<'a> {
 
 /// Parses a piece of a run (shorter than 4 GiB): lines split at `\n`, fields at C's
 /// whitespace, the bytes below `!` found eight at a time.
-fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
+pub(super) fn read_run_piece(text: &[u8]) -> RunPiece<'_> {
     let mut p = RunPiece {
         text,
         lines: Vec::with_capacity(text.len() / 32),
@@ -372,15 +403,47 @@ struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
+    #[inline]
     fn new(docno: &'a [u8], key: u64) -> Self {
-        let mut buf = [0u8; 8];
-        let n = docno.len().min(8);
-        buf[..n].copy_from_slice(&docno[..n]);
         Entry {
             key,
-            prefix: u64::from_be_bytes(buf),
+            prefix: u64::from_be_bytes(padded(docno)),
             docno,
         }
+    }
+}
+
+/// The first eight bytes of `bytes`, zero-padded (without a call to `memcpy` for the usual
+/// names of eight bytes or more).
+#[inline]
+fn padded(bytes: &[u8]) -> [u8; 8] {
+    match bytes.first_chunk::<8>() {
+        Some(word) => *word,
+        None => {
+            let mut buf = [0u8; 8];
+            for (b, &c) in buf.iter_mut().zip(bytes) {
+                *b = c;
+            }
+            buf
+        }
+    }
+}
+
+/// `a == b` for the short names of qrels and runs, with a few loads instead of a call to
+/// `memcmp`.
+#[inline]
+pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
+    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("four"));
+    match n {
+        // Two overlapping loads cover each.
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => a == b,
     }
 }
 
@@ -406,9 +469,7 @@ fn hash(docno: &[u8]) -> u64 {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let mut word = [0u8; 8];
-        word[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(26) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        h = (h.rotate_left(26) ^ u64::from_le_bytes(padded(rest))).wrapping_mul(K);
     }
     h ^ (h >> 29)
 }
@@ -417,14 +478,35 @@ fn hash(docno: &[u8]) -> u64 {
 #[derive(Default)]
 pub(super) struct Scratch<'a> {
     entries: Vec<Entry<'a>>,
-    hashes: Vec<u64>,
-    /// Open addressing, 1 + the entry's position; 0 is empty.
-    seen: Vec<u32>,
-    judged: Vec<u32>,
+    /// Open addressing, [`tag`]s of the ranked documents; 0 is empty.
+    seen: Vec<u64>,
+    /// The same, of the judged documents.
+    judged: Vec<u64>,
+    /// A ranking's grades, given back when its query is done ([`Scratch::reuse`]).
+    rels: Vec<i64>,
+}
+
+impl Scratch<'_> {
+    /// Keeps the buffer of a ranking done with, for the next one.
+    pub(super) fn reuse(&mut self, r: Ranked) {
+        self.rels = r.rels;
+    }
+}
+
+/// A table entry: the high half of `h` and 1 + the position `i`.
+#[inline]
+fn tag(h: u64, i: usize) -> u64 {
+    (h & !0xffff_ffff) | (i as u64 + 1)
+}
+
+/// The first slot to try for `h`.
+#[inline]
+fn home(h: u64, mask: usize) -> usize {
+    (h.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & mask
 }
 
 /// Sets up `table` for `n` keys (a power of two, at least twice `n`); its mask.
-fn clear_table(table: &mut Vec<u32>, n: usize) -> usize {
+fn clear_table(table: &mut Vec<u64>, n: usize) -> usize {
     let size = (2 * n).next_power_of_two().max(16);
     table.clear();
     table.resize(size, 0);
@@ -458,22 +540,47 @@ pub(super) fn rank<'a>(
     let keep = usize::try_from(max_docs.max(0)).unwrap_or(usize::MAX);
     entries.truncate(keep);
 
-    // A docno listed twice: hashed once, looked up among those before it.
-    let hashes = &mut scratch.hashes;
-    hashes.clear();
-    hashes.extend(entries.iter().map(|e| hash(e.docno)));
+    // The judged documents, by hash.
+    let judged_mask = clear_table(&mut scratch.judged, judged.docs.len());
+    for (i, d) in judged.docs.iter().enumerate() {
+        let h = hash(d.0);
+        let mut slot = home(h, judged_mask);
+        while scratch.judged[slot] != 0 {
+            slot = (slot + 1) & judged_mask;
+        }
+        scratch.judged[slot] = tag(h, i);
+    }
+    let max_rel = judged.docs.iter().map(|d| d.1).max().unwrap_or(0);
+    let mut rel_levels = vec![0u64; (max_rel.max(0) + 1) as usize];
+    for d in &judged.docs {
+        if d.1 >= 0 {
+            rel_levels[d.1 as usize] += 1;
+        }
+    }
+    let mut rels = std::mem::take(&mut scratch.rels);
+    rels.clear();
+    rels.reserve(entries.len());
+    let mut r = Ranked {
+        rels,
+        level,
+        ..Ranked::default()
+    };
+    // One pass: each docno hashed once, looked up among those ranked before it (a docno
+    // listed twice) and among the judged ones (its grade). A table's entry keeps the high
+    // half of the hash beside the position, so that a name is compared only when it matches.
     let mask = clear_table(&mut scratch.seen, entries.len());
     let mut twice = false;
-    for (i, &h) in hashes.iter().enumerate() {
-        let mut slot = (h.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & mask;
+    for (i, e) in entries.iter().enumerate() {
+        let h = hash(e.docno);
+        let mut slot = home(h, mask);
         loop {
             match scratch.seen[slot] {
                 0 => {
-                    scratch.seen[slot] = i as u32 + 1;
+                    scratch.seen[slot] = tag(h, i);
                     break;
                 }
-                j if hashes[j as usize - 1] == h
-                    && entries[j as usize - 1].docno == entries[i].docno =>
+                t if t >> 32 == h >> 32
+                    && same(entries[(t as u32 - 1) as usize].docno, e.docno) =>
                 {
                     twice = true;
                     break;
@@ -484,53 +591,13 @@ pub(super) fn rank<'a>(
         if twice {
             break;
         }
-    }
-    if twice {
-        let mut by_docno: Vec<&[u8]> = entries.iter().map(|d| d.docno).collect();
-        by_docno.sort_unstable();
-        if let Some(w) = by_docno.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!(
-                "trec_eval.form_res_qrels: duplicate docs {}",
-                String::from_utf8_lossy(w[0])
-            ));
-        }
-    }
-    if let Some(w) = judged.docs.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(format!(
-            "trec_eval.form_res_rels: duplicate docs {}\n",
-            String::from_utf8_lossy(w[1].0)
-        ));
-    }
-
-    // The judged documents, by hash.
-    let judged_mask = clear_table(&mut scratch.judged, judged.docs.len());
-    for (i, d) in judged.docs.iter().enumerate() {
-        let mut slot = (hash(d.0).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & judged_mask;
-        while scratch.judged[slot] != 0 {
-            slot = (slot + 1) & judged_mask;
-        }
-        scratch.judged[slot] = i as u32 + 1;
-    }
-    let max_rel = judged.docs.iter().map(|d| d.1).max().unwrap_or(0);
-    let mut rel_levels = vec![0u64; (max_rel.max(0) + 1) as usize];
-    for d in &judged.docs {
-        if d.1 >= 0 {
-            rel_levels[d.1 as usize] += 1;
-        }
-    }
-    let mut r = Ranked {
-        rels: Vec::with_capacity(entries.len()),
-        level,
-        ..Ranked::default()
-    };
-    for (e, &h) in entries.iter().zip(hashes.iter()) {
-        let mut slot = (h.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & judged_mask;
+        let mut slot = home(h, judged_mask);
         let rel = loop {
             match scratch.judged[slot] {
                 0 => break NONPOOL,
-                j => {
-                    let (docno, rel) = judged.docs[j as usize - 1];
-                    if docno == e.docno {
+                t => {
+                    let (docno, rel) = judged.docs[(t as u32 - 1) as usize];
+                    if t >> 32 == h >> 32 && same(docno, e.docno) {
                         break if rel < 0 { UNJUDGED } else { rel };
                     }
                     slot = (slot + 1) & judged_mask;
@@ -547,6 +614,27 @@ pub(super) fn rank<'a>(
             _ => {}
         }
         r.rels.push(rel);
+    }
+    if twice {
+        scratch.rels = r.rels;
+        // trec_eval names the first duplicate in byte order.
+        let mut by_docno: Vec<&[u8]> = entries.iter().map(|d| d.docno).collect();
+        by_docno.sort_unstable();
+        let first = by_docno
+            .windows(2)
+            .find(|w| w[0] == w[1])
+            .map_or(&b""[..], |w| w[0]);
+        return Err(format!(
+            "trec_eval.form_res_qrels: duplicate docs {}",
+            String::from_utf8_lossy(first)
+        ));
+    }
+    if let Some(w) = judged.docs.windows(2).find(|w| same(w[0].0, w[1].0)) {
+        scratch.rels = r.rels;
+        return Err(format!(
+            "trec_eval.form_res_rels: duplicate docs {}\n",
+            String::from_utf8_lossy(w[1].0)
+        ));
     }
     r.num_rel = rel_levels
         .iter()

@@ -404,3 +404,74 @@ proptest! {
         }
     }
 }
+
+/// Runs trec_eval in-process with the run read from a file in blocks of `block` bytes:
+/// code, stdout, stderr.
+fn run_in_blocks(
+    args: &[&str],
+    qrels: &str,
+    results: &str,
+    block: usize,
+) -> (i32, Vec<u8>, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, r) = (dir.path().join("qrels"), dir.path().join("run"));
+    std::fs::write(&q, qrels).unwrap();
+    std::fs::write(&r, results).unwrap();
+    let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    all.push(q.to_str().unwrap().to_owned());
+    all.push(r.to_str().unwrap().to_owned());
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = trec_eval::run_in_blocks(&all, &mut std::io::empty(), &mut out, &mut err, block);
+    let err = String::from_utf8(err)
+        .unwrap()
+        .replace(r.to_str().unwrap(), "-")
+        .into_bytes();
+    (code, out, err)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A run file read in blocks (each query scored as its lines come in, or, when a judged
+    /// query's lines are apart, the file read whole after all) prints what the run read whole
+    /// from standard input prints: figures, errors, exit codes.
+    #[test]
+    fn a_run_read_in_blocks_prints_what_it_prints_read_whole(
+        (qrels, results) in inputs(),
+        swaps in proptest::collection::vec((0usize..64, 0usize..64), 0..3),
+        junk in proptest::option::of((0usize..64, proptest::sample::select(vec![
+            "", "# comment", "q0 Q0 d1 1 0.5", "\t", "q1 Q0 d3 1 2 r1",
+        ]))),
+        block in 1usize..300,
+        options in proptest::sample::select(vec![
+            "-q -m all_trec", "-q -c -m all_trec", "-q -M3 -m P.2 -m map", "-n -c -m map",
+            "-q -J -l2 -m relstring -m ndcg", "-q",
+        ]),
+    ) {
+        let mut lines: Vec<&str> = results.lines().collect();
+        for (a, b) in swaps {
+            if !lines.is_empty() {
+                let n = lines.len();
+                lines.swap(a % n, b % n);
+            }
+        }
+        if let Some((at, line)) = junk {
+            lines.insert(at % (lines.len() + 1), line);
+        }
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        // An empty file cannot be read; empty standard input is a run without lines.
+        prop_assume!(!text.is_empty());
+        let args: Vec<&str> = options.split(' ').collect();
+        let in_blocks = run_in_blocks(&args, &qrels, &text, block);
+        let dir = tempfile::tempdir().unwrap();
+        let q = dir.path().join("qrels");
+        std::fs::write(&q, &qrels).unwrap();
+        let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        all.extend([q.to_str().unwrap().to_owned(), "-".to_owned()]);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = trec_eval::run(&all, &mut text.as_bytes(), &mut out, &mut err);
+        prop_assert_eq!(in_blocks.0, code);
+        prop_assert_eq!(String::from_utf8_lossy(&in_blocks.1), String::from_utf8_lossy(&out));
+        prop_assert_eq!(String::from_utf8_lossy(&in_blocks.2), String::from_utf8_lossy(&err));
+    }
+}
