@@ -130,17 +130,27 @@ fn window_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a traces case's run gives: an answer per row whose trace arrived, and the rows
+/// without one.
+pub(crate) struct Traced {
+    /// The answers, by question.
+    pub answers: HashMap<String, RagAnswer>,
+    /// The rows whose trace did not arrive, each with the message its trial fails with.
+    pub missing: Vec<(String, String)>,
+}
+
 /// Runs (or replays) the traces case over `rows` (`(id, question)`, dataset order) and turns
 /// the traces matched with them into answers, by question, each as the answers file of its
 /// traces says it, its contexts placed in `corpus`. `whole`: the rows are the case's every
 /// row (a filtered run records nothing, so as not to replace the recording with a part).
+/// When no row's trace arrived, the case fails as a whole.
 pub(crate) fn answers(
     spec: &CaseSpec,
     system: &TracesSystem,
     rows: &[(String, String)],
     corpus: &Corpus,
     whole: bool,
-) -> Result<HashMap<String, RagAnswer>, String> {
+) -> Result<Traced, String> {
     let file = Utf8PathBuf::from(spec.manifest_dir).join(system.file);
     let options = Options {
         join_attribute: system.join_attribute.map(str::to_owned),
@@ -153,7 +163,7 @@ pub(crate) fn answers(
         .iter()
         .map(|(id, q)| (id.as_str(), q.as_str()))
         .collect();
-    let (traces, joined) = match mode()? {
+    let (traces, joined, missing) = match mode()? {
         Mode::Replay => {
             if !file.exists() {
                 return Err(format!(
@@ -164,19 +174,17 @@ pub(crate) fn answers(
             let traces = traces::read(&file, &options).map_err(|e| e.to_string())?;
             let joined = traces::join(&traces, &pairs, system.join_attribute);
             let missing = missing_rows(&joined, &traces, None);
-            if !missing.is_empty() {
-                return Err(format!(
-                    "the recorded traces `{file}` hold no trace for {} of {} rows: {}; record them again with the system ({}=rw)",
-                    missing.len(),
-                    rows.len(),
-                    listed(&missing),
-                    mode_var()
-                ));
-            }
-            (traces, joined)
+            let message = format!(
+                "the recorded traces `{file}` hold no trace for {} of {} rows: {}; record them again with the system ({}=rw)",
+                missing.len(),
+                rows.len(),
+                listed(&missing),
+                mode_var()
+            );
+            (traces, joined, each_row(missing, rows.len(), &message)?)
         }
         mode => {
-            let (text, traces, joined) = run(spec, system, rows, &pairs, &options)?;
+            let (text, traces, joined, missing) = run(spec, system, rows, &pairs, &options)?;
             if mode == Mode::Record && whole {
                 if let Some(parent) = file.parent() {
                     std::fs::create_dir_all(parent)
@@ -184,7 +192,7 @@ pub(crate) fn answers(
                 }
                 crate::fs::write_atomic(&file, text.as_bytes()).map_err(|e| e.to_string())?;
             }
-            (traces, joined)
+            (traces, joined, missing)
         }
     };
     let is_document = |id: &str| corpus.get(id).is_some();
@@ -192,9 +200,33 @@ pub(crate) fn answers(
     let mut answers = Answers::parse(&jsonl, file.clone())
         .map_err(|e| format!("the answers of the traces of `{file}`: {e}"))?;
     answers.place_in(corpus);
-    Ok(rows
+    let answers = rows
         .iter()
+        .filter(|(id, _)| !missing.iter().any(|(m, _)| m == id))
         .filter_map(|(id, q)| Some((q.clone(), answers.take(id)?)))
+        .collect();
+    Ok(Traced { answers, missing })
+}
+
+/// The rows `missing` of `rows`, each with its trial's failure (`message`, after a line naming
+/// the row); the case's failure, `message`, when no row has a trace: then nothing is scored.
+fn each_row(
+    missing: Vec<String>,
+    rows: usize,
+    message: &str,
+) -> Result<Vec<(String, String)>, String> {
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    if missing.len() == rows {
+        return Err(message.to_owned());
+    }
+    Ok(missing
+        .into_iter()
+        .map(|id| {
+            let why = format!("row `{id}` has no trace, so it was not scored (the case's other rows were)\n{message}");
+            (id, why)
+        })
         .collect())
 }
 
@@ -216,7 +248,7 @@ fn run(
     rows: &[(String, String)],
     pairs: &[(&str, &str)],
     options: &Options,
-) -> Result<(String, Vec<MappedTrace>, Join), String> {
+) -> Result<(String, Vec<MappedTrace>, Join, Vec<(String, String)>), String> {
     let Some(receiver) = receiver_cell().get() else {
         return Err(
             "no trace receiver was started: traces cases are run by `rag_eval::main!`".into(),
@@ -244,7 +276,7 @@ fn run(
         let joined = traces::join(&traces, pairs, system.join_attribute);
         let missing = missing_rows(&joined, &traces, Some(&complete));
         if missing.is_empty() {
-            return Ok((text, traces, joined));
+            return Ok((text, traces, joined, Vec::new()));
         }
         if Instant::now() >= deadline {
             let (refused, last) = received.refused();
@@ -261,7 +293,8 @@ fn run(
                     "\n{n} export requests were refused, the last answered {last}"
                 ));
             }
-            return Err(message);
+            let missing = each_row(missing, rows.len(), &message)?;
+            return Ok((text, traces, joined, missing));
         }
         std::thread::sleep(POLL);
     }
@@ -647,7 +680,9 @@ mod tests {
             retrievals: RetrievalRule::Last,
         };
         let started = Instant::now();
-        let (_, traces, joined) = run(&spec("remote"), &system, &rows, &pairs, &options).unwrap();
+        let (_, traces, joined, missing) =
+            run(&spec("remote"), &system, &rows, &pairs, &options).unwrap();
+        assert!(missing.is_empty(), "{missing:?}");
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{:?}",
@@ -655,6 +690,54 @@ mod tests {
         );
         assert_eq!(joined.matched.len(), 2);
         assert_eq!(traces.len(), 2);
+    }
+
+    /// Exports the trace of row `q1` alone.
+    fn export_q1_only(question: String, id: String) -> super::super::private::BoxFuture<()> {
+        if id == "q1" {
+            export_remote_parented(question, id)
+        } else {
+            Box::pin(async {})
+        }
+    }
+
+    #[test]
+    fn a_row_without_a_trace_fails_alone_and_the_others_are_answered() {
+        test_receiver();
+        let system = TracesSystem {
+            call: export_q1_only,
+            timeout_ms: 1000,
+            ..system(Some("query.id"))
+        };
+        let rows = vec![
+            ("q1".to_owned(), "When?".to_owned()),
+            ("q2".to_owned(), "Where?".to_owned()),
+        ];
+        let pairs: Vec<(&str, &str)> = rows.iter().map(|(i, q)| (i.as_str(), q.as_str())).collect();
+        let options = Options {
+            join_attribute: Some("query.id".into()),
+            retrievals: RetrievalRule::Last,
+        };
+        let (_, _, joined, missing) =
+            run(&spec("one_missing"), &system, &rows, &pairs, &options).unwrap();
+        assert_eq!(joined.matched.len(), 1);
+        let [(id, why)] = &missing[..] else {
+            panic!("{missing:?}")
+        };
+        assert_eq!(id, "q2");
+        assert!(
+            why.starts_with("row `q2` has no trace, so it was not scored (the case's other rows were)\nno trace arrived within 1.0 s for 1 of 2 rows: `q2`\n"),
+            "{why}"
+        );
+        assert!(
+            why.contains("the attribute `query.id` on its root span"),
+            "{why}"
+        );
+        // No row with a trace: the case fails as a whole, as before.
+        assert_eq!(
+            each_row(vec!["q1".into(), "q2".into()], 2, "none arrived"),
+            Err("none arrived".to_owned())
+        );
     }
 
     #[test]
