@@ -239,6 +239,10 @@ fn mode_var() -> &'static str {
     }
 }
 
+/// What a run received: the requests of the case's window as OTLP JSON lines, the traces they
+/// hold, their match with the rows, and the rows without a trace (see [`each_row`]).
+type Run = (String, Vec<MappedTrace>, Join, Vec<(String, String)>);
+
 /// Runs every row through the system and waits for each row's trace (matched and complete,
 /// see [`Arrivals`]) or the case's timeout: the requests of the case's window as OTLP JSON lines,
 /// the traces they hold and their match with the rows.
@@ -248,7 +252,7 @@ fn run(
     rows: &[(String, String)],
     pairs: &[(&str, &str)],
     options: &Options,
-) -> Result<(String, Vec<MappedTrace>, Join, Vec<(String, String)>), String> {
+) -> Result<Run, String> {
     let Some(receiver) = receiver_cell().get() else {
         return Err(
             "no trace receiver was started: traces cases are run by `rag_eval::main!`".into(),

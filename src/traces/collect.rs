@@ -121,7 +121,7 @@ fn refuse(status: StatusCode, message: String) -> Response {
 /// A gzip body decompressed, refused `413` once it would exceed `limit` bytes (a body is
 /// bounded after decompression as before it, so a gzip bomb costs at most `limit` bytes) and
 /// `400` with the decoder's message when it is not gzip.
-fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, Response> {
+fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, (StatusCode, String)> {
     use std::io::Read as _;
     // Read in steps rather than `read_to_end`, whose doubling could reserve twice the limit.
     let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
@@ -129,7 +129,7 @@ fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, Response> {
     let mut step = vec![0; 64 << 10];
     loop {
         let n = decoder.read(&mut step).map_err(|e| {
-            refuse(
+            (
                 StatusCode::BAD_REQUEST,
                 format!("the gzip body cannot be decompressed: {e}"),
             )
@@ -138,7 +138,7 @@ fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, Response> {
             return Ok(out);
         }
         if out.len() + n > limit {
-            return Err(refuse(
+            return Err((
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("the gzip body decompresses to more than {limit} bytes"),
             ));
@@ -188,7 +188,9 @@ async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, 
             )
         })?;
     let bytes = if gzip {
-        gunzip(&bytes, MAX_LINE_BYTES)?.into()
+        gunzip(&bytes, MAX_LINE_BYTES)
+            .map_err(|(status, message)| refuse(status, message))?
+            .into()
     } else {
         bytes
     };
