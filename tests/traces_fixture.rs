@@ -156,6 +156,51 @@ fn an_instrumented_service_is_gated_by_its_traces_recorded_and_replayed() {
     assert!(out.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{out}");
     assert_eq!(std::fs::read_to_string(&recorded).unwrap(), text);
 
+    // (e) A service called with a remote parent (its top span the child of a caller's span)
+    // that records no trace for `q3`: the other rows are scored and pass their own checks;
+    // `q3` fails alone, naming itself and what to check; the summary names the count.
+    let (code, out) = gate(
+        &root,
+        &[
+            ("CI", "true"),
+            ("FX_PARENT", "remote"),
+            ("FX_UNTRACED", "q3"),
+            ("RAG_EVAL_TRACES", "off"),
+        ],
+    );
+    assert_eq!(code, 101, "a row without a trace fails:\n{out}");
+    assert!(
+        out.contains("row `q3` has no trace, so it was not scored (the case's other rows were)\nno trace arrived within 5.0 s for 1 of 4 rows: `q3`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the attribute `query.id` on its root span"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 of 4 rows have no trace and were not scored: `q3`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("service: 4 query tests ... 3 ok, 1 FAILED"),
+        "{out}"
+    );
+    for id in ["q1", "q2", "q4"] {
+        assert!(!out.contains(&format!("row `{id}` has no trace")), "{out}");
+        assert!(
+            !out.contains(&format!("    service::{id}\n")),
+            "{id} passes:\n{out}"
+        );
+    }
+    // The other rows' figures are over their three traces, each complete without a span
+    // that has no parent.
+    assert!(out.contains("3 queries, traces of fn service"), "{out}");
+    assert!(
+        out.contains("1 export requests arrived, holding 3 matched traces"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&recorded).unwrap(), text);
+
     // A replay without its file is an error naming it, not an empty pass.
     std::fs::remove_file(&recorded).unwrap();
     let (code, out) = gate(&root, &[("RAG_EVAL_CACHE", "replay")]);

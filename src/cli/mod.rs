@@ -129,9 +129,9 @@ enum Command {
     /// TruLens conventions; `score --traces` scores them.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
-    /// Receive OpenTelemetry traces over OTLP/HTTP (protobuf or JSON, `POST /v1/traces`) on a
-    /// loopback address and append each request to a file as one line of OTLP JSON, the file
-    /// `score --traces` reads.
+    /// Receive OpenTelemetry traces over OTLP/HTTP (protobuf or JSON, plain or gzip-compressed,
+    /// `POST /v1/traces`) on a loopback address and append each request to a file as one line
+    /// of OTLP JSON, the file `score --traces` reads.
     Collect(collect::CollectArgs),
 }
 

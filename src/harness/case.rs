@@ -41,6 +41,10 @@ struct Computed {
 pub(crate) struct Retrieved {
     pub chunks: Vec<Vec<RetrievedChunk>>,
     pub timings: Option<crate::eval::Timings>,
+    /// The rows of a traces case whose trace did not arrive, each with why: not scored, and
+    /// each fails its own trial.
+    #[serde(default)]
+    pub missing: Vec<(String, String)>,
 }
 
 /// Everything a case computes.
@@ -213,6 +217,12 @@ impl Case {
     pub fn query_outcome(&self, id: &str) -> Result<(Arc<Outcome>, Option<usize>), String> {
         self.computed()
             .map(|c| (c.outcome, c.places.get(id).copied()))
+    }
+
+    /// The rows of a traces case whose trace did not arrive, each with why (none for any other
+    /// case).
+    pub fn missing_traces(&self) -> Result<Vec<(String, String)>, String> {
+        self.computed().map(|c| c.retrieved.missing.clone())
     }
 
     /// What the judge said about the answers, for a case that answers.
@@ -665,6 +675,8 @@ struct CachedHead {
     answers: Option<AnswerReport>,
     #[serde(default)]
     timings: Option<crate::eval::Timings>,
+    #[serde(default)]
+    missing: Vec<(String, String)>,
 }
 
 /// A query's line of the outcome cache: its figures and what was retrieved for it.
@@ -691,6 +703,7 @@ fn write_cache(
         queries: per_query.len(),
         answers: answers.clone(),
         timings: retrieved.timings.clone(),
+        missing: retrieved.missing.clone(),
     };
     let mut text = serde_json::to_string(&head).unwrap_or_default();
     text.push('\n');
@@ -722,8 +735,10 @@ fn read_cache(
     }
     let lines: Vec<&str> = match reads {
         None => rest.lines().collect(),
+        // A row without a trace has no line.
         Some(ids) => ids
             .iter()
+            .filter(|id| !head.missing.iter().any(|(m, _)| m == *id))
             .map(|id| {
                 let start = format!(
                     "\n{{\"result\":{{\"id\":{},",
@@ -747,6 +762,7 @@ fn read_cache(
     let retrieved = Retrieved {
         chunks,
         timings: head.timings,
+        missing: head.missing,
     };
     Some((outcome, head.answers, retrieved))
 }
@@ -776,7 +792,8 @@ fn compute(
 ) -> Result<Computation, String> {
     let runtime = super::runtime();
     let keep = |id: &str| only.is_none_or(|ids| ids.contains(id));
-    let prepared = setup.evaluation(&case.spec, keep)?;
+    #[cfg_attr(not(feature = "traces"), allow(unused_mut))]
+    let mut prepared = setup.evaluation(&case.spec, keep)?;
     #[cfg(feature = "answers")]
     let references = match &prepared {
         Prepared::Token(eval) => references_of(eval.dataset().examples()),
@@ -796,6 +813,8 @@ fn compute(
     // is not measured (no figure, never 0), as `score --answers` leaves it.
     #[cfg_attr(not(feature = "traces"), allow(unused_mut))]
     let mut unmeasured: std::collections::HashSet<String> = Default::default();
+    #[cfg_attr(not(feature = "traces"), allow(unused_mut))]
+    let mut missing: Vec<(String, String)> = Vec::new();
     let retrievers = match &case.spec.build {
         #[cfg(feature = "answers")]
         Build::Answer(f) => {
@@ -811,21 +830,20 @@ fn compute(
                 Prepared::Token(eval) => (rows_of(eval.dataset().examples()), eval.corpus()),
                 Prepared::Chunk(eval) => (rows_of(eval.dataset().examples()), eval.corpus()),
             };
-            let answers = Arc::new(super::traces::answers(
-                &case.spec,
-                system,
-                &rows,
-                corpus,
-                only.is_none(),
-            )?);
+            let traced = super::traces::answers(&case.spec, system, &rows, corpus, only.is_none())?;
+            // The rows without a trace are left out of the evaluation: each fails its trial.
+            missing = traced.missing;
+            if !missing.is_empty() {
+                prepared = prepared.only(|id| !missing.iter().any(|(m, _)| m == id));
+            }
+            let answers = Arc::new(traced.answers);
             unmeasured = answers
                 .iter()
                 .filter(|(_, a)| a.contexts.iter().all(|c| c.chunk.span.is_empty()))
                 .map(|(q, _)| q.clone())
                 .collect();
             // Each answer is the one its trace gives, handed out as an answering function
-            // returns it: the same scoring as an answers case. Every row has one (a row
-            // without a trace failed the case above).
+            // returns it: the same scoring as an answers case. Every row left has one.
             let r = Arc::new(
                 super::answers::AnswerRetriever::new(
                     move |question: String| {
@@ -951,6 +969,7 @@ fn compute(
     let retrieved = Retrieved {
         chunks: std::mem::take(&mut result.retrieved),
         timings: Some(result.timings.clone()),
+        missing,
     };
     Ok((result.scores, report, retrieved))
 }
@@ -1555,6 +1574,7 @@ mod tests {
                 })
                 .collect(),
             timings: None,
+            missing: Vec::new(),
         };
         let text = write_cache("k", &head, &per_query, &None, &retrieved);
         assert_eq!(text.lines().count(), 1 + 40);

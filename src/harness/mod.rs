@@ -366,6 +366,9 @@ fn one_test_per_process() -> bool {
 }
 
 fn query_trial(case: &Case, id: &str) -> Result<Completion, Failed> {
+    if let Some((_, why)) = case.missing_traces()?.into_iter().find(|(m, _)| m == id) {
+        return Err(why.into());
+    }
     let (outcome, place) = case.query_outcome(id)?;
     let Some(q) = place.map(|i| &outcome.per_query[i]) else {
         return Ok(Completion::Completed);
@@ -463,11 +466,41 @@ fn summary_inputs(case: &Case) -> Result<SummaryInputs, String> {
             merged.problems(),
         ));
     }
-    Ok((case.outcome()?, case.answers()?, Vec::new()))
+    Ok((case.outcome()?, case.answers()?, untraced(case)?))
+}
+
+/// The summary's failure when rows of a traces case have no trace: how many of the rows,
+/// which (each row's own trial says what to check).
+fn untraced(case: &Case) -> Result<Vec<String>, String> {
+    let missing = case.missing_traces()?;
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let scored = case.outcome()?.per_query.len();
+    let mut ids: Vec<String> = missing
+        .iter()
+        .take(10)
+        .map(|(id, _)| format!("`{id}`"))
+        .collect();
+    if missing.len() > ids.len() {
+        ids.push(format!("and {} more", missing.len() - 10));
+    }
+    Ok(vec![format!(
+        "{} of {} rows have no trace and were not scored: {} (each row's test says what to check)",
+        missing.len(),
+        missing.len() + scored,
+        ids.join(", ")
+    )])
 }
 
 fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
     let (outcome, answers, mut problems) = summary_inputs(case)?;
+    // The case's own problems are its rows without a trace: the figures lack them, so the
+    // snapshot is neither compared nor written.
+    #[cfg(feature = "runs")]
+    let untraced = !case.merged_summary() && !problems.is_empty();
+    #[cfg(not(feature = "runs"))]
+    let untraced = !problems.is_empty();
     // The report printed after every test's line: the means (the table of each against the
     // baseline once there is one to compare with, and then not twice), then a note.
     let publish = |means: &str, note: &str| {
@@ -495,11 +528,12 @@ fn summary_trial(case: &Case, hook: &InstaHook) -> Result<(), Failed> {
         &outcome,
     ));
     // Figures that cannot gate: a bar's figure missing, or a judge that failed too often.
-    let unusable = case
-        .spec
-        .thresholds
-        .iter()
-        .any(|t| t.index_in(&outcome.metrics).is_none());
+    let unusable = untraced
+        || case
+            .spec
+            .thresholds
+            .iter()
+            .any(|t| t.index_in(&outcome.metrics).is_none());
     #[cfg(feature = "answers")]
     let unusable = {
         let judges = answers.as_deref().map(unusable_judges).unwrap_or_default();

@@ -130,17 +130,27 @@ fn window_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a traces case's run gives: an answer per row whose trace arrived, and the rows
+/// without one.
+pub(crate) struct Traced {
+    /// The answers, by question.
+    pub answers: HashMap<String, RagAnswer>,
+    /// The rows whose trace did not arrive, each with the message its trial fails with.
+    pub missing: Vec<(String, String)>,
+}
+
 /// Runs (or replays) the traces case over `rows` (`(id, question)`, dataset order) and turns
 /// the traces matched with them into answers, by question, each as the answers file of its
 /// traces says it, its contexts placed in `corpus`. `whole`: the rows are the case's every
 /// row (a filtered run records nothing, so as not to replace the recording with a part).
+/// When no row's trace arrived, the case fails as a whole.
 pub(crate) fn answers(
     spec: &CaseSpec,
     system: &TracesSystem,
     rows: &[(String, String)],
     corpus: &Corpus,
     whole: bool,
-) -> Result<HashMap<String, RagAnswer>, String> {
+) -> Result<Traced, String> {
     let file = Utf8PathBuf::from(spec.manifest_dir).join(system.file);
     let options = Options {
         join_attribute: system.join_attribute.map(str::to_owned),
@@ -153,7 +163,7 @@ pub(crate) fn answers(
         .iter()
         .map(|(id, q)| (id.as_str(), q.as_str()))
         .collect();
-    let (traces, joined) = match mode()? {
+    let (traces, joined, missing) = match mode()? {
         Mode::Replay => {
             if !file.exists() {
                 return Err(format!(
@@ -164,19 +174,17 @@ pub(crate) fn answers(
             let traces = traces::read(&file, &options).map_err(|e| e.to_string())?;
             let joined = traces::join(&traces, &pairs, system.join_attribute);
             let missing = missing_rows(&joined, &traces, None);
-            if !missing.is_empty() {
-                return Err(format!(
-                    "the recorded traces `{file}` hold no trace for {} of {} rows: {}; record them again with the system ({}=rw)",
-                    missing.len(),
-                    rows.len(),
-                    listed(&missing),
-                    mode_var()
-                ));
-            }
-            (traces, joined)
+            let message = format!(
+                "the recorded traces `{file}` hold no trace for {} of {} rows: {}; record them again with the system ({}=rw)",
+                missing.len(),
+                rows.len(),
+                listed(&missing),
+                mode_var()
+            );
+            (traces, joined, each_row(missing, rows.len(), &message)?)
         }
         mode => {
-            let (text, traces, joined) = run(spec, system, rows, &pairs, &options)?;
+            let (text, traces, joined, missing) = run(spec, system, rows, &pairs, &options)?;
             if mode == Mode::Record && whole {
                 if let Some(parent) = file.parent() {
                     std::fs::create_dir_all(parent)
@@ -184,7 +192,7 @@ pub(crate) fn answers(
                 }
                 crate::fs::write_atomic(&file, text.as_bytes()).map_err(|e| e.to_string())?;
             }
-            (traces, joined)
+            (traces, joined, missing)
         }
     };
     let is_document = |id: &str| corpus.get(id).is_some();
@@ -192,9 +200,33 @@ pub(crate) fn answers(
     let mut answers = Answers::parse(&jsonl, file.clone())
         .map_err(|e| format!("the answers of the traces of `{file}`: {e}"))?;
     answers.place_in(corpus);
-    Ok(rows
+    let answers = rows
         .iter()
+        .filter(|(id, _)| !missing.iter().any(|(m, _)| m == id))
         .filter_map(|(id, q)| Some((q.clone(), answers.take(id)?)))
+        .collect();
+    Ok(Traced { answers, missing })
+}
+
+/// The rows `missing` of `rows`, each with its trial's failure (`message`, after a line naming
+/// the row); the case's failure, `message`, when no row has a trace: then nothing is scored.
+fn each_row(
+    missing: Vec<String>,
+    rows: usize,
+    message: &str,
+) -> Result<Vec<(String, String)>, String> {
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    if missing.len() == rows {
+        return Err(message.to_owned());
+    }
+    Ok(missing
+        .into_iter()
+        .map(|id| {
+            let why = format!("row `{id}` has no trace, so it was not scored (the case's other rows were)\n{message}");
+            (id, why)
+        })
         .collect())
 }
 
@@ -207,8 +239,12 @@ fn mode_var() -> &'static str {
     }
 }
 
-/// Runs every row through the system and waits for each row's trace (matched and with its
-/// root span) or the case's timeout: the requests of the case's window as OTLP JSON lines,
+/// What a run received: the requests of the case's window as OTLP JSON lines, the traces they
+/// hold, their match with the rows, and the rows without a trace (see [`each_row`]).
+type Run = (String, Vec<MappedTrace>, Join, Vec<(String, String)>);
+
+/// Runs every row through the system and waits for each row's trace (matched and complete,
+/// see [`Arrivals`]) or the case's timeout: the requests of the case's window as OTLP JSON lines,
 /// the traces they hold and their match with the rows.
 fn run(
     spec: &CaseSpec,
@@ -216,7 +252,7 @@ fn run(
     rows: &[(String, String)],
     pairs: &[(&str, &str)],
     options: &Options,
-) -> Result<(String, Vec<MappedTrace>, Join), String> {
+) -> Result<Run, String> {
     let Some(receiver) = receiver_cell().get() else {
         return Err(
             "no trace receiver was started: traces cases are run by `rag_eval::main!`".into(),
@@ -236,14 +272,15 @@ fn run(
     );
     let label = Utf8PathBuf::from(format!("traces received on {addr}"));
     let deadline = Instant::now() + Duration::from_millis(system.timeout_ms);
+    let (mut arrivals, quiet) = (Arrivals::default(), quiet());
     loop {
         let text = received.since(start);
         let traces = traces::read_str(&text, label.clone(), options).map_err(|e| e.to_string())?;
-        let rooted = rooted(&text, &label);
+        let complete = arrivals.complete(&text, &label, Instant::now(), quiet);
         let joined = traces::join(&traces, pairs, system.join_attribute);
-        let missing = missing_rows(&joined, &traces, Some(&rooted));
+        let missing = missing_rows(&joined, &traces, Some(&complete));
         if missing.is_empty() {
-            return Ok((text, traces, joined));
+            return Ok((text, traces, joined, Vec::new()));
         }
         if Instant::now() >= deadline {
             let (refused, last) = received.refused();
@@ -260,35 +297,82 @@ fn run(
                     "\n{n} export requests were refused, the last answered {last}"
                 ));
             }
-            return Err(message);
+            let missing = each_row(missing, rows.len(), &message)?;
+            return Ok((text, traces, joined, missing));
         }
         std::thread::sleep(POLL);
     }
 }
 
-/// The ids of the traces whose root span (one without a parent) arrived.
-fn rooted(text: &str, label: &Utf8PathBuf) -> HashSet<String> {
-    SpanReader::new(text.as_bytes(), label.clone())
-        .filter_map(Result::ok)
-        .filter(|s| s.parent_span_id.is_none())
-        .map(|s| s.trace_id)
-        .collect()
+/// How long a trace without a parentless span must go without a new span before it counts
+/// as complete: a few of the batch processor's delays (`OTEL_BSP_SCHEDULE_DELAY`, the
+/// harness's when the user set none), at least [`MIN_QUIET`].
+fn quiet() -> Duration {
+    let delay = std::env::var(BSP_DELAY_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(100);
+    Duration::from_millis(delay.saturating_mul(QUIET_DELAYS)).max(MIN_QUIET)
 }
 
-/// The rows no trace answers, and those whose trace's root span has not arrived (when
-/// `rooted` is known).
+/// How many batch delays a trace whose top span has a remote parent must stay unchanged.
+const QUIET_DELAYS: u64 = 4;
+
+/// The shortest quiet period, for a batch delay set very short.
+const MIN_QUIET: Duration = Duration::from_millis(300);
+
+/// When each trace last grew: a trace whose top span is the child of a caller's span (a
+/// remote parent, propagated through `traceparent`) has no span without a parent, and is
+/// told from a trace whose root has yet to arrive by its spans no longer arriving.
+#[derive(Default)]
+struct Arrivals(HashMap<String, (usize, Instant)>);
+
+impl Arrivals {
+    /// The ids of the complete traces of `text` at `now`: those with a span without a parent,
+    /// and those (every other trace has a span whose parent is not among its spans: its local
+    /// root) to which no span was added for `quiet`. Called once the system's calls returned,
+    /// so the quiet period starts when every root span has ended.
+    fn complete(
+        &mut self,
+        text: &str,
+        label: &Utf8PathBuf,
+        now: Instant,
+        quiet: Duration,
+    ) -> HashSet<String> {
+        let mut spans: HashMap<String, (usize, bool)> = HashMap::new();
+        for span in SpanReader::new(text.as_bytes(), label.clone()).filter_map(Result::ok) {
+            let (count, rooted) = spans.entry(span.trace_id).or_default();
+            *count += 1;
+            *rooted |= span.parent_span_id.is_none();
+        }
+        spans
+            .into_iter()
+            .filter(|(id, (count, rooted))| {
+                let seen = self.0.entry(id.clone()).or_insert((*count, now));
+                if seen.0 != *count {
+                    *seen = (*count, now);
+                }
+                *rooted || now.duration_since(seen.1) >= quiet
+            })
+            .map(|(id, _)| id)
+            .collect()
+    }
+}
+
+/// The rows no trace answers, and those whose trace is not complete (when `complete` is
+/// known).
 fn missing_rows(
     joined: &Join,
     traces: &[MappedTrace],
-    rooted: Option<&HashSet<String>>,
+    complete: Option<&HashSet<String>>,
 ) -> Vec<String> {
     let mut missing: Vec<String> = joined.unmatched_rows.iter().map(|u| u.id.clone()).collect();
-    if let Some(rooted) = rooted {
+    if let Some(complete) = complete {
         missing.extend(
             joined
                 .matched
                 .iter()
-                .filter(|(_, i)| !rooted.contains(&traces[*i].trace_id))
+                .filter(|(_, i)| !complete.contains(&traces[*i].trace_id))
                 .map(|(id, _)| id.clone()),
         );
     }
@@ -393,7 +477,8 @@ mod tests {
         };
         let traces = traces::read_str(text, label.clone(), &options).unwrap();
         let joined = traces::join(&traces, rows, join);
-        let missing = missing_rows(&joined, &traces, Some(&rooted(text, &label)));
+        let complete = Arrivals::default().complete(text, &label, Instant::now(), quiet());
+        let missing = missing_rows(&joined, &traces, Some(&complete));
         let addr = ([127, 0, 0, 1], 4318).into();
         let message = no_trace(
             &system(join),
@@ -441,7 +526,7 @@ mod tests {
             let mut stream = std::net::TcpStream::connect(addr).unwrap();
             write!(
                 stream,
-                "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+                "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Encoding: zstd\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
             )
             .unwrap();
             let mut answer = String::new();
@@ -449,14 +534,10 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_system_whose_exports_are_refused_is_told_why_when_its_time_is_up() {
-        receiver_cell().get_or_init(|| {
-            traces::receiver::listen(([127, 0, 0, 1], 0).into(), super::super::runtime().handle())
-                .map_err(|e| e.to_string())
-        });
-        let spec = super::super::private::CaseSpec {
-            name: "refused",
+    /// A case over the example questions, whose system is given to [`run`] apart.
+    fn spec(name: &'static str) -> super::super::private::CaseSpec {
+        super::super::private::CaseSpec {
+            name,
             manifest_dir: env!("CARGO_MANIFEST_DIR"),
             source: file!(),
             line: line!(),
@@ -477,7 +558,13 @@ mod tests {
             concurrency: Some(1),
             agreement: None,
             build: super::super::private::Build::Factory(|| Box::pin(async { Default::default() })),
-        };
+        }
+    }
+
+    #[test]
+    fn a_system_whose_exports_are_refused_is_told_why_when_its_time_is_up() {
+        test_receiver();
+        let spec = spec("refused");
         let system = TracesSystem {
             call: export_compressed,
             timeout_ms: 200,
@@ -494,8 +581,166 @@ mod tests {
         };
         assert!(message.starts_with("no trace arrived within 0.2 s for 2 of 2 rows: `q1`, `q2`\n0 export requests arrived"), "{message}");
         assert!(
-            message.ends_with("2 export requests were refused, the last answered 415 Unsupported Media Type: {\"error\":\"`Content-Encoding: gzip` is not read: send the body uncompressed\"}"),
+            message.ends_with("2 export requests were refused, the last answered 415 Unsupported Media Type: {\"error\":\"`Content-Encoding: zstd` is not read: send the body uncompressed or gzip-compressed\"}"),
             "{message}"
+        );
+    }
+
+    /// Starts the process's receiver for the tests that run the harness's wait.
+    fn test_receiver() {
+        receiver_cell().get_or_init(|| {
+            traces::receiver::listen(([127, 0, 0, 1], 0).into(), super::super::runtime().handle())
+                .map_err(|e| e.to_string())
+        });
+    }
+
+    /// `request`'s trace with its top span the child of a caller's span, which is not in the
+    /// trace (a parent propagated through `traceparent`).
+    fn remote_parented(trace: char, question: &str, id: &str) -> String {
+        request(trace, true, question, id).replace(
+            r#""spanId":"00000000000000a1","name""#,
+            r#""spanId":"00000000000000a1","parentSpanId":"00000000000000ff","name""#,
+        )
+    }
+
+    #[test]
+    fn a_trace_whose_top_span_has_a_remote_parent_is_complete_once_no_span_arrives() {
+        let label = Utf8PathBuf::from("received");
+        let (t0, quiet) = (Instant::now(), Duration::from_millis(400));
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let whole = remote_parented('c', "When?", "q1");
+        assert!(
+            whole.contains(r#""parentSpanId":"00000000000000ff""#),
+            "{whole}"
+        );
+        let child_only = request('c', false, "", "");
+        // The child arrives first, its parent unknown: the trace may yet grow.
+        let mut arrivals = Arrivals::default();
+        let text = format!("{child_only}\n");
+        assert!(arrivals.complete(&text, &label, at(0), quiet).is_empty());
+        assert!(arrivals.complete(&text, &label, at(300), quiet).is_empty());
+        // Its top span arrives: the quiet period starts again.
+        let text = format!("{child_only}\n{whole}\n");
+        assert!(arrivals.complete(&text, &label, at(300), quiet).is_empty());
+        assert!(arrivals.complete(&text, &label, at(600), quiet).is_empty());
+        let complete = arrivals.complete(&text, &label, at(700), quiet);
+        assert_eq!(complete, HashSet::from(["c".repeat(32)]));
+        // A parentless root completes its trace at once.
+        let rooted = format!("{}\n", request('a', true, "Where?", "q2"));
+        let complete = Arrivals::default().complete(&rooted, &label, at(0), quiet);
+        assert_eq!(complete, HashSet::from(["a".repeat(32)]));
+        // The top span is the trace's root for the mapping: its question and join attribute.
+        let options = Options {
+            join_attribute: Some("query.id".into()),
+            retrievals: RetrievalRule::Last,
+        };
+        let traces = traces::read_str(&text, label, &options).unwrap();
+        assert_eq!(traces.len(), 1);
+        assert_eq!(traces[0].question.as_deref(), Some("When?"));
+        assert_eq!(traces[0].join_value.as_deref(), Some("q1"));
+    }
+
+    /// Posts a trace whose top span has a remote parent, as a service called with a
+    /// `traceparent` exports it, to the process's receiver.
+    fn export_remote_parented(
+        question: String,
+        id: String,
+    ) -> super::super::private::BoxFuture<()> {
+        Box::pin(async move {
+            use std::io::{Read as _, Write as _};
+            let Some(Ok((addr, _))) = receiver_cell().get() else {
+                return;
+            };
+            let trace = if id == "q1" { 'd' } else { 'e' };
+            let body = remote_parented(trace, &question, &id);
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            write!(
+                stream,
+                "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        })
+    }
+
+    #[test]
+    fn a_system_called_with_a_remote_parent_has_its_traces_scored_before_the_timeout() {
+        test_receiver();
+        let system = TracesSystem {
+            call: export_remote_parented,
+            timeout_ms: 10_000,
+            ..system(Some("query.id"))
+        };
+        let rows = vec![
+            ("q1".to_owned(), "When?".to_owned()),
+            ("q2".to_owned(), "Where?".to_owned()),
+        ];
+        let pairs: Vec<(&str, &str)> = rows.iter().map(|(i, q)| (i.as_str(), q.as_str())).collect();
+        let options = Options {
+            join_attribute: Some("query.id".into()),
+            retrievals: RetrievalRule::Last,
+        };
+        let started = Instant::now();
+        let (_, traces, joined, missing) =
+            run(&spec("remote"), &system, &rows, &pairs, &options).unwrap();
+        assert!(missing.is_empty(), "{missing:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(joined.matched.len(), 2);
+        assert_eq!(traces.len(), 2);
+    }
+
+    /// Exports the trace of row `q1` alone.
+    fn export_q1_only(question: String, id: String) -> super::super::private::BoxFuture<()> {
+        if id == "q1" {
+            export_remote_parented(question, id)
+        } else {
+            Box::pin(async {})
+        }
+    }
+
+    #[test]
+    fn a_row_without_a_trace_fails_alone_and_the_others_are_answered() {
+        test_receiver();
+        let system = TracesSystem {
+            call: export_q1_only,
+            timeout_ms: 1000,
+            ..system(Some("query.id"))
+        };
+        let rows = vec![
+            ("q1".to_owned(), "When?".to_owned()),
+            ("q2".to_owned(), "Where?".to_owned()),
+        ];
+        let pairs: Vec<(&str, &str)> = rows.iter().map(|(i, q)| (i.as_str(), q.as_str())).collect();
+        let options = Options {
+            join_attribute: Some("query.id".into()),
+            retrievals: RetrievalRule::Last,
+        };
+        let (_, _, joined, missing) =
+            run(&spec("one_missing"), &system, &rows, &pairs, &options).unwrap();
+        assert_eq!(joined.matched.len(), 1);
+        let [(id, why)] = &missing[..] else {
+            panic!("{missing:?}")
+        };
+        assert_eq!(id, "q2");
+        assert!(
+            why.starts_with("row `q2` has no trace, so it was not scored (the case's other rows were)\nno trace arrived within 1.0 s for 1 of 2 rows: `q2`\n"),
+            "{why}"
+        );
+        assert!(
+            why.contains("the attribute `query.id` on its root span"),
+            "{why}"
+        );
+        // No row with a trace: the case fails as a whole, as before.
+        assert_eq!(
+            each_row(vec!["q1".into(), "q2".into()], 2, "none arrived"),
+            Err("none arrived".to_owned())
         );
     }
 

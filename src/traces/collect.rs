@@ -8,7 +8,8 @@
 //! A protobuf request (`application/x-protobuf`) is written as the OTLP JSON line of the same
 //! request ([`proto::json_line`](crate::traces::proto::json_line)), so the file is one
 //! format. A request that cannot be read is answered 400 with the reader's message and
-//! nothing is written; compressed bodies are answered 415, since they are not read. Only
+//! nothing is written. A gzip body (`Content-Encoding: gzip`) is decompressed first, bounded
+//! after decompression as a body is; other encodings are answered 415. Only
 //! loopback addresses are listened on, and only requests whose `Host` is a loopback name are
 //! answered.
 //!
@@ -117,6 +118,40 @@ fn refuse(status: StatusCode, message: String) -> Response {
         .into_response()
 }
 
+/// A gzip body decompressed, refused `413` once it would exceed `limit` bytes (a body is
+/// bounded after decompression as before it, so a gzip bomb costs at most `limit` bytes) and
+/// `400` with the decoder's message when it is not gzip.
+fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, (StatusCode, String)> {
+    use std::io::Read as _;
+    // Read in steps rather than `read_to_end`, whose doubling could reserve twice the limit.
+    let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
+    let mut out = Vec::new();
+    let mut step = vec![0; 64 << 10];
+    loop {
+        let n = decoder.read(&mut step).map_err(|e| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("the gzip body cannot be decompressed: {e}"),
+            )
+        })?;
+        if n == 0 {
+            return Ok(out);
+        }
+        if out.len() + n > limit {
+            return Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the gzip body decompresses to more than {limit} bytes"),
+            ));
+        }
+        if out.capacity() < out.len() + n {
+            // Doubling, capped at the limit.
+            let want = (out.capacity() * 2).max(out.len() + n).min(limit);
+            out.reserve_exact(want - out.len());
+        }
+        out.extend_from_slice(&step[..n]);
+    }
+}
+
 /// The request's body as one line of OTLP JSON, or the answer refusing it.
 async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, Response> {
     let content_type = headers
@@ -130,15 +165,20 @@ async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, 
             format!("`{content_type}` is not read: send OTLP JSON (`application/json`) or protobuf (`application/x-protobuf`)"),
         ));
     }
-    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
-        return Err(refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!(
-                "`Content-Encoding: {}` is not read: send the body uncompressed",
-                encoding.to_str().unwrap_or("?")
+    let gzip = match headers.get(header::CONTENT_ENCODING) {
+        None => false,
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"gzip") => true,
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"identity") => false,
+        Some(encoding) => {
+            return Err(refuse(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                "`Content-Encoding: {}` is not read: send the body uncompressed or gzip-compressed",
+                String::from_utf8_lossy(encoding.as_bytes())
             ),
-        ));
-    }
+            ))
+        }
+    };
     let bytes = axum::body::to_bytes(body, MAX_LINE_BYTES)
         .await
         .map_err(|e| {
@@ -147,6 +187,13 @@ async fn line_of(headers: &HeaderMap, body: axum::body::Body) -> Result<String, 
                 format!("the body could not be read whole (at most {MAX_LINE_BYTES} bytes): {e}"),
             )
         })?;
+    let bytes = if gzip {
+        gunzip(&bytes, MAX_LINE_BYTES)
+            .map_err(|(status, message)| refuse(status, message))?
+            .into()
+    } else {
+        bytes
+    };
     // One line: a pretty-printed request is written compactly, a protobuf one as its JSON.
     let line = if protobuf {
         crate::traces::proto::json_line(&bytes).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?

@@ -523,24 +523,37 @@ fn protobuf_files_score_and_inspect_as_their_json() {
 fn collect_reads_the_rust_sdks_protobuf_export_as_its_json_export() {
     use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _, TracerProvider as _};
     use opentelemetry::{Array, Context, KeyValue};
-    use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+    use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
     let dir = tempfile::tempdir().unwrap();
     let (pb_out, json_out) = (dir.path().join("pb.jsonl"), dir.path().join("json.jsonl"));
     let (pb, pb_addr) = collector(&pb_out);
     let (json, json_addr) = collector(&json_out);
-    let exporter = |protocol, addr: &str| {
-        opentelemetry_otlp::SpanExporter::builder()
+    let (gz_pb_out, gz_json_out) = (
+        dir.path().join("pb.gz.jsonl"),
+        dir.path().join("json.gz.jsonl"),
+    );
+    let (gz_pb, gz_pb_addr) = collector(&gz_pb_out);
+    let (gz_json, gz_json_addr) = collector(&gz_json_out);
+    let exporter = |protocol, addr: &str, gzip: bool| {
+        let builder = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(protocol)
-            .with_endpoint(format!("http://{addr}/v1/traces"))
-            .build()
-            .unwrap()
+            .with_endpoint(format!("http://{addr}/v1/traces"));
+        let builder = if gzip {
+            builder.with_compression(opentelemetry_otlp::Compression::Gzip)
+        } else {
+            builder
+        };
+        builder.build().unwrap()
     };
-    // Each span, as it ends, goes to both exporters: the same span, ids and times, sent in
-    // protobuf (the exporter's default) and in JSON.
+    // Each span, as it ends, goes to every exporter: the same span, ids and times, sent in
+    // protobuf (the exporter's default) and in JSON, each plain and gzip-compressed (as with
+    // OTEL_EXPORTER_OTLP_COMPRESSION=gzip).
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
-        .with_simple_exporter(exporter(Protocol::HttpBinary, &pb_addr))
-        .with_simple_exporter(exporter(Protocol::HttpJson, &json_addr))
+        .with_simple_exporter(exporter(Protocol::HttpBinary, &pb_addr, false))
+        .with_simple_exporter(exporter(Protocol::HttpJson, &json_addr, false))
+        .with_simple_exporter(exporter(Protocol::HttpBinary, &gz_pb_addr, true))
+        .with_simple_exporter(exporter(Protocol::HttpJson, &gz_json_addr, true))
         .build();
     let tracer = provider.tracer("rag");
     let root = tracer.start("query");
@@ -599,7 +612,11 @@ fn collect_reads_the_rust_sdks_protobuf_export_as_its_json_export() {
     );
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("resource_spans: invalid wire type"), "{body}");
-    drop((pb, json));
+    drop((pb, json, gz_pb, gz_json));
+    // A compressed request is written as the same line as the plain one.
+    let read = |f: &Path| std::fs::read_to_string(f).unwrap();
+    assert_eq!(read(&gz_pb_out), read(&pb_out));
+    assert_eq!(read(&gz_json_out), read(&json_out));
     let inspect = |f: &Path| ok(&["traces", "inspect", s(f), "--json"]);
     let from_pb = inspect(&pb_out);
     assert_eq!(from_pb, inspect(&json_out));
