@@ -112,13 +112,9 @@ pub(crate) fn start_receiver_for(cases: &[CaseSpec]) {
         // Before any case runs: the SDK reads these when the system builds its exporter.
         std::env::set_var(ENDPOINT_ENV, &endpoint);
         std::env::set_var(TRACES_ENDPOINT_ENV, format!("{endpoint}/v1/traces"));
-        for (var, value) in [
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
-            (BSP_DELAY_ENV, BSP_DELAY_MS),
-        ] {
-            if std::env::var_os(var).is_none() {
-                std::env::set_var(var, value);
-            }
+        // The protocol is left to the system (the receiver reads JSON and protobuf alike).
+        if std::env::var_os(BSP_DELAY_ENV).is_none() {
+            std::env::set_var(BSP_DELAY_ENV, BSP_DELAY_MS);
         }
         Ok((addr, received))
     });
@@ -422,7 +418,7 @@ fn no_trace(
     let _ = std::fmt::Write::write_fmt(
         &mut message,
         format_args!(
-            "\ncheck that the system builds its OTLP exporter from {ENDPOINT_ENV} (set to http://{addr}, protocol http/json) after the harness starts, not from a fixed endpoint; \
+            "\ncheck that the system builds its OTLP exporter from {ENDPOINT_ENV} (set to http://{addr}) after the harness starts, not from a fixed endpoint; \
              that its spans end and are exported before the timeout (the batch processor sends every {BSP_DELAY_ENV} ms; `force_flush` the provider, or raise `trace_timeout_ms`); \
              and that each trace carries {join}"
         ),
@@ -502,9 +498,7 @@ mod tests {
             "{message}"
         );
         assert!(
-            message.contains(
-                "OTEL_EXPORTER_OTLP_ENDPOINT (set to http://127.0.0.1:4318, protocol http/json)"
-            ),
+            message.contains("OTEL_EXPORTER_OTLP_ENDPOINT (set to http://127.0.0.1:4318)"),
             "{message}"
         );
         assert!(
