@@ -303,6 +303,39 @@ fn ties_rank_by_descending_docno_and_docnos_may_hold_a_hash() {
 }
 
 #[test]
+fn docnos_of_every_length_find_their_grade_and_their_duplicate() {
+    // The hash reads a docno's tail with wide loads that overlap its head: names differing in
+    // their last byte only, of each length around those loads' sizes, must stay apart.
+    for n in 1..=20 {
+        let (a, b) = (
+            format!("{}a", "x".repeat(n - 1)),
+            format!("{}b", "x".repeat(n - 1)),
+        );
+        let qrels = format!("q 0 {a} 1\nq 0 {b} 0\n");
+        let (code, out, _) = run(
+            &["-q", "-m", "relstring"],
+            &qrels,
+            &format!("q Q0 {b} 1 0.9 r\nq Q0 {a} 2 0.5 r\n"),
+        );
+        assert_eq!(
+            (code, out.as_str()),
+            (0, "relstring             \tq\t'01'\n"),
+            "length {n}"
+        );
+        let (code, _, err) = run(
+            &["-m", "relstring"],
+            &qrels,
+            &format!("q Q0 {a} 1 0.9 r\nq Q0 {b} 2 0.5 r\nq Q0 {a} 3 0.1 r\n"),
+        );
+        assert_ne!(code, 0, "length {n}");
+        assert!(
+            err.contains(&format!("duplicate docs {a}")),
+            "length {n}: {err}"
+        );
+    }
+}
+
+#[test]
 fn a_query_missing_from_the_run_scores_zero_with_c() {
     let (code, out, _) = run(
         &["-c", "-m", "num_q", "-m", "map", "-m", "num_ret"],
