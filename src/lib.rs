@@ -103,6 +103,8 @@ pub mod level;
 #[cfg(feature = "answers")]
 pub mod llm;
 pub mod locate;
+#[cfg(any(feature = "serve", feature = "traces"))]
+mod loopback;
 pub mod metrics;
 mod redact;
 #[cfg(feature = "report")]

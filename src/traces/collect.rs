@@ -20,6 +20,7 @@ use crate::error::Error;
 use crate::traces::otlp::{SpanReader, MAX_LINE_BYTES};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
@@ -241,15 +242,6 @@ pub async fn collect(
     out: &Utf8Path,
     ready: impl FnOnce(SocketAddr),
 ) -> crate::Result<()> {
-    if !addr.ip().is_loopback() {
-        return Err(Error::Listen {
-            addr: addr.to_string(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                "the collector listens on a loopback address only (127.0.0.1 or ::1)",
-            ),
-        });
-    }
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -259,16 +251,13 @@ pub async fn collect(
             path: out.to_owned(),
             source,
         })?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| Error::Listen {
-            addr: addr.to_string(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(|source| Error::Listen {
+    let listen_error = |source| Error::Listen {
         addr: addr.to_string(),
         source,
-    })?;
+    };
+    let listener = crate::loopback::bind(addr, "the collector")?;
+    let bound = listener.local_addr().map_err(listen_error)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(listen_error)?;
     ready(bound);
     let sink = Sink::File {
         file: Mutex::new(file),
@@ -293,7 +282,16 @@ pub(super) fn router(sink: Sink) -> Router {
             )
         })
         .with_state(Arc::new(sink))
-        .layer(axum::middleware::from_fn(
-            super::loopback::loopback_hosts_only,
-        ))
+        .layer(axum::middleware::from_fn(loopback_hosts_only))
+}
+
+/// Refuses requests whose `Host` is not a loopback name, 403.
+async fn loopback_hosts_only(request: Request, next: Next) -> Response {
+    if crate::loopback::is_for_loopback_host(&request) {
+        return next.run(request).await;
+    }
+    refuse(
+        StatusCode::FORBIDDEN,
+        "this receiver answers only requests whose Host is localhost, 127.0.0.1 or [::1]".into(),
+    )
 }

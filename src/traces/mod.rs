@@ -39,7 +39,6 @@
 //! ```
 
 pub mod collect;
-mod loopback;
 mod map;
 pub mod otlp;
 pub mod proto;

@@ -19,14 +19,7 @@ pub fn listen(
         addr: addr.to_string(),
         source,
     };
-    if !addr.ip().is_loopback() {
-        return Err(listen_error(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            "the receiver listens on a loopback address only (127.0.0.1 or ::1)",
-        )));
-    }
-    let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
-    listener.set_nonblocking(true).map_err(listen_error)?;
+    let listener = crate::loopback::bind(addr, "the receiver")?;
     let bound = listener.local_addr().map_err(listen_error)?;
     let received = Received::default();
     let app = router(Sink::Memory(received.clone()));
