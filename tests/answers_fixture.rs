@@ -32,15 +32,7 @@ fn fixture(root: &Path) {
     // Fixtures share one target folder, and cargo names a path package's artifacts
     // independently of where it sits: one package name per fixture folder, or two fixtures
     // built at once overwrite each other's test binaries.
-    let unique: String = root
-        .parent()
-        .and_then(|p| p.file_name())
-        .unwrap()
-        .to_string_lossy()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase();
+    let unique = fixture_crate::package_suffix(root.parent().unwrap());
     std::fs::write(
         root.join("Cargo.toml"),
         format!(

@@ -25,15 +25,7 @@ fn fixture(root: &Path) {
     std::fs::copy(Path::new(REPO).join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
     // One package name per fixture folder: fixtures share a target folder (see the answers
     // fixture).
-    let unique: String = root
-        .parent()
-        .and_then(|p| p.file_name())
-        .unwrap()
-        .to_string_lossy()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase();
+    let unique = fixture_crate::package_suffix(root.parent().unwrap());
     std::fs::write(
         root.join("Cargo.toml"),
         format!(

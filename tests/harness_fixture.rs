@@ -84,7 +84,7 @@ impl Fixture {
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::create_dir_all(root.join("tests")).unwrap();
         std::fs::write(root.join("src/lib.rs"), "").unwrap();
-        let unique = package_suffix(dir.path());
+        let unique = fixture_crate::package_suffix(dir.path());
         // The repository's own cases (`tests/rag.rs`) split Markdown, which is not a default.
         std::fs::write(
             root.join("Cargo.toml"),
@@ -694,18 +694,4 @@ fn a_downstream_crate_gates_on_golden_snapshots_and_thresholds() {
         fx.pending().is_empty(),
         "CI writes nothing under nextest either"
     );
-}
-
-/// A name part unique to one fixture's folder. Fixtures share one target folder, and cargo
-/// names a path package's artifacts independently of where it sits, so two fixtures built at
-/// once under one package name overwrite each other's test binaries (each with the other's
-/// folder compiled in).
-fn package_suffix(dir: &Path) -> String {
-    dir.file_name()
-        .unwrap()
-        .to_string_lossy()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase()
 }

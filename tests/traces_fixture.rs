@@ -25,15 +25,7 @@ fn fixture(root: &Path) {
     copy_dir(&Path::new(REPO).join("tests/fixtures/traces_service"), root);
     // One package name per fixture folder: fixtures share a target folder (see
     // tests/answers_fixture.rs).
-    let unique: String = root
-        .parent()
-        .and_then(|p| p.file_name())
-        .unwrap()
-        .to_string_lossy()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase();
+    let unique = fixture_crate::package_suffix(root.parent().unwrap());
     std::fs::write(
         root.join("Cargo.toml"),
         format!(

@@ -141,3 +141,18 @@ pub fn command(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     }
     cmd
 }
+
+/// A name part unique to one fixture's folder `dir`. Fixtures share one target folder, and
+/// cargo names a path package's artifacts independently of where it sits, so two fixtures
+/// built at once under one package name overwrite each other's test binaries (each with the
+/// other's folder compiled in).
+#[allow(dead_code)] // not every fixture's binary names a package
+pub fn package_suffix(dir: &Path) -> String {
+    dir.file_name()
+        .unwrap()
+        .to_string_lossy()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
